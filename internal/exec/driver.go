@@ -1,0 +1,147 @@
+package exec
+
+import (
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// Driver is the source side of a job: it owns the processing clock and the
+// watermark, and turns arrivals into the ordered stream of a Target.
+//
+// Processing time only moves when the caller says so (Advance): from each
+// line's arrival time in a replay, from the wall clock in a live run. A
+// processing-time instant T (a periodic watermark emission, a partition going
+// idle) is handled before the first arrival at or after T. Before every
+// watermark emitted at T, and before every event, the Target's processing
+// time is advanced to that instant when the trigger uses processing-time
+// timers, so that their panes come out in time order.
+type Driver[K comparable, T any] struct {
+	t         Target[K, T]
+	s         watermark.Strategy
+	tracker   *watermark.Tracker
+	procItems bool
+
+	now     mtime.Time // processing time
+	sent    mtime.Time // processing time last sent to the target
+	wm      mtime.Time // last watermark emitted
+	dirty   bool       // events since the last periodic emission
+	nextDue mtime.Time // the periodic emission that covers them
+	ended   bool
+}
+
+// NewDriver returns a driver feeding t. procTimers says whether the
+// operator sets processing-time timers (trigger.UsesProcessingTime).
+func NewDriver[K comparable, T any](t Target[K, T], s watermark.Strategy, procTimers bool) *Driver[K, T] {
+	return &Driver[K, T]{
+		t: t, s: s, tracker: watermark.NewTracker(s), procItems: procTimers,
+		now: mtime.MinTime, sent: mtime.MinTime, wm: mtime.MinTime,
+	}
+}
+
+// Tracker is the bounded watermark's per-partition state.
+func (d *Driver[K, T]) Tracker() *watermark.Tracker { return d.tracker }
+
+// Now is the current processing time.
+func (d *Driver[K, T]) Now() mtime.Time { return d.now }
+
+// Watermark is the last watermark emitted.
+func (d *Driver[K, T]) Watermark() mtime.Time { return d.wm }
+
+// Advance moves processing time to now (never backwards), first handling
+// every periodic watermark emission and idleness timeout due by then.
+func (d *Driver[K, T]) Advance(now mtime.Time) {
+	if now <= d.now {
+		return
+	}
+	if d.s.Kind == watermark.Bounded {
+		for {
+			at := d.nextInstant()
+			if at > now {
+				break
+			}
+			d.now = max(d.now, at)
+			d.dirty = false
+			d.emit(d.tracker.Current(at), at)
+		}
+	}
+	d.now = now
+}
+
+// nextInstant is the next processing time at which the bounded watermark may
+// change: the periodic emission covering recent events, or the instant (for
+// a periodic watermark, the first emission at or after it) a partition turns
+// idle.
+func (d *Driver[K, T]) nextInstant() mtime.Time {
+	at := mtime.MaxTime
+	if d.dirty {
+		at = d.nextDue
+	}
+	if idle := d.tracker.NextIdle(); idle < mtime.MaxTime {
+		if d.s.Interval > 0 {
+			idle = alignUp(idle, d.s.Interval)
+		}
+		at = min(at, idle)
+	}
+	return at
+}
+
+func (d *Driver[K, T]) proc(at mtime.Time) {
+	if d.procItems && at > d.sent {
+		d.sent = at
+		d.t.Proc(at)
+	}
+}
+
+func (d *Driver[K, T]) emit(w, at mtime.Time) {
+	if w <= d.wm {
+		return
+	}
+	d.proc(at)
+	d.wm = w
+	d.t.Watermark(w, at)
+}
+
+// Event sends an event with event time ts, seen on input partition part, at
+// the current processing time. A bounded watermark learns of it (after every
+// event when the interval is 0, else at the next periodic emission).
+func (d *Driver[K, T]) Event(part int, key K, ts mtime.Time, v T) {
+	d.proc(d.now)
+	d.t.Event(key, ts, d.now, v)
+	if d.s.Kind != watermark.Bounded {
+		return
+	}
+	d.tracker.Observe(part, ts, d.now)
+	if d.s.Interval == 0 {
+		d.emit(d.tracker.Current(d.now), d.now)
+	} else if !d.dirty {
+		d.dirty = true
+		// the first emission after now: one at exactly now came before
+		// this event
+		d.nextDue = alignUp(d.now+1, d.s.Interval)
+	}
+}
+
+// Observe tells a bounded watermark about an event that is not sent on (a
+// duplicate delivery still shows the partition is alive and how far it got).
+func (d *Driver[K, T]) Observe(part int, ts mtime.Time) {
+	if d.s.Kind == watermark.Bounded {
+		d.tracker.Observe(part, ts, d.now)
+	}
+}
+
+// SetWatermark moves a scripted or perfect watermark to w at the current
+// processing time; a w at or below the current watermark changes nothing.
+func (d *Driver[K, T]) SetWatermark(w mtime.Time) {
+	d.emit(w, d.now)
+}
+
+// End ends a bounded input at the current processing time: the watermark
+// moves to the end of time and no processing-time timer fires any more.
+func (d *Driver[K, T]) End() {
+	if d.ended {
+		return
+	}
+	d.ended = true
+	d.wm = mtime.MaxTime
+	d.t.End(d.now)
+}

@@ -1,0 +1,395 @@
+package exec
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// Target receives a keyed stream in arrival order: events, and advances of
+// processing time and of the watermark. Runner implements it; a Driver feeds
+// one.
+type Target[K comparable, T any] interface {
+	Event(key K, ts, now mtime.Time, v T)
+	Proc(now mtime.Time)
+	Watermark(w, now mtime.Time)
+	// End ends a bounded input: the watermark moves to the end of time.
+	End(now mtime.Time)
+}
+
+type itemKind uint8
+
+const (
+	iEvent itemKind = iota
+	iProc
+	iWatermark
+	iEnd
+)
+
+type item[K comparable, T any] struct {
+	kind itemKind
+	step uint64
+	ts   mtime.Time // event time, or the watermark
+	now  mtime.Time
+	key  K
+	val  T
+}
+
+// Config configures a Runner.
+type Config[K comparable, T, A, O any] struct {
+	Strategy window.Strategy
+	Agg      aggregate.Func[T, A, O]
+	// Parallelism is the number of operator instances, each in its own
+	// goroutine, each owning the keys that Hash sends to it. 0 runs the
+	// operator inline, in the caller's goroutine, with Emit called
+	// synchronously: for tests and harnesses.
+	Parallelism int
+	// Hash spreads keys over instances; required when Parallelism > 1.
+	Hash func(K) uint64
+	// BatchSize is the number of items per instance batch (default 1024).
+	BatchSize int
+	// Emit receives the outputs in their canonical order, from one goroutine.
+	// The slice is reused after Emit returns. An error stops the runner.
+	Emit func([]Out[K, T, O]) error
+}
+
+// Runner runs a windowed aggregation over a keyed stream, with batches
+// between the caller (the source stage), the operator instances and the
+// sink.
+//
+// Outputs reach Emit in the same order, byte for byte, whatever the
+// parallelism: each item gets a step number, and the outputs of the instances
+// are merged by (step, timer instant, window sequence).
+type Runner[K comparable, T, A, O any] struct {
+	cfg  Config[K, T, A, O]
+	ops  []*WindowOp[K, T, A, O]
+	step uint64
+
+	// pipelined mode
+	cur     [][]item[K, T]
+	in      []chan []item[K, T]
+	out     []chan []Out[K, T, O]
+	inFree  chan []item[K, T]
+	outFree chan []Out[K, T, O]
+	merged  []Out[K, T, O]
+	wg      sync.WaitGroup
+	failed  atomic.Bool
+	errMu   sync.Mutex
+	err     error
+	ended   bool
+
+	// progress, readable while running
+	wm   atomic.Int64
+	open atomic.Int64
+}
+
+// ErrStopped is returned after the sink failed.
+var ErrStopped = errors.New("exec: runner stopped")
+
+// NewRunner starts a runner. The caller must call End (or Stop) and then Wait.
+func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, A, O] {
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1024
+	}
+	n := max(cfg.Parallelism, 1)
+	if n > 1 && cfg.Hash == nil {
+		panic("exec: Parallelism > 1 needs a Hash")
+	}
+	r := &Runner[K, T, A, O]{cfg: cfg}
+	r.wm.Store(int64(mtime.MinTime))
+	for range n {
+		r.ops = append(r.ops, NewWindowOp[K](cfg.Strategy, cfg.Agg))
+	}
+	if cfg.Parallelism == 0 {
+		return r
+	}
+	r.cur = make([][]item[K, T], n)
+	r.in = make([]chan []item[K, T], n)
+	r.out = make([]chan []Out[K, T, O], n)
+	r.inFree = make(chan []item[K, T], 4*n+4)
+	r.outFree = make(chan []Out[K, T, O], 4*n+4)
+	for i := range n {
+		r.cur[i] = make([]item[K, T], 0, cfg.BatchSize)
+		r.in[i] = make(chan []item[K, T], 2)
+		r.out[i] = make(chan []Out[K, T, O], 2)
+		r.wg.Add(1)
+		go r.instance(i)
+	}
+	r.wg.Add(1)
+	go r.sink()
+	return r
+}
+
+// Ops gives access to the operator instances; only safe after Wait, or in
+// inline mode.
+func (r *Runner[K, T, A, O]) Ops() []*WindowOp[K, T, A, O] { return r.ops }
+
+func (r *Runner[K, T, A, O]) nextStep() uint64 {
+	r.step++
+	return r.step
+}
+
+// Event implements Target.
+func (r *Runner[K, T, A, O]) Event(key K, ts, now mtime.Time, v T) {
+	s := r.nextStep()
+	if r.cfg.Parallelism == 0 {
+		r.ops[0].Event(s, key, ts, now, v)
+		r.emitInline()
+		return
+	}
+	i := 0
+	if len(r.ops) > 1 {
+		i = int(r.cfg.Hash(key) % uint64(len(r.ops)))
+	}
+	r.cur[i] = append(r.cur[i], item[K, T]{kind: iEvent, step: s, ts: ts, now: now, key: key, val: v})
+	if len(r.cur[i]) >= r.cfg.BatchSize {
+		r.Flush()
+	}
+}
+
+// Proc implements Target.
+func (r *Runner[K, T, A, O]) Proc(now mtime.Time) { r.broadcast(iProc, 0, now) }
+
+// Watermark implements Target.
+func (r *Runner[K, T, A, O]) Watermark(w, now mtime.Time) { r.broadcast(iWatermark, w, now) }
+
+// End implements Target. It flushes everything; call Wait for the outcome.
+func (r *Runner[K, T, A, O]) End(now mtime.Time) {
+	r.broadcast(iEnd, mtime.MaxTime, now)
+	r.finish()
+}
+
+// Stop ends the runner without ending the input: windows stay open (a job
+// stopped for a savepoint). Call Wait afterwards.
+func (r *Runner[K, T, A, O]) Stop() { r.finish() }
+
+func (r *Runner[K, T, A, O]) finish() {
+	if r.ended {
+		return
+	}
+	r.ended = true
+	if r.cfg.Parallelism == 0 {
+		return
+	}
+	r.Flush()
+	for _, c := range r.in {
+		close(c)
+	}
+}
+
+func (r *Runner[K, T, A, O]) broadcast(k itemKind, ts, now mtime.Time) {
+	s := r.nextStep()
+	if r.cfg.Parallelism == 0 {
+		op := r.ops[0]
+		switch k {
+		case iProc:
+			op.AdvanceProc(s, now)
+		case iWatermark:
+			op.AdvanceWatermark(s, ts, now)
+		case iEnd:
+			op.End(s, now)
+		}
+		r.wm.Store(int64(op.Watermark()))
+		r.emitInline()
+		return
+	}
+	full := false
+	for i := range r.cur {
+		r.cur[i] = append(r.cur[i], item[K, T]{kind: k, step: s, ts: ts, now: now})
+		full = full || len(r.cur[i]) >= r.cfg.BatchSize
+	}
+	if full {
+		r.Flush()
+	}
+}
+
+func (r *Runner[K, T, A, O]) emitInline() {
+	outs := r.ops[0].Take()
+	if len(outs) == 0 || r.failed.Load() {
+		return
+	}
+	if err := r.cfg.Emit(outs); err != nil {
+		r.fail(err)
+	}
+}
+
+// Flush sends the items gathered so far to the instances (a live source calls
+// it to bound latency; batches also go when full).
+func (r *Runner[K, T, A, O]) Flush() {
+	if r.cfg.Parallelism == 0 {
+		return
+	}
+	if r.failed.Load() {
+		for i := range r.cur {
+			clear(r.cur[i])
+			r.cur[i] = r.cur[i][:0]
+		}
+		return
+	}
+	for i := range r.cur {
+		r.in[i] <- r.cur[i]
+		select {
+		case b := <-r.inFree:
+			r.cur[i] = b[:0]
+		default:
+			r.cur[i] = make([]item[K, T], 0, r.cfg.BatchSize)
+		}
+	}
+}
+
+func (r *Runner[K, T, A, O]) instance(i int) {
+	defer r.wg.Done()
+	op := r.ops[i]
+	for b := range r.in[i] {
+		for j := range b {
+			it := &b[j]
+			switch it.kind {
+			case iEvent:
+				op.Event(it.step, it.key, it.ts, it.now, it.val)
+			case iProc:
+				op.AdvanceProc(it.step, it.now)
+			case iWatermark:
+				op.AdvanceWatermark(it.step, it.ts, it.now)
+			case iEnd:
+				op.End(it.step, it.now)
+			}
+		}
+		clear(b)
+		select {
+		case r.inFree <- b:
+		default:
+		}
+		var fresh []Out[K, T, O]
+		select {
+		case fresh = <-r.outFree:
+		default:
+		}
+		outs := op.out
+		op.out = fresh[:0]
+		op.openGauge.Store(op.Open)
+		if i == 0 {
+			r.wm.Store(int64(op.Watermark()))
+		}
+		r.out[i] <- outs
+	}
+	close(r.out[i])
+}
+
+// sink receives one output batch per instance per round, merges them into
+// canonical order and emits them.
+func (r *Runner[K, T, A, O]) sink() {
+	defer r.wg.Done()
+	n := len(r.out)
+	parts := make([][]Out[K, T, O], n)
+	for {
+		for i := range parts {
+			b, ok := <-r.out[i]
+			if !ok {
+				// every instance closes after its last round
+				for j := i + 1; j < n; j++ {
+					for range r.out[j] {
+					}
+				}
+				return
+			}
+			parts[i] = b
+		}
+		var batch []Out[K, T, O]
+		if n == 1 {
+			batch = parts[0]
+		} else {
+			r.merged = mergeOuts(r.merged[:0], parts)
+			batch = r.merged
+		}
+		if len(batch) > 0 && !r.failed.Load() {
+			if err := r.cfg.Emit(batch); err != nil {
+				r.fail(err)
+			}
+		}
+		var open int64
+		for i, b := range parts {
+			clear(b)
+			select {
+			case r.outFree <- b[:0]:
+			default:
+			}
+			parts[i] = nil
+			open += r.ops[i].openGauge.Load()
+		}
+		r.open.Store(open)
+	}
+}
+
+// mergeOuts merges sorted batches into dst by (Step, At, Seq); ties keep the
+// order of the batches.
+func mergeOuts[K comparable, T, O any](dst []Out[K, T, O], parts [][]Out[K, T, O]) []Out[K, T, O] {
+	idx := make([]int, len(parts))
+	for {
+		best := -1
+		for i, p := range parts {
+			if idx[i] < len(p) && (best < 0 || p[idx[i]].Less(&parts[best][idx[best]])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return dst
+		}
+		dst = append(dst, parts[best][idx[best]])
+		idx[best]++
+	}
+}
+
+func (r *Runner[K, T, A, O]) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+	r.failed.Store(true)
+}
+
+// Err is the first error of the sink, if any.
+func (r *Runner[K, T, A, O]) Err() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+// Wait waits for the instances and the sink to finish after End or Stop, and
+// returns the first error of the sink.
+func (r *Runner[K, T, A, O]) Wait() error {
+	r.wg.Wait()
+	return r.Err()
+}
+
+// Stats sums the statistics of the instances; call it after Wait.
+func (r *Runner[K, T, A, O]) Stats() Stats {
+	var s Stats
+	s.Dropped = map[window.Window]int64{}
+	for _, op := range r.ops {
+		s.Accepted += op.Accepted
+		s.TooLate += op.TooLate
+		s.LateAccepted += op.LateAccepted
+		s.Panes += op.Panes
+		s.Fired += op.Fired
+		s.Windows += op.Windows
+		s.Open += op.Open
+		for w, n := range op.Dropped {
+			s.Dropped[w] += n
+		}
+	}
+	return s
+}
+
+// Progress reports the watermark and the number of open windows, as of the
+// last batch; safe to call while running.
+func (r *Runner[K, T, A, O]) Progress() (wm mtime.Time, open int64) {
+	if r.cfg.Parallelism == 0 {
+		return r.ops[0].Watermark(), r.ops[0].Open
+	}
+	return mtime.Time(r.wm.Load()), r.open.Load()
+}

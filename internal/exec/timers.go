@@ -1,0 +1,148 @@
+package exec
+
+import (
+	"slices"
+
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// timerKind says what a timer is for; a fired timer is checked against the
+// window's state (timers are never deleted, only found stale).
+type timerKind uint8
+
+const (
+	tOnTime  timerKind = iota // event time End-1: the on-time firing
+	tCleanup                  // event time End-1+lateness: the closing pane
+	tEarly                    // processing time: an early firing
+	tLate                     // processing time: a held-back late firing
+)
+
+type timerRef[K comparable] struct {
+	key  K
+	win  window.Window
+	seq  uint64
+	kind timerKind
+}
+
+// timerQueue indexes timers by their instant: one bucket per distinct
+// instant, so that the million keys of a tumbling window share one heap entry.
+// Within a bucket, timers fire in the order of their windows' creation
+// sequence, which makes the order of results independent of how keys are
+// spread over parallel instances.
+type timerQueue[K comparable] struct {
+	buckets map[mtime.Time][]timerRef[K]
+	times   timeHeap
+	free    [][]timerRef[K]
+}
+
+func newTimerQueue[K comparable]() timerQueue[K] {
+	return timerQueue[K]{buckets: map[mtime.Time][]timerRef[K]{}}
+}
+
+func (q *timerQueue[K]) add(t mtime.Time, r timerRef[K]) {
+	b, ok := q.buckets[t]
+	if !ok {
+		q.times.push(t)
+		if n := len(q.free); n > 0 {
+			b = q.free[n-1]
+			q.free = q.free[:n-1]
+		}
+	}
+	q.buckets[t] = append(b, r)
+}
+
+// next returns the earliest instant with timers.
+func (q *timerQueue[K]) next() (mtime.Time, bool) {
+	if len(q.times) == 0 {
+		return 0, false
+	}
+	return q.times[0], true
+}
+
+// pop removes and returns the earliest bucket, sorted by window sequence. The
+// caller hands it back with recycle when done.
+func (q *timerQueue[K]) pop() (mtime.Time, []timerRef[K]) {
+	t := q.times.pop()
+	b := q.buckets[t]
+	delete(q.buckets, t)
+	if !slices.IsSortedFunc(b, cmpSeq[K]) {
+		slices.SortStableFunc(b, cmpSeq[K])
+	}
+	return t, b
+}
+
+func cmpSeq[K comparable](a, b timerRef[K]) int {
+	switch {
+	case a.seq < b.seq:
+		return -1
+	case a.seq > b.seq:
+		return 1
+	}
+	return 0
+}
+
+func (q *timerQueue[K]) recycle(b []timerRef[K]) {
+	clear(b)
+	q.free = append(q.free, b[:0])
+}
+
+// len is the number of pending timers (including stale ones).
+func (q *timerQueue[K]) len() int {
+	n := 0
+	for _, b := range q.buckets {
+		n += len(b)
+	}
+	return n
+}
+
+// all calls f for every pending timer, in instant order then sequence.
+func (q *timerQueue[K]) all(f func(t mtime.Time, r timerRef[K])) {
+	ts := slices.Clone([]mtime.Time(q.times))
+	slices.Sort(ts)
+	for _, t := range ts {
+		for _, r := range q.buckets[t] {
+			f(t, r)
+		}
+	}
+}
+
+// timeHeap is a binary min-heap of instants (no boxing, unlike container/heap).
+type timeHeap []mtime.Time
+
+func (h *timeHeap) push(t mtime.Time) {
+	*h = append(*h, t)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p] <= a[i] {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *timeHeap) pop() mtime.Time {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l] < a[m] {
+			m = l
+		}
+		if r < n && a[r] < a[m] {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}

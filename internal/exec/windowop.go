@@ -1,0 +1,592 @@
+// Package exec is weir's runtime: the window operator that executes a
+// window.Strategy over keyed events, the timers it needs, and the stages that
+// move batches of events between goroutines.
+//
+// Everything here is driven by explicit calls (an event, a watermark advance,
+// a processing-time advance), never by reading a clock, so that a replay of a
+// recorded stream and a test produce exactly the same results as a live run
+// with the same arrivals.
+package exec
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/window"
+)
+
+// none marks an unset timer or instant in window state.
+const none = mtime.MinTime
+
+// OutKind tells what an Out carries.
+type OutKind uint8
+
+const (
+	// OutPane is a pane (or a retraction).
+	OutPane OutKind = iota
+	// OutLate is an event too late for all of its windows.
+	OutLate
+)
+
+// Out is one output of the window operator, with the keys that order it.
+//
+// Outputs are ordered by Step (the input item that caused them), then At (the
+// timer instant, for outputs of timers; none for outputs of an event), then
+// Seq (the creation sequence of the window). That order does not depend on
+// how keys are spread over parallel instances, so merging the outputs of
+// several instances by (Step, At, Seq) gives the same bytes as one instance.
+type Out[K comparable, T, O any] struct {
+	Step uint64
+	At   mtime.Time
+	Seq  uint64
+	Kind OutKind
+	Pane window.Pane[K, O]
+	Late window.LateEvent[K, T]
+}
+
+// Less reports whether o sorts before p.
+func (o *Out[K, T, O]) Less(p *Out[K, T, O]) bool {
+	if o.Step != p.Step {
+		return o.Step < p.Step
+	}
+	if o.At != p.At {
+		return o.At < p.At
+	}
+	return o.Seq < p.Seq
+}
+
+// Stats counts what the operator did. Every event given to Event is counted
+// exactly once in Accepted or TooLate.
+type Stats struct {
+	// Accepted events were added to at least one window.
+	Accepted int64
+	// TooLate events were too late for every window they belong to.
+	TooLate int64
+	// LateAccepted events (a subset of Accepted) were added to a window the
+	// watermark had already passed: they are late, but within the allowed
+	// lateness.
+	LateAccepted int64
+	// Panes counts panes emitted, retractions included; Fired counts
+	// windows that emitted at least one pane.
+	Panes int64
+	Fired int64
+	// Windows counts windows created; Open is how many hold state now.
+	Windows int64
+	Open    int64
+	// Dropped counts too-late drops per window, across keys. An event of a
+	// sliding window too late for some of its windows is counted in each of
+	// those, even when it was added to the others.
+	Dropped map[window.Window]int64
+}
+
+type win[A, O any] struct {
+	w     window.Window
+	seq   uint64
+	acc   A
+	n     int64 // elements since the last firing
+	rev   int
+	late  bool // the watermark has passed End-1: on-time fired or created late
+	early mtime.Time
+	// late firings (throttled)
+	lateAt      mtime.Time
+	lastLate    mtime.Time
+	latePending bool
+	// the last pane, for retractions
+	last       O
+	lastTiming window.Timing
+	hasLast    bool
+}
+
+type keyState[A, O any] struct {
+	wins []win[A, O]
+}
+
+func (ks *keyState[A, O]) find(w window.Window) int {
+	for i := range ks.wins {
+		if ks.wins[i].w == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// WindowOp executes a windowing strategy and an aggregate function over keyed
+// events. It is single-threaded: a parallel job runs one WindowOp per key
+// partition.
+//
+// Calls must come in input order: Event, AdvanceProc, AdvanceWatermark and End,
+// each with a step number larger than the previous one and a processing time
+// that does not go back. Outputs accumulate until Take.
+type WindowOp[K comparable, T, A, O any] struct {
+	strategy window.Strategy
+	trg      trigger.Trigger
+	agg      aggregate.Func[T, A, O]
+	lateness mtime.Time
+	merging  bool
+	gap      mtime.Time
+
+	wm   mtime.Time
+	now  mtime.Time
+	step uint64
+
+	keys     map[K]*keyState[A, O]
+	freeKeys []*keyState[A, O]
+	et       timerQueue[K]
+	pt       timerQueue[K]
+	wbuf     []window.Window
+	ibuf     []int
+
+	out       []Out[K, T, O]
+	openGauge atomic.Int64 // Open, published for progress reports
+	Stats
+}
+
+// NewWindowOp returns an operator for a validated strategy.
+func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Func[T, A, O]) *WindowOp[K, T, A, O] {
+	op := &WindowOp[K, T, A, O]{
+		strategy: s,
+		trg:      s.Trigger,
+		agg:      agg,
+		lateness: s.AllowedLateness,
+		merging:  s.Assigner.Merging(),
+		wm:       mtime.MinTime,
+		now:      mtime.MinTime,
+		keys:     map[K]*keyState[A, O]{},
+		et:       newTimerQueue[K](),
+		pt:       newTimerQueue[K](),
+	}
+	if sa, ok := s.Assigner.(window.Session); ok {
+		op.gap = sa.Gap
+	}
+	op.Dropped = map[window.Window]int64{}
+	return op
+}
+
+// Watermark is the operator's input watermark.
+func (op *WindowOp[K, T, A, O]) Watermark() mtime.Time { return op.wm }
+
+// Take returns the outputs accumulated since the last call and forgets them.
+// The slice is reused by the operator after the next call to Take.
+func (op *WindowOp[K, T, A, O]) Take() []Out[K, T, O] {
+	o := op.out
+	op.out = op.out[:0]
+	return o
+}
+
+func (op *WindowOp[K, T, A, O]) setNow(step uint64, now mtime.Time) {
+	op.step = step
+	if now > op.now {
+		op.now = now
+	}
+}
+
+// Event adds the event v with event time ts, arriving at processing time now,
+// to every window of key it belongs to, and fires what its arrival triggers.
+// It fires no processing-time timer: the caller advances processing time with
+// AdvanceProc first, as a step of its own.
+func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v T) {
+	op.setNow(step, now)
+	if op.merging {
+		op.sessionEvent(key, ts, v)
+		return
+	}
+	op.wbuf = op.strategy.Assigner.Assign(ts, op.wbuf[:0])
+	var ks *keyState[A, O]
+	accepted, late := false, false
+	for _, w := range op.wbuf {
+		if op.tooLate(w) {
+			op.Dropped[w]++
+			continue
+		}
+		if ks == nil {
+			ks = op.keyState(key)
+		}
+		i := ks.find(w)
+		if i < 0 {
+			i = op.create(ks, key, w, op.step)
+		}
+		st := &ks.wins[i]
+		st.acc = op.agg.Add(st.acc, v)
+		st.n++
+		accepted = true
+		if st.late {
+			late = true
+		}
+		op.onElement(key, st)
+	}
+	op.account(accepted, late, key, ts, v)
+}
+
+func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Time, v T) {
+	if !accepted {
+		op.TooLate++
+		w := op.wbuf[len(op.wbuf)-1]
+		op.out = append(op.out, Out[K, T, O]{
+			Step: op.step, At: none, Kind: OutLate,
+			Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v},
+		})
+		return
+	}
+	op.Accepted++
+	if late {
+		op.LateAccepted++
+	}
+}
+
+// tooLate reports whether an event for w arriving now is too late:
+// End-1+lateness <= W.
+func (op *WindowOp[K, T, A, O]) tooLate(w window.Window) bool {
+	return w.MaxTimestamp().Add(op.lateness) <= op.wm
+}
+
+func (op *WindowOp[K, T, A, O]) keyState(key K) *keyState[A, O] {
+	ks := op.keys[key]
+	if ks == nil {
+		if n := len(op.freeKeys); n > 0 {
+			ks = op.freeKeys[n-1]
+			op.freeKeys = op.freeKeys[:n-1]
+		} else {
+			ks = &keyState[A, O]{}
+		}
+		op.keys[key] = ks
+	}
+	return ks
+}
+
+// create adds an empty window to ks and registers its first timer: on time
+// at End-1, or, for a window whose first event comes after the watermark
+// passed its end, the cleanup at End-1+lateness.
+func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Window, seq uint64) int {
+	st := win[A, O]{w: w, seq: seq, acc: op.agg.New(), early: none, lateAt: none, lastLate: none}
+	if w.MaxTimestamp() <= op.wm {
+		st.late = true
+		op.et.add(w.MaxTimestamp().Add(op.lateness), timerRef[K]{key, w, seq, tCleanup})
+	} else {
+		op.et.add(w.MaxTimestamp(), timerRef[K]{key, w, seq, tOnTime})
+	}
+	ks.wins = append(ks.wins, st)
+	op.Windows++
+	op.Open++
+	return len(ks.wins) - 1
+}
+
+func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
+	last := len(ks.wins) - 1
+	ks.wins[i] = ks.wins[last]
+	var zero win[A, O]
+	ks.wins[last] = zero
+	ks.wins = ks.wins[:last]
+	op.Open--
+	if last == 0 {
+		delete(op.keys, key)
+		op.freeKeys = append(op.freeKeys, ks)
+	}
+}
+
+// onElement applies the trigger to a window that has just received an
+// element.
+func (op *WindowOp[K, T, A, O]) onElement(key K, st *win[A, O]) {
+	t := &op.trg
+	if t.FinalOnly {
+		return
+	}
+	if st.late {
+		switch t.Late {
+		case trigger.LateEach:
+			op.fire(key, st, window.Late, false, none, op.now)
+		case trigger.LateThrottled:
+			if st.lastLate == none || op.now-st.lastLate >= t.LatePeriod {
+				op.fire(key, st, window.Late, false, none, op.now)
+				st.lastLate = op.now
+			} else if !st.latePending {
+				st.latePending = true
+				if st.lateAt == none {
+					st.lateAt = st.lastLate + t.LatePeriod
+					op.pt.add(st.lateAt, timerRef[K]{key, st.w, st.seq, tLate})
+				}
+			}
+		}
+		return
+	}
+	if t.EarlyElements > 0 && st.n >= int64(t.EarlyElements) {
+		op.fire(key, st, window.Early, false, none, op.now)
+		return
+	}
+	if t.EarlyDelay > 0 && st.early == none {
+		at := op.now + t.EarlyDelay
+		if t.EarlyAligned {
+			at = alignUp(op.now, t.EarlyDelay)
+		}
+		st.early = at
+		op.pt.add(at, timerRef[K]{key, st.w, st.seq, tEarly})
+	}
+}
+
+// alignUp is the smallest multiple of d at or after t (Beam's AlignedDelay).
+func alignUp(t, d mtime.Time) mtime.Time {
+	m := t % d
+	if m < 0 {
+		m += d
+	}
+	if m == 0 {
+		return t
+	}
+	return t + d - m
+}
+
+// fire emits a pane of st: first, in retracting mode, the retraction of the
+// previous pane. at orders timer outputs; emitAt is the processing time the
+// pane carries.
+func (op *WindowOp[K, T, A, O]) fire(key K, st *win[A, O], timing window.Timing, final bool, at, emitAt mtime.Time) {
+	mode := op.strategy.Mode
+	if mode == window.Retracting && st.hasLast {
+		op.emit(key, st, st.rev, st.lastTiming, false, true, st.last, at, emitAt)
+	}
+	st.rev++
+	v := op.agg.Result(st.acc)
+	op.emit(key, st, st.rev, timing, final, false, v, at, emitAt)
+	switch mode {
+	case window.Discarding:
+		st.acc = op.agg.New()
+	case window.Retracting:
+		st.last, st.lastTiming, st.hasLast = v, timing, true
+	}
+	st.n = 0
+	st.early = none
+	if timing == window.Late {
+		st.latePending = false
+	}
+}
+
+func (op *WindowOp[K, T, A, O]) emit(key K, st *win[A, O], rev int, timing window.Timing, final, retract bool, v O, at, emitAt mtime.Time) {
+	op.Panes++
+	if rev == 1 && !retract {
+		op.Fired++
+	}
+	// Outputs of an event come from the one instance that owns its key: they
+	// keep their order (Seq 0). Outputs of timers are ordered by window.
+	var seq uint64
+	if at != none {
+		seq = st.seq
+	}
+	op.out = append(op.out, Out[K, T, O]{
+		Step: op.step, At: at, Seq: seq, Kind: OutPane,
+		Pane: window.Pane[K, O]{
+			Key: key, Window: st.w, Revision: rev, Timing: timing, Final: final, Retract: retract,
+			Watermark: op.wm, EmittedAt: emitAt, Value: v,
+		},
+	})
+}
+
+// AdvanceWatermark moves the watermark to w (a w at or below the current one
+// changes nothing) at processing time now, firing on-time panes of the
+// windows whose end it passes and closing those whose allowed lateness ran
+// out, in the order of their timers. Like Event, it fires no processing-time
+// timer.
+func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time) {
+	op.setNow(step, now)
+	if w <= op.wm {
+		return
+	}
+	op.wm = w
+	for {
+		t, ok := op.et.next()
+		if !ok || t > w {
+			return
+		}
+		t, b := op.et.pop()
+		for _, r := range b {
+			op.eventTimer(t, r)
+		}
+		op.et.recycle(b)
+	}
+}
+
+func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
+	ks := op.keys[r.key]
+	if ks == nil {
+		return
+	}
+	i := ks.find(r.win)
+	if i < 0 {
+		return
+	}
+	st := &ks.wins[i]
+	cleanupAt := st.w.MaxTimestamp().Add(op.lateness)
+	switch r.kind {
+	case tOnTime:
+		if st.late || st.w.MaxTimestamp() != t {
+			return
+		}
+		// One firing per watermark advance: when the on-time firing and the
+		// cleanup fall on the same watermark, the on-time pane is final.
+		closing := cleanupAt <= op.wm
+		st.late = true
+		st.early = none
+		if !op.trg.FinalOnly || closing {
+			op.fire(r.key, st, window.OnTime, closing, t, op.now)
+		}
+		if closing {
+			op.remove(r.key, ks, i)
+		} else {
+			op.et.add(cleanupAt, timerRef[K]{r.key, st.w, st.seq, tCleanup})
+		}
+	case tCleanup:
+		if !st.late || cleanupAt != t {
+			return
+		}
+		op.fire(r.key, st, window.Late, true, t, op.now)
+		op.remove(r.key, ks, i)
+	}
+}
+
+// AdvanceProc moves processing time to now, firing the processing-time timers
+// due by then (early firings, held-back late firings), each at its own
+// instant.
+func (op *WindowOp[K, T, A, O]) AdvanceProc(step uint64, now mtime.Time) {
+	op.setNow(step, now)
+	op.fireProc(op.now)
+}
+
+func (op *WindowOp[K, T, A, O]) fireProc(now mtime.Time) {
+	for {
+		t, ok := op.pt.next()
+		if !ok || t > now {
+			return
+		}
+		t, b := op.pt.pop()
+		for _, r := range b {
+			op.procTimer(t, r)
+		}
+		op.pt.recycle(b)
+	}
+}
+
+func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
+	ks := op.keys[r.key]
+	if ks == nil {
+		return
+	}
+	i := ks.find(r.win)
+	if i < 0 {
+		return
+	}
+	st := &ks.wins[i]
+	switch r.kind {
+	case tEarly:
+		if st.late || st.early != t {
+			return
+		}
+		st.early = none
+		if st.n > 0 {
+			op.fire(r.key, st, window.Early, false, t, t)
+		}
+	case tLate:
+		if st.lateAt != t {
+			return
+		}
+		st.lateAt = none
+		if st.latePending {
+			op.fire(r.key, st, window.Late, false, t, t)
+			st.lastLate = t
+		}
+	}
+}
+
+// End is the end of a bounded input: the watermark moves to the end of time,
+// so every window fires and closes. Processing-time timers do not fire.
+func (op *WindowOp[K, T, A, O]) End(step uint64, now mtime.Time) {
+	op.AdvanceWatermark(step, mtime.MaxTime, now)
+}
+
+// sessionEvent adds an event to the sessions of its key, merging the sessions
+// that its proto-session [ts, ts+gap) overlaps into a new window.
+func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
+	proto := window.Window{Start: ts, End: ts + op.gap}
+	op.wbuf = append(op.wbuf[:0], proto)
+	merged := proto
+	ks := op.keys[key]
+	op.ibuf = op.ibuf[:0]
+	if ks != nil {
+		for i := range ks.wins {
+			if w := ks.wins[i].w; window.Overlap(w, proto) {
+				op.ibuf = append(op.ibuf, i)
+				merged.Start = min(merged.Start, w.Start)
+				merged.End = max(merged.End, w.End)
+			}
+		}
+	}
+	var st *win[A, O]
+	switch {
+	case len(op.ibuf) == 0:
+		// A session of its own. Merging cannot rescue an event whose
+		// proto-session is too late: a live session it overlapped would
+		// have ended later and so not be too late either.
+		if op.tooLate(proto) {
+			op.Dropped[proto]++
+			op.account(false, false, key, ts, v)
+			return
+		}
+		ks = op.keyState(key)
+		st = &ks.wins[op.create(ks, key, proto, op.step)]
+	case len(op.ibuf) == 1 && ks.wins[op.ibuf[0]].w == merged:
+		// Inside an existing session: the same window.
+		st = &ks.wins[op.ibuf[0]]
+	default:
+		st = op.merge(key, ks, merged)
+	}
+	st.acc = op.agg.Add(st.acc, v)
+	st.n++
+	op.account(true, st.late, key, ts, v)
+	op.onElement(key, st)
+}
+
+// merge replaces the sessions in op.ibuf by one new window: its revisions
+// start again at 1, it keeps the earliest pending early timer of its parts,
+// and in retracting mode every part that had fired is retracted now.
+func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.Window) *win[A, O] {
+	slices.SortFunc(op.ibuf, func(a, b int) int {
+		return cmp.Compare(ks.wins[a].w.Start, ks.wins[b].w.Start)
+	})
+	m := win[A, O]{w: merged, acc: op.agg.New(), early: none, lateAt: none, lastLate: none, seq: ^uint64(0)}
+	for _, i := range op.ibuf {
+		p := &ks.wins[i]
+		if op.strategy.Mode == window.Retracting && p.hasLast {
+			op.emit(key, p, p.rev, p.lastTiming, false, true, p.last, none, op.now)
+		}
+		m.acc = op.agg.Merge(m.acc, p.acc)
+		m.n += p.n
+		m.seq = min(m.seq, p.seq)
+		if p.early != none && (m.early == none || p.early < m.early) {
+			m.early = p.early
+		}
+	}
+	slices.Sort(op.ibuf)
+	for j := len(op.ibuf) - 1; j >= 0; j-- {
+		i, last := op.ibuf[j], len(ks.wins)-1
+		ks.wins[i] = ks.wins[last]
+		ks.wins = ks.wins[:last]
+		op.Open--
+	}
+	if merged.MaxTimestamp() <= op.wm {
+		m.late = true
+		m.early = none
+		op.et.add(merged.MaxTimestamp().Add(op.lateness), timerRef[K]{key, merged, m.seq, tCleanup})
+	} else {
+		op.et.add(merged.MaxTimestamp(), timerRef[K]{key, merged, m.seq, tOnTime})
+		if m.early != none {
+			op.pt.add(m.early, timerRef[K]{key, merged, m.seq, tEarly})
+		}
+	}
+	ks.wins = append(ks.wins, m)
+	op.Windows++
+	op.Open++
+	return &ks.wins[len(ks.wins)-1]
+}
+
+// OpenWindows is the number of windows holding state.
+func (op *WindowOp[K, T, A, O]) OpenWindows() int64 { return op.Open }

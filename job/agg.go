@@ -1,0 +1,189 @@
+package job
+
+import (
+	"math"
+)
+
+// vkind is the JSON type of a field value read from an event.
+type vkind uint8
+
+const (
+	vNull  vkind = iota // missing or null
+	vInt                // an integer number
+	vFloat              // any other number
+	vText               // a string, or true/false (count_distinct only)
+)
+
+// value is one field of an event, as the aggregates need it.
+type value struct {
+	kind vkind
+	i    int64
+	f    float64
+	text []byte // canonical text, for count_distinct
+}
+
+// record is what the window operator keeps of an event: its line, the raw
+// text (for the side output) and the values its aggregates read. raw and
+// vals point into the reader's chunks and a slab: no allocation per event.
+type record struct {
+	line int64
+	raw  []byte
+	vals []value
+}
+
+// slot is the accumulator of one aggregate of one window.
+type slot struct {
+	n     int64   // count, count(f), avg: how many
+	i     int64   // integer sum; integer extreme
+	f     float64 // float sum; float extreme; avg sum
+	float bool    // sum: a float was added; extreme: the value is a float
+	has   bool    // extreme: a value was seen
+	set   map[string]struct{}
+}
+
+// outVal is one result column of a pane.
+type outVal struct {
+	kind vkind // vNull, vInt or vFloat
+	i    int64
+	f    float64
+}
+
+func (o outVal) number() float64 {
+	switch o.kind {
+	case vInt:
+		return float64(o.i)
+	case vFloat:
+		return o.f
+	}
+	return math.NaN()
+}
+
+// aggs is the aggregate function of a job: all its result columns at once.
+// It implements aggregate.Func[record, []slot, []outVal].
+type aggs struct {
+	list  []Aggregate
+	field []int // index into record.vals per aggregate; -1 for count
+}
+
+func (a *aggs) New() []slot { return make([]slot, len(a.list)) }
+
+func (a *aggs) Add(acc []slot, r record) []slot {
+	for k := range a.list {
+		s := &acc[k]
+		switch a.list[k].Kind {
+		case AggCount:
+			s.n++
+			continue
+		}
+		v := &r.vals[a.field[k]]
+		if v.kind == vNull {
+			continue
+		}
+		switch a.list[k].Kind {
+		case AggCountField:
+			s.n++
+		case AggSum:
+			if v.kind == vInt {
+				s.i += v.i
+			} else {
+				s.f += v.f
+				s.float = true
+			}
+		case AggMin, AggMax:
+			a.extreme(s, a.list[k].Kind == AggMax, v.kind == vFloat, v.i, v.f)
+		case AggAvg:
+			s.n++
+			if v.kind == vInt {
+				s.f += float64(v.i)
+			} else {
+				s.f += v.f
+			}
+		case AggCountDistinct:
+			if s.set == nil {
+				s.set = map[string]struct{}{}
+			}
+			if _, ok := s.set[string(v.text)]; !ok {
+				s.set[string(v.text)] = struct{}{}
+			}
+		}
+	}
+	return acc
+}
+
+func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
+	x := f
+	if !isFloat {
+		x = float64(i)
+	}
+	if s.has {
+		cur := s.f
+		if !s.float {
+			cur = float64(s.i)
+		}
+		if (max && x <= cur) || (!max && x >= cur) {
+			return
+		}
+	}
+	s.has, s.float, s.i, s.f = true, isFloat, i, f
+}
+
+func (a *aggs) Merge(acc, other []slot) []slot {
+	for k := range a.list {
+		s, o := &acc[k], &other[k]
+		switch a.list[k].Kind {
+		case AggCount, AggCountField:
+			s.n += o.n
+		case AggSum:
+			s.i += o.i
+			s.f += o.f
+			s.float = s.float || o.float
+		case AggMin, AggMax:
+			if o.has {
+				a.extreme(s, a.list[k].Kind == AggMax, o.float, o.i, o.f)
+			}
+		case AggAvg:
+			s.n += o.n
+			s.f += o.f
+		case AggCountDistinct:
+			if len(o.set) > 0 && s.set == nil {
+				s.set = make(map[string]struct{}, len(o.set))
+			}
+			for v := range o.set {
+				s.set[v] = struct{}{}
+			}
+		}
+	}
+	return acc
+}
+
+func (a *aggs) Result(acc []slot) []outVal {
+	out := make([]outVal, len(a.list))
+	for k := range a.list {
+		s := &acc[k]
+		switch a.list[k].Kind {
+		case AggCount, AggCountField:
+			out[k] = outVal{kind: vInt, i: s.n}
+		case AggSum:
+			if s.float {
+				out[k] = outVal{kind: vFloat, f: float64(s.i) + s.f}
+			} else {
+				out[k] = outVal{kind: vInt, i: s.i}
+			}
+		case AggMin, AggMax:
+			switch {
+			case !s.has:
+			case s.float:
+				out[k] = outVal{kind: vFloat, f: s.f}
+			default:
+				out[k] = outVal{kind: vInt, i: s.i}
+			}
+		case AggAvg:
+			if s.n > 0 {
+				out[k] = outVal{kind: vFloat, f: s.f / float64(s.n)}
+			}
+		case AggCountDistinct:
+			out[k] = outVal{kind: vInt, i: int64(len(s.set))}
+		}
+	}
+	return out
+}

@@ -1,0 +1,799 @@
+// Package job is weir's job file: a YAML description of a windowed
+// aggregation over a stream of JSON lines, for people who do not write Go.
+// Load reads and validates a file into a Job; Run executes it.
+//
+// Every mistake in a job file is reported before anything runs or is written,
+// as one line naming the file, the line, the field and what was expected.
+package job
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// Job is a validated job file. Paths are absolute (the file's own paths are
+// relative to its directory), except "-" for standard input or output.
+type Job struct {
+	Name string
+	File string // the job file, as given
+
+	Input string // JSON-lines file in arrival order, or "-"
+
+	TimeField      Path
+	ArrivalField   Path // empty: the wall clock
+	PartitionField Path // empty: one partition
+	Key            Path // empty: one global key
+	ID             Path // empty: no de-duplication
+	DedupHorizon   mtime.Time
+	MaxFuture      mtime.Time // 0: no check
+
+	Watermark watermark.Strategy
+	WMField   Path // watermark.from_field
+
+	Window      window.Strategy
+	Aggregates  []Aggregate
+	Having      string
+	Parallelism int
+
+	Output     string
+	LateOutput string // empty: too-late events are dropped (and counted)
+	Quarantine string // empty: rejected lines are only counted
+	Summary    string
+
+	Checkpoint Checkpoint
+	State      State
+
+	inputName string // source.file as written, for errors
+	inputLine int
+}
+
+// Checkpoint configures durable checkpoints.
+type Checkpoint struct {
+	Dir               string // empty: no checkpoints
+	Interval          mtime.Time
+	Keep              int
+	TolerableFailures int
+}
+
+// State configures where window state lives.
+type State struct {
+	Backend      string // "memory" or "pebble"
+	Dir          string
+	MemoryBudget int64 // bytes; the Pebble cache and memtables stay within it
+}
+
+// Path is a JSON field path: "amount", or "payment.amount" for a nested field.
+type Path []string
+
+// ParsePath splits a dotted field name.
+func ParsePath(s string) Path {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ".")
+}
+
+// String joins the path with dots.
+func (p Path) String() string { return strings.Join(p, ".") }
+
+// AggKind is an aggregate function of the job file.
+type AggKind uint8
+
+// The aggregate functions a job file can name.
+const (
+	AggCount         AggKind = iota // count: events
+	AggCountField                   // count(f): events where f is not null
+	AggSum                          // sum(f)
+	AggMin                          // min(f)
+	AggMax                          // max(f)
+	AggAvg                          // avg(f)
+	AggCountDistinct                // count_distinct(f)
+)
+
+var aggNames = map[string]AggKind{
+	"count": AggCountField, "sum": AggSum, "min": AggMin, "max": AggMax, "avg": AggAvg,
+	"count_distinct": AggCountDistinct,
+}
+
+// Aggregate is one named result column.
+type Aggregate struct {
+	Name  string
+	Kind  AggKind
+	Field Path // empty for count
+}
+
+var topFields = []string{
+	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
+	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
+	"quarantine", "summary", "parallelism", "checkpoint", "state",
+}
+
+// Reserved output fields: aggregates may not take these names.
+var reserved = map[string]bool{
+	"key": true, "window_start": true, "window_end": true, "revision": true, "timing": true,
+	"final": true, "retract": true, "watermark": true, "emitted_at": true,
+}
+
+// Load reads and validates a job file. The input file must exist (unless it
+// is "-"). Every error is an *Error.
+func Load(path string) (*Job, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: "cannot read the job file: " + errText(err)}
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, &Error{File: path, Msg: err.Error()}
+	}
+	j, err := Parse(data, path, dir)
+	if err != nil {
+		return nil, err
+	}
+	if j.Input != "-" {
+		if st, err := os.Stat(j.Input); err != nil {
+			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
+				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, errText(err))}
+		} else if st.IsDir() {
+			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
+				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", j.inputName)}
+		}
+	}
+	return j, nil
+}
+
+func errText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// Parse reads a job file's text. dir is the directory relative paths are
+// resolved against; file names the file in errors.
+func Parse(data []byte, file, dir string) (*Job, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, &Error{File: file, Msg: "the job file is empty"}
+	}
+	root, err := asMapping(file, "", &doc)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{file: file, dir: dir}
+	j, err := p.job(root)
+	if err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+type parser struct {
+	file string
+	dir  string
+}
+
+func (p *parser) resolve(path string) string {
+	if path == "-" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(p.dir, path)
+}
+
+// job reads the top level. The order of the checks follows the order of a
+// job file, so the first error reported is the first a reader would meet.
+func (p *parser) job(root *node) (*Job, error) {
+	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9)}
+	// Unknown fields first: a typo explains every later error.
+	for _, k := range root.keys() {
+		root.used[k] = contains(topFields, k)
+	}
+	if err := root.strict(topFields...); err != nil {
+		return nil, err
+	}
+	var err error
+	if j.Name, _, err = root.str("name"); err != nil {
+		return nil, err
+	}
+	if err := p.source(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.time(root, j); err != nil {
+		return nil, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *Path
+	}{{"key", &j.Key}, {"id", &j.ID}} {
+		s, n, err := root.str(f.name)
+		if err != nil {
+			return nil, err
+		}
+		if n != nil && s == "" {
+			return nil, root.errf(n, f.name, "expected a field name")
+		}
+		*f.dst = ParsePath(s)
+	}
+	if d, ok, err := root.duration("dedup_horizon"); err != nil {
+		return nil, err
+	} else if ok {
+		if j.ID == nil {
+			return nil, root.errf(root.get("dedup_horizon"), "dedup_horizon", "needs id: the field that identifies an event")
+		}
+		j.DedupHorizon = d
+	}
+	if j.MaxFuture, _, err = root.duration("max_future"); err != nil {
+		return nil, err
+	}
+	if err := p.watermark(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.window(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.aggregates(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.having(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.outputs(root, j); err != nil {
+		return nil, err
+	}
+	if n, ok, err := root.integer("parallelism"); err != nil {
+		return nil, err
+	} else if ok {
+		if n < 1 || n > 256 {
+			return nil, root.errf(root.get("parallelism"), "parallelism", "expected a number from 1 to 256, got %d", n)
+		}
+		j.Parallelism = n
+	}
+	if err := p.checkpoint(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.state(root, j); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *parser) source(root *node, j *Job) error {
+	v := root.get("source")
+	if v == nil {
+		return root.errf(nil, "source", "missing: say where events come from, e.g. source: {file: events.jsonl}")
+	}
+	if v.Kind == yaml.ScalarNode { // source: events.jsonl
+		j.Input, j.inputName, j.inputLine = p.resolve(v.Value), v.Value, v.Line
+		return nil
+	}
+	s, err := root.sub("source")
+	if err != nil {
+		return err
+	}
+	f, n, err := s.str("file")
+	if err != nil {
+		return err
+	}
+	if n == nil || f == "" {
+		return s.errf(n, "source.file", "missing: the JSON-lines file to read, or - for standard input")
+	}
+	j.Input, j.inputName, j.inputLine = p.resolve(f), f, n.Line
+	return s.strict("file")
+}
+
+func (p *parser) time(root *node, j *Job) error {
+	t, err := root.sub("time")
+	if err != nil {
+		return err
+	}
+	if t == nil {
+		return root.errf(nil, "time", "missing: name the event-time field, e.g. time: {field: ts}")
+	}
+	f, n, err := t.str("field")
+	if err != nil {
+		return err
+	}
+	if f == "" {
+		return t.errf(n, "time.field", "missing: the field that holds each event's time (RFC 3339 or epoch milliseconds)")
+	}
+	j.TimeField = ParsePath(f)
+	a, _, err := t.str("arrival_field")
+	if err != nil {
+		return err
+	}
+	j.ArrivalField = ParsePath(a)
+	pf, _, err := t.str("partition_field")
+	if err != nil {
+		return err
+	}
+	j.PartitionField = ParsePath(pf)
+	return t.strict("field", "arrival_field", "partition_field")
+}
+
+func (p *parser) watermark(root *node, j *Job) error {
+	j.Watermark = watermark.Strategy{Kind: watermark.Bounded, Interval: mtime.Millis(watermark.DefaultInterval)}
+	w, err := root.sub("watermark")
+	if err != nil || w == nil {
+		return err
+	}
+	perfect, err := w.boolean("perfect")
+	if err != nil {
+		return err
+	}
+	from, fromNode, err := w.str("from_field")
+	if err != nil {
+		return err
+	}
+	delay, hasDelay, err := w.duration("delay")
+	if err != nil {
+		return err
+	}
+	interval, hasInterval, err := w.duration("interval")
+	if err != nil {
+		return err
+	}
+	idle, hasIdle, err := w.duration("idle")
+	if err != nil {
+		return err
+	}
+	if err := w.strict("delay", "interval", "idle", "perfect", "from_field"); err != nil {
+		return err
+	}
+	switch {
+	case perfect && fromNode != nil:
+		return w.errf(fromNode, "watermark", "choose one of perfect and from_field")
+	case perfect || fromNode != nil:
+		if hasDelay || hasInterval || hasIdle {
+			return w.errf(nil, "watermark", "delay, interval and idle apply to a bounded watermark, not to perfect or from_field")
+		}
+		if perfect {
+			j.Watermark = watermark.PerfectWatermark()
+			if j.Input == "-" {
+				return w.errf(nil, "watermark.perfect", "needs a recorded file: it reads the input ahead, which standard input cannot do")
+			}
+		} else {
+			if from == "" {
+				return w.errf(fromNode, "watermark.from_field", "expected a field name")
+			}
+			j.Watermark = watermark.ScriptedWatermark()
+			j.WMField = ParsePath(from)
+		}
+	default:
+		j.Watermark.Delay = delay
+		if hasInterval {
+			j.Watermark.Interval = interval
+		}
+		j.Watermark.Idle = idle
+	}
+	return nil
+}
+
+func (p *parser) window(root *node, j *Job) error {
+	w, err := root.sub("window")
+	if err != nil {
+		return err
+	}
+	if w == nil {
+		return root.errf(nil, "window", "missing: e.g. window: {tumbling: 1m}, {sliding: {size: 10m, slide: 1m}}, {session: {gap: 30m}} or {global: true}")
+	}
+	offset, _, err := w.duration("offset")
+	if err != nil {
+		return err
+	}
+	if v := w.get("offset"); v != nil && strings.HasPrefix(strings.TrimSpace(v.Value), "-") {
+		d, _ := mtime.ParseDuration(strings.TrimPrefix(strings.TrimSpace(v.Value), "-"))
+		offset = -d
+	}
+	kinds := 0
+	var a window.Assigner
+	if v := w.get("tumbling"); v != nil {
+		kinds++
+		size, err := w.durationOf(v, "window.tumbling")
+		if err != nil {
+			return err
+		}
+		a = window.Tumbling{Size: size, Offset: offset}
+		if err := a.Validate(); err != nil {
+			return w.errf(v, "window.tumbling", "%v", err)
+		}
+	}
+	if v := w.get("sliding"); v != nil {
+		kinds++
+		s, err := asMapping(p.file, "window.sliding", v)
+		if err != nil {
+			return err
+		}
+		size, hasSize, err := s.duration("size")
+		if err != nil {
+			return err
+		}
+		slide, hasSlide, err := s.duration("slide")
+		if err != nil {
+			return err
+		}
+		so, hasOffset, err := s.duration("offset")
+		if err != nil {
+			return err
+		}
+		if err := s.strict("size", "slide", "offset"); err != nil {
+			return err
+		}
+		if !hasSize {
+			return s.errf(v, "window.sliding.size", "missing: the length of each window, e.g. size: 10m")
+		}
+		if !hasSlide {
+			return s.errf(v, "window.sliding.slide", "missing: how often a window starts, e.g. slide: 1m")
+		}
+		if hasOffset {
+			offset = so
+		}
+		sl := window.Sliding{Size: size, Slide: slide, Offset: offset}
+		if err := sl.Validate(); err != nil {
+			field := "window.sliding"
+			if slide > size || slide <= 0 {
+				field = "window.sliding.slide"
+			}
+			return s.errf(v, field, "%v", err)
+		}
+		a = sl
+	}
+	if v := w.get("session"); v != nil {
+		kinds++
+		var gap mtime.Time
+		if v.Kind == yaml.ScalarNode {
+			if gap, err = w.durationOf(v, "window.session"); err != nil {
+				return err
+			}
+		} else {
+			s, err := asMapping(p.file, "window.session", v)
+			if err != nil {
+				return err
+			}
+			g, ok, err := s.duration("gap")
+			if err != nil {
+				return err
+			}
+			if err := s.strict("gap"); err != nil {
+				return err
+			}
+			if !ok {
+				return s.errf(v, "window.session.gap", "missing: the silence that ends a session, e.g. gap: 30m")
+			}
+			gap = g
+		}
+		a = window.Session{Gap: gap}
+		if err := a.Validate(); err != nil {
+			return w.errf(v, "window.session.gap", "%v", err)
+		}
+	}
+	if v := w.get("global"); v != nil {
+		kinds++
+		g, err := w.boolean("global")
+		if err != nil {
+			return err
+		}
+		if !g {
+			return w.errf(v, "window.global", "write global: true, or choose another window")
+		}
+		a = window.Global{}
+	}
+	if err := w.strict("tumbling", "sliding", "session", "global", "offset"); err != nil {
+		return err
+	}
+	switch kinds {
+	case 0:
+		return w.errf(nil, "window", "expected one of tumbling, sliding, session or global, e.g. window: {tumbling: 1m}")
+	case 1:
+	default:
+		return w.errf(nil, "window", "choose one of tumbling, sliding, session and global")
+	}
+	j.Window = window.Strategy{Assigner: a}
+	if err := p.trigger(root, j); err != nil {
+		return err
+	}
+	if d, _, err := root.duration("allowed_lateness"); err != nil {
+		return err
+	} else {
+		j.Window.AllowedLateness = d
+	}
+	mode, n, err := root.str("mode")
+	if err != nil {
+		return err
+	}
+	switch mode {
+	case "", "accumulating":
+		j.Window.Mode = window.Accumulating
+	case "discarding":
+		j.Window.Mode = window.Discarding
+	case "retracting", "accumulating_and_retracting":
+		j.Window.Mode = window.Retracting
+	default:
+		return root.errf(n, "mode", "expected accumulating, discarding or retracting, got %q", mode)
+	}
+	return nil
+}
+
+func (p *parser) trigger(root *node, j *Job) error {
+	t, err := root.sub("trigger")
+	if err != nil || t == nil {
+		return err
+	}
+	var tr trigger.Trigger
+	early, _, err := t.duration("early")
+	if err != nil {
+		return err
+	}
+	aligned := false // Beam's pastFirstElementInPane().plusDelayOf(d)
+	if t.get("early_aligned") != nil {
+		if aligned, err = t.boolean("early_aligned"); err != nil {
+			return err
+		}
+	}
+	count, _, err := t.integer("early_count")
+	if err != nil {
+		return err
+	}
+	tr.EarlyDelay, tr.EarlyAligned, tr.EarlyElements = early, aligned, count
+	if v := t.get("late"); v != nil {
+		switch v.Value {
+		case "each", "every", "true":
+			tr.Late = trigger.LateEach
+		case "none", "never", "false":
+			tr.Late = trigger.LateNone
+		default:
+			d, err := t.durationOf(v, "trigger.late")
+			if err != nil {
+				return t.errf(v, "trigger.late", "expected each, none or a throttle duration such as 1m, got %q", v.Value)
+			}
+			if d == 0 {
+				tr.Late = trigger.LateEach
+			} else {
+				tr.Late, tr.LatePeriod = trigger.LateThrottled, d
+			}
+		}
+	}
+	if tr.FinalOnly, err = t.boolean("final_only"); err != nil {
+		return err
+	}
+	if err := t.strict("early", "early_aligned", "early_count", "late", "final_only"); err != nil {
+		return err
+	}
+	j.Window.Trigger = tr
+	return nil
+}
+
+var aggRE = regexp.MustCompile(`^\s*([a-z_]+)\s*(?:\(\s*([^()\s]*)\s*\))?\s*$`)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (p *parser) aggregates(root *node, j *Job) error {
+	a, err := root.sub("aggregates")
+	if err != nil {
+		return err
+	}
+	if a == nil || len(a.n.Content) == 0 {
+		return root.errf(root.get("aggregates"), "aggregates", "missing: name at least one result, e.g. aggregates: {orders: count, spent: sum(amount)}")
+	}
+	for i := 0; i+1 < len(a.n.Content); i += 2 {
+		k, v := a.n.Content[i], a.n.Content[i+1]
+		field := "aggregates." + k.Value
+		if !nameRE.MatchString(k.Value) {
+			return a.errf(k, field, "a result name must be a plain identifier (letters, digits, _)")
+		}
+		if reserved[k.Value] {
+			return a.errf(k, field, "%q is a field of every result; choose another name", k.Value)
+		}
+		for _, prev := range j.Aggregates {
+			if prev.Name == k.Value {
+				return a.errf(k, field, "named twice")
+			}
+		}
+		m := aggRE.FindStringSubmatch(v.Value)
+		if v.Kind != yaml.ScalarNode || m == nil {
+			return a.errf(v, field, "expected count, count(field), sum(field), min(field), max(field), avg(field) or count_distinct(field), got %q", v.Value)
+		}
+		kind, ok := aggNames[m[1]]
+		if !ok {
+			return a.errf(v, field, "unknown function %q; expected count, sum, min, max, avg or count_distinct", m[1])
+		}
+		hasArg := strings.Contains(v.Value, "(")
+		switch {
+		case kind == AggCountField && !hasArg:
+			kind = AggCount
+		case kind == AggCountField && m[2] == "":
+			kind = AggCount // count()
+		case kind != AggCountField && m[2] == "":
+			return a.errf(v, field, "%s needs a field, e.g. %s(amount)", m[1], m[1])
+		}
+		agg := Aggregate{Name: k.Value, Kind: kind}
+		if kind != AggCount {
+			agg.Field = ParsePath(m[2])
+		}
+		j.Aggregates = append(j.Aggregates, agg)
+	}
+	return nil
+}
+
+func (p *parser) having(root *node, j *Job) error {
+	h, n, err := root.str("having")
+	if err != nil || h == "" {
+		return err
+	}
+	if _, err := compileHaving(h, j.Aggregates); err != nil {
+		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		return root.errf(n, "having", "expression %q does not compile: %s", h, strings.Join(strings.Fields(msg), " "))
+	}
+	j.Having = h
+	return nil
+}
+
+// compileHaving checks an expression against the result fields it may use.
+func compileHaving(h string, aggs []Aggregate) (*havingExpr, error) {
+	env := havingEnv(aggs)
+	prog, err := expr.Compile(h, expr.Env(env), expr.AsBool())
+	if err != nil {
+		return nil, err
+	}
+	return &havingExpr{prog: prog, env: env}, nil
+}
+
+func (p *parser) outputs(root *node, j *Job) error {
+	out, n, err := root.str("output")
+	if err != nil {
+		return err
+	}
+	if n == nil || out == "" {
+		return root.errf(n, "output", "missing: where results go, a file or - for standard output")
+	}
+	j.Output = p.resolve(out)
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"late_output", &j.LateOutput}, {"quarantine", &j.Quarantine}, {"summary", &j.Summary}} {
+		s, _, err := root.str(f.name)
+		if err != nil {
+			return err
+		}
+		if s != "" {
+			*f.dst = p.resolve(s)
+		}
+	}
+	seen := map[string]string{}
+	for _, f := range []struct{ name, path string }{
+		{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary},
+	} {
+		if f.path == "" || f.path == "-" {
+			continue
+		}
+		if f.path == j.Input {
+			return root.errf(root.get(f.name), f.name, "is the input file; it would be overwritten")
+		}
+		if prev, ok := seen[f.path]; ok {
+			return root.errf(root.get(f.name), f.name, "is the same file as %s", prev)
+		}
+		seen[f.path] = f.name
+	}
+	return nil
+}
+
+func (p *parser) checkpoint(root *node, j *Job) error {
+	c, err := root.sub("checkpoint")
+	if err != nil || c == nil {
+		return err
+	}
+	dir, n, err := c.str("dir")
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		return c.errf(n, "checkpoint.dir", "missing: the directory checkpoints are written to")
+	}
+	j.Checkpoint = Checkpoint{Dir: p.resolve(dir), Interval: 10000, Keep: 3, TolerableFailures: 3}
+	if d, ok, err := c.duration("interval"); err != nil {
+		return err
+	} else if ok {
+		if d <= 0 {
+			return c.errf(c.get("interval"), "checkpoint.interval", "must be a positive duration")
+		}
+		j.Checkpoint.Interval = d
+	}
+	if k, ok, err := c.integer("keep"); err != nil {
+		return err
+	} else if ok {
+		if k < 1 {
+			return c.errf(c.get("keep"), "checkpoint.keep", "must be at least 1")
+		}
+		j.Checkpoint.Keep = k
+	}
+	if k, ok, err := c.integer("tolerable_failures"); err != nil {
+		return err
+	} else if ok {
+		j.Checkpoint.TolerableFailures = k
+	}
+	if j.Input == "-" {
+		return c.errf(n, "checkpoint", "standard input cannot be replayed after a crash; read a file")
+	}
+	return c.strict("dir", "interval", "keep", "tolerable_failures")
+}
+
+func (p *parser) state(root *node, j *Job) error {
+	j.State = State{Backend: "memory"}
+	s, err := root.sub("state")
+	if err != nil || s == nil {
+		return err
+	}
+	b, n, err := s.str("backend")
+	if err != nil {
+		return err
+	}
+	switch b {
+	case "", "memory":
+	case "pebble":
+		j.State.Backend = "pebble"
+	default:
+		return s.errf(n, "state.backend", "expected memory or pebble, got %q", b)
+	}
+	dir, _, err := s.str("dir")
+	if err != nil {
+		return err
+	}
+	if dir != "" {
+		j.State.Dir = p.resolve(dir)
+	}
+	budget, bn, err := s.str("memory_budget")
+	if err != nil {
+		return err
+	}
+	if budget != "" {
+		v, err := parseBytes(budget)
+		if err != nil {
+			return s.errf(bn, "state.memory_budget", "expected a size such as 512MiB or 2GiB, got %q", budget)
+		}
+		j.State.MemoryBudget = v
+	}
+	return s.strict("backend", "dir", "memory_budget")
+}
+
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			var v float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), "%g", &v); err != nil || v < 0 {
+				return 0, fmt.Errorf("bad size")
+			}
+			return int64(v * float64(u.mult)), nil
+		}
+	}
+	var v int64
+	if _, err := fmt.Sscanf(s, "%d", &v); err != nil {
+		return 0, fmt.Errorf("bad size")
+	}
+	return v, nil
+}

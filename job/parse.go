@@ -1,0 +1,330 @@
+package job
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/mtime"
+)
+
+// Quarantine reasons, as written in the quarantine file and the summary.
+const (
+	ReasonNotJSON      = "not_json"
+	ReasonNoEventTime  = "no_event_time"
+	ReasonBadEventTime = "bad_event_time"
+	ReasonImplausible  = "implausible_event_time"
+	ReasonFuture       = "future_event_time"
+	ReasonNoKey        = "no_key"
+	ReasonNoID         = "no_id"
+	ReasonNoArrival    = "no_arrival_time"
+	ReasonBadArrival   = "bad_arrival_time"
+	ReasonNoPartition  = "no_partition"
+	ReasonBadValue     = "bad_value"
+	ReasonBadWatermark = "bad_watermark"
+	ReasonLineTooLong  = "line_too_long"
+)
+
+// plausibleFrom is 2000-01-01T00:00:00Z: an event time before it is
+// implausible (seconds read as milliseconds land in 1970).
+const plausibleFrom mtime.Time = 946684800000
+
+// maxLine is the longest line accepted; longer lines are quarantined.
+const maxLine = 16 << 20
+
+// parsed is one line, read.
+type parsed struct {
+	reason string // non-empty: the line is rejected
+	detail string
+
+	wmOnly bool // a line that only moves the scripted watermark
+	wm     mtime.Time
+
+	arrival    mtime.Time
+	hasArrival bool
+
+	ts   mtime.Time
+	key  string // canonical JSON of the key ("" without key)
+	id   []byte // canonical id, type-prefixed (valid until the next parse)
+	part int
+	rec  record
+}
+
+// lineParser reads the fields a job uses from a JSON line. It decodes with
+// fastjson into a reused parser, so reading a line allocates nothing in the
+// steady state: keys are interned, values go into slabs.
+type lineParser struct {
+	j       *Job
+	p       fastjson.Parser
+	fields  []Path // the distinct fields the aggregates read
+	numeric []bool // whether a field must be a number
+	agg     *aggs
+
+	intern   map[string]string
+	keyBuf   []byte
+	idBuf    []byte
+	numBuf   []byte
+	vals     []value // slab
+	text     []byte  // slab
+	parts    map[string]int
+	partKeys []string
+}
+
+func newLineParser(j *Job) *lineParser {
+	lp := &lineParser{j: j, intern: map[string]string{}, parts: map[string]int{}}
+	lp.agg = &aggs{list: j.Aggregates}
+	for _, a := range j.Aggregates {
+		if a.Kind == AggCount {
+			lp.agg.field = append(lp.agg.field, -1)
+			continue
+		}
+		idx := -1
+		for i, f := range lp.fields {
+			if f.String() == a.Field.String() {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			idx = len(lp.fields)
+			lp.fields = append(lp.fields, a.Field)
+			lp.numeric = append(lp.numeric, false)
+		}
+		if a.Kind != AggCountDistinct && a.Kind != AggCountField {
+			lp.numeric[idx] = true
+		}
+		lp.agg.field = append(lp.agg.field, idx)
+	}
+	return lp
+}
+
+func get(v *fastjson.Value, p Path) *fastjson.Value {
+	v = v.Get(p...)
+	if v == nil || v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	return v
+}
+
+// readTime reads an RFC 3339 string or a number of epoch milliseconds.
+func readTime(v *fastjson.Value) (mtime.Time, bool) {
+	switch v.Type() {
+	case fastjson.TypeString:
+		t, err := mtime.Parse(v.GetStringBytes())
+		return t, err == nil
+	case fastjson.TypeNumber:
+		f := v.GetFloat64()
+		if math.IsNaN(f) || math.IsInf(f, 0) || f > float64(mtime.MaxTime) || f < float64(mtime.MinTime) {
+			return 0, false
+		}
+		if i, err := v.Int64(); err == nil {
+			return mtime.Time(i), true
+		}
+		return mtime.Time(math.Floor(f)), true
+	}
+	return 0, false
+}
+
+// parse reads a line. now is the processing time to use when the job has no
+// arrival field.
+func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
+	j := lp.j
+	if len(text) > maxLine {
+		out.reason = ReasonLineTooLong
+		return out
+	}
+	v, err := lp.p.ParseBytes(text)
+	if err != nil || v.Type() != fastjson.TypeObject {
+		out.reason = ReasonNotJSON
+		return out
+	}
+	// Arrival first (a rejected line still moves the processing clock), but
+	// reported after the event-time checks.
+	arrivalReason := ""
+	out.arrival, out.hasArrival = now, true
+	if j.ArrivalField != nil {
+		out.hasArrival = false
+		if a := get(v, j.ArrivalField); a == nil {
+			arrivalReason = ReasonNoArrival
+		} else if t, ok := readTime(a); !ok {
+			arrivalReason = ReasonBadArrival
+		} else {
+			out.arrival, out.hasArrival = t, true
+		}
+	}
+	tv := get(v, j.TimeField)
+	if j.WMField != nil && tv == nil {
+		if w := get(v, j.WMField); w != nil {
+			if arrivalReason != "" {
+				out.reason = arrivalReason
+				return out
+			}
+			t, ok := readTime(w)
+			if !ok {
+				out.reason = ReasonBadWatermark
+				return out
+			}
+			out.wmOnly, out.wm = true, t
+			return out
+		}
+	}
+	switch {
+	case tv == nil:
+		out.reason = ReasonNoEventTime
+		return out
+	default:
+		t, ok := readTime(tv)
+		if !ok {
+			out.reason = ReasonBadEventTime
+			return out
+		}
+		if t < plausibleFrom {
+			out.reason = ReasonImplausible
+			return out
+		}
+		out.ts = t
+	}
+	if arrivalReason != "" {
+		out.reason = arrivalReason
+		return out
+	}
+	if j.MaxFuture > 0 && out.ts > out.arrival.Add(j.MaxFuture) {
+		out.reason = ReasonFuture
+		return out
+	}
+	if j.Key != nil {
+		k := get(v, j.Key)
+		if k == nil || !scalar(k) {
+			out.reason = ReasonNoKey
+			return out
+		}
+		lp.keyBuf = appendCanonical(lp.keyBuf[:0], k)
+		out.key = lp.internKey(lp.keyBuf)
+	}
+	if j.ID != nil {
+		id := get(v, j.ID)
+		if id == nil || !scalar(id) {
+			out.reason = ReasonNoID
+			return out
+		}
+		lp.idBuf = appendCanonical(lp.idBuf[:0], id)
+		out.id = lp.idBuf
+	}
+	if j.PartitionField != nil {
+		pv := get(v, j.PartitionField)
+		if pv == nil || !scalar(pv) {
+			out.reason = ReasonNoPartition
+			return out
+		}
+		lp.keyBuf = appendCanonical(lp.keyBuf[:0], pv)
+		p, ok := lp.parts[string(lp.keyBuf)]
+		if !ok {
+			p = len(lp.partKeys)
+			s := string(lp.keyBuf)
+			lp.parts[s] = p
+			lp.partKeys = append(lp.partKeys, s)
+		}
+		out.part = p
+	}
+	// The values the aggregates read.
+	if len(lp.vals) < len(lp.fields) {
+		lp.vals = make([]value, max(4096, len(lp.fields)))
+	}
+	vals := lp.vals[:len(lp.fields):len(lp.fields)]
+	lp.vals = lp.vals[len(lp.fields):]
+	for i, f := range lp.fields {
+		fv := get(v, f)
+		vals[i] = value{}
+		if fv == nil {
+			continue
+		}
+		switch fv.Type() {
+		case fastjson.TypeNumber:
+			raw := fv.MarshalTo(lp.numBuf[:0])
+			lp.numBuf = raw
+			if n, err := fv.Int64(); err == nil && isIntText(raw) {
+				vals[i] = value{kind: vInt, i: n, f: float64(n)}
+			} else {
+				vals[i] = value{kind: vFloat, f: fv.GetFloat64()}
+			}
+			if !lp.numeric[i] {
+				vals[i].text = lp.keepText(raw)
+			}
+		default:
+			if lp.numeric[i] || !scalar(fv) {
+				out.reason, out.detail = ReasonBadValue, f.String()+" is not a number"
+				if !lp.numeric[i] {
+					out.detail = f.String() + " is not a string, number or boolean"
+				}
+				return out
+			}
+			var b []byte
+			b = appendCanonical(lp.keyBuf[:0], fv)
+			vals[i] = value{kind: vText, text: lp.keepText(b)}
+		}
+	}
+	out.rec = record{raw: text, vals: vals}
+	return out
+}
+
+func scalar(v *fastjson.Value) bool {
+	switch v.Type() {
+	case fastjson.TypeString, fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
+		return true
+	}
+	return false
+}
+
+func isIntText(b []byte) bool {
+	for _, c := range b {
+		if c == '.' || c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendCanonical appends the JSON text of a scalar in one canonical form, so
+// that "c1" and "\u0063\u0031" are one key and the string "1" is not the
+// number 1.
+func appendCanonical(b []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeString:
+		return appendJSONString(b, v.GetStringBytes())
+	case fastjson.TypeNumber:
+		if n, err := v.Int64(); err == nil {
+			return strconv.AppendInt(b, n, 10)
+		}
+		return appendFloat(b, v.GetFloat64())
+	case fastjson.TypeTrue:
+		return append(b, "true"...)
+	case fastjson.TypeFalse:
+		return append(b, "false"...)
+	}
+	return v.MarshalTo(b)
+}
+
+// internKey returns b as a string, allocating only for a key not seen
+// recently. The table is cleared when it grows past a bound, so keys that come
+// and go do not pile up.
+func (lp *lineParser) internKey(b []byte) string {
+	if s, ok := lp.intern[string(b)]; ok {
+		return s
+	}
+	if len(lp.intern) >= 1<<20 {
+		clear(lp.intern)
+	}
+	s := string(b)
+	lp.intern[s] = s
+	return s
+}
+
+func (lp *lineParser) keepText(b []byte) []byte {
+	if len(lp.text) < len(b) {
+		lp.text = make([]byte, max(64<<10, len(b)))
+	}
+	t := lp.text[:len(b):len(b)]
+	copy(t, b)
+	lp.text = lp.text[len(b):]
+	return t
+}

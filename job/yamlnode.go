@@ -1,0 +1,216 @@
+package job
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/weirstream/weir/mtime"
+)
+
+// Error is a mistake in a job file: where it is and what was expected. It
+// prints on one line: "job.yaml:7: window.sliding.slide: ...".
+type Error struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	b.WriteString(": ")
+	if e.Field != "" {
+		b.WriteString(e.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// node is a YAML mapping being read, which remembers which keys were used so
+// that an unknown one is reported with a suggestion.
+type node struct {
+	file string
+	path string // dotted field path of this mapping
+	n    *yaml.Node
+	used map[string]bool
+}
+
+func (p *node) errf(n *yaml.Node, field, format string, args ...any) *Error {
+	line := 0
+	if n != nil {
+		line = n.Line
+	} else if p.n != nil {
+		line = p.n.Line
+	}
+	return &Error{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (p *node) field(name string) string {
+	if p.path == "" {
+		return name
+	}
+	return p.path + "." + name
+}
+
+func asMapping(file, path string, n *yaml.Node) (*node, error) {
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, &Error{File: file, Line: n.Line, Field: path, Msg: "expected a mapping of fields (name: value)"}
+	}
+	return &node{file: file, path: path, n: n, used: map[string]bool{}}, nil
+}
+
+// get returns the value of key, or nil.
+func (p *node) get(key string) *yaml.Node {
+	for i := 0; i+1 < len(p.n.Content); i += 2 {
+		if p.n.Content[i].Value == key {
+			p.used[key] = true
+			return p.n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func (p *node) keys() []string {
+	var ks []string
+	for i := 0; i+1 < len(p.n.Content); i += 2 {
+		ks = append(ks, p.n.Content[i].Value)
+	}
+	return ks
+}
+
+// strict reports the first key that was never asked for.
+func (p *node) strict(known ...string) error {
+	for i := 0; i+1 < len(p.n.Content); i += 2 {
+		k := p.n.Content[i]
+		if p.used[k.Value] {
+			continue
+		}
+		msg := fmt.Sprintf("unknown field %q", k.Value)
+		if s := suggest(k.Value, known); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		} else {
+			sorted := append([]string(nil), known...)
+			sort.Strings(sorted)
+			msg += "; expected one of " + strings.Join(sorted, ", ")
+		}
+		return p.errf(k, p.field(k.Value), "%s", msg)
+	}
+	return nil
+}
+
+func (p *node) str(key string) (string, *yaml.Node, error) {
+	v := p.get(key)
+	if v == nil {
+		return "", nil, nil
+	}
+	if v.Kind != yaml.ScalarNode || v.Tag == "!!null" {
+		return "", v, p.errf(v, p.field(key), "expected a string")
+	}
+	return v.Value, v, nil
+}
+
+func (p *node) boolean(key string) (bool, error) {
+	v := p.get(key)
+	if v == nil {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil {
+		return false, p.errf(v, p.field(key), "expected true or false, got %q", v.Value)
+	}
+	return b, nil
+}
+
+func (p *node) integer(key string) (int, bool, error) {
+	v := p.get(key)
+	if v == nil {
+		return 0, false, nil
+	}
+	i, err := strconv.Atoi(v.Value)
+	if v.Kind != yaml.ScalarNode || err != nil || i < 0 {
+		return 0, true, p.errf(v, p.field(key), "expected a whole number, got %q", v.Value)
+	}
+	return i, true, nil
+}
+
+// duration reads a duration ("2s", "1m30s", "250ms", "1d", or 0).
+func (p *node) duration(key string) (mtime.Time, bool, error) {
+	v := p.get(key)
+	if v == nil {
+		return 0, false, nil
+	}
+	d, err := p.durationOf(v, p.field(key))
+	return d, true, err
+}
+
+func (p *node) durationOf(v *yaml.Node, field string) (mtime.Time, error) {
+	if v.Kind != yaml.ScalarNode {
+		return 0, p.errf(v, field, "expected a duration such as 2s, 5m or 1h")
+	}
+	d, err := mtime.ParseDuration(v.Value)
+	if err != nil {
+		return 0, p.errf(v, field, "expected a duration such as 2s, 5m or 1h, got %q", v.Value)
+	}
+	if d < 0 {
+		return 0, p.errf(v, field, "must not be negative, got %q", v.Value)
+	}
+	return d, nil
+}
+
+func (p *node) sub(key string) (*node, error) {
+	v := p.get(key)
+	if v == nil {
+		return nil, nil
+	}
+	m, err := asMapping(p.file, p.field(key), v)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// suggest returns the known name closest to s, when it is close.
+func suggest(s string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(s, k); d < bestD || (d == bestD && best == "") && d < 3 {
+			best, bestD = k, d
+		}
+	}
+	if bestD >= 3 || bestD > len(s)/2 {
+		return ""
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,101 @@
+// Package source reads recorded and live streams: JSON lines from files and
+// standard input, in arrival order, with the position of every line so that
+// a checkpoint can resume exactly after it.
+package source
+
+import (
+	"bytes"
+	"io"
+)
+
+// Line is one line of input.
+type Line struct {
+	Text   []byte // without the line ending; valid as long as the caller keeps it
+	No     int64  // 1-based line number
+	Offset int64  // byte offset of the line's start
+	End    int64  // byte offset just after its line ending
+}
+
+// Lines splits a stream into lines without copying them: it reads into large
+// chunks that it never reuses, so a line handed out stays valid after later
+// calls (and is freed by the garbage collector with its chunk).
+type Lines struct {
+	r     io.Reader
+	size  int
+	chunk []byte
+	pos   int   // start of unread data
+	end   int   // end of data in chunk
+	base  int64 // stream offset of chunk[0]
+	no    int64
+	eof   bool
+	err   error
+}
+
+// NewLines reads r in chunks of about chunkSize bytes (1 MiB if 0).
+// startOffset and startLine position a reader that resumes mid-stream (r
+// already positioned at startOffset, startLine lines before it).
+func NewLines(r io.Reader, chunkSize int, startOffset, startLine int64) *Lines {
+	if chunkSize <= 0 {
+		chunkSize = 1 << 20
+	}
+	return &Lines{r: r, size: chunkSize, base: startOffset, no: startLine}
+}
+
+// Next returns the next line. ok is false at the end of the stream or on a
+// read error (see Err). A last line without a line ending is returned too.
+func (l *Lines) Next() (line Line, ok bool) {
+	for {
+		if i := bytes.IndexByte(l.chunk[l.pos:l.end], '\n'); i >= 0 {
+			return l.take(l.pos+i, l.pos+i+1), true
+		}
+		if l.eof || l.err != nil {
+			if l.pos < l.end {
+				return l.take(l.end, l.end), true
+			}
+			return Line{}, false
+		}
+		l.fill()
+	}
+}
+
+func (l *Lines) take(stop, next int) Line {
+	text := l.chunk[l.pos:stop:stop]
+	if n := len(text); n > 0 && text[n-1] == '\r' {
+		text = text[:n-1]
+	}
+	l.no++
+	ln := Line{Text: text, No: l.no, Offset: l.base + int64(l.pos), End: l.base + int64(next)}
+	l.pos = next
+	return ln
+}
+
+// Buffered reports whether a whole line is already read and waiting, so that
+// the next Next will not block on the reader.
+func (l *Lines) Buffered() bool {
+	return bytes.IndexByte(l.chunk[l.pos:l.end], '\n') >= 0 || ((l.eof || l.err != nil) && l.pos < l.end)
+}
+
+func (l *Lines) fill() {
+	rest := l.end - l.pos
+	if l.chunk == nil || l.end == len(l.chunk) {
+		// A new chunk: earlier lines keep pointing into the old one.
+		size := l.size
+		if rest*2 > size {
+			size = rest * 2
+		}
+		c := make([]byte, size)
+		copy(c, l.chunk[l.pos:l.end])
+		l.base += int64(l.pos)
+		l.chunk, l.pos, l.end = c, 0, rest
+	}
+	n, err := l.r.Read(l.chunk[l.end:])
+	l.end += n
+	if err == io.EOF {
+		l.eof = true
+	} else if err != nil {
+		l.err = err
+	}
+}
+
+// Err is the first read error, if any (io.EOF is not an error).
+func (l *Lines) Err() error { return l.err }

@@ -1,0 +1,151 @@
+// Package trigger says when in processing time a window's results are
+// emitted: Beam's early / on-time / late model.
+//
+// Every trigger fires on time, when the watermark passes the end of the window
+// (W >= End-1 ms), even if nothing arrived since an early pane. Around that it
+// may fire early (before the watermark, every N elements or every D of
+// processing time) and late (after the watermark, for late events within the
+// allowed lateness: for each one, throttled, or never). A trigger that is
+// FinalOnly writes only the last pane a window will ever emit, like Kafka
+// Streams' suppress or RisingWave's EMIT ON WINDOW CLOSE.
+//
+// The set is closed and built with the functions below:
+//
+//	trigger.AfterWatermark()                                  // on time; late: every element
+//	trigger.AfterWatermark().EarlyEvery(time.Minute, true)    // plus aligned early firings
+//	trigger.AfterWatermark().EarlyCount(100).LateThrottled(time.Minute)
+//	trigger.OnClose()                                         // only the final pane
+package trigger
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/mtime"
+)
+
+// LateKind says how late events within the allowed lateness fire.
+type LateKind uint8
+
+const (
+	// LateEach fires a late pane for every late event (Beam's AfterCount(1)).
+	LateEach LateKind = iota
+	// LateNone fires no late panes: late events only change the closing pane.
+	LateNone
+	// LateThrottled fires at most one late pane per window per LatePeriod; an
+	// update held back is emitted when its period runs out or when the window
+	// closes, never kept silently.
+	LateThrottled
+)
+
+// Trigger is the firing policy of a window. The zero value is
+// AfterWatermark(): on time, and a late pane for every late event.
+type Trigger struct {
+	// EarlyDelay, when positive, fires an early pane D of processing time
+	// after the first element of a pane (unaligned), or at the next multiple
+	// of D of the processing clock (EarlyAligned).
+	EarlyDelay   mtime.Time
+	EarlyAligned bool
+	// EarlyElements, when positive, fires an early pane when a pane has that
+	// many elements. With EarlyDelay too, whichever comes first fires, and
+	// both start again.
+	EarlyElements int
+	// Late is how late events within the allowed lateness fire; LatePeriod
+	// is the period of LateThrottled.
+	Late       LateKind
+	LatePeriod mtime.Time
+	// FinalOnly writes only the final pane of each window.
+	FinalOnly bool
+}
+
+// AfterWatermark fires on time, and for every late event.
+func AfterWatermark() Trigger { return Trigger{} }
+
+// OnClose writes only the final pane of each window: at the watermark with no
+// allowed lateness, or when the allowed lateness runs out.
+func OnClose() Trigger { return Trigger{FinalOnly: true} }
+
+// EarlyEvery adds early firings every d of processing time; aligned fires at
+// multiples of d of the processing clock, unaligned d after the first element
+// of each pane.
+func (t Trigger) EarlyEvery(d time.Duration, aligned bool) Trigger {
+	t.EarlyDelay, t.EarlyAligned = mtime.Millis(d), aligned
+	return t
+}
+
+// EarlyCount adds early firings every n elements.
+func (t Trigger) EarlyCount(n int) Trigger {
+	t.EarlyElements = n
+	return t
+}
+
+// LateEach fires a late pane for every late event (the default).
+func (t Trigger) LateEach() Trigger {
+	t.Late, t.LatePeriod = LateEach, 0
+	return t
+}
+
+// LateNone fires no late panes; late events show in the closing pane.
+func (t Trigger) LateNone() Trigger {
+	t.Late, t.LatePeriod = LateNone, 0
+	return t
+}
+
+// LateThrottled fires at most one late pane per window per d.
+func (t Trigger) LateThrottled(d time.Duration) Trigger {
+	t.Late, t.LatePeriod = LateThrottled, mtime.Millis(d)
+	return t
+}
+
+// HasEarly reports whether the trigger fires before the watermark.
+func (t Trigger) HasEarly() bool { return !t.FinalOnly && (t.EarlyDelay > 0 || t.EarlyElements > 0) }
+
+// UsesProcessingTime reports whether the trigger sets processing-time timers.
+func (t Trigger) UsesProcessingTime() bool {
+	return !t.FinalOnly && (t.EarlyDelay > 0 || t.Late == LateThrottled)
+}
+
+// Validate reports a configuration error.
+func (t Trigger) Validate() error {
+	switch {
+	case t.EarlyDelay < 0:
+		return errors.New("early period must not be negative")
+	case t.EarlyElements < 0:
+		return errors.New("early count must not be negative")
+	case t.Late == LateThrottled && t.LatePeriod <= 0:
+		return errors.New("late throttle period must be a positive duration")
+	case t.Late > LateThrottled:
+		return errors.New("unknown late firing")
+	}
+	return nil
+}
+
+// String describes the trigger, as Beam would write it.
+func (t Trigger) String() string {
+	if t.FinalOnly {
+		return "OnClose()"
+	}
+	var b strings.Builder
+	b.WriteString("AfterWatermark()")
+	if t.EarlyDelay > 0 {
+		kind := "UnalignedDelay"
+		if t.EarlyAligned {
+			kind = "AlignedDelay"
+		}
+		fmt.Fprintf(&b, ".Early(%s(%s))", kind, mtime.FormatDuration(t.EarlyDelay))
+	}
+	if t.EarlyElements > 0 {
+		fmt.Fprintf(&b, ".Early(AfterCount(%d))", t.EarlyElements)
+	}
+	switch t.Late {
+	case LateEach:
+		b.WriteString(".Late(AfterCount(1))")
+	case LateThrottled:
+		fmt.Fprintf(&b, ".Late(Throttled(%s))", mtime.FormatDuration(t.LatePeriod))
+	case LateNone:
+		b.WriteString(".Late(Never())")
+	}
+	return b.String()
+}

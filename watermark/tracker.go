@@ -1,0 +1,151 @@
+package watermark
+
+import "github.com/weirstream/weir/mtime"
+
+// Tracker is the bounded out-of-orderness watermark of a set of input
+// partitions. Each partition p has its own W_p = max event time seen on p -
+// delay - 1 ms; the combined watermark is the minimum over the partitions that
+// are not idle, and it never goes back.
+//
+// A partition is idle once it has had no event for the idleness timeout of
+// processing time; it stops holding the watermark back. When every partition
+// is idle the combined watermark is the largest W_p, as in Flink's
+// StatusWatermarkValve. An idle partition rejoins with its next event, and the
+// combined watermark does not move backwards when it does.
+//
+// A Tracker is not safe for concurrent use.
+type Tracker struct {
+	delay mtime.Time
+	idle  mtime.Time
+	parts []partition
+	out   mtime.Time
+}
+
+type partition struct {
+	max        mtime.Time // largest event time seen, MinTime if none
+	lastActive mtime.Time // processing time of the last event
+	idle       bool
+}
+
+// NewTracker returns a tracker for the strategy's delay and idleness.
+func NewTracker(s Strategy) *Tracker {
+	return &Tracker{delay: s.Delay, idle: s.Idle, out: mtime.MinTime}
+}
+
+// AddPartition declares partition p (0-based) before its first event, so that
+// it holds the watermark back from the start (a Kafka partition known at
+// start). now is the processing time from which its idleness counts.
+func (t *Tracker) AddPartition(p int, now mtime.Time) {
+	t.grow(p, now)
+}
+
+func (t *Tracker) grow(p int, now mtime.Time) {
+	for len(t.parts) <= p {
+		t.parts = append(t.parts, partition{max: mtime.MinTime, lastActive: now})
+	}
+}
+
+// Partitions is the number of partitions known.
+func (t *Tracker) Partitions() int { return len(t.parts) }
+
+// Observe records an event with event time ts on partition p at processing
+// time now. The partition becomes active.
+func (t *Tracker) Observe(p int, ts, now mtime.Time) {
+	if p >= len(t.parts) {
+		t.grow(p, now)
+	}
+	pt := &t.parts[p]
+	if ts > pt.max {
+		pt.max = ts
+	}
+	pt.lastActive = now
+	pt.idle = false
+}
+
+// Current is the combined watermark as of processing time now: partitions
+// whose idleness timeout has run out by now are marked idle first. The result
+// never decreases from one call to the next.
+func (t *Tracker) Current(now mtime.Time) mtime.Time {
+	if len(t.parts) == 0 {
+		return t.out
+	}
+	min, max := mtime.MaxTime, mtime.MinTime
+	active := false
+	for i := range t.parts {
+		pt := &t.parts[i]
+		if t.idle > 0 && !pt.idle && now-pt.lastActive >= t.idle {
+			pt.idle = true
+		}
+		w := t.partWatermark(pt)
+		if w > max {
+			max = w
+		}
+		if !pt.idle {
+			active = true
+			if w < min {
+				min = w
+			}
+		}
+	}
+	w := min
+	if !active {
+		w = max
+	}
+	if w > t.out {
+		t.out = w
+	}
+	return t.out
+}
+
+func (t *Tracker) partWatermark(pt *partition) mtime.Time {
+	if pt.max == mtime.MinTime {
+		return mtime.MinTime
+	}
+	return pt.max.Add(-t.delay - 1)
+}
+
+// NextIdle is the earliest processing time at which a partition that is now
+// active would turn idle, or MaxTime if none can (idleness off, or all idle).
+func (t *Tracker) NextIdle() mtime.Time {
+	next := mtime.MaxTime
+	if t.idle <= 0 {
+		return next
+	}
+	for i := range t.parts {
+		if pt := &t.parts[i]; !pt.idle && pt.lastActive+t.idle < next {
+			next = pt.lastActive + t.idle
+		}
+	}
+	return next
+}
+
+// Idle reports whether partition p is idle (as of the last Current).
+func (t *Tracker) Idle(p int) bool { return p < len(t.parts) && t.parts[p].idle }
+
+// TrackerState is the part of a Tracker a checkpoint keeps.
+type TrackerState struct {
+	Max        []mtime.Time
+	LastActive []mtime.Time
+	Idle       []bool
+	Out        mtime.Time
+}
+
+// State returns a copy of the tracker's state.
+func (t *Tracker) State() TrackerState {
+	s := TrackerState{Out: t.out}
+	for _, p := range t.parts {
+		s.Max = append(s.Max, p.max)
+		s.LastActive = append(s.LastActive, p.lastActive)
+		s.Idle = append(s.Idle, p.idle)
+	}
+	return s
+}
+
+// Restore replaces the tracker's state.
+func (t *Tracker) Restore(s TrackerState) {
+	t.parts = t.parts[:0]
+	for i := range s.Max {
+		t.parts = append(t.parts, partition{max: s.Max[i], lastActive: s.LastActive[i], idle: s.Idle[i]})
+	}
+	t.out = s.Out
+}

@@ -1,0 +1,63 @@
+package window
+
+import "github.com/weirstream/weir/mtime"
+
+// Timing says where a pane stands relative to the watermark.
+type Timing uint8
+
+const (
+	// Early panes come before the watermark passed the window's end: a
+	// provisional result from an early firing.
+	Early Timing = iota
+	// OnTime is the pane fired when the watermark passed the window's end
+	// (W >= End-1 ms). A window has at most one.
+	OnTime
+	// Late panes come after the watermark passed the window's end: late
+	// events within the allowed lateness, and the closing pane.
+	Late
+)
+
+// String returns EARLY, ON_TIME or LATE.
+func (t Timing) String() string {
+	switch t {
+	case Early:
+		return "EARLY"
+	case OnTime:
+		return "ON_TIME"
+	case Late:
+		return "LATE"
+	}
+	return "UNKNOWN"
+}
+
+// Pane is one result of one window of one key: the value of the aggregation at
+// a firing, and what the firing was.
+//
+// Revisions count a window's panes from 1; a retraction repeats the revision,
+// timing and value of the pane it withdraws, with Retract set, and comes right
+// before the pane that replaces it. Final is set on the last pane a window will
+// ever emit, so that a reader always learns that a window is closed.
+type Pane[K comparable, O any] struct {
+	Key      K
+	Window   Window
+	Revision int
+	Timing   Timing
+	Final    bool
+	Retract  bool
+	// Watermark is the input watermark when the pane was emitted.
+	Watermark mtime.Time
+	// EmittedAt is the processing time of the emission.
+	EmittedAt mtime.Time
+	Value     O
+}
+
+// LateEvent is an event that came too late for every window it belongs to:
+// the watermark had passed End-1+allowed lateness of each when it arrived.
+// Window is the last of them (the one that closed most recently).
+type LateEvent[K comparable, T any] struct {
+	Key       K
+	Timestamp mtime.Time
+	Window    Window
+	Watermark mtime.Time
+	Value     T
+}
