@@ -1,0 +1,134 @@
+package weir_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// Order is a payment from the orders topic of seed 000.
+type Order struct {
+	Card    string
+	Amount  float64
+	At      mtime.Time // when it was paid: event time
+	Arrival mtime.Time // when it reached the job: processing time
+}
+
+func at(s string) mtime.Time {
+	t, err := mtime.Parse([]byte(s))
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// The fraud job of seed 000: orders per card per minute, by event time, with
+// a 2 s watermark delay; a late payment goes to a side output for the
+// nightly report instead of disappearing.
+func Example_fraud() {
+	orders := []Order{
+		{"card-1", 12.5, at("2026-09-07T12:00:01Z"), at("2026-09-07T12:00:01.2Z")},
+		{"card-1", 30, at("2026-09-07T12:00:20Z"), at("2026-09-07T12:00:20.1Z")},
+		{"card-2", 8, at("2026-09-07T12:00:30Z"), at("2026-09-07T12:00:30.3Z")},
+		{"card-1", 99, at("2026-09-07T12:00:59Z"), at("2026-09-07T12:00:59.4Z")},
+		{"card-1", 5, at("2026-09-07T12:01:03Z"), at("2026-09-07T12:01:03.1Z")}, // W passes 12:01
+		{"card-2", 7, at("2026-09-07T12:00:50Z"), at("2026-09-07T12:01:04Z")},   // too late
+		{"card-2", 3, at("2026-09-07T12:01:30Z"), at("2026-09-07T12:01:30.2Z")},
+	}
+	p := weir.NewPipeline()
+	src := weir.FromSeq(p, func(yield func(Order, mtime.Time) bool) {
+		for _, o := range orders {
+			if !yield(o, o.Arrival) {
+				return
+			}
+		}
+	})
+	stamped := weir.WithTimestamps(src, func(o Order) mtime.Time { return o.At },
+		watermark.BoundedOutOfOrderness(2*time.Second).WithInterval(0))
+	byCard := weir.KeyBy(stamped, func(o Order) string { return o.Card })
+	counts, late := weir.Aggregate(
+		weir.Window(byCard, window.NewStrategy(window.TumblingWindows(time.Minute))),
+		aggregate.Count[Order]())
+	weir.Sink(counts, func(pn weir.Pane[string, int64]) error {
+		fmt.Printf("%s %s orders=%d %s final=%v\n", pn.Key, pn.Window.Start.Time().Format("15:04"), pn.Value, pn.Timing, pn.Final)
+		return nil
+	})
+	weir.Sink(late, func(l weir.Late[string, Order]) error {
+		fmt.Printf("late: %s paid %.2f at %s\n", l.Key, l.Value.Amount, l.Timestamp.Time().Format("15:04:05"))
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// card-1 12:00 orders=3 ON_TIME final=true
+	// card-2 12:00 orders=1 ON_TIME final=true
+	// late: card-2 paid 7.00 at 12:00:50
+	// card-1 12:01 orders=1 ON_TIME final=true
+	// card-2 12:01 orders=1 ON_TIME final=true
+}
+
+// Allowed lateness and accumulation: a late order within the lateness is
+// added and the window fires again with the corrected total; when the
+// lateness runs out the window closes with a final pane.
+func ExampleAggregate_allowedLateness() {
+	p := weir.NewPipeline()
+	src := weir.FromSeq(p, func(yield func(Order, mtime.Time) bool) {
+		yield(Order{"c", 10, at("2026-09-07T12:00:10Z"), 0}, at("2026-09-07T12:00:11Z"))
+		yield(Order{"c", 20, at("2026-09-07T12:01:05Z"), 0}, at("2026-09-07T12:01:06Z"))
+		yield(Order{"c", 5, at("2026-09-07T12:00:40Z"), 0}, at("2026-09-07T12:01:30Z")) // late, within 5 min
+	})
+	stamped := weir.WithTimestamps(src, func(o Order) mtime.Time { return o.At },
+		watermark.BoundedOutOfOrderness(0).WithInterval(0))
+	spent, _ := weir.Aggregate(
+		weir.Window(weir.KeyBy(stamped, func(o Order) string { return o.Card }),
+			window.NewStrategy(window.TumblingWindows(time.Minute)).WithLateness(5*time.Minute)),
+		aggregate.Sum(func(o Order) float64 { return o.Amount }))
+	weir.Sink(spent, func(pn weir.Pane[string, float64]) error {
+		fmt.Printf("%s #%d %s spent=%g final=%v\n", pn.Window.Start.Time().Format("15:04"), pn.Revision, pn.Timing, pn.Value, pn.Final)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// 12:00 #1 ON_TIME spent=10 final=false
+	// 12:00 #2 LATE spent=15 final=false
+	// 12:01 #1 ON_TIME spent=20 final=true
+	// 12:00 #3 LATE spent=15 final=true
+}
+
+// A process-window function sees all of a window's elements.
+func ExampleProcess() {
+	p := weir.NewPipeline()
+	src := weir.FromSeq(p, func(yield func(Order, mtime.Time) bool) {
+		for i, amt := range []float64{3, 9, 4} {
+			yield(Order{"c", amt, at("2026-09-07T12:00:00Z") + mtime.Time(i*1000), 0}, 0)
+		}
+	})
+	stamped := weir.WithTimestamps(src, func(o Order) mtime.Time { return o.At }, watermark.BoundedOutOfOrderness(0))
+	biggest, _ := weir.Process(
+		weir.Window(weir.KeyBy(stamped, func(o Order) string { return o.Card }),
+			window.NewStrategy(window.TumblingWindows(time.Minute))),
+		func(card string, w window.Window, orders []Order) string {
+			best := orders[0]
+			for _, o := range orders {
+				if o.Amount > best.Amount {
+					best = o
+				}
+			}
+			return fmt.Sprintf("%s: %d orders, biggest %g at %s", card, len(orders), best.Amount, best.At.Time().Format("15:04:05"))
+		})
+	weir.Sink(biggest, func(pn weir.Pane[string, string]) error { fmt.Println(pn.Value); return nil })
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// c: 3 orders, biggest 9 at 12:00:01
+}
