@@ -198,9 +198,6 @@ func (p *parser) resolve(path string) string {
 func (p *parser) job(root *node) (*Job, error) {
 	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9)}
 	// Unknown fields first: a typo explains every later error.
-	for _, k := range root.keys() {
-		root.used[k] = contains(topFields, k)
-	}
 	if err := root.strict(topFields...); err != nil {
 		return nil, err
 	}
@@ -292,6 +289,9 @@ func (p *parser) source(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
+	if err := s.strict("file"); err != nil {
+		return err
+	}
 	f, n, err := s.str("file")
 	if err != nil {
 		return err
@@ -300,7 +300,7 @@ func (p *parser) source(root *node, j *Job) error {
 		return s.errf(n, "source.file", "missing: the JSON-lines file to read, or - for standard input")
 	}
 	j.Input, j.inputName, j.inputLine = p.resolve(f), f, n.Line
-	return s.strict("file")
+	return nil
 }
 
 func (p *parser) time(root *node, j *Job) error {
@@ -310,6 +310,9 @@ func (p *parser) time(root *node, j *Job) error {
 	}
 	if t == nil {
 		return root.errf(nil, "time", "missing: name the event-time field, e.g. time: {field: ts}")
+	}
+	if err := t.strict("field", "arrival_field", "partition_field"); err != nil {
+		return err
 	}
 	f, n, err := t.str("field")
 	if err != nil {
@@ -329,13 +332,16 @@ func (p *parser) time(root *node, j *Job) error {
 		return err
 	}
 	j.PartitionField = ParsePath(pf)
-	return t.strict("field", "arrival_field", "partition_field")
+	return nil
 }
 
 func (p *parser) watermark(root *node, j *Job) error {
 	j.Watermark = watermark.Strategy{Kind: watermark.Bounded, Interval: mtime.Millis(watermark.DefaultInterval)}
 	w, err := root.sub("watermark")
 	if err != nil || w == nil {
+		return err
+	}
+	if err := w.strict("delay", "interval", "idle", "perfect", "from_field"); err != nil {
 		return err
 	}
 	perfect, err := w.boolean("perfect")
@@ -356,9 +362,6 @@ func (p *parser) watermark(root *node, j *Job) error {
 	}
 	idle, hasIdle, err := w.duration("idle")
 	if err != nil {
-		return err
-	}
-	if err := w.strict("delay", "interval", "idle", "perfect", "from_field"); err != nil {
 		return err
 	}
 	switch {
@@ -398,13 +401,21 @@ func (p *parser) window(root *node, j *Job) error {
 	if w == nil {
 		return root.errf(nil, "window", "missing: e.g. window: {tumbling: 1m}, {sliding: {size: 10m, slide: 1m}}, {session: {gap: 30m}} or {global: true}")
 	}
-	offset, _, err := w.duration("offset")
-	if err != nil {
+	if err := w.strict("tumbling", "sliding", "session", "global", "offset"); err != nil {
 		return err
 	}
-	if v := w.get("offset"); v != nil && strings.HasPrefix(strings.TrimSpace(v.Value), "-") {
-		d, _ := mtime.ParseDuration(strings.TrimPrefix(strings.TrimSpace(v.Value), "-"))
-		offset = -d
+	var offset mtime.Time
+	if v := w.get("offset"); v != nil {
+		// An offset may be negative: windows start that much earlier.
+		text, sign := strings.TrimSpace(v.Value), mtime.Time(1)
+		if strings.HasPrefix(text, "-") {
+			text, sign = text[1:], -1
+		}
+		d, err := mtime.ParseDuration(text)
+		if v.Kind != yaml.ScalarNode || err != nil {
+			return w.errf(v, "window.offset", "expected a duration such as 15s or -15s, got %q", v.Value)
+		}
+		offset = sign * d
 	}
 	kinds := 0
 	var a window.Assigner
@@ -425,6 +436,9 @@ func (p *parser) window(root *node, j *Job) error {
 		if err != nil {
 			return err
 		}
+		if err := s.strict("size", "slide", "offset"); err != nil {
+			return err
+		}
 		size, hasSize, err := s.duration("size")
 		if err != nil {
 			return err
@@ -435,9 +449,6 @@ func (p *parser) window(root *node, j *Job) error {
 		}
 		so, hasOffset, err := s.duration("offset")
 		if err != nil {
-			return err
-		}
-		if err := s.strict("size", "slide", "offset"); err != nil {
 			return err
 		}
 		if !hasSize {
@@ -471,11 +482,11 @@ func (p *parser) window(root *node, j *Job) error {
 			if err != nil {
 				return err
 			}
-			g, ok, err := s.duration("gap")
-			if err != nil {
+			if err := s.strict("gap"); err != nil {
 				return err
 			}
-			if err := s.strict("gap"); err != nil {
+			g, ok, err := s.duration("gap")
+			if err != nil {
 				return err
 			}
 			if !ok {
@@ -498,9 +509,6 @@ func (p *parser) window(root *node, j *Job) error {
 			return w.errf(v, "window.global", "write global: true, or choose another window")
 		}
 		a = window.Global{}
-	}
-	if err := w.strict("tumbling", "sliding", "session", "global", "offset"); err != nil {
-		return err
 	}
 	switch kinds {
 	case 0:
@@ -540,6 +548,9 @@ func (p *parser) trigger(root *node, j *Job) error {
 	if err != nil || t == nil {
 		return err
 	}
+	if err := t.strict("early", "early_aligned", "early_count", "late", "final_only"); err != nil {
+		return err
+	}
 	var tr trigger.Trigger
 	early, _, err := t.duration("early")
 	if err != nil {
@@ -575,9 +586,6 @@ func (p *parser) trigger(root *node, j *Job) error {
 		}
 	}
 	if tr.FinalOnly, err = t.boolean("final_only"); err != nil {
-		return err
-	}
-	if err := t.strict("early", "early_aligned", "early_count", "late", "final_only"); err != nil {
 		return err
 	}
 	j.Window.Trigger = tr
@@ -680,6 +688,18 @@ func (p *parser) outputs(root *node, j *Job) error {
 			*f.dst = p.resolve(s)
 		}
 	}
+	stdout := ""
+	for _, f := range []struct{ name, path string }{
+		{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary},
+	} {
+		if f.path != "-" {
+			continue
+		}
+		if stdout != "" {
+			return root.errf(root.get(f.name), f.name, "%s already goes to standard output (-); give one of them a file", stdout)
+		}
+		stdout = f.name
+	}
 	seen := map[string]string{}
 	for _, f := range []struct{ name, path string }{
 		{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary},
@@ -701,6 +721,9 @@ func (p *parser) outputs(root *node, j *Job) error {
 func (p *parser) checkpoint(root *node, j *Job) error {
 	c, err := root.sub("checkpoint")
 	if err != nil || c == nil {
+		return err
+	}
+	if err := c.strict("dir", "interval", "keep", "tolerable_failures"); err != nil {
 		return err
 	}
 	dir, n, err := c.str("dir")
@@ -735,13 +758,16 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	if j.Input == "-" {
 		return c.errf(n, "checkpoint", "standard input cannot be replayed after a crash; read a file")
 	}
-	return c.strict("dir", "interval", "keep", "tolerable_failures")
+	return nil
 }
 
 func (p *parser) state(root *node, j *Job) error {
 	j.State = State{Backend: "memory"}
 	s, err := root.sub("state")
 	if err != nil || s == nil {
+		return err
+	}
+	if err := s.strict("backend", "dir", "memory_budget"); err != nil {
 		return err
 	}
 	b, n, err := s.str("backend")
@@ -773,7 +799,7 @@ func (p *parser) state(root *node, j *Job) error {
 		}
 		j.State.MemoryBudget = v
 	}
-	return s.strict("backend", "dir", "memory_budget")
+	return nil
 }
 
 func parseBytes(s string) (int64, error) {

@@ -35,13 +35,11 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// node is a YAML mapping being read, which remembers which keys were used so
-// that an unknown one is reported with a suggestion.
+// node is a YAML mapping being read.
 type node struct {
 	file string
 	path string // dotted field path of this mapping
 	n    *yaml.Node
-	used map[string]bool
 }
 
 func (p *node) errf(n *yaml.Node, field, format string, args ...any) *Error {
@@ -68,33 +66,27 @@ func asMapping(file, path string, n *yaml.Node) (*node, error) {
 	if n.Kind != yaml.MappingNode {
 		return nil, &Error{File: file, Line: n.Line, Field: path, Msg: "expected a mapping of fields (name: value)"}
 	}
-	return &node{file: file, path: path, n: n, used: map[string]bool{}}, nil
+	return &node{file: file, path: path, n: n}, nil
 }
 
 // get returns the value of key, or nil.
 func (p *node) get(key string) *yaml.Node {
 	for i := 0; i+1 < len(p.n.Content); i += 2 {
 		if p.n.Content[i].Value == key {
-			p.used[key] = true
 			return p.n.Content[i+1]
 		}
 	}
 	return nil
 }
 
-func (p *node) keys() []string {
-	var ks []string
-	for i := 0; i+1 < len(p.n.Content); i += 2 {
-		ks = append(ks, p.n.Content[i].Value)
-	}
-	return ks
-}
 
-// strict reports the first key that was never asked for.
+// strict reports the first key that is not one of known, with the closest
+// known name as a suggestion. It is called before a mapping's fields are
+// read, so that a typo is reported as a typo, not as a missing field.
 func (p *node) strict(known ...string) error {
 	for i := 0; i+1 < len(p.n.Content); i += 2 {
 		k := p.n.Content[i]
-		if p.used[k.Value] {
+		if contains(known, k.Value) {
 			continue
 		}
 		msg := fmt.Sprintf("unknown field %q", k.Value)

@@ -1,0 +1,176 @@
+package job
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/trigger"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+const minimal = `name: t
+source: {file: input.jsonl}
+time: {field: ts}
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: results.jsonl
+`
+
+func TestParseMinimalDefaults(t *testing.T) {
+	j, err := Parse([]byte(minimal), "job.yaml", "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Input != "/jobs/input.jsonl" || j.Output != "/jobs/results.jsonl" {
+		t.Errorf("paths: %q %q", j.Input, j.Output)
+	}
+	// Flink's and Beam's defaults.
+	if j.Watermark.Kind != watermark.Bounded || j.Watermark.Delay != 0 || j.Watermark.Interval != 200 {
+		t.Errorf("watermark %+v", j.Watermark)
+	}
+	if j.Window.Trigger != (trigger.Trigger{Late: trigger.LateEach}) || j.Window.Mode != window.Accumulating || j.Window.AllowedLateness != 0 {
+		t.Errorf("window %+v", j.Window)
+	}
+	if j.Parallelism != 1 || j.State.Backend != "memory" {
+		t.Errorf("parallelism %d state %+v", j.Parallelism, j.State)
+	}
+}
+
+func TestParseFull(t *testing.T) {
+	full := `
+name: fraud-alerts
+source: {file: orders.jsonl}
+time: {field: ts, arrival_field: arrival, partition_field: partition}
+key: card
+id: event_id
+dedup_horizon: 1h
+max_future: 10m
+watermark: {delay: 2s, interval: 200ms, idle: 1m}
+window: {sliding: {size: 10m, slide: 1m}, offset: 30s}
+trigger: {early: 1m, early_aligned: true, early_count: 5, late: 30s, final_only: false}
+allowed_lateness: 5m
+mode: retracting
+aggregates: {orders: count, spent: sum(amount), biggest: max(payment.amount), users: count_distinct(user), n: count(amount)}
+having: "orders >= 5"
+output: results.jsonl
+late_output: late.jsonl
+quarantine: quarantine.jsonl
+summary: summary.json
+parallelism: 2
+checkpoint: {dir: ckpt, interval: 1s, keep: 2, tolerable_failures: 5}
+state: {backend: pebble, dir: state, memory_budget: 256MiB}
+`
+	j, err := Parse([]byte(full), "job.yaml", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := j.Window.Assigner.(window.Sliding); !ok || s.Size != 600000 || s.Slide != 60000 || s.Offset != 30000 {
+		t.Errorf("assigner %#v", j.Window.Assigner)
+	}
+	tr := j.Window.Trigger
+	if tr.EarlyDelay != 60000 || !tr.EarlyAligned || tr.EarlyElements != 5 || tr.Late != trigger.LateThrottled || tr.LatePeriod != 30000 {
+		t.Errorf("trigger %+v", tr)
+	}
+	if j.Watermark.Idle != 60000 || j.DedupHorizon != 3600000 || j.MaxFuture != 600000 {
+		t.Errorf("watermark %+v horizon %d", j.Watermark, j.DedupHorizon)
+	}
+	if len(j.Aggregates) != 5 || j.Aggregates[2].Field.String() != "payment.amount" || j.Aggregates[4].Kind != AggCountField {
+		t.Errorf("aggregates %+v", j.Aggregates)
+	}
+	if j.Checkpoint.Dir != "/d/ckpt" || j.Checkpoint.Interval != 1000 || j.Checkpoint.Keep != 2 || j.State.MemoryBudget != 256<<20 {
+		t.Errorf("checkpoint %+v state %+v", j.Checkpoint, j.State)
+	}
+}
+
+// Every mistake is one line naming the file, the line, the field and what
+// is expected.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"typo at top", strings.Replace(minimal, "window:", "windw:", 1),
+			`job.yaml:4: windw: unknown field "windw" (did you mean "window"?)`},
+		{"unknown field", minimal + "colour: blue\n",
+			`job.yaml:7: colour: unknown field "colour"; expected one of aggregates, allowed_lateness, checkpoint, dedup_horizon, having, id, key, late_output, max_future, mode, name, output, parallelism, quarantine, source, state, summary, time, trigger, watermark, window`},
+		{"typo inside", strings.Replace(minimal, "{field: ts}", "{feild: ts}", 1),
+			`job.yaml:3: time.feild: unknown field "feild" (did you mean "field"?)`},
+		{"missing time field", strings.Replace(minimal, "{field: ts}", "{arrival_field: at}", 1),
+			`job.yaml:3: time.field: missing: the field that holds each event's time (RFC 3339 or epoch milliseconds)`},
+		{"window without size", strings.Replace(minimal, "{tumbling: 1m}", "{sliding: {slide: 1m}}", 1),
+			`job.yaml:4: window.sliding.size: missing: the length of each window, e.g. size: 10m`},
+		{"slide larger than size", strings.Replace(minimal, "{tumbling: 1m}", "{sliding: {size: 1m, slide: 5m}}", 1),
+			`job.yaml:4: window.sliding.slide: slide 5m0s is larger than the size 1m0s: events between windows would be lost`},
+		{"no window kind", strings.Replace(minimal, "{tumbling: 1m}", "{offset: 1s}", 1),
+			`job.yaml:4: window: expected one of tumbling, sliding, session or global, e.g. window: {tumbling: 1m}`},
+		{"two window kinds", strings.Replace(minimal, "{tumbling: 1m}", "{tumbling: 1m, session: 5m}", 1),
+			`job.yaml:4: window: choose one of tumbling, sliding, session and global`},
+		{"bad duration", strings.Replace(minimal, "{tumbling: 1m}", "{tumbling: 60}", 1),
+			`job.yaml:4: window.tumbling: expected a duration such as 2s, 5m or 1h, got "60"`},
+		{"zero size", strings.Replace(minimal, "{tumbling: 1m}", "{tumbling: 0s}", 1),
+			`job.yaml:4: window.tumbling: size must be a positive duration`},
+		{"bad expression", minimal + "having: \"n >=\"\n",
+			`job.yaml:7: having: expression "n >=" does not compile: unexpected token EOF (1:4) | n >= | ...^`},
+		{"unknown name in expression", minimal + "having: \"orders > 1\"\n",
+			`job.yaml:7: having: expression "orders > 1" does not compile: unknown name orders (1:1) | orders > 1 | ^`},
+		{"unknown aggregate", strings.Replace(minimal, "{n: count}", "{n: median(x)}", 1),
+			`job.yaml:5: aggregates.n: unknown function "median"; expected count, sum, min, max, avg or count_distinct`},
+		{"aggregate without field", strings.Replace(minimal, "{n: count}", "{n: sum}", 1),
+			`job.yaml:5: aggregates.n: sum needs a field, e.g. sum(amount)`},
+		{"reserved name", strings.Replace(minimal, "{n: count}", "{revision: count}", 1),
+			`job.yaml:5: aggregates.revision: "revision" is a field of every result; choose another name`},
+		{"bad mode", minimal + "mode: replacing\n",
+			`job.yaml:7: mode: expected accumulating, discarding or retracting, got "replacing"`},
+		{"bad late", minimal + "trigger: {late: sometimes}\n",
+			`job.yaml:7: trigger.late: expected each, none or a throttle duration such as 1m, got "sometimes"`},
+		{"watermark mix", minimal + "watermark: {perfect: true, delay: 2s}\n",
+			`job.yaml:7: watermark: delay, interval and idle apply to a bounded watermark, not to perfect or from_field`},
+		{"no output", strings.Replace(minimal, "output: results.jsonl\n", "", 1),
+			`job.yaml:1: output: missing: where results go, a file or - for standard output`},
+		{"no source", strings.Replace(minimal, "source: {file: input.jsonl}\n", "", 1),
+			`job.yaml:1: source: missing: say where events come from, e.g. source: {file: events.jsonl}`},
+		{"output is input", strings.Replace(minimal, "output: results.jsonl", "output: input.jsonl", 1),
+			`job.yaml:6: output: is the input file; it would be overwritten`},
+		{"horizon without id", minimal + "dedup_horizon: 1h\n",
+			`job.yaml:7: dedup_horizon: needs id: the field that identifies an event`},
+		{"negative lateness", minimal + "allowed_lateness: -1s\n",
+			`job.yaml:7: allowed_lateness: must not be negative, got "-1s"`},
+		{"not yaml", "window: [", `job.yaml: not valid YAML: line 1: did not find expected node content`},
+		{"not a mapping", "- a\n- b\n", `job.yaml:1: expected a mapping of fields (name: value)`},
+		{"empty", "", `job.yaml: the job file is empty`},
+		{"bad parallelism", minimal + "parallelism: 0\n", `job.yaml:7: parallelism: expected a number from 1 to 256, got 0`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "job.yaml", "/d")
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tt.yaml)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("got  %s\nwant %s", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines")
+			}
+		})
+	}
+}
+
+func TestLoadMissingInput(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(minimal, "input.jsonl", "nowhere.jsonl", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	want := path + ":2: source.file: input nowhere.jsonl does not exist (no such file or directory)"
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+	_, err = Load(filepath.Join(dir, "absent.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "absent.yaml: cannot read the job file: no such file or directory") {
+		t.Errorf("got %v", err)
+	}
+}
