@@ -758,6 +758,11 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	if j.Input == "-" {
 		return c.errf(n, "checkpoint", "standard input cannot be replayed after a crash; read a file")
 	}
+	for _, o := range []string{j.Output, j.LateOutput, j.Quarantine} {
+		if o == "-" {
+			return c.errf(n, "checkpoint", "outputs must be files to be committed exactly once at each checkpoint, not standard output")
+		}
+	}
 	return nil
 }
 

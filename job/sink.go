@@ -15,6 +15,7 @@ type out = exec.Out[string, record, []outVal]
 // runner's sink goroutine; the quarantine is written by the source loop.
 type sink struct {
 	j      *Job
+	run    *jobRun
 	out    io.Writer
 	late   io.Writer // nil: too-late events are only counted
 	having *havingExpr
@@ -22,13 +23,41 @@ type sink struct {
 
 	written     int64 // panes written
 	lateWritten int64
+	barrier     [][]byte // snapshots of the instances at the current barrier
 }
 
 func (s *sink) emit(outs []out) error {
 	b := s.buf[:0]
 	var lb []byte
+	flush := func() error {
+		if len(b) > 0 {
+			if _, err := s.out.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+		if len(lb) > 0 && s.late != nil {
+			if _, err := s.late.Write(lb); err != nil {
+				return err
+			}
+			lb = lb[:0]
+		}
+		return nil
+	}
 	for i := range outs {
 		o := &outs[i]
+		if o.Kind == exec.OutBarrier {
+			// Everything before the barrier belongs to its checkpoint.
+			if err := flush(); err != nil {
+				return err
+			}
+			s.barrier = append(s.barrier, o.Barrier.State)
+			if len(s.barrier) == o.Barrier.Of {
+				s.run.onBarrier(o.Barrier.Tag.(*barrierTag), s.barrier)
+				s.barrier = nil
+			}
+			continue
+		}
 		if o.Kind == exec.OutLate {
 			if s.late == nil {
 				continue
@@ -49,24 +78,14 @@ func (s *sink) emit(outs []out) error {
 		b = s.appendPane(b, &o.Pane)
 		s.written++
 		if len(b) > 1<<20 {
-			if _, err := s.out.Write(b); err != nil {
+			if err := flush(); err != nil {
 				return err
 			}
-			b = b[:0]
 		}
 	}
-	if len(b) > 0 {
-		if _, err := s.out.Write(b); err != nil {
-			return err
-		}
-	}
-	if len(lb) > 0 {
-		if _, err := s.late.Write(lb); err != nil {
-			return err
-		}
-	}
+	err := flush()
 	s.buf = b[:0]
-	return nil
+	return err
 }
 
 // keyValue is the key as the having expression sees it: the string itself,

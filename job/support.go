@@ -4,10 +4,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 )
@@ -174,4 +179,47 @@ func startProgress(w io.Writer, src progressSource) *progressReporter {
 func (p *progressReporter) stop() {
 	close(p.done)
 	p.wg.Wait()
+}
+
+// RequestSavepoint asks the process running j (found by the weir.pid file in
+// its checkpoint directory) for a savepoint with SIGUSR1, and waits until a
+// new savepoint is complete. It returns the savepoint's directory.
+func RequestSavepoint(j *Job, timeout time.Duration) (string, error) {
+	pidText, err := os.ReadFile(filepath.Join(j.Checkpoint.Dir, "weir.pid"))
+	if err != nil {
+		return "", &RuntimeError{Msg: fmt.Sprintf("no job is running with checkpoint directory %s (no weir.pid)", j.Checkpoint.Dir)}
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		return "", &RuntimeError{Msg: "weir.pid is not a process id"}
+	}
+	before := newestSavepoint(j.Checkpoint.Dir)
+	p, err := os.FindProcess(pid)
+	if err == nil {
+		err = p.Signal(syscall.SIGUSR1)
+	}
+	if err != nil {
+		return "", &RuntimeError{Msg: fmt.Sprintf("cannot signal the job (pid %d): %v", pid, err)}
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if sp := newestSavepoint(j.Checkpoint.Dir); sp != before {
+			if _, err := checkpoint.Load(checkpoint.OSFS, sp); err == nil {
+				return sp, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", &RuntimeError{Msg: fmt.Sprintf("no savepoint appeared within %s", timeout)}
+}
+
+func newestSavepoint(dir string) string {
+	entries, _ := os.ReadDir(filepath.Join(dir, "savepoints"))
+	newest := ""
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "sp-") && e.Name() > filepath.Base(newest) {
+			newest = filepath.Join(dir, "savepoints", e.Name())
+		}
+	}
+	return newest
 }

@@ -79,7 +79,6 @@ func (p *node) get(key string) *yaml.Node {
 	return nil
 }
 
-
 // strict reports the first key that is not one of known, with the closest
 // known name as a suggestion. It is called before a mapping's fields are
 // read, so that a typo is reported as a typo, not as a missing field.

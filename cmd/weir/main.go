@@ -9,13 +9,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"golang.org/x/term"
 
@@ -26,6 +26,7 @@ const usage = `weir: event-time stream processing
 
 Usage:
   weir run [flags] JOB.yaml    run a job file (see README.md for its fields)
+  weir savepoint JOB.yaml      ask the running job for a savepoint
   weir version                 print the version
   weir help                    this text
 
@@ -47,6 +48,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return cmdRun(args[1:], stdin, stdout, stderr)
+	case "savepoint":
+		return cmdSavepoint(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "weir", version)
 		return 0
@@ -63,8 +66,19 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	quiet := fs.Bool("quiet", false, "do not print the summary on standard error")
 	progress := fs.Bool("progress", isTerminal(stderr), "show progress on standard error (default: when it is a terminal)")
+	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
+	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir run [flags] JOB.yaml\n\nRuns a job file until its input ends; the summary goes to standard error.\n\nFlags:\n")
+		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
+
+Runs a job file until its input ends; the summary goes to standard error.
+With checkpoint.dir set, the job resumes from its newest complete checkpoint,
+commits its output at each checkpoint, and on SIGTERM or Ctrl-C takes a
+savepoint and exits 0; SIGUSR1 (or weir savepoint) takes a savepoint and
+goes on.
+
+Flags:
+`)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -81,7 +95,26 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := job.Options{Stdin: stdin, Stdout: stdout}
+	savepoints := make(chan chan string)
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		for range usr1 {
+			done := make(chan string, 1)
+			select {
+			case savepoints <- done:
+			case <-ctx.Done():
+				return
+			}
+			if p := <-done; p != "" {
+				fmt.Fprintln(stderr, "weir: savepoint", p)
+			} else {
+				fmt.Fprintln(stderr, "weir: the savepoint failed (is checkpoint.dir set?)")
+			}
+		}
+	}()
+	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Savepoints: savepoints}
 	if *progress {
 		opts.Progress = stderr
 	}
@@ -91,12 +124,42 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
-		var re *job.RuntimeError
-		if errors.As(err, &re) {
-			return 1
-		}
 		return 1
 	}
+	return 0
+}
+
+// cmdSavepoint asks the job running with a checkpoint directory for a
+// savepoint (by SIGUSR1 to the process in its weir.pid) and waits for it.
+func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weir savepoint", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wait := fs.Duration("timeout", time.Minute, "how long to wait for the savepoint")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: weir savepoint [flags] JOB.yaml\n\nAsks the running job (which must have checkpoint.dir) for a savepoint and prints its directory.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		if err == nil {
+			fs.Usage()
+		}
+		return 2
+	}
+	j, err := job.Load(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 2
+	}
+	if j.Checkpoint.Dir == "" {
+		fmt.Fprintf(stderr, "weir: %s has no checkpoint.dir: it cannot take savepoints\n", fs.Arg(0))
+		return 2
+	}
+	path, err := job.RequestSavepoint(j, *wait)
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, path)
 	return 0
 }
 

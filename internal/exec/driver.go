@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 )
@@ -144,4 +145,43 @@ func (d *Driver[K, T]) End() {
 	d.ended = true
 	d.wm = mtime.MaxTime
 	d.t.End(d.now)
+}
+
+// AppendState appends the driver's state (clock, watermark, partitions) for
+// a checkpoint.
+func (d *Driver[K, T]) AppendState(b []byte) []byte {
+	for _, v := range []mtime.Time{d.now, d.sent, d.wm, d.nextDue} {
+		b = enc.AppendVarint(b, int64(v))
+	}
+	b = enc.AppendBool(b, d.dirty)
+	st := d.tracker.State()
+	b = enc.AppendVarint(b, int64(st.Out))
+	b = enc.AppendUvarint(b, uint64(len(st.Max)))
+	for i := range st.Max {
+		b = enc.AppendVarint(b, int64(st.Max[i]))
+		b = enc.AppendVarint(b, int64(st.LastActive[i]))
+		b = enc.AppendBool(b, st.Idle[i])
+	}
+	return b
+}
+
+// RestoreState reads what AppendState wrote.
+func (d *Driver[K, T]) RestoreState(dec *enc.Decoder) error {
+	for _, p := range []*mtime.Time{&d.now, &d.sent, &d.wm, &d.nextDue} {
+		*p = mtime.Time(dec.Varint())
+	}
+	d.dirty = dec.Bool()
+	var st watermark.TrackerState
+	st.Out = mtime.Time(dec.Varint())
+	n := dec.Count(1 << 20)
+	for range n {
+		st.Max = append(st.Max, mtime.Time(dec.Varint()))
+		st.LastActive = append(st.LastActive, mtime.Time(dec.Varint()))
+		st.Idle = append(st.Idle, dec.Bool())
+	}
+	if err := dec.Err(); err != nil {
+		return err
+	}
+	d.tracker.Restore(st)
+	return nil
 }

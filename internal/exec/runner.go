@@ -28,6 +28,7 @@ const (
 	iProc
 	iWatermark
 	iEnd
+	iBarrier
 )
 
 type item[K comparable, T any] struct {
@@ -37,9 +38,18 @@ type item[K comparable, T any] struct {
 	now  mtime.Time
 	key  K
 	val  T
+	tag  any // iBarrier
 }
 
-// Config configures a Runner.
+// Barrier is the output of an operator instance at a checkpoint barrier: its
+// snapshot. Every output before it in the stream belongs to the checkpoint,
+// none after it.
+type Barrier struct {
+	Tag      any    // what Runner.Barrier was given
+	Instance int    // which instance
+	Of       int    // how many instances
+	State    []byte // the instance's snapshot
+}
 type Config[K comparable, T, A, O any] struct {
 	Strategy window.Strategy
 	Agg      aggregate.Func[T, A, O]
@@ -48,8 +58,16 @@ type Config[K comparable, T, A, O any] struct {
 	// operator inline, in the caller's goroutine, with Emit called
 	// synchronously: for tests and harnesses.
 	Parallelism int
-	// Hash spreads keys over instances; required when Parallelism > 1.
+	// Hash puts keys in key groups (hash % KeyGroups), which are spread
+	// over instances; required when Parallelism > 1 or with a Codec. It must
+	// be the same from run to run for a checkpoint to be restored.
 	Hash func(K) uint64
+	// Codec encodes state for checkpoints; required for Barrier.
+	Codec Codec[K, A, O]
+	// Restore holds the operator snapshots of a checkpoint to start from,
+	// taken with any parallelism; Step is the step number it reached.
+	Restore [][]byte
+	Step    uint64
 	// BatchSize is the number of items per instance batch (default 1024).
 	BatchSize int
 	// Emit receives the outputs in their canonical order, from one goroutine.
@@ -99,10 +117,15 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	if n > 1 && cfg.Hash == nil {
 		panic("exec: Parallelism > 1 needs a Hash")
 	}
-	r := &Runner[K, T, A, O]{cfg: cfg}
+	r := &Runner[K, T, A, O]{cfg: cfg, step: cfg.Step}
 	r.wm.Store(int64(mtime.MinTime))
 	for range n {
 		r.ops = append(r.ops, NewWindowOp[K](cfg.Strategy, cfg.Agg))
+	}
+	if len(cfg.Restore) > 0 {
+		if err := Restore(r.ops, cfg.Restore, cfg.Codec); err != nil {
+			r.fail(err)
+		}
 	}
 	if cfg.Parallelism == 0 {
 		return r
@@ -143,7 +166,7 @@ func (r *Runner[K, T, A, O]) Event(key K, ts, now mtime.Time, v T) {
 	}
 	i := 0
 	if len(r.ops) > 1 {
-		i = int(r.cfg.Hash(key) % uint64(len(r.ops)))
+		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
 	}
 	r.cur[i] = append(r.cur[i], item[K, T]{kind: iEvent, step: s, ts: ts, now: now, key: key, val: v})
 	if len(r.cur[i]) >= r.cfg.BatchSize {
@@ -161,6 +184,35 @@ func (r *Runner[K, T, A, O]) Watermark(w, now mtime.Time) { r.broadcast(iWaterma
 func (r *Runner[K, T, A, O]) End(now mtime.Time) {
 	r.broadcast(iEnd, mtime.MaxTime, now)
 	r.finish()
+}
+
+// Step is the number of the last item given to the runner; a checkpoint
+// keeps it so that a restored run numbers its items as the original did.
+func (r *Runner[K, T, A, O]) Step() uint64 { return r.step }
+
+// Barrier asks every instance for a snapshot, in stream order: each emits a
+// Barrier output after all the outputs of the items before it. The barrier
+// itself is not an item (it takes no step), so taking checkpoints changes
+// nothing in the results. It is sent at once.
+func (r *Runner[K, T, A, O]) Barrier(tag any) {
+	if r.cfg.Parallelism == 0 {
+		op := r.ops[0]
+		op.out = append(op.out, r.barrierOut(op, 0, r.step, tag))
+		r.emitInline()
+		return
+	}
+	for i := range r.cur {
+		r.cur[i] = append(r.cur[i], item[K, T]{kind: iBarrier, step: r.step, tag: tag})
+	}
+	r.Flush()
+}
+
+// barrierOut sorts after every output of its step (At is the end of time).
+func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step uint64, tag any) Out[K, T, O] {
+	return Out[K, T, O]{
+		Step: step, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier,
+		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)},
+	}
 }
 
 // Stop ends the runner without ending the input: windows stay open (a job
@@ -256,6 +308,8 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 				op.AdvanceWatermark(it.step, it.ts, it.now)
 			case iEnd:
 				op.End(it.step, it.now)
+			case iBarrier:
+				op.out = append(op.out, r.barrierOut(op, i, it.step, it.tag))
 			}
 		}
 		clear(b)

@@ -30,6 +30,8 @@ const (
 	OutPane OutKind = iota
 	// OutLate is an event too late for all of its windows.
 	OutLate
+	// OutBarrier is an instance's snapshot at a checkpoint barrier.
+	OutBarrier
 )
 
 // Out is one output of the window operator, with the keys that order it.
@@ -40,12 +42,13 @@ const (
 // how keys are spread over parallel instances, so merging the outputs of
 // several instances by (Step, At, Seq) gives the same bytes as one instance.
 type Out[K comparable, T, O any] struct {
-	Step uint64
-	At   mtime.Time
-	Seq  uint64
-	Kind OutKind
-	Pane window.Pane[K, O]
-	Late window.LateEvent[K, T]
+	Step    uint64
+	At      mtime.Time
+	Seq     uint64
+	Kind    OutKind
+	Pane    window.Pane[K, O]
+	Late    window.LateEvent[K, T]
+	Barrier *Barrier
 }
 
 // Less reports whether o sorts before p.

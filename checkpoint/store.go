@@ -1,0 +1,371 @@
+// Package checkpoint stores weir's checkpoints and savepoints: directories
+// of files written atomically, each described by a manifest with checksums,
+// so that a torn or corrupt checkpoint is detected and an older complete one
+// is used instead.
+//
+// A checkpoint is written into a temporary directory; every file is synced;
+// the manifest (with the size and SHA-256 of every file, and its own
+// checksum) is written last; the directory is synced and renamed into place,
+// and the parent directory synced. A directory without a valid manifest is
+// never used.
+//
+// Layout of a store:
+//
+//	DIR/chk-00000012/MANIFEST     periodic checkpoints; the newest Keep stay
+//	DIR/chk-00000012/...          the files of checkpoint 12
+//	DIR/savepoints/sp-00000013/   savepoints, kept until deleted by hand
+//	DIR/.tmp-00000014/            a checkpoint being written (removed on open)
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FormatVersion is the version of the manifest format.
+const FormatVersion = 1
+
+// ManifestName is the name of the manifest file in a checkpoint directory.
+const ManifestName = "MANIFEST"
+
+// Kind says why a checkpoint was taken.
+type Kind string
+
+const (
+	// Periodic checkpoints are taken every interval and pruned.
+	Periodic Kind = "checkpoint"
+	// Savepoint is taken on request or on stop, and kept.
+	Savepoint Kind = "savepoint"
+	// Final records that the input ended and every output was committed.
+	Final Kind = "final"
+)
+
+// Manifest describes one checkpoint.
+type Manifest struct {
+	Format      int             `json:"format"`
+	ID          uint64          `json:"id"`
+	Kind        Kind            `json:"kind"`
+	Job         string          `json:"job"`
+	Fingerprint string          `json:"fingerprint"`
+	Created     string          `json:"created"`
+	Parallelism int             `json:"parallelism"`
+	Meta        json.RawMessage `json:"meta,omitempty"`
+	Files       []File          `json:"files"`
+}
+
+// File is one file of a checkpoint.
+type File struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Checkpoint is a loaded, verified checkpoint.
+type Checkpoint struct {
+	Path     string
+	Manifest Manifest
+	Files    map[string][]byte
+}
+
+// Store is a directory of checkpoints.
+type Store struct {
+	fs   FS
+	dir  string
+	keep int
+}
+
+// Open returns the store in dir (created if needed), keeping the newest keep
+// periodic checkpoints. Leftover temporary directories of a crashed writer
+// are removed.
+func Open(fs FS, dir string, keep int) (*Store, error) {
+	if err := fs.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	s := &Store{fs: fs, dir: dir, keep: max(keep, 1)}
+	entries, err := fs.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e, ".tmp-") {
+			_ = fs.RemoveAll(filepath.Join(dir, e))
+		}
+	}
+	return s, nil
+}
+
+// Dir is the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) pathFor(kind Kind, id uint64) string {
+	if kind == Savepoint {
+		return filepath.Join(s.dir, "savepoints", fmt.Sprintf("sp-%08d", id))
+	}
+	return filepath.Join(s.dir, fmt.Sprintf("chk-%08d", id))
+}
+
+// Save writes a checkpoint atomically and returns its directory. m.Files is
+// filled in from files, whose order is kept.
+func (s *Store) Save(m Manifest, names []string, files [][]byte) (string, error) {
+	m.Format = FormatVersion
+	if m.Created == "" {
+		m.Created = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	m.Files = nil
+	tmp := filepath.Join(s.dir, fmt.Sprintf(".tmp-%08d", m.ID))
+	_ = s.fs.RemoveAll(tmp)
+	if err := s.fs.MkdirAll(tmp); err != nil {
+		return "", err
+	}
+	fail := func(err error) (string, error) {
+		_ = s.fs.RemoveAll(tmp)
+		return "", err
+	}
+	for i, name := range names {
+		if err := s.fs.WriteFile(filepath.Join(tmp, name), files[i]); err != nil {
+			return fail(err)
+		}
+		sum := sha256.Sum256(files[i])
+		m.Files = append(m.Files, File{Name: name, Size: int64(len(files[i])), SHA256: hex.EncodeToString(sum[:])})
+	}
+	body, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fail(err)
+	}
+	if err := s.fs.WriteFile(filepath.Join(tmp, ManifestName), sealManifest(body)); err != nil {
+		return fail(err)
+	}
+	if err := s.fs.SyncDir(tmp); err != nil {
+		return fail(err)
+	}
+	final := s.pathFor(m.Kind, m.ID)
+	if err := s.fs.MkdirAll(filepath.Dir(final)); err != nil {
+		return fail(err)
+	}
+	_ = s.fs.RemoveAll(final)
+	if err := s.fs.Rename(tmp, final); err != nil {
+		return fail(err)
+	}
+	if err := s.fs.SyncDir(filepath.Dir(final)); err != nil {
+		return final, err
+	}
+	return final, nil
+}
+
+// sealManifest appends a line with the manifest's own checksum, so that a
+// flipped byte anywhere in it is caught.
+func sealManifest(body []byte) []byte {
+	sum := sha256.Sum256(body)
+	out := append(append([]byte(nil), body...), "\nsha256 "...)
+	out = append(out, hex.EncodeToString(sum[:])...)
+	return append(out, '\n')
+}
+
+func openManifest(data []byte) (Manifest, error) {
+	var m Manifest
+	i := bytes.LastIndex(data, []byte("\nsha256 "))
+	if i < 0 {
+		return m, errors.New("manifest has no checksum line (torn write?)")
+	}
+	body, tail := data[:i], strings.TrimSpace(string(data[i+len("\nsha256 "):]))
+	sum := sha256.Sum256(body)
+	if hex.EncodeToString(sum[:]) != tail {
+		return m, errors.New("manifest checksum mismatch")
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return m, fmt.Errorf("manifest does not parse: %v", err)
+	}
+	if m.Format != FormatVersion {
+		return m, fmt.Errorf("manifest format %d, this weir reads %d", m.Format, FormatVersion)
+	}
+	return m, nil
+}
+
+// Load reads and verifies the checkpoint in dir: the manifest's own checksum,
+// then the size and checksum of every file.
+func Load(fs FS, dir string) (*Checkpoint, error) {
+	data, err := fs.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	m, err := openManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+	}
+	c := &Checkpoint{Path: dir, Manifest: m, Files: map[string][]byte{}}
+	for _, f := range m.Files {
+		b, err := fs.ReadFile(filepath.Join(dir, f.Name))
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
+		}
+		if int64(len(b)) != f.Size {
+			return nil, fmt.Errorf("checkpoint %s: %s has %d bytes, the manifest says %d (truncated?)", dir, f.Name, len(b), f.Size)
+		}
+		sum := sha256.Sum256(b)
+		if hex.EncodeToString(sum[:]) != f.SHA256 {
+			return nil, fmt.Errorf("checkpoint %s: %s checksum mismatch (corrupt)", dir, f.Name)
+		}
+		c.Files[f.Name] = b
+	}
+	return c, nil
+}
+
+type entry struct {
+	id   uint64
+	path string
+}
+
+// list returns every checkpoint and savepoint directory, newest first.
+func (s *Store) list() []entry {
+	var out []entry
+	add := func(dir, prefix string) {
+		names, _ := s.fs.ReadDir(dir)
+		for _, n := range names {
+			if !strings.HasPrefix(n, prefix) {
+				continue
+			}
+			id, err := strconv.ParseUint(strings.TrimPrefix(n, prefix), 10, 64)
+			if err == nil {
+				out = append(out, entry{id, filepath.Join(dir, n)})
+			}
+		}
+	}
+	add(s.dir, "chk-")
+	add(filepath.Join(s.dir, "savepoints"), "sp-")
+	slices.SortFunc(out, func(a, b entry) int {
+		switch {
+		case a.id > b.id:
+			return -1
+		case a.id < b.id:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Latest returns the newest complete checkpoint or savepoint, or nil if there
+// is none. Every newer one that fails verification is reported to warn and
+// skipped.
+func (s *Store) Latest(warn func(string)) *Checkpoint {
+	for _, e := range s.list() {
+		c, err := Load(s.fs, e.path)
+		if err == nil {
+			return c
+		}
+		warn(fmt.Sprintf("%v; falling back to an older checkpoint", err))
+	}
+	return nil
+}
+
+// NextID is one more than the largest id in the store (1 for an empty one).
+func (s *Store) NextID() uint64 {
+	l := s.list()
+	if len(l) == 0 {
+		return 1
+	}
+	return l[0].id + 1
+}
+
+// Prune deletes the periodic checkpoints beyond the newest Keep that have a
+// sound manifest, and the unsound ones among the older ones. Savepoints are
+// never pruned. (Files are verified in full only when a checkpoint is
+// loaded; pruning reads manifests only.)
+func (s *Store) Prune() {
+	kept := 0
+	for _, e := range s.list() {
+		if strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints")) {
+			continue
+		}
+		if kept < s.keep {
+			if data, err := s.fs.ReadFile(filepath.Join(e.path, ManifestName)); err == nil {
+				if _, err := openManifest(data); err == nil {
+					kept++
+					continue
+				}
+			}
+		}
+		_ = s.fs.RemoveAll(e.path)
+	}
+}
+
+// Clear deletes every periodic checkpoint (savepoints stay).
+func (s *Store) Clear() {
+	for _, e := range s.list() {
+		if !strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints")) {
+			_ = s.fs.RemoveAll(e.path)
+		}
+	}
+}
+
+// OSFS is the real file system.
+var OSFS FS = osFS{}
+
+// FS is the file system a store uses; tests substitute one that fails.
+type FS interface {
+	MkdirAll(dir string) error
+	// WriteFile creates (or replaces) a file with data and syncs it.
+	WriteFile(path string, data []byte) error
+	ReadFile(path string) ([]byte, error)
+	// ReadDir lists the names in a directory.
+	ReadDir(dir string) ([]string, error)
+	Rename(from, to string) error
+	RemoveAll(path string) error
+	SyncDir(dir string) error
+}
+
+type osFS struct{}
+
+func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+
+func (osFS) WriteFile(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (osFS) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
+
+func (osFS) ReadDir(dir string) ([]string, error) {
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(es))
+	for i, e := range es {
+		names[i] = e.Name()
+	}
+	return names, nil
+}
+
+func (osFS) Rename(from, to string) error { return os.Rename(from, to) }
+func (osFS) RemoveAll(path string) error  { return os.RemoveAll(path) }
+
+func (osFS) SyncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

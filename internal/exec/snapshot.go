@@ -1,0 +1,171 @@
+package exec
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// KeyGroups is the number of key groups. A key belongs to group
+// hash(key) % KeyGroups, and with parallelism P instance i owns the groups g
+// with g*P/KeyGroups == i, as in Flink. A checkpoint stores state by key
+// group, so it can be restored with any parallelism up to KeyGroups.
+const KeyGroups = 256
+
+// instanceOf is the instance that owns a key group.
+func instanceOf(group, parallelism int) int { return group * parallelism / KeyGroups }
+
+// Codec encodes the operator's keys, accumulators and results for
+// checkpoints. Read methods report corrupt input through the decoder.
+type Codec[K comparable, A, O any] interface {
+	AppendKey(b []byte, k K) []byte
+	ReadKey(d *enc.Decoder) K
+	AppendAcc(b []byte, a A) []byte
+	ReadAcc(d *enc.Decoder) A
+	AppendOut(b []byte, o O) []byte
+	ReadOut(d *enc.Decoder) O
+}
+
+const snapshotVersion = 1
+
+// Snapshot appends the operator's whole state: watermark, statistics, and
+// every key's windows (timers are derived from the windows on restore).
+func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) []byte {
+	b = append(b, snapshotVersion)
+	b = enc.AppendVarint(b, int64(op.wm))
+	b = enc.AppendVarint(b, int64(op.now))
+	for _, v := range []int64{op.Accepted, op.TooLate, op.LateAccepted, op.Panes, op.Fired, op.Windows} {
+		b = enc.AppendVarint(b, v)
+	}
+	b = enc.AppendUvarint(b, uint64(len(op.Dropped)))
+	for w, n := range op.Dropped {
+		b = enc.AppendVarint(b, int64(w.Start))
+		b = enc.AppendVarint(b, int64(w.End))
+		b = enc.AppendVarint(b, n)
+	}
+	b = enc.AppendUvarint(b, uint64(len(op.keys)))
+	var entry []byte
+	for k, ks := range op.keys {
+		entry = c.AppendKey(entry[:0], k)
+		entry = enc.AppendUvarint(entry, uint64(len(ks.wins)))
+		for i := range ks.wins {
+			entry = op.appendWin(entry, &ks.wins[i], c)
+		}
+		b = enc.AppendUvarint(b, hash(k)%KeyGroups)
+		b = enc.AppendBytes(b, entry)
+	}
+	return b
+}
+
+func (op *WindowOp[K, T, A, O]) appendWin(b []byte, st *win[A, O], c Codec[K, A, O]) []byte {
+	for _, v := range []int64{int64(st.w.Start), int64(st.w.End), int64(st.seq), st.n, int64(st.rev),
+		int64(st.early), int64(st.lateAt), int64(st.lastLate)} {
+		b = enc.AppendVarint(b, v)
+	}
+	b = enc.AppendBool(b, st.late)
+	b = enc.AppendBool(b, st.latePending)
+	b = c.AppendAcc(b, st.acc)
+	b = enc.AppendBool(b, st.hasLast)
+	if st.hasLast {
+		b = append(b, byte(st.lastTiming))
+		b = c.AppendOut(b, st.last)
+	}
+	return b
+}
+
+// Restore loads the snapshots of a previous run's instances (any number of
+// them) into ops, giving each key to the instance that owns its key group.
+// The statistics of the previous run go to ops[0]. ops must be new.
+func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, c Codec[K, A, O]) error {
+	for pi, part := range parts {
+		d := enc.NewDecoder(part)
+		if v := d.Count(255); v != snapshotVersion {
+			return fmt.Errorf("operator snapshot %d: unknown version %d", pi, v)
+		}
+		wm, now := mtime.Time(d.Varint()), mtime.Time(d.Varint())
+		for _, op := range ops {
+			op.wm, op.now = max(op.wm, wm), max(op.now, now)
+		}
+		o0 := ops[0]
+		for _, p := range []*int64{&o0.Accepted, &o0.TooLate, &o0.LateAccepted, &o0.Panes, &o0.Fired, &o0.Windows} {
+			*p += d.Varint()
+		}
+		nd := d.Count(1 << 40)
+		for range nd {
+			w := window.Window{Start: mtime.Time(d.Varint()), End: mtime.Time(d.Varint())}
+			o0.Dropped[w] += d.Varint()
+		}
+		nk := d.Count(1 << 40)
+		for range nk {
+			g := d.Count(KeyGroups - 1)
+			entry := d.Bytes()
+			if d.Err() != nil {
+				break
+			}
+			if err := ops[instanceOf(g, len(ops))].restoreKey(entry, c); err != nil {
+				return fmt.Errorf("operator snapshot %d: %w", pi, err)
+			}
+		}
+		if err := d.Err(); err != nil {
+			return fmt.Errorf("operator snapshot %d: %w", pi, err)
+		}
+	}
+	return nil
+}
+
+func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error {
+	d := enc.NewDecoder(entry)
+	k := c.ReadKey(d)
+	n := d.Count(1 << 30)
+	if d.Err() != nil {
+		return d.Err()
+	}
+	ks := op.keyState(k)
+	for range n {
+		var st win[A, O]
+		vals := make([]int64, 8)
+		for i := range vals {
+			vals[i] = d.Varint()
+		}
+		st.w = window.Window{Start: mtime.Time(vals[0]), End: mtime.Time(vals[1])}
+		st.seq, st.n, st.rev = uint64(vals[2]), vals[3], int(vals[4])
+		st.early, st.lateAt, st.lastLate = mtime.Time(vals[5]), mtime.Time(vals[6]), mtime.Time(vals[7])
+		st.late = d.Bool()
+		st.latePending = d.Bool()
+		st.acc = c.ReadAcc(d)
+		st.hasLast = d.Bool()
+		if st.hasLast {
+			if t := d.Count(int(window.Late)); d.Err() == nil {
+				st.lastTiming = window.Timing(t)
+			}
+			st.last = c.ReadOut(d)
+		}
+		if err := d.Err(); err != nil {
+			return err
+		}
+		ks.wins = append(ks.wins, st)
+		op.Open++
+		op.timersFor(k, &st)
+	}
+	if d.Len() != 0 {
+		return enc.ErrCorrupt
+	}
+	return nil
+}
+
+// timersFor registers the timers a restored window needs.
+func (op *WindowOp[K, T, A, O]) timersFor(k K, st *win[A, O]) {
+	if st.late {
+		op.et.add(st.w.MaxTimestamp().Add(op.lateness), timerRef[K]{k, st.w, st.seq, tCleanup})
+	} else {
+		op.et.add(st.w.MaxTimestamp(), timerRef[K]{k, st.w, st.seq, tOnTime})
+		if st.early != none {
+			op.pt.add(st.early, timerRef[K]{k, st.w, st.seq, tEarly})
+		}
+	}
+	if st.lateAt != none {
+		op.pt.add(st.lateAt, timerRef[K]{k, st.w, st.seq, tLate})
+	}
+}

@@ -1,0 +1,66 @@
+package job
+
+import (
+	"github.com/weirstream/weir/internal/enc"
+)
+
+// codec encodes a job's window state for checkpoints: keys are their
+// canonical JSON text, accumulators the slots of the aggregates.
+type codec struct{}
+
+func (codec) AppendKey(b []byte, k string) []byte { return enc.AppendString(b, k) }
+func (codec) ReadKey(d *enc.Decoder) string       { return d.String() }
+
+func (codec) AppendAcc(b []byte, a []slot) []byte {
+	b = enc.AppendUvarint(b, uint64(len(a)))
+	for i := range a {
+		s := &a[i]
+		b = enc.AppendVarint(b, s.n)
+		b = enc.AppendVarint(b, s.i)
+		b = enc.AppendFloat(b, s.f)
+		b = enc.AppendBool(b, s.float)
+		b = enc.AppendBool(b, s.has)
+		b = enc.AppendUvarint(b, uint64(len(s.set)))
+		for v := range s.set {
+			b = enc.AppendString(b, v)
+		}
+	}
+	return b
+}
+
+func (codec) ReadAcc(d *enc.Decoder) []slot {
+	n := d.Count(1 << 16)
+	a := make([]slot, n)
+	for i := range a {
+		s := &a[i]
+		s.n, s.i, s.f = d.Varint(), d.Varint(), d.Float()
+		s.float, s.has = d.Bool(), d.Bool()
+		if m := d.Count(1 << 30); m > 0 {
+			s.set = make(map[string]struct{}, m)
+			for range m {
+				s.set[d.String()] = struct{}{}
+			}
+		}
+	}
+	return a
+}
+
+func (codec) AppendOut(b []byte, o []outVal) []byte {
+	b = enc.AppendUvarint(b, uint64(len(o)))
+	for _, v := range o {
+		b = append(b, byte(v.kind))
+		b = enc.AppendVarint(b, v.i)
+		b = enc.AppendFloat(b, v.f)
+	}
+	return b
+}
+
+func (codec) ReadOut(d *enc.Decoder) []outVal {
+	n := d.Count(1 << 16)
+	o := make([]outVal, n)
+	for i := range o {
+		o[i].kind = vkind(d.Count(int(vText)))
+		o[i].i, o[i].f = d.Varint(), d.Float()
+	}
+	return o
+}

@@ -1,0 +1,249 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/weirstream/weir/checkpoint"
+)
+
+// fullFS is the real file system, except that writes fail with ENOSPC while
+// full is set: a checkpoint disk that fills up.
+type fullFS struct {
+	mu     sync.Mutex
+	full   func(n int) bool // asked before each checkpoint file write, n counting from 1
+	writes int
+}
+
+func (f *fullFS) MkdirAll(dir string) error { return checkpoint.OSFS.MkdirAll(dir) }
+func (f *fullFS) WriteFile(path string, data []byte) error {
+	f.mu.Lock()
+	f.writes++
+	n := f.writes
+	f.mu.Unlock()
+	if f.full(n) {
+		return &os.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+	}
+	return checkpoint.OSFS.WriteFile(path, data)
+}
+func (f *fullFS) ReadFile(path string) ([]byte, error) { return checkpoint.OSFS.ReadFile(path) }
+func (f *fullFS) ReadDir(dir string) ([]string, error) { return checkpoint.OSFS.ReadDir(dir) }
+func (f *fullFS) Rename(from, to string) error         { return checkpoint.OSFS.Rename(from, to) }
+func (f *fullFS) RemoveAll(path string) error          { return checkpoint.OSFS.RemoveAll(path) }
+func (f *fullFS) SyncDir(dir string) error             { return checkpoint.OSFS.SyncDir(dir) }
+
+// runWithSavepoints runs a job in-process with a savepoint every 2000 lines,
+// and returns the savepoints' directories, oldest first.
+func runWithSavepoints(t *testing.T, dir string, fs checkpoint.FS) (*Summary, []string, error) {
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), j, Options{FS: fs, savepointEvery: 2000})
+	entries, _ := os.ReadDir(filepath.Join(dir, "ckpt", "savepoints"))
+	var paths []string
+	for _, e := range entries {
+		paths = append(paths, filepath.Join(dir, "ckpt", "savepoints", e.Name()))
+	}
+	return sum, paths, err
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func bigInput(n int) string {
+	var b strings.Builder
+	for i := range n {
+		ts := 1_780_000_000_000 + i*50 - (i%9)*300
+		if i%101 == 0 {
+			ts -= 70_000
+		}
+		fmt.Fprintf(&b, `{"k":"k%d","v":%d,"ts":%d,"arrival":%d}`+"\n", i%17, i%10, ts, 1_780_000_000_000+i*50)
+		if i%997 == 0 {
+			b.WriteString("garbage\n")
+		}
+	}
+	return b.String()
+}
+
+const durableJob = `name: durable
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: arrival}
+key: k
+watermark: {delay: 1s, interval: 0s}
+window: {tumbling: 10s}
+allowed_lateness: 30s
+aggregates: {n: count, total: sum(v)}
+output: results.jsonl
+late_output: late.jsonl
+quarantine: quarantine.jsonl
+`
+
+func setupDurable(t *testing.T) (dir, refDir string) {
+	in := bigInput(20000)
+	refDir, _ = runJob(t, durableJob, in)
+	dir = t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 2}\n"), 0o644)
+	return dir, refDir
+}
+
+func sameOutputs(t *testing.T, dir, refDir string) {
+	t.Helper()
+	for _, f := range []string{"results.jsonl", "late.jsonl", "quarantine.jsonl"} {
+		if a, b := read(t, dir, f), read(t, refDir, f); a != b || len(b) == 0 {
+			t.Errorf("%s differs from the run without checkpoints (%d bytes, want %d)", f, len(a), len(b))
+		}
+	}
+}
+
+// Periodic checkpoints that fail fewer times in a row than tolerated do not
+// stop the job, and lose nothing.
+func TestPeriodicFailuresTolerated(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 1000}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	var log strings.Builder
+	var mu sync.Mutex
+	fs := &fullFS{full: func(n int) bool { return n%3 == 0 }}
+	sum, err := Run(context.Background(), j, Options{FS: fs, Log: &syncWriter{&mu, &log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameOutputs(t, dir, refDir)
+	if sum.Read != 20000+21 || !strings.Contains(log.String(), "no space left on device (1 in a row, 1000 tolerated)") {
+		t.Errorf("read %d; log:\n%.500s", sum.Read, log.String())
+	}
+}
+
+// More failures in a row than tolerated stop the job with a clear error, and
+// the last good checkpoint stays: a new run resumes from it and ends with the
+// right output.
+func TestTooManyFailuresStopTheJob(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 2}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	fs := &fullFS{full: func(n int) bool { return n > 12 }}
+	_, err := Run(context.Background(), j, Options{FS: fs})
+	var re *RuntimeError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "checkpoints are failing") ||
+		!strings.Contains(err.Error(), "(3 in a row, 2 tolerated)") || !strings.Contains(err.Error(), "the last good checkpoint is "+filepath.Join(dir, "ckpt", "chk-")) {
+		t.Fatalf("err = %v", err)
+	}
+	// The disk has room again.
+	if _, err := Run(context.Background(), j, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameOutputs(t, dir, refDir)
+}
+
+// Savepoints at known places, then a restore from one of them with another
+// parallelism: the output is what an uninterrupted run writes.
+func TestSavepointRestoreOtherParallelism(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	fs := checkpoint.OSFS
+	_, paths, err := runWithSavepoints(t, dir, fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) < 3 {
+		t.Fatalf("only %d savepoints", len(paths))
+	}
+	sameOutputs(t, dir, refDir)
+	// Restore from a savepoint in the middle, as a job with parallelism 3.
+	mid := paths[len(paths)/2]
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"parallelism: 3\ncheckpoint: {dir: ckpt, interval: 1h}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	var log strings.Builder
+	var mu sync.Mutex
+	if _, err := Run(context.Background(), j, Options{From: mid, Log: &syncWriter{&mu, &log}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "resuming from "+mid+" (line ") || !strings.Contains(log.String(), "1 instances, now 3") {
+		t.Errorf("log: %s", log.String())
+	}
+	sameOutputs(t, dir, refDir)
+}
+
+// A checkpoint of a job that computes something else is refused.
+func TestCheckpointOfAnotherJob(t *testing.T) {
+	dir, _ := setupDurable(t)
+	_, paths, err := runWithSavepoints(t, dir, checkpoint.OSFS)
+	if err != nil || len(paths) == 0 {
+		t.Fatal(err, paths)
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(strings.Replace(durableJob, "{tumbling: 10s}", "{tumbling: 20s}", 1)+"checkpoint: {dir: ckpt}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	_, err = Run(context.Background(), j, Options{From: paths[0]})
+	if err == nil || !strings.Contains(err.Error(), "was taken by a job that computes something else") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// The newest checkpoint is torn (a truncated file) or corrupt (a flipped
+// byte): it is detected, reported, and the previous complete one is used.
+func TestTornAndCorruptCheckpoints(t *testing.T) {
+	for _, damage := range []string{"truncate op-0", "flip out-results", "flip MANIFEST", "delete source"} {
+		t.Run(damage, func(t *testing.T) {
+			dir, refDir := setupDurable(t)
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5}\n"), 0o644)
+			// Take savepoints, then make the job look as if it crashed after
+			// the third: remove everything later, and the output after it.
+			_, paths, err := runWithSavepoints(t, dir, checkpoint.OSFS)
+			if err != nil || len(paths) < 4 {
+				t.Fatal(err, len(paths))
+			}
+			for _, p := range paths[3:] {
+				os.RemoveAll(p)
+			}
+			entries, _ := os.ReadDir(filepath.Join(dir, "ckpt"))
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), "chk-") {
+					os.RemoveAll(filepath.Join(dir, "ckpt", e.Name()))
+				}
+			}
+			newest := paths[2]
+			verb, file, _ := strings.Cut(damage, " ")
+			path := filepath.Join(newest, file)
+			switch verb {
+			case "truncate":
+				b, _ := os.ReadFile(path)
+				os.WriteFile(path, b[:len(b)/2], 0o644)
+			case "flip":
+				b, _ := os.ReadFile(path)
+				b[len(b)/3] ^= 0x20
+				os.WriteFile(path, b, 0o644)
+			case "delete":
+				os.Remove(path)
+			}
+			// The outputs hold what the crashed run had committed, and more
+			// (written later and never committed by a complete checkpoint).
+			j, _ := Load(filepath.Join(dir, "job.yaml"))
+			var log strings.Builder
+			var mu sync.Mutex
+			if _, err := Run(context.Background(), j, Options{Log: &syncWriter{&mu, &log}}); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(log.String(), "checkpoint "+newest+": ") || !strings.Contains(log.String(), "falling back to an older checkpoint") ||
+				!strings.Contains(log.String(), "resuming from "+paths[1]) {
+				t.Errorf("log:\n%s", log.String())
+			}
+			sameOutputs(t, dir, refDir)
+		})
+	}
+}
