@@ -64,3 +64,15 @@ func (codec) ReadOut(d *enc.Decoder) []outVal {
 	}
 	return o
 }
+
+// SizeAcc estimates the memory of an accumulator, for the Pebble store's
+// cache of decoded state.
+func (codec) SizeAcc(a []slot) int {
+	n := 24 + 48*len(a)
+	for i := range a {
+		for v := range a[i].set {
+			n += 48 + len(v)
+		}
+	}
+	return n
+}

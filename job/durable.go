@@ -137,6 +137,7 @@ type ckptRequest struct {
 	source  []byte
 	ops     [][]byte
 	pending [numOutputs][]byte
+	err     error       // a snapshot failed: the checkpoint fails
 	done    chan string // receives the path (or "" on failure), if not nil
 }
 
@@ -214,7 +215,10 @@ func (w *ckptWriter) write(req *ckptRequest) (string, error) {
 		ID: req.id, Kind: req.kind, Job: w.j.Name, Fingerprint: fingerprint(w.j),
 		Parallelism: len(req.ops), Meta: metaJSON,
 	}
-	path, err := w.store.Save(m, names, files)
+	path, err := "", req.err
+	if err == nil {
+		path, err = w.store.Save(m, names, files)
+	}
 	if err != nil && req.kind == checkpoint.Final {
 		// The input ended and every output is known: commit it anyway. A
 		// new run resumes from the last good checkpoint and writes the same.
@@ -355,6 +359,9 @@ func (r *jobRun) restoreSourceState(data []byte) error {
 			return fmt.Errorf("the checkpoint de-duplicates, this job does not")
 		}
 		r.dd.restoreState(d)
+		if err := r.dd.err(); err != nil {
+			return err
+		}
 	}
 	if err := d.Err(); err != nil {
 		return err

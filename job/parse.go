@@ -61,18 +61,19 @@ type lineParser struct {
 	numeric []bool // whether a field must be a number
 	agg     *aggs
 
-	intern   map[string]string
-	keyBuf   []byte
-	idBuf    []byte
-	numBuf   []byte
-	vals     []value // slab
-	text     []byte  // slab
-	parts    map[string]int
-	partKeys []string
+	intern    map[string]string
+	internCap int
+	keyBuf    []byte
+	idBuf     []byte
+	numBuf    []byte
+	vals      []value // slab
+	text      []byte  // slab
+	parts     map[string]int
+	partKeys  []string
 }
 
 func newLineParser(j *Job) *lineParser {
-	lp := &lineParser{j: j, intern: map[string]string{}, parts: map[string]int{}}
+	lp := &lineParser{j: j, intern: map[string]string{}, internCap: 1 << 20, parts: map[string]int{}}
 	lp.agg = &aggs{list: j.Aggregates}
 	for _, a := range j.Aggregates {
 		if a.Kind == AggCount {
@@ -311,7 +312,7 @@ func (lp *lineParser) internKey(b []byte) string {
 	if s, ok := lp.intern[string(b)]; ok {
 		return s
 	}
-	if len(lp.intern) >= 1<<20 {
+	if len(lp.intern) >= lp.internCap {
 		clear(lp.intern)
 	}
 	s := string(b)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -174,7 +176,8 @@ type jobRun struct {
 	s   *sink
 	r   *exec.Runner[string, record, []slot, []outVal]
 	d   *exec.Driver[string, record]
-	dd  *dedup
+	dd  dedupStore
+	db  *state.DB // the Pebble backend, if chosen
 	sum *Summary
 
 	quar   io.Writer   // the quarantine, or its pending buffer
@@ -267,12 +270,22 @@ func (r *jobRun) setup() error {
 			return err
 		}
 	}
-	if j.ID != nil {
-		r.dd = newDedup(j.DedupHorizon)
-	}
 	cfg := exec.Config[string, record, []slot, []outVal]{
 		Strategy: j.Window, Agg: r.lp.agg, Parallelism: j.Parallelism,
 		Hash: hashString, Codec: codec{}, Emit: r.s.emit,
+	}
+	if j.State.Backend == "pebble" {
+		if err := r.openState(); err != nil {
+			return err
+		}
+		cfg.State = r.db
+	}
+	if j.ID != nil {
+		if r.db != nil {
+			r.dd = newDiskDedup(r.db.DB, j.DedupHorizon)
+		} else {
+			r.dd = newDedup(j.DedupHorizon)
+		}
 	}
 	if j.Checkpoint.Dir != "" {
 		if err := r.openCheckpoints(); err != nil {
@@ -314,6 +327,28 @@ func (r *jobRun) setup() error {
 		}
 		r.w = newCkptWriter(j, r.store, r.com, func(s string) { r.logf("%s", s) }, last)
 	}
+	return nil
+}
+
+// openState opens the Pebble backend, in state.dir or a temporary directory,
+// and holds the Go heap to the memory budget with a soft limit.
+func (r *jobRun) openState() error {
+	dir := r.j.State.Dir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "weir-state-")
+		if err != nil {
+			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error()}
+		}
+		dir = tmp
+	}
+	db, err := state.Open(dir, r.j.State.MemoryBudget)
+	if err != nil {
+		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err)}
+	}
+	r.db = db
+	debug.SetMemoryLimit(db.Budget() + 64<<20)
+	// Keys come and go: keep only a few at hand.
+	r.lp.internCap = 1 << 16
 	return nil
 }
 
@@ -376,6 +411,9 @@ func (r *jobRun) openInput() (io.ReadCloser, error) {
 // abort releases what setup opened when it fails.
 func (r *jobRun) abort() {
 	r.outs.close()
+	if r.db != nil {
+		r.db.Close()
+	}
 	if r.com != nil {
 		r.com.close()
 	}
@@ -459,7 +497,7 @@ func (r *jobRun) loop(ctx context.Context, in io.Reader, progress *progressRepor
 			case p.wmOnly:
 				r.sum.WatermarkLines++
 				r.d.SetWatermark(p.wm)
-			case r.dd != nil && r.dd.seen(p.id, p.ts):
+			case r.dd != nil && r.dd.seen(p.id, p.ts, r.d.Watermark()):
 				r.sum.Read++
 				r.sum.Duplicates++
 				r.d.Observe(p.part, p.ts)
@@ -518,10 +556,10 @@ func (r *jobRun) barrier(kind checkpoint.Kind, done chan string) {
 }
 
 // onBarrier is called by the sink when every instance has passed a barrier.
-func (r *jobRun) onBarrier(tag *barrierTag, ops [][]byte) {
+func (r *jobRun) onBarrier(tag *barrierTag, ops [][]byte, err error) {
 	tag.meta.Written, tag.meta.LateW = r.s.written, r.s.lateWritten
 	r.w.reqs <- &ckptRequest{
-		id: tag.id, kind: tag.kind, meta: tag.meta, source: tag.source, ops: ops,
+		id: tag.id, kind: tag.kind, meta: tag.meta, source: tag.source, ops: ops, err: err,
 		pending: [numOutputs][]byte{r.s.out.(*pendingBuf).take(), r.s.late.(*pendingBuf).take(), tag.quarantine},
 		done:    tag.done,
 	}
@@ -546,6 +584,9 @@ func (r *jobRun) finish(loopErr error, interrupted bool) error {
 		r.d.End()
 	}
 	runErr := r.r.Wait()
+	if r.dd != nil && runErr == nil {
+		runErr = r.dd.err()
+	}
 	var closeErr error
 	if r.w != nil {
 		if !interrupted && loopErr == nil && runErr == nil {
@@ -569,6 +610,11 @@ func (r *jobRun) finish(loopErr error, interrupted bool) error {
 		}
 	} else if err := r.outs.close(); err != nil {
 		closeErr = &RuntimeError{Msg: "cannot write the output: " + err.Error()}
+	}
+	if r.db != nil {
+		if err := r.db.Close(); err != nil && closeErr == nil {
+			closeErr = &RuntimeError{Msg: "closing the state database: " + err.Error()}
+		}
 	}
 	st := r.r.Stats()
 	s := r.sum

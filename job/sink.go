@@ -24,6 +24,7 @@ type sink struct {
 	written     int64 // panes written
 	lateWritten int64
 	barrier     [][]byte // snapshots of the instances at the current barrier
+	barrierErr  error
 }
 
 func (s *sink) emit(outs []out) error {
@@ -52,9 +53,12 @@ func (s *sink) emit(outs []out) error {
 				return err
 			}
 			s.barrier = append(s.barrier, o.Barrier.State)
+			if o.Barrier.Err != nil && s.barrierErr == nil {
+				s.barrierErr = o.Barrier.Err
+			}
 			if len(s.barrier) == o.Barrier.Of {
-				s.run.onBarrier(o.Barrier.Tag.(*barrierTag), s.barrier)
-				s.barrier = nil
+				s.run.onBarrier(o.Barrier.Tag.(*barrierTag), s.barrier, s.barrierErr)
+				s.barrier, s.barrierErr = nil, nil
 			}
 			continue
 		}

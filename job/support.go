@@ -79,8 +79,8 @@ func newDedup(horizon mtime.Time) *dedup {
 }
 
 // seen reports whether id was seen within the horizon, and remembers it if
-// not.
-func (d *dedup) seen(id []byte, ts mtime.Time) bool {
+// not. (Expired ids are gone already: expire runs after every line.)
+func (d *dedup) seen(id []byte, ts, _ mtime.Time) bool {
 	if _, ok := d.ids[string(id)]; ok {
 		return true
 	}

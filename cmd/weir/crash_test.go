@@ -88,6 +88,12 @@ func weirRun(t *testing.T, dir, jobFile string) *exec.Cmd {
 // restarted each time (with the parallelism of each restart from
 // parallelisms, cycled), and checks that the outputs are byte-identical.
 func crashAndCompare(t *testing.T, extra string, parallelisms []int) {
+	crashAndCompareEvery(t, extra, parallelisms, "150ms", 100, 800)
+}
+
+// crashAndCompareEvery is crashAndCompare with a checkpoint interval and a
+// range of kill delays (milliseconds).
+func crashAndCompareEvery(t *testing.T, extra string, parallelisms []int, interval string, killMin, killMax int) {
 	dir := t.TempDir()
 	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
 	ref := filepath.Join(dir, "ref")
@@ -100,15 +106,15 @@ func crashAndCompare(t *testing.T, extra string, parallelisms []int) {
 	start := time.Now()
 	for i := 0; i < 10; i++ {
 		p := parallelisms[i%len(parallelisms)]
-		job := crashJob + fmt.Sprintf("parallelism: %d\ncheckpoint: {dir: ckpt, interval: 150ms}\n%s", p, extra)
+		job := crashJob + fmt.Sprintf("parallelism: %d\ncheckpoint: {dir: ckpt, interval: %s}\n%s", p, interval, extra)
 		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 		cmd := weirRun(t, dir, "job.yaml")
-		time.Sleep(time.Duration(100+r.IntN(700)) * time.Millisecond)
+		time.Sleep(time.Duration(killMin+r.IntN(killMax-killMin)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
 	p := parallelisms[10%len(parallelisms)]
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+fmt.Sprintf("parallelism: %d\ncheckpoint: {dir: ckpt, interval: 150ms}\n%s", p, extra)), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+fmt.Sprintf("parallelism: %d\ncheckpoint: {dir: ckpt, interval: %s}\n%s", p, interval, extra)), 0o644)
 	cmd := exec.Command(weirBin, "run", "job.yaml")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
@@ -236,4 +242,10 @@ func TestUnwritableCheckpointDir(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "cannot open the checkpoint directory "+filepath.Join(dir, "blocker", "ckpt")+": not a directory") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
+}
+
+// The Pebble backend, with a budget far below the state (a full snapshot of
+// it takes longer, hence the longer interval).
+func TestKillNinePebbleBackend(t *testing.T) {
+	crashAndCompareEvery(t, "state: {backend: pebble, memory_budget: 8MiB}\n", []int{1, 2}, "500ms", 300, 2000)
 }

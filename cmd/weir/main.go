@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -27,6 +28,8 @@ const usage = `weir: event-time stream processing
 Usage:
   weir run [flags] JOB.yaml    run a job file (see README.md for its fields)
   weir savepoint JOB.yaml      ask the running job for a savepoint
+  weir gen steep|orders|nexmark [flags]
+                               write a realistic stream of JSON lines
   weir version                 print the version
   weir help                    this text
 
@@ -50,6 +53,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdin, stdout, stderr)
 	case "savepoint":
 		return cmdSavepoint(args[1:], stdout, stderr)
+	case "gen":
+		return cmdGen(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "weir", version)
 		return 0
@@ -68,6 +73,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	progress := fs.Bool("progress", isTerminal(stderr), "show progress on standard error (default: when it is a terminal)")
 	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
 
@@ -92,6 +98,19 @@ Flags:
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "weir:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "weir:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

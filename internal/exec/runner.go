@@ -7,6 +7,7 @@ import (
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
 
@@ -49,6 +50,7 @@ type Barrier struct {
 	Instance int    // which instance
 	Of       int    // how many instances
 	State    []byte // the instance's snapshot
+	Err      error  // why there is no snapshot
 }
 type Config[K comparable, T, A, O any] struct {
 	Strategy window.Strategy
@@ -68,6 +70,10 @@ type Config[K comparable, T, A, O any] struct {
 	// taken with any parallelism; Step is the step number it reached.
 	Restore [][]byte
 	Step    uint64
+	// State, when set, keeps the instances' keys and timers in this
+	// database (with a bounded cache in memory) instead of in memory; it
+	// needs a Codec and a Hash.
+	State *state.DB
 	// BatchSize is the number of items per instance batch (default 1024).
 	BatchSize int
 	// Emit receives the outputs in their canonical order, from one goroutine.
@@ -119,8 +125,12 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	}
 	r := &Runner[K, T, A, O]{cfg: cfg, step: cfg.Step}
 	r.wm.Store(int64(mtime.MinTime))
-	for range n {
-		r.ops = append(r.ops, NewWindowOp[K](cfg.Strategy, cfg.Agg))
+	for i := range n {
+		op := NewWindowOp[K](cfg.Strategy, cfg.Agg)
+		if cfg.State != nil {
+			op.usePebble(cfg.State.DB, i, cfg.Codec, cfg.Hash, cfg.State.CacheBudget()/int64(n))
+		}
+		r.ops = append(r.ops, op)
 	}
 	if len(cfg.Restore) > 0 {
 		if err := Restore(r.ops, cfg.Restore, cfg.Codec); err != nil {
@@ -209,9 +219,10 @@ func (r *Runner[K, T, A, O]) Barrier(tag any) {
 
 // barrierOut sorts after every output of its step (At is the end of time).
 func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step uint64, tag any) Out[K, T, O] {
+	state, err := op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)
 	return Out[K, T, O]{
 		Step: step, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier,
-		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)},
+		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: state, Err: err},
 	}
 }
 
@@ -317,6 +328,9 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 		case r.inFree <- b:
 		default:
 		}
+		if err := op.StoreErr(); err != nil {
+			r.fail(err)
+		}
 		var fresh []Out[K, T, O]
 		select {
 		case fresh = <-r.outFree:
@@ -414,9 +428,14 @@ func (r *Runner[K, T, A, O]) Err() error {
 }
 
 // Wait waits for the instances and the sink to finish after End or Stop, and
-// returns the first error of the sink.
+// returns the first error of the sink or of the state storage.
 func (r *Runner[K, T, A, O]) Wait() error {
 	r.wg.Wait()
+	for _, op := range r.ops {
+		if err := op.Close(); err != nil {
+			r.fail(err)
+		}
+	}
 	return r.Err()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -39,8 +40,14 @@ func stream(seed uint64, n int) []ev {
 }
 
 func runWith(p int, s window.Strategy, wm watermark.Strategy, evs []ev) string {
+	return runWithState(p, s, wm, evs, nil)
+}
+
+func runWithState(p int, s window.Strategy, wm watermark.Strategy, evs []ev, db *state.DB) string {
 	var b strings.Builder
 	r := NewRunner(Config[string, ev, []ev, string]{
+		State:    db,
+		Codec:    evCodec{},
 		Strategy: s,
 		Agg: aggregate.Process(func(es []ev) string {
 			sum := 0
@@ -111,6 +118,18 @@ func TestDeterministicAcrossParallelism(t *testing.T) {
 					t.Fatalf("parallelism %d differs from inline:\n%s", p, firstDiff(want, got))
 				}
 			}
+			// On disk, with a cache so small that keys are evicted and read
+			// back all the time.
+			db, err := state.Open(t.TempDir(), 8<<10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			for _, p := range []int{1, 3} {
+				if got := runWithState(p, s, wm, evs, db); got != want {
+					t.Fatalf("pebble state, parallelism %d differs from memory:\n%s", p, firstDiff(want, got))
+				}
+			}
 		})
 	}
 }
@@ -141,8 +160,8 @@ func TestAccounting(t *testing.T) {
 	if st.Accepted+st.TooLate != int64(len(evs)) || st.TooLate == 0 || st.LateAccepted == 0 {
 		t.Fatalf("accepted %d + too late %d != %d (late accepted %d)", st.Accepted, st.TooLate, len(evs), st.LateAccepted)
 	}
-	if st.Open != 0 || len(r.ops[0].keys) != 0 || r.ops[0].et.len() != 0 {
-		t.Fatalf("state left after the end: open=%d keys=%d timers=%d", st.Open, len(r.ops[0].keys), r.ops[0].et.len())
+	if st.Open != 0 || r.ops[0].state.len() != 0 || r.ops[0].et.len() != 0 {
+		t.Fatalf("state left after the end: open=%d keys=%d timers=%d", st.Open, r.ops[0].state.len(), r.ops[0].et.len())
 	}
 }
 

@@ -32,7 +32,7 @@ const snapshotVersion = 1
 
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
-func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) []byte {
+func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) ([]byte, error) {
 	b = append(b, snapshotVersion)
 	b = enc.AppendVarint(b, int64(op.wm))
 	b = enc.AppendVarint(b, int64(op.now))
@@ -45,21 +45,34 @@ func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K
 		b = enc.AppendVarint(b, int64(w.End))
 		b = enc.AppendVarint(b, n)
 	}
-	b = enc.AppendUvarint(b, uint64(len(op.keys)))
 	var entry []byte
-	for k, ks := range op.keys {
-		entry = c.AppendKey(entry[:0], k)
-		entry = enc.AppendUvarint(entry, uint64(len(ks.wins)))
-		for i := range ks.wins {
-			entry = op.appendWin(entry, &ks.wins[i], c)
-		}
+	err := op.state.forEach(func(k K, ks *keyState[A, O]) error {
+		entry = appendKeyState(entry[:0], k, ks, c)
 		b = enc.AppendUvarint(b, hash(k)%KeyGroups)
 		b = enc.AppendBytes(b, entry)
+		return nil
+	})
+	// The entries end with a group number that no key has.
+	return enc.AppendUvarint(b, KeyGroups), err
+}
+
+// appendKeyState encodes a key and its windows (the entry of a snapshot, and
+// the value of the Pebble store).
+func appendKeyState[K comparable, A, O any](b []byte, k K, ks *keyState[A, O], c Codec[K, A, O]) []byte {
+	b = c.AppendKey(b, k)
+	return appendWins(b, ks, c)
+}
+
+// appendWins encodes a key's windows.
+func appendWins[K comparable, A, O any](b []byte, ks *keyState[A, O], c Codec[K, A, O]) []byte {
+	b = enc.AppendUvarint(b, uint64(len(ks.wins)))
+	for i := range ks.wins {
+		b = appendWin(b, &ks.wins[i], c)
 	}
 	return b
 }
 
-func (op *WindowOp[K, T, A, O]) appendWin(b []byte, st *win[A, O], c Codec[K, A, O]) []byte {
+func appendWin[K comparable, A, O any](b []byte, st *win[A, O], c Codec[K, A, O]) []byte {
 	for _, v := range []int64{int64(st.w.Start), int64(st.w.End), int64(st.seq), st.n, int64(st.rev),
 		int64(st.early), int64(st.lateAt), int64(st.lastLate)} {
 		b = enc.AppendVarint(b, v)
@@ -97,9 +110,11 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 			w := window.Window{Start: mtime.Time(d.Varint()), End: mtime.Time(d.Varint())}
 			o0.Dropped[w] += d.Varint()
 		}
-		nk := d.Count(1 << 40)
-		for range nk {
-			g := d.Count(KeyGroups - 1)
+		for {
+			g := d.Count(KeyGroups)
+			if g == KeyGroups || d.Err() != nil {
+				break
+			}
 			entry := d.Bytes()
 			if d.Err() != nil {
 				break
@@ -118,14 +133,26 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error {
 	d := enc.NewDecoder(entry)
 	k := c.ReadKey(d)
-	n := d.Count(1 << 30)
 	if d.Err() != nil {
 		return d.Err()
 	}
-	ks := op.keyState(k)
+	ks := op.state.getOrCreate(k)
+	if err := decodeWins(d, ks, c); err != nil {
+		return err
+	}
+	for i := range ks.wins {
+		op.Open++
+		op.timersFor(k, &ks.wins[i])
+	}
+	return nil
+}
+
+// decodeWins reads the windows appendKeyState wrote after the key into ks.
+func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Codec[K, A, O]) error {
+	n := d.Count(1 << 30)
 	for range n {
 		var st win[A, O]
-		vals := make([]int64, 8)
+		var vals [8]int64
 		for i := range vals {
 			vals[i] = d.Varint()
 		}
@@ -146,13 +173,11 @@ func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error
 			return err
 		}
 		ks.wins = append(ks.wins, st)
-		op.Open++
-		op.timersFor(k, &st)
 	}
-	if d.Len() != 0 {
+	if d.Err() == nil && d.Len() != 0 {
 		return enc.ErrCorrupt
 	}
-	return nil
+	return d.Err()
 }
 
 // timersFor registers the timers a restored window needs.

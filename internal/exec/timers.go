@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/weirstream/weir/mtime"
@@ -36,8 +37,8 @@ type timerQueue[K comparable] struct {
 	free    [][]timerRef[K]
 }
 
-func newTimerQueue[K comparable]() timerQueue[K] {
-	return timerQueue[K]{buckets: map[mtime.Time][]timerRef[K]{}}
+func newTimerQueue[K comparable]() *timerQueue[K] {
+	return &timerQueue[K]{buckets: map[mtime.Time][]timerRef[K]{}}
 }
 
 func (q *timerQueue[K]) add(t mtime.Time, r timerRef[K]) {
@@ -72,14 +73,19 @@ func (q *timerQueue[K]) pop() (mtime.Time, []timerRef[K]) {
 	return t, b
 }
 
+// cmpSeq orders the timers of one instant: by window sequence, then kind and
+// window, so that the order is the same in memory and on disk.
 func cmpSeq[K comparable](a, b timerRef[K]) int {
-	switch {
-	case a.seq < b.seq:
-		return -1
-	case a.seq > b.seq:
-		return 1
+	if c := cmp.Compare(a.seq, b.seq); c != 0 {
+		return c
 	}
-	return 0
+	if c := cmp.Compare(a.kind, b.kind); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.win.Start, b.win.Start); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.win.End, b.win.End)
 }
 
 func (q *timerQueue[K]) recycle(b []timerRef[K]) {
@@ -96,16 +102,8 @@ func (q *timerQueue[K]) len() int {
 	return n
 }
 
-// all calls f for every pending timer, in instant order then sequence.
-func (q *timerQueue[K]) all(f func(t mtime.Time, r timerRef[K])) {
-	ts := slices.Clone([]mtime.Time(q.times))
-	slices.Sort(ts)
-	for _, t := range ts {
-		for _, r := range q.buckets[t] {
-			f(t, r)
-		}
-	}
-}
+func (q *timerQueue[K]) error() error { return nil }
+func (q *timerQueue[K]) close() error { return nil }
 
 // timeHeap is a binary min-heap of instants (no boxing, unlike container/heap).
 type timeHeap []mtime.Time

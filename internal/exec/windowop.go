@@ -13,6 +13,8 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/trigger"
@@ -136,12 +138,11 @@ type WindowOp[K comparable, T, A, O any] struct {
 	now  mtime.Time
 	step uint64
 
-	keys     map[K]*keyState[A, O]
-	freeKeys []*keyState[A, O]
-	et       timerQueue[K]
-	pt       timerQueue[K]
-	wbuf     []window.Window
-	ibuf     []int
+	state keyStore[K, A, O]
+	et    timerStore[K] // event time: on-time firings and cleanups
+	pt    timerStore[K] // processing time: early and held-back late firings
+	wbuf  []window.Window
+	ibuf  []int
 
 	out       []Out[K, T, O]
 	openGauge atomic.Int64 // Open, published for progress reports
@@ -158,7 +159,7 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 		merging:  s.Assigner.Merging(),
 		wm:       mtime.MinTime,
 		now:      mtime.MinTime,
-		keys:     map[K]*keyState[A, O]{},
+		state:    newMemStore[K, A, O](),
 		et:       newTimerQueue[K](),
 		pt:       newTimerQueue[K](),
 	}
@@ -167,6 +168,35 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	}
 	op.Dropped = map[window.Window]int64{}
 	return op
+}
+
+// usePebble keeps the operator's keys and timers in a state database.
+func (op *WindowOp[K, T, A, O]) usePebble(db *pebble.DB, inst int, c Codec[K, A, O], hash func(K) uint64, cacheLimit int64) {
+	w := &pebbleWriter{db: db}
+	op.state = newPebbleStore(w, inst, c, hash, cacheLimit)
+	op.et = newPebbleTimers[K](w, inst, 'e', c)
+	op.pt = newPebbleTimers[K](w, inst, 'p', c)
+}
+
+// StoreErr is the first failure of the operator's state storage.
+func (op *WindowOp[K, T, A, O]) StoreErr() error {
+	for _, e := range []error{op.state.error(), op.et.error(), op.pt.error()} {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Close releases the operator's state storage.
+func (op *WindowOp[K, T, A, O]) Close() error {
+	var first error
+	for _, e := range []error{op.state.close(), op.et.close(), op.pt.close()} {
+		if e != nil && first == nil {
+			first = e
+		}
+	}
+	return first
 }
 
 // Watermark is the operator's input watermark.
@@ -206,7 +236,7 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 			continue
 		}
 		if ks == nil {
-			ks = op.keyState(key)
+			ks = op.state.getOrCreate(key)
 		}
 		i := ks.find(w)
 		if i < 0 {
@@ -246,20 +276,6 @@ func (op *WindowOp[K, T, A, O]) tooLate(w window.Window) bool {
 	return w.MaxTimestamp().Add(op.lateness) <= op.wm
 }
 
-func (op *WindowOp[K, T, A, O]) keyState(key K) *keyState[A, O] {
-	ks := op.keys[key]
-	if ks == nil {
-		if n := len(op.freeKeys); n > 0 {
-			ks = op.freeKeys[n-1]
-			op.freeKeys = op.freeKeys[:n-1]
-		} else {
-			ks = &keyState[A, O]{}
-		}
-		op.keys[key] = ks
-	}
-	return ks
-}
-
 // create adds an empty window to ks and registers its first timer: on time
 // at End-1, or, for a window whose first event comes after the watermark
 // passed its end, the cleanup at End-1+lateness.
@@ -285,8 +301,7 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 	ks.wins = ks.wins[:last]
 	op.Open--
 	if last == 0 {
-		delete(op.keys, key)
-		op.freeKeys = append(op.freeKeys, ks)
+		op.state.remove(key, ks)
 	}
 }
 
@@ -410,7 +425,7 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 }
 
 func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
-	ks := op.keys[r.key]
+	ks := op.state.get(r.key)
 	if ks == nil {
 		return
 	}
@@ -470,7 +485,7 @@ func (op *WindowOp[K, T, A, O]) fireProc(now mtime.Time) {
 }
 
 func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
-	ks := op.keys[r.key]
+	ks := op.state.get(r.key)
 	if ks == nil {
 		return
 	}
@@ -512,7 +527,7 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 	proto := window.Window{Start: ts, End: ts + op.gap}
 	op.wbuf = append(op.wbuf[:0], proto)
 	merged := proto
-	ks := op.keys[key]
+	ks := op.state.get(key)
 	op.ibuf = op.ibuf[:0]
 	if ks != nil {
 		for i := range ks.wins {
@@ -534,7 +549,7 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 			op.account(false, false, key, ts, v)
 			return
 		}
-		ks = op.keyState(key)
+		ks = op.state.getOrCreate(key)
 		st = &ks.wins[op.create(ks, key, proto, op.step)]
 	case len(op.ibuf) == 1 && ks.wins[op.ibuf[0]].w == merged:
 		// Inside an existing session: the same window.

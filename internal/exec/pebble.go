@@ -1,0 +1,439 @@
+package exec
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// Key layout in the state database (one byte tags; instance and key group
+// as big-endian uint16; instants big-endian with the sign bit flipped, so
+// that bytes sort as times do):
+//
+//	's' inst group key             -> the key's windows
+//	't' inst 'e'|'p' time seq kind start end key -> nothing (a timer)
+const (
+	tagState = 's'
+	tagTimer = 't'
+)
+
+// Sizer reports the memory an accumulator takes; a Codec may implement it
+// so that the Pebble store's cache of decoded state counts accurately.
+type Sizer[A any] interface {
+	SizeAcc(a A) int
+}
+
+func appendTime(b []byte, t mtime.Time) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
+}
+
+func readTime(b []byte) mtime.Time {
+	return mtime.Time(binary.BigEndian.Uint64(b) ^ (1 << 63))
+}
+
+// pebbleWriter is one instance's batch of writes, shared by its store and
+// its timers. It is an indexed batch: reads go through it, so they see the
+// writes not yet committed, and it is committed only when it grows large.
+type pebbleWriter struct {
+	db    *pebble.DB
+	batch *pebble.Batch
+}
+
+func (w *pebbleWriter) b() *pebble.Batch {
+	if w.batch == nil {
+		w.batch = w.db.NewIndexedBatch()
+	}
+	return w.batch
+}
+
+// maybeCommit commits the batch once it holds more than 4 MiB.
+func (w *pebbleWriter) maybeCommit() error {
+	if w.batch != nil && w.batch.Len() > 4<<20 {
+		return w.commit()
+	}
+	return nil
+}
+
+func (w *pebbleWriter) commit() error {
+	if w.batch == nil {
+		return nil
+	}
+	err := w.batch.Commit(pebble.NoSync)
+	w.batch.Close()
+	w.batch = nil
+	return err
+}
+
+// pebbleStore keeps the keys of one operator instance in a Pebble database,
+// with a cache of decoded key states in memory, bounded in bytes and evicted
+// least recently used first (written back when changed).
+type pebbleStore[K comparable, A, O any] struct {
+	w      *pebbleWriter
+	inst   uint16
+	codec  Codec[K, A, O]
+	sizer  Sizer[A]
+	hash   func(K) uint64
+	cache  map[K]*cached[K, A, O]
+	lru    cached[K, A, O] // sentinel: lru.next is the most recent
+	bytes  int64
+	limit  int64
+	n      int
+	cur    *cached[K, A, O]
+	kbuf   []byte
+	vbuf   []byte
+	err    error
+	loaded int64 // reads from disk, for tests and metrics
+}
+
+type cached[K comparable, A, O any] struct {
+	key        K
+	ks         keyState[A, O]
+	size       int64
+	onDisk     bool
+	dirty      bool
+	prev, next *cached[K, A, O]
+}
+
+func newPebbleStore[K comparable, A, O any](w *pebbleWriter, inst int, c Codec[K, A, O], hash func(K) uint64, limit int64) *pebbleStore[K, A, O] {
+	s := &pebbleStore[K, A, O]{w: w, inst: uint16(inst), codec: c, hash: hash, cache: map[K]*cached[K, A, O]{}, limit: limit}
+	s.sizer, _ = c.(Sizer[A])
+	s.lru.next, s.lru.prev = &s.lru, &s.lru
+	return s
+}
+
+func (s *pebbleStore[K, A, O]) prefix(b []byte, group int) []byte {
+	b = append(b, tagState)
+	b = binary.BigEndian.AppendUint16(b, s.inst)
+	return binary.BigEndian.AppendUint16(b, uint16(group))
+}
+
+func (s *pebbleStore[K, A, O]) dbKey(k K) []byte {
+	s.kbuf = s.prefix(s.kbuf[:0], int(s.hash(k)%KeyGroups))
+	s.kbuf = s.codec.AppendKey(s.kbuf, k)
+	return s.kbuf
+}
+
+func (s *pebbleStore[K, A, O]) sizeOf(c *cached[K, A, O]) int64 {
+	n := int64(96 + 8*len(c.ks.wins))
+	for i := range c.ks.wins {
+		n += 160
+		if s.sizer != nil {
+			n += int64(s.sizer.SizeAcc(c.ks.wins[i].acc))
+		}
+	}
+	return n
+}
+
+func (s *pebbleStore[K, A, O]) unlink(c *cached[K, A, O]) {
+	c.prev.next, c.next.prev = c.next, c.prev
+}
+
+func (s *pebbleStore[K, A, O]) pushFront(c *cached[K, A, O]) {
+	c.next, c.prev = s.lru.next, &s.lru
+	s.lru.next.prev = c
+	s.lru.next = c
+}
+
+// touch makes c the current key: the previous one is measured again (it may
+// have grown), and room is made for c.
+func (s *pebbleStore[K, A, O]) touch(c *cached[K, A, O]) {
+	if p := s.cur; p != nil && p != c && s.cache[p.key] == p {
+		sz := s.sizeOf(p)
+		s.bytes += sz - p.size
+		p.size = sz
+	}
+	s.cur = c
+	c.dirty = true
+	s.unlink(c)
+	s.pushFront(c)
+	s.evict()
+}
+
+// evict writes back and drops the least recently used keys until the cache
+// fits its limit; the current key stays.
+func (s *pebbleStore[K, A, O]) evict() {
+	for s.bytes > s.limit {
+		c := s.lru.prev
+		if c == &s.lru || c == s.cur {
+			return
+		}
+		if c.dirty {
+			s.vbuf = appendWins(s.vbuf[:0], &c.ks, s.codec)
+			if err := s.w.b().Set(s.dbKey(c.key), s.vbuf, nil); err != nil && s.err == nil {
+				s.err = err
+			}
+			c.onDisk = true
+		}
+		s.unlink(c)
+		delete(s.cache, c.key)
+		s.bytes -= c.size
+	}
+	s.fail(s.w.maybeCommit())
+}
+
+func (s *pebbleStore[K, A, O]) fail(err error) {
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *pebbleStore[K, A, O]) insert(c *cached[K, A, O]) {
+	c.size = s.sizeOf(c)
+	s.bytes += c.size
+	s.cache[c.key] = c
+	s.pushFront(c)
+	s.touch(c)
+}
+
+func (s *pebbleStore[K, A, O]) get(k K) *keyState[A, O] {
+	if c := s.cache[k]; c != nil {
+		s.touch(c)
+		return &c.ks
+	}
+	v, closer, err := s.w.b().Get(s.dbKey(k))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	c := &cached[K, A, O]{key: k, onDisk: true}
+	derr := decodeWins(enc.NewDecoder(v), &c.ks, s.codec)
+	closer.Close()
+	if derr != nil {
+		s.fail(derr)
+		return nil
+	}
+	s.loaded++
+	s.insert(c)
+	return &c.ks
+}
+
+func (s *pebbleStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
+	if ks := s.get(k); ks != nil {
+		return ks
+	}
+	c := &cached[K, A, O]{key: k}
+	s.n++
+	s.insert(c)
+	return &c.ks
+}
+
+func (s *pebbleStore[K, A, O]) remove(k K, _ *keyState[A, O]) {
+	c := s.cache[k]
+	if c == nil {
+		return
+	}
+	if c.onDisk {
+		s.fail(s.w.b().Delete(s.dbKey(k), nil))
+	}
+	s.unlink(c)
+	delete(s.cache, k)
+	s.bytes -= c.size
+	if s.cur == c {
+		s.cur = nil
+	}
+	s.n--
+}
+
+// flush writes every changed key in the cache to the database.
+func (s *pebbleStore[K, A, O]) flush() error {
+	for c := s.lru.next; c != &s.lru; c = c.next {
+		if c.dirty {
+			s.vbuf = appendWins(s.vbuf[:0], &c.ks, s.codec)
+			s.fail(s.w.b().Set(s.dbKey(c.key), s.vbuf, nil))
+			c.dirty, c.onDisk = false, true
+		}
+	}
+	s.fail(s.w.commit())
+	return s.err
+}
+
+func (s *pebbleStore[K, A, O]) forEach(f func(K, *keyState[A, O]) error) error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	lo := s.prefix(nil, 0)
+	hi := s.prefix(nil, KeyGroups)
+	it, err := s.w.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var ks keyState[A, O]
+	for it.First(); it.Valid(); it.Next() {
+		d := enc.NewDecoder(it.Key()[len(lo):])
+		k := s.codec.ReadKey(d)
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		ks.wins = ks.wins[:0]
+		if err := decodeWins(enc.NewDecoder(v), &ks, s.codec); err != nil {
+			return err
+		}
+		if d.Err() != nil {
+			return d.Err()
+		}
+		if err := f(k, &ks); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func (s *pebbleStore[K, A, O]) len() int     { return s.n }
+func (s *pebbleStore[K, A, O]) error() error { return s.err }
+
+func (s *pebbleStore[K, A, O]) close() error {
+	err := s.w.commit()
+	if err == nil {
+		err = s.err
+	}
+	return err
+}
+
+// pebbleTimers keeps one instance's timers of one domain (event or
+// processing time) in the database, ordered by instant, then window
+// sequence, kind and window, as the memory queue orders them. The earliest
+// instant is kept at hand.
+type pebbleTimers[K comparable, A, O any] struct {
+	w      *pebbleWriter
+	pre    []byte
+	codec  Codec[K, A, O]
+	n      int
+	min    mtime.Time
+	known  bool       // min is the earliest instant
+	floor  mtime.Time // no timer is before this: searches start here, above the deleted ones
+	kbuf   []byte
+	err    error
+	bucket []timerRef[K]
+}
+
+func newPebbleTimers[K comparable, A, O any](w *pebbleWriter, inst int, domain byte, c Codec[K, A, O]) *pebbleTimers[K, A, O] {
+	pre := []byte{tagTimer}
+	pre = binary.BigEndian.AppendUint16(pre, uint16(inst))
+	return &pebbleTimers[K, A, O]{w: w, pre: append(pre, domain), codec: c, known: true, floor: mtime.MinTime}
+}
+
+func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
+	b := append(q.kbuf[:0], q.pre...)
+	b = appendTime(b, t)
+	b = binary.BigEndian.AppendUint64(b, r.seq)
+	b = append(b, byte(r.kind))
+	b = appendTime(b, r.win.Start)
+	b = appendTime(b, r.win.End)
+	b = q.codec.AppendKey(b, r.key)
+	q.kbuf = b
+	if err := q.w.b().Set(b, nil, nil); err != nil && q.err == nil {
+		q.err = err
+	}
+	if q.n == 0 || (q.known && t < q.min) {
+		q.min, q.known = t, true
+	}
+	q.floor = min(q.floor, t)
+	q.n++
+	q.fail(q.w.maybeCommit())
+}
+
+func (q *pebbleTimers[K, A, O]) next() (mtime.Time, bool) {
+	if q.n == 0 {
+		return 0, false
+	}
+	if !q.known {
+		lo := appendTime(append([]byte(nil), q.pre...), q.floor)
+		it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upper(q.pre)})
+		if err != nil {
+			q.fail(err)
+			return 0, false
+		}
+		if it.First() {
+			q.min, q.known = readTime(it.Key()[len(q.pre):]), true
+		}
+		q.fail(it.Close())
+		if !q.known {
+			q.n = 0
+			return 0, false
+		}
+	}
+	return q.min, true
+}
+
+// pop returns up to 4096 timers of the earliest instant, deleting them.
+func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
+	t, ok := q.next()
+	if !ok {
+		return 0, nil
+	}
+	q.floor = t
+	lo := appendTime(append([]byte(nil), q.pre...), t)
+	it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upper(lo)})
+	if err != nil {
+		q.fail(err)
+		return t, nil
+	}
+	out := q.bucket[:0]
+	batch := q.w.b()
+	for it.First(); it.Valid() && len(out) < 4096; it.Next() {
+		key := it.Key()
+		rest := key[len(lo):]
+		if len(rest) < 25 {
+			q.fail(enc.ErrCorrupt)
+			break
+		}
+		r := timerRef[K]{seq: binary.BigEndian.Uint64(rest), kind: timerKind(rest[8])}
+		r.win = window.Window{Start: readTime(rest[9:]), End: readTime(rest[17:])}
+		d := enc.NewDecoder(rest[25:])
+		r.key = q.codec.ReadKey(d)
+		q.fail(d.Err())
+		out = append(out, r)
+		q.fail(batch.Delete(key, nil))
+	}
+	more := it.Valid()
+	q.fail(it.Close())
+	q.n -= len(out)
+	if !more {
+		q.known = false
+	}
+	return t, out
+}
+
+func (q *pebbleTimers[K, A, O]) fail(err error) {
+	if err != nil && q.err == nil {
+		q.err = err
+	}
+}
+
+func (q *pebbleTimers[K, A, O]) recycle(b []timerRef[K]) {
+	clear(b)
+	q.bucket = b[:0]
+}
+
+func (q *pebbleTimers[K, A, O]) len() int     { return q.n }
+func (q *pebbleTimers[K, A, O]) error() error { return q.err }
+
+func (q *pebbleTimers[K, A, O]) close() error {
+	err := q.w.commit()
+	if err == nil {
+		err = q.err
+	}
+	return err
+}
+
+// upper is the smallest key above every key with prefix p.
+func upper(p []byte) []byte {
+	u := append([]byte(nil), p...)
+	for i := len(u) - 1; i >= 0; i-- {
+		if u[i] < 0xff {
+			u[i]++
+			return u[:i+1]
+		}
+	}
+	return nil
+}
