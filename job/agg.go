@@ -12,14 +12,20 @@ const (
 	vInt                // an integer number
 	vFloat              // any other number
 	vText               // a string, or true/false (count_distinct only)
+	vDec                // a decimal result: i / 10^scale (exact sums)
 )
 
-// value is one field of an event, as the aggregates need it.
+// value is one field of an event, as the aggregates need it. A number
+// written as a plain decimal ("23.70", "-5", up to 18 digits) is also kept
+// exactly, as dec / 10^scale, so that sums of money come out exact.
 type value struct {
-	kind vkind
-	i    int64
-	f    float64
-	text []byte // canonical text, for count_distinct
+	kind  vkind
+	i     int64
+	f     float64
+	dec   int64
+	scale int8
+	exact bool
+	text  []byte // canonical text, for count_distinct
 }
 
 // record is what the window operator keeps of an event: its line, the raw
@@ -34,18 +40,20 @@ type record struct {
 // slot is the accumulator of one aggregate of one window.
 type slot struct {
 	n     int64   // count, count(f), avg: how many
-	i     int64   // integer sum; integer extreme
-	f     float64 // float sum; float extreme; avg sum
-	float bool    // sum: a float was added; extreme: the value is a float
+	i     int64   // exact sum (scaled by 10^scale); integer extreme
+	f     float64 // inexact part of a sum; float extreme; avg sum
+	float bool    // sum: an inexact number was added; extreme: the value is a float
 	has   bool    // extreme: a value was seen
+	scale int8    // sum: decimals of i
 	set   map[string]struct{}
 }
 
 // outVal is one result column of a pane.
 type outVal struct {
-	kind vkind // vNull, vInt or vFloat
-	i    int64
-	f    float64
+	kind  vkind // vNull, vInt, vFloat or vDec
+	i     int64
+	f     float64
+	scale int8 // vDec
 }
 
 func (o outVal) number() float64 {
@@ -54,8 +62,53 @@ func (o outVal) number() float64 {
 		return float64(o.i)
 	case vFloat:
 		return o.f
+	case vDec:
+		return float64(o.i) / pow10[o.scale]
 	}
 	return math.NaN()
+}
+
+var pow10 = func() (p [19]float64) {
+	p[0] = 1
+	for i := 1; i < len(p); i++ {
+		p[i] = p[i-1] * 10
+	}
+	return p
+}()
+
+// addDec adds d / 10^sc to the exact part of a sum; on overflow the exact
+// part moves to the inexact one.
+func addDec(s *slot, d int64, sc int8) {
+	for s.scale < sc {
+		if s.i > math.MaxInt64/10 || s.i < math.MinInt64/10 {
+			spill(s)
+			s.f += float64(d) / pow10[sc]
+			return
+		}
+		s.i *= 10
+		s.scale++
+	}
+	for sc < s.scale {
+		if d > math.MaxInt64/10 || d < math.MinInt64/10 {
+			s.f += float64(d) / pow10[sc]
+			s.float = true
+			return
+		}
+		d *= 10
+		sc++
+	}
+	sum := s.i + d
+	if (d > 0 && sum < s.i) || (d < 0 && sum > s.i) {
+		spill(s)
+		s.f += float64(d) / pow10[sc]
+		return
+	}
+	s.i = sum
+}
+
+func spill(s *slot) {
+	s.f += float64(s.i) / pow10[s.scale]
+	s.i, s.scale, s.float = 0, 0, true
 }
 
 // aggs is the aggregate function of a job: all its result columns at once.
@@ -83,8 +136,8 @@ func (a *aggs) Add(acc []slot, r record) []slot {
 		case AggCountField:
 			s.n++
 		case AggSum:
-			if v.kind == vInt {
-				s.i += v.i
+			if v.exact {
+				addDec(s, v.dec, v.scale)
 			} else {
 				s.f += v.f
 				s.float = true
@@ -134,7 +187,7 @@ func (a *aggs) Merge(acc, other []slot) []slot {
 		case AggCount, AggCountField:
 			s.n += o.n
 		case AggSum:
-			s.i += o.i
+			addDec(s, o.i, o.scale)
 			s.f += o.f
 			s.float = s.float || o.float
 		case AggMin, AggMax:
@@ -164,10 +217,13 @@ func (a *aggs) Result(acc []slot) []outVal {
 		case AggCount, AggCountField:
 			out[k] = outVal{kind: vInt, i: s.n}
 		case AggSum:
-			if s.float {
-				out[k] = outVal{kind: vFloat, f: float64(s.i) + s.f}
-			} else {
+			switch {
+			case s.float:
+				out[k] = outVal{kind: vFloat, f: float64(s.i)/pow10[s.scale] + s.f}
+			case s.scale == 0:
 				out[k] = outVal{kind: vInt, i: s.i}
+			default:
+				out[k] = outVal{kind: vDec, i: s.i, scale: s.scale}
 			}
 		case AggMin, AggMax:
 			switch {

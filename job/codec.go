@@ -20,6 +20,7 @@ func (codec) AppendAcc(b []byte, a []slot) []byte {
 		b = enc.AppendFloat(b, s.f)
 		b = enc.AppendBool(b, s.float)
 		b = enc.AppendBool(b, s.has)
+		b = append(b, byte(s.scale))
 		b = enc.AppendUvarint(b, uint64(len(s.set)))
 		for v := range s.set {
 			b = enc.AppendString(b, v)
@@ -35,6 +36,7 @@ func (codec) ReadAcc(d *enc.Decoder) []slot {
 		s := &a[i]
 		s.n, s.i, s.f = d.Varint(), d.Varint(), d.Float()
 		s.float, s.has = d.Bool(), d.Bool()
+		s.scale = int8(d.Count(18))
 		if m := d.Count(1 << 30); m > 0 {
 			s.set = make(map[string]struct{}, m)
 			for range m {
@@ -48,7 +50,7 @@ func (codec) ReadAcc(d *enc.Decoder) []slot {
 func (codec) AppendOut(b []byte, o []outVal) []byte {
 	b = enc.AppendUvarint(b, uint64(len(o)))
 	for _, v := range o {
-		b = append(b, byte(v.kind))
+		b = append(b, byte(v.kind), byte(v.scale))
 		b = enc.AppendVarint(b, v.i)
 		b = enc.AppendFloat(b, v.f)
 	}
@@ -59,7 +61,8 @@ func (codec) ReadOut(d *enc.Decoder) []outVal {
 	n := d.Count(1 << 16)
 	o := make([]outVal, n)
 	for i := range o {
-		o[i].kind = vkind(d.Count(int(vText)))
+		o[i].kind = vkind(d.Count(int(vDec)))
+		o[i].scale = int8(d.Count(18))
 		o[i].i, o[i].f = d.Varint(), d.Float()
 	}
 	return o

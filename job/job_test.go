@@ -351,3 +351,43 @@ late_output: late.jsonl
 		t.Errorf("summaries differ: %+v\n%+v", sm, sd)
 	}
 }
+
+// Sums of plain decimals are exact (money adds up to the cent); numbers with
+// an exponent or too many digits fall back to floating point.
+func TestExactDecimalSums(t *testing.T) {
+	a := &aggs{list: []Aggregate{{Name: "s", Kind: AggSum}}, field: []int{0}}
+	cases := []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"0.1", "0.2"}, "0.3"},
+		{[]string{"23.70", "449.80"}, "473.5"},
+		{[]string{"5", "-7.25", "2.250"}, "0"},
+		{[]string{"-0.05", "-0.05"}, "-0.1"},
+		{[]string{"1e2", "0.5"}, "100.5"},
+		{[]string{"9223372036854775", "9223372036854775.8"}, "18446744073709550.8"},
+		{[]string{"9223372036854775807", "1"}, "9223372036854776000"}, // overflow: floating point
+	}
+	for _, c := range cases {
+		acc := a.New()
+		for _, s := range c.in {
+			var v value
+			if d, sc, ok := parseDecimal([]byte(s)); ok && isIntText([]byte(s)) {
+				v = value{kind: vInt, dec: d, exact: true}
+			} else {
+				var f float64
+				json.Unmarshal([]byte(s), &f)
+				v = value{kind: vFloat, f: f}
+				v.dec, v.scale, v.exact = d, sc, ok
+			}
+			acc = a.Add(acc, record{vals: []value{v}})
+		}
+		// also through a merge, as sessions do
+		merged := a.Merge(a.New(), acc)
+		for _, got := range []string{string(appendOutVal(nil, a.Result(acc)[0])), string(appendOutVal(nil, a.Result(merged)[0]))} {
+			if got != c.want {
+				t.Errorf("sum %v = %s, want %s", c.in, got, c.want)
+			}
+		}
+	}
+}

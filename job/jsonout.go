@@ -102,6 +102,35 @@ func appendOutVal(b []byte, v outVal) []byte {
 		return strconv.AppendInt(b, v.i, 10)
 	case vFloat:
 		return appendFloat(b, v.f)
+	case vDec:
+		return appendDecimal(b, v.i, v.scale)
 	}
 	return append(b, "null"...)
+}
+
+// appendDecimal writes d / 10^scale exactly, without trailing zeros:
+// 47350, 2 -> 473.5.
+func appendDecimal(b []byte, d int64, scale int8) []byte {
+	if d < 0 {
+		b = append(b, '-')
+	}
+	u := uint64(d)
+	if d < 0 {
+		u = uint64(-d)
+	}
+	var digits [24]byte
+	s := strconv.AppendUint(digits[:0], u, 10)
+	for len(s) <= int(scale) {
+		s = append([]byte{'0'}, s...)
+	}
+	whole, frac := s[:len(s)-int(scale)], s[len(s)-int(scale):]
+	for len(frac) > 0 && frac[len(frac)-1] == '0' {
+		frac = frac[:len(frac)-1]
+	}
+	b = append(b, whole...)
+	if len(frac) > 0 {
+		b = append(b, '.')
+		b = append(b, frac...)
+	}
+	return b
 }

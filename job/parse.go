@@ -244,9 +244,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			raw := fv.MarshalTo(lp.numBuf[:0])
 			lp.numBuf = raw
 			if n, err := fv.Int64(); err == nil && isIntText(raw) {
-				vals[i] = value{kind: vInt, i: n, f: float64(n)}
+				vals[i] = value{kind: vInt, i: n, f: float64(n), dec: n, exact: true}
 			} else {
 				vals[i] = value{kind: vFloat, f: fv.GetFloat64()}
+				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			}
 			if !lp.numeric[i] {
 				vals[i].text = lp.keepText(raw)
@@ -274,6 +275,40 @@ func scalar(v *fastjson.Value) bool {
 		return true
 	}
 	return false
+}
+
+// parseDecimal reads a plain decimal number ("-12.50") as digits and a
+// scale; ok is false for exponents, more than 18 digits or more than 18
+// decimals.
+func parseDecimal(b []byte) (d int64, scale int8, ok bool) {
+	neg := false
+	if len(b) > 0 && b[0] == '-' {
+		neg, b = true, b[1:]
+	}
+	digits, point := 0, false
+	for _, c := range b {
+		switch {
+		case c == '.' && !point:
+			point = true
+		case c >= '0' && c <= '9':
+			if digits == 18 {
+				return 0, 0, false
+			}
+			d = d*10 + int64(c-'0')
+			if d != 0 {
+				digits++
+			}
+			if point {
+				scale++
+			}
+		default:
+			return 0, 0, false
+		}
+	}
+	if neg {
+		d = -d
+	}
+	return d, scale, scale <= 18
 }
 
 func isIntText(b []byte) bool {
