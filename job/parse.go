@@ -1,12 +1,12 @@
 package job
 
 import (
-	"math"
 	"strconv"
 
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/source"
 )
 
 // Quarantine reasons, as written in the quarantine file and the summary.
@@ -25,10 +25,6 @@ const (
 	ReasonBadWatermark = "bad_watermark"
 	ReasonLineTooLong  = "line_too_long"
 )
-
-// plausibleFrom is 2000-01-01T00:00:00Z: an event time before it is
-// implausible (seconds read as milliseconds land in 1970).
-const plausibleFrom mtime.Time = 946684800000
 
 // maxLine is the longest line accepted; longer lines are quarantined.
 const maxLine = 16 << 20
@@ -99,32 +95,7 @@ func newLineParser(j *Job) *lineParser {
 	return lp
 }
 
-func get(v *fastjson.Value, p Path) *fastjson.Value {
-	v = v.Get(p...)
-	if v == nil || v.Type() == fastjson.TypeNull {
-		return nil
-	}
-	return v
-}
-
-// readTime reads an RFC 3339 string or a number of epoch milliseconds.
-func readTime(v *fastjson.Value) (mtime.Time, bool) {
-	switch v.Type() {
-	case fastjson.TypeString:
-		t, err := mtime.Parse(v.GetStringBytes())
-		return t, err == nil
-	case fastjson.TypeNumber:
-		f := v.GetFloat64()
-		if math.IsNaN(f) || math.IsInf(f, 0) || f > float64(mtime.MaxTime) || f < float64(mtime.MinTime) {
-			return 0, false
-		}
-		if i, err := v.Int64(); err == nil {
-			return mtime.Time(i), true
-		}
-		return mtime.Time(math.Floor(f)), true
-	}
-	return 0, false
-}
+func get(v *fastjson.Value, p Path) *fastjson.Value { return source.Get(v, p) }
 
 // parse reads a line. now is the processing time to use when the job has no
 // arrival field.
@@ -147,7 +118,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		out.hasArrival = false
 		if a := get(v, j.ArrivalField); a == nil {
 			arrivalReason = ReasonNoArrival
-		} else if t, ok := readTime(a); !ok {
+		} else if t, ok := source.Time(a); !ok {
 			arrivalReason = ReasonBadArrival
 		} else {
 			out.arrival, out.hasArrival = t, true
@@ -160,7 +131,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				out.reason = arrivalReason
 				return out
 			}
-			t, ok := readTime(w)
+			t, ok := source.Time(w)
 			if !ok {
 				out.reason = ReasonBadWatermark
 				return out
@@ -174,12 +145,12 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		out.reason = ReasonNoEventTime
 		return out
 	default:
-		t, ok := readTime(tv)
+		t, ok := source.Time(tv)
 		if !ok {
 			out.reason = ReasonBadEventTime
 			return out
 		}
-		if t < plausibleFrom {
+		if t < source.PlausibleFrom {
 			out.reason = ReasonImplausible
 			return out
 		}
