@@ -93,9 +93,10 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	return Stream[Pane[K, O]]{p, panes}, Stream[Late[K, T]]{p, late}
 }
 
-// Process calls f with all the elements of each pane of each window (in
-// arrival order; for merged sessions, the parts in order of start), and emits
-// its result as the pane's value. f must not keep elems.
+// Process calls f with all the elements of each pane of each window, and
+// emits its result as the pane's value. Elements come in arrival order, by
+// part: a merged session's parts, and a sliding window's slices (of
+// gcd(size, slide)), in order of start. f must not keep elems.
 func Process[K comparable, T, O any](w Windowed[K, T], f func(key K, win window.Window, elems []T) O) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
 	all, late := Aggregate(w, aggregate.Collect[T]())
 	return Map(all, func(p Pane[K, []T]) Pane[K, O] {

@@ -126,6 +126,12 @@ func (s *pebbleStore[K, A, O]) sizeOf(c *cached[K, A, O]) int64 {
 			n += int64(s.sizer.SizeAcc(c.ks.wins[i].acc))
 		}
 	}
+	for i := range c.ks.slices {
+		n += 32
+		if s.sizer != nil {
+			n += int64(s.sizer.SizeAcc(c.ks.slices[i].acc))
+		}
+	}
 	return n
 }
 

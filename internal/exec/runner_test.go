@@ -184,3 +184,52 @@ func TestSinkError(t *testing.T) {
 		}
 	}
 }
+
+// Sliding windows computed from shared slices give exactly the panes of
+// windows that each keep their own accumulator.
+func TestSlicingMatchesPerWindow(t *testing.T) {
+	evs := stream(5, 3000)
+	wm := watermark.BoundedOutOfOrderness(500 * time.Millisecond).WithInterval(0)
+	for _, s := range []window.Strategy{
+		window.NewStrategy(window.SlidingWindows(10*time.Second, 4*time.Second)).WithLateness(15 * time.Second).
+			WithTrigger(trigger.AfterWatermark().EarlyCount(5)),
+		window.NewStrategy(window.SlidingWindows(9*time.Second, 3*time.Second).WithOffset(time.Second)).
+			WithLateness(20 * time.Second).WithMode(window.Retracting).
+			WithTrigger(trigger.AfterWatermark().EarlyEvery(time.Second, true).LateThrottled(time.Second)),
+	} {
+		run := func(sliced bool) string {
+			var b strings.Builder
+			r := NewRunner(Config[string, ev, []ev, string]{Strategy: s, Parallelism: 0,
+				Agg: aggregate.Process(func(es []ev) string {
+					sum := 0
+					for _, e := range es {
+						sum += e.v
+					}
+					return fmt.Sprintf("n=%d sum=%d", len(es), sum)
+				}),
+				Emit: func(outs []Out[string, ev, string]) error {
+					for _, o := range outs {
+						fmt.Fprintf(&b, "%d %v %s %v #%d %s %v %s\n", o.Kind, o.Late.Timestamp, o.Pane.Key, o.Pane.Window, o.Pane.Revision, o.Pane.Timing, o.Pane.Retract, o.Pane.Value)
+					}
+					return nil
+				}})
+			if r.ops[0].slice == 0 {
+				t.Fatal("sliding windows do not slice")
+			}
+			if !sliced {
+				r.ops[0].slice = 0
+			}
+			d := NewDriver[string, ev](r, wm, s.Trigger.UsesProcessingTime())
+			for _, e := range evs {
+				d.Advance(e.arr)
+				d.Event(0, e.key, e.ts, e)
+			}
+			d.End()
+			return b.String()
+		}
+		want, got := run(false), run(true)
+		if got != want || strings.Count(want, "\n") < 100 {
+			t.Fatalf("sliced panes differ:\n%s", firstDiff(want, got))
+		}
+	}
+}

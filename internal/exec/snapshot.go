@@ -63,11 +63,16 @@ func appendKeyState[K comparable, A, O any](b []byte, k K, ks *keyState[A, O], c
 	return appendWins(b, ks, c)
 }
 
-// appendWins encodes a key's windows.
+// appendWins encodes a key's windows and slices.
 func appendWins[K comparable, A, O any](b []byte, ks *keyState[A, O], c Codec[K, A, O]) []byte {
 	b = enc.AppendUvarint(b, uint64(len(ks.wins)))
 	for i := range ks.wins {
 		b = appendWin(b, &ks.wins[i], c)
+	}
+	b = enc.AppendUvarint(b, uint64(len(ks.slices)))
+	for i := range ks.slices {
+		b = enc.AppendVarint(b, int64(ks.slices[i].start))
+		b = c.AppendAcc(b, ks.slices[i].acc)
 	}
 	return b
 }
@@ -173,6 +178,11 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 			return err
 		}
 		ks.wins = append(ks.wins, st)
+	}
+	ns := d.Count(1 << 30)
+	for range ns {
+		start := mtime.Time(d.Varint())
+		ks.slices = append(ks.slices, slice[A]{start: start, acc: c.ReadAcc(d)})
 	}
 	if d.Err() == nil && d.Len() != 0 {
 		return enc.ErrCorrupt

@@ -108,6 +108,16 @@ type win[A, O any] struct {
 
 type keyState[A, O any] struct {
 	wins []win[A, O]
+	// slices hold the accumulators of sliding windows when the operator
+	// slices: each event is added to the one slice (of gcd(size, slide))
+	// that contains it, and a window's value is the merge of its slices.
+	// Sorted by start.
+	slices []slice[A]
+}
+
+type slice[A any] struct {
+	start mtime.Time
+	acc   A
 }
 
 func (ks *keyState[A, O]) find(w window.Window) int {
@@ -133,6 +143,7 @@ type WindowOp[K comparable, T, A, O any] struct {
 	lateness mtime.Time
 	merging  bool
 	gap      mtime.Time
+	slice    mtime.Time // slice length when sliding windows share slices, else 0
 
 	wm   mtime.Time
 	now  mtime.Time
@@ -165,6 +176,11 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	}
 	if sa, ok := s.Assigner.(window.Session); ok {
 		op.gap = sa.Gap
+	}
+	// Sliding windows share work through slices, except in discarding mode,
+	// where a pane holds only what came since that window's own last firing.
+	if sl, ok := s.Assigner.(window.Sliding); ok && sl.Size > sl.Slide && s.Mode != window.Discarding {
+		op.slice = gcd(sl.Size, sl.Slide)
 	}
 	op.Dropped = map[window.Window]int64{}
 	return op
@@ -228,6 +244,10 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		return
 	}
 	op.wbuf = op.strategy.Assigner.Assign(ts, op.wbuf[:0])
+	if op.slice > 0 {
+		op.slicedEvent(key, ts, v)
+		return
+	}
 	var ks *keyState[A, O]
 	accepted, late := false, false
 	for _, w := range op.wbuf {
@@ -249,9 +269,121 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		if st.late {
 			late = true
 		}
-		op.onElement(key, st)
+		op.onElement(key, ks, st)
 	}
 	op.account(accepted, late, key, ts, v)
+}
+
+// slicedEvent is Event for sliding windows that share slices: the event is
+// added once, to its slice, and counted in each window it is not too late
+// for. (A window it is too late for has been deleted with its claim on the
+// slice, so sharing the slice cannot change it.)
+func (op *WindowOp[K, T, A, O]) slicedEvent(key K, ts mtime.Time, v T) {
+	accepted := false
+	for _, w := range op.wbuf {
+		if op.tooLate(w) {
+			op.Dropped[w]++
+		} else {
+			accepted = true
+		}
+	}
+	if !accepted {
+		op.account(false, false, key, ts, v)
+		return
+	}
+	ks := op.state.getOrCreate(key)
+	sl, added := ks.sliceAt(ts - floorMod(ts, op.slice, op.sliceOffset()))
+	if added {
+		sl.acc = op.agg.New()
+	}
+	sl.acc = op.agg.Add(sl.acc, v)
+	late := false
+	for _, w := range op.wbuf {
+		if op.tooLate(w) {
+			continue
+		}
+		i := ks.find(w)
+		if i < 0 {
+			i = op.create(ks, key, w, op.step)
+		}
+		st := &ks.wins[i]
+		st.n++
+		late = late || st.late
+		op.onElement(key, ks, st)
+	}
+	op.account(true, late, key, ts, v)
+}
+
+func (op *WindowOp[K, T, A, O]) sliceOffset() mtime.Time {
+	return op.strategy.Assigner.(window.Sliding).Offset
+}
+
+// floorMod is (t - offset) mod d, in [0, d).
+func floorMod(t, d, offset mtime.Time) mtime.Time {
+	m := (t - offset) % d
+	if m < 0 {
+		m += d
+	}
+	return m
+}
+
+func gcd(a, b mtime.Time) mtime.Time {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// sliceAt returns the slice starting at start, adding an empty one (added
+// true, its accumulator for the caller to set) if there is none.
+func (ks *keyState[A, O]) sliceAt(start mtime.Time) (s *slice[A], added bool) {
+	i := len(ks.slices)
+	for i > 0 && ks.slices[i-1].start > start {
+		i--
+	}
+	if i > 0 && ks.slices[i-1].start == start {
+		return &ks.slices[i-1], false
+	}
+	var zero slice[A]
+	ks.slices = append(ks.slices, zero)
+	copy(ks.slices[i+1:], ks.slices[i:])
+	ks.slices[i] = slice[A]{start: start}
+	return &ks.slices[i], true
+}
+
+// accOf is the accumulator of a window: its own, or the merge of its slices.
+func (op *WindowOp[K, T, A, O]) accOf(ks *keyState[A, O], st *win[A, O]) A {
+	if op.slice == 0 {
+		return st.acc
+	}
+	acc := op.agg.New()
+	for i := range ks.slices {
+		if sl := &ks.slices[i]; sl.start >= st.w.Start && sl.start < st.w.End {
+			acc = op.agg.Merge(acc, sl.acc)
+		}
+	}
+	return acc
+}
+
+// pruneSlices drops the slices before every remaining window: no window that
+// can still fire contains them.
+func (op *WindowOp[K, T, A, O]) pruneSlices(ks *keyState[A, O]) {
+	if op.slice == 0 || len(ks.slices) == 0 {
+		return
+	}
+	first := mtime.MaxTime
+	for i := range ks.wins {
+		first = min(first, ks.wins[i].w.Start)
+	}
+	n := 0
+	for n < len(ks.slices) && ks.slices[n].start < first {
+		n++
+	}
+	if n > 0 {
+		copy(ks.slices, ks.slices[n:])
+		clear(ks.slices[len(ks.slices)-n:])
+		ks.slices = ks.slices[:len(ks.slices)-n]
+	}
 }
 
 func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Time, v T) {
@@ -280,7 +412,10 @@ func (op *WindowOp[K, T, A, O]) tooLate(w window.Window) bool {
 // at End-1, or, for a window whose first event comes after the watermark
 // passed its end, the cleanup at End-1+lateness.
 func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Window, seq uint64) int {
-	st := win[A, O]{w: w, seq: seq, acc: op.agg.New(), early: none, lateAt: none, lastLate: none}
+	st := win[A, O]{w: w, seq: seq, early: none, lateAt: none, lastLate: none}
+	if op.slice == 0 {
+		st.acc = op.agg.New()
+	}
 	if w.MaxTimestamp() <= op.wm {
 		st.late = true
 		op.et.add(w.MaxTimestamp().Add(op.lateness), timerRef[K]{key, w, seq, tCleanup})
@@ -302,12 +437,14 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 	op.Open--
 	if last == 0 {
 		op.state.remove(key, ks)
+		return
 	}
+	op.pruneSlices(ks)
 }
 
 // onElement applies the trigger to a window that has just received an
 // element.
-func (op *WindowOp[K, T, A, O]) onElement(key K, st *win[A, O]) {
+func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, O]) {
 	t := &op.trg
 	if t.FinalOnly {
 		return
@@ -315,10 +452,10 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, st *win[A, O]) {
 	if st.late {
 		switch t.Late {
 		case trigger.LateEach:
-			op.fire(key, st, window.Late, false, none, op.now)
+			op.fire(key, ks, st, window.Late, false, none, op.now)
 		case trigger.LateThrottled:
 			if st.lastLate == none || op.now-st.lastLate >= t.LatePeriod {
-				op.fire(key, st, window.Late, false, none, op.now)
+				op.fire(key, ks, st, window.Late, false, none, op.now)
 				st.lastLate = op.now
 			} else if !st.latePending {
 				st.latePending = true
@@ -331,7 +468,7 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, st *win[A, O]) {
 		return
 	}
 	if t.EarlyElements > 0 && st.n >= int64(t.EarlyElements) {
-		op.fire(key, st, window.Early, false, none, op.now)
+		op.fire(key, ks, st, window.Early, false, none, op.now)
 		return
 	}
 	if t.EarlyDelay > 0 && st.early == none {
@@ -359,13 +496,13 @@ func alignUp(t, d mtime.Time) mtime.Time {
 // fire emits a pane of st: first, in retracting mode, the retraction of the
 // previous pane. at orders timer outputs; emitAt is the processing time the
 // pane carries.
-func (op *WindowOp[K, T, A, O]) fire(key K, st *win[A, O], timing window.Timing, final bool, at, emitAt mtime.Time) {
+func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], timing window.Timing, final bool, at, emitAt mtime.Time) {
 	mode := op.strategy.Mode
 	if mode == window.Retracting && st.hasLast {
 		op.emit(key, st, st.rev, st.lastTiming, false, true, st.last, at, emitAt)
 	}
 	st.rev++
-	v := op.agg.Result(st.acc)
+	v := op.agg.Result(op.accOf(ks, st))
 	op.emit(key, st, st.rev, timing, final, false, v, at, emitAt)
 	switch mode {
 	case window.Discarding:
@@ -446,7 +583,7 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 		st.late = true
 		st.early = none
 		if !op.trg.FinalOnly || closing {
-			op.fire(r.key, st, window.OnTime, closing, t, op.now)
+			op.fire(r.key, ks, st, window.OnTime, closing, t, op.now)
 		}
 		if closing {
 			op.remove(r.key, ks, i)
@@ -457,7 +594,7 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 		if !st.late || cleanupAt != t {
 			return
 		}
-		op.fire(r.key, st, window.Late, true, t, op.now)
+		op.fire(r.key, ks, st, window.Late, true, t, op.now)
 		op.remove(r.key, ks, i)
 	}
 }
@@ -501,7 +638,7 @@ func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
 		}
 		st.early = none
 		if st.n > 0 {
-			op.fire(r.key, st, window.Early, false, t, t)
+			op.fire(r.key, ks, st, window.Early, false, t, t)
 		}
 	case tLate:
 		if st.lateAt != t {
@@ -509,7 +646,7 @@ func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
 		}
 		st.lateAt = none
 		if st.latePending {
-			op.fire(r.key, st, window.Late, false, t, t)
+			op.fire(r.key, ks, st, window.Late, false, t, t)
 			st.lastLate = t
 		}
 	}
@@ -560,7 +697,7 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 	st.acc = op.agg.Add(st.acc, v)
 	st.n++
 	op.account(true, st.late, key, ts, v)
-	op.onElement(key, st)
+	op.onElement(key, ks, st)
 }
 
 // merge replaces the sessions in op.ibuf by one new window: its revisions
