@@ -30,6 +30,7 @@ Usage:
   weir savepoint JOB.yaml      ask the running job for a savepoint
   weir gen steep|orders|nexmark [flags]
                                write a realistic stream of JSON lines
+  weir bench [flags]           run the benchmarks (from the repository's root)
   weir version                 print the version
   weir help                    this text
 
@@ -55,6 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdSavepoint(args[1:], stdout, stderr)
 	case "gen":
 		return cmdGen(args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "weir", version)
 		return 0

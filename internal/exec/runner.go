@@ -76,6 +76,10 @@ type Config[K comparable, T, A, O any] struct {
 	State *state.DB
 	// BatchSize is the number of items per instance batch (default 1024).
 	BatchSize int
+	// Live sends a batch on as soon as the watermark or processing time
+	// advances, instead of when it is full, so that panes reach the sink
+	// without waiting for more events (a live source; replays batch).
+	Live bool
 	// Emit receives the outputs in their canonical order, from one goroutine.
 	// The slice is reused after Emit returns. An error stops the runner.
 	Emit func([]Out[K, T, O]) error
@@ -265,7 +269,7 @@ func (r *Runner[K, T, A, O]) broadcast(k itemKind, ts, now mtime.Time) {
 		r.cur[i] = append(r.cur[i], item[K, T]{kind: k, step: s, ts: ts, now: now})
 		full = full || len(r.cur[i]) >= r.cfg.BatchSize
 	}
-	if full {
+	if full || r.cfg.Live {
 		r.Flush()
 	}
 }

@@ -144,6 +144,8 @@ type WindowOp[K comparable, T, A, O any] struct {
 	merging  bool
 	gap      mtime.Time
 	slice    mtime.Time // slice length when sliding windows share slices, else 0
+	tumble   window.Tumbling
+	mem      *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
 
 	wm   mtime.Time
 	now  mtime.Time
@@ -177,6 +179,8 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	if sa, ok := s.Assigner.(window.Session); ok {
 		op.gap = sa.Gap
 	}
+	op.tumble, _ = s.Assigner.(window.Tumbling)
+	op.mem = op.state.(*memStore[K, A, O])
 	// Sliding windows share work through slices, except in discarding mode,
 	// where a pane holds only what came since that window's own last firing.
 	if sl, ok := s.Assigner.(window.Sliding); ok && sl.Size > sl.Slide && s.Mode != window.Discarding {
@@ -190,6 +194,7 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 func (op *WindowOp[K, T, A, O]) usePebble(db *pebble.DB, inst int, c Codec[K, A, O], hash func(K) uint64, cacheLimit int64) {
 	w := &pebbleWriter{db: db}
 	op.state = newPebbleStore(w, inst, c, hash, cacheLimit)
+	op.mem = nil
 	op.et = newPebbleTimers[K](w, inst, 'e', c)
 	op.pt = newPebbleTimers[K](w, inst, 'p', c)
 }
@@ -239,6 +244,10 @@ func (op *WindowOp[K, T, A, O]) setNow(step uint64, now mtime.Time) {
 // AdvanceProc first, as a step of its own.
 func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v T) {
 	op.setNow(step, now)
+	if op.tumble.Size > 0 {
+		op.tumblingEvent(key, ts, v)
+		return
+	}
 	if op.merging {
 		op.sessionEvent(key, ts, v)
 		return
@@ -272,6 +281,40 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		op.onElement(key, ks, st)
 	}
 	op.account(accepted, late, key, ts, v)
+}
+
+// getOrCreate is state.getOrCreate, without the interface call for memory.
+func (op *WindowOp[K, T, A, O]) getOrCreate(key K) *keyState[A, O] {
+	if op.mem != nil {
+		return op.mem.getOrCreate(key)
+	}
+	return op.state.getOrCreate(key)
+}
+
+// tumblingEvent is Event for tumbling windows (one window per event), the
+// most common case, kept short.
+func (op *WindowOp[K, T, A, O]) tumblingEvent(key K, ts mtime.Time, v T) {
+	start := op.tumble.Start(ts)
+	w := window.Window{Start: start, End: start + op.tumble.Size}
+	if op.tooLate(w) {
+		op.Dropped[w]++
+		op.wbuf = append(op.wbuf[:0], w)
+		op.account(false, false, key, ts, v)
+		return
+	}
+	ks := op.getOrCreate(key)
+	i := ks.find(w)
+	if i < 0 {
+		i = op.create(ks, key, w, op.step)
+	}
+	st := &ks.wins[i]
+	st.acc = op.agg.Add(st.acc, v)
+	st.n++
+	op.Accepted++
+	if st.late {
+		op.LateAccepted++
+	}
+	op.onElement(key, ks, st)
 }
 
 // slicedEvent is Event for sliding windows that share slices: the event is

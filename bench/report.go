@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+func find(rs []Result, name string) (Result, bool) {
+	for _, r := range rs {
+		if r.Name == name && r.Err == "" && r.EventsPerSec > 0 {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// Ratios compares each of weir's figures with its floor and its peer.
+func Ratios(rs []Result) string {
+	var b strings.Builder
+	b.WriteString("ratios (from this run)\n")
+	for _, k := range []string{"10k", "1m"} {
+		w, okw := find(rs, "tumbling-"+k+"-p1")
+		if f, ok := find(rs, "floor-"+k); ok && okw {
+			fmt.Fprintf(&b, "  tumbling-%s-p1 takes %.2fx the time of the hand-written floor\n", k, f.EventsPerSec/w.EventsPerSec)
+		}
+		if p, ok := find(rs, "beam-"+k); ok && okw {
+			fmt.Fprintf(&b, "  tumbling-%s-p1 is %.0fx Beam Go's local runner per core (%.0fx in events/s)\n", k, w.PerCore/p.PerCore, w.EventsPerSec/p.EventsPerSec)
+		}
+		if c, ok := find(rs, "tumbling-"+k+"-p1-ckpt10s"); ok && okw {
+			fmt.Fprintf(&b, "  checkpoints every 10 s cost %.1f%% of tumbling-%s-p1's throughput\n", 100*(1-c.EventsPerSec/w.EventsPerSec), k)
+		}
+		if p2, ok := find(rs, "tumbling-"+k+"-p2"); ok && okw {
+			fmt.Fprintf(&b, "  parallelism 2 gives %.2fx parallelism 1 (events/s)\n", p2.EventsPerSec/w.EventsPerSec)
+		}
+	}
+	if j, ok := find(rs, "jsonl-run"); ok {
+		if p, ok := find(rs, "jsonl-parse-only"); ok {
+			fmt.Fprintf(&b, "  weir run takes %.2fx the time of the parse-only pass over the same lines\n", p.EventsPerSec/j.EventsPerSec)
+		}
+	}
+	return b.String()
+}
+
+// Targets says, for each target of the performance issue, what was measured
+// and whether it is met.
+func Targets(rs []Result) string {
+	var b strings.Builder
+	b.WriteString("targets\n")
+	check := func(what string, measured float64, ok bool, have bool, unit string) {
+		status := "not met"
+		if !have {
+			status, unit = "not measured", ""
+		} else if ok {
+			status = "met"
+		}
+		fmt.Fprintf(&b, "  %-62s %12s  %s\n", what, fmtNum(measured, unit, have), status)
+	}
+	w, okw := find(rs, "tumbling-10k-p1")
+	check("tumbling 10K keys p1: >= 5M events/s per core", w.PerCore, w.PerCore >= 5e6, okw, "/s")
+	if f, ok := find(rs, "floor-10k"); ok && okw {
+		r := f.EventsPerSec / w.EventsPerSec
+		check("tumbling 10K keys p1: <= 2x the floor's time", r, r <= 2, true, "x")
+	} else {
+		check("tumbling 10K keys p1: <= 2x the floor's time", 0, false, false, "")
+	}
+	if p, ok := find(rs, "beam-10k"); ok && okw {
+		r := w.PerCore / p.PerCore
+		check("tumbling 10K keys p1: >= 10x Beam Go's local runner (per core)", r, r >= 10, true, "x")
+	} else {
+		check("tumbling 10K keys p1: >= 10x Beam Go's local runner (per core)", 0, false, false, "")
+	}
+	check("tumbling 10K keys p1: 0 allocations per event", w.AllocsPerEv, w.AllocsPerEv < 0.01, okw, "")
+	j, okj := find(rs, "jsonl-run")
+	check("JSON lines: >= 1M lines/s per core", j.PerCore, j.PerCore >= 1e6, okj, "/s")
+	if p, ok := find(rs, "jsonl-parse-only"); ok && okj {
+		r := p.EventsPerSec / j.EventsPerSec
+		check("JSON lines: within 1.5x of the parse-only pass", r, r <= 1.5, true, "x")
+	} else {
+		check("JSON lines: within 1.5x of the parse-only pass", 0, false, false, "")
+	}
+	for _, q := range []struct {
+		name string
+		min  float64
+	}{{"nexmark-q5", 500e3}, {"nexmark-q7", 400e3}, {"nexmark-q8", 500e3}, {"nexmark-q11", 150e3}} {
+		r, ok := find(rs, q.name)
+		check(fmt.Sprintf("%s: >= %.0fK events/s per core", q.name, q.min/1000), r.PerCore, r.PerCore >= q.min, ok, "/s")
+	}
+	if c, ok := find(rs, "tumbling-10k-p1-ckpt10s"); ok && okw {
+		cost := 100 * (1 - c.EventsPerSec/w.EventsPerSec)
+		check("checkpoints every 10 s cost < 10%", cost, cost < 10, true, "%")
+	} else {
+		check("checkpoints every 10 s cost < 10%", 0, false, false, "")
+	}
+	l, okl := find(rs, "latency-100k")
+	p99 := l.Extra["p99_ms"]
+	check("on-time panes reach the sink within 10 ms (p99)", p99, p99 <= 10, okl && l.Extra["panes"] > 0, "ms")
+	return b.String()
+}
+
+func fmtNum(v float64, unit string, have bool) string {
+	if !have {
+		return "-"
+	}
+	switch unit {
+	case "/s":
+		if v >= 1e6 {
+			return fmt.Sprintf("%.2fM/s", v/1e6)
+		}
+		return fmt.Sprintf("%.0fK/s", v/1e3)
+	case "x":
+		return fmt.Sprintf("%.2fx", v)
+	case "%":
+		return fmt.Sprintf("%.1f%%", v)
+	case "ms":
+		return fmt.Sprintf("%.2fms", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}

@@ -1,0 +1,230 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// The events of benchmark (1): event i has key i % keys and event time
+// base + i/10 ms (10,000 events per second of event time, in order); a
+// tumbling window of one minute counts them per key.
+const tumblingBase = mtime.Time(1_780_000_000_000)
+
+func init() {
+	for _, keys := range []int{10_000, 1_000_000} {
+		for _, p := range []int{1, 2} {
+			register(Bench{
+				Name: fmt.Sprintf("tumbling-%s-p%d", short(keys), p), Group: "tumbling-" + short(keys),
+				About: fmt.Sprintf("keyed tumbling count, %d keys, parallelism %d, in-memory events", keys, p),
+				Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tumbling(d, keys, p, 0) },
+			})
+		}
+		register(Bench{
+			Name: fmt.Sprintf("tumbling-%s-p1-ckpt10s", short(keys)), Group: "tumbling-" + short(keys),
+			About: fmt.Sprintf("as tumbling-%s-p1, with a checkpoint every 10 s (written and synced)", short(keys)),
+			Run: func(d time.Duration) (int64, map[string]float64, string, error) {
+				return tumbling(max(d, 25*time.Second), keys, 1, 10*time.Second)
+			},
+		})
+		register(Bench{
+			Name: fmt.Sprintf("tumbling-%s-api", short(keys)), Group: "tumbling-" + short(keys),
+			About: "the same through the typed Go API (weir.Pipeline)",
+			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tumblingAPI(d, keys) },
+		})
+		register(Bench{
+			Name: fmt.Sprintf("floor-%s", short(keys)), Group: "tumbling-" + short(keys),
+			About: "the limit: a hand-written loop with a plain map, no engine",
+			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return floor(d, keys) },
+		})
+	}
+}
+
+func short(n int) string {
+	if n >= 1_000_000 {
+		return fmt.Sprintf("%dm", n/1_000_000)
+	}
+	return fmt.Sprintf("%dk", n/1000)
+}
+
+// countCodec encodes the state of a count per uint64 key.
+type countCodec struct{}
+
+func (countCodec) AppendKey(b []byte, k uint64) []byte { return enc.AppendUvarint(b, k) }
+func (countCodec) ReadKey(d *enc.Decoder) uint64       { return d.Uvarint() }
+func (countCodec) AppendAcc(b []byte, a int64) []byte  { return enc.AppendVarint(b, a) }
+func (countCodec) ReadAcc(d *enc.Decoder) int64        { return d.Varint() }
+func (countCodec) AppendOut(b []byte, o int64) []byte  { return enc.AppendVarint(b, o) }
+func (countCodec) ReadOut(d *enc.Decoder) int64        { return d.Varint() }
+func mix(k uint64) uint64                              { return k * 0x9E3779B97F4A7C15 }
+
+// runFor says whether a loop at iteration i goes on: until d has passed,
+// looking at the clock every 65536 iterations.
+func runFor(start time.Time, d time.Duration, i int) bool {
+	return i&0xffff != 0 || time.Since(start) < d
+}
+
+// tumbling runs benchmark (1) on the engine: the source loop feeds a driver
+// (watermark: 1 s of bounded out-of-orderness, every 200 ms of wall time),
+// batches go to p operator instances. With ckpt > 0 a barrier goes every
+// ckpt and the instances' snapshots are written to a checkpoint store.
+func tumbling(d time.Duration, keys, p int, ckpt time.Duration) (int64, map[string]float64, string, error) {
+	var panes int64
+	var store *checkpoint.Store
+	var saved, savedBytes int64
+	var saveTime time.Duration
+	type req struct{ parts [][]byte }
+	reqs := make(chan req, 1)
+	done := make(chan error, 1)
+	if ckpt > 0 {
+		dir, err := os.MkdirTemp("", "weir-bench-ckpt-")
+		if err != nil {
+			return 0, nil, "", err
+		}
+		defer os.RemoveAll(dir)
+		if store, err = checkpoint.Open(checkpoint.OSFS, dir, 2); err != nil {
+			return 0, nil, "", err
+		}
+		go func() {
+			var err error
+			id := uint64(1)
+			for r := range reqs {
+				t0 := time.Now()
+				names := make([]string, len(r.parts))
+				for i := range names {
+					names[i] = fmt.Sprintf("op-%d", i)
+					savedBytes += int64(len(r.parts[i]))
+				}
+				if _, e := store.Save(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic}, names, r.parts); e != nil && err == nil {
+					err = e
+				}
+				store.Prune()
+				saveTime += time.Since(t0)
+				id++
+				saved++
+			}
+			done <- err
+		}()
+	}
+	var parts [][]byte
+	r := exec.NewRunner(exec.Config[uint64, struct{}, int64, int64]{
+		Strategy:    window.NewStrategy(window.TumblingWindows(time.Minute)),
+		Agg:         aggregate.Count[struct{}](),
+		Parallelism: p,
+		Hash:        mix,
+		Codec:       countCodec{},
+		Emit: func(outs []exec.Out[uint64, struct{}, int64]) error {
+			for i := range outs {
+				switch outs[i].Kind {
+				case exec.OutPane:
+					panes++
+				case exec.OutBarrier:
+					parts = append(parts, outs[i].Barrier.State)
+					if len(parts) == outs[i].Barrier.Of {
+						reqs <- req{parts}
+						parts = nil
+					}
+				}
+			}
+			return nil
+		},
+	})
+	drv := exec.NewDriver[uint64, struct{}](r, watermark.BoundedOutOfOrderness(time.Second), false)
+	start := time.Now()
+	nextCkpt := start.Add(ckpt)
+	i := 0
+	for ; runFor(start, d, i); i++ {
+		if i&1023 == 0 {
+			drv.Advance(mtime.Now())
+			if ckpt > 0 && time.Now().After(nextCkpt) {
+				r.Barrier(nil)
+				nextCkpt = nextCkpt.Add(ckpt)
+			}
+		}
+		drv.Event(0, uint64(i%keys), tumblingBase+mtime.Time(i/10), struct{}{})
+	}
+	drv.End()
+	if err := r.Wait(); err != nil {
+		return int64(i), nil, "", err
+	}
+	extra := map[string]float64{"panes": float64(panes)}
+	note := ""
+	if ckpt > 0 {
+		close(reqs)
+		if err := <-done; err != nil {
+			return int64(i), extra, "", err
+		}
+		extra["checkpoints"] = float64(saved)
+		if saved > 0 {
+			extra["ckpt_mib"] = float64(savedBytes) / float64(saved) / (1 << 20)
+			extra["ckpt_write_s"] = saveTime.Seconds() / float64(saved)
+		}
+	}
+	return int64(i), extra, note, nil
+}
+
+// tumblingAPI is benchmark (1) through the Go API.
+func tumblingAPI(d time.Duration, keys int) (int64, map[string]float64, string, error) {
+	p := weir.NewPipeline()
+	var n int64
+	src := weir.FromSeq(p, func(yield func(int, mtime.Time) bool) {
+		start := time.Now()
+		for i := 0; runFor(start, d, i); i++ {
+			if !yield(i, mtime.MinTime) {
+				return
+			}
+			n++
+		}
+	})
+	stamped := weir.WithTimestamps(src, func(i int) mtime.Time { return tumblingBase + mtime.Time(i/10) },
+		watermark.BoundedOutOfOrderness(time.Second))
+	counts, _ := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(i int) int { return i % keys }),
+		window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[int]())
+	var panes int64
+	weir.Sink(counts, func(weir.Pane[int, int64]) error { panes++; return nil })
+	err := p.Run(context.Background())
+	return n, map[string]float64{"panes": float64(panes)}, "", err
+}
+
+// floor is the limit for benchmark (1): the same events, windows and
+// results, with a map per window and nothing else: no watermark machinery,
+// no batches, no goroutines. A window's counts are emitted when the first
+// event of the next window comes (the events are in order).
+func floor(d time.Duration, keys int) (int64, map[string]float64, string, error) {
+	const size = 60_000
+	counts := map[uint64]int64{}
+	cur := mtime.Time(-1)
+	var panes, sum int64
+	start := time.Now()
+	i := 0
+	for ; runFor(start, d, i); i++ {
+		ts := tumblingBase + mtime.Time(i/10)
+		w := ts - ts%size
+		if w != cur {
+			if cur >= 0 {
+				for _, c := range counts {
+					sum += c
+					panes++
+				}
+				clear(counts)
+			}
+			cur = w
+		}
+		counts[uint64(i%keys)]++
+	}
+	for _, c := range counts {
+		sum += c
+		panes++
+	}
+	return int64(i), map[string]float64{"panes": float64(panes), "counted": float64(sum)}, "", nil
+}

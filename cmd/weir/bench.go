@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/bench"
+)
+
+// cmdBench runs every benchmark, each in a child process of its own (so that
+// its peak memory is its own), and prints them side by side with the floor,
+// the peer and the targets.
+func cmdBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weir bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	only := fs.String("only", "", "run the benchmarks whose name matches this `regexp`")
+	dur := fs.Duration("duration", 8*time.Second, "how long each timed benchmark runs")
+	quick := fs.Bool("quick", false, "short runs (2 s each, 1M JSON lines): a smoke test, not a measurement")
+	asJSON := fs.Bool("json", false, "print one JSON object per benchmark instead of the table")
+	list := fs.Bool("list", false, "list the benchmarks and exit")
+	child := fs.String("child", "", "run one benchmark in this process and print its result (internal)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: weir bench [flags]\n\nRuns weir's benchmarks from the repository's root (the Beam peer is bench/beam) and prints events/s,\nevents/s per core, peak memory and allocations per event, with ratios to the floor and the peer.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return 2
+	}
+	if *quick {
+		*dur = 2 * time.Second
+		bench.JSONLines = 1_000_000
+	}
+	if *child != "" {
+		b, ok := bench.Find(*child)
+		if !ok {
+			fmt.Fprintf(stderr, "weir bench: no benchmark %q\n", *child)
+			return 2
+		}
+		fmt.Fprintln(stdout, bench.Measure(b, *dur).JSON())
+		return 0
+	}
+	var re *regexp.Regexp
+	if *only != "" {
+		var err error
+		if re, err = regexp.Compile(*only); err != nil {
+			fmt.Fprintf(stderr, "weir bench: --only: %v\n", err)
+			return 2
+		}
+	}
+	if *list {
+		for _, b := range bench.All() {
+			fmt.Fprintf(stdout, "%-26s %s\n", b.Name, b.About)
+		}
+		return 0
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, "weir bench:", err)
+		return 1
+	}
+	var results []bench.Result
+	start := time.Now()
+	for _, b := range bench.All() {
+		if re != nil && !re.MatchString(b.Name) {
+			continue
+		}
+		fmt.Fprintf(stderr, "weir bench: %s ...", b.Name)
+		cargs := []string{"bench", "--child", b.Name, "--duration", dur.String()}
+		if *quick {
+			cargs = append(cargs, "--quick")
+		}
+		cmd := exec.Command(self, cargs...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		t0 := time.Now()
+		runErr := cmd.Run()
+		var r bench.Result
+		if jerr := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &r); jerr != nil || runErr != nil {
+			r = bench.Result{Name: b.Name, Group: b.Group, Err: strings.TrimSpace(fmt.Sprint(runErr, " ", errb.String()))}
+		}
+		fmt.Fprintf(stderr, " %.1fs\n", time.Since(t0).Seconds())
+		results = append(results, r)
+		if *asJSON {
+			fmt.Fprintln(stdout, r.JSON())
+		}
+	}
+	if !*asJSON {
+		fmt.Fprint(stdout, bench.Table(results))
+		fmt.Fprint(stdout, "\n"+bench.Ratios(results))
+		fmt.Fprint(stdout, "\n"+bench.Targets(results))
+	}
+	fmt.Fprintf(stderr, "weir bench: %d benchmarks in %.0fs\n", len(results), time.Since(start).Seconds())
+	return 0
+}
