@@ -391,3 +391,28 @@ func TestExactDecimalSums(t *testing.T) {
 		}
 	}
 }
+
+// A rejected line does not make a partition of its own: it would hold the
+// watermark back until it went idle.
+func TestRejectedLineMakesNoPartition(t *testing.T) {
+	job := `
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: arrival, partition_field: p}
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 10s}
+aggregates: {total: sum(v)}
+output: results.jsonl
+quarantine: quarantine.jsonl
+`
+	in := lines(
+		`{"p": "p0", "v": 1, "ts": "2026-01-01T00:00:01Z", "arrival": "2026-01-01T00:00:01Z"}`,
+		`{"p": "p9", "v": "x", "ts": "2026-01-01T00:00:02Z", "arrival": "2026-01-01T00:00:02Z"}`,
+		`{"p": "p0", "v": 2, "ts": "2026-01-01T00:00:12Z", "arrival": "2026-01-01T00:00:03Z"}`,
+	)
+	dir, _ := runJob(t, job, in)
+	// [0,10) fires at 00:00:03, when p0's watermark passes its end; a p9
+	// partition would have held it until the end of the input.
+	if got := read(t, dir, "results.jsonl"); !strings.Contains(got, `"window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:03.000Z"`) {
+		t.Errorf("results:\n%s", got)
+	}
+}

@@ -182,21 +182,12 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		lp.idBuf = appendCanonical(lp.idBuf[:0], id)
 		out.id = lp.idBuf
 	}
+	var part *fastjson.Value
 	if j.PartitionField != nil {
-		pv := get(v, j.PartitionField)
-		if pv == nil || !scalar(pv) {
+		if part = get(v, j.PartitionField); part == nil || !scalar(part) {
 			out.reason = ReasonNoPartition
 			return out
 		}
-		lp.keyBuf = appendCanonical(lp.keyBuf[:0], pv)
-		p, ok := lp.parts[string(lp.keyBuf)]
-		if !ok {
-			p = len(lp.partKeys)
-			s := string(lp.keyBuf)
-			lp.parts[s] = p
-			lp.partKeys = append(lp.partKeys, s)
-		}
-		out.part = p
 	}
 	// The values the aggregates read.
 	if len(lp.vals) < len(lp.fields) {
@@ -236,8 +227,26 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			vals[i] = value{kind: vText, text: lp.keepText(b)}
 		}
 	}
+	if part != nil {
+		// Only now, when the line is an event: a rejected line must not make
+		// a partition that would hold the watermark back.
+		out.part = lp.partition(part)
+	}
 	out.rec = record{raw: text, vals: vals}
 	return out
+}
+
+// partition numbers a partition value, in order of first appearance.
+func (lp *lineParser) partition(v *fastjson.Value) int {
+	lp.keyBuf = appendCanonical(lp.keyBuf[:0], v)
+	p, ok := lp.parts[string(lp.keyBuf)]
+	if !ok {
+		p = len(lp.partKeys)
+		s := string(lp.keyBuf)
+		lp.parts[s] = p
+		lp.partKeys = append(lp.partKeys, s)
+	}
+	return p
 }
 
 func scalar(v *fastjson.Value) bool {

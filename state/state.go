@@ -7,9 +7,11 @@
 // and any backend), and the database directory is emptied when a job starts.
 // Hence no write-ahead log: a write costs a memtable insert.
 //
-// Of a budget B, Pebble's block cache takes B/4 and its memtables at most
-// B/4; the decoded state the operators keep at hand takes B/4 (see
-// CacheBudget); the rest is headroom for the Go heap. The Go garbage
+// Of a budget B, Pebble's block cache takes B/2 and its memtables at most
+// B/8; the decoded state the operators keep at hand takes B/8 (see
+// CacheBudget); the rest is headroom for the Go heap. Blocks are not
+// compressed: state is read back at random, one key at a time, and a
+// compressed block costs a decompression per key. The Go garbage
 // collector is given a soft limit of B + 64 MiB.
 package state
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 // DefaultBudget is the memory budget when a job names none: 512 MiB.
@@ -44,10 +47,10 @@ func Open(dir string, budget int64) (*DB, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(budget / 4)
+	cache := pebble.NewCache(budget / 2)
 	opts := &pebble.Options{
 		Cache:                       cache,
-		MemTableSize:                uint64(max(budget/8, 4<<20)),
+		MemTableSize:                uint64(max(budget/16, 4<<20)),
 		MemTableStopWritesThreshold: 2,
 		DisableWAL:                  true,
 		Logger:                      quietLogger{},
@@ -55,6 +58,7 @@ func Open(dir string, budget int64) (*DB, error) {
 	// Bloom filters: most lookups (a new key, a new event id) find nothing.
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
@@ -66,7 +70,7 @@ func Open(dir string, budget int64) (*DB, error) {
 
 // CacheBudget is the memory that decoded state kept at hand may take, over
 // all operator instances.
-func (db *DB) CacheBudget() int64 { return db.budget / 4 }
+func (db *DB) CacheBudget() int64 { return db.budget / 8 }
 
 // Budget is the memory budget the database was opened with.
 func (db *DB) Budget() int64 { return db.budget }

@@ -100,7 +100,7 @@ type Runner[K comparable, T, A, O any] struct {
 	// pipelined mode
 	cur     [][]item[K, T]
 	in      []chan []item[K, T]
-	out     []chan []Out[K, T, O]
+	out     []chan chunk[K, T, O]
 	inFree  chan []item[K, T]
 	outFree chan []Out[K, T, O]
 	merged  []Out[K, T, O]
@@ -146,13 +146,13 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	}
 	r.cur = make([][]item[K, T], n)
 	r.in = make([]chan []item[K, T], n)
-	r.out = make([]chan []Out[K, T, O], n)
+	r.out = make([]chan chunk[K, T, O], n)
 	r.inFree = make(chan []item[K, T], 4*n+4)
 	r.outFree = make(chan []Out[K, T, O], 4*n+4)
 	for i := range n {
 		r.cur[i] = make([]item[K, T], 0, cfg.BatchSize)
 		r.in[i] = make(chan []item[K, T], 2)
-		r.out[i] = make(chan []Out[K, T, O], 2)
+		r.out[i] = make(chan chunk[K, T, O], 4)
 		r.wg.Add(1)
 		go r.instance(i)
 	}
@@ -308,9 +308,37 @@ func (r *Runner[K, T, A, O]) Flush() {
 	}
 }
 
+// chunk is a part of an instance's outputs for one round; the last chunk of
+// a round has last set. A long watermark advance (a million windows closing
+// at the end of the input) sends its panes in chunks, so that neither memory
+// nor the sink waits for all of them.
+type chunk[K comparable, T, O any] struct {
+	outs []Out[K, T, O]
+	last bool
+}
+
+// chunkSize is how many outputs an instance gathers before sending them on in
+// the middle of a round.
+const chunkSize = 8192
+
 func (r *Runner[K, T, A, O]) instance(i int) {
 	defer r.wg.Done()
 	op := r.ops[i]
+	send := func(last bool) {
+		var fresh []Out[K, T, O]
+		select {
+		case fresh = <-r.outFree:
+		default:
+		}
+		outs := op.out
+		op.out = fresh[:0]
+		r.out[i] <- chunk[K, T, O]{outs, last}
+	}
+	op.spill = func() {
+		if len(op.out) >= chunkSize {
+			send(false)
+		}
+	}
 	for b := range r.in[i] {
 		for j := range b {
 			it := &b[j]
@@ -335,83 +363,101 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 		if err := op.StoreErr(); err != nil {
 			r.fail(err)
 		}
-		var fresh []Out[K, T, O]
-		select {
-		case fresh = <-r.outFree:
-		default:
-		}
-		outs := op.out
-		op.out = fresh[:0]
 		op.openGauge.Store(op.Open)
 		if i == 0 {
 			r.wm.Store(int64(op.Watermark()))
 		}
-		r.out[i] <- outs
+		send(true)
 	}
 	close(r.out[i])
 }
 
-// sink receives one output batch per instance per round, merges them into
-// canonical order and emits them.
+// sink merges the instances' outputs, round by round, into canonical order
+// and emits them. Each instance's outputs are in order, so a streaming k-way
+// merge emits an output as soon as every instance has either sent one that
+// sorts after it or finished the round.
 func (r *Runner[K, T, A, O]) sink() {
 	defer r.wg.Done()
 	n := len(r.out)
-	parts := make([][]Out[K, T, O], n)
-	for {
-		for i := range parts {
-			b, ok := <-r.out[i]
-			if !ok {
-				// every instance closes after its last round
-				for j := i + 1; j < n; j++ {
-					for range r.out[j] {
-					}
-				}
-				return
-			}
-			parts[i] = b
-		}
-		var batch []Out[K, T, O]
-		if n == 1 {
-			batch = parts[0]
-		} else {
-			r.merged = mergeOuts(r.merged[:0], parts)
-			batch = r.merged
-		}
+	bufs := make([][]Out[K, T, O], n)
+	pos := make([]int, n)
+	done := make([]bool, n)
+	emit := func(batch []Out[K, T, O]) {
 		if len(batch) > 0 && !r.failed.Load() {
 			if err := r.cfg.Emit(batch); err != nil {
 				r.fail(err)
 			}
 		}
-		var open int64
-		for i, b := range parts {
-			clear(b)
-			select {
-			case r.outFree <- b[:0]:
-			default:
+	}
+	recycle := func(b []Out[K, T, O]) {
+		clear(b)
+		select {
+		case r.outFree <- b[:0]:
+		default:
+		}
+	}
+	for {
+		for i := range done {
+			done[i] = false
+		}
+		for {
+			// Refill every instance that has nothing at hand and has not
+			// finished the round.
+			for i := range bufs {
+				for pos[i] >= len(bufs[i]) && !done[i] {
+					if bufs[i] != nil {
+						recycle(bufs[i])
+					}
+					c, ok := <-r.out[i]
+					if !ok {
+						// Instances close after their last round; drain the others.
+						for j := range r.out {
+							for range r.out[j] {
+							}
+						}
+						return
+					}
+					bufs[i], pos[i], done[i] = c.outs, 0, c.last
+				}
 			}
-			parts[i] = nil
+			if n == 1 {
+				emit(bufs[0][pos[0]:])
+				pos[0] = len(bufs[0])
+			} else {
+				r.merged = r.merged[:0]
+				for len(r.merged) < chunkSize {
+					best := -1
+					for i := range bufs {
+						if pos[i] < len(bufs[i]) && (best < 0 || bufs[i][pos[i]].Less(&bufs[best][pos[best]])) {
+							best = i
+						}
+					}
+					if best < 0 {
+						break
+					}
+					r.merged = append(r.merged, bufs[best][pos[best]])
+					pos[best]++
+					if pos[best] == len(bufs[best]) && !done[best] {
+						break // wait for more of this instance before going on
+					}
+				}
+				emit(r.merged)
+			}
+			finished := true
+			for i := range bufs {
+				if pos[i] < len(bufs[i]) || !done[i] {
+					finished = false
+				}
+			}
+			if finished {
+				break
+			}
+		}
+		var open int64
+		for i := range bufs {
 			open += r.ops[i].openGauge.Load()
 		}
 		r.open.Store(open)
-	}
-}
-
-// mergeOuts merges sorted batches into dst by (Step, At, Seq); ties keep the
-// order of the batches.
-func mergeOuts[K comparable, T, O any](dst []Out[K, T, O], parts [][]Out[K, T, O]) []Out[K, T, O] {
-	idx := make([]int, len(parts))
-	for {
-		best := -1
-		for i, p := range parts {
-			if idx[i] < len(p) && (best < 0 || p[idx[i]].Less(&parts[best][idx[best]])) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return dst
-		}
-		dst = append(dst, parts[best][idx[best]])
-		idx[best]++
 	}
 }
 

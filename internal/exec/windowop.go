@@ -158,6 +158,7 @@ type WindowOp[K comparable, T, A, O any] struct {
 	ibuf  []int
 
 	out       []Out[K, T, O]
+	spill     func()       // called as outputs pile up during one call; may take them
 	openGauge atomic.Int64 // Open, published for progress reports
 	Stats
 }
@@ -597,8 +598,14 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 			return
 		}
 		t, b := op.et.pop()
+		if pf, ok := op.state.(interface{ prefetch([]timerRef[K]) }); ok {
+			pf.prefetch(b)
+		}
 		for _, r := range b {
 			op.eventTimer(t, r)
+			if op.spill != nil && len(op.out) >= chunkSize {
+				op.spill()
+			}
 		}
 		op.et.recycle(b)
 	}
