@@ -30,6 +30,8 @@ Usage:
   weir savepoint JOB.yaml      ask the running job for a savepoint
   weir gen steep|orders|nexmark [flags]
                                write a realistic stream of JSON lines
+  weir lateness [flags] FILE   measure how late a recorded stream is: travel
+                               times, Table 1 and a recommended watermark
   weir bench [flags]           run the benchmarks (from the repository's root)
   weir version                 print the version
   weir help                    this text
@@ -58,6 +60,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdGen(args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(args[1:], stdout, stderr)
+	case "lateness":
+		return cmdLateness(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "weir", version)
 		return 0

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/lateness"
+	"github.com/weirstream/weir/mtime"
+)
+
+const latenessUsage = `Usage: weir lateness [flags] FILE
+       weir lateness --job JOB.yaml [flags] [FILE]
+
+Measures how late a recorded stream really is, before you choose a
+watermark: the travel time of its events (arrival minus event time), the
+share that arrive out of order, Table 1 (for each watermark delay, the share
+of events too late for their window and how long results wait, replayed
+with the rules of weir run) and a recommendation.
+
+FILE is JSON lines, CSV (with a header row) or Parquet, by its extension
+(--input-format to say otherwise). Shares are sums of weights when the input
+has a weight column (sample_weight, or --weight).
+
+Exit status: 0 done, 1 the input could not be read to the end, 2 bad flags
+or an input that cannot be used (missing file, unknown field).
+
+Flags:
+`
+
+// listFlag collects a repeatable, comma-separated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// cmdLateness runs "weir lateness".
+func cmdLateness(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weir lateness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jobFile := fs.String("job", "", "take the time fields (and window size) from this job `file`")
+	timeField := fs.String("time", "ts", "event-time `field` (dotted for nested JSON)")
+	arrival := fs.String("arrival", "arrival", "arrival-time `field`")
+	inFormat := fs.String("input-format", "", "input `format`: jsonl, csv or parquet (default: from the extension)")
+	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for (default: sample_weight when a CSV or Parquet file has it)")
+	noWeight := fs.Bool("no-weight", false, "ignore any weight column: every line counts once")
+	var by listFlag
+	fs.Var(&by, "by", "group the travel times by this `field` (repeatable, or comma-separated)")
+	win := fs.String("window", "1m", "tumbling window `size`")
+	delays := fs.String("delays", "none,2s,5m,1h,3h,6h", "watermark `delays` of Table 1, comma-separated (none = 0)")
+	lateList := fs.String("lateness", "1m,5m,1h,6h", "allowed `latenesses` to try with the recommended delay")
+	target := fs.String("target", "0.1%", "largest acceptable `share` of too-late events (0.1% or 0.001)")
+	maxWait := fs.String("max-wait", "1h", "longest a result may wait after its window ends (`duration`)")
+	format := fs.String("format", "text", "output `format`: text, json or csv (Table 1)")
+	plot := fs.String("plot", "", "also draw the trade-off curve and the travel times to this `file` (.svg or .png)")
+	output := fs.String("o", "", "write the report to `FILE` instead of standard output")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, latenessUsage)
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after FILE.
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "weir lateness: "+format+"\n", a...)
+		return 2
+	}
+	if len(files) > 1 || (len(files) == 0 && *jobFile == "") {
+		fs.Usage()
+		return 2
+	}
+	var o lateness.Options
+	o.Format, o.Weight, o.NoWeight, o.By = *inFormat, *weight, *noWeight, by
+	var err error
+	parseDur := func(name, s string) (time.Duration, bool) {
+		d, err := mtime.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			usageErr("--%s: %q is not a duration (such as 2s, 5m or 1h)", name, s)
+			return 0, false
+		}
+		return time.Duration(d) * time.Millisecond, true
+	}
+	if set["window"] || *jobFile == "" {
+		var ok bool
+		if o.Window, ok = parseDur("window", *win); !ok {
+			return 2
+		}
+		if o.Window <= 0 {
+			return usageErr("--window must be positive")
+		}
+	}
+	for _, s := range strings.Split(*delays, ",") {
+		if s = strings.TrimSpace(s); s == "none" {
+			o.Delays = append(o.Delays, 0)
+			continue
+		}
+		d, ok := parseDur("delays", s)
+		if !ok {
+			return 2
+		}
+		o.Delays = append(o.Delays, d)
+	}
+	o.Lateness = []time.Duration{}
+	for _, s := range strings.Split(*lateList, ",") {
+		if s = strings.TrimSpace(s); s == "" || s == "none" {
+			continue
+		}
+		d, ok := parseDur("lateness", s)
+		if !ok {
+			return 2
+		}
+		if d <= 0 {
+			return usageErr("--lateness: %q must be positive", s)
+		}
+		o.Lateness = append(o.Lateness, d)
+	}
+	if o.Target, err = parseShare(*target); err != nil {
+		return usageErr("--target: %v", err)
+	}
+	var ok bool
+	if o.MaxWait, ok = parseDur("max-wait", *maxWait); !ok {
+		return 2
+	}
+	if o.MaxWait <= 0 {
+		return usageErr("--max-wait must be positive")
+	}
+	switch *format {
+	case "text", "json", "csv":
+	default:
+		return usageErr("--format must be text, json or csv, not %q", *format)
+	}
+	if *plot != "" {
+		switch strings.ToLower(filepath.Ext(*plot)) {
+		case ".svg", ".png":
+		default:
+			return usageErr("--plot: %q must end in .svg or .png", *plot)
+		}
+	}
+	o.TimeField, o.ArrivalField = *timeField, *arrival
+	path := ""
+	if len(files) == 1 {
+		path = files[0]
+	}
+	if *jobFile != "" {
+		if set["time"] || set["arrival"] {
+			return usageErr("--job names the time fields: drop --time and --arrival")
+		}
+		j, err := loadJob(*jobFile, path)
+		if err != nil {
+			fmt.Fprintln(stderr, "weir lateness:", err)
+			return 2
+		}
+		if o, err = lateness.FromJob(o, j); err != nil {
+			return usageErr("%v", err)
+		}
+		if path == "" {
+			if j.Input == "-" {
+				return usageErr("%s reads standard input: name the recorded FILE", *jobFile)
+			}
+			path = j.Input
+		}
+	}
+
+	rep, err := lateness.Analyze(path, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "weir lateness:", err)
+		if lateness.IsUsage(err) {
+			return 2
+		}
+		return 1
+	}
+	w := stdout
+	var f *os.File
+	if *output != "" && *output != "-" {
+		if f, err = os.Create(*output); err != nil {
+			fmt.Fprintln(stderr, "weir lateness:", err)
+			return 1
+		}
+		w = f
+	}
+	switch *format {
+	case "json":
+		err = rep.WriteJSON(w)
+	case "csv":
+		err = rep.WriteCSV(w)
+	default:
+		err = rep.WriteText(w)
+	}
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil && *plot != "" {
+		err = rep.WritePlotFile(*plot)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "weir lateness:", err)
+		return 1
+	}
+	return 0
+}
+
+// loadJob reads a job file. Its own input need not exist when FILE is
+// given: the recorded stream to measure may be a copy elsewhere.
+func loadJob(path, file string) (*job.Job, error) {
+	if file == "" {
+		return job.Load(path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the job file %s: %v", path, errors.Unwrap(err))
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	return job.Parse(data, path, dir)
+}
+
+// parseShare reads "0.1%" or "0.001".
+func parseShare(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	div := 1.0
+	if strings.HasSuffix(s, "%") {
+		s, div = strings.TrimSpace(strings.TrimSuffix(s, "%")), 100
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v < 0 || v/div >= 1 {
+		return 0, fmt.Errorf("%q is not a share such as 0.1%% or 0.001", s)
+	}
+	if v == 0 {
+		// Options read 0 as the default: ask for no too-late event at all.
+		return 1e-15, nil
+	}
+	return v / div, nil
+}

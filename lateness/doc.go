@@ -1,0 +1,69 @@
+// Package lateness measures how late a recorded stream really is, before
+// anyone chooses a watermark. It is the library behind `weir lateness`.
+//
+// Seed 000 ("Real Time Is Hard") ends on one habit: before you raise a
+// watermark delay, measure the travel time of your events. Its Table 1
+// replays a real stream, in the order it arrived, through one-minute windows
+// and shows, for each watermark delay, how many events arrive after their
+// window has already given its result, and how long each result waits. Analyze
+// does the same for any recorded stream, in one pass and in constant memory,
+// and says what the numbers mean.
+//
+// # What the report says
+//
+// Every event has two times: when it happened (event time) and when it
+// reached the server (arrival, processing time). The report has four parts.
+//
+//  1. Travel time: arrival minus event time, as percentiles and in the seed's
+//     buckets (under 2 s, 2 s to 5 min, 5 min to 1 h, 1 to 6 h, 6 h or more),
+//     for all events and grouped by any field (Options.By). A stream whose
+//     late events are phones coming out of a tunnel shows a gap: almost
+//     nothing between a few seconds and a few minutes, then a long tail.
+//  2. Out of order: the share of events that arrive after an event that
+//     happened later (normal network jitter does that, a few hundred
+//     milliseconds at a time).
+//  3. Table 1: for each watermark delay, the share of events that are too
+//     late (their window had already fired when they arrived, so weir run
+//     drops them or sends them to late_output), and how long results wait
+//     after their window ends: at least, median, 99th percentile. With it,
+//     the state each delay costs: the windows held open (per key), on
+//     average and at most.
+//  4. A recommendation: the smallest delay that keeps too-late events under
+//     a target (0.1% by default) without results waiting longer than a limit
+//     (1 h by default), and what allowed lateness would add for it. When no
+//     delay gets there in time, the report says so plainly: late events need
+//     a side output and a batch correction, because, as the seed puts it, no
+//     fraud alert can wait six hours.
+//
+// # The same rules as weir run
+//
+// Table 1 is not a formula: each delay is replayed through weir's own window
+// operator (internal/exec), with tumbling windows, a watermark of max event
+// time - delay - 1 ms emitted after every event (watermark.interval 0s) and
+// no allowed lateness, reading the lines with weir run's rules (RFC 3339 or
+// epoch-millisecond times, event times before 2000 rejected, lines without an
+// arrival time rejected; rejected lines never move the watermark). So its
+// too-late counts are exactly what weir run reports as too_late for a job
+// with the same window and delay. Alongside, each event's margin (how far the
+// watermark had passed the end of its window when it arrived) gives the
+// too-late share of any delay at all, which the finer search of the
+// recommendation uses; tests check that the two agree.
+//
+// # Weights
+//
+// A sample often stands for more events than it holds: the seed's Parquet
+// sample keeps every late event but only some on-time ones, and its column
+// sample_weight says how many real events each row stands for. Every share
+// in the report is then a sum of weights, not a count of rows (Options.Weight;
+// a CSV or Parquet column named sample_weight is used by default). Too-late
+// counts stay counts of rows, as weir run counts them, next to their weight.
+//
+// # Inputs
+//
+// JSON lines, CSV with a header row, and Parquet (read a row group and only
+// the needed columns at a time; timestamps as TIMESTAMP or DATE columns,
+// RFC 3339 strings, epoch milliseconds, or legacy INT96). The input is read
+// once and never held in memory: travel times go into log-linear histograms
+// (exact below 256 ms, within 0.8% above), and the only state that grows is
+// the engine's open windows, bounded by the longest delay plus lateness.
+package lateness

@@ -1,0 +1,248 @@
+package lateness
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// Input formats, as named by Options.Format and --input-format.
+const (
+	FormatJSON    = "jsonl"
+	FormatCSV     = "csv"
+	FormatParquet = "parquet"
+)
+
+// DefaultWeightField is the weight column used when a CSV or Parquet file has
+// it and Options.Weight is empty: the column of the seed's sample.
+const DefaultWeightField = "sample_weight"
+
+// DefaultDelays are the watermark delays of the seed's Table 1: none, 2 s,
+// 5 min, 1 h, 3 h and 6 h.
+var DefaultDelays = []time.Duration{0, 2 * time.Second, 5 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour}
+
+// DefaultLateness are the allowed latenesses tried for the recommended delay.
+var DefaultLateness = []time.Duration{time.Minute, 5 * time.Minute, time.Hour, 6 * time.Hour}
+
+// Defaults of the other options.
+const (
+	DefaultWindow  = time.Minute
+	DefaultTarget  = 0.001 // 0.1% of the events too late
+	DefaultMaxWait = time.Hour
+	// MaxGroups is the number of distinct values of a --by field that get a
+	// row of their own; the rest are reported together as "(other)".
+	MaxGroups = 1000
+)
+
+// Options say how to read a recorded stream and what to measure. The zero
+// value of every field but the input's is its default.
+type Options struct {
+	// Format is FormatJSON, FormatCSV or FormatParquet; empty: from the file
+	// name (.jsonl, .json, .ndjson, .csv, .parquet; anything else is read
+	// as JSON lines, like weir run does).
+	Format string
+	// TimeField and ArrivalField name the event time and the arrival time
+	// (processing time) of each event, dotted for a nested JSON field
+	// ("meta.ts"); defaults "ts" and "arrival". For CSV, the dotted name is
+	// the header of the column.
+	TimeField, ArrivalField string
+	// PartitionField, when set, gives each input partition its own
+	// watermark, combined by minimum, as weir run does with
+	// time.partition_field; Idle is the watermark's idleness timeout.
+	PartitionField string
+	Idle           time.Duration
+	// MaxFuture, when positive, rejects events more than this far ahead of
+	// their arrival, as weir run's max_future does.
+	MaxFuture time.Duration
+	// Weight names a numeric field saying how many real events each line
+	// stands for (a sample's weight). Empty: DefaultWeightField when a CSV
+	// or Parquet file has that column, else every line weighs 1. Shares are
+	// sums of weights.
+	Weight string
+	// NoWeight ignores any weight column: every line weighs 1.
+	NoWeight bool
+	// By lists fields to group the travel times by (platform, event_name).
+	By []string
+	// Window is the size of the tumbling windows replayed (default 1 min).
+	Window time.Duration
+	// Delays are the watermark delays of Table 1 (default DefaultDelays);
+	// 0 is "none".
+	Delays []time.Duration
+	// Lateness are the allowed latenesses tried for the recommendation
+	// (default DefaultLateness).
+	Lateness []time.Duration
+	// Target is the largest share of too-late events acceptable, as a
+	// fraction (default 0.001, 0.1%).
+	Target float64
+	// MaxWait is the longest a result may wait after its window ends:
+	// delays above it are never recommended (default 1 h).
+	MaxWait time.Duration
+}
+
+// UsageError is a problem with the options or the input that is the caller's
+// to fix (a missing file, an unknown column, a bad flag value): the command
+// exits 2 for it. Its message is one line.
+type UsageError struct{ Msg string }
+
+// Error returns the message.
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, a ...any) error { return &UsageError{Msg: fmt.Sprintf(format, a...)} }
+
+// IsUsage reports whether err is a UsageError.
+func IsUsage(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// FromJob fills in what a job file says about its input: the event-time,
+// arrival and partition fields, the idleness of the watermark, max_future,
+// and the window size when the job's windows are tumbling. Fields already
+// set in o are kept, except the time fields, which the job always names.
+func FromJob(o Options, j *job.Job) (Options, error) {
+	if len(j.ArrivalField) == 0 {
+		return o, usagef("%s has no time.arrival_field: weir lateness needs the arrival time of every event", j.File)
+	}
+	o.TimeField = j.TimeField.String()
+	o.ArrivalField = j.ArrivalField.String()
+	if o.PartitionField == "" {
+		o.PartitionField = j.PartitionField.String()
+	}
+	if o.Idle == 0 {
+		o.Idle = time.Duration(j.Watermark.Idle) * time.Millisecond
+	}
+	if o.MaxFuture == 0 {
+		o.MaxFuture = time.Duration(j.MaxFuture) * time.Millisecond
+	}
+	if t, ok := j.Window.Assigner.(window.Tumbling); ok && o.Window == 0 && t.Offset == 0 {
+		o.Window = time.Duration(t.Size) * time.Millisecond
+	}
+	return o, nil
+}
+
+// config is Options resolved against an input.
+type config struct {
+	Options
+	path     string
+	format   string
+	timeP    []string
+	arrP     []string
+	partP    []string
+	weightP  []string // nil: unweighted
+	byP      [][]string
+	window   window.Tumbling
+	delays   []mtime.Time
+	lateness []mtime.Time
+	maxWait  mtime.Time
+	idle     mtime.Time
+	future   mtime.Time
+}
+
+func splitPath(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ".")
+}
+
+// FormatOf is the input format of a file name: by its extension, JSON lines
+// when it says nothing.
+func FormatOf(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".csv":
+		return FormatCSV
+	case ".parquet", ".parq", ".pq":
+		return FormatParquet
+	}
+	return FormatJSON
+}
+
+func (o Options) resolve(path string) (*config, error) {
+	c := &config{Options: o, path: path}
+	c.format = o.Format
+	if c.format == "" {
+		c.format = FormatOf(path)
+	}
+	switch c.format {
+	case FormatJSON, "json", "ndjson":
+		c.format = FormatJSON
+	case FormatCSV, FormatParquet:
+	default:
+		return nil, usagef("unknown input format %q: want jsonl, csv or parquet", o.Format)
+	}
+	if c.format == FormatParquet && path == "-" {
+		return nil, usagef("a Parquet file cannot be read from standard input")
+	}
+	if c.TimeField == "" {
+		c.TimeField = "ts"
+	}
+	if c.ArrivalField == "" {
+		c.ArrivalField = "arrival"
+	}
+	c.timeP, c.arrP, c.partP = splitPath(c.TimeField), splitPath(c.ArrivalField), splitPath(c.PartitionField)
+	if o.Weight != "" && o.NoWeight {
+		return nil, usagef("choose one of a weight field and no weight")
+	}
+	c.weightP = splitPath(o.Weight)
+	for _, b := range o.By {
+		if b == "" {
+			return nil, usagef("an empty --by field")
+		}
+		c.byP = append(c.byP, splitPath(b))
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Window < time.Millisecond {
+		return nil, usagef("the window must be at least 1ms, got %v", c.Window)
+	}
+	c.window = window.TumblingWindows(c.Window)
+	ds := o.Delays
+	if len(ds) == 0 {
+		ds = DefaultDelays
+	}
+	for _, d := range ds {
+		if d < 0 {
+			return nil, usagef("a watermark delay must not be negative, got %v", d)
+		}
+		c.delays = append(c.delays, mtime.Millis(d))
+	}
+	slices.Sort(c.delays)
+	c.delays = slices.Compact(c.delays)
+	ls := o.Lateness
+	if ls == nil {
+		ls = DefaultLateness
+	}
+	for _, l := range ls {
+		if l <= 0 {
+			return nil, usagef("an allowed lateness must be positive, got %v", l)
+		}
+		c.lateness = append(c.lateness, mtime.Millis(l))
+	}
+	slices.Sort(c.lateness)
+	c.lateness = slices.Compact(c.lateness)
+	if c.Target == 0 {
+		c.Target = DefaultTarget
+	}
+	if c.Target < 0 || c.Target >= 1 {
+		return nil, usagef("the target must be a share between 0 and 1 (0.001 is 0.1%%), got %v", c.Target)
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = DefaultMaxWait
+	}
+	if c.MaxWait < 0 {
+		return nil, usagef("the longest wait must not be negative")
+	}
+	if c.Idle < 0 || c.MaxFuture < 0 {
+		return nil, usagef("idleness and max_future must not be negative")
+	}
+	c.maxWait, c.idle, c.future = mtime.Millis(c.MaxWait), mtime.Millis(c.Idle), mtime.Millis(c.MaxFuture)
+	return c, nil
+}

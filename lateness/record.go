@@ -1,0 +1,115 @@
+package lateness
+
+import (
+	"sync/atomic"
+
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
+)
+
+// A rejection reason: why a line is not an event. The JSON-lines reasons are
+// weir run's quarantine reasons, checked in the same order, so that the same
+// lines are events here and there.
+type reason uint8
+
+const (
+	rOK reason = iota
+	rNotJSON
+	rLineTooLong
+	rNoEventTime
+	rBadEventTime
+	rImplausible
+	rFuture
+	rNoArrival
+	rBadArrival
+	rNoPartition
+	rBadWeight
+	rNotCSV
+	nReasons
+)
+
+var reasonNames = [nReasons]string{
+	rOK:           "",
+	rNotJSON:      job.ReasonNotJSON,
+	rLineTooLong:  job.ReasonLineTooLong,
+	rNoEventTime:  job.ReasonNoEventTime,
+	rBadEventTime: job.ReasonBadEventTime,
+	rImplausible:  job.ReasonImplausible,
+	rFuture:       job.ReasonFuture,
+	rNoArrival:    job.ReasonNoArrival,
+	rBadArrival:   job.ReasonBadArrival,
+	rNoPartition:  job.ReasonNoPartition,
+	rBadWeight:    "bad_weight",
+	rNotCSV:       "not_csv",
+}
+
+// record is one line of input, read.
+type record struct {
+	ts, arr    mtime.Time
+	w          float64
+	part       int32
+	why        reason
+	hasArrival bool // a rejected line with an arrival still moves the clock
+}
+
+// span locates a text in a batch's slab.
+type span struct{ off, n int32 }
+
+// batch is a run of consecutive records. Every stage reads it; the last one
+// done recycles it.
+type batch struct {
+	recs   []record
+	groups []span // len(recs) * (number of --by fields), then the partition
+	slab   []byte
+	blank  int64 // blank lines (not events, not rejected)
+	refs   atomic.Int32
+}
+
+func (b *batch) reset() {
+	b.recs = b.recs[:0]
+	b.groups = b.groups[:0]
+	b.slab = b.slab[:0]
+	b.blank = 0
+}
+
+// text appends s to the slab and returns where it is.
+func (b *batch) text(s []byte) span {
+	sp := span{int32(len(b.slab)), int32(len(s))}
+	b.slab = append(b.slab, s...)
+	return sp
+}
+
+func (b *batch) get(s span) []byte { return b.slab[s.off : s.off+s.n] }
+
+// pool recycles batches between the readers and the stages.
+type pool struct{ free chan *batch }
+
+func newPool() *pool { return &pool{free: make(chan *batch, 64)} }
+
+func (p *pool) get() *batch {
+	select {
+	case b := <-p.free:
+		b.reset()
+		return b
+	default:
+		return &batch{recs: make([]record, 0, batchSize)}
+	}
+}
+
+// done releases one reference to b.
+func (p *pool) done(b *batch) {
+	if b.refs.Add(-1) == 0 {
+		select {
+		case p.free <- b:
+		default:
+		}
+	}
+}
+
+// batchSize is the number of lines in a batch.
+const batchSize = 4096
+
+// missing is the group value of a line without the field.
+const missing = "(none)"
+
+var missingText = []byte(missing)
