@@ -21,12 +21,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners" // the -runner flag
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
@@ -39,10 +41,12 @@ import (
 )
 
 var (
-	events = flag.Int64("events", 1_000_000, "number of events N")
-	keys   = flag.Int64("keys", 10_000, "number of keys K (event i has key i%K)")
-	base   = flag.Int64("base", 1_780_000_000_000, "event time of event 0, in ms since the epoch (weir's benchmark uses 1780000000000)")
-	shards = flag.Int("shards", 1, "number of generator shards (1 = one in-order source, as in weir's benchmark)")
+	events  = flag.Int64("events", 1_000_000, "number of events N")
+	keys    = flag.Int64("keys", 10_000, "number of keys K (event i has key i%K)")
+	base    = flag.Int64("base", 1_780_000_000_000, "event time of event 0, in ms since the epoch (weir's benchmark uses 1780000000000)")
+	cpuProf = flag.String("cpuprofile", "", "write a CPU profile of the pipeline run to this file")
+	verbose = flag.Bool("v", false, "keep Beam's and Prism's INFO logs (on stderr)")
+	shards  = flag.Int("shards", 1, "number of generator shards (1 = one in-order source, as in weir's benchmark)")
 )
 
 // Counters shared with the DoFns. The runners used here (prism in loopback
@@ -55,7 +59,7 @@ var (
 )
 
 func init() {
-	register.DoFn3x0[[]byte, int64, func(beam.EventTime, int64, int64)](&genFn{})
+	register.DoFn2x0[int64, func(beam.EventTime, int64, int64)](&genFn{})
 	register.Emitter3[beam.EventTime, int64, int64]()
 	register.DoFn2x0[[]byte, func(int64)](&splitFn{})
 	register.Emitter1[int64]()
@@ -79,7 +83,7 @@ type genFn struct {
 	N, K, Base, Shards int64
 }
 
-func (f *genFn) ProcessElement(_ []byte, shard int64, emit func(beam.EventTime, int64, int64)) {
+func (f *genFn) ProcessElement(shard int64, emit func(beam.EventTime, int64, int64)) {
 	firstEvent.CompareAndSwap(0, time.Now().UnixNano())
 	lo, hi := shard*f.N/f.Shards, (shard+1)*f.N/f.Shards
 	for i := lo; i < hi; i++ {
@@ -147,6 +151,11 @@ const beamVersion = "v2.77.0"
 
 func main() {
 	flag.Parse()
+	if !*verbose {
+		// Beam and Prism log through slog on stderr; beam.Init sets the
+		// default logger up at this level.
+		beamlog.LogLevel = "warn"
+	}
 	if *runners.Runner == "" {
 		*runners.Runner = "prism" // the Go SDK's default and recommended local runner
 	}
@@ -179,6 +188,17 @@ func run() error {
 	counts := stats.SumPerKey(s, windowed)
 	beam.ParDo0(s, &sinkFn{}, counts)
 
+	if *cpuProf != "" {
+		f, err := os.Create(*cpuProf)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	start := time.Now()
 	pr, err := beam.Run(ctx, *runners.Runner, p)
