@@ -28,6 +28,13 @@ type Func[T, A, O any] interface {
 	Result(acc A) O
 }
 
+// Releaser is an optional method of a Func: the runtime calls Release with
+// an accumulator it will not use again (its window closed, or a session
+// merged it into another), so that the Func can reuse its memory.
+type Releaser[A any] interface {
+	Release(acc A)
+}
+
 // Of builds a Func from four functions.
 func Of[T, A, O any](newAcc func() A, add func(A, T) A, merge func(A, A) A, result func(A) O) Func[T, A, O] {
 	return funcs[T, A, O]{newAcc, add, merge, result}

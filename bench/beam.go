@@ -15,7 +15,7 @@ import (
 var BeamDir = filepath.Join("bench", "beam")
 
 func init() {
-	for _, c := range []struct{ events, keys int }{{1_000_000, 10_000}, {2_000_000, 1_000_000}} {
+	for _, c := range []struct{ events, keys int }{{1_000_000, 10_000}, {1_000_000, 1_000_000}} {
 		register(Bench{
 			Name: fmt.Sprintf("beam-%s", short(c.keys)), Group: "tumbling-" + short(c.keys),
 			About: fmt.Sprintf("the peer: benchmark (1) on Apache Beam's Go SDK, local runner (%d events)", c.events),

@@ -20,24 +20,39 @@ import (
 // JSONLines is the number of lines of benchmark (2).
 var JSONLines = 10_000_000
 
+// The density of benchmark (2) in events per second of event time: at
+// 10,000/s each of the 100K keys has about 6 events per one-minute window
+// (1.7M panes for 10M lines); the sparse variant, at 1,000/s, makes almost
+// one pane per line, so it measures the cost of windows and output more than
+// that of reading.
+const (
+	jsonlRate       = 10_000
+	jsonlSparseRate = 1_000
+)
+
 func init() {
 	register(Bench{
 		Name: "jsonl-run", Group: "jsonl",
-		About: "weir run over a file of 10M JSON lines: tumbling count and sum, 100K keys",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRun() },
+		About: "weir run over a file of 10M JSON lines: tumbling count and sum, 100K keys, 10K events/s of event time",
+		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRun(jsonlRate) },
 	})
 	register(Bench{
 		Name: "jsonl-parse-only", Group: "jsonl",
 		About: "the floor for jsonl-run: read the same lines and parse the fields the job uses, nothing else",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlParseOnly() },
+		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlParseOnly(jsonlRate) },
+	})
+	register(Bench{
+		Name: "jsonl-run-sparse", Group: "jsonl",
+		About: "as jsonl-run at 1K events/s of event time: nearly one window and one pane per line",
+		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRun(jsonlSparseRate) },
 	})
 }
 
 // JSONLFile returns the benchmark's input, writing it first if needed: lines
-// in arrival order, 100,000 cards, 1,000 lines per second of event time, a
+// in arrival order, 100,000 cards, rate lines per second of event time, a
 // jitter of up to 2 s.
-func JSONLFile() (string, error) {
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("weir-bench-%d.jsonl", JSONLines))
+func JSONLFile(rate int) (string, error) {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("weir-bench-%d-%d.jsonl", JSONLines, rate))
 	if st, err := os.Stat(path); err == nil && st.Size() > int64(JSONLines)*50 {
 		return path, nil
 	}
@@ -50,7 +65,7 @@ func JSONLFile() (string, error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var b []byte
 	for i := 0; i < JSONLines; i++ {
-		arr := int64(tumblingBase) + int64(i)
+		arr := int64(tumblingBase) + int64(i)*1000/int64(rate)
 		b = append(b[:0], `{"id":"e`...)
 		b = strconv.AppendInt(b, int64(i), 10)
 		b = append(b, `","card":"c`...)
@@ -84,8 +99,8 @@ aggregates: {orders: count, spent: sum(amount)}
 output: %s
 `
 
-func jsonlRun() (int64, map[string]float64, string, error) {
-	in, err := JSONLFile()
+func jsonlRun(rate int) (int64, map[string]float64, string, error) {
+	in, err := JSONLFile(rate)
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -108,8 +123,8 @@ func jsonlRun() (int64, map[string]float64, string, error) {
 // jsonlParseOnly reads every line and the fields the job reads (event time,
 // arrival time, key, amount), with the same reader and parser, and does
 // nothing with them.
-func jsonlParseOnly() (int64, map[string]float64, string, error) {
-	in, err := JSONLFile()
+func jsonlParseOnly(rate int) (int64, map[string]float64, string, error) {
+	in, err := JSONLFile(rate)
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -19,13 +19,16 @@ func Ratios(rs []Result) string {
 	var b strings.Builder
 	b.WriteString("ratios (from this run)\n")
 	for _, k := range []string{"10k", "1m"} {
+		for _, v := range []string{"chained", "p1"} {
+			w, okw := find(rs, "tumbling-"+k+"-"+v)
+			if f, ok := find(rs, "floor-"+k); ok && okw {
+				fmt.Fprintf(&b, "  tumbling-%s-%s takes %.2fx the time of the hand-written floor\n", k, v, f.EventsPerSec/w.EventsPerSec)
+			}
+			if p, ok := find(rs, "beam-"+k); ok && okw {
+				fmt.Fprintf(&b, "  tumbling-%s-%s is %.0fx Beam Go's local runner per core (%.0fx in events/s)\n", k, v, w.PerCore/p.PerCore, w.EventsPerSec/p.EventsPerSec)
+			}
+		}
 		w, okw := find(rs, "tumbling-"+k+"-p1")
-		if f, ok := find(rs, "floor-"+k); ok && okw {
-			fmt.Fprintf(&b, "  tumbling-%s-p1 takes %.2fx the time of the hand-written floor\n", k, f.EventsPerSec/w.EventsPerSec)
-		}
-		if p, ok := find(rs, "beam-"+k); ok && okw {
-			fmt.Fprintf(&b, "  tumbling-%s-p1 is %.0fx Beam Go's local runner per core (%.0fx in events/s)\n", k, w.PerCore/p.PerCore, w.EventsPerSec/p.EventsPerSec)
-		}
 		if c, ok := find(rs, "tumbling-"+k+"-p1-ckpt10s"); ok && okw {
 			fmt.Fprintf(&b, "  checkpoints every 10 s cost %.1f%% of tumbling-%s-p1's throughput\n", 100*(1-c.EventsPerSec/w.EventsPerSec), k)
 		}
@@ -55,21 +58,24 @@ func Targets(rs []Result) string {
 		}
 		fmt.Fprintf(&b, "  %-62s %12s  %s\n", what, fmtNum(measured, unit, have), status)
 	}
+	for _, name := range []string{"tumbling-10k-chained", "tumbling-10k-p1"} {
+		w, okw := find(rs, name)
+		check(name+": >= 5M events/s per core", w.PerCore, w.PerCore >= 5e6, okw, "/s")
+		if f, ok := find(rs, "floor-10k"); ok && okw {
+			r := f.EventsPerSec / w.EventsPerSec
+			check(name+": <= 2x the floor's time", r, r <= 2, true, "x")
+		} else {
+			check(name+": <= 2x the floor's time", 0, false, false, "")
+		}
+		if p, ok := find(rs, "beam-10k"); ok && okw {
+			r := w.PerCore / p.PerCore
+			check(name+": >= 10x Beam Go's local runner (per core)", r, r >= 10, true, "x")
+		} else {
+			check(name+": >= 10x Beam Go's local runner (per core)", 0, false, false, "")
+		}
+		check(name+": 0 allocations per event", w.AllocsPerEv, w.AllocsPerEv < 0.01, okw, "")
+	}
 	w, okw := find(rs, "tumbling-10k-p1")
-	check("tumbling 10K keys p1: >= 5M events/s per core", w.PerCore, w.PerCore >= 5e6, okw, "/s")
-	if f, ok := find(rs, "floor-10k"); ok && okw {
-		r := f.EventsPerSec / w.EventsPerSec
-		check("tumbling 10K keys p1: <= 2x the floor's time", r, r <= 2, true, "x")
-	} else {
-		check("tumbling 10K keys p1: <= 2x the floor's time", 0, false, false, "")
-	}
-	if p, ok := find(rs, "beam-10k"); ok && okw {
-		r := w.PerCore / p.PerCore
-		check("tumbling 10K keys p1: >= 10x Beam Go's local runner (per core)", r, r >= 10, true, "x")
-	} else {
-		check("tumbling 10K keys p1: >= 10x Beam Go's local runner (per core)", 0, false, false, "")
-	}
-	check("tumbling 10K keys p1: 0 allocations per event", w.AllocsPerEv, w.AllocsPerEv < 0.01, okw, "")
 	j, okj := find(rs, "jsonl-run")
 	check("JSON lines: >= 1M lines/s per core", j.PerCore, j.PerCore >= 1e6, okj, "/s")
 	if p, ok := find(rs, "jsonl-parse-only"); ok && okj {

@@ -116,9 +116,29 @@ func spill(s *slot) {
 type aggs struct {
 	list  []Aggregate
 	field []int // index into record.vals per aggregate; -1 for count
+	free  [][]slot
+	outs  []outVal // slab that results are cut from
 }
 
-func (a *aggs) New() []slot { return make([]slot, len(a.list)) }
+// New returns an empty accumulator, reusing a released one if it can.
+// New, Add, Merge, Release and Result run in one operator instance's
+// goroutine; a job with parallelism P has one aggs per instance.
+func (a *aggs) New() []slot {
+	if n := len(a.free); n > 0 {
+		acc := a.free[n-1]
+		a.free = a.free[:n-1]
+		return acc
+	}
+	return make([]slot, len(a.list))
+}
+
+// Release takes back an accumulator whose window is gone.
+func (a *aggs) Release(acc []slot) {
+	if len(acc) == len(a.list) && len(a.free) < 4096 {
+		clear(acc)
+		a.free = append(a.free, acc)
+	}
+}
 
 func (a *aggs) Add(acc []slot, r record) []slot {
 	for k := range a.list {
@@ -210,7 +230,14 @@ func (a *aggs) Merge(acc, other []slot) []slot {
 }
 
 func (a *aggs) Result(acc []slot) []outVal {
-	out := make([]outVal, len(a.list))
+	// Results come from a slab (one allocation per thousand or so); they
+	// are never reused, only collected once no pane holds them.
+	n := len(a.list)
+	if len(a.outs) < n {
+		a.outs = make([]outVal, max(1024*n, n))
+	}
+	out := a.outs[:n:n]
+	a.outs = a.outs[n:]
 	for k := range a.list {
 		s := &acc[k]
 		switch a.list[k].Kind {

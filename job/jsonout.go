@@ -89,6 +89,28 @@ func appendTime(b []byte, t mtime.Time) []byte {
 	return append(b, '"')
 }
 
+// timeCache remembers recently formatted instants: the panes of one
+// watermark advance share their window bounds, watermark and emission time.
+type timeCache struct {
+	at  [64]mtime.Time
+	txt [64][26]byte // "2026-09-07T12:00:01.000Z" with quotes
+	ok  [64]bool
+}
+
+func (c *timeCache) append(b []byte, t mtime.Time) []byte {
+	i := uint64(t) % 64
+	if !c.ok[i] || c.at[i] != t {
+		if t < 0 || t > mtime.MaxTime {
+			return appendTime(b, t)
+		}
+		c.txt[i][0] = '"'
+		t.AppendFormat(c.txt[i][1:1])
+		c.txt[i][25] = '"'
+		c.at[i], c.ok[i] = t, true
+	}
+	return append(b, c.txt[i][:]...)
+}
+
 func appendBool(b []byte, v bool) []byte {
 	if v {
 		return append(b, "true"...)

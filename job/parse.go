@@ -205,7 +205,12 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		case fastjson.TypeNumber:
 			raw := fv.MarshalTo(lp.numBuf[:0])
 			lp.numBuf = raw
-			if n, err := fv.Int64(); err == nil && isIntText(raw) {
+			// Int64 only for integer text: on "12.5" it fails, and its error
+			// costs two allocations.
+			if !isIntText(raw) {
+				vals[i] = value{kind: vFloat, f: fv.GetFloat64()}
+				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
+			} else if n, err := fv.Int64(); err == nil {
 				vals[i] = value{kind: vInt, i: n, f: float64(n), dec: n, exact: true}
 			} else {
 				vals[i] = value{kind: vFloat, f: fv.GetFloat64()}
@@ -308,10 +313,14 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 	case fastjson.TypeString:
 		return appendJSONString(b, v.GetStringBytes())
 	case fastjson.TypeNumber:
-		if n, err := v.Int64(); err == nil {
-			return strconv.AppendInt(b, n, 10)
+		start := len(b)
+		b = v.MarshalTo(b)
+		if isIntText(b[start:]) {
+			if n, err := v.Int64(); err == nil {
+				return strconv.AppendInt(b[:start], n, 10)
+			}
 		}
-		return appendFloat(b, v.GetFloat64())
+		return appendFloat(b[:start], v.GetFloat64())
 	case fastjson.TypeTrue:
 		return append(b, "true"...)
 	case fastjson.TypeFalse:

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
@@ -271,7 +272,10 @@ func (r *jobRun) setup() error {
 		}
 	}
 	cfg := exec.Config[string, record, []slot, []outVal]{
-		Strategy: j.Window, Agg: r.lp.agg, Parallelism: j.Parallelism,
+		Strategy: j.Window, Parallelism: j.Parallelism,
+		NewAgg: func() aggregate.Func[record, []slot, []outVal] {
+			return &aggs{list: r.lp.agg.list, field: r.lp.agg.field}
+		},
 		Hash: hashString, Codec: codec{}, Emit: r.s.emit,
 	}
 	if j.State.Backend == "pebble" {

@@ -25,6 +25,7 @@ type sink struct {
 	lateWritten int64
 	barrier     [][]byte // snapshots of the instances at the current barrier
 	barrierErr  error
+	times       timeCache
 }
 
 func (s *sink) emit(outs []out) error {
@@ -112,20 +113,20 @@ func (s *sink) appendKey(b []byte, key string) []byte {
 	return append(b, key...)
 }
 
-func appendWindow(b []byte, w window.Window) []byte {
+func (s *sink) appendWindow(b []byte, w window.Window) []byte {
 	if w.IsGlobal() {
 		return b
 	}
 	b = append(b, `,"window_start":`...)
-	b = appendTime(b, w.Start)
+	b = s.times.append(b, w.Start)
 	b = append(b, `,"window_end":`...)
-	return appendTime(b, w.End)
+	return s.times.append(b, w.End)
 }
 
 func (s *sink) appendPane(b []byte, p *window.Pane[string, []outVal]) []byte {
 	b = append(b, '{')
 	b = s.appendKey(b, p.Key)
-	b = appendWindow(b, p.Window)
+	b = s.appendWindow(b, p.Window)
 	b = append(b, `,"revision":`...)
 	b = strconv.AppendInt(b, int64(p.Revision), 10)
 	b = append(b, `,"timing":"`...)
@@ -135,9 +136,9 @@ func (s *sink) appendPane(b []byte, p *window.Pane[string, []outVal]) []byte {
 	b = append(b, `,"retract":`...)
 	b = appendBool(b, p.Retract)
 	b = append(b, `,"watermark":`...)
-	b = appendTime(b, p.Watermark)
+	b = s.times.append(b, p.Watermark)
 	b = append(b, `,"emitted_at":`...)
-	b = appendTime(b, p.EmittedAt)
+	b = s.times.append(b, p.EmittedAt)
 	for k, a := range s.j.Aggregates {
 		b = append(b, ',', '"')
 		b = append(b, a.Name...)
@@ -151,7 +152,7 @@ func (s *sink) appendLate(b []byte, o *out) []byte {
 	l := &o.Late
 	b = append(b, `{"reason":"too_late",`...)
 	b = s.appendKey(b, l.Key)
-	b = appendWindow(b, l.Window)
+	b = s.appendWindow(b, l.Window)
 	b = append(b, `,"watermark":`...)
 	b = appendTime(b, l.Watermark)
 	b = append(b, `,"event_time":`...)

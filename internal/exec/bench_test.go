@@ -35,8 +35,8 @@ func BenchmarkWindowOpTumblingCount(b *testing.B) {
 // BenchmarkRunnerTumblingCount is the source stage, the driver's watermark
 // and one operator instance in its own goroutine, with batches between them.
 func BenchmarkRunnerTumblingCount(b *testing.B) {
-	for _, p := range []int{1, 2} {
-		b.Run(map[int]string{1: "p1", 2: "p2"}[p], func(b *testing.B) {
+	for _, p := range []int{0, 1, 2} {
+		b.Run(map[int]string{0: "inline", 1: "p1", 2: "p2"}[p], func(b *testing.B) {
 			const keys = 10_000
 			r := NewRunner(Config[uint64, struct{}, int64, int64]{
 				Strategy:    window.NewStrategy(window.TumblingWindows(time.Minute)),

@@ -55,6 +55,10 @@ type Barrier struct {
 type Config[K comparable, T, A, O any] struct {
 	Strategy window.Strategy
 	Agg      aggregate.Func[T, A, O]
+	// NewAgg, when set, gives each instance an aggregate function of its
+	// own (one that keeps free lists or slabs, which are not shared between
+	// goroutines); Agg is then not used.
+	NewAgg func() aggregate.Func[T, A, O]
 	// Parallelism is the number of operator instances, each in its own
 	// goroutine, each owning the keys that Hash sends to it. 0 runs the
 	// operator inline, in the caller's goroutine, with Emit called
@@ -130,7 +134,11 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	r := &Runner[K, T, A, O]{cfg: cfg, step: cfg.Step}
 	r.wm.Store(int64(mtime.MinTime))
 	for i := range n {
-		op := NewWindowOp[K](cfg.Strategy, cfg.Agg)
+		agg := cfg.Agg
+		if cfg.NewAgg != nil {
+			agg = cfg.NewAgg()
+		}
+		op := NewWindowOp[K](cfg.Strategy, agg)
 		if cfg.State != nil {
 			op.usePebble(cfg.State.DB, i, cfg.Codec, cfg.Hash, cfg.State.CacheBudget()/int64(n))
 		}

@@ -104,7 +104,8 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		}
 		wm, now := mtime.Time(d.Varint()), mtime.Time(d.Varint())
 		for _, op := range ops {
-			op.wm, op.now = max(op.wm, wm), max(op.now, now)
+			op.setWatermark(max(op.wm, wm))
+			op.now = max(op.now, now)
 		}
 		o0 := ops[0]
 		for _, p := range []*int64{&o0.Accepted, &o0.TooLate, &o0.LateAccepted, &o0.Panes, &o0.Fired, &o0.Windows} {

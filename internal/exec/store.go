@@ -63,6 +63,7 @@ func (m *memStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
 			m.free = m.free[:n-1]
 		} else {
 			ks = &keyState[A, O]{}
+			ks.wins = ks.inline[:0]
 		}
 		m.keys[k] = ks
 	}
@@ -71,7 +72,8 @@ func (m *memStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
 
 func (m *memStore[K, A, O]) remove(k K, ks *keyState[A, O]) {
 	delete(m.keys, k)
-	ks.wins = ks.wins[:0]
+	clear(ks.wins)
+	ks.wins = ks.inline[:0]
 	clear(ks.slices)
 	ks.slices = ks.slices[:0]
 	m.free = append(m.free, ks)

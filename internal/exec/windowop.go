@@ -108,6 +108,10 @@ type win[A, O any] struct {
 
 type keyState[A, O any] struct {
 	wins []win[A, O]
+	// inline is where wins starts: most keys have one or two windows, and
+	// keeping them in the same allocation as the key state saves a cache
+	// miss per event.
+	inline [2]win[A, O]
 	// slices hold the accumulators of sliding windows when the operator
 	// slices: each event is added to the one slice (of gcd(size, slide))
 	// that contains it, and a window's value is the merge of its slices.
@@ -145,11 +149,14 @@ type WindowOp[K comparable, T, A, O any] struct {
 	gap      mtime.Time
 	slice    mtime.Time // slice length when sliding windows share slices, else 0
 	tumble   window.Tumbling
+	early    bool               // the trigger fires early
+	release  func(A)            // the aggregate's Releaser, if it has one
 	mem      *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
 
-	wm   mtime.Time
-	now  mtime.Time
-	step uint64
+	wm        mtime.Time
+	lateLimit mtime.Time // wm - lateness; see tooLate
+	now       mtime.Time
+	step      uint64
 
 	state keyStore[K, A, O]
 	et    timerStore[K] // event time: on-time firings and cleanups
@@ -166,21 +173,26 @@ type WindowOp[K comparable, T, A, O any] struct {
 // NewWindowOp returns an operator for a validated strategy.
 func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Func[T, A, O]) *WindowOp[K, T, A, O] {
 	op := &WindowOp[K, T, A, O]{
-		strategy: s,
-		trg:      s.Trigger,
-		agg:      agg,
-		lateness: s.AllowedLateness,
-		merging:  s.Assigner.Merging(),
-		wm:       mtime.MinTime,
-		now:      mtime.MinTime,
-		state:    newMemStore[K, A, O](),
-		et:       newTimerQueue[K](),
-		pt:       newTimerQueue[K](),
+		strategy:  s,
+		trg:       s.Trigger,
+		agg:       agg,
+		lateness:  s.AllowedLateness,
+		merging:   s.Assigner.Merging(),
+		wm:        mtime.MinTime,
+		lateLimit: mtime.MinTime,
+		now:       mtime.MinTime,
+		state:     newMemStore[K, A, O](),
+		et:        newTimerQueue[K](),
+		pt:        newTimerQueue[K](),
 	}
 	if sa, ok := s.Assigner.(window.Session); ok {
 		op.gap = sa.Gap
 	}
 	op.tumble, _ = s.Assigner.(window.Tumbling)
+	op.early = s.Trigger.HasEarly()
+	if r, ok := agg.(aggregate.Releaser[A]); ok {
+		op.release = r.Release
+	}
 	op.mem = op.state.(*memStore[K, A, O])
 	// Sliding windows share work through slices, except in discarding mode,
 	// where a pane holds only what came since that window's own last firing.
@@ -424,6 +436,11 @@ func (op *WindowOp[K, T, A, O]) pruneSlices(ks *keyState[A, O]) {
 		n++
 	}
 	if n > 0 {
+		if op.release != nil {
+			for i := range n {
+				op.release(ks.slices[i].acc)
+			}
+		}
 		copy(ks.slices, ks.slices[n:])
 		clear(ks.slices[len(ks.slices)-n:])
 		ks.slices = ks.slices[:len(ks.slices)-n]
@@ -449,7 +466,14 @@ func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Tim
 // tooLate reports whether an event for w arriving now is too late:
 // End-1+lateness <= W.
 func (op *WindowOp[K, T, A, O]) tooLate(w window.Window) bool {
-	return w.MaxTimestamp().Add(op.lateness) <= op.wm
+	return w.MaxTimestamp() <= op.lateLimit
+}
+
+// setWatermark sets the watermark and lateLimit = W - lateness: a window is
+// too late when End-1 <= lateLimit (End-1+lateness <= W, without overflow).
+func (op *WindowOp[K, T, A, O]) setWatermark(w mtime.Time) {
+	op.wm = w
+	op.lateLimit = w.Add(-op.lateness)
 }
 
 // create adds an empty window to ks and registers its first timer: on time
@@ -473,6 +497,9 @@ func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Windo
 }
 
 func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
+	if op.release != nil && op.slice == 0 {
+		op.release(ks.wins[i].acc)
+	}
 	last := len(ks.wins) - 1
 	ks.wins[i] = ks.wins[last]
 	var zero win[A, O]
@@ -480,6 +507,11 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 	ks.wins = ks.wins[:last]
 	op.Open--
 	if last == 0 {
+		if op.release != nil {
+			for i := range ks.slices {
+				op.release(ks.slices[i].acc)
+			}
+		}
 		op.state.remove(key, ks)
 		return
 	}
@@ -490,7 +522,7 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 // element.
 func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, O]) {
 	t := &op.trg
-	if t.FinalOnly {
+	if t.FinalOnly || (!st.late && !op.early) {
 		return
 	}
 	if st.late {
@@ -550,6 +582,9 @@ func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], t
 	op.emit(key, st, st.rev, timing, final, false, v, at, emitAt)
 	switch mode {
 	case window.Discarding:
+		if op.release != nil {
+			op.release(st.acc)
+		}
 		st.acc = op.agg.New()
 	case window.Retracting:
 		st.last, st.lastTiming, st.hasLast = v, timing, true
@@ -591,7 +626,7 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 	if w <= op.wm {
 		return
 	}
-	op.wm = w
+	op.setWatermark(w)
 	for {
 		t, ok := op.et.next()
 		if !ok || t > w {
@@ -764,6 +799,9 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 			op.emit(key, p, p.rev, p.lastTiming, false, true, p.last, none, op.now)
 		}
 		m.acc = op.agg.Merge(m.acc, p.acc)
+		if op.release != nil {
+			op.release(p.acc)
+		}
 		m.n += p.n
 		m.seq = min(m.seq, p.seq)
 		if p.early != none && (m.early == none || p.early < m.early) {
