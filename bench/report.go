@@ -29,8 +29,11 @@ func Ratios(rs []Result) string {
 			}
 		}
 		w, okw := find(rs, "tumbling-"+k+"-p1")
-		if c, ok := find(rs, "tumbling-"+k+"-p1-ckpt10s"); ok && okw {
-			fmt.Fprintf(&b, "  checkpoints every 10 s cost %.1f%% of tumbling-%s-p1's throughput\n", 100*(1-c.EventsPerSec/w.EventsPerSec), k)
+		for _, every := range []string{"10s", "1s"} {
+			if c, ok := find(rs, "tumbling-"+k+"-p1-ckpt"+every); ok && okw {
+				fmt.Fprintf(&b, "  checkpoints every %s cost %.1f%% of tumbling-%s-p1's throughput (the operator stalled %.2f%% of the time for snapshots)\n",
+					every, 100*(1-c.EventsPerSec/w.EventsPerSec), k, c.Extra["ckpt_stall_pct"])
+			}
 		}
 		if p2, ok := find(rs, "tumbling-"+k+"-p2"); ok && okw {
 			fmt.Fprintf(&b, "  parallelism 2 gives %.2fx parallelism 1 (events/s)\n", p2.EventsPerSec/w.EventsPerSec)

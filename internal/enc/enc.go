@@ -112,6 +112,23 @@ func (d *Decoder) Bytes() []byte {
 	return s
 }
 
+// Fixed32Bytes reads a byte string prefixed by a 4-byte little-endian
+// length (written in place by a writer that patches the length afterwards).
+func (d *Decoder) Fixed32Bytes() []byte {
+	if len(d.b) < 4 {
+		d.fail()
+		return nil
+	}
+	n := binary.LittleEndian.Uint32(d.b)
+	if uint64(n) > uint64(len(d.b)-4) {
+		d.fail()
+		return nil
+	}
+	s := d.b[4 : 4+n : 4+n]
+	d.b = d.b[4+n:]
+	return s
+}
+
 // String reads a length-prefixed string.
 func (d *Decoder) String() string { return string(d.Bytes()) }
 

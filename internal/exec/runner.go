@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
@@ -46,11 +47,12 @@ type item[K comparable, T any] struct {
 // snapshot. Every output before it in the stream belongs to the checkpoint,
 // none after it.
 type Barrier struct {
-	Tag      any    // what Runner.Barrier was given
-	Instance int    // which instance
-	Of       int    // how many instances
-	State    []byte // the instance's snapshot
-	Err      error  // why there is no snapshot
+	Tag      any           // what Runner.Barrier was given
+	Instance int           // which instance
+	Of       int           // how many instances
+	State    []byte        // the instance's snapshot
+	Err      error         // why there is no snapshot
+	Took     time.Duration // how long the instance spent taking it
 }
 type Config[K comparable, T, A, O any] struct {
 	Strategy window.Strategy
@@ -231,10 +233,11 @@ func (r *Runner[K, T, A, O]) Barrier(tag any) {
 
 // barrierOut sorts after every output of its step (At is the end of time).
 func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step uint64, tag any) Out[K, T, O] {
+	t0 := time.Now()
 	state, err := op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)
 	return Out[K, T, O]{
 		Step: step, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier,
-		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: state, Err: err},
+		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: state, Err: err, Took: time.Since(t0)},
 	}
 }
 

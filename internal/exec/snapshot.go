@@ -1,7 +1,9 @@
 package exec
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
@@ -28,7 +30,7 @@ type Codec[K comparable, A, O any] interface {
 	ReadOut(d *enc.Decoder) O
 }
 
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
@@ -45,13 +47,20 @@ func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K
 		b = enc.AppendVarint(b, int64(w.End))
 		b = enc.AppendVarint(b, n)
 	}
-	var entry []byte
+	if cap(b)-len(b) < op.snapHint {
+		b = slices.Grow(b, op.snapHint+op.snapHint/8)
+	}
 	err := op.state.forEach(func(k K, ks *keyState[A, O]) error {
-		entry = appendKeyState(entry[:0], k, ks, c)
+		// group, a 4-byte length, the entry: written in place, the length
+		// patched after
 		b = enc.AppendUvarint(b, hash(k)%KeyGroups)
-		b = enc.AppendBytes(b, entry)
+		at := len(b)
+		b = append(b, 0, 0, 0, 0)
+		b = appendKeyState(b, k, ks, c)
+		binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
 		return nil
 	})
+	op.snapHint = len(b)
 	// The entries end with a group number that no key has.
 	return enc.AppendUvarint(b, KeyGroups), err
 }
@@ -121,7 +130,7 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 			if g == KeyGroups || d.Err() != nil {
 				break
 			}
-			entry := d.Bytes()
+			entry := d.Fixed32Bytes()
 			if d.Err() != nil {
 				break
 			}

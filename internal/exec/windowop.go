@@ -165,6 +165,7 @@ type WindowOp[K comparable, T, A, O any] struct {
 	ibuf  []int
 
 	out       []Out[K, T, O]
+	snapHint  int          // size of the last snapshot, to allocate the next at once
 	spill     func()       // called as outputs pile up during one call; may take them
 	openGauge atomic.Int64 // Open, published for progress reports
 	Stats
