@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -239,19 +240,7 @@ func (o *out) flush() error {
 }
 
 // appendPadded appends v in decimal, zero-padded to width digits.
-func appendPadded(b []byte, v int64, width int) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for v >= 10 || width > 1 {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		width--
-	}
-	i--
-	tmp[i] = byte('0' + v)
-	return append(b, tmp[i:]...)
-}
+func appendPadded(b []byte, v int64, width int) []byte { return text.AppendPadded(b, v, width) }
 
 // appendCents appends an amount in cents as a JSON number with two decimals.
 func appendCents(b []byte, cents int64) []byte {

@@ -13,7 +13,6 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/weirstream/weir/mtime"
-	"github.com/weirstream/weir/source"
 )
 
 // pqColumn is one column read from a Parquet file.
@@ -216,17 +215,10 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 					rec.arr, rec.hasArrival = t, true
 				}
 				t, why := pqTime(ts, vals[0][r], rNoEventTime, rBadEventTime)
-				switch {
-				case why != rOK:
-					rec.why = why
-				case t < source.PlausibleFrom:
-					rec.why = rImplausible
-				case arrWhy != rOK:
-					rec.why = arrWhy
-				case c.future > 0 && t > rec.arr.Add(c.future):
-					rec.why = rFuture
+				if why == rOK {
+					why = c.checkTimes(t, true, arrWhy, rec.arr)
 				}
-				if rec.why != rOK {
+				if rec.why = why; rec.why != rOK {
 					b.recs = append(b.recs, rec)
 					continue
 				}

@@ -228,18 +228,7 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		return rec
 	}
 	t, ok := source.Time(tv)
-	switch {
-	case !ok:
-		rec.why = rBadEventTime
-		return rec
-	case t < source.PlausibleFrom:
-		rec.why = rImplausible
-		return rec
-	case arrWhy != rOK:
-		rec.why = arrWhy
-		return rec
-	case c.future > 0 && t > rec.arr.Add(c.future):
-		rec.why = rFuture
+	if rec.why = c.checkTimes(t, ok, arrWhy, rec.arr); rec.why != rOK {
 		return rec
 	}
 	rec.ts = t
@@ -442,18 +431,7 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 		return rec
 	}
 	t, ok := parseTimeText(s)
-	switch {
-	case !ok:
-		rec.why = rBadEventTime
-		return rec
-	case t < source.PlausibleFrom:
-		rec.why = rImplausible
-		return rec
-	case arrWhy != rOK:
-		rec.why = arrWhy
-		return rec
-	case c.future > 0 && t > rec.arr.Add(c.future):
-		rec.why = rFuture
+	if rec.why = c.checkTimes(t, ok, arrWhy, rec.arr); rec.why != rOK {
 		return rec
 	}
 	rec.ts = t
@@ -485,4 +463,21 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 		b.groups = append(b.groups, part)
 	}
 	return rec
+}
+
+// checkTimes applies weir run's rules to a line's event time (parsed is false
+// when it did not parse) and arrival (arrWhy says what was wrong with it):
+// the reason the line is no event, in weir run's order, or rOK.
+func (c *config) checkTimes(t mtime.Time, parsed bool, arrWhy reason, arr mtime.Time) reason {
+	switch {
+	case !parsed:
+		return rBadEventTime
+	case t < source.PlausibleFrom:
+		return rImplausible
+	case arrWhy != rOK:
+		return arrWhy
+	case c.future > 0 && t > arr.Add(c.future):
+		return rFuture
+	}
+	return rOK
 }

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"strconv"
 	"time"
+
+	"github.com/weirstream/weir/internal/text"
 )
 
 // Time is an instant in milliseconds since 1970-01-01T00:00:00Z.
@@ -73,34 +75,20 @@ func (t Time) AppendFormat(buf []byte) []byte {
 		days--
 	}
 	y, m, d := civil(days)
-	buf = appendInt(buf, y, 4)
+	buf = text.AppendPadded(buf, y, 4)
 	buf = append(buf, '-')
-	buf = appendInt(buf, m, 2)
+	buf = text.AppendPadded(buf, m, 2)
 	buf = append(buf, '-')
-	buf = appendInt(buf, d, 2)
+	buf = text.AppendPadded(buf, d, 2)
 	buf = append(buf, 'T')
-	buf = appendInt(buf, rem/3600, 2)
+	buf = text.AppendPadded(buf, rem/3600, 2)
 	buf = append(buf, ':')
-	buf = appendInt(buf, rem%3600/60, 2)
+	buf = text.AppendPadded(buf, rem%3600/60, 2)
 	buf = append(buf, ':')
-	buf = appendInt(buf, rem%60, 2)
+	buf = text.AppendPadded(buf, rem%60, 2)
 	buf = append(buf, '.')
-	buf = appendInt(buf, frac, 3)
+	buf = text.AppendPadded(buf, frac, 3)
 	return append(buf, 'Z')
-}
-
-func appendInt(buf []byte, v int64, width int) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for v >= 10 || width > 1 {
-		i--
-		tmp[i] = byte('0' + v%10)
-		v /= 10
-		width--
-	}
-	i--
-	tmp[i] = byte('0' + v)
-	return append(buf, tmp[i:]...)
 }
 
 // civil converts days since 1970-01-01 to a proleptic Gregorian date
