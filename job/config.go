@@ -267,6 +267,11 @@ func (p *parser) job(root *node) (*Job, error) {
 	return j, nil
 }
 
+// isEmpty reports a YAML value left empty ("tumbling:" or "tumbling: ~").
+func isEmpty(v *yaml.Node) bool {
+	return v.Kind == yaml.ScalarNode && (v.Tag == "!!null" || v.Value == "")
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -421,6 +426,9 @@ func (p *parser) window(root *node, j *Job) error {
 	var a window.Assigner
 	if v := w.get("tumbling"); v != nil {
 		kinds++
+		if isEmpty(v) {
+			return w.errf(v, "window.tumbling", "missing the window size, e.g. tumbling: 1m")
+		}
 		size, err := w.durationOf(v, "window.tumbling")
 		if err != nil {
 			return err
@@ -432,6 +440,9 @@ func (p *parser) window(root *node, j *Job) error {
 	}
 	if v := w.get("sliding"); v != nil {
 		kinds++
+		if isEmpty(v) {
+			return w.errf(v, "window.sliding", "missing the window size and slide, e.g. sliding: {size: 10m, slide: 1m}")
+		}
 		s, err := asMapping(p.file, "window.sliding", v)
 		if err != nil {
 			return err
@@ -473,6 +484,9 @@ func (p *parser) window(root *node, j *Job) error {
 	if v := w.get("session"); v != nil {
 		kinds++
 		var gap mtime.Time
+		if isEmpty(v) {
+			return w.errf(v, "window.session.gap", "missing the session gap, e.g. session: {gap: 30m}")
+		}
 		if v.Kind == yaml.ScalarNode {
 			if gap, err = w.durationOf(v, "window.session"); err != nil {
 				return err
@@ -512,7 +526,7 @@ func (p *parser) window(root *node, j *Job) error {
 	}
 	switch kinds {
 	case 0:
-		return w.errf(nil, "window", "expected one of tumbling, sliding, session or global, e.g. window: {tumbling: 1m}")
+		return w.errf(nil, "window", "missing the window kind and size: one of tumbling, sliding, session or global, e.g. window: {tumbling: 1m}")
 	case 1:
 	default:
 		return w.errf(nil, "window", "choose one of tumbling, sliding, session and global")
