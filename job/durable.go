@@ -146,18 +146,16 @@ type ckptRequest struct {
 // output pending for the next; after more than tolerable failures in a row the
 // job stops, with the last good checkpoint intact.
 type ckptWriter struct {
-	j         *Job
-	store     *checkpoint.Store
-	com       *committer
-	parts     int
-	reqs      chan *ckptRequest
-	wg        sync.WaitGroup
-	log       func(string)
-	failed    atomic.Pointer[error]
-	failures  int
-	carry     [numOutputs][]byte
-	lastGood  string
-	completed atomic.Int64
+	j        *Job
+	store    *checkpoint.Store
+	com      *committer
+	reqs     chan *ckptRequest
+	wg       sync.WaitGroup
+	log      func(string)
+	failed   atomic.Pointer[error]
+	failures int
+	carry    [numOutputs][]byte
+	lastGood string
 }
 
 func newCkptWriter(j *Job, store *checkpoint.Store, com *committer, log func(string), lastGood string) *ckptWriter {
@@ -244,7 +242,6 @@ func (w *ckptWriter) write(req *ckptRequest) (string, error) {
 	if err := w.com.commit(req.pending); err != nil {
 		return path, err
 	}
-	w.completed.Add(1)
 	if req.kind != checkpoint.Savepoint {
 		w.store.Prune()
 	}

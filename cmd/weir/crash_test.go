@@ -72,6 +72,35 @@ summary: summary.json
 
 var outputsToCompare = []string{"results.jsonl", "late.jsonl", "quarantine.jsonl"}
 
+// crashReference writes the 1M-event input in a new directory and runs the
+// job on it without checkpoints, in its subdirectory ref.
+func crashReference(t *testing.T) (dir, ref string) {
+	dir = t.TempDir()
+	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
+	ref = filepath.Join(dir, "ref")
+	os.Mkdir(ref, 0o755)
+	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(strings.Replace(crashJob, "input.jsonl", "../input.jsonl", 1)), 0o644)
+	if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	return dir, ref
+}
+
+// sameAsReference checks that dir's outputs are byte for byte ref's.
+func sameAsReference(t *testing.T, dir, ref string) {
+	t.Helper()
+	for _, f := range outputsToCompare {
+		want, _ := os.ReadFile(filepath.Join(ref, f))
+		got, _ := os.ReadFile(filepath.Join(dir, f))
+		if len(want) < 1000 {
+			t.Fatalf("%s: the reference is too small (%d bytes)", f, len(want))
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the uninterrupted run (%d bytes, want %d)", f, len(got), len(want))
+		}
+	}
+}
+
 func weirRun(t *testing.T, dir, jobFile string) *exec.Cmd {
 	cmd := exec.Command(weirBin, "run", "--quiet", jobFile)
 	cmd.Dir = dir
@@ -94,14 +123,7 @@ func crashAndCompare(t *testing.T, extra string, parallelisms []int) {
 // crashAndCompareEvery is crashAndCompare with a checkpoint interval and a
 // range of kill delays (milliseconds).
 func crashAndCompareEvery(t *testing.T, extra string, parallelisms []int, interval string, killMin, killMax int) {
-	dir := t.TempDir()
-	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
-	ref := filepath.Join(dir, "ref")
-	os.Mkdir(ref, 0o755)
-	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(strings.Replace(crashJob, "input.jsonl", "../input.jsonl", 1)), 0o644)
-	if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
+	dir, ref := crashReference(t)
 	r := rand.New(rand.NewPCG(10, 10))
 	start := time.Now()
 	for i := 0; i < 10; i++ {
@@ -122,16 +144,7 @@ func crashAndCompareEvery(t *testing.T, extra string, parallelisms []int, interv
 		t.Fatalf("final run: %v\n%s", err, out)
 	}
 	t.Logf("10 crashes and the final run took %s; final run said:\n%s", time.Since(start).Round(time.Millisecond), out)
-	for _, f := range outputsToCompare {
-		want, _ := os.ReadFile(filepath.Join(ref, f))
-		got, _ := os.ReadFile(filepath.Join(dir, f))
-		if len(want) < 1000 {
-			t.Fatalf("%s: the reference is too small (%d bytes)", f, len(want))
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the uninterrupted run (%d bytes, want %d)", f, len(got), len(want))
-		}
-	}
+	sameAsReference(t, dir, ref)
 	for _, k := range []string{`"read": 1`, `"too_late": `, `"duplicates": `} {
 		if b, _ := os.ReadFile(filepath.Join(dir, "summary.json")); !bytes.Contains(b, []byte(k)) {
 			t.Errorf("summary lacks %s", k)
@@ -152,34 +165,11 @@ func TestKillNineRestoreWithOtherParallelism(t *testing.T) {
 	crashAndCompare(t, "", []int{2, 1, 3})
 }
 
-// waitForCheckpoint waits until the job has completed a checkpoint.
-func waitForCheckpoint(t *testing.T, dir string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		entries, _ := os.ReadDir(filepath.Join(dir, "ckpt"))
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), "chk-") {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("no checkpoint appeared")
-}
-
 // SIGTERM takes a savepoint and exits 0; weir savepoint asks a running job
 // for one; a run restored from either (with another parallelism) ends with
 // the output of an uninterrupted run.
 func TestSigtermAndSavepointCommand(t *testing.T) {
-	dir := t.TempDir()
-	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
-	ref := filepath.Join(dir, "ref")
-	os.Mkdir(ref, 0o755)
-	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(strings.Replace(crashJob, "input.jsonl", "../input.jsonl", 1)), 0o644)
-	if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
-	}
+	dir, ref := crashReference(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+"checkpoint: {dir: ckpt, interval: 10s}\n"), 0o644)
 
 	cmd := exec.Command(weirBin, "run", "job.yaml")
@@ -222,13 +212,7 @@ func TestSigtermAndSavepointCommand(t *testing.T) {
 	if out, err := resume.CombinedOutput(); err != nil || !strings.Contains(string(out), "resuming from "+first) {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
-	for _, f := range outputsToCompare {
-		want, _ := os.ReadFile(filepath.Join(ref, f))
-		got, _ := os.ReadFile(filepath.Join(dir, f))
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from the uninterrupted run", f)
-		}
-	}
+	sameAsReference(t, dir, ref)
 }
 
 // A checkpoint directory that cannot be created: a clear error at start,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,19 +42,9 @@ func cmdGen(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	// The kind may come before or after the flags.
-	var kinds []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		kinds = append(kinds, fs.Arg(0))
-		args = fs.Args()[1:]
+	kinds, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
 	}
 	usageErr := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "weir gen: "+format+"\n\n", a...)

@@ -74,19 +74,9 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after FILE.
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	files, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -146,7 +136,6 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	if o.Target, err = parseShare(*target); err != nil {
 		return usageErr("--target: %v", err)
 	}
-	var ok bool
 	if o.MaxWait, ok = parseDur("max-wait", *maxWait); !ok {
 		return 2
 	}

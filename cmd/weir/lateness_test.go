@@ -19,14 +19,7 @@ const latenessInput = `{"ts":"2026-01-01T00:00:10Z","arrival":"2026-01-01T00:00:
 
 func runLateness(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
-	cwd, _ := os.Getwd()
-	if err := os.Chdir(dir); err != nil {
-		t.Fatal(err)
-	}
-	defer os.Chdir(cwd)
-	var stdout, stderr bytes.Buffer
-	code := cmdLateness(args, &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
+	return runCLI(t, dir, append([]string{"lateness"}, args...)...)
 }
 
 func latenessDir(t *testing.T) string {

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -187,6 +188,25 @@ func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, path)
 	return 0
+}
+
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments, and returns those. When parsing stops (bad flags, or
+// -h), ok is false and code is the exit status: 0 for help, 2 otherwise.
+func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, 0, false
+			}
+			return nil, 2, false
+		}
+		if fs.NArg() == 0 {
+			return positional, 0, true
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 func isTerminal(w io.Writer) bool {

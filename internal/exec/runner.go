@@ -1,7 +1,6 @@
 package exec
 
 import (
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,9 +119,6 @@ type Runner[K comparable, T, A, O any] struct {
 	wm   atomic.Int64
 	open atomic.Int64
 }
-
-// ErrStopped is returned after the sink failed.
-var ErrStopped = errors.New("exec: runner stopped")
 
 // NewRunner starts a runner. The caller must call End (or Stop) and then Wait.
 func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, A, O] {
