@@ -82,18 +82,29 @@ type Store struct {
 	fs   FS
 	dir  string
 	keep int
+	lock *os.File // the LOCK file, held while the store is open (real file system only)
 }
 
 // Open returns the store in dir (created if needed), keeping the newest keep
-// periodic checkpoints. Leftover temporary directories of a crashed writer
-// are removed.
+// periodic checkpoints. On the real file system it takes the store's lock
+// (LOCK): a second Open of the same directory, by any process, fails with a
+// *LockedError until Close. Leftover temporary directories of a crashed
+// writer are removed.
 func Open(fs FS, dir string, keep int) (*Store, error) {
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, err
 	}
 	s := &Store{fs: fs, dir: dir, keep: max(keep, 1)}
+	if fs == OSFS {
+		l, err := lockDir(dir)
+		if err != nil {
+			return nil, err
+		}
+		s.lock = l
+	}
 	entries, err := fs.ReadDir(dir)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	for _, e := range entries {

@@ -46,7 +46,7 @@ func runWithSavepoints(t *testing.T, dir string, fs checkpoint.FS) (*Summary, []
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), j, Options{FS: fs, savepointEvery: 2000})
+	sum, err := Run(context.Background(), j, Options{FS: fs, savepointEvery: 2})
 	entries, _ := os.ReadDir(filepath.Join(dir, "ckpt", "savepoints"))
 	var paths []string
 	for _, e := range entries {
@@ -120,8 +120,8 @@ func TestPeriodicFailuresTolerated(t *testing.T) {
 	j, _ := Load(filepath.Join(dir, "job.yaml"))
 	var log strings.Builder
 	var mu sync.Mutex
-	fs := &fullFS{full: func(n int) bool { return n%3 == 0 }}
-	sum, err := Run(context.Background(), j, Options{FS: fs, Log: &syncWriter{&mu, &log}})
+	fs := &fullFS{full: func(n int) bool { return n%20 == 0 }}
+	sum, err := Run(context.Background(), j, Options{FS: fs, Log: &syncWriter{&mu, &log}, checkpointEvery: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestTooManyFailuresStopTheJob(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 2}\n"), 0o644)
 	j, _ := Load(filepath.Join(dir, "job.yaml"))
 	fs := &fullFS{full: func(n int) bool { return n > 12 }}
-	_, err := Run(context.Background(), j, Options{FS: fs})
+	_, err := Run(context.Background(), j, Options{FS: fs, checkpointEvery: 1})
 	var re *RuntimeError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "checkpoints are failing") ||
 		!strings.Contains(err.Error(), "(3 in a row, 2 tolerated)") || !strings.Contains(err.Error(), "the last good checkpoint is "+filepath.Join(dir, "ckpt", "chk-")) {
@@ -198,7 +198,7 @@ func TestCheckpointOfAnotherJob(t *testing.T) {
 // The newest checkpoint is torn (a truncated file) or corrupt (a flipped
 // byte): it is detected, reported, and the previous complete one is used.
 func TestTornAndCorruptCheckpoints(t *testing.T) {
-	for _, damage := range []string{"truncate op-0", "flip out-results", "flip MANIFEST", "delete source"} {
+	for _, damage := range []string{"truncate window.op-0", "flip sink:output", "flip MANIFEST", "delete source:input"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, refDir := setupDurable(t)
 			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5}\n"), 0o644)

@@ -1,10 +1,14 @@
 package job
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 )
@@ -96,6 +100,72 @@ func newLineParser(j *Job) *lineParser {
 }
 
 func get(v *fastjson.Value, p Path) *fastjson.Value { return source.Get(v, p) }
+
+// Decode implements engine.Decoder: it reads one line of the input. In a
+// live job r.Arrival is the time the line was taken; in a replay the line's
+// arrival field gives it.
+func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
+	if isBlank(r.Value) {
+		d.Kind = engine.Blank
+		return
+	}
+	p := lp.parse(r.Value, r.Arrival)
+	d.Arrival = mtime.MinTime
+	if p.hasArrival {
+		d.Arrival = p.arrival
+	}
+	switch {
+	case p.reason != "":
+		d.Kind, d.Reason, d.Detail = engine.Rejected, p.reason, p.detail
+	case p.wmOnly:
+		d.Kind, d.Watermark = engine.WatermarkOnly, p.wm
+	default:
+		d.Kind, d.Time, d.Key, d.ID = engine.Event, p.ts, p.key, p.id
+		if lp.j.PartitionField != nil {
+			d.Partition = p.part
+		}
+		p.rec.line = r.Offset
+		d.Value = p.rec
+	}
+}
+
+// PartitionNames implements engine.PartitionNamer: with a partition field,
+// the partitions are its values, in order of first appearance.
+func (lp *lineParser) PartitionNames() ([]string, bool) {
+	return lp.partKeys, lp.j.PartitionField != nil
+}
+
+// AppendState implements engine.StatefulDecoder: the partition numbering.
+func (lp *lineParser) AppendState(b []byte) []byte {
+	b = enc.AppendUvarint(b, uint64(len(lp.partKeys)))
+	for _, k := range lp.partKeys {
+		b = enc.AppendString(b, k)
+	}
+	return b
+}
+
+// RestoreState implements engine.StatefulDecoder.
+func (lp *lineParser) RestoreState(d *enc.Decoder) error {
+	n := d.Count(1 << 24)
+	for range n {
+		k := d.String()
+		if _, dup := lp.parts[k]; dup {
+			return fmt.Errorf("partition %s numbered twice", k)
+		}
+		lp.parts[k] = len(lp.partKeys)
+		lp.partKeys = append(lp.partKeys, k)
+	}
+	return d.Err()
+}
+
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
+}
 
 // parse reads a line. now is the processing time to use when the job has no
 // arrival field.

@@ -1,23 +1,27 @@
 package job
 
 import (
-	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
-	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
@@ -35,25 +39,27 @@ type Options struct {
 	// From restores from this checkpoint or savepoint directory instead of
 	// the newest one in the job's checkpoint directory.
 	From string
-	// NoSavepointOnStop skips the savepoint normally taken when ctx is
-	// cancelled (SIGTERM, Ctrl-C).
+	// NoSavepointOnStop skips the savepoint normally taken when the job is
+	// stopped (ctx cancelled).
 	NoSavepointOnStop bool
-	// Savepoints asks the running job for a savepoint; the path written is
-	// sent back on the channel received (or "" if it failed).
-	Savepoints <-chan chan string
 	// FS is the file system checkpoints are written to (tests inject
 	// failures); nil is the real one.
 	FS checkpoint.FS
 
-	// savepointEvery takes a savepoint after every so many lines (tests).
-	savepointEvery int64
+	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
+	// after every so many batches of the input (tests).
+	savepointEvery, checkpointEvery int64
 }
 
 // RuntimeError is a failure while a job runs (as opposed to a bad job
 // file): an output that cannot be written, checkpoints that keep failing.
-type RuntimeError struct{ Msg string }
+type RuntimeError struct {
+	Msg string
+	Err error
+}
 
 func (e *RuntimeError) Error() string { return e.Msg }
+func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // Summary accounts for every line of the input: Read = Accepted + Duplicates
 // + TooLate + Quarantined. Watermark-only lines and blank lines are not
@@ -73,10 +79,14 @@ type Summary struct {
 	LateWritten       int64            `json:"late_written"`
 	WatermarkLines    int64            `json:"watermark_lines"`
 	BlankLines        int64            `json:"blank_lines"`
+	HavingErrors      int64            `json:"having_errors,omitempty"`
 	TooLateByWindow   []WindowDrops    `json:"too_late_by_window"`
 	Watermark         string           `json:"watermark"`
 	Interrupted       bool             `json:"interrupted,omitempty"`
 	Savepoint         string           `json:"savepoint,omitempty"`
+	// Failed is set when the job stopped with an error: the counts of what
+	// was written are what reached the outputs.
+	Failed bool `json:"failed,omitempty"`
 
 	elapsed time.Duration
 }
@@ -116,10 +126,16 @@ func (s *Summary) Text() string {
 	if name == "" {
 		name = "job"
 	}
-	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined%s\n"+
-		"weir: %s: %d panes written (%d fired), %d windows fired, %d too-late events written; watermark %s\n",
-		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, s.Quarantined, q,
-		name, s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten, s.Watermark)
+	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined%s\n",
+		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, s.Quarantined, q)
+	written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
+	if s.Failed {
+		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
+	}
+	text += fmt.Sprintf("weir: %s: %s; watermark %s\n", name, written, s.Watermark)
+	if s.HavingErrors > 0 {
+		text += fmt.Sprintf("weir: %s: the having expression failed on %d panes; they were written unfiltered\n", name, s.HavingErrors)
+	}
 	if s.Interrupted {
 		text += fmt.Sprintf("weir: %s: stopped before the end of the input", name)
 		if s.Savepoint != "" {
@@ -130,523 +146,290 @@ func (s *Summary) Text() string {
 	return text
 }
 
-type outputs struct {
-	files []*os.File
-	bufs  []*bufio.Writer
+// Runnable is a job turned into an engine, ready to run.
+type Runnable struct {
+	j      *Job
+	o      Options
+	e      *engine.Engine
+	head   *engine.Head[string, record]
+	win    *engine.Window[string, record, []slot, []outVal]
+	out    *engine.SinkNode[pane]
+	late   *engine.SinkNode[lateEvent]
+	having *havingFilter
+	db     *state.DB
 }
 
-func (o *outputs) open(path string, stdout io.Writer) (io.Writer, error) {
-	if path == "" {
-		return nil, nil
-	}
-	if path == "-" {
-		w := bufio.NewWriterSize(stdout, 64<<10)
-		o.bufs = append(o.bufs, w)
-		return w, nil
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, &RuntimeError{Msg: fmt.Sprintf("cannot write %s: %s", path, errText(err))}
-	}
-	o.files = append(o.files, f)
-	w := bufio.NewWriterSize(f, 256<<10)
-	o.bufs = append(o.bufs, w)
-	return w, nil
-}
-
-func (o *outputs) close() error {
-	var first error
-	for _, b := range o.bufs {
-		if err := b.Flush(); err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, f := range o.files {
-		if err := f.Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// jobRun is one execution of a job.
-type jobRun struct {
-	j   *Job
-	o   Options
-	lp  *lineParser
-	s   *sink
-	r   *exec.Runner[string, record, []slot, []outVal]
-	d   *exec.Driver[string, record]
-	dd  dedupStore
-	db  *state.DB // the Pebble backend, if chosen
-	sum *Summary
-
-	quar   io.Writer   // the quarantine, or its pending buffer
-	qpend  *pendingBuf // checkpointed runs
-	outs   outputs     // runs without checkpoints
-	future []mtime.Time
-
-	// position after the last line taken
-	offset, line int64
-
-	// checkpoints
-	store  *checkpoint.Store
-	com    *committer
-	w      *ckptWriter
-	nextID uint64
-	resume *resumeState
-}
-
-func (r *jobRun) logf(format string, args ...any) {
-	if r.o.Log != nil {
-		fmt.Fprintf(r.o.Log, "weir: "+format+"\n", args...)
-	}
-}
-
-// Run executes the job until its input ends (or ctx is cancelled) and
-// returns the summary, which it also writes to the summary file if the job
-// names one.
-//
-// With checkpoints configured, Run first resumes from the newest complete
-// checkpoint (or Options.From), and output reaches the files only when the
-// checkpoint that covers it is complete; when ctx is cancelled it takes a
-// savepoint and returns without error.
-func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
-	start := time.Now()
+// Build turns a validated job into an engine: its source, its head (the line
+// decoder, de-duplication, the watermark), its window stage and its sinks.
+// With checkpoints it finds the checkpoint to resume from. Nothing runs and
+// nothing is written yet.
+func Build(j *Job, o Options) (*Runnable, error) {
 	if o.Stdin == nil {
 		o.Stdin = os.Stdin
 	}
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
-	if o.FS == nil {
-		o.FS = checkpoint.OSFS
-	}
-	r := &jobRun{j: j, o: o, sum: &Summary{Job: j.Name, QuarantineReasons: map[string]int64{}}}
-	if err := r.setup(); err != nil {
-		r.abort()
-		return nil, err
-	}
-	in, err := r.openInput()
-	if err != nil {
-		r.abort()
-		return nil, err
-	}
-	defer in.Close()
-	var progress *progressReporter
-	if o.Progress != nil {
-		progress = startProgress(o.Progress, r.r)
-	}
-	loopErr, interrupted := r.loop(ctx, in, progress)
-	err = r.finish(loopErr, interrupted)
-	if progress != nil {
-		progress.stop()
-	}
-	r.sum.elapsed = time.Since(start)
-	if err != nil {
-		return r.sum, err
-	}
-	if j.Summary != "" {
-		if err := writeSummary(j.Summary, r.sum, o.Stdout); err != nil {
-			return r.sum, err
+	rn := &Runnable{j: j, o: o}
+	if err := rn.build(); err != nil {
+		if rn.db != nil {
+			rn.db.Close()
 		}
+		return nil, err
 	}
-	return r.sum, nil
+	return rn, nil
 }
 
-// setup builds the stages, and with checkpoints finds where to resume.
-func (r *jobRun) setup() error {
-	j, o := r.j, r.o
-	if j.Watermark.Kind == watermark.Perfect {
-		var err error
-		if r.future, err = perfectWatermarks(j); err != nil {
-			return err
-		}
-	}
-	r.lp = newLineParser(j)
-	r.s = &sink{j: j, run: r}
-	if j.Having != "" {
-		var err error
-		if r.s.having, err = compileHaving(j.Having, j.Aggregates); err != nil {
-			return err
-		}
-	}
-	cfg := exec.Config[string, record, []slot, []outVal]{
-		Strategy: j.Window, Parallelism: j.Parallelism,
-		NewAgg: func() aggregate.Func[record, []slot, []outVal] {
-			return &aggs{list: r.lp.agg.list, field: r.lp.agg.field}
-		},
-		Hash: hashString, Codec: codec{}, Emit: r.s.emit,
-	}
-	if j.State.Backend == "pebble" {
-		if err := r.openState(); err != nil {
-			return err
-		}
-		cfg.State = r.db
-	}
-	if j.ID != nil {
-		if r.db != nil {
-			r.dd = newDiskDedup(r.db.DB, j.DedupHorizon)
-		} else {
-			r.dd = newDedup(j.DedupHorizon)
+// Engine is the job's engine: run it with Run, control it with Control.
+func (rn *Runnable) Engine() *engine.Engine { return rn.e }
+
+func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...) }
+
+func (rn *Runnable) build() error {
+	j, o := rn.j, rn.o
+	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop}
+	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 {
+		ecfg.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
+			switch {
+			case sp > 0 && b%sp == 0:
+				return checkpoint.Savepoint, true
+			case cp > 0 && b%cp == 0:
+				return checkpoint.Periodic, true
+			}
+			return "", false
 		}
 	}
 	if j.Checkpoint.Dir != "" {
-		if err := r.openCheckpoints(); err != nil {
+		ecfg.Checkpoint = engine.Checkpointing{
+			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
+			Keep: j.Checkpoint.Keep, TolerableFailures: j.Checkpoint.TolerableFailures,
+			Fingerprint: fingerprint(j), From: o.From, FS: o.FS,
+		}
+	}
+	e, err := engine.New(ecfg)
+	if err != nil {
+		return setupError(j, err)
+	}
+	rn.e = e
+	lp := newLineParser(j)
+	wcfg := engine.WindowConfig[string, record, []slot, []outVal]{
+		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
+		NewAgg: func() aggregate.Func[record, []slot, []outVal] {
+			return &aggs{list: lp.agg.list, field: lp.agg.field}
+		},
+		Hash: hashString, Codec: codec{},
+	}
+	var dd state.Dedup
+	if j.State.Backend == "pebble" {
+		if err := rn.openState(lp); err != nil {
 			return err
 		}
-		if r.resume != nil {
-			cfg.Restore, cfg.Step = r.resume.ops, r.resume.meta.Step
+		wcfg.State = rn.db
+	}
+	if j.ID != nil {
+		if rn.db != nil {
+			dd = rn.db.Dedup(j.DedupHorizon)
+		} else {
+			dd = state.NewMemoryDedup(j.DedupHorizon)
 		}
-		r.s.out, r.s.late, r.qpend = &pendingBuf{}, &pendingBuf{}, &pendingBuf{}
-		r.quar = r.qpend
+	}
+	if rn.win, err = engine.NewWindow(e, wcfg); err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	// Sinks: the quarantine is written by the source loop, the results and
+	// the late events by the window stage.
+	var quarantine engine.Consumer[engine.RejectedRecord]
+	if j.Quarantine != "" {
+		q, err := newSink(rn, "quarantine", j.Quarantine, appendRejected)
+		if err != nil {
+			return err
+		}
+		quarantine = q
+	}
+	f := newFormat(j)
+	if rn.out, err = newSink(rn, "output", j.Output, f.appendPane); err != nil {
+		return err
+	}
+	var results engine.Consumer[pane] = rn.out
+	if j.Having != "" {
+		h, err := compileHaving(j.Having, j.Aggregates)
+		if err != nil {
+			return err
+		}
+		rn.having = &havingFilter{j: j, h: h, next: rn.out, log: func(s string) { rn.logf("%s", s) }}
+		results = rn.having
+	}
+	rn.win.Panes.Subscribe(results)
+	if j.LateOutput != "" {
+		if rn.late, err = newSink(rn, "late_output", j.LateOutput, newFormat(j).appendLate); err != nil {
+			return err
+		}
+		rn.win.Late.Subscribe(rn.late)
+	}
+	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: j.Input, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine}
+	if j.Watermark.Kind == watermark.Perfect {
+		future, err := perfectWatermarks(j)
+		if err != nil {
+			return err
+		}
+		hcfg.WatermarkAfter = func(line int64) mtime.Time { return perfectAt(future, line) }
+	}
+	if rn.head, err = engine.NewHead(e, hcfg); err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	var src connector.Source
+	if j.Input == "-" {
+		src = &file.Reader{Name: "standard input", R: o.Stdin}
 	} else {
-		var err error
-		if r.s.out, err = r.outs.open(j.Output, o.Stdout); err != nil {
-			return err
-		}
-		if r.s.late, err = r.outs.open(j.LateOutput, o.Stdout); err != nil {
-			return err
-		}
-		if r.quar, err = r.outs.open(j.Quarantine, o.Stdout); err != nil {
-			return err
-		}
+		src = &file.Source{Path: j.Input, Log: func(s string) { rn.logf("%s", s) }}
 	}
-	r.r = exec.NewRunner(cfg)
-	if err := r.r.Err(); err != nil {
-		return &RuntimeError{Msg: "cannot restore the checkpoint: " + err.Error()}
+	if err := e.AddSource("input", src, rn.head); err != nil {
+		return err
 	}
-	r.d = exec.NewDriver[string, record](r.r, j.Watermark, j.Window.Trigger.UsesProcessingTime())
-	if r.resume != nil {
-		if err := r.restoreSourceState(r.resume.ckpt.Files["source"]); err != nil {
-			return &RuntimeError{Msg: fmt.Sprintf("cannot restore %s: %v", r.resume.ckpt.Path, err)}
+	e.OnSignal(rn.head)
+	if c := e.Resumed(); c != nil {
+		line := int64(0)
+		for _, fl := range c.Manifest.Files {
+			if fl.Name == "source:input" {
+				line = file.Line(c.Files[fl.Name])
+			}
 		}
-		r.s.written, r.s.lateWritten = r.resume.meta.Written, r.resume.meta.LateW
-		r.offset, r.line = r.resume.meta.Offset, r.resume.meta.Line
-	}
-	if r.store != nil {
-		last := ""
-		if r.resume != nil {
-			last = r.resume.ckpt.Path
-		}
-		r.w = newCkptWriter(j, r.store, r.com, func(s string) { r.logf("%s", s) }, last)
+		rn.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, line, restoredInstances(c), j.Parallelism)
 	}
 	return nil
+}
+
+// restoredInstances is the parallelism a checkpoint was taken with.
+func restoredInstances(c *checkpoint.Checkpoint) int {
+	d := enc.NewDecoder(c.Files["window.clock"])
+	d.Uvarint()
+	return d.Count(exec.KeyGroups)
+}
+
+// newSink makes the sink of an output path: a file (exactly once at each
+// checkpoint, when the job has checkpoints) or standard output.
+func newSink[T any](rn *Runnable, field, path string, encode file.Encoder[T]) (*engine.SinkNode[T], error) {
+	var s connector.Sink[T]
+	if path == "-" {
+		s = &file.Writer[T]{W: rn.o.Stdout, Encode: encode}
+	} else {
+		s = &file.Sink[T]{Path: path, Encode: encode, ExactlyOnce: rn.e.Checkpointed()}
+	}
+	n, err := engine.NewSink(rn.e, field, s)
+	if err != nil {
+		return nil, setupError(rn.j, err)
+	}
+	return n, nil
+}
+
+// setupError turns an engine's refusal into a job error naming its field.
+func setupError(j *Job, err error) error {
+	var se *engine.SetupError
+	if errors.As(err, &se) && se.Field != "" {
+		return &RuntimeError{Msg: fmt.Sprintf("%s: %s: %s", j.File, se.Field, strings.TrimPrefix(se.Msg, se.Field+": ")), Err: err}
+	}
+	return &RuntimeError{Msg: err.Error(), Err: err}
 }
 
 // openState opens the Pebble backend, in state.dir or a temporary directory,
 // and holds the Go heap to the memory budget with a soft limit.
-func (r *jobRun) openState() error {
-	dir := r.j.State.Dir
+func (rn *Runnable) openState(lp *lineParser) error {
+	dir := rn.j.State.Dir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "weir-state-")
 		if err != nil {
-			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error()}
+			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error(), Err: err}
 		}
 		dir = tmp
 	}
-	db, err := state.Open(dir, r.j.State.MemoryBudget)
+	db, err := state.Open(dir, rn.j.State.MemoryBudget)
 	if err != nil {
-		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err)}
+		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
 	}
-	r.db = db
+	rn.db = db
 	debug.SetMemoryLimit(db.Budget() + 64<<20)
 	// Keys come and go: keep only a few at hand.
-	r.lp.internCap = 1 << 16
+	lp.internCap = 1 << 16
 	return nil
 }
 
-// openCheckpoints opens the store, picks the checkpoint to resume from, and
-// opens the output files accordingly.
-func (r *jobRun) openCheckpoints() error {
-	j := r.j
-	store, err := checkpoint.Open(r.o.FS, j.Checkpoint.Dir, j.Checkpoint.Keep)
+// Run executes the job until its input ends (or ctx is cancelled) and
+// returns the summary, which it also writes to the summary file if the job
+// names one.
+//
+// With checkpoints, the job resumes from the newest complete checkpoint (or
+// Options.From), and output reaches the files only when the checkpoint that
+// covers it is complete; when ctx is cancelled it takes a savepoint and
+// returns without error.
+func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
+	rn, err := Build(j, o)
 	if err != nil {
-		return &RuntimeError{Msg: fmt.Sprintf("cannot open the checkpoint directory %s: %s", j.Checkpoint.Dir, errText(err))}
+		return nil, err
 	}
-	r.store = store
-	var c *checkpoint.Checkpoint
-	if r.o.From != "" {
-		if c, err = checkpoint.Load(r.o.FS, r.o.From); err != nil {
-			return &RuntimeError{Msg: "cannot restore: " + err.Error()}
-		}
-	} else {
-		c = store.Latest(func(s string) { r.logf("%s", s) })
-		if c != nil && c.Manifest.Kind == checkpoint.Final {
-			r.logf("the last run of %s finished (%s); starting from the beginning", j.Name, c.Path)
-			c = nil
+	return rn.Run(ctx)
+}
+
+// Run runs the built job; see the function Run.
+func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
+	start := time.Now()
+	var progress *progressReporter
+	if rn.o.Progress != nil {
+		progress = startProgress(rn.o.Progress, rn.e.Control())
+	}
+	err := rn.e.Run(ctx)
+	if progress != nil {
+		progress.stop()
+	}
+	if rn.db != nil {
+		if cerr := rn.db.Close(); cerr != nil && err == nil {
+			err = &RuntimeError{Msg: "closing the state database: " + cerr.Error(), Err: cerr}
 		}
 	}
-	if c != nil {
-		if c.Manifest.Fingerprint != fingerprint(j) {
-			return &RuntimeError{Msg: fmt.Sprintf("%s was taken by a job that computes something else (other window, trigger, aggregates or fields); move it away to start afresh", c.Path)}
-		}
-		if r.resume, err = loadResume(c); err != nil {
-			return &RuntimeError{Msg: err.Error()}
-		}
-		r.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, r.resume.meta.Line, c.Manifest.Parallelism, j.Parallelism)
+	sum := rn.summary(err)
+	sum.elapsed = time.Since(start)
+	var stopped *engine.StoppedError
+	if errors.As(err, &stopped) {
+		sum.Interrupted, sum.Savepoint = true, stopped.Savepoint
+		err = nil
 	}
-	r.nextID = store.NextID()
-	r.com, err = openCommitter([numOutputs]string{j.Output, j.LateOutput, j.Quarantine}, r.resume, func(s string) { r.logf("%s", s) })
 	if err != nil {
-		return err
+		sum.Failed = true
+		var re *RuntimeError
+		if !errors.As(err, &re) {
+			err = &RuntimeError{Msg: err.Error(), Err: err}
+		}
+		return sum, err
 	}
-	writePID(j.Checkpoint.Dir)
-	return nil
+	if rn.j.Summary != "" {
+		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout); err != nil {
+			return sum, err
+		}
+	}
+	return sum, nil
 }
 
-func (r *jobRun) openInput() (io.ReadCloser, error) {
-	if r.j.Input == "-" {
-		return io.NopCloser(r.o.Stdin), nil
+func (rn *Runnable) summary(err error) *Summary {
+	c := rn.head.Counts()
+	st := rn.win.Stats()
+	s := &Summary{
+		Job: rn.j.Name, Read: c.Read, Duplicates: c.Duplicates, Quarantined: c.Quarantined,
+		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines,
+		Accepted: st.Accepted, TooLate: st.TooLate, LateAccepted: st.LateAccepted,
+		PanesFired: st.Panes, WindowsFired: st.Fired,
+		PanesWritten: rn.out.Written(),
 	}
-	f, err := os.Open(r.j.Input)
-	if err != nil {
-		return nil, &RuntimeError{Msg: fmt.Sprintf("cannot read %s: %s", r.j.Input, errText(err))}
+	if rn.late != nil {
+		s.LateWritten = rn.late.Written()
 	}
-	if r.offset > 0 {
-		if _, err := f.Seek(r.offset, io.SeekStart); err != nil {
-			f.Close()
-			return nil, &RuntimeError{Msg: fmt.Sprintf("cannot seek %s: %s", r.j.Input, errText(err))}
-		}
+	if rn.having != nil {
+		s.HavingErrors = rn.having.errors.Load()
 	}
-	return f, nil
-}
-
-// abort releases what setup opened when it fails.
-func (r *jobRun) abort() {
-	r.outs.close()
-	if r.db != nil {
-		r.db.Close()
-	}
-	if r.com != nil {
-		r.com.close()
-	}
-	if r.store != nil {
-		removePID(r.j.Checkpoint.Dir)
-	}
-}
-
-func (r *jobRun) loop(ctx context.Context, in io.Reader, progress *progressReporter) (error, bool) {
-	stop := make(chan struct{})
-	defer close(stop)
-	batches := readLines(in, r.offset, r.line, stop)
-	live := r.j.ArrivalField == nil
-	var tick, ckptTick <-chan time.Time
-	if live {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		tick = t.C
-	}
-	if r.w != nil {
-		t := time.NewTicker(time.Duration(r.j.Checkpoint.Interval) * time.Millisecond)
-		defer t.Stop()
-		ckptTick = t.C
-	}
-	var qbuf []byte
-	for {
-		var b *lineBatch
-		select {
-		case <-ctx.Done():
-			return nil, true
-		case <-tick:
-			r.d.Advance(mtime.Now())
-			r.r.Flush()
-			continue
-		case <-ckptTick:
-			r.barrier(checkpoint.Periodic, nil)
-			continue
-		case done := <-r.o.Savepoints:
-			if r.w == nil {
-				done <- ""
-				continue
-			}
-			r.barrier(checkpoint.Savepoint, done)
-			continue
-		case b = <-batches:
-		}
-		if b == nil {
-			return nil, false
-		}
-		if b.err != nil {
-			return b.err, false
-		}
-		for _, ln := range b.lines {
-			r.offset, r.line = ln.End, ln.No
-			if isBlank(ln.Text) {
-				r.sum.BlankLines++
-				if r.future != nil {
-					r.d.SetWatermark(perfectAt(r.future, ln.No))
-				}
-				continue
-			}
-			now := mtime.MinTime
-			if live {
-				now = mtime.Now()
-			}
-			p := r.lp.parse(ln.Text, now)
-			if p.hasArrival {
-				r.d.Advance(p.arrival)
-			}
-			switch {
-			case p.reason != "":
-				r.sum.Read++
-				r.sum.Quarantined++
-				r.sum.QuarantineReasons[p.reason]++
-				if r.quar != nil {
-					qbuf = appendQuarantine(qbuf[:0], ln.No, p.reason, p.detail, ln.Text)
-					if _, err := r.quar.Write(qbuf); err != nil {
-						return &RuntimeError{Msg: "cannot write the quarantine: " + err.Error()}, false
-					}
-				}
-			case p.wmOnly:
-				r.sum.WatermarkLines++
-				r.d.SetWatermark(p.wm)
-			case r.dd != nil && r.dd.seen(p.id, p.ts, r.d.Watermark()):
-				r.sum.Read++
-				r.sum.Duplicates++
-				r.d.Observe(p.part, p.ts)
-			default:
-				r.sum.Read++
-				p.rec.line = ln.No
-				r.d.Event(p.part, p.key, p.ts, p.rec)
-			}
-			if r.future != nil {
-				r.d.SetWatermark(perfectAt(r.future, ln.No))
-			}
-			if r.dd != nil {
-				r.dd.expire(r.d.Watermark())
-			}
-			if n := r.o.savepointEvery; n > 0 && ln.No%n == 0 && r.w != nil {
-				r.barrier(checkpoint.Savepoint, nil)
-			}
-		}
-		if progress != nil {
-			progress.lines.Add(int64(len(b.lines)))
-		}
-		if live {
-			r.r.Flush()
-		}
-		if err := r.r.Err(); err != nil {
-			return nil, false
-		}
-		if r.w != nil {
-			if err := r.w.err(); err != nil {
-				return err, false
-			}
-		}
-	}
-}
-
-// barrierTag travels with a barrier through the instances to the sink.
-type barrierTag struct {
-	id         uint64
-	kind       checkpoint.Kind
-	meta       ckptMeta
-	source     []byte
-	quarantine []byte
-	done       chan string
-}
-
-// barrier starts a checkpoint at the current position of the input.
-func (r *jobRun) barrier(kind checkpoint.Kind, done chan string) {
-	tag := &barrierTag{
-		id: r.nextID, kind: kind, done: done,
-		meta:       ckptMeta{Offset: r.offset, Line: r.line, Step: r.r.Step()},
-		source:     r.appendSourceState(nil),
-		quarantine: r.qpend.take(),
-	}
-	r.nextID++
-	r.r.Barrier(tag)
-}
-
-// onBarrier is called by the sink when every instance has passed a barrier.
-func (r *jobRun) onBarrier(tag *barrierTag, ops [][]byte, err error) {
-	tag.meta.Written, tag.meta.LateW = r.s.written, r.s.lateWritten
-	r.w.reqs <- &ckptRequest{
-		id: tag.id, kind: tag.kind, meta: tag.meta, source: tag.source, ops: ops, err: err,
-		pending: [numOutputs][]byte{r.s.out.(*pendingBuf).take(), r.s.late.(*pendingBuf).take(), tag.quarantine},
-		done:    tag.done,
-	}
-}
-
-// finish ends the input (or stops at a savepoint), waits for the stages and
-// fills in the summary.
-func (r *jobRun) finish(loopErr error, interrupted bool) error {
-	j := r.j
-	r.sum.Interrupted = interrupted
-	var savepoint chan string
-	switch {
-	case loopErr != nil:
-		r.r.Stop()
-	case interrupted && r.w != nil && !r.o.NoSavepointOnStop:
-		savepoint = make(chan string, 1)
-		r.barrier(checkpoint.Savepoint, savepoint)
-		r.r.Stop()
-	case interrupted:
-		r.r.Stop()
-	default:
-		r.d.End()
-	}
-	runErr := r.r.Wait()
-	if r.dd != nil && runErr == nil {
-		runErr = r.dd.err()
-	}
-	var closeErr error
-	if r.w != nil {
-		if !interrupted && loopErr == nil && runErr == nil {
-			// The input ended: commit the rest, and record that the job
-			// finished so that the next run starts afresh.
-			r.w.reqs <- &ckptRequest{
-				id: r.nextID, kind: checkpoint.Final,
-				meta:    ckptMeta{Offset: r.offset, Line: r.line, Step: r.r.Step(), Written: r.s.written, LateW: r.s.lateWritten},
-				pending: [numOutputs][]byte{r.s.out.(*pendingBuf).take(), r.s.late.(*pendingBuf).take(), r.qpend.take()},
-			}
-		}
-		closeErr = r.w.close()
-		if err := r.com.close(); err != nil && closeErr == nil {
-			closeErr = err
-		}
-		removePID(j.Checkpoint.Dir)
-		if savepoint != nil {
-			if r.sum.Savepoint = <-savepoint; r.sum.Savepoint == "" && closeErr == nil {
-				closeErr = &RuntimeError{Msg: "the savepoint could not be written"}
-			}
-		}
-	} else if err := r.outs.close(); err != nil {
-		closeErr = &RuntimeError{Msg: "cannot write the output: " + err.Error()}
-	}
-	if r.db != nil {
-		if err := r.db.Close(); err != nil && closeErr == nil {
-			closeErr = &RuntimeError{Msg: "closing the state database: " + err.Error()}
-		}
-	}
-	st := r.r.Stats()
-	s := r.sum
-	s.Accepted, s.TooLate, s.LateAccepted = st.Accepted, st.TooLate, st.LateAccepted
-	s.PanesFired, s.WindowsFired = st.Panes, st.Fired
-	s.PanesWritten, s.LateWritten = r.s.written, r.s.lateWritten
 	s.TooLateByWindow = dropsByWindow(st)
-	s.Watermark = r.d.Watermark().String()
-	if r.d.Watermark() == mtime.MinTime {
+	s.Watermark = rn.win.Watermark().String()
+	if rn.win.Watermark() == mtime.MinTime {
 		s.Watermark = "none"
 	}
-	for _, e := range []error{loopErr, runErr, closeErr} {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
-}
-
-func writePID(dir string) {
-	_ = os.WriteFile(filepath.Join(dir, "weir.pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
-}
-
-func removePID(dir string) {
-	p := filepath.Join(dir, "weir.pid")
-	if b, err := os.ReadFile(p); err == nil && string(b) == strconv.Itoa(os.Getpid())+"\n" {
-		os.Remove(p)
-	}
+	return s
 }
 
 func writeSummary(path string, sum *Summary, stdout io.Writer) error {
@@ -660,7 +443,7 @@ func writeSummary(path string, sum *Summary, stdout io.Writer) error {
 		return err
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, errText(err))}
+		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, errText(err)), Err: err}
 	}
 	return nil
 }
@@ -692,15 +475,6 @@ func dropsByWindow(st exec.Stats) []WindowDrops {
 	return out
 }
 
-func isBlank(b []byte) bool {
-	for _, c := range b {
-		if c != ' ' && c != '\t' && c != '\r' {
-			return false
-		}
-	}
-	return true
-}
-
 // hashString is FNV-1a: stable across runs and machines, so a key always
 // lands in the same key group and a checkpoint restores anywhere.
 func hashString(s string) uint64 {
@@ -712,48 +486,17 @@ func hashString(s string) uint64 {
 	return h
 }
 
-type lineBatch struct {
-	lines []source.Line
-	err   error
-}
-
-// readLines reads in its own goroutine and hands over batches of lines; a
-// batch goes as soon as the reader would wait for more input, so a live
-// stream is not held back. offset and line say where in its input r starts;
-// closing stop ends the goroutine.
-func readLines(in io.Reader, offset, line int64, stop <-chan struct{}) <-chan *lineBatch {
-	ch := make(chan *lineBatch, 4)
-	go func() {
-		defer close(ch)
-		send := func(b *lineBatch) bool {
-			select {
-			case ch <- b:
-				return true
-			case <-stop:
-				return false
-			}
-		}
-		lines := source.NewLines(in, 0, offset, line)
-		b := &lineBatch{}
-		for {
-			ln, ok := lines.Next()
-			if !ok {
-				break
-			}
-			b.lines = append(b.lines, ln)
-			if len(b.lines) >= 1024 || !lines.Buffered() {
-				if !send(b) {
-					return
-				}
-				b = &lineBatch{lines: make([]source.Line, 0, 1024)}
-			}
-		}
-		if len(b.lines) > 0 && !send(b) {
-			return
-		}
-		if err := lines.Err(); err != nil {
-			send(&lineBatch{err: &RuntimeError{Msg: "reading the input: " + err.Error()}})
-		}
-	}()
-	return ch
+// fingerprint identifies what a job computes: a checkpoint restores only
+// into a job that computes the same thing (outputs, parallelism and
+// checkpoint settings may change).
+func fingerprint(j *Job) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "time=%s key=%s id=%s horizon=%d window=%T%+v lateness=%d trigger=%+v mode=%s wm=%+v/%s",
+		j.TimeField, j.Key, j.ID, j.DedupHorizon, j.Window.Assigner, j.Window.Assigner, j.Window.AllowedLateness,
+		j.Window.Trigger, j.Window.Mode, j.Watermark, j.WMField)
+	for _, a := range j.Aggregates {
+		fmt.Fprintf(&b, " %s=%d(%s)", a.Name, a.Kind, a.Field)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:8])
 }

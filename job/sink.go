@@ -2,96 +2,54 @@ package job
 
 import (
 	"encoding/json"
-	"io"
+	"fmt"
 	"strconv"
+	"sync/atomic"
 
-	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/window"
 )
 
-type out = exec.Out[string, record, []outVal]
+type pane = window.Pane[string, []outVal]
+type lateEvent = window.LateEvent[string, record]
 
-// sink writes panes and too-late events as JSON lines. It runs in the
-// runner's sink goroutine; the quarantine is written by the source loop.
-type sink struct {
+// format writes panes, too-late events and rejected lines as JSON lines. Each
+// output has a format of its own: they are used from different goroutines.
+type format struct {
+	j     *Job
+	times timeCache
+}
+
+func newFormat(j *Job) *format { return &format{j: j} }
+
+// havingFilter passes on the panes for which the having expression holds. An
+// expression that fails on a pane (it compiled, but the pane's values make
+// it fail) does not stop the job: the pane is written unfiltered, the
+// failure is counted and the first few are logged with the pane they were
+// about.
+type havingFilter struct {
 	j      *Job
-	run    *jobRun
-	out    io.Writer
-	late   io.Writer // nil: too-late events are only counted
-	having *havingExpr
-	buf    []byte
-
-	written     int64 // panes written
-	lateWritten int64
-	barrier     [][]byte // snapshots of the instances at the current barrier
-	barrierErr  error
-	times       timeCache
+	h      *havingExpr
+	next   engine.Consumer[pane]
+	log    func(string)
+	errors atomic.Int64
 }
 
-func (s *sink) emit(outs []out) error {
-	b := s.buf[:0]
-	var lb []byte
-	flush := func() error {
-		if len(b) > 0 {
-			if _, err := s.out.Write(b); err != nil {
-				return err
-			}
-			b = b[:0]
+func (f *havingFilter) Push(p pane) {
+	keep, err := f.h.keep(f.j.Aggregates, &p, keyValue(p.Key))
+	if err != nil {
+		if n := f.errors.Add(1); n <= 3 {
+			f.log(fmt.Sprintf("%s: having %q failed on the pane of key %s, window %s, revision %d (%s); the pane is written unfiltered",
+				f.j.File, f.j.Having, p.Key, p.Window, p.Revision, err))
 		}
-		if len(lb) > 0 && s.late != nil {
-			if _, err := s.late.Write(lb); err != nil {
-				return err
-			}
-			lb = lb[:0]
-		}
-		return nil
+		keep = true
 	}
-	for i := range outs {
-		o := &outs[i]
-		if o.Kind == exec.OutBarrier {
-			// Everything before the barrier belongs to its checkpoint.
-			if err := flush(); err != nil {
-				return err
-			}
-			s.barrier = append(s.barrier, o.Barrier.State)
-			if o.Barrier.Err != nil && s.barrierErr == nil {
-				s.barrierErr = o.Barrier.Err
-			}
-			if len(s.barrier) == o.Barrier.Of {
-				s.run.onBarrier(o.Barrier.Tag.(*barrierTag), s.barrier, s.barrierErr)
-				s.barrier, s.barrierErr = nil, nil
-			}
-			continue
-		}
-		if o.Kind == exec.OutLate {
-			if s.late == nil {
-				continue
-			}
-			lb = s.appendLate(lb, o)
-			s.lateWritten++
-			continue
-		}
-		if s.having != nil {
-			keep, err := s.having.keep(s.j.Aggregates, &o.Pane, keyValue(o.Pane.Key))
-			if err != nil {
-				return &RuntimeError{Msg: "having: " + err.Error()}
-			}
-			if !keep {
-				continue
-			}
-		}
-		b = s.appendPane(b, &o.Pane)
-		s.written++
-		if len(b) > 1<<20 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
+	if keep {
+		f.next.Push(p)
 	}
-	err := flush()
-	s.buf = b[:0]
-	return err
 }
+
+func (f *havingFilter) Signal(s engine.Signal) { f.next.Signal(s) }
 
 // keyValue is the key as the having expression sees it: the string itself,
 // or the number's text.
@@ -105,28 +63,28 @@ func keyValue(k string) string {
 	return k
 }
 
-func (s *sink) appendKey(b []byte, key string) []byte {
+func (f *format) appendKey(b []byte, key string) []byte {
 	b = append(b, `"key":`...)
-	if s.j.Key == nil {
+	if f.j.Key == nil {
 		return append(b, "null"...)
 	}
 	return append(b, key...)
 }
 
-func (s *sink) appendWindow(b []byte, w window.Window) []byte {
+func (f *format) appendWindow(b []byte, w window.Window) []byte {
 	if w.IsGlobal() {
 		return b
 	}
 	b = append(b, `,"window_start":`...)
-	b = s.times.append(b, w.Start)
+	b = f.times.append(b, w.Start)
 	b = append(b, `,"window_end":`...)
-	return s.times.append(b, w.End)
+	return f.times.append(b, w.End)
 }
 
-func (s *sink) appendPane(b []byte, p *window.Pane[string, []outVal]) []byte {
+func (f *format) appendPane(b []byte, p pane) []byte {
 	b = append(b, '{')
-	b = s.appendKey(b, p.Key)
-	b = s.appendWindow(b, p.Window)
+	b = f.appendKey(b, p.Key)
+	b = f.appendWindow(b, p.Window)
 	b = append(b, `,"revision":`...)
 	b = strconv.AppendInt(b, int64(p.Revision), 10)
 	b = append(b, `,"timing":"`...)
@@ -136,10 +94,10 @@ func (s *sink) appendPane(b []byte, p *window.Pane[string, []outVal]) []byte {
 	b = append(b, `,"retract":`...)
 	b = appendBool(b, p.Retract)
 	b = append(b, `,"watermark":`...)
-	b = s.times.append(b, p.Watermark)
+	b = f.times.append(b, p.Watermark)
 	b = append(b, `,"emitted_at":`...)
-	b = s.times.append(b, p.EmittedAt)
-	for k, a := range s.j.Aggregates {
+	b = f.times.append(b, p.EmittedAt)
+	for k, a := range f.j.Aggregates {
 		b = append(b, ',', '"')
 		b = append(b, a.Name...)
 		b = append(b, '"', ':')
@@ -148,11 +106,10 @@ func (s *sink) appendPane(b []byte, p *window.Pane[string, []outVal]) []byte {
 	return append(b, '}', '\n')
 }
 
-func (s *sink) appendLate(b []byte, o *out) []byte {
-	l := &o.Late
+func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	b = append(b, `{"reason":"too_late",`...)
-	b = s.appendKey(b, l.Key)
-	b = s.appendWindow(b, l.Window)
+	b = f.appendKey(b, l.Key)
+	b = f.appendWindow(b, l.Window)
 	b = append(b, `,"watermark":`...)
 	b = appendTime(b, l.Watermark)
 	b = append(b, `,"event_time":`...)
@@ -162,6 +119,11 @@ func (s *sink) appendLate(b []byte, o *out) []byte {
 	b = append(b, `,"event":`...)
 	b = append(b, l.Value.raw...)
 	return append(b, '}', '\n')
+}
+
+// appendRejected formats a rejected line.
+func appendRejected(b []byte, r engine.RejectedRecord) []byte {
+	return appendQuarantine(b, r.Record.Offset, r.Reason, r.Detail, r.Record.Value)
 }
 
 // appendQuarantine formats a rejected line.

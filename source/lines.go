@@ -29,6 +29,7 @@ type Lines struct {
 	no    int64
 	eof   bool
 	err   error
+	hold  bool // keep a last line without a line ending back (a followed file)
 }
 
 // NewLines reads r in chunks of about chunkSize bytes (1 MiB if 0).
@@ -49,13 +50,42 @@ func (l *Lines) Next() (line Line, ok bool) {
 			return l.take(l.pos+i, l.pos+i+1), true
 		}
 		if l.eof || l.err != nil {
-			if l.pos < l.end {
+			if l.pos < l.end && !(l.hold && l.err == nil) {
 				return l.take(l.end, l.end), true
 			}
 			return Line{}, false
 		}
 		l.fill()
 	}
+}
+
+// Offset is the byte offset after the last line returned: where a reader
+// resuming after it starts.
+func (l *Lines) Offset() int64 { return l.base + int64(l.pos) }
+
+// ReadOffset is the byte offset up to which the input has been read.
+func (l *Lines) ReadOffset() int64 { return l.base + int64(l.end) }
+
+// HoldPartial makes Next keep a last line without a line ending back at the
+// end of the input, instead of returning it: in a file that is still being
+// written, the rest of the line may come.
+func (l *Lines) HoldPartial(hold bool) { l.hold = hold }
+
+// AtEOF reports whether the reader has reported the end of its input.
+func (l *Lines) AtEOF() bool { return l.eof }
+
+// Continue makes Next read again after the end of the input: a followed file
+// that has grown.
+func (l *Lines) Continue() { l.eof = false }
+
+// Held is the number of bytes read but not returned yet: a partial line held
+// back.
+func (l *Lines) Held() int { return l.end - l.pos }
+
+// Reset makes l read r from its start: a followed file that was rotated or
+// truncated. Line numbers go on.
+func (l *Lines) Reset(r io.Reader) {
+	l.r, l.chunk, l.pos, l.end, l.base, l.eof, l.err = r, nil, 0, 0, 0, false, nil
 }
 
 func (l *Lines) take(stop, next int) Line {
@@ -72,7 +102,7 @@ func (l *Lines) take(stop, next int) Line {
 // Buffered reports whether a whole line is already read and waiting, so that
 // the next Next will not block on the reader.
 func (l *Lines) Buffered() bool {
-	return bytes.IndexByte(l.chunk[l.pos:l.end], '\n') >= 0 || ((l.eof || l.err != nil) && l.pos < l.end)
+	return bytes.IndexByte(l.chunk[l.pos:l.end], '\n') >= 0 || ((l.eof || l.err != nil) && l.pos < l.end && !l.hold)
 }
 
 func (l *Lines) fill() {

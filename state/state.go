@@ -92,3 +92,17 @@ func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
+
+// Key layout of the database: one byte tags, then the tag's own layout
+// (instants as OrderedTime, instances and key groups big-endian uint16):
+//
+//	's' inst group key                            -> a key's windows (window state)
+//	't' inst 'e'|'p' time seq kind start end key -> nothing (a timer)
+//	'd' id                                        -> expiry (de-duplication)
+//	'x' expiry id                                 -> nothing (de-duplication, by expiry)
+const (
+	TagState       = 's'
+	TagTimer       = 't'
+	TagDedupID     = 'd'
+	TagDedupExpiry = 'x'
+)

@@ -119,6 +119,15 @@ func (t *Tracker) NextIdle() mtime.Time {
 	return next
 }
 
+// PartitionWatermark is W_p of partition p: its largest event time - delay
+// - 1 ms, or MinTime before its first event.
+func (t *Tracker) PartitionWatermark(p int) mtime.Time {
+	if p >= len(t.parts) {
+		return mtime.MinTime
+	}
+	return t.partWatermark(&t.parts[p])
+}
+
 // Idle reports whether partition p is idle (as of the last Current).
 func (t *Tracker) Idle(p int) bool { return p < len(t.parts) && t.parts[p].idle }
 

@@ -14,13 +14,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
-	"syscall"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/job"
 )
 
@@ -88,24 +90,31 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 Runs a job file until its input ends; the summary goes to standard error.
 With checkpoint.dir set, the job resumes from its newest complete checkpoint,
 commits its output at each checkpoint, and on SIGTERM or Ctrl-C takes a
-savepoint and exits 0; SIGUSR1 (or weir savepoint) takes a savepoint and
-goes on.
+savepoint and exits 0 (a second signal stops it at once); SIGUSR1 (or weir
+savepoint) takes a savepoint and goes on.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return 2
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fs.Usage()
 		return 2
 	}
-	j, err := job.Load(fs.Arg(0))
+	j, err := job.Load(pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return 2
+	}
+	if *from != "" {
+		if st, err := os.Stat(*from); err != nil || !st.IsDir() {
+			fmt.Fprintf(stderr, "weir: --from %s: not a checkpoint directory\n", *from)
+			return 2
+		}
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -120,32 +129,24 @@ Flags:
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	savepoints := make(chan chan string)
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
-	go func() {
-		for range usr1 {
-			done := make(chan string, 1)
-			select {
-			case savepoints <- done:
-			case <-ctx.Done():
-				return
-			}
-			if p := <-done; p != "" {
-				fmt.Fprintln(stderr, "weir: savepoint", p)
-			} else {
-				fmt.Fprintln(stderr, "weir: the savepoint failed (is checkpoint.dir set?)")
-			}
-		}
-	}()
-	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Savepoints: savepoints}
+	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint}
 	if *progress {
 		opts.Progress = stderr
 	}
-	sum, err := job.Run(ctx, j, opts)
+	rn, err := job.Build(j, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stopSignals := handleSignals(ctx, cancel, rn.Engine().Control(), stderr)
+	defer stopSignals()
+	if j.Checkpoint.Dir != "" {
+		pidFile := writePID(j.Checkpoint.Dir)
+		defer removePID(pidFile)
+	}
+	sum, err := rn.Run(ctx)
 	if sum != nil && !*quiet {
 		fmt.Fprint(stderr, sum.Text())
 	}
@@ -156,8 +157,25 @@ Flags:
 	return 0
 }
 
+// pidName is the file in the checkpoint directory that holds the running
+// job's process id, for people and scripts (weir savepoint asks the lock).
+const pidName = "weir.pid"
+
+func writePID(dir string) string {
+	p := filepath.Join(dir, pidName)
+	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	return p
+}
+
+// removePID removes the pid file if it is still this process's.
+func removePID(p string) {
+	if b, err := os.ReadFile(p); err == nil && string(b) == strconv.Itoa(os.Getpid())+"\n" {
+		os.Remove(p)
+	}
+}
+
 // cmdSavepoint asks the job running with a checkpoint directory for a
-// savepoint (by SIGUSR1 to the process in its weir.pid) and waits for it.
+// savepoint and waits for it.
 func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("weir savepoint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -166,28 +184,69 @@ func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: weir savepoint [flags] JOB.yaml\n\nAsks the running job (which must have checkpoint.dir) for a savepoint and prints its directory.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		if err == nil {
-			fs.Usage()
-		}
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
 		return 2
 	}
-	j, err := job.Load(fs.Arg(0))
+	j, err := job.Load(pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return 2
 	}
 	if j.Checkpoint.Dir == "" {
-		fmt.Fprintf(stderr, "weir: %s has no checkpoint.dir: it cannot take savepoints\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "weir: %s has no checkpoint.dir: it cannot take savepoints\n", pos[0])
 		return 2
 	}
-	path, err := job.RequestSavepoint(j, *wait)
+	path, err := requestSavepoint(j.Checkpoint.Dir, *wait)
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return 1
 	}
 	fmt.Fprintln(stdout, path)
 	return 0
+}
+
+// requestSavepoint asks the process that holds the checkpoint directory's
+// lock for a savepoint, and waits until a new savepoint is complete. A pid
+// left behind by a job that was killed is never signalled: the lock tells a
+// running job from a stale file.
+func requestSavepoint(dir string, timeout time.Duration) (string, error) {
+	pid, running, err := checkpoint.Holder(dir)
+	if err != nil {
+		return "", fmt.Errorf("cannot tell whether a job runs with %s: %v", dir, err)
+	}
+	if !running || pid <= 0 {
+		return "", fmt.Errorf("no job is running with the checkpoint directory %s", dir)
+	}
+	before := newestSavepoint(dir)
+	if err := askSavepoint(pid); err != nil {
+		return "", fmt.Errorf("cannot signal the job (pid %d): %v", pid, err)
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if sp := newestSavepoint(dir); sp != before {
+			if _, err := checkpoint.Load(checkpoint.OSFS, sp); err == nil {
+				return sp, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "", fmt.Errorf("no savepoint appeared within %s", timeout)
+}
+
+func newestSavepoint(dir string) string {
+	entries, _ := os.ReadDir(filepath.Join(dir, "savepoints"))
+	newest := ""
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "sp-") && e.Name() > filepath.Base(newest) {
+			newest = filepath.Join(dir, "savepoints", e.Name())
+		}
+	}
+	return newest
 }
 
 // parseInterspersed parses flags that may come before, between or after the

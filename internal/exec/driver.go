@@ -49,9 +49,13 @@ func (d *Driver[K, T]) Now() mtime.Time { return d.now }
 func (d *Driver[K, T]) Watermark() mtime.Time { return d.wm }
 
 // Advance moves processing time to now (never backwards), first handling
-// every periodic watermark emission and idleness timeout due by then.
+// every periodic watermark emission and idleness timeout due by then, each
+// at its own instant, and then firing the processing-time timers due by now
+// (when the trigger has any): whatever comes next, an event, a duplicate, a
+// rejected line or nothing at all, comes after them, as Beam's TestStream
+// advances processing time before every element.
 func (d *Driver[K, T]) Advance(now mtime.Time) {
-	if now <= d.now {
+	if now <= d.now || d.ended {
 		return
 	}
 	if d.s.Kind == watermark.Bounded {
@@ -66,6 +70,7 @@ func (d *Driver[K, T]) Advance(now mtime.Time) {
 		}
 	}
 	d.now = now
+	d.proc(now)
 }
 
 // nextInstant is the next processing time at which the bounded watermark may

@@ -85,6 +85,10 @@ type Config[K comparable, T, A, O any] struct {
 	// advances, instead of when it is full, so that panes reach the sink
 	// without waiting for more events (a live source; replays batch).
 	Live bool
+	// Progress adds an OutProgress output after every advance of processing
+	// time or of the watermark, and after the end: what a downstream stage
+	// needs to follow this one's clocks.
+	Progress bool
 	// Emit receives the outputs in their canonical order, from one goroutine.
 	// The slice is reused after Emit returns. An error stops the runner.
 	Emit func([]Out[K, T, O]) error
@@ -111,6 +115,8 @@ type Runner[K comparable, T, A, O any] struct {
 	merged  []Out[K, T, O]
 	wg      sync.WaitGroup
 	failed  atomic.Bool
+	aborted atomic.Bool
+	abort   chan struct{}
 	errMu   sync.Mutex
 	err     error
 	ended   bool
@@ -129,7 +135,7 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	if n > 1 && cfg.Hash == nil {
 		panic("exec: Parallelism > 1 needs a Hash")
 	}
-	r := &Runner[K, T, A, O]{cfg: cfg, step: cfg.Step}
+	r := &Runner[K, T, A, O]{cfg: cfg, step: cfg.Step, abort: make(chan struct{})}
 	r.wm.Store(int64(mtime.MinTime))
 	for i := range n {
 		agg := cfg.Agg
@@ -137,6 +143,7 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 			agg = cfg.NewAgg()
 		}
 		op := NewWindowOp[K](cfg.Strategy, agg)
+		op.aborted = &r.aborted
 		if cfg.State != nil {
 			op.usePebble(cfg.State.DB, i, cfg.Codec, cfg.Hash, cfg.State.CacheBudget()/int64(n))
 		}
@@ -232,7 +239,7 @@ func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step ui
 	t0 := time.Now()
 	state, err := op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)
 	return Out[K, T, O]{
-		Step: step, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier,
+		Step: step, Phase: 2, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier,
 		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: state, Err: err, Took: time.Since(t0)},
 	}
 }
@@ -240,6 +247,17 @@ func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step ui
 // Stop ends the runner without ending the input: windows stay open (a job
 // stopped for a savepoint). Call Wait afterwards.
 func (r *Runner[K, T, A, O]) Stop() { r.finish() }
+
+// Abort makes the instances drop what they are doing and the runner stop
+// emitting, at once: for a job that must stop now, whatever its state (a
+// stop that cannot wait for a savepoint). It is safe to call from any
+// goroutine, more than once; the caller still calls Stop (or End) and Wait.
+// Nothing the runner does after Abort may be checkpointed.
+func (r *Runner[K, T, A, O]) Abort() {
+	if r.aborted.CompareAndSwap(false, true) {
+		close(r.abort)
+	}
+}
 
 func (r *Runner[K, T, A, O]) finish() {
 	if r.ended {
@@ -267,6 +285,7 @@ func (r *Runner[K, T, A, O]) broadcast(k itemKind, ts, now mtime.Time) {
 		case iEnd:
 			op.End(s, now)
 		}
+		r.progress(op, s, k)
 		r.wm.Store(int64(op.Watermark()))
 		r.emitInline()
 		return
@@ -279,6 +298,19 @@ func (r *Runner[K, T, A, O]) broadcast(k itemKind, ts, now mtime.Time) {
 	if full || r.cfg.Live {
 		r.Flush()
 	}
+}
+
+// progress appends the progress output of a broadcast item, on the first
+// instance only: the merge puts it after the outputs of its step from every
+// instance.
+func (r *Runner[K, T, A, O]) progress(op *WindowOp[K, T, A, O], step uint64, k itemKind) {
+	if !r.cfg.Progress {
+		return
+	}
+	op.out = append(op.out, Out[K, T, O]{
+		Step: step, Phase: 1, At: mtime.MaxTime, Kind: OutProgress,
+		Pane: window.Pane[K, O]{Watermark: op.wm, EmittedAt: op.now, Final: k == iEnd},
+	})
 }
 
 func (r *Runner[K, T, A, O]) emitInline() {
@@ -305,7 +337,13 @@ func (r *Runner[K, T, A, O]) Flush() {
 		return
 	}
 	for i := range r.cur {
-		r.in[i] <- r.cur[i]
+		select {
+		case r.in[i] <- r.cur[i]:
+		case <-r.abort:
+			clear(r.cur[i])
+			r.cur[i] = r.cur[i][:0]
+			continue
+		}
 		select {
 		case b := <-r.inFree:
 			r.cur[i] = b[:0]
@@ -348,6 +386,9 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 	}
 	for b := range r.in[i] {
 		for j := range b {
+			if r.aborted.Load() {
+				break
+			}
 			it := &b[j]
 			switch it.kind {
 			case iEvent:
@@ -360,6 +401,9 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 				op.End(it.step, it.now)
 			case iBarrier:
 				op.out = append(op.out, r.barrierOut(op, i, it.step, it.tag))
+			}
+			if i == 0 && it.kind != iEvent && it.kind != iBarrier {
+				r.progress(op, it.step, it.kind)
 			}
 		}
 		clear(b)
@@ -390,7 +434,7 @@ func (r *Runner[K, T, A, O]) sink() {
 	pos := make([]int, n)
 	done := make([]bool, n)
 	emit := func(batch []Out[K, T, O]) {
-		if len(batch) > 0 && !r.failed.Load() {
+		if len(batch) > 0 && !r.failed.Load() && !r.aborted.Load() {
 			if err := r.cfg.Emit(batch); err != nil {
 				r.fail(err)
 			}

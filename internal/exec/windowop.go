@@ -34,17 +34,24 @@ const (
 	OutLate
 	// OutBarrier is an instance's snapshot at a checkpoint barrier.
 	OutBarrier
+	// OutProgress says that every output of its step has been emitted and
+	// where the operator's clocks stand after it (Config.Progress): the
+	// watermark in Pane.Watermark, processing time in Pane.EmittedAt, and
+	// Pane.Final set after the end of the input.
+	OutProgress
 )
 
 // Out is one output of the window operator, with the keys that order it.
 //
-// Outputs are ordered by Step (the input item that caused them), then At (the
-// timer instant, for outputs of timers; none for outputs of an event), then
-// Seq (the creation sequence of the window). That order does not depend on
-// how keys are spread over parallel instances, so merging the outputs of
-// several instances by (Step, At, Seq) gives the same bytes as one instance.
+// Outputs are ordered by Step (the input item that caused them), then Phase
+// (panes and late events, then progress, then barriers), then At (the timer
+// instant, for outputs of timers; none for outputs of an event), then Seq
+// (the creation sequence of the window). That order does not depend on how
+// keys are spread over parallel instances, so merging the outputs of several
+// instances by (Step, Phase, At, Seq) gives the same bytes as one instance.
 type Out[K comparable, T, O any] struct {
 	Step    uint64
+	Phase   uint8
 	At      mtime.Time
 	Seq     uint64
 	Kind    OutKind
@@ -57,6 +64,9 @@ type Out[K comparable, T, O any] struct {
 func (o *Out[K, T, O]) Less(p *Out[K, T, O]) bool {
 	if o.Step != p.Step {
 		return o.Step < p.Step
+	}
+	if o.Phase != p.Phase {
+		return o.Phase < p.Phase
 	}
 	if o.At != p.At {
 		return o.At < p.At
@@ -167,6 +177,7 @@ type WindowOp[K comparable, T, A, O any] struct {
 	out       []Out[K, T, O]
 	snapHint  int          // size of the last snapshot, to allocate the next at once
 	spill     func()       // called as outputs pile up during one call; may take them
+	aborted   *atomic.Bool // set by the runner: drop the work at hand
 	openGauge atomic.Int64 // Open, published for progress reports
 	Stats
 }
@@ -631,6 +642,9 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 	for {
 		t, ok := op.et.next()
 		if !ok || t > w {
+			return
+		}
+		if op.aborted != nil && op.aborted.Load() {
 			return
 		}
 		t, b := op.et.pop()

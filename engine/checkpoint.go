@@ -1,0 +1,524 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/enc"
+)
+
+// layoutVersion is the version of the engine's files in a checkpoint.
+const layoutVersion = 2
+
+// File is one file of a participant in a checkpoint.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Participant is one part of a job that takes part in checkpoints: it
+// acknowledges every barrier (CheckpointBarrier.Ack) with its files, and gets
+// them back on restore. A sink participant pre-commits instead, and is
+// committed by the coordinator.
+type Participant struct {
+	e        *Engine
+	name     string
+	restored []File
+
+	// sinks
+	commit    func(ctx context.Context, id uint64, pre []byte) error
+	final     func(ctx context.Context, id uint64) ([]byte, int64, error)
+	pending   []preCommit // not yet committed, oldest first (coordinator only)
+	committed atomic.Int64
+}
+
+// preCommit is a sink's pre-commit for one checkpoint, with the number of
+// items it covers.
+type preCommit struct {
+	id    uint64
+	items int64
+	data  []byte
+}
+
+// Participant registers a part of the job under name, which must be unique
+// and stable from run to run (a restore finds the part's files by it).
+func (e *Engine) Participant(name string) (*Participant, error) {
+	if e.names[name] {
+		return nil, fmt.Errorf("engine: two parts of the job are named %q", name)
+	}
+	if e.running.Load() {
+		return nil, errors.New("engine: parts of a job are added before it runs")
+	}
+	e.names[name] = true
+	p := &Participant{e: e, name: name}
+	if e.resumed != nil {
+		for _, f := range e.resumedFiles() {
+			if f.Name == name || strings.HasPrefix(f.Name, name+".") {
+				p.restored = append(p.restored, f)
+			}
+		}
+	}
+	e.parts = append(e.parts, p)
+	return p, nil
+}
+
+// Name is the participant's name.
+func (p *Participant) Name() string { return p.name }
+
+// Restored is the participant's files in the checkpoint the job resumes from
+// (none when it starts afresh), in the order they were written.
+func (p *Participant) Restored() []File { return p.restored }
+
+// File returns the restored file with the name suffix ("" for the file named
+// as the participant), or nil.
+func (p *Participant) File(suffix string) []byte {
+	name := p.name
+	if suffix != "" {
+		name += "." + suffix
+	}
+	for _, f := range p.restored {
+		if f.Name == name {
+			return f.Data
+		}
+	}
+	return nil
+}
+
+// FileName is the name of the participant's file with suffix.
+func (p *Participant) FileName(suffix string) string {
+	if suffix == "" {
+		return p.name
+	}
+	return p.name + "." + suffix
+}
+
+// CheckpointBarrier is one checkpoint on its way through the job.
+type CheckpointBarrier struct {
+	ID   uint64
+	Kind checkpoint.Kind
+
+	c       *coordinator
+	mu      sync.Mutex
+	files   []File
+	pres    map[*Participant]preCommit
+	missing int
+	err     error
+	reply   chan savepointResult
+	started time.Time
+}
+
+type savepointResult struct {
+	path string
+	err  error
+}
+
+// Ack acknowledges the barrier for p with its files (file names from
+// p.FileName). Every participant acknowledges every barrier exactly once.
+func (b *CheckpointBarrier) Ack(p *Participant, files ...File) {
+	b.mu.Lock()
+	b.files = append(b.files, files...)
+	b.done()
+}
+
+// PreCommitted acknowledges the barrier for a sink participant: pre is what
+// its PreCommit returned, items the number of items it covers.
+func (b *CheckpointBarrier) PreCommitted(p *Participant, pre []byte, items int64) {
+	b.mu.Lock()
+	b.pres[p] = preCommit{id: b.ID, items: items, data: pre}
+	b.done()
+}
+
+// Fail acknowledges the barrier with an error: the checkpoint fails (and
+// counts as a failure toward tolerable_failures).
+func (b *CheckpointBarrier) Fail(p *Participant, err error) {
+	b.mu.Lock()
+	if b.err == nil {
+		b.err = fmt.Errorf("%s: %w", p.name, err)
+	}
+	b.done()
+}
+
+// done is called with b.mu held.
+func (b *CheckpointBarrier) done() {
+	b.missing--
+	last := b.missing == 0
+	b.mu.Unlock()
+	if last {
+		b.c.complete(b)
+	}
+}
+
+// barrier starts a checkpoint: the source loop's participants acknowledge
+// at once, the others as the barrier reaches them.
+func (e *Engine) barrier(kind checkpoint.Kind, reply chan savepointResult) {
+	b := &CheckpointBarrier{
+		ID: e.nextID, Kind: kind, c: e.coord, pres: map[*Participant]preCommit{},
+		missing: len(e.parts), reply: reply, started: time.Now(),
+	}
+	e.nextID++
+	e.coord.started(b)
+	for _, in := range e.inputs {
+		b.Ack(in.p, File{Name: in.p.name, Data: in.pos})
+	}
+	e.signal(Signal{Kind: Barrier, Barrier: b})
+}
+
+// coordinator writes checkpoints in order and commits the sinks of each once
+// it is durable.
+type coordinator struct {
+	e        *Engine
+	done     chan *CheckpointBarrier
+	inflight atomic.Int32
+	wg       sync.WaitGroup
+	failures int
+	lastGood string
+	closed   atomic.Bool
+	dead     atomic.Bool // abandoned: nothing more is written
+
+	mu   sync.Mutex
+	last CheckpointInfo
+	open map[*CheckpointBarrier]bool // started, not handled yet
+}
+
+// CheckpointInfo describes the last checkpoint written.
+type CheckpointInfo struct {
+	ID       uint64        `json:"id"`
+	Kind     string        `json:"kind"`
+	Path     string        `json:"path"`
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration_ns"`
+	Bytes    int64         `json:"bytes"`
+	Failures int           `json:"failures_in_a_row"`
+	Total    int64         `json:"total"`
+	Failed   int64         `json:"failed_total"`
+}
+
+func newCoordinator(e *Engine) *coordinator {
+	c := &coordinator{e: e, done: make(chan *CheckpointBarrier, 16), open: map[*CheckpointBarrier]bool{}}
+	if e.resumed != nil {
+		c.lastGood = e.resumed.Path
+	}
+	c.wg.Add(1)
+	return c
+}
+
+func (c *coordinator) started(b *CheckpointBarrier) {
+	c.inflight.Add(1)
+	c.mu.Lock()
+	c.open[b] = true
+	c.mu.Unlock()
+}
+
+func (c *coordinator) complete(b *CheckpointBarrier) { c.done <- b }
+
+func (c *coordinator) run() {
+	defer c.wg.Done()
+	for b := range c.done {
+		c.handle(b)
+		c.mu.Lock()
+		delete(c.open, b)
+		c.mu.Unlock()
+		c.inflight.Add(-1)
+	}
+}
+
+// close waits for the checkpoints under way, once the stages have stopped
+// (every barrier has been acknowledged or will never be).
+func (c *coordinator) close() {
+	if c.closed.CompareAndSwap(false, true) {
+		// Barriers that will never complete (the job failed or was
+		// aborted): answer their requests.
+		close(c.done)
+		c.wg.Wait()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for b := range c.open {
+			if b.reply != nil {
+				b.reply <- savepointResult{err: errors.New("the job stopped before the checkpoint was complete")}
+			}
+		}
+		clear(c.open)
+	}
+}
+
+// abandon makes the coordinator write nothing more: the job is aborting,
+// and what the stages acknowledge from now on is not consistent.
+func (c *coordinator) abandon() { c.dead.Store(true) }
+
+// Last is the last checkpoint written, for status.
+func (c *coordinator) Last() CheckpointInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+func (c *coordinator) handle(b *CheckpointBarrier) {
+	e := c.e
+	if c.dead.Load() {
+		if b.reply != nil {
+			b.reply <- savepointResult{err: errors.New("the job stopped before the checkpoint was complete")}
+		}
+		return
+	}
+	// Every sink's pre-commit joins those of failed checkpoints before it.
+	for _, p := range e.parts {
+		if p.commit == nil {
+			continue
+		}
+		if pc, ok := b.pres[p]; ok {
+			p.pending = append(p.pending, pc)
+		}
+		b.files = append(b.files, File{Name: p.name, Data: encodePending(p.pending, p.committed.Load())})
+	}
+	path, size, err := "", int64(0), b.err
+	if err == nil {
+		path, size, err = c.write(b)
+	}
+	c.mu.Lock()
+	c.last.Total++
+	c.mu.Unlock()
+	if err != nil {
+		c.failures++
+		c.mu.Lock()
+		c.last.Failures = c.failures
+		c.last.Failed++
+		c.mu.Unlock()
+		msg := fmt.Sprintf("%s %d failed: %s (%d in a row, %d tolerated)", b.Kind, b.ID, errText(err), c.failures, e.cfg.Checkpoint.TolerableFailures)
+		e.log(msg)
+		if b.reply != nil {
+			b.reply <- savepointResult{err: err}
+		}
+		if c.failures > e.cfg.Checkpoint.TolerableFailures {
+			last := c.lastGood
+			if last == "" {
+				last = "none"
+			}
+			e.Fail(&CheckpointError{ID: b.ID, Msg: fmt.Sprintf("checkpoints are failing: %s; the last good checkpoint is %s", msg, last), Err: err})
+		}
+		return
+	}
+	c.failures = 0
+	c.lastGood = path
+	if err := c.commitAll(b.ID); err != nil {
+		e.Fail(err)
+		if b.reply != nil {
+			b.reply <- savepointResult{path: path, err: err}
+		}
+		return
+	}
+	c.mu.Lock()
+	c.last.ID, c.last.Kind, c.last.Path, c.last.At = b.ID, string(b.Kind), path, time.Now()
+	c.last.Duration, c.last.Bytes, c.last.Failures = time.Since(b.started), size, 0
+	c.mu.Unlock()
+	if b.Kind != checkpoint.Savepoint {
+		e.store.Prune()
+	}
+	if b.reply != nil {
+		b.reply <- savepointResult{path: path}
+	}
+}
+
+// commitAll commits every sink's pending pre-commits, oldest first. A commit
+// that fails with a retryable error is tried again with backoff while the
+// job lives.
+func (c *coordinator) commitAll(id uint64) error {
+	for _, p := range c.e.parts {
+		if p.commit == nil {
+			continue
+		}
+		for _, pc := range p.pending {
+			if err := retry(c.e, p.name+" commit", func() error { return p.commit(c.e.sinkCtx, pc.id, pc.data) }); err != nil {
+				return &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d is durable, but committing %s failed (a restart commits it again)", id, p.name), Err: err}
+			}
+			p.committed.Add(pc.items)
+		}
+		p.pending = nil
+	}
+	return nil
+}
+
+// jobMeta is the engine's part of a manifest.
+type jobMeta struct {
+	Layout       int      `json:"layout"`
+	Participants []string `json:"participants"`
+}
+
+func (c *coordinator) write(b *CheckpointBarrier) (string, int64, error) {
+	e := c.e
+	names := make([]string, len(b.files))
+	data := make([][]byte, len(b.files))
+	var size int64
+	for i, f := range b.files {
+		names[i], data[i] = f.Name, f.Data
+		size += int64(len(f.Data))
+	}
+	meta := jobMeta{Layout: layoutVersion}
+	for _, p := range e.parts {
+		meta.Participants = append(meta.Participants, p.name)
+	}
+	metaJSON, _ := json.Marshal(meta)
+	m := checkpoint.Manifest{
+		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
+		Parallelism: 0, Meta: metaJSON,
+	}
+	path, err := e.store.Save(m, names, data)
+	return path, size, err
+}
+
+// finalCheckpoint records that the input ended: every sink pre-commits what
+// remains, the checkpoint is written, the sinks commit. The stages have all
+// finished, so the sinks are called from this goroutine.
+func (e *Engine) finalCheckpoint() {
+	for attempt := 0; ; attempt++ {
+		b := &CheckpointBarrier{ID: e.nextID, Kind: checkpoint.Final, c: e.coord, pres: map[*Participant]preCommit{}, started: time.Now()}
+		e.nextID++
+		if attempt == 0 {
+			for _, p := range e.parts {
+				if p.final == nil {
+					continue
+				}
+				pre, n, err := p.final(e.sinkCtx, b.ID)
+				if err != nil {
+					e.Fail(err)
+					return
+				}
+				b.pres[p] = preCommit{id: b.ID, items: n, data: pre}
+			}
+		}
+		e.coord.started(b)
+		reply := make(chan savepointResult, 1)
+		b.reply = reply
+		e.coord.complete(b)
+		r := <-reply
+		if r.err == nil || e.Err() != nil || attempt >= e.cfg.Checkpoint.TolerableFailures {
+			if r.err != nil && e.Err() == nil {
+				e.Fail(&CheckpointError{ID: b.ID, Msg: "could not record the end of the job (the next run resumes from the last good checkpoint)", Err: r.err})
+			}
+			return
+		}
+	}
+}
+
+// encodePending encodes a sink's file: its committed item count, then the
+// pre-commits still to commit, oldest first.
+func encodePending(list []preCommit, committed int64) []byte {
+	b := enc.AppendVarint(nil, committed)
+	b = enc.AppendUvarint(b, uint64(len(list)))
+	for _, pc := range list {
+		b = enc.AppendUvarint(b, pc.id)
+		b = enc.AppendVarint(b, pc.items)
+		b = enc.AppendBytes(b, pc.data)
+	}
+	return b
+}
+
+func decodePending(data []byte) ([]preCommit, int64, error) {
+	d := enc.NewDecoder(data)
+	committed := d.Varint()
+	n := d.Count(1 << 20)
+	var list []preCommit
+	for range n {
+		pc := preCommit{id: d.Uvarint(), items: d.Varint()}
+		pc.data = d.Bytes()
+		list = append(list, pc)
+	}
+	if d.Err() != nil {
+		return nil, 0, d.Err()
+	}
+	return list, committed, nil
+}
+
+// CheckpointError is a checkpoint that could not be written or committed.
+type CheckpointError struct {
+	ID  uint64
+	Msg string
+	Err error
+}
+
+func (e *CheckpointError) Error() string { return e.Msg }
+func (e *CheckpointError) Unwrap() error { return e.Err }
+
+// openCheckpoints opens the store and finds the checkpoint to resume from.
+func (e *Engine) openCheckpoints() error {
+	ck := e.cfg.Checkpoint
+	fs := ck.FS
+	if fs == nil {
+		fs = checkpoint.OSFS
+	}
+	store, err := checkpoint.Open(fs, ck.Dir, ck.Keep)
+	if err != nil {
+		return &SetupError{Field: "checkpoint.dir", Msg: fmt.Sprintf("cannot open the checkpoint directory %s: %s", ck.Dir, errText(err)), Err: err}
+	}
+	e.store = store
+	var c *checkpoint.Checkpoint
+	if ck.From != "" {
+		if c, err = checkpoint.Load(fs, ck.From); err != nil {
+			store.Close()
+			return &SetupError{Msg: "cannot restore: " + err.Error(), Err: err}
+		}
+	} else {
+		var bad []string
+		c = store.Latest(func(s string) {
+			bad = append(bad, s)
+			e.log(s)
+		})
+		if c == nil && len(bad) > 0 {
+			store.Close()
+			return &SetupError{Msg: fmt.Sprintf("the checkpoint directory %s holds %d checkpoints and none is complete and intact; weir will not start over by itself (that would write every result again): to start from the beginning, move %s away", ck.Dir, len(bad), ck.Dir)}
+		}
+		if c != nil && c.Manifest.Kind == checkpoint.Final {
+			e.log(fmt.Sprintf("the last run of %s finished (%s); starting from the beginning", e.cfg.Name, c.Path))
+			c = nil
+		}
+	}
+	if c != nil {
+		if c.Manifest.Fingerprint != ck.Fingerprint {
+			store.Close()
+			return &SetupError{Msg: fmt.Sprintf("%s was taken by a job that computes something else (other window, trigger, aggregates or fields); move it away to start afresh", c.Path)}
+		}
+		var meta jobMeta
+		if err := json.Unmarshal(c.Manifest.Meta, &meta); err != nil || meta.Layout != layoutVersion {
+			store.Close()
+			return &SetupError{Msg: fmt.Sprintf("%s was written by another version of weir (layout %d, this one reads %d); move it away to start afresh", c.Path, meta.Layout, layoutVersion)}
+		}
+		e.resumed = c
+	}
+	e.nextID = store.NextID()
+	return nil
+}
+
+func (e *Engine) resumedFiles() []File {
+	var out []File
+	for _, f := range e.resumed.Manifest.Files {
+		out = append(out, File{Name: f.Name, Data: e.resumed.Files[f.Name]})
+	}
+	return out
+}
+
+// SetupError is a job that cannot start: a checkpoint directory that cannot
+// be used, a checkpoint that cannot be restored, a sink that cannot keep the
+// job's promise. Field names the job-file field concerned, when there is one.
+type SetupError struct {
+	Field string
+	Msg   string
+	Err   error
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Control is the handle on a running job: what cmd/weir's signals, weir
+// savepoint and the status endpoints use. Its methods are safe to call from
+// any goroutine.
+type Control struct{ e *Engine }
+
+// Control returns the job's control handle.
+func (e *Engine) Control() *Control { return &Control{e} }
+
+type ctlKind uint8
+
+const (
+	ctlSavepoint ctlKind = iota
+	ctlStatus
+	ctlStop
+)
+
+type controlReq struct {
+	kind        ctlKind
+	reply       chan savepointResult
+	status      chan Status
+	noSavepoint bool
+}
+
+// ErrNotRunning is returned by a request to a job that is not running (not
+// started yet, or finished).
+var ErrNotRunning = errors.New("the job is not running")
+
+func (c *Control) send(ctx context.Context, req controlReq) error {
+	if !c.e.running.Load() {
+		return ErrNotRunning
+	}
+	select {
+	case c.e.control <- req:
+		return nil
+	case <-c.e.finished:
+		return ErrNotRunning
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Savepoint takes a savepoint now and returns its directory once it is
+// durable (and the output it covers committed).
+func (c *Control) Savepoint(ctx context.Context) (string, error) {
+	reply := make(chan savepointResult, 1)
+	if err := c.send(ctx, controlReq{kind: ctlSavepoint, reply: reply}); err != nil {
+		return "", err
+	}
+	select {
+	case r := <-reply:
+		return r.path, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Stop stops the job before the end of its input: with a savepoint (unless
+// noSavepoint, or the job has no checkpoints), then the stages stop. It
+// returns the savepoint's directory ("" without one) once the job has
+// stopped. A stop takes effect within the engine's StopGrace whatever the job
+// is doing: a job that cannot reach the savepoint by then stops without it.
+func (c *Control) Stop(ctx context.Context, noSavepoint bool) (string, error) {
+	reply := make(chan savepointResult, 1)
+	if err := c.send(ctx, controlReq{kind: ctlStop, reply: reply, noSavepoint: noSavepoint}); err != nil {
+		return "", err
+	}
+	select {
+	case r := <-reply:
+		return r.path, r.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Status reports where the job stands. It asks the source loop, which answers
+// between two batches; when the loop does not answer within timeout (a job
+// blocked on a full sink), the last status is returned with Stale set.
+func (c *Control) Status(ctx context.Context, timeout time.Duration) Status {
+	e := c.e
+	reply := make(chan Status, 1)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := c.send(ctx, controlReq{kind: ctlStatus, status: reply}); err == nil {
+		select {
+		case s := <-reply:
+			return s
+		case <-ctx.Done():
+		}
+	}
+	e.statusMu.Lock()
+	defer e.statusMu.Unlock()
+	s := e.lastStatus
+	s.Stale = true
+	if !e.running.Load() || isClosed(e.finished) {
+		s.State = "stopped"
+	}
+	return s
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// Status is a report of a running job.
+type Status struct {
+	Job   string `json:"job"`
+	State string `json:"state"` // running, stopped
+	Live  bool   `json:"live"`
+	// Stale is set when the source loop did not answer in time: the report
+	// is the last one it gave.
+	Stale bool `json:"stale,omitempty"`
+	// At is the wall clock of the report; ProcessingTime the job's.
+	At             time.Time  `json:"at"`
+	ProcessingTime mtime.Time `json:"processing_time"`
+	// Watermark is the combined watermark of the first window stage.
+	Watermark mtime.Time `json:"watermark"`
+	// Partitions: one per watermark partition.
+	Partitions []PartitionStatus `json:"partitions"`
+	// Sources: what each source reports of its partitions.
+	Sources []SourceStatus `json:"sources,omitempty"`
+	// Counts: the job's accounting so far.
+	Counts Counts `json:"counts"`
+	// Windows: open windows and keys with state, over every stage.
+	OpenWindows int64 `json:"open_windows"`
+	Keys        int64 `json:"keys"`
+	// Sinks: items written and committed per sink.
+	Sinks      []SinkStatus   `json:"sinks,omitempty"`
+	Checkpoint CheckpointInfo `json:"checkpoint"`
+}
+
+// PartitionStatus is one watermark partition.
+type PartitionStatus struct {
+	Name         string     `json:"name"`
+	Watermark    mtime.Time `json:"watermark"`
+	MaxEventTime mtime.Time `json:"max_event_time"`
+	// LastEvent is the processing time of the partition's last event.
+	LastEvent mtime.Time `json:"last_event"`
+	Idle      bool       `json:"idle"`
+}
+
+// SourceStatus is what a source reports.
+type SourceStatus struct {
+	Name       string                      `json:"name"`
+	Partitions []connector.PartitionReport `json:"partitions"`
+}
+
+// SinkStatus is one sink's output so far.
+type SinkStatus struct {
+	Name      string `json:"name"`
+	Written   int64  `json:"written"`
+	Committed int64  `json:"committed"`
+	Guarantee string `json:"guarantee"`
+}
+
+// makeStatus runs in the source loop.
+func (e *Engine) makeStatus() Status {
+	s := Status{Job: e.cfg.Name, State: "running", Live: e.cfg.Live, At: time.Now(), ProcessingTime: e.now, Watermark: mtime.MinTime}
+	for _, f := range e.status {
+		f(&s)
+	}
+	if e.coord != nil {
+		s.Checkpoint = e.coord.Last()
+	}
+	e.statusMu.Lock()
+	e.lastStatus = s
+	e.statusMu.Unlock()
+	return s
+}

@@ -1,0 +1,463 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Config is what a front door tells the engine about a job.
+type Config struct {
+	// Name is the job's name, in logs and checkpoints.
+	Name string
+	// Live says processing time is the wall clock: records arriving without
+	// a time are stamped with it when the engine takes their batch, and a
+	// ticker advances it every Tick while no input comes, so that
+	// processing-time timers fire at their time. Without Live, processing
+	// time moves only with the arrival times the records carry (a replay).
+	Live bool
+	// Tick is how often a live job's clock advances without input
+	// (default 20 ms).
+	Tick time.Duration
+	// Checkpoint configures durable checkpoints; an empty Dir disables
+	// them.
+	Checkpoint Checkpointing
+	// NoSavepointOnStop skips the savepoint normally taken when the job is
+	// stopped (ctx cancelled, Control.Stop).
+	NoSavepointOnStop bool
+	// StopGrace is how long a stop waits for the stages to reach the
+	// savepoint before it gives up on it and stops at once (default 1 s).
+	StopGrace time.Duration
+	// Log receives one line per notable event ("weir: " and the message);
+	// nil discards them.
+	Log io.Writer
+	// CheckpointAfter, when set, is asked after every batch (numbered from
+	// 1) whether to take a checkpoint or a savepoint there, and which: tests
+	// put them at known places with it.
+	CheckpointAfter func(batch int64) (checkpoint.Kind, bool)
+}
+
+// Checkpointing configures durable checkpoints.
+type Checkpointing struct {
+	Dir               string
+	Interval          time.Duration
+	Keep              int
+	TolerableFailures int
+	// Fingerprint identifies what the job computes; a checkpoint with
+	// another fingerprint is refused on restore.
+	Fingerprint string
+	// From restores this checkpoint or savepoint directory instead of the
+	// newest one in Dir.
+	From string
+	// FS is the file system checkpoints are written to (tests inject
+	// failures); nil is the real one.
+	FS checkpoint.FS
+	// Delivery is the promise the job makes about its sinks' output over a
+	// restart: a sink that cannot keep it is refused (NewSink). Zero means
+	// ExactlyOnce when checkpoints are on.
+	Delivery connector.Guarantee
+	// DeliverySet says Delivery was chosen (AtLeastOnce is its zero value).
+	DeliverySet bool
+}
+
+// Engine runs one job. Build it with New and the constructors of this
+// package (AddSource, NewWindow, NewSink, NewHead), then call Run once.
+type Engine struct {
+	cfg Config
+	log func(string)
+
+	inputs  []*input
+	roots   []Consumer[struct{}] // receive the source loop's signals
+	parts   []*Participant
+	names   map[string]bool
+	starts  []func(ctx context.Context) error
+	stages  []stage
+	status  []func(*Status)
+	closers []func() error
+
+	store   *checkpoint.Store
+	resumed *checkpoint.Checkpoint
+	nextID  uint64
+	coord   *coordinator
+
+	// failure
+	failOnce sync.Once
+	failErr  error
+	failed   chan struct{}
+	// sinkCtx is given to every sink call; cancelled when the job aborts.
+	sinkCtx    context.Context
+	sinkCancel context.CancelFunc
+
+	control  chan controlReq
+	running  atomic.Bool
+	finished chan struct{}
+	now      mtime.Time // the loop's processing time
+
+	statusMu   sync.Mutex
+	lastStatus Status
+}
+
+// stage is what the engine needs of a window stage to stop it at once.
+type stage interface{ abort() }
+
+// New returns an engine for cfg. With checkpoints, it opens the checkpoint
+// store and loads the checkpoint the job will resume from: the newest complete
+// one, or Checkpoint.From.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Tick <= 0 {
+		cfg.Tick = 20 * time.Millisecond
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = time.Second
+	}
+	e := &Engine{
+		cfg: cfg, names: map[string]bool{}, failed: make(chan struct{}),
+		control: make(chan controlReq), finished: make(chan struct{}), now: mtime.MinTime,
+	}
+	e.log = func(s string) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "weir: %s\n", s)
+		}
+	}
+	e.sinkCtx, e.sinkCancel = context.WithCancel(context.Background())
+	if cfg.Checkpoint.Dir != "" {
+		if err := e.openCheckpoints(); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Logf writes a line to the job's log.
+func (e *Engine) Logf(format string, args ...any) { e.log(fmt.Sprintf(format, args...)) }
+
+// Live reports whether processing time is the wall clock.
+func (e *Engine) Live() bool { return e.cfg.Live }
+
+// Checkpointed reports whether the job takes checkpoints.
+func (e *Engine) Checkpointed() bool { return e.store != nil }
+
+// Resumed is the checkpoint the job resumes from, or nil.
+func (e *Engine) Resumed() *checkpoint.Checkpoint { return e.resumed }
+
+// Fail stops the job with err (the first error wins). Any component may call
+// it, from any goroutine.
+func (e *Engine) Fail(err error) {
+	if err == nil {
+		return
+	}
+	e.failOnce.Do(func() {
+		e.failErr = err
+		close(e.failed)
+	})
+}
+
+// Err is the error the job failed with, if any.
+func (e *Engine) Err() error {
+	select {
+	case <-e.failed:
+		return e.failErr
+	default:
+		return nil
+	}
+}
+
+// OnSignal adds a consumer of the source loop's signals: processing-time
+// advances, flushes, barriers, and the end or stop of the input. Heads
+// subscribe their stages this way.
+func (e *Engine) OnSignal(c Consumer[struct{}]) { e.roots = append(e.roots, c) }
+
+// OnStart adds a function run when the job starts, before any input is read
+// (sinks open and commit what the restored checkpoint left pending).
+func (e *Engine) OnStart(f func(ctx context.Context) error) { e.starts = append(e.starts, f) }
+
+// OnStatus adds a function that fills in its part of a status report; it is
+// called in the source loop's goroutine.
+func (e *Engine) OnStatus(f func(*Status)) { e.status = append(e.status, f) }
+
+func (e *Engine) addStage(s stage) { e.stages = append(e.stages, s) }
+
+// Now is processing time as the source loop last saw it; call it from the
+// source loop only.
+func (e *Engine) Now() mtime.Time { return e.now }
+
+// Run runs the job until its input ends, ctx is done, Control.Stop is called
+// or a component fails. When the input ends, every window fires and closes
+// and, with checkpoints, a final checkpoint records that the job finished.
+// When the job is stopped it takes a savepoint (unless NoSavepointOnStop) and
+// returns ErrStopped wrapped in a *StoppedError that names it.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.running.CompareAndSwap(false, true) {
+		return errors.New("engine: Run called twice")
+	}
+	defer close(e.finished)
+	defer e.sinkCancel()
+	if e.store != nil {
+		defer e.store.Close()
+		e.coord = newCoordinator(e)
+		go e.coord.run()
+	}
+	for _, f := range e.starts {
+		if err := f(e.sinkCtx); err != nil {
+			e.Fail(err)
+			e.shutdown(reasonFailed, nil)
+			return e.failErr
+		}
+	}
+	loopCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, in := range e.inputs {
+		if err := in.start(loopCtx); err != nil {
+			e.Fail(err)
+			e.shutdown(reasonFailed, nil)
+			return e.failErr
+		}
+	}
+	reason, sp := e.loop(loopCtx, ctx)
+	cancel()
+	return e.shutdown(reason, sp)
+}
+
+type stopReason uint8
+
+const (
+	reasonEnded stopReason = iota
+	reasonStopped
+	reasonFailed
+)
+
+// loop is the source loop. It returns why it stopped; a stop asked through
+// Control carries the reply channel of its savepoint.
+func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
+	var tick, ckpt <-chan time.Time
+	if e.cfg.Live {
+		t := time.NewTicker(e.cfg.Tick)
+		defer t.Stop()
+		tick = t.C
+	}
+	if e.store != nil && e.cfg.Checkpoint.Interval > 0 {
+		t := time.NewTicker(e.cfg.Checkpoint.Interval)
+		defer t.Stop()
+		ckpt = t.C
+	}
+	batches := make(chan *inputBatch, 2*len(e.inputs)+2)
+	for _, in := range e.inputs {
+		go in.run(ctx, batches)
+	}
+	open := len(e.inputs)
+	if open == 0 {
+		return reasonEnded, nil
+	}
+	dirty := false
+	var nbatch int64
+	for {
+		select {
+		case <-e.failed:
+			return reasonFailed, nil
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return reasonStopped, nil
+			}
+			return reasonFailed, nil
+		case b := <-batches:
+			if b.err != nil {
+				if errors.Is(b.err, io.EOF) {
+					b.in.ended = true
+					if open--; open == 0 {
+						return reasonEnded, nil
+					}
+					continue
+				}
+				e.Fail(b.err)
+				return reasonFailed, nil
+			}
+			e.deliver(b)
+			dirty = true
+			if nbatch++; e.cfg.CheckpointAfter != nil && e.store != nil {
+				if kind, ok := e.cfg.CheckpointAfter(nbatch); ok {
+					e.barrier(kind, nil)
+				}
+			}
+			if e.cfg.Live {
+				e.signal(Signal{Kind: Flush})
+				dirty = false
+			}
+		case <-tick:
+			e.advance(mtime.Now())
+			if dirty {
+				e.signal(Signal{Kind: Flush})
+				dirty = false
+			}
+		case <-ckpt:
+			if e.coord.inflight.Load() == 0 {
+				e.barrier(checkpoint.Periodic, nil)
+			}
+		case req := <-e.control:
+			switch req.kind {
+			case ctlSavepoint:
+				if e.store == nil {
+					req.reply <- savepointResult{err: ErrNoCheckpoints}
+					continue
+				}
+				e.barrier(checkpoint.Savepoint, req.reply)
+			case ctlStatus:
+				req.status <- e.makeStatus()
+			case ctlStop:
+				return reasonStopped, &savepointReq{reply: req.reply, noSavepoint: req.noSavepoint}
+			}
+		}
+	}
+}
+
+// advance moves processing time to now and tells the heads.
+func (e *Engine) advance(now mtime.Time) {
+	if now > e.now {
+		e.now = now
+		e.signal(Signal{Kind: Proc, Now: now})
+	}
+}
+
+func (e *Engine) signal(s Signal) {
+	for _, c := range e.roots {
+		c.Signal(s)
+	}
+}
+
+// savepointReq is a stop asked through Control.
+type savepointReq struct {
+	reply       chan savepointResult
+	noSavepoint bool
+}
+
+// shutdown ends the job: the end of the input (every window fires, a final
+// checkpoint), a stop (a savepoint, then the stages stop), or a failure (the
+// stages are aborted).
+func (e *Engine) shutdown(reason stopReason, req *savepointReq) error {
+	var sp chan savepointResult
+	switch reason {
+	case reasonEnded:
+		e.cascade(Signal{Kind: End}, false)
+	case reasonStopped:
+		noSP := e.cfg.NoSavepointOnStop
+		if req != nil {
+			noSP = req.noSavepoint
+		}
+		if e.store != nil && !noSP && e.Err() == nil {
+			sp = make(chan savepointResult, 1)
+			e.barrier(checkpoint.Savepoint, sp)
+		}
+		e.cascade(Signal{Kind: Stop}, true)
+	case reasonFailed:
+		e.abortAll()
+		e.cascade(Signal{Kind: Stop}, false)
+	}
+	err := e.Err()
+	var spPath string
+	if e.coord != nil {
+		if reason == reasonEnded && err == nil {
+			e.finalCheckpoint()
+		}
+		e.coord.close()
+		if sp != nil {
+			r := <-sp
+			spPath = r.path
+			if r.err != nil && e.Err() == nil {
+				e.log(fmt.Sprintf("no savepoint: %v", r.err))
+			}
+		}
+		err = e.Err()
+	}
+	e.closeInputs()
+	for _, c := range e.closers {
+		if cerr := c(); cerr != nil && err == nil && reason != reasonFailed {
+			err = cerr
+			e.Fail(cerr)
+		}
+	}
+	if err != nil {
+		if req != nil && req.reply != nil {
+			req.reply <- savepointResult{err: err}
+		}
+		return err
+	}
+	if reason == reasonStopped {
+		stopped := &StoppedError{Savepoint: spPath}
+		if req != nil && req.reply != nil {
+			req.reply <- savepointResult{path: spPath}
+		}
+		return stopped
+	}
+	return nil
+}
+
+// cascade delivers End or Stop down the tree of stages, each waiting for its
+// operators. A stop gets StopGrace to finish (the savepoint's barrier reaches
+// every stage), then the stages are aborted.
+func (e *Engine) cascade(s Signal, grace bool) {
+	if !grace {
+		e.signal(s)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.signal(s)
+	}()
+	select {
+	case <-done:
+		return
+	case <-time.After(e.cfg.StopGrace):
+	case <-e.failed:
+	}
+	e.log(fmt.Sprintf("the job did not reach a consistent point within %s of the stop: stopping at once, without a savepoint", e.cfg.StopGrace))
+	e.abortAll()
+	<-done
+}
+
+// abortAll makes every stage drop its work and every sink call return.
+func (e *Engine) abortAll() {
+	for _, s := range e.stages {
+		s.abort()
+	}
+	e.sinkCancel()
+	if e.coord != nil {
+		e.coord.abandon()
+	}
+}
+
+func (e *Engine) closeInputs() {
+	for _, in := range e.inputs {
+		in.close()
+	}
+}
+
+// ErrStopped is wrapped by the error Run returns when the job was stopped
+// before the end of its input.
+var ErrStopped = errors.New("stopped before the end of the input")
+
+// ErrNoCheckpoints is returned for a savepoint asked of a job without a
+// checkpoint directory.
+var ErrNoCheckpoints = errors.New("the job has no checkpoint directory: it cannot take savepoints")
+
+// StoppedError is returned by Run when the job was stopped: it names the
+// savepoint taken, if any.
+type StoppedError struct {
+	Savepoint string
+}
+
+func (e *StoppedError) Error() string {
+	if e.Savepoint == "" {
+		return ErrStopped.Error()
+	}
+	return ErrStopped.Error() + "; savepoint " + e.Savepoint
+}
+
+func (e *StoppedError) Unwrap() error { return ErrStopped }

@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/watermark"
+)
+
+// DecodedKind says what a record turned out to be.
+type DecodedKind uint8
+
+const (
+	// Event: an event for the window stage.
+	Event DecodedKind = iota
+	// Rejected: a record that is not a valid event; it goes to the
+	// quarantine with Reason (and Detail), and never moves the watermark.
+	Rejected
+	// WatermarkOnly: a record that only moves a scripted watermark.
+	WatermarkOnly
+	// Blank: an empty line, counted apart.
+	Blank
+)
+
+// Decoded is what a Decoder makes of one record.
+type Decoded[K comparable, T any] struct {
+	Kind DecodedKind
+	// Reason and Detail say why a record was rejected.
+	Reason, Detail string
+	// Arrival is the record's processing time: the head advances the clock
+	// to it before it applies the record. It is set to the record's Arrival
+	// before Decode; a decoder that reads it from the record itself (a
+	// replay) overwrites it, or sets mtime.MinTime when it cannot.
+	Arrival mtime.Time
+	// Time is the event time; Key the key; ID the identity for
+	// de-duplication (nil: none; valid until the next Decode).
+	Time mtime.Time
+	Key  K
+	ID   []byte
+	// Partition is the watermark partition of a decoder that numbers its
+	// own (PartitionNamer); -1 takes the record's source partition.
+	Partition int
+	Value     T
+	// Watermark is the watermark of a WatermarkOnly record.
+	Watermark mtime.Time
+}
+
+// Decoder turns records into events: it parses and validates them. It runs
+// in the source loop.
+type Decoder[K comparable, T any] interface {
+	Decode(r *connector.Record, d *Decoded[K, T])
+}
+
+// PartitionNamer is a Decoder that may number watermark partitions itself
+// (from a field of the events), in order of first appearance: when ok,
+// names are their names, and the source's own partitions are not watermark
+// partitions.
+type PartitionNamer interface {
+	PartitionNames() (names []string, ok bool)
+}
+
+// StatefulDecoder is a Decoder with state a checkpoint keeps (its partition
+// numbering).
+type StatefulDecoder interface {
+	AppendState(b []byte) []byte
+	RestoreState(d *enc.Decoder) error
+}
+
+// Target is the window stage a head feeds: *Window implements it.
+type Target[K comparable, T any] interface {
+	Consumer[struct{}]
+	Event(part int, key K, ts mtime.Time, v T)
+	Observe(part int, ts mtime.Time)
+	AddPartition(part int, now mtime.Time)
+	Advance(now mtime.Time)
+	SetWatermark(w mtime.Time)
+	Watermark() mtime.Time
+	Now() mtime.Time
+	Tracker() *watermark.Tracker
+	Progress() (mtime.Time, int64)
+}
+
+// RejectedRecord is a record that was not a valid event: what a quarantine
+// sink receives.
+type RejectedRecord struct {
+	Reason string
+	Detail string
+	// Source names the source; Record is the record as read (its Offset is
+	// the line number of a file).
+	Source string
+	Record connector.Record
+}
+
+// HeadConfig configures a head.
+type HeadConfig[K comparable, T any] struct {
+	// Name identifies the head in checkpoints ("head").
+	Name    string
+	Source  string // the source's name, for quarantine entries
+	Decoder Decoder[K, T]
+	Window  Target[K, T]
+	// Dedup, when set, drops events whose ID it has seen within its
+	// horizon (counted as duplicates).
+	Dedup state.Dedup
+	// Quarantine receives the rejected records; nil only counts them.
+	Quarantine Consumer[RejectedRecord]
+	// WatermarkAfter, when set, gives the watermark after each record, by
+	// its offset (a perfect watermark read ahead from a file).
+	WatermarkAfter func(offset int64) mtime.Time
+}
+
+// Head is the first stage of a keyed job: decode and validate, account,
+// de-duplicate, and feed the window stage, whose clocks it drives. It
+// handles the records of one source (AddSource) and the source loop's
+// signals (OnSignal).
+type Head[K comparable, T any] struct {
+	cfg    HeadConfig[K, T]
+	e      *Engine
+	p      *Participant
+	dec    Decoded[K, T]
+	logic  bool // the decoder numbers partitions
+	parts  []connector.Partition
+	announ bool // source partitions still to declare to the watermark
+
+	c Counts
+}
+
+// Counts is the accounting of a job: every record read is accepted, a
+// duplicate, too late, or quarantined (Read = Accepted + Duplicates + TooLate
+// + Quarantined). Watermark-only records and blank lines are not events and
+// are counted apart.
+type Counts struct {
+	Read              int64            `json:"read"`
+	Accepted          int64            `json:"accepted"`
+	Duplicates        int64            `json:"duplicates"`
+	TooLate           int64            `json:"too_late"`
+	Quarantined       int64            `json:"quarantined"`
+	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
+	LateAccepted      int64            `json:"late_accepted"`
+	PanesFired        int64            `json:"panes_fired"`
+	WindowsFired      int64            `json:"windows_fired"`
+	WatermarkLines    int64            `json:"watermark_lines"`
+	BlankLines        int64            `json:"blank_lines"`
+}
+
+// NewHead builds a head, restoring its counters, partition numbering and
+// de-duplication ids if the job resumes. Add it to the engine with AddSource
+// and OnSignal.
+func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T], error) {
+	p, err := e.Participant(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, c: Counts{QuarantineReasons: map[string]int64{}}}
+	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
+		_, h.logic = pn.PartitionNames()
+	}
+	if data := p.File(""); data != nil {
+		if err := h.restore(data); err != nil {
+			return nil, fmt.Errorf("cannot restore %s: %s: %w", e.resumed.Path, p.name, err)
+		}
+	}
+	e.OnStatus(h.status)
+	return h, nil
+}
+
+// Counts is the head's accounting; with the window's statistics once it has
+// ended.
+func (h *Head[K, T]) Counts() Counts { return h.c }
+
+// Partitions implements RecordHandler.
+func (h *Head[K, T]) Partitions(parts []connector.Partition, now mtime.Time) {
+	h.parts = parts
+	if !h.logic {
+		h.announ = true
+	}
+}
+
+// Record implements RecordHandler: one record, in arrival order.
+func (h *Head[K, T]) Record(r *connector.Record) {
+	d := &h.dec
+	var zero Decoded[K, T]
+	*d = zero
+	d.Partition, d.Arrival = -1, r.Arrival
+	h.cfg.Decoder.Decode(r, d)
+	w := h.cfg.Window
+	if d.Kind == Blank {
+		h.c.BlankLines++
+		if h.cfg.WatermarkAfter != nil {
+			w.SetWatermark(h.cfg.WatermarkAfter(r.Offset))
+		}
+		return
+	}
+	if d.Arrival != mtime.MinTime {
+		if h.announ {
+			// The source's partitions hold the watermark back from the
+			// first record on, even those that never get one (until they
+			// are idle).
+			h.announ = false
+			for i := range h.parts {
+				w.AddPartition(i, d.Arrival)
+			}
+		}
+		w.Advance(d.Arrival)
+	}
+	switch d.Kind {
+	case Rejected:
+		h.c.Read++
+		h.c.Quarantined++
+		h.c.QuarantineReasons[d.Reason]++
+		if q := h.cfg.Quarantine; q != nil {
+			q.Push(RejectedRecord{Reason: d.Reason, Detail: d.Detail, Source: h.cfg.Source, Record: *r})
+		}
+	case WatermarkOnly:
+		h.c.WatermarkLines++
+		w.SetWatermark(d.Watermark)
+	default:
+		h.c.Read++
+		part := d.Partition
+		if part < 0 {
+			part = r.Partition
+		}
+		if h.cfg.Dedup != nil && h.cfg.Dedup.Seen(d.ID, d.Time, w.Watermark()) {
+			h.c.Duplicates++
+			w.Observe(part, d.Time)
+		} else {
+			w.Event(part, d.Key, d.Time, d.Value)
+		}
+	}
+	if h.cfg.WatermarkAfter != nil {
+		w.SetWatermark(h.cfg.WatermarkAfter(r.Offset))
+	}
+	if h.cfg.Dedup != nil {
+		h.cfg.Dedup.Expire(w.Watermark())
+	}
+}
+
+// Signal implements Consumer[struct{}]: the source loop's signals, passed on
+// to the window stage and the quarantine.
+func (h *Head[K, T]) Signal(s Signal) {
+	w, q := h.cfg.Window, h.cfg.Quarantine
+	switch s.Kind {
+	case Proc:
+		w.Advance(s.Now)
+		return
+	case Barrier:
+		s.Barrier.Ack(h.p, File{Name: h.p.name, Data: h.appendState(nil)})
+	case End, Stop:
+		if h.cfg.Dedup != nil && s.Kind == End {
+			h.cfg.Dedup.Expire(mtime.MaxTime)
+		}
+	}
+	w.Signal(s)
+	if q != nil {
+		q.Signal(s)
+	}
+	if h.cfg.Dedup != nil && (s.Kind == End || s.Kind == Stop) {
+		if err := h.cfg.Dedup.Err(); err != nil {
+			h.e.Fail(fmt.Errorf("de-duplication state: %w", err))
+		}
+	}
+}
+
+// Push makes Head a Consumer[struct{}].
+func (h *Head[K, T]) Push(struct{}) {}
+
+const headVersion = 1
+
+func (h *Head[K, T]) appendState(b []byte) []byte {
+	b = append(b, headVersion)
+	c := &h.c
+	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines} {
+		b = enc.AppendVarint(b, v)
+	}
+	keys := slices.Sorted(maps.Keys(c.QuarantineReasons))
+	b = enc.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = enc.AppendString(b, k)
+		b = enc.AppendVarint(b, c.QuarantineReasons[k])
+	}
+	b = enc.AppendBool(b, h.announ)
+	if sd, ok := h.cfg.Decoder.(StatefulDecoder); ok {
+		b = enc.AppendBool(b, true)
+		b = sd.AppendState(b)
+	} else {
+		b = enc.AppendBool(b, false)
+	}
+	if h.cfg.Dedup != nil {
+		b = enc.AppendBool(b, true)
+		b = h.cfg.Dedup.AppendState(b)
+	} else {
+		b = enc.AppendBool(b, false)
+	}
+	return b
+}
+
+func (h *Head[K, T]) restore(data []byte) error {
+	d := enc.NewDecoder(data)
+	if v := d.Count(255); v != headVersion {
+		return fmt.Errorf("unknown version %d", v)
+	}
+	c := &h.c
+	for _, p := range []*int64{&c.Read, &c.Duplicates, &c.Quarantined, &c.WatermarkLines, &c.BlankLines} {
+		*p = d.Varint()
+	}
+	n := d.Count(1 << 16)
+	for range n {
+		k := d.String()
+		c.QuarantineReasons[k] = d.Varint()
+	}
+	h.announ = d.Bool()
+	if d.Bool() {
+		sd, ok := h.cfg.Decoder.(StatefulDecoder)
+		if !ok {
+			return fmt.Errorf("the checkpoint has decoder state, this job's decoder has none")
+		}
+		if err := sd.RestoreState(d); err != nil {
+			return err
+		}
+	}
+	if d.Bool() {
+		if h.cfg.Dedup == nil {
+			return fmt.Errorf("the checkpoint de-duplicates, this job does not")
+		}
+		h.cfg.Dedup.RestoreState(d)
+		if err := h.cfg.Dedup.Err(); err != nil {
+			return err
+		}
+	}
+	if err := d.Err(); err != nil {
+		return err
+	}
+	if d.Len() != 0 {
+		return enc.ErrCorrupt
+	}
+	return nil
+}
+
+// status fills in the partitions and counts, in the source loop.
+func (h *Head[K, T]) status(s *Status) {
+	w := h.cfg.Window
+	s.ProcessingTime = max(s.ProcessingTime, w.Now())
+	if s.Watermark == mtime.MinTime {
+		s.Watermark = w.Watermark()
+	}
+	st := w.Tracker().State()
+	var names []string
+	if h.logic {
+		names, _ = h.cfg.Decoder.(PartitionNamer).PartitionNames()
+	} else {
+		for _, p := range h.parts {
+			names = append(names, p.Name)
+		}
+	}
+	tr := w.Tracker()
+	for i := range st.Max {
+		name := fmt.Sprintf("partition %d", i)
+		if i < len(names) {
+			name = names[i]
+		}
+		s.Partitions = append(s.Partitions, PartitionStatus{
+			Name: name, Watermark: tr.PartitionWatermark(i), MaxEventTime: st.Max[i], LastEvent: st.LastActive[i], Idle: st.Idle[i],
+		})
+	}
+	c := h.c
+	c.QuarantineReasons = maps.Clone(c.QuarantineReasons)
+	s.Counts = c
+	_, open := w.Progress()
+	s.OpenWindows += open
+}

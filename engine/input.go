@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Feed is an input of the source loop. Read runs in a goroutine of its own
+// and returns batches; the loop hands each one over with Deliver, in its own
+// goroutine, between checkpoints. A connector.Source becomes a feed with
+// AddSource; the Go API's in-memory inputs are feeds of their own.
+type Feed interface {
+	// Open prepares reading from a position an earlier batch returned
+	// (restored from a checkpoint), or from the start when position is nil.
+	Open(ctx context.Context, position []byte) error
+	// Read returns the next batch; io.EOF at the end of a bounded input
+	// (with a last batch or nil), ctx.Err() when ctx is done.
+	Read(ctx context.Context) (FeedBatch, error)
+	Close() error
+}
+
+// FeedBatch is a batch of a Feed.
+type FeedBatch interface {
+	// Deliver hands the batch's items over, in order; now is the processing
+	// time at which the loop took the batch (the wall clock of a live job,
+	// else the loop's last processing time).
+	Deliver(now mtime.Time)
+	// Position is the feed's position after the batch, for checkpoints.
+	Position() []byte
+	// Release gives the batch back to its feed once delivered.
+	Release()
+}
+
+type input struct {
+	e     *Engine
+	name  string
+	feed  Feed
+	p     *Participant
+	pos   []byte // after the last delivered batch
+	ended bool
+}
+
+type inputBatch struct {
+	in  *input
+	b   FeedBatch
+	err error
+}
+
+// AddFeed adds an input to the job. name identifies it in checkpoints: it
+// must be stable from run to run.
+func (e *Engine) AddFeed(name string, f Feed) error {
+	p, err := e.Participant("source:" + name)
+	if err != nil {
+		return err
+	}
+	in := &input{e: e, name: name, feed: f, p: p}
+	if pos := p.File(""); len(pos) > 0 {
+		// A checkpoint taken before the first batch holds no position.
+		in.pos = pos
+	}
+	e.inputs = append(e.inputs, in)
+	return nil
+}
+
+func (in *input) start(ctx context.Context) error {
+	if err := in.feed.Open(ctx, in.pos); err != nil {
+		var ce *connector.Error
+		if errors.As(err, &ce) {
+			return err
+		}
+		return &connector.Error{Connector: in.name, Op: "open", Err: err}
+	}
+	return nil
+}
+
+// run reads batches until the feed ends or fails, or ctx is done.
+func (in *input) run(ctx context.Context, out chan<- *inputBatch) {
+	send := func(b *inputBatch) bool {
+		select {
+		case out <- b:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		b, err := in.feed.Read(ctx)
+		if b != nil && !send(&inputBatch{in: in, b: b}) {
+			return
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, io.EOF) {
+				var ce *connector.Error
+				if !errors.As(err, &ce) {
+					err = &connector.Error{Connector: in.name, Op: "read", Err: err}
+				}
+			}
+			send(&inputBatch{in: in, err: err})
+			return
+		}
+	}
+}
+
+// deliver hands a batch over in the source loop.
+func (e *Engine) deliver(b *inputBatch) {
+	now := e.now
+	if e.cfg.Live {
+		e.advance(mtime.Now())
+		now = e.now
+	}
+	b.b.Deliver(now)
+	b.in.pos = b.b.Position()
+	b.b.Release()
+}
+
+func (in *input) close() {
+	if err := in.feed.Close(); err != nil {
+		in.e.log(fmt.Sprintf("closing %s: %v", in.name, err))
+	}
+}
+
+// RecordHandler receives the records of a connector source in the source
+// loop: a head that decodes, validates and routes them.
+type RecordHandler interface {
+	// Partitions tells the handler the source's partitions, when they
+	// change (always before the first record).
+	Partitions(parts []connector.Partition, now mtime.Time)
+	// Record handles one record. r.Arrival is the wall clock at which the
+	// batch was taken in a live job when the source did not set it, and
+	// mtime.MinTime in a replay that did not either.
+	Record(r *connector.Record)
+}
+
+// AddSource adds a connector source whose records go to h.
+func (e *Engine) AddSource(name string, src connector.Source, h RecordHandler) error {
+	return e.AddFeed(name, &sourceFeed{name: name, src: src, h: h, free: make(chan *sourceBatch, 4)})
+}
+
+// sourceFeed reads a connector.Source.
+type sourceFeed struct {
+	name  string
+	src   connector.Source
+	h     RecordHandler
+	free  chan *sourceBatch
+	parts []connector.Partition
+}
+
+type sourceBatch struct {
+	f *sourceFeed
+	b connector.Batch
+}
+
+func (f *sourceFeed) Open(ctx context.Context, pos []byte) error { return f.src.Open(ctx, pos) }
+func (f *sourceFeed) Close() error                               { return f.src.Close() }
+
+func (f *sourceFeed) Read(ctx context.Context) (FeedBatch, error) {
+	var sb *sourceBatch
+	select {
+	case sb = <-f.free:
+		sb.b.Reset()
+	default:
+		sb = &sourceBatch{f: f}
+	}
+	for {
+		err := f.src.Read(ctx, &sb.b)
+		if len(sb.b.Records) > 0 || sb.b.Partitions != nil {
+			return sb, err
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (b *sourceBatch) Deliver(now mtime.Time) {
+	f := b.f
+	if b.b.Partitions != nil {
+		f.parts = b.b.Partitions
+		f.h.Partitions(f.parts, now)
+	}
+	for i := range b.b.Records {
+		r := &b.b.Records[i]
+		if r.Arrival == mtime.MinTime {
+			r.Arrival = now
+		}
+		f.h.Record(r)
+	}
+}
+
+func (b *sourceBatch) Position() []byte { return b.b.Position }
+
+func (b *sourceBatch) Release() {
+	select {
+	case b.f.free <- b:
+	default:
+	}
+}

@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/weirstream/weir/connector"
+)
+
+// SinkNode is a Consumer that writes a stream to a connector.Sink, in
+// batches, and takes part in checkpoints: at a barrier it pre-commits the
+// sink, and the coordinator commits it once the checkpoint is durable.
+type SinkNode[T any] struct {
+	e     *Engine
+	name  string
+	s     connector.Sink[T]
+	p     *Participant
+	buf   []T
+	ckpt  bool
+	since int64 // items written since the last pre-commit or flush
+	dead  bool
+
+	flushed atomic.Int64 // without checkpoints: items written and flushed
+	pushed  atomic.Int64
+}
+
+// sinkBatch is how many items a SinkNode gathers before it writes them.
+const sinkBatch = 512
+
+// NewSink adds a sink to the job under name (a job-file field, such as
+// "output" or "late_output", so that errors name it). With checkpoints, a
+// sink whose guarantee does not keep the job's delivery promise is refused
+// with a *SetupError.
+func NewSink[T any](e *Engine, name string, s connector.Sink[T]) (*SinkNode[T], error) {
+	n := &SinkNode[T]{e: e, name: name, s: s, ckpt: e.Checkpointed()}
+	if n.ckpt {
+		want := connector.ExactlyOnce
+		if e.cfg.Checkpoint.DeliverySet {
+			want = e.cfg.Checkpoint.Delivery
+		}
+		if g := s.Guarantee(); !g.Satisfies(want) {
+			return nil, &SetupError{Field: name, Msg: fmt.Sprintf("%s: this sink is %s: after a restart from a checkpoint it may write results again, and the job promises %s", name, g, want)}
+		}
+	}
+	p, err := e.Participant("sink:" + name)
+	if err != nil {
+		return nil, err
+	}
+	n.p = p
+	var restored []preCommit
+	var committed int64
+	if data := p.File(""); data != nil {
+		if restored, committed, err = decodePending(data); err != nil {
+			return nil, fmt.Errorf("cannot restore %s: %s is corrupt", e.resumed.Path, p.name)
+		}
+	}
+	p.commit = func(ctx context.Context, id uint64, pre []byte) error { return s.Commit(ctx, id, pre) }
+	p.final = func(ctx context.Context, id uint64) ([]byte, int64, error) {
+		n.write()
+		pre, err := n.preCommit(id)
+		items := n.since
+		n.since = 0
+		return pre, items, err
+	}
+	e.OnStart(func(ctx context.Context) error {
+		var first []byte
+		if len(restored) > 0 {
+			first = restored[0].data
+		}
+		if err := s.Open(ctx, first); err != nil {
+			return n.wrap("open", err)
+		}
+		p.committed.Store(committed)
+		for _, pc := range restored {
+			if err := e.Retry(name+" commit", func() error { return s.Commit(ctx, pc.id, pc.data) }); err != nil {
+				return n.wrap(fmt.Sprintf("commit (checkpoint %d, again after the restart)", pc.id), err)
+			}
+			p.committed.Add(pc.items)
+		}
+		return nil
+	})
+	e.OnStatus(func(st *Status) {
+		st.Sinks = append(st.Sinks, SinkStatus{Name: name, Written: n.pushed.Load(), Committed: n.Written(), Guarantee: s.Guarantee().String()})
+	})
+	e.closers = append(e.closers, func() error { return s.Close() })
+	return n, nil
+}
+
+func (n *SinkNode[T]) wrap(op string, err error) error {
+	var ce *connector.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &connector.Error{Connector: n.name, Op: op, Err: err}
+}
+
+// Written is how many items have reached readers: committed at a checkpoint,
+// or, without checkpoints, written and flushed.
+func (n *SinkNode[T]) Written() int64 {
+	if n.ckpt {
+		return n.p.committed.Load()
+	}
+	return n.flushed.Load()
+}
+
+// Push implements Consumer.
+func (n *SinkNode[T]) Push(v T) {
+	n.buf = append(n.buf, v)
+	if len(n.buf) >= sinkBatch {
+		n.write()
+	}
+}
+
+func (n *SinkNode[T]) write() {
+	if len(n.buf) == 0 {
+		return
+	}
+	if !n.dead {
+		if err := n.e.Retry(n.name+" write", func() error { return n.s.Write(n.e.sinkCtx, n.buf) }); err != nil {
+			n.fail("write", err)
+		} else {
+			n.since += int64(len(n.buf))
+			n.pushed.Add(int64(len(n.buf)))
+		}
+	}
+	clear(n.buf)
+	n.buf = n.buf[:0]
+}
+
+func (n *SinkNode[T]) fail(op string, err error) {
+	n.dead = true
+	if n.e.sinkCtx.Err() != nil && n.e.Err() != nil {
+		return // the job is aborting: the cause is reported already
+	}
+	n.e.Fail(n.wrap(op, err))
+}
+
+func (n *SinkNode[T]) flush() {
+	n.write()
+	if n.dead || n.ckpt {
+		return
+	}
+	if err := n.e.Retry(n.name+" flush", func() error { return n.s.Flush(n.e.sinkCtx) }); err != nil {
+		n.fail("flush", err)
+		return
+	}
+	n.flushed.Add(n.since)
+	n.since = 0
+}
+
+func (n *SinkNode[T]) preCommit(id uint64) ([]byte, error) {
+	if n.dead {
+		return nil, errors.New("the sink failed")
+	}
+	var pre []byte
+	err := n.e.Retry(n.name+" pre-commit", func() error {
+		var err error
+		pre, err = n.s.PreCommit(n.e.sinkCtx, id)
+		return err
+	})
+	return pre, err
+}
+
+// Signal implements Consumer.
+func (n *SinkNode[T]) Signal(s Signal) {
+	switch s.Kind {
+	case Flush:
+		n.flush()
+	case Barrier:
+		n.write()
+		pre, err := n.preCommit(s.Barrier.ID)
+		if err != nil {
+			s.Barrier.Fail(n.p, n.wrap("pre-commit", err))
+			return
+		}
+		s.Barrier.PreCommitted(n.p, pre, n.since)
+		n.since = 0
+	case End:
+		if n.ckpt {
+			n.write() // pre-committed by the final checkpoint
+		} else {
+			n.flush()
+		}
+	case Stop:
+		if n.ckpt {
+			// What came after the last barrier is not part of any
+			// checkpoint: a restart computes it again.
+			clear(n.buf)
+			n.buf = n.buf[:0]
+		} else {
+			n.flush()
+		}
+	}
+}

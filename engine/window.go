@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// Codec encodes a window stage's keys, accumulators and results for
+// checkpoints and the Pebble backend. weir's front doors provide it.
+type Codec[K comparable, A, O any] = exec.Codec[K, A, O]
+
+// WindowConfig configures a window stage.
+type WindowConfig[K comparable, T, A, O any] struct {
+	// Name identifies the stage in checkpoints ("window", "stage-2").
+	Name      string
+	Strategy  window.Strategy
+	Watermark watermark.Strategy
+	// Agg is the aggregate function; NewAgg, when set, gives each operator
+	// instance one of its own (one that keeps free lists).
+	Agg    aggregate.Func[T, A, O]
+	NewAgg func() aggregate.Func[T, A, O]
+	// Parallelism is the number of operator instances (at least 1).
+	Parallelism int
+	BatchSize   int
+	// Hash puts keys in key groups; it must be stable from run to run.
+	Hash func(K) uint64
+	// Codec encodes state; required with checkpoints or State.
+	Codec Codec[K, A, O]
+	// State keeps windows and timers in this database instead of memory.
+	State *state.DB
+}
+
+// Window is a windowed aggregation: its clocks (processing time and
+// watermark, per partition) on the side of its input, its operator instances
+// in goroutines of their own, and its outputs, panes and too-late events,
+// delivered in order from one goroutine.
+//
+// Its input side is called from the goroutine of its upstream: the source
+// loop (through a head) or the stage before it. As a Consumer of an
+// upstream's signals it follows that upstream's processing time and, with a
+// scripted watermark, its watermark.
+type Window[K comparable, T, A, O any] struct {
+	e     *Engine
+	cfg   WindowConfig[K, T, A, O]
+	p     *Participant
+	r     *exec.Runner[K, T, A, O]
+	d     *exec.Driver[K, T]
+	ended bool
+
+	// Panes receives the panes (retractions included), Late the events too
+	// late for all of their windows.
+	Panes Stream[window.Pane[K, O]]
+	Late  Stream[window.LateEvent[K, T]]
+
+	// merge side
+	parts   [][]byte
+	partErr error
+	stats   exec.Stats
+}
+
+// stageBarrier travels through the operator instances with a checkpoint
+// barrier: the stage's clocks as they were when it entered.
+type stageBarrier struct {
+	b      *CheckpointBarrier
+	driver []byte
+}
+
+// NewWindow builds a window stage, restoring its state if the job resumes.
+func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O]) (*Window[K, T, A, O], error) {
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 1
+	}
+	if err := cfg.Strategy.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.Watermark.Validate(); err != nil {
+		return nil, err
+	}
+	if (e.Checkpointed() || cfg.State != nil) && (cfg.Codec == nil || cfg.Hash == nil) {
+		return nil, fmt.Errorf("engine: window stage %s: checkpoints need a codec and a stable hash of the keys", cfg.Name)
+	}
+	p, err := e.Participant(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	w := &Window[K, T, A, O]{e: e, cfg: cfg, p: p}
+	xc := exec.Config[K, T, A, O]{
+		Strategy: cfg.Strategy, Agg: cfg.Agg, NewAgg: cfg.NewAgg, Parallelism: cfg.Parallelism,
+		BatchSize: cfg.BatchSize, Hash: cfg.Hash, Codec: cfg.Codec, State: cfg.State,
+		Live: e.Live(), Progress: true, Emit: w.emit,
+	}
+	var driverState []byte
+	if files := p.Restored(); len(files) > 0 {
+		driverState = p.File("clock")
+		d := enc.NewDecoder(driverState)
+		xc.Step = d.Uvarint()
+		n := d.Count(exec.KeyGroups)
+		for i := range n {
+			op := p.File(fmt.Sprintf("op-%d", i))
+			if op == nil {
+				return nil, fmt.Errorf("%s: its state %s is missing", e.resumed.Path, p.FileName(fmt.Sprintf("op-%d", i)))
+			}
+			xc.Restore = append(xc.Restore, op)
+		}
+		if d.Err() != nil {
+			return nil, fmt.Errorf("%s: %s is corrupt", e.resumed.Path, p.FileName("clock"))
+		}
+		driverState = driverState[len(driverState)-d.Len():]
+	}
+	w.r = exec.NewRunner(xc)
+	if err := w.r.Err(); err != nil {
+		return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
+	}
+	w.d = exec.NewDriver[K, T](w.r, cfg.Watermark, cfg.Strategy.Trigger.UsesProcessingTime())
+	if driverState != nil {
+		if err := w.d.RestoreState(enc.NewDecoder(driverState)); err != nil {
+			return nil, fmt.Errorf("cannot restore %s: %s: %w", e.resumed.Path, p.FileName("clock"), err)
+		}
+	}
+	e.addStage(w)
+	return w, nil
+}
+
+// Event sends an event with event time ts, of input partition part, at the
+// current processing time.
+func (w *Window[K, T, A, O]) Event(part int, key K, ts mtime.Time, v T) { w.d.Event(part, key, ts, v) }
+
+// Observe tells the watermark of an event that is not sent on (a duplicate
+// still shows that its partition is alive and how far it got).
+func (w *Window[K, T, A, O]) Observe(part int, ts mtime.Time) { w.d.Observe(part, ts) }
+
+// AddPartition declares partition part before its first event, at processing
+// time now, so that it holds the watermark back until it is idle.
+func (w *Window[K, T, A, O]) AddPartition(part int, now mtime.Time) {
+	w.d.Tracker().AddPartition(part, now)
+}
+
+// Advance moves processing time to now (never back), firing first the
+// periodic watermarks, idleness timeouts and processing-time timers due by
+// then.
+func (w *Window[K, T, A, O]) Advance(now mtime.Time) { w.d.Advance(now) }
+
+// SetWatermark moves a scripted or perfect watermark to wm.
+func (w *Window[K, T, A, O]) SetWatermark(wm mtime.Time) { w.d.SetWatermark(wm) }
+
+// Watermark is the last watermark the stage's input emitted.
+func (w *Window[K, T, A, O]) Watermark() mtime.Time { return w.d.Watermark() }
+
+// Now is the stage's processing time.
+func (w *Window[K, T, A, O]) Now() mtime.Time { return w.d.Now() }
+
+// Tracker is the per-partition state of a bounded watermark.
+func (w *Window[K, T, A, O]) Tracker() *watermark.Tracker { return w.d.Tracker() }
+
+// Progress is the operator's watermark and open windows as of its last
+// batch; safe from any goroutine.
+func (w *Window[K, T, A, O]) Progress() (mtime.Time, int64) { return w.r.Progress() }
+
+// Stats is what the operators did; call it once the stage has ended or
+// stopped.
+func (w *Window[K, T, A, O]) Stats() exec.Stats { return w.stats }
+
+// Signal implements Consumer[struct{}]: the upstream's signals.
+func (w *Window[K, T, A, O]) Signal(s Signal) {
+	switch s.Kind {
+	case Proc:
+		w.d.Advance(s.Now)
+	case Watermark:
+		w.d.Advance(s.Now)
+		if w.cfg.Watermark.Kind == watermark.Scripted {
+			w.d.SetWatermark(s.Watermark)
+		}
+	case Flush:
+		w.r.Flush()
+	case Barrier:
+		st := enc.AppendUvarint(nil, w.r.Step())
+		st = enc.AppendUvarint(st, uint64(w.cfg.Parallelism))
+		st = w.d.AppendState(st)
+		w.r.Barrier(&stageBarrier{b: s.Barrier, driver: st})
+	case End:
+		w.end(false)
+	case Stop:
+		w.end(true)
+	}
+}
+
+// Push makes Window a Consumer of anything whose elements it ignores.
+func (w *Window[K, T, A, O]) Push(struct{}) {}
+
+// end ends (or stops) the operators, waits for them, and passes the signal
+// on to the stage's consumers.
+func (w *Window[K, T, A, O]) end(stop bool) {
+	if w.ended {
+		return
+	}
+	w.ended = true
+	if stop {
+		w.r.Stop()
+	} else {
+		w.d.End()
+	}
+	if err := w.r.Wait(); err != nil {
+		w.e.Fail(err)
+	}
+	w.stats = w.r.Stats()
+	s := Signal{Kind: End}
+	if stop {
+		s.Kind = Stop
+	}
+	w.Panes.Signal(s)
+	w.Late.Signal(s)
+}
+
+func (w *Window[K, T, A, O]) abort() { w.r.Abort() }
+
+// emit runs in the runner's merging goroutine.
+func (w *Window[K, T, A, O]) emit(outs []exec.Out[K, T, O]) error {
+	for i := range outs {
+		o := &outs[i]
+		switch o.Kind {
+		case exec.OutPane:
+			w.Panes.Push(o.Pane)
+		case exec.OutLate:
+			w.Late.Push(o.Late)
+		case exec.OutProgress:
+			if o.Pane.Final {
+				continue // the end: passed on once the operators are done
+			}
+			s := Signal{Kind: Watermark, Watermark: o.Pane.Watermark, Now: o.Pane.EmittedAt}
+			w.Panes.Signal(s)
+			w.Late.Signal(s)
+		case exec.OutBarrier:
+			bo := o.Barrier
+			if w.parts == nil {
+				w.parts = make([][]byte, bo.Of)
+			}
+			w.parts[bo.Instance] = bo.State
+			if bo.Err != nil && w.partErr == nil {
+				w.partErr = bo.Err
+			}
+			if bo.Instance != bo.Of-1 {
+				continue
+			}
+			sb := bo.Tag.(*stageBarrier)
+			if w.partErr != nil {
+				sb.b.Fail(w.p, w.partErr)
+			} else {
+				files := []File{{Name: w.p.FileName("clock"), Data: sb.driver}}
+				for i, part := range w.parts {
+					files = append(files, File{Name: w.p.FileName(fmt.Sprintf("op-%d", i)), Data: part})
+				}
+				sb.b.Ack(w.p, files...)
+			}
+			w.parts, w.partErr = nil, nil
+			s := Signal{Kind: Barrier, Barrier: sb.b}
+			w.Panes.Signal(s)
+			w.Late.Signal(s)
+		}
+	}
+	if w.e.Live() {
+		w.Panes.Signal(Signal{Kind: Flush})
+		w.Late.Signal(Signal{Kind: Flush})
+	}
+	return w.e.Err()
+}

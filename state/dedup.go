@@ -1,0 +1,288 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Dedup remembers event ids for a horizon of event time: an id seen with
+// event time t is a duplicate until the watermark reaches t + horizon. The
+// memory and Pebble backends behave identically, and their checkpoints are
+// the same bytes, so a checkpoint restores into either.
+//
+// A Dedup is not safe for concurrent use: the source loop owns it.
+type Dedup interface {
+	// Seen reports whether id was seen within the horizon (its expiry is
+	// after the watermark w), and remembers it with event time ts if not.
+	Seen(id []byte, ts, w mtime.Time) bool
+	// Expire forgets the ids whose horizon the watermark w has reached.
+	Expire(w mtime.Time)
+	// Len is the number of ids remembered (expired ones not swept yet
+	// included, on disk).
+	Len() int
+	// AppendState appends every remembered id with its expiry, for a
+	// checkpoint; RestoreState reads them back.
+	AppendState(b []byte) []byte
+	RestoreState(d *enc.Decoder)
+	// Err is the first failure of the storage underneath, if any.
+	Err() error
+}
+
+// NewMemoryDedup returns a Dedup that keeps its ids in a map.
+func NewMemoryDedup(horizon mtime.Time) Dedup {
+	return &memDedup{horizon: horizon, ids: map[string]struct{}{}}
+}
+
+type memDedup struct {
+	horizon mtime.Time
+	ids     map[string]struct{}
+	exp     expHeap
+}
+
+type idExp struct {
+	at mtime.Time
+	id string
+}
+
+func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
+	if _, ok := d.ids[string(id)]; ok {
+		// Expire runs after every event, so an id still here is live.
+		return true
+	}
+	s := string(id)
+	d.ids[s] = struct{}{}
+	d.exp.push(idExp{ts.Add(d.horizon), s})
+	return false
+}
+
+func (d *memDedup) Expire(w mtime.Time) {
+	for len(d.exp) > 0 && d.exp[0].at <= w {
+		delete(d.ids, d.exp.pop().id)
+	}
+}
+
+func (d *memDedup) Len() int   { return len(d.ids) }
+func (d *memDedup) Err() error { return nil }
+
+func (d *memDedup) AppendState(b []byte) []byte {
+	b = enc.AppendUvarint(b, uint64(len(d.exp)))
+	for _, e := range d.exp {
+		b = enc.AppendVarint(b, int64(e.at))
+		b = enc.AppendString(b, e.id)
+	}
+	return b
+}
+
+func (d *memDedup) RestoreState(dec *enc.Decoder) {
+	n := dec.Count(1 << 34)
+	for range n {
+		at := mtime.Time(dec.Varint())
+		id := dec.String()
+		d.ids[id] = struct{}{}
+		d.exp = append(d.exp, idExp{at, id}) // written in heap order
+
+	}
+}
+
+type expHeap []idExp
+
+func (h *expHeap) push(e idExp) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if a[p].at <= a[i].at {
+			break
+		}
+		a[p], a[i] = a[i], a[p]
+		i = p
+	}
+}
+
+func (h *expHeap) pop() idExp {
+	a := *h
+	top := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = idExp{}
+	a = a[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && a[l].at < a[m].at {
+			m = l
+		}
+		if r < n && a[r].at < a[m].at {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
+	return top
+}
+
+// Dedup returns a Dedup that keeps its ids in the database, under the tags
+// of KeyLayout: 'd' id -> expiry, and an index 'x' expiry id for expiring
+// them in order. Writes go through an indexed batch, so reads see them before
+// it is committed.
+func (db *DB) Dedup(horizon mtime.Time) Dedup {
+	return &diskDedup{db: db.DB, horizon: horizon, minExp: mtime.MaxTime, floor: mtime.MinTime, swept: mtime.MinTime}
+}
+
+type diskDedup struct {
+	db      *pebble.DB
+	batch   *pebble.Batch
+	horizon mtime.Time
+	minExp  mtime.Time // no id expires before this
+	floor   mtime.Time // every expiry below this is deleted
+	swept   mtime.Time // the watermark of the last sweep
+	n       int
+	kbuf    []byte
+	xbuf    []byte
+	failed  error
+}
+
+func (d *diskDedup) fail(err error) {
+	if err != nil && d.failed == nil {
+		d.failed = err
+	}
+}
+
+func (d *diskDedup) b() *pebble.Batch {
+	if d.batch == nil {
+		d.batch = d.db.NewIndexedBatch()
+	}
+	return d.batch
+}
+
+func (d *diskDedup) commit() {
+	if d.batch != nil {
+		d.fail(d.batch.Commit(pebble.NoSync))
+		d.batch.Close()
+		d.batch = nil
+	}
+}
+
+// OrderedTime appends t as 8 big-endian bytes with the sign bit flipped, so
+// that bytes sort as times do.
+func OrderedTime(b []byte, t mtime.Time) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
+}
+
+func readOrderedTime(b []byte) mtime.Time {
+	return mtime.Time(binary.BigEndian.Uint64(b) ^ (1 << 63))
+}
+
+func (d *diskDedup) add(id []byte, exp mtime.Time) {
+	d.kbuf = append(append(d.kbuf[:0], TagDedupID), id...)
+	d.fail(d.b().Set(d.kbuf, OrderedTime(nil, exp), nil))
+	d.xbuf = append(OrderedTime(append(d.xbuf[:0], TagDedupExpiry), exp), id...)
+	d.fail(d.b().Set(d.xbuf, nil, nil))
+	d.minExp = min(d.minExp, exp)
+	d.n++
+	if d.batch.Len() > 4<<20 {
+		d.commit()
+	}
+}
+
+func (d *diskDedup) Seen(id []byte, ts, w mtime.Time) bool {
+	d.kbuf = append(append(d.kbuf[:0], TagDedupID), id...)
+	v, closer, err := d.b().Get(d.kbuf)
+	if err == nil {
+		exp := readOrderedTime(v)
+		closer.Close()
+		if exp > w {
+			return true
+		}
+		// Expired but not swept yet: forget the old entry.
+		d.xbuf = append(OrderedTime(append(d.xbuf[:0], TagDedupExpiry), exp), id...)
+		d.fail(d.b().Delete(d.xbuf, nil))
+		d.n--
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		d.fail(err)
+	}
+	d.add(id, ts.Add(d.horizon))
+	return false
+}
+
+// Expire deletes expired ids, in sweeps: an expired id still on disk is
+// never taken for a duplicate (Seen checks its expiry), so the sweep only
+// reclaims space and runs when the watermark has moved a tenth of the
+// horizon since the last one.
+func (d *diskDedup) Expire(w mtime.Time) {
+	if w < d.minExp || d.n == 0 || (w < d.swept.Add(d.horizon/10) && w != mtime.MaxTime) {
+		return
+	}
+	d.swept = w
+	lo := OrderedTime([]byte{TagDedupExpiry}, d.floor)
+	it, err := d.b().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: []byte{TagDedupExpiry + 1}})
+	if err != nil {
+		d.fail(err)
+		return
+	}
+	d.minExp = mtime.MaxTime
+	batch := d.b()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		exp := readOrderedTime(k[1:9])
+		if exp > w {
+			d.minExp = exp
+			break
+		}
+		d.fail(batch.Delete(k, nil))
+		d.kbuf = append(append(d.kbuf[:0], TagDedupID), k[9:]...)
+		d.fail(batch.Delete(d.kbuf, nil))
+		d.n--
+	}
+	d.fail(it.Close())
+	d.floor = w
+	if d.batch.Len() > 4<<20 {
+		d.commit()
+	}
+}
+
+func (d *diskDedup) Len() int { return d.n }
+
+func (d *diskDedup) AppendState(b []byte) []byte {
+	// Iterate the database itself, not through a large uncommitted batch.
+	d.commit()
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte{TagDedupExpiry}, UpperBound: []byte{TagDedupExpiry + 1}})
+	if err != nil {
+		d.fail(err)
+		return enc.AppendUvarint(b, 0)
+	}
+	var ents []byte
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		ents = enc.AppendVarint(ents, int64(readOrderedTime(k[1:9])))
+		ents = enc.AppendBytes(ents, k[9:])
+		n++
+	}
+	d.fail(it.Close())
+	b = enc.AppendUvarint(b, uint64(n))
+	return append(b, ents...)
+}
+
+func (d *diskDedup) RestoreState(dec *enc.Decoder) {
+	n := dec.Count(1 << 34)
+	for range n {
+		at := mtime.Time(dec.Varint())
+		id := dec.Bytes()
+		if dec.Err() != nil {
+			return
+		}
+		d.add(id, at)
+	}
+	d.commit()
+}
+
+func (d *diskDedup) Err() error { return d.failed }
