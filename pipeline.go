@@ -2,49 +2,40 @@ package weir
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"iter"
-	"sync/atomic"
+	"io"
+	"strings"
+	"time"
 
-	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
 )
 
-// Pipeline is a graph of streams from one source to its sinks. Build it with
-// From, the stream functions and Sink, then call Run once.
+// Pipeline is a graph of streams from its sources to its sinks. Build it
+// with the source functions (From, FromSeq, FromSlice, Read), the stream
+// functions and the sinks (Sink, SinkTo), then call Run once.
+//
+// A pipeline runs on weir's engine, as a job file does: its sources are read
+// in goroutines of their own, each windowed aggregation runs its operator
+// instances in goroutines of their own, and, with Checkpoints, the engine
+// takes consistent checkpoints and commits the sinks after each.
 type Pipeline struct {
+	cfg         engine.Config
 	parallelism int
 	batchSize   int
+	live        bool
 
-	run     func(ctx context.Context) error // drives the source
-	clocks  []clockUser                     // every windowed aggregation's driver
-	stages  []stage                         // every windowed aggregation's runner
-	sinks   int
-	err     error
-	started bool
-	sinkErr atomic.Pointer[error]
-	cancel  context.CancelFunc
-}
-
-// setErr records the first error of a sink and stops the source.
-func (p *Pipeline) setErr(err error) {
-	if p.sinkErr.CompareAndSwap(nil, &err) && p.cancel != nil {
-		p.cancel()
-	}
-}
-
-// clockUser is the source side of one windowed aggregation.
-type clockUser interface {
-	advance(now mtime.Time)
-	script(w mtime.Time)
-	end()
-	flush()
-}
-
-// stage is the keyed side of one windowed aggregation.
-type stage interface {
-	wait() error
-	stop()
+	builders []func(e *engine.Engine) error
+	shape    []string // what the aggregations compute, for checkpoints
+	feeds    int
+	sinks    int
+	stages   int
+	err      error
+	started  bool
+	ctl      chan *engine.Control
 }
 
 // Option configures a Pipeline.
@@ -59,9 +50,57 @@ func Parallelism(n int) Option { return func(p *Pipeline) { p.parallelism = max(
 // operator instance at a time (default 1024).
 func BatchSize(n int) Option { return func(p *Pipeline) { p.batchSize = n } }
 
+// Live makes processing time the wall clock: the engine advances it every
+// few milliseconds whether or not input arrives, so that processing-time
+// triggers (early panes, throttled late panes), periodic watermarks and
+// idleness act on time in a stream that goes quiet, and results reach
+// non-transactional sinks within 100 ms. Without Live, processing time moves
+// with the elements: their arrival times, or the wall clock when they come
+// without one.
+func Live() Option { return func(p *Pipeline) { p.live = true } }
+
+// Checkpoints takes a checkpoint into dir every interval: the sources'
+// positions, every windowed aggregation's state and the sinks' pre-commits.
+// Run resumes from the newest complete checkpoint in dir; a stopped pipeline
+// (ctx cancelled) takes a savepoint there. Elements must survive a JSON round
+// trip (exported fields), keys and accumulators too: that is how state is
+// stored.
+func Checkpoints(dir string, interval time.Duration) Option {
+	return func(p *Pipeline) {
+		p.cfg.Checkpoint.Dir, p.cfg.Checkpoint.Interval = dir, interval
+		if p.cfg.Checkpoint.Keep == 0 {
+			p.cfg.Checkpoint.Keep = 3
+		}
+	}
+}
+
+// RestoreFrom restores a given checkpoint or savepoint directory instead of
+// the newest checkpoint (with Checkpoints).
+func RestoreFrom(dir string) Option { return func(p *Pipeline) { p.cfg.Checkpoint.From = dir } }
+
+// Delivery sets the promise the pipeline makes about its sinks' output over
+// a restart from a checkpoint (default connector.ExactlyOnce): a sink that
+// cannot keep it is refused when the pipeline runs. A Sink function is
+// at-least-once: a pipeline with checkpoints and Sink functions says
+// Delivery(connector.AtLeastOnce).
+func Delivery(g connector.Guarantee) Option {
+	return func(p *Pipeline) {
+		p.cfg.Checkpoint.Delivery, p.cfg.Checkpoint.DeliverySet = g, true
+	}
+}
+
+// Log sends the engine's log lines (a checkpoint that failed, a restore) to
+// w.
+func Log(w io.Writer) Option { return func(p *Pipeline) { p.cfg.Log = w } }
+
+// Name names the pipeline in logs and checkpoints (default "pipeline").
+func Name(name string) Option { return func(p *Pipeline) { p.cfg.Name = name } }
+
 // NewPipeline returns an empty pipeline.
 func NewPipeline(opts ...Option) *Pipeline {
-	p := &Pipeline{parallelism: 1, batchSize: 1024}
+	p := &Pipeline{parallelism: 1, batchSize: 1024, ctl: make(chan *engine.Control, 1)}
+	p.cfg.Name = "pipeline"
+	p.cfg.Checkpoint.TolerableFailures = 3
 	for _, o := range opts {
 		o(p)
 	}
@@ -74,119 +113,26 @@ func (p *Pipeline) fail(format string, args ...any) {
 	}
 }
 
-// Source produces a stream in arrival order. Run calls Emitter methods from
-// one goroutine and returns when the stream ends (a bounded source) or ctx is
-// done.
-type Source[T any] interface {
-	Run(ctx context.Context, out Emitter[T]) error
-}
+// build adds a step run when the pipeline starts, in the order the graph was
+// built.
+func (p *Pipeline) build(f func(e *engine.Engine) error) { p.builders = append(p.builders, f) }
 
-// Emitter is how a source hands its stream to the pipeline.
-type Emitter[T any] interface {
-	// Emit hands over v, arrived at processing time arrival;
-	// mtime.MinTime means now, by the wall clock.
-	Emit(v T, arrival mtime.Time)
-	// AdvanceProcessingTime moves processing time to t (mtime.MinTime:
-	// now) without an element, firing processing-time triggers due by then.
-	// A live source that may wait for input calls it while it waits.
-	AdvanceProcessingTime(t mtime.Time)
-	// Watermark moves a scripted watermark (watermark.ScriptedWatermark) to
-	// w; other watermarks ignore it.
-	Watermark(w mtime.Time)
-}
-
-// From reads a stream from a source. A pipeline has exactly one source.
-func From[T any](p *Pipeline, src Source[T]) Stream[T] {
-	root := &node[T]{}
-	if p.run != nil {
-		p.fail("a pipeline reads one source; From was called twice")
-		return Stream[T]{p, root}
-	}
-	p.run = func(ctx context.Context) error {
-		e := &emitter[T]{p: p, root: root}
-		return src.Run(ctx, e)
-	}
-	return Stream[T]{p, root}
-}
-
-// FromSeq reads the pairs (element, arrival time) of seq; an arrival of
-// mtime.MinTime means now, by the wall clock.
-func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time]) Stream[T] {
-	return From[T](p, seqSource[T](seq))
-}
-
-// FromSlice reads the elements of xs, arriving now by the wall clock.
-func FromSlice[T any](p *Pipeline, xs []T) Stream[T] {
-	return FromSeq(p, func(yield func(T, mtime.Time) bool) {
-		for _, x := range xs {
-			if !yield(x, mtime.MinTime) {
-				return
-			}
-		}
-	})
-}
-
-type seqSource[T any] iter.Seq2[T, mtime.Time]
-
-func (s seqSource[T]) Run(ctx context.Context, out Emitter[T]) error {
-	n := 0
-	for v, at := range s {
-		if n++; n&1023 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		out.Emit(v, at)
-	}
-	return nil
-}
-
-type emitter[T any] struct {
-	p    *Pipeline
-	root *node[T]
-	now  mtime.Time
-	n    int
-}
-
-func (e *emitter[T]) clock(at mtime.Time) mtime.Time {
-	if at != mtime.MinTime {
-		return at
-	}
-	// Reading the wall clock per event would cost more than the rest of the
-	// event's path; once per 64 events is precise enough for arrival.
-	if e.n&63 == 0 || e.now == mtime.MinTime {
-		e.now = mtime.Now()
-	}
-	e.n++
-	return e.now
-}
-
-func (e *emitter[T]) Emit(v T, arrival mtime.Time) {
-	now := e.clock(arrival)
-	for _, c := range e.p.clocks {
-		c.advance(now)
-	}
-	e.root.push(v)
-}
-
-func (e *emitter[T]) AdvanceProcessingTime(t mtime.Time) {
-	if t == mtime.MinTime {
-		t = mtime.Now()
-		e.now = t
-	}
-	for _, c := range e.p.clocks {
-		c.advance(t)
-		c.flush()
+// Control is the running pipeline's control handle (savepoint, status,
+// stop); it waits until Run has started the engine or ctx is done.
+func (p *Pipeline) Control(ctx context.Context) (*engine.Control, error) {
+	select {
+	case c := <-p.ctl:
+		p.ctl <- c
+		return c, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
-func (e *emitter[T]) Watermark(w mtime.Time) {
-	for _, c := range e.p.clocks {
-		c.script(w)
-	}
-}
-
-// Run executes the pipeline until its source ends (then every window fires and
-// closes) or ctx is done (then windows stay open and Run returns ctx.Err()).
-// It returns the first error of the source or of a sink.
+// Run executes the pipeline until its sources end (then every window fires
+// and closes) or ctx is done (then windows stay open, a savepoint is taken
+// with Checkpoints, and Run returns an error wrapping engine.ErrStopped that
+// names it). It returns the first error of a source or of a sink.
 func (p *Pipeline) Run(ctx context.Context) error {
 	if p.err != nil {
 		return p.err
@@ -195,40 +141,33 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return errors.New("weir: a pipeline runs once")
 	}
 	p.started = true
-	if p.run == nil {
+	if p.feeds == 0 {
 		return errors.New("weir: the pipeline has no source (call From)")
 	}
 	if p.sinks == 0 {
 		return errors.New("weir: the pipeline has no sink: its results would go nowhere (call Sink)")
 	}
-	ctx, p.cancel = context.WithCancel(ctx)
-	defer p.cancel()
-	srcErr := p.run(ctx)
-	if srcErr == nil && ctx.Err() != nil {
-		srcErr = ctx.Err()
+	p.cfg.Live = p.live
+	if p.cfg.Checkpoint.Dir != "" {
+		sum := sha256.Sum256([]byte(strings.Join(p.shape, "\n")))
+		p.cfg.Checkpoint.Fingerprint = hex.EncodeToString(sum[:8])
 	}
-	if e := p.sinkErr.Load(); e != nil {
-		srcErr = *e
+	e, err := engine.New(p.cfg)
+	if err != nil {
+		return err
 	}
-	for _, c := range p.clocks {
-		if srcErr == nil {
-			c.end()
+	for _, b := range p.builders {
+		if err := b(e); err != nil {
+			return err
 		}
 	}
-	var first error
-	for _, s := range p.stages {
-		if srcErr != nil {
-			s.stop()
-		}
-		if err := s.wait(); err != nil && first == nil {
-			first = err
-		}
+	if c := e.Resumed(); c != nil {
+		e.Logf("resuming from %s", c.Path)
 	}
-	if e := p.sinkErr.Load(); e != nil {
-		return *e
+	p.ctl <- e.Control()
+	err = e.Run(ctx)
+	if errors.Is(err, engine.ErrStopped) && ctx.Err() != nil {
+		return errors.Join(ctx.Err(), err)
 	}
-	if srcErr != nil {
-		return srcErr
-	}
-	return first
+	return err
 }

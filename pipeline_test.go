@@ -1,16 +1,22 @@
 package weir_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
@@ -191,5 +197,212 @@ func BenchmarkPipelineTumblingCount(b *testing.B) {
 			}
 			b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+type bid struct {
+	Auction int
+	At      mtime.Time
+}
+
+// hotItems is Nexmark q5's shape: bids per auction in sliding windows, then
+// the busiest auction of each window: an aggregation of an aggregation's
+// panes, which must follow the first one's clocks from its goroutine.
+func hotItems(par int, bids []bid) (string, error) {
+	p := weir.NewPipeline(weir.Parallelism(par), weir.BatchSize(16))
+	src := weir.FromSeq(p, func(yield func(bid, mtime.Time) bool) {
+		for _, b := range bids {
+			if !yield(b, b.At+50) {
+				return
+			}
+		}
+	})
+	stamped := weir.WithTimestamps(src, func(b bid) mtime.Time { return b.At }, watermark.BoundedOutOfOrderness(200*time.Millisecond))
+	counts, _ := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(b bid) int { return b.Auction }),
+		window.NewStrategy(window.SlidingWindows(10*time.Second, 2*time.Second))), aggregate.Count[bid]())
+	type hot struct {
+		auction int
+		n       int64
+	}
+	byWindow := weir.WithTimestamps(counts, weir.PaneTime[int, int64], watermark.ScriptedWatermark())
+	best, _ := weir.Aggregate(weir.Window(weir.KeyBy(byWindow, func(pn weir.Pane[int, int64]) mtime.Time { return pn.Window.Start }),
+		window.NewStrategy(window.TumblingWindows(2*time.Second))),
+		aggregate.Of(func() hot { return hot{} },
+			func(h hot, pn weir.Pane[int, int64]) hot {
+				if pn.Value > h.n || pn.Value == h.n && pn.Key < h.auction {
+					return hot{pn.Key, pn.Value}
+				}
+				return h
+			},
+			func(a, b hot) hot {
+				if b.n > a.n || b.n == a.n && b.auction < a.auction {
+					return b
+				}
+				return a
+			},
+			func(h hot) hot { return h }))
+	var out strings.Builder
+	weir.Sink(best, func(pn weir.Pane[mtime.Time, hot]) error {
+		fmt.Fprintf(&out, "%s %s #%d %s auction %d: %d bids\n", pn.Key, pn.Window, pn.Revision, pn.Timing, pn.Value.auction, pn.Value.n)
+		return nil
+	})
+	err := p.Run(context.Background())
+	return out.String(), err
+}
+
+func TestChainedAggregations(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	var bids []bid
+	at := mtime.Time(1_780_000_000_000)
+	for range 20_000 {
+		at += mtime.Time(r.IntN(10))
+		bids = append(bids, bid{Auction: r.IntN(50), At: at - mtime.Time(r.IntN(150))})
+	}
+	want, err := hotItems(1, bids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(want, "\n"); n < 45 {
+		t.Fatalf("only %d results:\n%s", n, want)
+	}
+	// The first window of the second stage, computed by hand.
+	first := strings.SplitN(want, "\n", 2)[0]
+	counts := map[int]int64{}
+	start := bids[0].At - bids[0].At%2000 - 8000
+	for _, b := range bids {
+		if b.At >= start && b.At < start+10_000 {
+			counts[b.Auction]++
+		}
+	}
+	bestA, bestN := 0, int64(-1)
+	for a, n := range counts {
+		if n > bestN || n == bestN && a < bestA {
+			bestA, bestN = a, n
+		}
+	}
+	if !strings.Contains(first, fmt.Sprintf("auction %d: %d bids", bestA, bestN)) {
+		t.Errorf("first result %q, want auction %d with %d bids", first, bestA, bestN)
+	}
+	for _, par := range []int{2, 3} {
+		got, err := hotItems(par, bids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("parallelism %d gives other results", par)
+		}
+	}
+}
+
+// ordersPipeline counts taps per user in one-minute windows and writes the
+// panes to path exactly once; cancel, when set, is called after the
+// element at stopAt has been read.
+func ordersPipeline(in []tap, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	p := weir.NewPipeline(append([]weir.Option{weir.Parallelism(2)}, opts...)...)
+	src := weir.FromSeq(p, func(yield func(tap, mtime.Time) bool) {
+		for i, t := range in {
+			if i == stopAt && cancel != nil {
+				cancel()
+			}
+			if !yield(t, t.arr) {
+				return
+			}
+		}
+	})
+	stamped := weir.WithTimestamps(src, func(t tap) mtime.Time { return t.ts }, watermark.BoundedOutOfOrderness(time.Second))
+	win := weir.Window(weir.KeyBy(stamped, func(t tap) string { return t.user }),
+		window.NewStrategy(window.TumblingWindows(time.Minute)).WithLateness(30*time.Second))
+	sums, _ := weir.Aggregate(win, aggregate.Sum(func(t tap) int { return t.n }))
+	weir.SinkTo(sums, "sums", &file.Sink[weir.Pane[string, int]]{Path: path, ExactlyOnce: true,
+		Encode: func(b []byte, pn weir.Pane[string, int]) []byte {
+			return fmt.Appendf(b, "%s %s #%d %s %v %d\n", pn.Key, pn.Window, pn.Revision, pn.Timing, pn.Final, pn.Value)
+		}})
+	return p
+}
+
+// A Go pipeline with checkpoints stops with a savepoint and resumes from
+// it: the output is what an uninterrupted run writes.
+func TestPipelineCheckpointsAndResume(t *testing.T) {
+	in := taps(30_000)
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.txt")
+	if err := ordersPipeline(in, ref, nil, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	if len(want) < 10_000 {
+		t.Fatalf("the reference output is too small: %d bytes", len(want))
+	}
+	out := filepath.Join(dir, "out.txt")
+	ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour)
+	for _, stop := range []int{7_000, 19_000} {
+		ctx, cancel := context.WithCancel(context.Background())
+		err := ordersPipeline(in, out, []weir.Option{ckpt}, stop, cancel).Run(ctx)
+		var stopped *engine.StoppedError
+		if !errors.As(err, &stopped) || stopped.Savepoint == "" {
+			t.Fatalf("stopped at %d: %v", stop, err)
+		}
+		got, _ := os.ReadFile(out)
+		if !bytes.HasPrefix(want, got) || len(got) == 0 || len(got) == len(want) {
+			t.Fatalf("after the stop at %d the output (%d bytes) is not a part of the reference (%d bytes)", stop, len(got), len(want))
+		}
+	}
+	var log strings.Builder
+	if err := ordersPipeline(in, out, []weir.Option{ckpt, weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "weir: resuming from "+filepath.Join(dir, "ckpt", "savepoints", "sp-")) {
+		t.Errorf("the last run did not resume from the savepoint: %q", log.String())
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+		t.Errorf("the resumed output differs from an uninterrupted run (%d bytes, want %d)", len(got), len(want))
+	}
+}
+
+// With checkpoints, a function sink, which may see outputs again after a
+// restore, is refused unless the pipeline promises only at-least-once.
+func TestPipelineRefusesAtLeastOnceSink(t *testing.T) {
+	run := func(opts ...weir.Option) error {
+		p := weir.NewPipeline(append(opts, weir.Checkpoints(t.TempDir(), time.Hour))...)
+		s := weir.FromSlice(p, []int{1, 2})
+		weir.Sink(s, func(int) error { return nil })
+		return p.Run(context.Background())
+	}
+	if err := run(); err == nil || !strings.Contains(err.Error(), "sink-1: this sink is at_least_once: after a restart from a checkpoint it may write results again, and the job promises exactly_once") {
+		t.Errorf("err = %v", err)
+	}
+	if err := run(weir.Delivery(connector.AtLeastOnce)); err != nil {
+		t.Error(err)
+	}
+}
+
+// Several sources in one pipeline: their elements meet in one aggregation.
+func TestPipelineUnion(t *testing.T) {
+	p := weir.NewPipeline()
+	a := weir.FromSlice(p, []int{1, 2, 3})
+	b := weir.FromSlice(p, []int{10, 20})
+	all := weir.Union(a, weir.Map(b, func(x int) int { return x * 10 }))
+	stamped := weir.WithTimestamps(all, func(int) mtime.Time { return 1_780_000_000_000 }, watermark.BoundedOutOfOrderness(0))
+	sums, _ := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(int) string { return "all" }),
+		window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Sum(func(x int) int { return x }))
+	var got []string
+	weir.Sink(sums, func(pn weir.Pane[string, int]) error {
+		got = append(got, fmt.Sprintf("%d %v", pn.Value, pn.Final))
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "306 true" {
+		t.Errorf("got %v", got)
+	}
+	p = weir.NewPipeline()
+	x := weir.FromSlice(p, []int{1})
+	panes, _ := weir.Aggregate(weir.Window(weir.KeyBy(weir.WithTimestamps(x, func(int) mtime.Time { return 0 }, watermark.BoundedOutOfOrderness(0)),
+		func(int) int { return 0 }), window.NewStrategy(window.TumblingWindows(time.Second))), aggregate.Count[int]())
+	weir.Union(weir.Map(panes, func(weir.Pane[int, int64]) int { return 0 }), x)
+	weir.Sink(x, func(int) error { return nil })
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "only streams read from sources can be merged") {
+		t.Errorf("union of an aggregation's output: %v", err)
 	}
 }

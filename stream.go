@@ -1,64 +1,118 @@
 package weir
 
+import (
+	"context"
+	"fmt"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
+)
+
 // Stream is a typed stream of elements in a pipeline. Streams are values:
 // every function that takes a stream adds a consumer to it, and one stream
-// may feed several.
+// may feed several. A stream's elements, and the signals that travel with
+// them (processing time, watermarks, checkpoint barriers), are delivered in
+// order from one goroutine: the source loop's, or that of the aggregation
+// that made the stream.
 type Stream[T any] struct {
 	p *Pipeline
-	n *node[T]
+	n *engine.Stream[T]
+	// origin is 0 for streams of the source loop, else the number of the
+	// aggregation whose output the stream is.
+	origin int
 }
 
-// node is where a stream's elements go: to each consumer in turn,
-// synchronously.
-type node[T any] struct {
-	subs []func(T)
+func derived[T, U any](s Stream[T], n *engine.Stream[U]) Stream[U] {
+	return Stream[U]{p: s.p, n: n, origin: s.origin}
 }
-
-func (n *node[T]) push(v T) {
-	for _, f := range n.subs {
-		f(v)
-	}
-}
-
-func (n *node[T]) add(f func(T)) { n.subs = append(n.subs, f) }
 
 // Map applies f to every element.
 func Map[T, U any](s Stream[T], f func(T) U) Stream[U] {
-	out := &node[U]{}
-	s.n.add(func(v T) { out.push(f(v)) })
-	return Stream[U]{s.p, out}
+	out := &engine.Stream[U]{}
+	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) { out.Push(f(v)) }, OnSignal: out.Signal})
+	return derived(s, out)
 }
 
 // Filter keeps the elements for which keep returns true.
 func Filter[T any](s Stream[T], keep func(T) bool) Stream[T] {
-	out := &node[T]{}
-	s.n.add(func(v T) {
+	out := &engine.Stream[T]{}
+	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) {
 		if keep(v) {
-			out.push(v)
+			out.Push(v)
 		}
-	})
-	return Stream[T]{s.p, out}
+	}, OnSignal: out.Signal})
+	return derived(s, out)
 }
 
 // FlatMap calls f for every element; f emits zero or more results.
 func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
-	out := &node[U]{}
-	emit := out.push
-	s.n.add(func(v T) { f(v, emit) })
-	return Stream[U]{s.p, out}
+	out := &engine.Stream[U]{}
+	emit := out.Push
+	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) { f(v, emit) }, OnSignal: out.Signal})
+	return derived(s, out)
 }
 
-// Sink consumes a stream. f is called from one goroutine per stream, in the
-// stream's order; an error stops the pipeline, and Run returns it.
+// Sink consumes a stream with a function, called from one goroutine per
+// stream, in the stream's order; an error stops the pipeline, and Run
+// returns it. A function is an at-least-once sink: after a restore from a
+// checkpoint it sees again what came after that checkpoint, so a pipeline
+// with checkpoints accepts it only with Delivery(connector.AtLeastOnce).
 func Sink[T any](s Stream[T], f func(T) error) {
+	// A function sees each element as soon as it comes, in the order of
+	// every other function's: no batch.
+	sinkTo(s, fmt.Sprintf("sink-%d", s.p.sinks+1), &funcSink[T]{f: f}, 1)
+}
+
+// SinkTo writes a stream to a connector sink, which takes part in the
+// pipeline's checkpoints: it is pre-committed at each barrier and committed
+// once the checkpoint is durable. name identifies it in checkpoints and
+// errors; it must be unique and stable from run to run.
+func SinkTo[T any](s Stream[T], name string, sink connector.Sink[T]) { sinkTo(s, name, sink, 0) }
+
+func sinkTo[T any](s Stream[T], name string, sink connector.Sink[T], batch int) {
 	p := s.p
 	p.sinks++
-	s.n.add(func(v T) {
-		if p.sinkErr.Load() != nil {
-			return
+	at := later[T](s.n)
+	p.build(func(e *engine.Engine) error {
+		n, err := engine.NewSink(e, name, sink)
+		if err != nil {
+			return fmt.Errorf("weir: %w", err)
 		}
-		if err := f(v); err != nil {
-			p.setErr(err)
+		if batch > 0 {
+			n.SetBatch(batch)
 		}
+		at.c = n
+		return nil
 	})
 }
+
+// later subscribes a consumer that the pipeline makes when it runs, in the
+// place it was asked for.
+func later[T any](s *engine.Stream[T]) *lazy[T] {
+	l := &lazy[T]{}
+	s.Subscribe(l)
+	return l
+}
+
+type lazy[T any] struct{ c engine.Consumer[T] }
+
+func (l *lazy[T]) Push(v T)                { l.c.Push(v) }
+func (l *lazy[T]) Signal(sg engine.Signal) { l.c.Signal(sg) }
+
+// funcSink is a function as an at-least-once sink.
+type funcSink[T any] struct{ f func(T) error }
+
+func (s *funcSink[T]) Open(context.Context, []byte) error { return nil }
+func (s *funcSink[T]) Write(_ context.Context, items []T) error {
+	for i := range items {
+		if err := s.f(items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+func (s *funcSink[T]) Flush(context.Context) error                       { return nil }
+func (s *funcSink[T]) PreCommit(context.Context, uint64) ([]byte, error) { return nil, nil }
+func (s *funcSink[T]) Commit(context.Context, uint64, []byte) error      { return nil }
+func (s *funcSink[T]) Guarantee() connector.Guarantee                    { return connector.AtLeastOnce }
+func (s *funcSink[T]) Close() error                                      { return nil }

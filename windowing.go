@@ -1,10 +1,10 @@
 package weir
 
 import (
-	"hash/maphash"
+	"fmt"
 
 	"github.com/weirstream/weir/aggregate"
-	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -20,19 +20,18 @@ type Late[K comparable, T any] = window.LateEvent[K, T]
 // Timestamped is a stream whose elements have an event time, with the
 // watermark that says how far event time has progressed.
 type Timestamped[T any] struct {
-	p    *Pipeline
-	n    *node[stamped[T]]
+	s    Stream[T]
+	ts   func(T) mtime.Time
 	wm   watermark.Strategy
 	part func(T) int
 }
 
-type stamped[T any] struct {
-	v  T
-	ts mtime.Time
-}
-
 // WithTimestamps gives every element its event time, ts(v) in milliseconds
 // (mtime.FromTime converts a time.Time), and a watermark strategy.
+//
+// On a stream of panes (the output of an aggregation, to be windowed again),
+// watermark.ScriptedWatermark() follows the upstream aggregation's watermark,
+// and PaneTime is the usual event time.
 func WithTimestamps[T any](s Stream[T], ts func(T) mtime.Time, wm watermark.Strategy) Timestamped[T] {
 	if err := wm.Validate(); err != nil {
 		s.p.fail("watermark: %v", err)
@@ -40,10 +39,13 @@ func WithTimestamps[T any](s Stream[T], ts func(T) mtime.Time, wm watermark.Stra
 	if wm.Kind == watermark.Perfect {
 		s.p.fail("watermark: the perfect watermark needs to read a recorded stream ahead; use it from a job file")
 	}
-	out := &node[stamped[T]]{}
-	s.n.add(func(v T) { out.push(stamped[T]{v, ts(v)}) })
-	return Timestamped[T]{p: s.p, n: out, wm: wm}
+	return Timestamped[T]{s: s, ts: ts, wm: wm}
 }
+
+// PaneTime is the event time of a pane as an element of the next stage: the
+// last instant of its window (Beam's end-of-window timestamp), so that it
+// falls in the window of the next stage that contains its window's end.
+func PaneTime[K comparable, O any](p Pane[K, O]) mtime.Time { return p.Window.MaxTimestamp() }
 
 // Partitioned says which input partition each element came from (0, 1, 2,
 // …): each partition then has its own watermark, and the stream's watermark
@@ -75,23 +77,60 @@ type Windowed[K comparable, T any] struct {
 // and accumulation mode.
 func Window[K comparable, T any](k Keyed[K, T], s window.Strategy) Windowed[K, T] {
 	if err := s.Validate(); err != nil {
-		k.t.p.fail("%v", err)
+		k.t.s.p.fail("%v", err)
 	}
 	return Windowed[K, T]{k, s}
 }
 
 // Aggregate computes f over every window of every key. It returns the panes,
-// and the events too late for all of their windows (the side output).
+// and the events too late for all of their windows (the side output). Both
+// streams come from the aggregation's own goroutine; an aggregation of them
+// (a windowed result windowed again) follows this one's clocks.
 func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, A, O]) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
-	p := w.k.t.p
-	panes := &node[Pane[K, O]]{}
-	late := &node[Late[K, T]]{}
-	agg := &aggStage[K, T, A, O]{p: p, w: w, f: f, panes: panes, late: late}
-	w.k.t.n.add(agg.event)
-	p.clocks = append(p.clocks, agg)
-	p.stages = append(p.stages, agg)
-	return Stream[Pane[K, O]]{p, panes}, Stream[Late[K, T]]{p, late}
+	t := w.k.t
+	p := t.s.p
+	p.stages++
+	id := p.stages
+	panes := &engine.Stream[Pane[K, O]]{}
+	late := &engine.Stream[Late[K, T]]{}
+	in := later[T](t.s.n)
+	p.shape = append(p.shape, fmt.Sprintf("stage %d: %T%+v %+v %+v %T", id, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
+	p.build(func(e *engine.Engine) error {
+		cfg := engine.WindowConfig[K, T, A, O]{
+			Name: fmt.Sprintf("stage-%d", id), Strategy: w.s, Watermark: t.wm, Agg: f,
+			Parallelism: p.parallelism, BatchSize: p.batchSize, Hash: stableHash[K](e.Checkpointed()),
+			Panes: panes, Late: late,
+		}
+		if e.Checkpointed() {
+			cfg.Codec = jsonCodec[K, A, O]{}
+		}
+		st, err := engine.NewWindow(e, cfg)
+		if err != nil {
+			return fmt.Errorf("weir: aggregation %d: %w", id, err)
+		}
+		in.c = &stageInput[K, T, A, O]{w: st, ts: t.ts, key: w.k.key, part: t.part}
+		return nil
+	})
+	return Stream[Pane[K, O]]{p: p, n: panes, origin: id}, Stream[Late[K, T]]{p: p, n: late, origin: id}
 }
+
+// stageInput feeds an aggregation from its input stream.
+type stageInput[K comparable, T, A, O any] struct {
+	w    *engine.Window[K, T, A, O]
+	ts   func(T) mtime.Time
+	key  func(T) K
+	part func(T) int
+}
+
+func (s *stageInput[K, T, A, O]) Push(v T) {
+	part := 0
+	if s.part != nil {
+		part = s.part(v)
+	}
+	s.w.Event(part, s.key(v), s.ts(v), v)
+}
+
+func (s *stageInput[K, T, A, O]) Signal(sg engine.Signal) { s.w.Signal(sg) }
 
 // Process calls f with all the elements of each pane of each window, and
 // emits its result as the pane's value. Elements come in arrival order, by
@@ -106,89 +145,4 @@ func Process[K comparable, T, O any](w Windowed[K, T], f func(key K, win window.
 			Value: f(p.Key, p.Window, p.Value),
 		}
 	}), late
-}
-
-// aggStage is one windowed aggregation: a driver on the source side, a runner
-// with its operator instances, and the nodes its results go to.
-type aggStage[K comparable, T, A, O any] struct {
-	p     *Pipeline
-	w     Windowed[K, T]
-	f     aggregate.Func[T, A, O]
-	panes *node[Pane[K, O]]
-	late  *node[Late[K, T]]
-
-	r *exec.Runner[K, T, A, O]
-	d *exec.Driver[K, T]
-}
-
-func (a *aggStage[K, T, A, O]) start() {
-	if a.r != nil {
-		return
-	}
-	seed := maphash.MakeSeed()
-	a.r = exec.NewRunner(exec.Config[K, T, A, O]{
-		Strategy:    a.w.s,
-		Agg:         a.f,
-		Parallelism: a.p.parallelism,
-		BatchSize:   a.p.batchSize,
-		Hash:        func(k K) uint64 { return maphash.Comparable(seed, k) },
-		Emit:        a.emit,
-	})
-	a.d = exec.NewDriver[K, T](a.r, a.w.k.t.wm, a.w.s.Trigger.UsesProcessingTime())
-}
-
-func (a *aggStage[K, T, A, O]) event(s stamped[T]) {
-	a.start()
-	part := 0
-	if pf := a.w.k.t.part; pf != nil {
-		part = pf(s.v)
-	}
-	a.d.Event(part, a.w.k.key(s.v), s.ts, s.v)
-}
-
-func (a *aggStage[K, T, A, O]) emit(outs []exec.Out[K, T, O]) error {
-	for i := range outs {
-		o := &outs[i]
-		if o.Kind == exec.OutLate {
-			a.late.push(o.Late)
-		} else {
-			a.panes.push(o.Pane)
-		}
-	}
-	if err := a.p.sinkErr.Load(); err != nil {
-		return *err
-	}
-	return nil
-}
-
-func (a *aggStage[K, T, A, O]) advance(now mtime.Time) {
-	a.start()
-	a.d.Advance(now)
-}
-
-func (a *aggStage[K, T, A, O]) script(w mtime.Time) {
-	a.start()
-	if a.w.k.t.wm.Kind == watermark.Scripted {
-		a.d.SetWatermark(w)
-	}
-}
-
-func (a *aggStage[K, T, A, O]) flush() {
-	a.start()
-	a.r.Flush()
-}
-
-func (a *aggStage[K, T, A, O]) end() {
-	a.start()
-	a.d.End()
-}
-
-func (a *aggStage[K, T, A, O]) stop() {
-	a.start()
-	a.r.Stop()
-}
-
-func (a *aggStage[K, T, A, O]) wait() error {
-	a.start()
-	return a.r.Wait()
 }

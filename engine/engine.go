@@ -96,10 +96,11 @@ type Engine struct {
 	sinkCtx    context.Context
 	sinkCancel context.CancelFunc
 
-	control  chan controlReq
-	running  atomic.Bool
-	finished chan struct{}
-	now      mtime.Time // the loop's processing time
+	control     chan controlReq
+	loopStarted bool
+	running     atomic.Bool
+	finished    chan struct{}
+	now         mtime.Time // the loop's processing time
 
 	statusMu   sync.Mutex
 	lastStatus Status
@@ -249,6 +250,7 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 		ckpt = t.C
 	}
 	batches := make(chan *inputBatch, 2*len(e.inputs)+2)
+	e.loopStarted = true
 	for _, in := range e.inputs {
 		go in.run(ctx, batches)
 	}
@@ -315,6 +317,18 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 			}
 		}
 	}
+}
+
+// Advance moves processing time to now (never back), signalling it to every
+// consumer of the source loop: a feed calls it, in the source loop, before it
+// delivers an element that arrived at now.
+func (e *Engine) Advance(now mtime.Time) { e.advance(now) }
+
+// ScriptWatermark signals a scripted watermark w to every consumer of the
+// source loop (stages with a scripted watermark follow it); a feed calls it
+// in the source loop.
+func (e *Engine) ScriptWatermark(w mtime.Time) {
+	e.signal(Signal{Kind: Watermark, Watermark: w, Now: e.now})
 }
 
 // advance moves processing time to now and tells the heads.
@@ -435,7 +449,7 @@ func (e *Engine) abortAll() {
 
 func (e *Engine) closeInputs() {
 	for _, in := range e.inputs {
-		in.close()
+		in.close(e.loopStarted)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
@@ -43,6 +44,7 @@ type input struct {
 	p     *Participant
 	pos   []byte // after the last delivered batch
 	ended bool
+	done  chan struct{} // closed when the reading goroutine returns
 }
 
 type inputBatch struct {
@@ -58,7 +60,7 @@ func (e *Engine) AddFeed(name string, f Feed) error {
 	if err != nil {
 		return err
 	}
-	in := &input{e: e, name: name, feed: f, p: p}
+	in := &input{e: e, name: name, feed: f, p: p, done: make(chan struct{})}
 	if pos := p.File(""); len(pos) > 0 {
 		// A checkpoint taken before the first batch holds no position.
 		in.pos = pos
@@ -80,6 +82,7 @@ func (in *input) start(ctx context.Context) error {
 
 // run reads batches until the feed ends or fails, or ctx is done.
 func (in *input) run(ctx context.Context, out chan<- *inputBatch) {
+	defer close(in.done)
 	send := func(b *inputBatch) bool {
 		select {
 		case out <- b:
@@ -121,7 +124,16 @@ func (e *Engine) deliver(b *inputBatch) {
 	b.b.Release()
 }
 
-func (in *input) close() {
+// close closes the feed once its goroutine has returned (its Read saw the
+// cancelled context), or after a second if it is blocked where a context
+// does not reach (standard input): then Close is its chance to return.
+func (in *input) close(started bool) {
+	if started {
+		select {
+		case <-in.done:
+		case <-time.After(time.Second):
+		}
+	}
 	if err := in.feed.Close(); err != nil {
 		in.e.log(fmt.Sprintf("closing %s: %v", in.name, err))
 	}

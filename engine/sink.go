@@ -19,6 +19,7 @@ type SinkNode[T any] struct {
 	p     *Participant
 	buf   []T
 	ckpt  bool
+	batch int
 	since int64 // items written since the last pre-commit or flush
 	dead  bool
 
@@ -34,7 +35,7 @@ const sinkBatch = 512
 // sink whose guarantee does not keep the job's delivery promise is refused
 // with a *SetupError.
 func NewSink[T any](e *Engine, name string, s connector.Sink[T]) (*SinkNode[T], error) {
-	n := &SinkNode[T]{e: e, name: name, s: s, ckpt: e.Checkpointed()}
+	n := &SinkNode[T]{e: e, name: name, s: s, ckpt: e.Checkpointed(), batch: sinkBatch}
 	if n.ckpt {
 		want := connector.ExactlyOnce
 		if e.cfg.Checkpoint.DeliverySet {
@@ -96,6 +97,10 @@ func (n *SinkNode[T]) wrap(op string, err error) error {
 	return &connector.Error{Connector: n.name, Op: op, Err: err}
 }
 
+// SetBatch sets how many items the node gathers before it writes them
+// (default 512; 1 writes each item as it comes).
+func (n *SinkNode[T]) SetBatch(items int) { n.batch = max(items, 1) }
+
 // Written is how many items have reached readers: committed at a checkpoint,
 // or, without checkpoints, written and flushed.
 func (n *SinkNode[T]) Written() int64 {
@@ -108,7 +113,7 @@ func (n *SinkNode[T]) Written() int64 {
 // Push implements Consumer.
 func (n *SinkNode[T]) Push(v T) {
 	n.buf = append(n.buf, v)
-	if len(n.buf) >= sinkBatch {
+	if len(n.buf) >= n.batch {
 		n.write()
 	}
 }
@@ -142,7 +147,18 @@ func (n *SinkNode[T]) flush() {
 	if n.dead || n.ckpt {
 		return
 	}
-	if err := n.e.Retry(n.name+" flush", func() error { return n.s.Flush(n.e.sinkCtx) }); err != nil {
+	flush := func() error { return n.s.Flush(n.e.sinkCtx) }
+	if n.s.Guarantee() == connector.ExactlyOnce {
+		// Without checkpoints a transactional sink commits at every flush.
+		flush = func() error {
+			pre, err := n.s.PreCommit(n.e.sinkCtx, 0)
+			if err != nil {
+				return err
+			}
+			return n.s.Commit(n.e.sinkCtx, 0, pre)
+		}
+	}
+	if err := n.e.Retry(n.name+" flush", flush); err != nil {
 		n.fail("flush", err)
 		return
 	}

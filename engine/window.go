@@ -35,6 +35,10 @@ type WindowConfig[K comparable, T, A, O any] struct {
 	Codec Codec[K, A, O]
 	// State keeps windows and timers in this database instead of memory.
 	State *state.DB
+	// Panes and Late, when set, are the streams the stage's outputs go to
+	// (a front door that handed them out before the stage was built).
+	Panes *Stream[window.Pane[K, O]]
+	Late  *Stream[window.LateEvent[K, T]]
 }
 
 // Window is a windowed aggregation: its clocks (processing time and
@@ -56,8 +60,8 @@ type Window[K comparable, T, A, O any] struct {
 
 	// Panes receives the panes (retractions included), Late the events too
 	// late for all of their windows.
-	Panes Stream[window.Pane[K, O]]
-	Late  Stream[window.LateEvent[K, T]]
+	Panes *Stream[window.Pane[K, O]]
+	Late  *Stream[window.LateEvent[K, T]]
 
 	// merge side
 	parts   [][]byte
@@ -90,7 +94,13 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 	if err != nil {
 		return nil, err
 	}
-	w := &Window[K, T, A, O]{e: e, cfg: cfg, p: p}
+	w := &Window[K, T, A, O]{e: e, cfg: cfg, p: p, Panes: cfg.Panes, Late: cfg.Late}
+	if w.Panes == nil {
+		w.Panes = &Stream[window.Pane[K, O]]{}
+	}
+	if w.Late == nil {
+		w.Late = &Stream[window.LateEvent[K, T]]{}
+	}
 	xc := exec.Config[K, T, A, O]{
 		Strategy: cfg.Strategy, Agg: cfg.Agg, NewAgg: cfg.NewAgg, Parallelism: cfg.Parallelism,
 		BatchSize: cfg.BatchSize, Hash: cfg.Hash, Codec: cfg.Codec, State: cfg.State,

@@ -416,3 +416,37 @@ quarantine: quarantine.jsonl
 		t.Errorf("results:\n%s", got)
 	}
 }
+
+// In a replay, every line advances processing time to its arrival before it
+// is applied, firing the timers due by then: a line that is not an event (a
+// duplicate, a rejected line, a watermark-only line) fires an early pane
+// whose time has come, which the end of the input would otherwise lose.
+func TestReplayEveryLineAdvancesTime(t *testing.T) {
+	job := `
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: arrival}
+key: k
+id: id
+watermark: {from_field: wm}
+window: {tumbling: 1m}
+trigger: {early: 1s}
+aggregates: {n: count}
+output: results.jsonl
+quarantine: quarantine.jsonl
+`
+	first := `{"id":1,"k":"a","ts":"2026-01-01T00:00:01Z","arrival":"2026-01-01T00:00:01Z"}`
+	for name, line := range map[string]string{
+		"duplicate":      `{"id":1,"k":"a","ts":"2026-01-01T00:00:01Z","arrival":"2026-01-01T00:00:03Z"}`,
+		"rejected":       `{"id":2,"ts":"2026-01-01T00:00:02Z","arrival":"2026-01-01T00:00:03Z"}`,
+		"watermark-only": `{"wm":"2026-01-01T00:00:00Z","arrival":"2026-01-01T00:00:03Z"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, _ := runJob(t, job, lines(first, line))
+			got := strings.Split(strings.TrimSpace(read(t, dir, "results.jsonl")), "\n")
+			want := `{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"EARLY","final":false,"retract":false,"watermark":"`
+			if len(got) != 2 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], `"emitted_at":"2026-01-01T00:00:02.000Z","n":1}`) {
+				t.Errorf("results:\n%s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}

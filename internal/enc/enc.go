@@ -59,6 +59,9 @@ func (d *Decoder) Err() error { return d.err }
 // Len is the number of bytes not read yet.
 func (d *Decoder) Len() int { return len(d.b) }
 
+// Fail marks the input corrupt: a reader that found a value it cannot use.
+func (d *Decoder) Fail() { d.fail() }
+
 func (d *Decoder) fail() {
 	if d.err == nil {
 		d.err = ErrCorrupt

@@ -1,0 +1,182 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// lockedBuffer is standard output for a live job: written by the sink's
+// goroutine, read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := strings.TrimSpace(l.b.String())
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// liveJob runs a job reading standard input, in a synctest bubble: the test
+// writes lines into the pipe and lets the fake clock run.
+type liveJob struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	out    *lockedBuffer
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func startLive(t *testing.T, yaml string) *liveJob {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w := io.Pipe()
+	lj := &liveJob{t: t, in: w, out: &lockedBuffer{}, done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	lj.cancel = cancel
+	go func() {
+		_, err := Run(ctx, j, Options{Stdin: r, Stdout: lj.out})
+		lj.done <- err
+	}()
+	return lj
+}
+
+// send writes an event whose event time is now (the fake clock) plus d.
+func (lj *liveJob) send(line string) {
+	if _, err := io.WriteString(lj.in, line+"\n"); err != nil {
+		lj.t.Fatal(err)
+	}
+}
+
+func (lj *liveJob) stop() {
+	lj.in.Close()
+	if err := <-lj.done; err != nil {
+		lj.t.Fatal(err)
+	}
+}
+
+// at formats the fake clock plus d as RFC 3339.
+func at(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+
+// The bubble's clock starts at 2000-01-01T00:00:00Z.
+const liveBase = `
+source: "-"
+time: {field: ts}
+watermark: {delay: 0s, interval: 200ms}
+aggregates: {n: count}
+output: "-"
+`
+
+// One event with early: 1s: its early pane comes after 1 s of quiet input,
+// with no other line to push it out.
+func TestLiveEarlyPaneWithoutInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lj := startLive(t, liveBase+"window: {tumbling: 1m}\ntrigger: {early: 1s}\n")
+		time.Sleep(10 * time.Second) // 00:00:10
+		lj.send(fmt.Sprintf(`{"ts":%q}`, at(0)))
+		time.Sleep(900 * time.Millisecond)
+		synctest.Wait()
+		if got := lj.out.lines(); len(got) != 0 {
+			t.Fatalf("a pane before the early period ran out: %q", got)
+		}
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		got := lj.out.lines()
+		want := `{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":1,"timing":"EARLY","final":false,"retract":false,"watermark":"2000-01-01T00:00:09.999Z","emitted_at":"2000-01-01T00:00:11.000Z","n":1}`
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("after 1.1 s of quiet:\n%q\nwant\n%q", got, want)
+		}
+		lj.stop()
+	})
+}
+
+// A throttled late update held back comes out when its period runs out, with
+// no further input.
+func TestLiveThrottledLateWithoutInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lj := startLive(t, strings.Replace(liveBase, "interval: 200ms", "interval: 0s", 1)+
+			"window: {tumbling: 1m}\nallowed_lateness: 10m\ntrigger: {late: 30s}\n")
+		time.Sleep(10 * time.Second) // 00:00:10
+		lj.send(fmt.Sprintf(`{"ts":%q}`, at(0)))
+		time.Sleep(60 * time.Second) // 00:01:10: W passes the end of [0, 1m)
+		lj.send(fmt.Sprintf(`{"ts":%q}`, at(0)))
+		time.Sleep(time.Second) // 00:01:11: late, fires at once
+		lj.send(`{"ts":"2000-01-01T00:00:20Z"}`)
+		time.Sleep(time.Second) // 00:01:12: late again, held back until 00:01:41
+		lj.send(`{"ts":"2000-01-01T00:00:30Z"}`)
+		time.Sleep(28 * time.Second) // 00:01:40
+		synctest.Wait()
+		if n := len(lj.out.lines()); n != 2 {
+			t.Fatalf("%d panes before the late period ran out:\n%s", n, strings.Join(lj.out.lines(), "\n"))
+		}
+		time.Sleep(1100 * time.Millisecond) // 00:01:41.1
+		synctest.Wait()
+		got := lj.out.lines()
+		want := []string{
+			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":false,"retract":false,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:10.000Z","n":1}`,
+			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":2,"timing":"LATE","final":false,"retract":false,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:11.000Z","n":2}`,
+			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":3,"timing":"LATE","final":false,"retract":false,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:41.000Z","n":3}`,
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		lj.stop()
+	})
+}
+
+// An idle partition stops holding the watermark back after idle, with no
+// input at all: the window fires then.
+func TestLiveIdlePartitionWithoutInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		job := strings.Replace(liveBase, "time: {field: ts}", "time: {field: ts, partition_field: p}", 1)
+		job = strings.Replace(job, "interval: 200ms}", "interval: 200ms, idle: 5s}", 1)
+		lj := startLive(t, job+"window: {tumbling: 10s}\n")
+		time.Sleep(time.Second) // 00:00:01
+		lj.send(fmt.Sprintf(`{"p":"a","ts":%q}`, at(0)))
+		lj.send(fmt.Sprintf(`{"p":"b","ts":%q}`, at(0)))
+		time.Sleep(time.Second) // 00:00:02: a is ahead, b holds the watermark at 00:00:00.999
+		lj.send(`{"p":"a","ts":"2000-01-01T00:00:12Z"}`)
+		time.Sleep(3900 * time.Millisecond) // 00:00:05.9
+		synctest.Wait()
+		if got := lj.out.lines(); len(got) != 0 {
+			t.Errorf("a pane while b still holds the watermark back: %q", got)
+		}
+		// b goes idle at 00:00:06, 5 s after its last event: W jumps to
+		// a's 00:00:11.999 and [0, 10s) fires, with no line since 00:00:02.
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		got := lj.out.lines()
+		want := `{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"watermark":"2000-01-01T00:00:11.999Z","emitted_at":"2000-01-01T00:00:06.000Z","n":2}`
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("got %q\nwant %q", got, want)
+		}
+		lj.stop()
+	})
+}

@@ -1,0 +1,369 @@
+package weir
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Source produces a stream in arrival order, with the processing time at
+// which each element arrives and, for a scripted watermark, the watermark:
+// a scripted stream (package weirtest's TestStream is one). Run calls the
+// Emitter from one goroutine and returns when the stream ends (a bounded
+// source) or ctx is done. A Source cannot be resumed from a checkpoint: a
+// pipeline with checkpoints reads a connector.Source (Read) or a sequence
+// (FromSeq).
+type Source[T any] interface {
+	Run(ctx context.Context, out Emitter[T]) error
+}
+
+// Emitter is how a source hands its stream to the pipeline.
+type Emitter[T any] interface {
+	// Emit hands over v, arrived at processing time arrival;
+	// mtime.MinTime means now, by the wall clock.
+	Emit(v T, arrival mtime.Time)
+	// AdvanceProcessingTime moves processing time to t (mtime.MinTime:
+	// now) without an element, firing processing-time triggers due by then.
+	AdvanceProcessingTime(t mtime.Time)
+	// Watermark moves a scripted watermark (watermark.ScriptedWatermark) to
+	// w; other watermarks ignore it.
+	Watermark(w mtime.Time)
+}
+
+// feedBatchSize is how many elements an in-memory source hands over at a
+// time.
+const feedBatchSize = 1024
+
+// step is one element, processing-time advance or watermark of a typed
+// source.
+type step[T any] struct {
+	kind uint8 // 0 element, 1 processing time, 2 watermark
+	v    T
+	t    mtime.Time
+}
+
+// typedBatch is a batch of a typed source, delivered to the root stream.
+type typedBatch[T any] struct {
+	steps []step[T]
+	pos   []byte
+	root  *engine.Stream[T]
+	e     *engine.Engine
+	free  chan *typedBatch[T]
+}
+
+func (b *typedBatch[T]) Deliver(now mtime.Time) {
+	wall := mtime.MinTime
+	for i := range b.steps {
+		st := &b.steps[i]
+		at := st.t
+		if at == mtime.MinTime && (st.kind != 2) {
+			if wall == mtime.MinTime {
+				wall = mtime.Now()
+			}
+			at = max(wall, now)
+		}
+		switch st.kind {
+		case 0:
+			b.e.Advance(at)
+			b.root.Push(st.v)
+		case 1:
+			b.e.Advance(at)
+		case 2:
+			b.e.ScriptWatermark(st.t)
+		}
+	}
+}
+
+func (b *typedBatch[T]) Position() []byte { return b.pos }
+
+func (b *typedBatch[T]) Release() {
+	clear(b.steps)
+	b.steps = b.steps[:0]
+	select {
+	case b.free <- b:
+	default:
+	}
+}
+
+// addFeed registers a typed source: its root stream gets the source loop's
+// signals.
+func addFeed[T any](p *Pipeline, root *engine.Stream[T], mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) {
+	n := p.feeds
+	p.feeds++
+	p.build(func(e *engine.Engine) error {
+		e.OnSignal(rootSignals[T]{root})
+		return e.AddFeed(fmt.Sprintf("source-%d", n), mk(e, root))
+	})
+}
+
+// rootSignals passes the source loop's signals to a root stream.
+type rootSignals[T any] struct{ s *engine.Stream[T] }
+
+func (r rootSignals[T]) Push(struct{})           {}
+func (r rootSignals[T]) Signal(sg engine.Signal) { r.s.Signal(sg) }
+
+// From reads a stream from a scripted source.
+func From[T any](p *Pipeline, src Source[T]) Stream[T] {
+	root := &engine.Stream[T]{}
+	addFeed(p, root, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
+		return &emitterFeed[T]{src: src, e: e, root: root, free: make(chan *typedBatch[T], 4)}
+	})
+	return Stream[T]{p: p, n: root}
+}
+
+// emitterFeed runs a Source in the feed goroutine.
+type emitterFeed[T any] struct {
+	src  Source[T]
+	e    *engine.Engine
+	root *engine.Stream[T]
+	free chan *typedBatch[T]
+	out  chan *typedBatch[T]
+	done chan error
+}
+
+func (f *emitterFeed[T]) Open(ctx context.Context, pos []byte) error {
+	if pos != nil {
+		return errors.New("weir.From: a scripted source cannot resume from a checkpoint; read a connector.Source (Read) or a sequence (FromSeq)")
+	}
+	f.out, f.done = make(chan *typedBatch[T], 2), make(chan error, 1)
+	go func() {
+		em := &emitter[T]{f: f, ctx: ctx}
+		err := f.src.Run(ctx, em)
+		if err == nil {
+			err = em.send()
+		}
+		f.done <- err
+		close(f.out)
+	}()
+	return nil
+}
+
+func (f *emitterFeed[T]) Read(ctx context.Context) (engine.FeedBatch, error) {
+	select {
+	case b, ok := <-f.out:
+		if ok {
+			return b, nil
+		}
+		if err := <-f.done; err != nil {
+			return nil, err
+		}
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *emitterFeed[T]) Close() error { return nil }
+
+type emitter[T any] struct {
+	f   *emitterFeed[T]
+	ctx context.Context
+	cur *typedBatch[T]
+}
+
+func (em *emitter[T]) add(s step[T]) {
+	if em.cur == nil {
+		select {
+		case em.cur = <-em.f.free:
+		default:
+			em.cur = &typedBatch[T]{root: em.f.root, e: em.f.e, free: em.f.free}
+		}
+	}
+	em.cur.steps = append(em.cur.steps, s)
+	if len(em.cur.steps) >= feedBatchSize || s.kind != 0 {
+		em.send()
+	}
+}
+
+func (em *emitter[T]) send() error {
+	if em.cur == nil {
+		return nil
+	}
+	select {
+	case em.f.out <- em.cur:
+		em.cur = nil
+		return nil
+	case <-em.ctx.Done():
+		return em.ctx.Err()
+	}
+}
+
+func (em *emitter[T]) Emit(v T, arrival mtime.Time) { em.add(step[T]{kind: 0, v: v, t: arrival}) }
+func (em *emitter[T]) AdvanceProcessingTime(t mtime.Time) {
+	em.add(step[T]{kind: 1, t: t})
+}
+func (em *emitter[T]) Watermark(w mtime.Time) { em.add(step[T]{kind: 2, t: w}) }
+
+// FromSeq reads the pairs (element, arrival time) of seq; an arrival of
+// mtime.MinTime means now, by the wall clock. With Checkpoints, a restore
+// iterates seq again and skips the elements the checkpoint had read: seq
+// must give the same elements each time.
+func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time]) Stream[T] {
+	root := &engine.Stream[T]{}
+	addFeed(p, root, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
+		return &seqFeed[T]{seq: seq, e: e, root: root, free: make(chan *typedBatch[T], 4)}
+	})
+	return Stream[T]{p: p, n: root}
+}
+
+// FromSlice reads the elements of xs, arriving now by the wall clock.
+func FromSlice[T any](p *Pipeline, xs []T) Stream[T] {
+	return FromSeq(p, func(yield func(T, mtime.Time) bool) {
+		for _, x := range xs {
+			if !yield(x, mtime.MinTime) {
+				return
+			}
+		}
+	})
+}
+
+type seqFeed[T any] struct {
+	seq  iter.Seq2[T, mtime.Time]
+	e    *engine.Engine
+	root *engine.Stream[T]
+	free chan *typedBatch[T]
+	next func() (T, mtime.Time, bool)
+	stop func()
+	n    uint64 // elements read
+}
+
+func (f *seqFeed[T]) Open(ctx context.Context, pos []byte) error {
+	var skip uint64
+	if pos != nil {
+		d := enc.NewDecoder(pos)
+		skip = d.Uvarint()
+		if d.Err() != nil {
+			return fmt.Errorf("the checkpointed position is corrupt")
+		}
+	}
+	f.next, f.stop = iter.Pull2(f.seq)
+	for f.n < skip {
+		if _, _, ok := f.next(); !ok {
+			return fmt.Errorf("the sequence has %d elements, fewer than the %d the checkpoint had read: it is not the same sequence", f.n, skip)
+		}
+		f.n++
+	}
+	return nil
+}
+
+func (f *seqFeed[T]) Read(ctx context.Context) (engine.FeedBatch, error) {
+	var b *typedBatch[T]
+	select {
+	case b = <-f.free:
+	default:
+		b = &typedBatch[T]{root: f.root, e: f.e, free: f.free}
+	}
+	for len(b.steps) < feedBatchSize {
+		v, at, ok := f.next()
+		if !ok {
+			b.pos = enc.AppendUvarint(nil, f.n)
+			if len(b.steps) == 0 {
+				return nil, io.EOF
+			}
+			return b, io.EOF
+		}
+		f.n++
+		b.steps = append(b.steps, step[T]{v: v, t: at})
+		if f.n&1023 == 0 && ctx.Err() != nil {
+			break
+		}
+	}
+	b.pos = enc.AppendUvarint(nil, f.n)
+	return b, nil
+}
+
+func (f *seqFeed[T]) Close() error {
+	if f.stop != nil {
+		f.stop()
+	}
+	return nil
+}
+
+// Rejected is a record of a connector source that its decoder did not
+// accept.
+type Rejected struct {
+	Record connector.Record
+	Err    error
+}
+
+// Read reads a connector source: decode turns each record into an element;
+// a record it fails on goes to the second stream with its error (and is
+// counted there, never dropped silently). name identifies the source in
+// checkpoints and errors.
+func Read[T any](p *Pipeline, name string, src connector.Source, decode func(connector.Record) (T, error)) (Stream[T], Stream[Rejected]) {
+	root := &engine.Stream[T]{}
+	rej := &engine.Stream[Rejected]{}
+	p.feeds++
+	p.build(func(e *engine.Engine) error {
+		h := &recordHandler[T]{e: e, decode: decode, out: root, rej: rej}
+		e.OnSignal(rootSignals[T]{root})
+		e.OnSignal(rootSignals[Rejected]{rej})
+		return e.AddSource(name, src, h)
+	})
+	return Stream[T]{p: p, n: root}, Stream[Rejected]{p: p, n: rej}
+}
+
+type recordHandler[T any] struct {
+	e      *engine.Engine
+	decode func(connector.Record) (T, error)
+	out    *engine.Stream[T]
+	rej    *engine.Stream[Rejected]
+	n      int
+	wall   mtime.Time
+}
+
+func (h *recordHandler[T]) Partitions([]connector.Partition, mtime.Time) {}
+
+func (h *recordHandler[T]) Record(r *connector.Record) {
+	at := r.Arrival
+	if at == mtime.MinTime {
+		// Reading the wall clock per record would cost more than the
+		// rest of its path; once per 64 records is precise enough.
+		if h.n&63 == 0 || h.wall == mtime.MinTime {
+			h.wall = mtime.Now()
+		}
+		h.n++
+		at = h.wall
+	}
+	h.e.Advance(at)
+	v, err := h.decode(*r)
+	if err != nil {
+		h.rej.Push(Rejected{Record: *r, Err: err})
+		return
+	}
+	h.out.Push(v)
+}
+
+// Union merges streams of the source loop (streams read from sources, and
+// streams made from them with Map, Filter and FlatMap) into one, in the order
+// their elements arrive. Streams made by an aggregation cannot be merged with
+// others: each comes from a goroutine of its own.
+func Union[T any](streams ...Stream[T]) Stream[T] {
+	if len(streams) == 0 {
+		panic("weir.Union: no stream")
+	}
+	p := streams[0].p
+	out := &engine.Stream[T]{}
+	for i, s := range streams {
+		if s.origin != 0 {
+			p.fail("Union: stream %d is the output of an aggregation; only streams read from sources can be merged", i)
+			return Stream[T]{p: p, n: out}
+		}
+		// Every root stream gets the same signals from the source loop:
+		// pass them on once.
+		first := i == 0
+		s.n.Subscribe(engine.Func[T]{OnPush: out.Push, OnSignal: func(sg engine.Signal) {
+			if first {
+				out.Signal(sg)
+			}
+		}})
+	}
+	return Stream[T]{p: p, n: out}
+}
