@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"runtime"
 	"sort"
-	"syscall"
 	"time"
 )
 
@@ -109,22 +108,6 @@ func Measure(b Bench, d time.Duration) Result {
 		r.AllocsPerEv = 0
 	}
 	return r
-}
-
-func cpuTime() float64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
-}
-
-func peakRSS() int64 {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return ru.Maxrss * 1024
 }
 
 // JSON encodes a result on one line.

@@ -29,6 +29,9 @@ type Job struct {
 	File string // the job file, as given
 
 	Input string // JSON-lines file in arrival order, or "-"
+	// Follow reads Input as tail -F does: it waits for more at its end and
+	// goes on across rotation.
+	Follow bool
 
 	TimeField      Path
 	ArrivalField   Path // empty: the wall clock
@@ -294,7 +297,7 @@ func (p *parser) source(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := s.strict("file"); err != nil {
+	if err := s.strict("file", "follow"); err != nil {
 		return err
 	}
 	f, n, err := s.str("file")
@@ -305,6 +308,12 @@ func (p *parser) source(root *node, j *Job) error {
 		return s.errf(n, "source.file", "missing: the JSON-lines file to read, or - for standard input")
 	}
 	j.Input, j.inputName, j.inputLine = p.resolve(f), f, n.Line
+	if j.Follow, err = s.boolean("follow"); err != nil {
+		return err
+	}
+	if j.Follow && f == "-" {
+		return s.errf(s.get("follow"), "source.follow", "standard input is read as it comes already; follow is for a file that grows")
+	}
 	return nil
 }
 
@@ -378,8 +387,8 @@ func (p *parser) watermark(root *node, j *Job) error {
 		}
 		if perfect {
 			j.Watermark = watermark.PerfectWatermark()
-			if j.Input == "-" {
-				return w.errf(nil, "watermark.perfect", "needs a recorded file: it reads the input ahead, which standard input cannot do")
+			if j.Input == "-" || j.Follow {
+				return w.errf(nil, "watermark.perfect", "needs a recorded file: it reads the input ahead, which standard input and a followed file cannot do")
 			}
 		} else {
 			if from == "" {

@@ -281,7 +281,7 @@ func (rn *Runnable) build() error {
 	if j.Input == "-" {
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
 	} else {
-		src = &file.Source{Path: j.Input, Log: func(s string) { rn.logf("%s", s) }}
+		src = &file.Source{Path: j.Input, Follow: j.Follow, Log: func(s string) { rn.logf("%s", s) }}
 	}
 	if err := e.AddSource("input", src, rn.head); err != nil {
 		return err

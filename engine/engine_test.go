@@ -1,0 +1,232 @@
+package engine_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// lines is a source of "key event-time arrival" records held in memory; it
+// blocks at its end while more may come (live), or ends there.
+type lines struct {
+	mu      sync.Mutex
+	recs    []string
+	next    int
+	bounded bool
+	more    chan struct{}
+}
+
+func (s *lines) add(r ...string) {
+	s.mu.Lock()
+	s.recs = append(s.recs, r...)
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+func (s *lines) Open(ctx context.Context, pos []byte) error {
+	if len(pos) > 0 {
+		s.next, _ = strconv.Atoi(string(pos))
+	}
+	return nil
+}
+
+func (s *lines) Read(ctx context.Context, b *connector.Batch) error {
+	for {
+		s.mu.Lock()
+		if s.next == 0 && b.Partitions == nil {
+			b.Partitions = []connector.Partition{{Name: "mem"}}
+		}
+		for s.next < len(s.recs) {
+			b.Records = append(b.Records, connector.Record{Value: []byte(s.recs[s.next]), Offset: int64(s.next + 1), Arrival: mtime.MinTime})
+			s.next++
+		}
+		b.Position = []byte(strconv.Itoa(s.next))
+		n, bounded := len(b.Records), s.bounded
+		s.mu.Unlock()
+		if n > 0 {
+			return nil
+		}
+		if bounded {
+			return io.EOF
+		}
+		select {
+		case <-s.more:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *lines) Close() error { return nil }
+
+type decoder struct{}
+
+func (decoder) Decode(r *connector.Record, d *engine.Decoded[string, int]) {
+	f := strings.Fields(string(r.Value))
+	if len(f) < 2 {
+		d.Kind, d.Reason = engine.Rejected, "bad"
+		return
+	}
+	ts, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		d.Kind, d.Reason = engine.Rejected, "bad_time"
+		return
+	}
+	if len(f) > 2 {
+		at, _ := strconv.ParseInt(f[2], 10, 64)
+		d.Arrival = mtime.Time(at)
+	}
+	d.Kind, d.Key, d.Time, d.Value = engine.Event, f[0], mtime.Time(ts), 1
+}
+
+// blockingSink is a sink that never finishes a write until its context is
+// cancelled: a database that hangs.
+type blockingSink struct{ started chan struct{} }
+
+func (s *blockingSink) Open(context.Context, []byte) error { return nil }
+func (s *blockingSink) Write(ctx context.Context, _ []window.Pane[string, int64]) error {
+	close(s.started)
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (s *blockingSink) Flush(context.Context) error                       { return nil }
+func (s *blockingSink) PreCommit(context.Context, uint64) ([]byte, error) { return nil, nil }
+func (s *blockingSink) Commit(context.Context, uint64, []byte) error      { return nil }
+func (s *blockingSink) Guarantee() connector.Guarantee                    { return connector.AtLeastOnce }
+func (s *blockingSink) Close() error                                      { return nil }
+
+type memSink struct {
+	mu  sync.Mutex
+	out bytes.Buffer
+}
+
+func (s *memSink) Open(context.Context, []byte) error { return nil }
+func (s *memSink) Write(_ context.Context, ps []window.Pane[string, int64]) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range ps {
+		fmt.Fprintf(&s.out, "%s %d %d %s\n", p.Key, p.Window.Start, p.Value, p.Timing)
+	}
+	return nil
+}
+func (s *memSink) Flush(context.Context) error                       { return nil }
+func (s *memSink) PreCommit(context.Context, uint64) ([]byte, error) { return nil, nil }
+func (s *memSink) Commit(context.Context, uint64, []byte) error      { return nil }
+func (s *memSink) Guarantee() connector.Guarantee                    { return connector.AtLeastOnce }
+func (s *memSink) Close() error                                      { return nil }
+func (s *memSink) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// build makes a live keyed job: source → head → tumbling count → sink.
+func build(t *testing.T, cfg engine.Config, src connector.Source, sink connector.Sink[window.Pane[string, int64]]) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := engine.NewWindow(e, engine.WindowConfig[string, int, int64, int64]{
+		Name: "window", Strategy: window.NewStrategy(window.TumblingWindows(time.Second)),
+		Watermark: watermark.BoundedOutOfOrderness(0), Agg: aggregate.Count[int](), Parallelism: 2,
+		Hash: func(s string) uint64 { return uint64(len(s)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := engine.NewSink(e, "output", sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Panes.Subscribe(n)
+	h, err := engine.NewHead(e, engine.HeadConfig[string, int]{Name: "head", Decoder: decoder{}, Window: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.AddSource("mem", src, h); err != nil {
+		t.Fatal(err)
+	}
+	e.OnSignal(h)
+	return e
+}
+
+// A stop takes effect within the grace period even when a sink hangs: the
+// stage is aborted, the sink's call returns with its context cancelled.
+func TestStopWithAHangingSink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1)}
+		sink := &blockingSink{started: make(chan struct{})}
+		var log bytes.Buffer
+		e := build(t, engine.Config{Name: "hang", Live: true, Log: &log}, src, sink)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		base := mtime.Now()
+		src.add(fmt.Sprintf("a %d", base), fmt.Sprintf("a %d", base+5000))
+		<-sink.started
+		start := time.Now()
+		if _, err := e.Control().Stop(context.Background(), false); !errors.Is(err, context.Canceled) && err != nil {
+			t.Logf("stop: %v", err)
+		}
+		err := <-done
+		if waited := time.Since(start); waited > 1100*time.Millisecond {
+			t.Errorf("the stop took %s", waited)
+		}
+		if err == nil || !errors.Is(err, engine.ErrStopped) && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+		if !strings.Contains(log.String(), "did not reach a consistent point within 1s of the stop") {
+			t.Errorf("log: %s", log.String())
+		}
+	})
+}
+
+// Status reports the partitions, the counts and the sinks of a running job;
+// a live job's panes come out with no further input.
+func TestStatusOfALiveJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1)}
+		sink := &memSink{}
+		e := build(t, engine.Config{Name: "live", Live: true}, src, sink)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		base := mtime.Now()
+		src.add(fmt.Sprintf("a %d", base+10), fmt.Sprintf("b %d", base+20), "garbage", fmt.Sprintf("a %d", base+1500))
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		st := e.Control().Status(context.Background(), time.Second)
+		if st.Counts.Read != 4 || st.Counts.Quarantined != 1 || st.Counts.QuarantineReasons["bad"] != 1 {
+			t.Errorf("counts %+v", st.Counts)
+		}
+		if len(st.Partitions) != 1 || st.Partitions[0].Name != "mem" || st.Partitions[0].MaxEventTime != base+1500 || st.Watermark != base+1499 {
+			t.Errorf("partitions %+v, watermark %s", st.Partitions, st.Watermark)
+		}
+		want := fmt.Sprintf("a %d 1 ON_TIME\nb %d 1 ON_TIME\n", base-base%1000, base-base%1000)
+		if got := sink.String(); got != want {
+			t.Errorf("panes %q, want %q", got, want)
+		}
+		if len(st.Sinks) != 1 || st.Sinks[0].Written != 2 {
+			t.Errorf("sinks %+v", st.Sinks)
+		}
+		e.Control().Stop(context.Background(), true)
+		<-done
+	})
+}
