@@ -158,6 +158,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	for _, b := range p.builders {
 		if err := b(e); err != nil {
+			e.Discard()
 			return err
 		}
 	}

@@ -30,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/weirstream/weir/vfs"
 )
 
 // FormatVersion is the version of the manifest format.
@@ -319,64 +321,9 @@ func (s *Store) Clear() {
 	}
 }
 
+// FS is the file system a store writes through (package vfs); tests use a
+// crashable one.
+type FS = vfs.FS
+
 // OSFS is the real file system.
-var OSFS FS = osFS{}
-
-// FS is the file system a store uses; tests substitute one that fails.
-type FS interface {
-	MkdirAll(dir string) error
-	// WriteFile creates (or replaces) a file with data and syncs it.
-	WriteFile(path string, data []byte) error
-	ReadFile(path string) ([]byte, error)
-	// ReadDir lists the names in a directory.
-	ReadDir(dir string) ([]string, error)
-	Rename(from, to string) error
-	RemoveAll(path string) error
-	SyncDir(dir string) error
-}
-
-type osFS struct{}
-
-func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
-
-func (osFS) WriteFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func (osFS) ReadFile(path string) ([]byte, error) { return os.ReadFile(path) }
-
-func (osFS) ReadDir(dir string) ([]string, error) {
-	es, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(es))
-	for i, e := range es {
-		names[i] = e.Name()
-	}
-	return names, nil
-}
-
-func (osFS) Rename(from, to string) error { return os.Rename(from, to) }
-func (osFS) RemoveAll(path string) error  { return os.RemoveAll(path) }
-
-func (osFS) SyncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
+var OSFS = vfs.OS

@@ -423,7 +423,7 @@ func encodePending(list []preCommit, committed int64) []byte {
 func decodePending(data []byte) ([]preCommit, int64, error) {
 	d := enc.NewDecoder(data)
 	committed := d.Varint()
-	n := d.Count(1 << 20)
+	n := d.Items(1 << 20)
 	var list []preCommit
 	for range n {
 		pc := preCommit{id: d.Uvarint(), items: d.Varint()}

@@ -137,6 +137,14 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// Discard releases what New took (the checkpoint directory's lock), for an
+// engine that will not run.
+func (e *Engine) Discard() {
+	if !e.running.Load() && e.store != nil {
+		e.store.Close()
+	}
+}
+
 // Logf writes a line to the job's log.
 func (e *Engine) Logf(format string, args ...any) { e.log(fmt.Sprintf(format, args...)) }
 

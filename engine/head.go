@@ -307,7 +307,7 @@ func (h *Head[K, T]) restore(data []byte) error {
 	for _, p := range []*int64{&c.Read, &c.Duplicates, &c.Quarantined, &c.WatermarkLines, &c.BlankLines} {
 		*p = d.Varint()
 	}
-	n := d.Count(1 << 16)
+	n := d.Items(1 << 16)
 	for range n {
 		k := d.String()
 		c.QuarantineReasons[k] = d.Varint()

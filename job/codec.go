@@ -30,14 +30,14 @@ func (codec) AppendAcc(b []byte, a []slot) []byte {
 }
 
 func (codec) ReadAcc(d *enc.Decoder) []slot {
-	n := d.Count(1 << 16)
+	n := d.Items(1 << 16)
 	a := make([]slot, n)
 	for i := range a {
 		s := &a[i]
 		s.n, s.i, s.f = d.Varint(), d.Varint(), d.Float()
 		s.float, s.has = d.Bool(), d.Bool()
 		s.scale = int8(d.Count(18))
-		if m := d.Count(1 << 30); m > 0 {
+		if m := d.Items(1 << 30); m > 0 {
 			s.set = make(map[string]struct{}, m)
 			for range m {
 				s.set[d.String()] = struct{}{}
@@ -58,7 +58,7 @@ func (codec) AppendOut(b []byte, o []outVal) []byte {
 }
 
 func (codec) ReadOut(d *enc.Decoder) []outVal {
-	n := d.Count(1 << 16)
+	n := d.Items(1 << 16)
 	o := make([]outVal, n)
 	for i := range o {
 		o[i].kind = vkind(d.Count(int(vDec)))

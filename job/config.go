@@ -7,7 +7,10 @@
 package job
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,7 +42,7 @@ type Job struct {
 	Key            Path // empty: one global key
 	ID             Path // empty: no de-duplication
 	DedupHorizon   mtime.Time
-	MaxFuture      mtime.Time // 0: no check
+	MaxFuture      mtime.Time // 0: no check (max_future: none)
 
 	Watermark watermark.Strategy
 	WMField   Path // watermark.from_field
@@ -59,7 +62,15 @@ type Job struct {
 
 	inputName string // source.file as written, for errors
 	inputLine int
+	lines     map[string]int // the line of each field the file checks name
 }
+
+// DefaultMaxFuture is how far ahead of its arrival an event may be when a
+// job file does not say (max_future): an hour, as Kafka 4.0 brokers accept
+// (message.timestamp.after.max.ms). An event stamped further ahead is
+// quarantined as future_event_time before it can move the watermark and
+// make every later event too late.
+const DefaultMaxFuture mtime.Time = 3_600_000
 
 // Checkpoint configures durable checkpoints.
 type Checkpoint struct {
@@ -152,6 +163,9 @@ func Load(path string) (*Job, error) {
 				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", j.inputName)}
 		}
 	}
+	if err := checkFiles(j, path); err != nil {
+		return nil, err
+	}
 	return j, nil
 }
 
@@ -166,11 +180,25 @@ func errText(err error) string {
 // resolved against; file names the file in errors.
 func Parse(data []byte, file, dir string) (*Job, error) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
 		return nil, &Error{File: file, Msg: "the job file is empty"}
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); err == nil {
+		line := next.Line
+		if len(next.Content) > 0 {
+			line = next.Content[0].Line
+		}
+		return nil, &Error{File: file, Line: line, Msg: "a second YAML document (after ---): a job file holds one job"}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if err := noDuplicates(file, "", doc.Content[0]); err != nil {
+		return nil, err
 	}
 	root, err := asMapping(file, "", &doc)
 	if err != nil {
@@ -199,7 +227,12 @@ func (p *parser) resolve(path string) string {
 // job reads the top level. The order of the checks follows the order of a
 // job file, so the first error reported is the first a reader would meet.
 func (p *parser) job(root *node) (*Job, error) {
-	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9)}
+	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9), lines: map[string]int{}}
+	for _, f := range []string{"output", "late_output", "quarantine", "summary", "checkpoint", "state"} {
+		if v := root.get(f); v != nil {
+			j.lines[f] = v.Line
+		}
+	}
 	// Unknown fields first: a typo explains every later error.
 	if err := root.strict(topFields...); err != nil {
 		return nil, err
@@ -235,8 +268,13 @@ func (p *parser) job(root *node) (*Job, error) {
 		}
 		j.DedupHorizon = d
 	}
-	if j.MaxFuture, _, err = root.duration("max_future"); err != nil {
+	j.MaxFuture = DefaultMaxFuture
+	if v := root.get("max_future"); v != nil && (v.Value == "none" || v.Value == "off") {
+		j.MaxFuture = 0
+	} else if d, ok, err := root.duration("max_future"); err != nil {
 		return nil, err
+	} else if ok {
+		j.MaxFuture = d
 	}
 	if err := p.watermark(root, j); err != nil {
 		return nil, err
@@ -268,6 +306,36 @@ func (p *parser) job(root *node) (*Job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// noDuplicates refuses a field given twice in one mapping: YAML readers
+// differ on which one wins, and a job must not depend on it.
+func noDuplicates(file, path string, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.MappingNode:
+		first := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			field := k.Value
+			if path != "" {
+				field = path + "." + k.Value
+			}
+			if line, ok := first[k.Value]; ok {
+				return &Error{File: file, Line: k.Line, Field: field, Msg: fmt.Sprintf("given twice (first at line %d); say it once", line)}
+			}
+			first[k.Value] = k.Line
+			if err := noDuplicates(file, field, n.Content[i+1]); err != nil {
+				return err
+			}
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			if err := noDuplicates(file, path, c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // isEmpty reports a YAML value left empty ("tumbling:" or "tumbling: ~").

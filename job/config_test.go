@@ -182,3 +182,23 @@ func TestLoadMissingInput(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+func TestParseRefusals(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"duplicate field", minimal + "key: k\nkey: k2\n", `job.yaml:8: key: given twice (first at line 7); say it once`},
+		{"duplicate nested field", strings.Replace(minimal, "{tumbling: 1m}", "{tumbling: 1m, tumbling: 2m}", 1), `job.yaml:4: window.tumbling: given twice (first at line 4); say it once`},
+		{"second document", minimal + "---\nname: other\n", `job.yaml:8: a second YAML document (after ---): a job file holds one job`},
+		{"windows per event", strings.Replace(minimal, "{tumbling: 1m}", "{sliding: {size: 24h, slide: 1ms}}", 1),
+			`job.yaml:4: window.sliding: size 24h0m0s and slide 1ms put every event in 86400000 windows; at most 10000 are allowed (a longer slide, or a tumbling window)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "job.yaml", "/d")
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got  %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}

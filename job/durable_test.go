@@ -17,12 +17,12 @@ import (
 // fullFS is the real file system, except that writes fail with ENOSPC while
 // full is set: a checkpoint disk that fills up.
 type fullFS struct {
-	mu     sync.Mutex
-	full   func(n int) bool // asked before each checkpoint file write, n counting from 1
-	writes int
+	checkpoint.FS // the real one
+	mu            sync.Mutex
+	full          func(n int) bool // asked before each checkpoint file write, n counting from 1
+	writes        int
 }
 
-func (f *fullFS) MkdirAll(dir string) error { return checkpoint.OSFS.MkdirAll(dir) }
 func (f *fullFS) WriteFile(path string, data []byte) error {
 	f.mu.Lock()
 	f.writes++
@@ -33,11 +33,6 @@ func (f *fullFS) WriteFile(path string, data []byte) error {
 	}
 	return checkpoint.OSFS.WriteFile(path, data)
 }
-func (f *fullFS) ReadFile(path string) ([]byte, error) { return checkpoint.OSFS.ReadFile(path) }
-func (f *fullFS) ReadDir(dir string) ([]string, error) { return checkpoint.OSFS.ReadDir(dir) }
-func (f *fullFS) Rename(from, to string) error         { return checkpoint.OSFS.Rename(from, to) }
-func (f *fullFS) RemoveAll(path string) error          { return checkpoint.OSFS.RemoveAll(path) }
-func (f *fullFS) SyncDir(dir string) error             { return checkpoint.OSFS.SyncDir(dir) }
 
 // runWithSavepoints runs a job in-process with a savepoint every 2000 lines,
 // and returns the savepoints' directories, oldest first.
@@ -120,7 +115,7 @@ func TestPeriodicFailuresTolerated(t *testing.T) {
 	j, _ := Load(filepath.Join(dir, "job.yaml"))
 	var log strings.Builder
 	var mu sync.Mutex
-	fs := &fullFS{full: func(n int) bool { return n%20 == 0 }}
+	fs := &fullFS{FS: checkpoint.OSFS, full: func(n int) bool { return n%20 == 0 }}
 	sum, err := Run(context.Background(), j, Options{FS: fs, Log: &syncWriter{&mu, &log}, checkpointEvery: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +133,7 @@ func TestTooManyFailuresStopTheJob(t *testing.T) {
 	dir, refDir := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 2}\n"), 0o644)
 	j, _ := Load(filepath.Join(dir, "job.yaml"))
-	fs := &fullFS{full: func(n int) bool { return n > 12 }}
+	fs := &fullFS{FS: checkpoint.OSFS, full: func(n int) bool { return n > 12 }}
 	_, err := Run(context.Background(), j, Options{FS: fs, checkpointEvery: 1})
 	var re *RuntimeError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "checkpoints are failing") ||

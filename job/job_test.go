@@ -450,3 +450,64 @@ quarantine: quarantine.jsonl
 		})
 	}
 }
+
+// Numbers JSON has not (NaN, inf) and numbers too large for a float are
+// rejected as bad_value, never summed into a null; keys that are not valid
+// UTF-8 are rejected (written as JSON, two of them would read the same), and
+// ids are compared byte for byte.
+func TestPoisonedValuesAreQuarantined(t *testing.T) {
+	job := `
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: arrival}
+key: k
+id: id
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 1m}
+aggregates: {n: count, total: sum(v), hi: max(v), mean: avg(v)}
+output: results.jsonl
+quarantine: quarantine.jsonl
+`
+	ev := func(id, k, v string) string {
+		return `{"id":` + id + `,"k":` + k + `,"v":` + v + `,"ts":"2026-01-01T00:00:01Z","arrival":"2026-01-01T00:00:01Z"}`
+	}
+	in := lines(
+		ev(`"1"`, `"a"`, `NaN`),
+		ev(`"2"`, `"a"`, `nan`),
+		ev(`"3"`, `"a"`, `inf`),
+		ev(`"4"`, `"a"`, `-Inf`),
+		ev(`"5"`, `"a"`, `1e400`),
+		ev(`"6"`, `"a"`, `2.5`),
+		ev(`"7"`, "\"\xff\"", `1`),
+		ev(`"8"`, "\"\xfe\"", `1`),
+		ev(`NaN`, `"a"`, `1`),
+		ev(`"x`+"\xff"+`"`, `"a"`, `1`),
+		ev(`"x`+"\xfe"+`"`, `"a"`, `1`),
+		ev(`"9"`, `nan`, `1`),
+	)
+	dir, sum := runJob(t, job, in)
+	q := read(t, dir, "quarantine.jsonl")
+	for _, want := range []string{
+		`"reason":"bad_value","line":1,"detail":"v is not a JSON number (NaN)"`,
+		`"reason":"bad_value","line":2,"detail":"v is not a JSON number (nan)"`,
+		`"reason":"bad_value","line":3,"detail":"v is not a JSON number (inf)"`,
+		`"reason":"bad_value","line":4,"detail":"v is not a JSON number (-Inf)"`,
+		`"reason":"bad_value","line":5,"detail":"v is too large for a number (1e400)"`,
+		`"reason":"bad_key","line":7,"detail":"k is not valid UTF-8"`,
+		`"reason":"bad_key","line":8,"detail":"k is not valid UTF-8"`,
+		`"reason":"no_id","line":9`,
+		`"reason":"bad_key","line":12,"detail":"k is not a JSON number"`,
+	} {
+		if !strings.Contains(q, want) {
+			t.Errorf("quarantine lacks %s:\n%s", want, q)
+		}
+	}
+	// Lines 6, 10 and 11: three events, two ids that differ only in an
+	// invalid byte are two ids.
+	want := `{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":3,"total":4.5,"hi":2.5,"mean":1.5}` + "\n"
+	if got := read(t, dir, "results.jsonl"); got != want {
+		t.Errorf("results:\n%s\nwant:\n%s", got, want)
+	}
+	if sum.Quarantined != 9 || sum.Duplicates != 0 || sum.Accepted != 3 {
+		t.Errorf("summary %+v", sum)
+	}
+}

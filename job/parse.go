@@ -2,7 +2,9 @@ package job
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -21,6 +23,7 @@ const (
 	ReasonImplausible  = "implausible_event_time"
 	ReasonFuture       = "future_event_time"
 	ReasonNoKey        = "no_key"
+	ReasonBadKey       = "bad_key"
 	ReasonNoID         = "no_id"
 	ReasonNoArrival    = "no_arrival_time"
 	ReasonBadArrival   = "bad_arrival_time"
@@ -66,10 +69,11 @@ type lineParser struct {
 	keyBuf    []byte
 	idBuf     []byte
 	numBuf    []byte
-	vals      []value // slab
-	text      []byte  // slab
-	parts     map[string]int
-	partKeys  []string
+	vals      []value        // slab
+	text      []byte         // slab
+	parts     map[string]int // partition identity -> number
+	partIDs   []string       // identities, by number
+	partKeys  []string       // names (canonical JSON), by number
 }
 
 func newLineParser(j *Job) *lineParser {
@@ -138,7 +142,8 @@ func (lp *lineParser) PartitionNames() ([]string, bool) {
 // AppendState implements engine.StatefulDecoder: the partition numbering.
 func (lp *lineParser) AppendState(b []byte) []byte {
 	b = enc.AppendUvarint(b, uint64(len(lp.partKeys)))
-	for _, k := range lp.partKeys {
+	for i, k := range lp.partKeys {
+		b = enc.AppendString(b, lp.partIDs[i])
 		b = enc.AppendString(b, k)
 	}
 	return b
@@ -146,13 +151,14 @@ func (lp *lineParser) AppendState(b []byte) []byte {
 
 // RestoreState implements engine.StatefulDecoder.
 func (lp *lineParser) RestoreState(d *enc.Decoder) error {
-	n := d.Count(1 << 24)
+	n := d.Items(1 << 24)
 	for range n {
-		k := d.String()
-		if _, dup := lp.parts[k]; dup {
+		id, k := d.String(), d.String()
+		if _, dup := lp.parts[id]; dup {
 			return fmt.Errorf("partition %s numbered twice", k)
 		}
-		lp.parts[k] = len(lp.partKeys)
+		lp.parts[id] = len(lp.partKeys)
+		lp.partIDs = append(lp.partIDs, id)
 		lp.partKeys = append(lp.partKeys, k)
 	}
 	return d.Err()
@@ -238,6 +244,14 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		k := get(v, j.Key)
 		if k == nil || !scalar(k) {
 			out.reason = ReasonNoKey
+			if k != nil && k.Type() == fastjson.TypeNumber {
+				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
+			}
+			return out
+		}
+		if k.Type() == fastjson.TypeString && !utf8.Valid(k.GetStringBytes()) {
+			// Written as JSON, two different keys would read the same.
+			out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not valid UTF-8"
 			return out
 		}
 		lp.keyBuf = appendCanonical(lp.keyBuf[:0], k)
@@ -249,7 +263,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			out.reason = ReasonNoID
 			return out
 		}
-		lp.idBuf = appendCanonical(lp.idBuf[:0], id)
+		lp.idBuf = appendIdentity(lp.idBuf[:0], id)
 		out.id = lp.idBuf
 	}
 	var part *fastjson.Value
@@ -275,6 +289,14 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		case fastjson.TypeNumber:
 			raw := fv.MarshalTo(lp.numBuf[:0])
 			lp.numBuf = raw
+			if !validNumber(raw) {
+				out.reason, out.detail = ReasonBadValue, f.String()+" is not a JSON number ("+string(raw)+")"
+				return out
+			}
+			if math.IsInf(fv.GetFloat64(), 0) {
+				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
+				return out
+			}
 			// Int64 only for integer text: on "12.5" it fails, and its error
 			// costs two allocations.
 			if !isIntText(raw) {
@@ -287,7 +309,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			}
 			if !lp.numeric[i] {
-				vals[i].text = lp.keepText(raw)
+				vals[i].text = lp.keepText(appendIdentity(lp.keyBuf[:0], fv))
 			}
 		default:
 			if lp.numeric[i] || !scalar(fv) {
@@ -297,9 +319,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				}
 				return out
 			}
-			var b []byte
-			b = appendCanonical(lp.keyBuf[:0], fv)
-			vals[i] = value{kind: vText, text: lp.keepText(b)}
+			vals[i] = value{kind: vText, text: lp.keepText(appendIdentity(lp.keyBuf[:0], fv))}
 		}
 	}
 	if part != nil {
@@ -313,23 +333,86 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 
 // partition numbers a partition value, in order of first appearance.
 func (lp *lineParser) partition(v *fastjson.Value) int {
-	lp.keyBuf = appendCanonical(lp.keyBuf[:0], v)
+	lp.keyBuf = appendIdentity(lp.keyBuf[:0], v)
 	p, ok := lp.parts[string(lp.keyBuf)]
 	if !ok {
 		p = len(lp.partKeys)
-		s := string(lp.keyBuf)
-		lp.parts[s] = p
-		lp.partKeys = append(lp.partKeys, s)
+		lp.parts[string(lp.keyBuf)] = p
+		lp.partIDs = append(lp.partIDs, string(lp.keyBuf))
+		lp.partKeys = append(lp.partKeys, string(appendCanonical(nil, v)))
 	}
 	return p
 }
 
+// scalar reports a string, a boolean or a JSON number (fastjson also takes
+// NaN and inf, which JSON has not).
 func scalar(v *fastjson.Value) bool {
 	switch v.Type() {
-	case fastjson.TypeString, fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
+	case fastjson.TypeString, fastjson.TypeTrue, fastjson.TypeFalse:
 		return true
+	case fastjson.TypeNumber:
+		var buf [32]byte
+		raw := v.MarshalTo(buf[:0])
+		return validNumber(raw) && !math.IsInf(v.GetFloat64(), 0)
 	}
 	return false
+}
+
+// validNumber reports whether b is a number as JSON writes them:
+// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+func validNumber(b []byte) bool {
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(b) && b[i] == '0' {
+		i++
+	} else if digits() == 0 {
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// appendIdentity appends a scalar's identity: a type byte, then the
+// string's bytes as they are (invalid UTF-8 included) or the canonical
+// number. Two values have the same identity exactly when they are the same
+// value: for ids, partitions and distinct values, which are compared, never
+// written.
+func appendIdentity(b []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeString:
+		return append(append(b, 's'), v.GetStringBytes()...)
+	case fastjson.TypeNumber:
+		return appendCanonical(append(b, 'n'), v)
+	case fastjson.TypeTrue:
+		return append(b, 't')
+	case fastjson.TypeFalse:
+		return append(b, 'f')
+	}
+	return append(b, '?')
 }
 
 // parseDecimal reads a plain decimal number ("-12.50") as digits and a

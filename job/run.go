@@ -42,8 +42,8 @@ type Options struct {
 	// NoSavepointOnStop skips the savepoint normally taken when the job is
 	// stopped (ctx cancelled).
 	NoSavepointOnStop bool
-	// FS is the file system checkpoints are written to (tests inject
-	// failures); nil is the real one.
+	// FS is the file system checkpoints and output files are written to
+	// (tests inject failures and crashes); nil is the real one.
 	FS checkpoint.FS
 
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
@@ -157,6 +157,7 @@ type Runnable struct {
 	late   *engine.SinkNode[lateEvent]
 	having *havingFilter
 	db     *state.DB
+	tmp    string // a temporary state directory to remove at the end
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -172,8 +173,14 @@ func Build(j *Job, o Options) (*Runnable, error) {
 	}
 	rn := &Runnable{j: j, o: o}
 	if err := rn.build(); err != nil {
+		if rn.e != nil {
+			rn.e.Discard()
+		}
 		if rn.db != nil {
 			rn.db.Close()
+		}
+		if rn.tmp != "" {
+			os.RemoveAll(rn.tmp)
 		}
 		return nil, err
 	}
@@ -313,7 +320,7 @@ func newSink[T any](rn *Runnable, field, path string, encode file.Encoder[T]) (*
 	if path == "-" {
 		s = &file.Writer[T]{W: rn.o.Stdout, Encode: encode}
 	} else {
-		s = &file.Sink[T]{Path: path, Encode: encode, ExactlyOnce: rn.e.Checkpointed()}
+		s = &file.Sink[T]{Path: path, Encode: encode, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS}
 	}
 	n, err := engine.NewSink(rn.e, field, s)
 	if err != nil {
@@ -340,7 +347,7 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		if err != nil {
 			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error(), Err: err}
 		}
-		dir = tmp
+		dir, rn.tmp = tmp, tmp
 	}
 	db, err := state.Open(dir, rn.j.State.MemoryBudget)
 	if err != nil {
@@ -383,6 +390,9 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 	if rn.db != nil {
 		if cerr := rn.db.Close(); cerr != nil && err == nil {
 			err = &RuntimeError{Msg: "closing the state database: " + cerr.Error(), Err: cerr}
+		}
+		if rn.tmp != "" {
+			os.RemoveAll(rn.tmp)
 		}
 	}
 	sum := rn.summary(err)

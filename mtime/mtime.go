@@ -177,17 +177,26 @@ func Parse(s []byte) (Time, error) {
 		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 &&
 			d <= daysIn(y, mo) && h < 24 && mi < 60 && se < 60 {
 			days := daysFromCivil(y, mo, d)
-			return Time((days*86400+h*3600+mi*60+se)*1000 + ms), nil
+			return inRange(Time((days*86400+h*3600+mi*60+se)*1000 + ms))
 		}
 		return 0, ErrSyntax
 	}
 	str := string(s)
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00"} {
 		if t, err := time.Parse(layout, str); err == nil {
-			return FromTime(t), nil
+			return inRange(FromTime(t))
 		}
 	}
 	return 0, ErrSyntax
+}
+
+// inRange refuses an instant before MinTime (the year 0000, or 0001 with an
+// offset east of UTC): weir's time has no room for it.
+func inRange(t Time) (Time, error) {
+	if t < MinTime || t > MaxTime {
+		return 0, ErrSyntax
+	}
+	return t, nil
 }
 
 func digits(b []byte) (int64, bool) {

@@ -79,7 +79,7 @@ func (d *memDedup) AppendState(b []byte) []byte {
 }
 
 func (d *memDedup) RestoreState(dec *enc.Decoder) {
-	n := dec.Count(1 << 34)
+	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
 		id := dec.String()
@@ -273,7 +273,7 @@ func (d *diskDedup) AppendState(b []byte) []byte {
 }
 
 func (d *diskDedup) RestoreState(dec *enc.Decoder) {
-	n := dec.Count(1 << 34)
+	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
 		id := dec.Bytes()

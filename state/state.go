@@ -5,6 +5,7 @@
 // The database is working storage, not the durable copy: checkpoints hold
 // the state in weir's own format (so that they restore with any parallelism
 // and any backend), and the database directory is emptied when a job starts.
+// weir empties only a directory it made or marked as its own.
 // Hence no write-ahead log: a write costs a memtable insert.
 //
 // Of a budget B, Pebble's block cache takes B/2 and its memtables at most
@@ -16,8 +17,10 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -30,21 +33,56 @@ const DefaultBudget = 512 << 20
 // DB is an open state database.
 type DB struct {
 	*pebble.DB
-	dir    string
-	budget int64
-	cache  interface{ Unref() }
+	dir     string
+	created bool // the directory was made by Open: Close removes it
+	budget  int64
+	cache   interface{ Unref() }
 }
 
-// Open empties dir and opens a database in it, sized to budget bytes of
-// memory (DefaultBudget if 0).
+// MarkerName is the file that marks a directory as a weir state directory:
+// weir empties such a directory at start and at close, and no other.
+const MarkerName = "WEIR-STATE"
+
+// CheckDir reports an error if dir cannot be a state directory: it exists
+// and is not a directory, or it holds files and is not weir's (it has no
+// marker). weir never empties a directory it did not make.
+func CheckDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err != nil {
+		return fmt.Errorf("%s is not empty and is not a weir state directory (it has no %s): weir empties its state directory, and will not empty this one; choose an empty or new directory", dir, MarkerName)
+	}
+	return nil
+}
+
+// Open opens a database in dir, sized to budget bytes of memory
+// (DefaultBudget if 0). dir is made if it does not exist; an existing one
+// must be empty or weir's (CheckDir), and is emptied.
 func Open(dir string, budget int64) (*DB, error) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	created := false
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		created = true
+	} else if err := emptyDir(dir); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, MarkerName), []byte("weir state: emptied at every start\n"), 0o644); err != nil {
 		return nil, err
 	}
 	cache := pebble.NewCache(budget / 2)
@@ -65,7 +103,21 @@ func Open(dir string, budget int64) (*DB, error) {
 		cache.Unref()
 		return nil, fmt.Errorf("state: opening %s: %w", dir, err)
 	}
-	return &DB{DB: db, dir: dir, budget: budget, cache: cache}, nil
+	return &DB{DB: db, dir: dir, created: created, budget: budget, cache: cache}, nil
+}
+
+// emptyDir removes what is in a directory weir's marker says is weir's.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CacheBudget is the memory that decoded state kept at hand may take, over
@@ -75,11 +127,18 @@ func (db *DB) CacheBudget() int64 { return db.budget / 8 }
 // Budget is the memory budget the database was opened with.
 func (db *DB) Budget() int64 { return db.budget }
 
-// Close closes the database and deletes its directory.
+// Close closes the database and deletes what it wrote: the directory
+// itself if Open made it, else its contents.
 func (db *DB) Close() error {
 	err := db.DB.Close()
 	db.cache.Unref()
-	if rmErr := os.RemoveAll(db.dir); err == nil {
+	var rmErr error
+	if db.created {
+		rmErr = os.RemoveAll(db.dir)
+	} else {
+		rmErr = emptyDir(db.dir)
+	}
+	if err == nil {
 		err = rmErr
 	}
 	return err

@@ -103,6 +103,11 @@ func (a Sliding) Assign(t mtime.Time, buf []Window) []Window {
 // Merging implements Assigner.
 func (Sliding) Merging() bool { return false }
 
+// MaxWindowsPerEvent is the most windows a sliding window may put one event
+// in (size / slide): beyond it, a job would spend its life creating windows
+// (24 h every 1 ms is 86.4 million per event).
+const MaxWindowsPerEvent = 10_000
+
 // Validate implements Assigner.
 func (a Sliding) Validate() error {
 	switch {
@@ -115,6 +120,9 @@ func (a Sliding) Validate() error {
 			mtime.FormatDuration(a.Slide), mtime.FormatDuration(a.Size))
 	case a.Offset <= -a.Slide || a.Offset >= a.Slide:
 		return fmt.Errorf("offset %s must be shorter than the slide %s", mtime.FormatDuration(a.Offset), mtime.FormatDuration(a.Slide))
+	case (a.Size+a.Slide-1)/a.Slide > MaxWindowsPerEvent:
+		return fmt.Errorf("size %s and slide %s put every event in %d windows; at most %d are allowed (a longer slide, or a tumbling window)",
+			mtime.FormatDuration(a.Size), mtime.FormatDuration(a.Slide), (a.Size+a.Slide-1)/a.Slide, MaxWindowsPerEvent)
 	}
 	return nil
 }

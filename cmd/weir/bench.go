@@ -31,7 +31,12 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: weir bench [flags]\n\nRuns weir's benchmarks from the repository's root (the Beam peer is bench/beam) and prints events/s,\nevents/s per core, peak memory and allocations per event, with ratios to the floor and the peer.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
 		return 2
 	}
 	if *quick {

@@ -75,6 +75,9 @@ var outputsToCompare = []string{"results.jsonl", "late.jsonl", "quarantine.jsonl
 // crashReference writes the 1M-event input in a new directory and runs the
 // job on it without checkpoints, in its subdirectory ref.
 func crashReference(t *testing.T) (dir, ref string) {
+	if testing.Short() {
+		t.Skip("a 1M-event replay: not in -short")
+	}
 	dir = t.TempDir()
 	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
 	ref = filepath.Join(dir, "ref")

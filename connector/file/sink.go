@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/vfs"
 )
 
 // Encoder appends the text of one item, its line ending included, to b.
@@ -38,8 +40,11 @@ type Sink[T any] struct {
 	Encode Encoder[T]
 	// ExactlyOnce selects the transactional mode.
 	ExactlyOnce bool
+	// FS is the file system the file is written through (nil: the real
+	// one; tests crash a file system in memory).
+	FS vfs.FS
 
-	f       *os.File
+	f       vfs.File
 	w       *bufio.Writer
 	buf     []byte
 	pending []byte
@@ -57,17 +62,26 @@ func (s *Sink[T]) Guarantee() connector.Guarantee {
 
 // Open implements connector.Sink.
 func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
+	if s.FS == nil {
+		s.FS = vfs.OS
+	}
 	if restored == nil {
-		if err := CheckReplace(s.Path); err != nil {
+		if err := checkReplace(s.FS, s.Path); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(s.Path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := s.FS.OpenFile(s.Path, os.O_CREATE|os.O_TRUNC)
 		if err != nil {
+			return err
+		}
+		// The file's existence is durable before anything is committed
+		// to it.
+		if err := s.FS.SyncDir(filepath.Dir(s.Path)); err != nil {
+			f.Close()
 			return err
 		}
 		s.f = f
 		if !s.ExactlyOnce {
-			s.w = bufio.NewWriterSize(f, 256<<10)
+			s.w = bufio.NewWriterSize(&writerAt{f: f}, 256<<10)
 		}
 		return nil
 	}
@@ -78,7 +92,7 @@ func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
 	if err != nil {
 		return fmt.Errorf("the checkpoint's record of %s is corrupt: %w", s.Path, err)
 	}
-	f, err := os.OpenFile(s.Path, os.O_RDWR, 0)
+	f, err := s.FS.OpenFile(s.Path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return &DamagedError{Path: s.Path, Want: off, Missing: true}
@@ -105,6 +119,18 @@ func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
 	return nil
 }
 
+// writerAt appends to a file through WriteAt.
+type writerAt struct {
+	f   vfs.File
+	off int64
+}
+
+func (w *writerAt) Write(b []byte) (int, error) {
+	n, err := w.f.WriteAt(b, w.off)
+	w.off += int64(n)
+	return n, err
+}
+
 // DamagedError is an output file that no longer holds what the checkpoint
 // the job resumes from had committed: truncated, replaced or deleted since.
 // weir refuses to go on: appending would leave a hole in the output.
@@ -126,8 +152,10 @@ func (e *DamagedError) Error() string {
 // CheckReplace reports an error if path exists and does not look like
 // weir's output (a file that is empty or starts with a JSON object): a job
 // starting afresh would replace it.
-func CheckReplace(path string) error {
-	st, err := os.Stat(path)
+func CheckReplace(path string) error { return checkReplace(vfs.OS, path) }
+
+func checkReplace(fsys vfs.FS, path string) error {
+	st, err := fsys.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -140,14 +168,20 @@ func CheckReplace(path string) error {
 	if st.Size() == 0 {
 		return nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
+	var head []byte
+	if fsys == vfs.OS {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		head = make([]byte, 512)
+		n, _ := io.ReadFull(f, head)
+		head = head[:n]
+	} else if head, err = fsys.ReadFile(path); err != nil {
 		return err
 	}
-	defer f.Close()
-	head := make([]byte, 512)
-	n, _ := io.ReadFull(f, head)
-	if t := bytes.TrimLeft(head[:n], " \t\r\n"); len(t) > 0 && t[0] == '{' {
+	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		return nil
 	}
 	return fmt.Errorf("%s exists and does not look like weir's output (it does not start with a JSON object): weir will not overwrite a file it did not write; choose another path or remove it", path)

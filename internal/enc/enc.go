@@ -91,9 +91,8 @@ func (d *Decoder) Varint() int64 {
 	return v
 }
 
-// Count reads an unsigned varint that must be at most max (a length or a
-// number of entries, checked so that corrupt data cannot ask for a huge
-// allocation).
+// Count reads an unsigned varint that must be at most max: a small number
+// (a version, a kind, a scale) checked against its range.
 func (d *Decoder) Count(max int) int {
 	v := d.Uvarint()
 	if v > uint64(max) {
@@ -101,6 +100,18 @@ func (d *Decoder) Count(max int) int {
 		return 0
 	}
 	return int(v)
+}
+
+// Items reads a number of entries that follow, at most max: as every entry
+// takes at least a byte, more entries than bytes left is corrupt too, so
+// that corrupt data cannot make a reader loop or allocate for long.
+func (d *Decoder) Items(max int) int {
+	n := d.Count(max)
+	if n > len(d.b) {
+		d.fail()
+		return 0
+	}
+	return n
 }
 
 // Bytes reads a length-prefixed byte string (aliasing the input).

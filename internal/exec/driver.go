@@ -178,7 +178,7 @@ func (d *Driver[K, T]) RestoreState(dec *enc.Decoder) error {
 	d.dirty = dec.Bool()
 	var st watermark.TrackerState
 	st.Out = mtime.Time(dec.Varint())
-	n := dec.Count(1 << 20)
+	n := dec.Items(1 << 20)
 	for range n {
 		st.Max = append(st.Max, mtime.Time(dec.Varint()))
 		st.LastActive = append(st.LastActive, mtime.Time(dec.Varint()))

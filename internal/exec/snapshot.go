@@ -120,7 +120,7 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		for _, p := range []*int64{&o0.Accepted, &o0.TooLate, &o0.LateAccepted, &o0.Panes, &o0.Fired, &o0.Windows} {
 			*p += d.Varint()
 		}
-		nd := d.Count(1 << 40)
+		nd := d.Items(1 << 40)
 		for range nd {
 			w := window.Window{Start: mtime.Time(d.Varint()), End: mtime.Time(d.Varint())}
 			o0.Dropped[w] += d.Varint()
@@ -164,7 +164,7 @@ func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error
 
 // decodeWins reads the windows appendKeyState wrote after the key into ks.
 func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Codec[K, A, O]) error {
-	n := d.Count(1 << 30)
+	n := d.Items(1 << 30)
 	for range n {
 		var st win[A, O]
 		var vals [8]int64
@@ -189,7 +189,7 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 		}
 		ks.wins = append(ks.wins, st)
 	}
-	ns := d.Count(1 << 30)
+	ns := d.Items(1 << 30)
 	for range ns {
 		start := mtime.Time(d.Varint())
 		ks.slices = append(ks.slices, slice[A]{start: start, acc: c.ReadAcc(d)})

@@ -1,0 +1,80 @@
+package job
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/state"
+)
+
+// checkFiles looks at the files a job would write before anything runs:
+// every output's directory exists; no output is the job file, the input or
+// another output, whatever names lead to it (a symbolic or a hard link); an
+// output that exists looks like weir's (weir does not overwrite a file it did
+// not write); the checkpoint and state directories are directories, and a
+// state directory is empty or weir's. A mistake is a job-file error naming
+// the field.
+func checkFiles(j *Job, jobPath string) error {
+	fail := func(field, format string, args ...any) error {
+		return &Error{File: j.File, Line: j.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	type named struct{ field, path string }
+	var protect []named // files an output must not be
+	protect = append(protect, named{"the job file", jobPath})
+	if j.Input != "-" {
+		protect = append(protect, named{"the input (source.file)", j.Input})
+	}
+	outs := []named{{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary}}
+	for i, o := range outs {
+		if o.path == "" || o.path == "-" {
+			continue
+		}
+		dir := filepath.Dir(o.path)
+		if st, err := os.Stat(dir); err != nil {
+			return fail(o.field, "the directory %s does not exist", dir)
+		} else if !st.IsDir() {
+			return fail(o.field, "%s is not a directory", dir)
+		}
+		st, err := os.Stat(o.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(o.field, "cannot look at %s: %s", o.path, errText(err))
+		}
+		for _, p := range protect {
+			if pst, err := os.Stat(p.path); err == nil && os.SameFile(st, pst) {
+				return fail(o.field, "%s is %s (under another name): it would be overwritten", o.path, p.field)
+			}
+		}
+		for _, prev := range outs[:i] {
+			if prev.path == "" || prev.path == "-" {
+				continue
+			}
+			if pst, err := os.Stat(prev.path); err == nil && os.SameFile(st, pst) {
+				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
+			}
+		}
+		if err := file.CheckReplace(o.path); err != nil {
+			return fail(o.field, "%v", err)
+		}
+	}
+	if d := j.Checkpoint.Dir; d != "" {
+		if st, err := os.Stat(d); err == nil && !st.IsDir() {
+			return fail("checkpoint", "dir %s is a file, not a directory", d)
+		} else if errors.Is(err, os.ErrNotExist) {
+			if pst, err := os.Stat(filepath.Dir(d)); err != nil || !pst.IsDir() {
+				return fail("checkpoint", "dir %s: its parent directory %s does not exist", d, filepath.Dir(d))
+			}
+		}
+	}
+	if d := j.State.Dir; d != "" && j.State.Backend == "pebble" {
+		if err := state.CheckDir(d); err != nil {
+			return fail("state", "dir %v", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+package job
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/source"
+)
+
+// FuzzParse: any job file gives a job or a one-line error, never a panic.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(minimal))
+	f.Add([]byte(fraudJob))
+	f.Add([]byte(durableJob + "checkpoint: {dir: ckpt, interval: 1s}\nstate: {backend: pebble, memory_budget: 8MiB}\n"))
+	f.Add([]byte("window: {sliding: {size: 10m, slide: 1m, offset: -5s}}\ntrigger: {early: 1m, late: 30s}\n"))
+	f.Add([]byte("a: &x {b: 1}\nc: *x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, err := Parse(data, "job.yaml", "/d")
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("a multi-line error: %q", err)
+			}
+			if _, ok := err.(*Error); !ok {
+				t.Errorf("an error of type %T: %v", err, err)
+			}
+			return
+		}
+		if j.Window.Validate() != nil || len(j.Aggregates) == 0 || j.Output == "" {
+			t.Errorf("an invalid job accepted: %+v", j)
+		}
+	})
+}
+
+// FuzzDecode: any line is an event, a rejected line with a reason, a
+// watermark line or a blank one; an event has a plausible time and, when a
+// key is read, a key that is valid JSON.
+func FuzzDecode(f *testing.F) {
+	job := `
+source: {file: in.jsonl}
+time: {field: ts, arrival_field: at, partition_field: p}
+key: user.card
+id: id
+watermark: {from_field: wm}
+window: {tumbling: 1m}
+aggregates: {n: count, s: sum(v), lo: min(v), hi: max(v), m: avg(v), d: count_distinct(u), c: count(u)}
+output: out.jsonl
+`
+	j, err := Parse([]byte(job), "job.yaml", "/d")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{
+		`{"ts":"2026-01-01T00:00:01Z","at":"2026-01-01T00:00:02Z","p":1,"user":{"card":"c1"},"id":7,"v":12.50,"u":"x"}`,
+		`{"ts":1788782400000,"at":1788782400001,"p":"a","user":{"card":5},"id":"e","v":-3,"u":true}`,
+		`{"wm":"2026-01-01T00:00:00Z","at":"2026-01-01T00:00:02Z"}`,
+		`{"ts":"2026-01-01T00:00:01Z","at":"2026-01-01T00:00:02Z","p":1,"user":{"card":"\xff"},"id":7,"v":NaN}`,
+		`not json`, ``, `  `, `[1]`, `{"ts":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		lp := newLineParser(j)
+		var d engine.Decoded[string, record]
+		d.Partition = -1
+		lp.Decode(&connector.Record{Value: line, Offset: 1}, &d)
+		switch d.Kind {
+		case engine.Rejected:
+			if d.Reason == "" {
+				t.Errorf("rejected without a reason: %q", line)
+			}
+		case engine.Event:
+			if d.Time < source.PlausibleFrom || d.Arrival == 0 && d.Time == 0 {
+				t.Errorf("an event at %v: %q", d.Time, line)
+			}
+			if len(d.Key) == 0 {
+				t.Errorf("an event without a key: %q", line)
+			}
+			var v any
+			if err := jsonUnmarshal([]byte(d.Key), &v); err != nil {
+				t.Errorf("key %q is not JSON: %v", d.Key, err)
+			}
+		}
+	})
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
