@@ -230,7 +230,25 @@ func (e *Engine) Run(ctx context.Context) error {
 			return e.failErr
 		}
 	}
+	// A stop must take effect even while the loop is blocked handing a batch
+	// to a stage that is busy: if the loop has not seen the stop within the
+	// grace period, the stages are aborted, which unblocks it.
+	looped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-looped:
+			return
+		}
+		select {
+		case <-looped:
+		case <-time.After(e.cfg.StopGrace):
+			e.log(fmt.Sprintf("the job did not see the stop within %s: stopping at once, without a savepoint", e.cfg.StopGrace))
+			e.abortAll()
+		}
+	}()
 	reason, sp := e.loop(loopCtx, ctx)
+	close(looped)
 	cancel()
 	return e.shutdown(reason, sp)
 }

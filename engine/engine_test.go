@@ -16,6 +16,7 @@ import (
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -138,6 +139,15 @@ func (s *memSink) String() string {
 	return s.out.String()
 }
 
+type countCodec struct{}
+
+func (countCodec) AppendKey(b []byte, k string) []byte { return enc.AppendString(b, k) }
+func (countCodec) ReadKey(d *enc.Decoder) string       { return d.String() }
+func (countCodec) AppendAcc(b []byte, a int64) []byte  { return enc.AppendVarint(b, a) }
+func (countCodec) ReadAcc(d *enc.Decoder) int64        { return d.Varint() }
+func (countCodec) AppendOut(b []byte, o int64) []byte  { return enc.AppendVarint(b, o) }
+func (countCodec) ReadOut(d *enc.Decoder) int64        { return d.Varint() }
+
 // build makes a live keyed job: source → head → tumbling count → sink.
 func build(t *testing.T, cfg engine.Config, src connector.Source, sink connector.Sink[window.Pane[string, int64]]) *engine.Engine {
 	t.Helper()
@@ -148,7 +158,7 @@ func build(t *testing.T, cfg engine.Config, src connector.Source, sink connector
 	w, err := engine.NewWindow(e, engine.WindowConfig[string, int, int64, int64]{
 		Name: "window", Strategy: window.NewStrategy(window.TumblingWindows(time.Second)),
 		Watermark: watermark.BoundedOutOfOrderness(0), Agg: aggregate.Count[int](), Parallelism: 2,
-		Hash: func(s string) uint64 { return uint64(len(s)) },
+		Hash: func(s string) uint64 { return uint64(len(s)) }, Codec: countCodec{},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -228,5 +238,39 @@ func TestStatusOfALiveJob(t *testing.T) {
 		}
 		e.Control().Stop(context.Background(), true)
 		<-done
+	})
+}
+
+// failingSink fails its third write.
+type failingSink struct {
+	memSink
+	n int
+}
+
+func (s *failingSink) Write(ctx context.Context, ps []window.Pane[string, int64]) error {
+	if s.n++; s.n == 3 {
+		return errors.New("the disk is gone")
+	}
+	return s.memSink.Write(ctx, ps)
+}
+
+// A sink that fails stops the job with its error, at once: nothing waits for
+// a savepoint that cannot come.
+func TestFailingSinkStopsTheJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1)}
+		e := build(t, engine.Config{Name: "fail", Live: true, Checkpoint: engine.Checkpointing{Dir: t.TempDir(), Interval: 50 * time.Millisecond, Keep: 2, Delivery: connector.AtLeastOnce, DeliverySet: true}}, src, &failingSink{})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		base := mtime.Now()
+		for i := range 5 {
+			src.add(fmt.Sprintf("k%d %d", i, base+mtime.Time(i)*1000))
+			time.Sleep(1100 * time.Millisecond)
+		}
+		err := <-done
+		var ce *connector.Error
+		if !errors.As(err, &ce) || ce.Connector != "output" || ce.Op != "write" || !strings.Contains(err.Error(), "the disk is gone") {
+			t.Errorf("Run: %v", err)
+		}
 	})
 }
