@@ -204,3 +204,10 @@ type Sink[T any] interface {
 	// dropped (a transaction aborted).
 	Close() error
 }
+
+// Starter is a Sink with work to do once the commits of the restored
+// checkpoint are done and before the first Write: a transactional sink
+// starts its producers there, which aborts what a previous run left open.
+type Starter interface {
+	Start(ctx context.Context) error
+}

@@ -285,7 +285,7 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 		return reasonEnded, nil
 	}
 	dirty := false
-	var nbatch int64
+	var nbatch, ticks int64
 	for {
 		select {
 		case <-e.failed:
@@ -320,6 +320,11 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 			}
 		case <-tick:
 			e.advance(mtime.Now())
+			if ticks++; ticks%reportEvery == 0 {
+				for _, in := range e.inputs {
+					in.report(e.now)
+				}
+			}
 			if dirty {
 				e.signal(Signal{Kind: Flush})
 				dirty = false
@@ -356,6 +361,10 @@ func (e *Engine) Advance(now mtime.Time) { e.advance(now) }
 func (e *Engine) ScriptWatermark(w mtime.Time) {
 	e.signal(Signal{Kind: Watermark, Watermark: w, Now: e.now})
 }
+
+// reportEvery is how many ticks go between two looks at the sources'
+// reports of their partitions.
+const reportEvery = 10
 
 // advance moves processing time to now and tells the heads.
 func (e *Engine) advance(now mtime.Time) {

@@ -77,6 +77,7 @@ type Target[K comparable, T any] interface {
 	Event(part int, key K, ts mtime.Time, v T)
 	Observe(part int, ts mtime.Time)
 	AddPartition(part int, now mtime.Time)
+	SetBacklog(part int, backlog int64, now mtime.Time)
 	Advance(now mtime.Time)
 	SetWatermark(w mtime.Time)
 	Watermark() mtime.Time
@@ -118,13 +119,14 @@ type HeadConfig[K comparable, T any] struct {
 // handles the records of one source (AddSource) and the source loop's
 // signals (OnSignal).
 type Head[K comparable, T any] struct {
-	cfg    HeadConfig[K, T]
-	e      *Engine
-	p      *Participant
-	dec    Decoded[K, T]
-	logic  bool // the decoder numbers partitions
-	parts  []connector.Partition
-	announ bool // source partitions still to declare to the watermark
+	cfg     HeadConfig[K, T]
+	e       *Engine
+	p       *Participant
+	dec     Decoded[K, T]
+	logic   bool // the decoder numbers partitions
+	parts   []connector.Partition
+	announ  bool // source partitions still to declare to the watermark
+	reports []connector.PartitionReport
 
 	c Counts
 }
@@ -177,6 +179,19 @@ func (h *Head[K, T]) Partitions(parts []connector.Partition, now mtime.Time) {
 	h.parts = parts
 	if !h.logic {
 		h.announ = true
+	}
+}
+
+// Backlog implements BacklogHandler: what the source reports of its
+// partitions, each a watermark partition (unless the decoder numbers its
+// own).
+func (h *Head[K, T]) Backlog(reports []connector.PartitionReport, now mtime.Time) {
+	h.reports = reports
+	if h.logic {
+		return
+	}
+	for _, r := range reports {
+		h.cfg.Window.SetBacklog(r.Partition, r.Backlog, now)
 	}
 }
 
@@ -365,6 +380,9 @@ func (h *Head[K, T]) status(s *Status) {
 		s.Partitions = append(s.Partitions, PartitionStatus{
 			Name: name, Watermark: tr.PartitionWatermark(i), MaxEventTime: st.Max[i], LastEvent: st.LastActive[i], Idle: st.Idle[i],
 		})
+	}
+	if h.reports != nil {
+		s.Sources = append(s.Sources, SourceStatus{Name: h.cfg.Source, Partitions: h.reports})
 	}
 	c := h.c
 	c.QuarantineReasons = maps.Clone(c.QuarantineReasons)

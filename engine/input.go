@@ -151,6 +151,25 @@ type RecordHandler interface {
 	Record(r *connector.Record)
 }
 
+// BacklogHandler is a RecordHandler that wants the source's reports of its
+// partitions (connector.Reporter): a live job gives them every 200 ms.
+type BacklogHandler interface {
+	Backlog(reports []connector.PartitionReport, now mtime.Time)
+}
+
+// report passes a reporting source's partitions to its handler.
+func (in *input) report(now mtime.Time) {
+	f, ok := in.feed.(*sourceFeed)
+	if !ok || in.ended {
+		return
+	}
+	r, ok := f.src.(connector.Reporter)
+	bh, ok2 := f.h.(BacklogHandler)
+	if ok && ok2 && f.parts != nil {
+		bh.Backlog(r.Report(), now)
+	}
+}
+
 // AddSource adds a connector source whose records go to h.
 func (e *Engine) AddSource(name string, src connector.Source, h RecordHandler) error {
 	return e.AddFeed(name, &sourceFeed{name: name, src: src, h: h, free: make(chan *sourceBatch, 4)})

@@ -30,16 +30,38 @@ type SinkNode[T any] struct {
 // sinkBatch is how many items a SinkNode gathers before it writes them.
 const sinkBatch = 512
 
+// SinkOption configures one sink.
+type SinkOption func(*sinkOptions)
+
+type sinkOptions struct {
+	accept    connector.Guarantee
+	acceptSet bool
+}
+
+// Accept says the job accepts g from this sink, whatever its delivery
+// promise for the others (a Kafka sink the job file configures with
+// delivery: at_least_once).
+func Accept(g connector.Guarantee) SinkOption {
+	return func(o *sinkOptions) { o.accept, o.acceptSet = g, true }
+}
+
 // NewSink adds a sink to the job under name (a job-file field, such as
 // "output" or "late_output", so that errors name it). With checkpoints, a
 // sink whose guarantee does not keep the job's delivery promise is refused
 // with a *SetupError.
-func NewSink[T any](e *Engine, name string, s connector.Sink[T]) (*SinkNode[T], error) {
+func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOption) (*SinkNode[T], error) {
+	var so sinkOptions
+	for _, o := range opts {
+		o(&so)
+	}
 	n := &SinkNode[T]{e: e, name: name, s: s, ckpt: e.Checkpointed(), batch: sinkBatch}
 	if n.ckpt {
 		want := connector.ExactlyOnce
 		if e.cfg.Checkpoint.DeliverySet {
 			want = e.cfg.Checkpoint.Delivery
+		}
+		if so.acceptSet {
+			want = so.accept
 		}
 		if g := s.Guarantee(); !g.Satisfies(want) {
 			return nil, &SetupError{Field: name, Msg: fmt.Sprintf("%s: this sink is %s: after a restart from a checkpoint it may write results again, and the job promises %s", name, g, want)}
@@ -79,6 +101,11 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T]) (*SinkNode[T], 
 				return n.wrap(fmt.Sprintf("commit (checkpoint %d, again after the restart)", pc.id), err)
 			}
 			p.committed.Add(pc.items)
+		}
+		if st, ok := s.(connector.Starter); ok {
+			if err := e.Retry(name+" start", func() error { return st.Start(ctx) }); err != nil {
+				return n.wrap("start", err)
+			}
 		}
 		return nil
 	})

@@ -152,6 +152,13 @@ func (w *Window[K, T, A, O]) AddPartition(part int, now mtime.Time) {
 	w.d.Tracker().AddPartition(part, now)
 }
 
+// SetBacklog passes a source's report on partition part to the watermark
+// (see watermark.Tracker.SetBacklog) and has it looked at again.
+func (w *Window[K, T, A, O]) SetBacklog(part int, backlog int64, now mtime.Time) {
+	w.d.Tracker().SetBacklog(part, backlog, now)
+	w.d.Refresh()
+}
+
 // Advance moves processing time to now (never back), firing first the
 // periodic watermarks, idleness timeouts and processing-time timers due by
 // then.

@@ -32,7 +32,8 @@ type value struct {
 // text (for the side output) and the values its aggregates read. raw and
 // vals point into the reader's chunks and a slab: no allocation per event.
 type record struct {
-	line int64
+	line int64 // line number of a file, offset of a Kafka record
+	part int32 // the record's partition (Kafka)
 	raw  []byte
 	vals []value
 }

@@ -31,12 +31,15 @@ type Job struct {
 	Name string
 	File string // the job file, as given
 
-	Input string // JSON-lines file in arrival order, or "-"
+	Input string // JSON-lines file in arrival order, or "-"; empty with Kafka
 	// Follow reads Input as tail -F does: it waits for more at its end and
 	// goes on across rotation.
 	Follow bool
+	// Kafka, when set, is the source instead of a file.
+	Kafka *KafkaInput
 
 	TimeField      Path
+	RecordTime     bool // time.record_timestamp: the event time is the Kafka record's timestamp
 	ArrivalField   Path // empty: the wall clock
 	PartitionField Path // empty: one partition
 	Key            Path // empty: one global key
@@ -52,10 +55,12 @@ type Job struct {
 	Having      string
 	Parallelism int
 
-	Output     string
-	LateOutput string // empty: too-late events are dropped (and counted)
-	Quarantine string // empty: rejected lines are only counted
-	Summary    string
+	// Outputs are where panes go (output: one, or a list).
+	Outputs []Output
+	// Late is where too-late events go (nil: dropped, and counted);
+	// Rejects where rejected lines go (nil: only counted).
+	Late, Rejects *Output
+	Summary       string
 
 	Checkpoint Checkpoint
 	State      State
@@ -154,7 +159,7 @@ func Load(path string) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.Input != "-" {
+	if j.Input != "-" && j.Kafka == nil {
 		if st, err := os.Stat(j.Input); err != nil {
 			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
 				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, errText(err))}
@@ -302,6 +307,9 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.checkpoint(root, j); err != nil {
 		return nil, err
 	}
+	if err := p.checkDelivery(j); err != nil {
+		return nil, err
+	}
 	if err := p.state(root, j); err != nil {
 		return nil, err
 	}
@@ -365,15 +373,18 @@ func (p *parser) source(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := s.strict("file", "follow"); err != nil {
+	if err := s.strict("file", "follow", "kafka"); err != nil {
 		return err
+	}
+	if s.get("kafka") != nil {
+		return p.kafkaSource(s, j)
 	}
 	f, n, err := s.str("file")
 	if err != nil {
 		return err
 	}
 	if n == nil || f == "" {
-		return s.errf(n, "source.file", "missing: the JSON-lines file to read, or - for standard input")
+		return s.errf(n, "source.file", "missing: the JSON-lines file to read, or - for standard input (or source: {kafka: {...}})")
 	}
 	j.Input, j.inputName, j.inputLine = p.resolve(f), f, n.Line
 	if j.Follow, err = s.boolean("follow"); err != nil {
@@ -385,6 +396,42 @@ func (p *parser) source(root *node, j *Job) error {
 	return nil
 }
 
+// kafkaSource reads source.kafka.
+func (p *parser) kafkaSource(s *node, j *Job) error {
+	if s.get("file") != nil || s.get("follow") != nil {
+		return s.errf(nil, "source", "choose one of file and kafka")
+	}
+	k, err := s.sub("kafka")
+	if err != nil {
+		return err
+	}
+	if err := k.strict(append([]string{"start"}, kafkaConnFields...)...); err != nil {
+		return err
+	}
+	ki := &KafkaInput{}
+	if err := p.kafkaConn(k, "source.kafka", &ki.KafkaConn); err != nil {
+		return err
+	}
+	st, sn, err := k.str("start")
+	if err != nil {
+		return err
+	}
+	switch st {
+	case "", "earliest":
+	case "latest":
+		ki.Start.Latest = true
+	default:
+		t, err := mtime.Parse([]byte(st))
+		if err != nil {
+			return k.errf(sn, "source.kafka.start", "expected earliest, latest or an RFC 3339 time, got %q", st)
+		}
+		ki.Start.At = t
+	}
+	j.Kafka = ki
+	j.inputLine = k.n.Line
+	return nil
+}
+
 func (p *parser) time(root *node, j *Job) error {
 	t, err := root.sub("time")
 	if err != nil {
@@ -393,14 +440,22 @@ func (p *parser) time(root *node, j *Job) error {
 	if t == nil {
 		return root.errf(nil, "time", "missing: name the event-time field, e.g. time: {field: ts}")
 	}
-	if err := t.strict("field", "arrival_field", "partition_field"); err != nil {
+	if err := t.strict("field", "record_timestamp", "arrival_field", "partition_field"); err != nil {
 		return err
 	}
 	f, n, err := t.str("field")
 	if err != nil {
 		return err
 	}
-	if f == "" {
+	if j.RecordTime, err = t.boolean("record_timestamp"); err != nil {
+		return err
+	}
+	switch {
+	case j.RecordTime && j.Kafka == nil:
+		return t.errf(t.get("record_timestamp"), "time.record_timestamp", "only a Kafka source has record timestamps; name the field that holds each event's time")
+	case j.RecordTime && f != "":
+		return t.errf(n, "time", "choose one of field and record_timestamp")
+	case f == "" && !j.RecordTime:
 		return t.errf(n, "time.field", "missing: the field that holds each event's time (RFC 3339 or epoch milliseconds)")
 	}
 	j.TimeField = ParsePath(f)
@@ -758,57 +813,6 @@ func compileHaving(h string, aggs []Aggregate) (*havingExpr, error) {
 	return &havingExpr{prog: prog, env: env}, nil
 }
 
-func (p *parser) outputs(root *node, j *Job) error {
-	out, n, err := root.str("output")
-	if err != nil {
-		return err
-	}
-	if n == nil || out == "" {
-		return root.errf(n, "output", "missing: where results go, a file or - for standard output")
-	}
-	j.Output = p.resolve(out)
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"late_output", &j.LateOutput}, {"quarantine", &j.Quarantine}, {"summary", &j.Summary}} {
-		s, _, err := root.str(f.name)
-		if err != nil {
-			return err
-		}
-		if s != "" {
-			*f.dst = p.resolve(s)
-		}
-	}
-	stdout := ""
-	for _, f := range []struct{ name, path string }{
-		{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary},
-	} {
-		if f.path != "-" {
-			continue
-		}
-		if stdout != "" {
-			return root.errf(root.get(f.name), f.name, "%s already goes to standard output (-); give one of them a file", stdout)
-		}
-		stdout = f.name
-	}
-	seen := map[string]string{}
-	for _, f := range []struct{ name, path string }{
-		{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary},
-	} {
-		if f.path == "" || f.path == "-" {
-			continue
-		}
-		if f.path == j.Input {
-			return root.errf(root.get(f.name), f.name, "is the input file; it would be overwritten")
-		}
-		if prev, ok := seen[f.path]; ok {
-			return root.errf(root.get(f.name), f.name, "is the same file as %s", prev)
-		}
-		seen[f.path] = f.name
-	}
-	return nil
-}
-
 func (p *parser) checkpoint(root *node, j *Job) error {
 	c, err := root.sub("checkpoint")
 	if err != nil || c == nil {
@@ -849,9 +853,9 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	if j.Input == "-" {
 		return c.errf(n, "checkpoint", "standard input cannot be replayed after a crash; read a file")
 	}
-	for _, o := range []string{j.Output, j.LateOutput, j.Quarantine} {
-		if o == "-" {
-			return c.errf(n, "checkpoint", "outputs must be files to be committed exactly once at each checkpoint, not standard output")
+	for _, o := range j.AllOutputs() {
+		if o.File == "-" {
+			return c.errf(n, "checkpoint", "%s is standard output: outputs must be files or topics to be committed exactly once at each checkpoint", o.Field)
 		}
 	}
 	return nil

@@ -24,8 +24,8 @@ func TestParseMinimalDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Input != "/jobs/input.jsonl" || j.Output != "/jobs/results.jsonl" {
-		t.Errorf("paths: %q %q", j.Input, j.Output)
+	if j.Input != "/jobs/input.jsonl" || j.Outputs[0].File != "/jobs/results.jsonl" {
+		t.Errorf("paths: %q %q", j.Input, j.Outputs[0].File)
 	}
 	// Flink's and Beam's defaults.
 	if j.Watermark.Kind != watermark.Bounded || j.Watermark.Delay != 0 || j.Watermark.Interval != 200 {

@@ -24,10 +24,19 @@ func checkFiles(j *Job, jobPath string) error {
 	type named struct{ field, path string }
 	var protect []named // files an output must not be
 	protect = append(protect, named{"the job file", jobPath})
-	if j.Input != "-" {
+	if j.Input != "-" && j.Input != "" {
 		protect = append(protect, named{"the input (source.file)", j.Input})
 	}
-	outs := []named{{"output", j.Output}, {"late_output", j.LateOutput}, {"quarantine", j.Quarantine}, {"summary", j.Summary}}
+	var outs []named
+	for _, o := range j.AllOutputs() {
+		if o.File != "" {
+			outs = append(outs, named{o.Field, o.File})
+			if _, ok := j.lines[o.Field]; !ok {
+				j.lines[o.Field] = o.Line
+			}
+		}
+	}
+	outs = append(outs, named{"summary", j.Summary})
 	for i, o := range outs {
 		if o.path == "" || o.path == "-" {
 			continue

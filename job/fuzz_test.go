@@ -28,7 +28,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if j.Window.Validate() != nil || len(j.Aggregates) == 0 || j.Output == "" {
+		if j.Window.Validate() != nil || len(j.Aggregates) == 0 || len(j.Outputs) == 0 {
 			t.Errorf("an invalid job accepted: %+v", j)
 		}
 	})

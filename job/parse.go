@@ -64,6 +64,7 @@ type lineParser struct {
 	numeric []bool // whether a field must be a number
 	agg     *aggs
 
+	recTS     mtime.Time // the record's own timestamp (Kafka), for record_timestamp
 	intern    map[string]string
 	internCap int
 	keyBuf    []byte
@@ -113,6 +114,7 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		d.Kind = engine.Blank
 		return
 	}
+	lp.recTS = r.Timestamp
 	p := lp.parse(r.Value, r.Arrival)
 	d.Arrival = mtime.MinTime
 	if p.hasArrival {
@@ -128,7 +130,7 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		if lp.j.PartitionField != nil {
 			d.Partition = p.part
 		}
-		p.rec.line = r.Offset
+		p.rec.line, p.rec.part = r.Offset, int32(r.Partition)
 		d.Value = p.rec
 	}
 }
@@ -200,7 +202,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			out.arrival, out.hasArrival = t, true
 		}
 	}
-	tv := get(v, j.TimeField)
+	var tv *fastjson.Value
+	if !j.RecordTime {
+		tv = get(v, j.TimeField)
+	}
 	if j.WMField != nil && tv == nil {
 		if w := get(v, j.WMField); w != nil {
 			if arrivalReason != "" {
@@ -217,6 +222,16 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		}
 	}
 	switch {
+	case j.RecordTime:
+		if lp.recTS == mtime.MinTime {
+			out.reason = ReasonNoEventTime
+			return out
+		}
+		if lp.recTS < source.PlausibleFrom {
+			out.reason = ReasonImplausible
+			return out
+		}
+		out.ts = lp.recTS
 	case tv == nil:
 		out.reason = ReasonNoEventTime
 		return out

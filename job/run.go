@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
@@ -246,34 +248,46 @@ func (rn *Runnable) build() error {
 	// Sinks: the quarantine is written by the source loop, the results and
 	// the late events by the window stage.
 	var quarantine engine.Consumer[engine.RejectedRecord]
-	if j.Quarantine != "" {
-		q, err := newSink(rn, "quarantine", j.Quarantine, appendRejected)
+	if j.Rejects != nil {
+		q, err := newSink(rn, j.Rejects, newFormat(j).appendRejected, newFormat(j).rejectedRecord)
 		if err != nil {
 			return err
 		}
 		quarantine = q
 	}
 	f := newFormat(j)
-	if rn.out, err = newSink(rn, "output", j.Output, f.appendPane); err != nil {
-		return err
+	var fan engine.Stream[pane]
+	for i := range j.Outputs {
+		n, err := newSink(rn, &j.Outputs[i], newFormat(j).appendPane, f.paneRecord)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			rn.out = n
+		}
+		fan.Subscribe(n)
 	}
-	var results engine.Consumer[pane] = rn.out
+	var results engine.Consumer[pane] = &fan
 	if j.Having != "" {
 		h, err := compileHaving(j.Having, j.Aggregates)
 		if err != nil {
 			return err
 		}
-		rn.having = &havingFilter{j: j, h: h, next: rn.out, log: func(s string) { rn.logf("%s", s) }}
+		rn.having = &havingFilter{j: j, h: h, next: results, log: func(s string) { rn.logf("%s", s) }}
 		results = rn.having
 	}
 	rn.win.Panes.Subscribe(results)
-	if j.LateOutput != "" {
-		if rn.late, err = newSink(rn, "late_output", j.LateOutput, newFormat(j).appendLate); err != nil {
+	if j.Late != nil {
+		if rn.late, err = newSink(rn, j.Late, newFormat(j).appendLate, newFormat(j).lateRecord); err != nil {
 			return err
 		}
 		rn.win.Late.Subscribe(rn.late)
 	}
-	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: j.Input, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine}
+	srcName := j.Input
+	if j.Kafka != nil {
+		srcName = j.Kafka.Topic
+	}
+	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine}
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {
@@ -285,9 +299,14 @@ func (rn *Runnable) build() error {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
 	var src connector.Source
-	if j.Input == "-" {
+	switch {
+	case j.Kafka != nil:
+		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start}
+		ks.Log = func(s string) { rn.logf("%s", s) }
+		src = ks
+	case j.Input == "-":
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
-	} else {
+	default:
 		src = &file.Source{Path: j.Input, Follow: j.Follow, Log: func(s string) { rn.logf("%s", s) }}
 	}
 	if err := e.AddSource("input", src, rn.head); err != nil {
@@ -313,20 +332,42 @@ func restoredInstances(c *checkpoint.Checkpoint) int {
 	return d.Count(exec.KeyGroups)
 }
 
-// newSink makes the sink of an output path: a file (exactly once at each
-// checkpoint, when the job has checkpoints) or standard output.
-func newSink[T any](rn *Runnable, field, path string, encode file.Encoder[T]) (*engine.SinkNode[T], error) {
+// newSink makes the sink of an output: a file (exactly once at each
+// checkpoint, when the job has checkpoints), standard output, or a Kafka
+// topic (a transaction per checkpoint, or at least once).
+func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Encoder[T]) (*engine.SinkNode[T], error) {
 	var s connector.Sink[T]
-	if path == "-" {
-		s = &file.Writer[T]{W: rn.o.Stdout, Encode: encode}
-	} else {
-		s = &file.Sink[T]{Path: path, Encode: encode, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS}
+	var opts []engine.SinkOption
+	switch {
+	case o.Kafka != nil:
+		k := o.Kafka
+		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: rec,
+			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
+			TransactionalID:    transactionalID(rn.j, o.Field)}
+		ks.Log = func(s string) { rn.logf("%s", s) }
+		s = ks
+		opts = append(opts, engine.Accept(k.Delivery))
+	case o.File == "-":
+		s = &file.Writer[T]{W: rn.o.Stdout, Encode: line}
+	default:
+		s = &file.Sink[T]{Path: o.File, Encode: line, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS}
 	}
-	n, err := engine.NewSink(rn.e, field, s)
+	n, err := engine.NewSink(rn.e, o.Field, s, opts...)
 	if err != nil {
 		return nil, setupError(rn.j, err)
 	}
 	return n, nil
+}
+
+// transactionalID is the prefix of a Kafka sink's transactional ids: the
+// job's name (or its file's), the output's field, and the instance: stable
+// from run to run, different between jobs and outputs.
+func transactionalID(j *Job, field string) string {
+	name := j.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(j.File), filepath.Ext(j.File))
+	}
+	return fmt.Sprintf("weir-%s-%s-i0", name, field)
 }
 
 // setupError turns an engine's refusal into a job error naming its field.

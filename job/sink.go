@@ -106,6 +106,42 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 	return append(b, '}', '\n')
 }
 
+// paneRecord is a pane as a Kafka record: keyed by its key and window, so
+// that a compacted topic keeps each window's latest revision; the value is
+// the pane's JSON.
+func (f *format) paneRecord(p pane) (key, value []byte) {
+	key = append(key, '[')
+	if f.j.Key == nil {
+		key = append(key, "null"...)
+	} else {
+		key = append(key, p.Key...)
+	}
+	if !p.Window.IsGlobal() {
+		key = append(key, ',')
+		key = appendTime(key, p.Window.Start)
+		key = append(key, ',')
+		key = appendTime(key, p.Window.End)
+	}
+	key = append(key, ']')
+	v := f.appendPane(nil, p)
+	return key, v[:len(v)-1]
+}
+
+// lateRecord is a too-late event as a Kafka record, keyed by its key.
+func (f *format) lateRecord(l lateEvent) (key, value []byte) {
+	if f.j.Key != nil {
+		key = []byte(l.Key)
+	}
+	v := f.appendLate(nil, l)
+	return key, v[:len(v)-1]
+}
+
+// rejectedRecord is a rejected line as a Kafka record.
+func (f *format) rejectedRecord(r engine.RejectedRecord) (key, value []byte) {
+	v := f.appendRejected(nil, r)
+	return nil, v[:len(v)-1]
+}
+
 func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	b = append(b, `{"reason":"too_late",`...)
 	b = f.appendKey(b, l.Key)
@@ -114,29 +150,36 @@ func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	b = appendTime(b, l.Watermark)
 	b = append(b, `,"event_time":`...)
 	b = appendTime(b, l.Timestamp)
-	b = append(b, `,"line":`...)
-	b = strconv.AppendInt(b, l.Value.line, 10)
+	b = f.appendPosition(b, l.Value.part, l.Value.line)
 	b = append(b, `,"event":`...)
 	b = append(b, l.Value.raw...)
 	return append(b, '}', '\n')
 }
 
-// appendRejected formats a rejected line.
-func appendRejected(b []byte, r engine.RejectedRecord) []byte {
-	return appendQuarantine(b, r.Record.Offset, r.Reason, r.Detail, r.Record.Value)
+// appendPosition says where in the input a record was: its line in a file,
+// its partition and offset in a topic.
+func (f *format) appendPosition(b []byte, part int32, off int64) []byte {
+	if f.j.Kafka != nil {
+		b = append(b, `,"partition":`...)
+		b = appendJSONString(b, []byte(f.j.Kafka.Topic+"/"+strconv.Itoa(int(part))))
+		b = append(b, `,"offset":`...)
+		return strconv.AppendInt(b, off, 10)
+	}
+	b = append(b, `,"line":`...)
+	return strconv.AppendInt(b, off, 10)
 }
 
-// appendQuarantine formats a rejected line.
-func appendQuarantine(b []byte, line int64, reason, detail string, raw []byte) []byte {
+// appendRejected formats a rejected line.
+func (f *format) appendRejected(b []byte, r engine.RejectedRecord) []byte {
 	b = append(b, `{"reason":"`...)
-	b = append(b, reason...)
-	b = append(b, `","line":`...)
-	b = strconv.AppendInt(b, line, 10)
-	if detail != "" {
+	b = append(b, r.Reason...)
+	b = append(b, '"')
+	b = f.appendPosition(b, int32(r.Record.Partition), r.Record.Offset)
+	if r.Detail != "" {
 		b = append(b, `,"detail":`...)
-		b = appendJSONString(b, []byte(detail))
+		b = appendJSONString(b, []byte(r.Detail))
 	}
 	b = append(b, `,"raw":`...)
-	b = appendJSONString(b, raw)
+	b = appendJSONString(b, r.Record.Value)
 	return append(b, '}', '\n')
 }

@@ -25,6 +25,7 @@ type partition struct {
 	max        mtime.Time // largest event time seen, MinTime if none
 	lastActive mtime.Time // processing time of the last event
 	idle       bool
+	caughtUp   bool // its source says nothing is waiting to be read
 }
 
 // NewTracker returns a tracker for the strategy's delay and idleness.
@@ -62,6 +63,27 @@ func (t *Tracker) Observe(p int, ts, now mtime.Time) {
 	pt.idle = false
 }
 
+// SetBacklog records what the source of partition p reports at processing
+// time now: records waiting to be read (backlog > 0) keep it active, so that
+// it never turns idle while it is only behind (Flink's withIdleness counts
+// only a partition that is caught up); a partition that is caught up and has
+// never had an event does not hold the watermark back (it may never get
+// one). A negative backlog is unknown and changes nothing.
+func (t *Tracker) SetBacklog(p int, backlog int64, now mtime.Time) {
+	if backlog < 0 {
+		return
+	}
+	if p >= len(t.parts) {
+		t.grow(p, now)
+	}
+	pt := &t.parts[p]
+	pt.caughtUp = backlog == 0
+	if backlog > 0 {
+		pt.lastActive = max(pt.lastActive, now)
+		pt.idle = false
+	}
+}
+
 // Current is the combined watermark as of processing time now: partitions
 // whose idleness timeout has run out by now are marked idle first. The result
 // never decreases from one call to the next.
@@ -75,6 +97,9 @@ func (t *Tracker) Current(now mtime.Time) mtime.Time {
 		pt := &t.parts[i]
 		if t.idle > 0 && !pt.idle && now-pt.lastActive >= t.idle {
 			pt.idle = true
+		}
+		if pt.max == mtime.MinTime && pt.caughtUp {
+			pt.idle = true // caught up, and never an event
 		}
 		w := t.partWatermark(pt)
 		if w > max {

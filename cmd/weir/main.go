@@ -36,6 +36,8 @@ Usage:
   weir lateness [flags] FILE   measure how late a recorded stream is: travel
                                times, Table 1 and a recommended watermark
   weir bench [flags]           run the benchmarks (from the repository's root)
+  weir kafka [flags]           a development Kafka broker on 127.0.0.1, with the
+                               fraud demo's topics (and --orders, its orders live)
   weir version                 print the version
   weir help                    this text
 
@@ -65,6 +67,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdBench(args[1:], stdout, stderr)
 	case "lateness":
 		return cmdLateness(args[1:], stdout, stderr)
+	case "kafka":
+		return cmdKafka(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "weir", version)
 		return 0

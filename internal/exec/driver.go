@@ -127,6 +127,21 @@ func (d *Driver[K, T]) Event(part int, key K, ts mtime.Time, v T) {
 	}
 }
 
+// Refresh makes a bounded watermark look at its partitions again at the next
+// emission (after every event when the interval is 0: now), when something
+// other than an event changed them (a source's backlog report).
+func (d *Driver[K, T]) Refresh() {
+	if d.s.Kind != watermark.Bounded || d.ended {
+		return
+	}
+	if d.s.Interval == 0 {
+		d.emit(d.tracker.Current(d.now), d.now)
+	} else if !d.dirty {
+		d.dirty = true
+		d.nextDue = alignUp(d.now+1, d.s.Interval)
+	}
+}
+
 // Observe tells a bounded watermark about an event that is not sent on (a
 // duplicate delivery still shows the partition is alive and how far it got).
 func (d *Driver[K, T]) Observe(part int, ts mtime.Time) {

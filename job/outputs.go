@@ -1,0 +1,323 @@
+package job
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Output is one place results, too-late events or rejected lines go.
+type Output struct {
+	// Field is the job-file field, for errors: "output", "output[1]",
+	// "late_output", "quarantine".
+	Field string
+	Line  int
+	// File is a path, or "-" for standard output; empty for the other
+	// kinds.
+	File  string
+	Kafka *KafkaOutput
+}
+
+// Kind names the output's kind in messages.
+func (o *Output) Kind() string {
+	switch {
+	case o.Kafka != nil:
+		return "kafka topic " + o.Kafka.Topic
+	case o.File == "-":
+		return "standard output"
+	}
+	return o.File
+}
+
+// KafkaConn is how a job reaches a Kafka cluster.
+type KafkaConn = kafka.Config
+
+// KafkaOutput writes to a topic.
+type KafkaOutput struct {
+	KafkaConn
+	// Delivery is exactly_once (the default with checkpoints: a
+	// transaction per checkpoint) or at_least_once.
+	Delivery           connector.Guarantee
+	DeliverySet        bool
+	TransactionTimeout mtime.Time
+	RestartBudget      mtime.Time
+}
+
+// KafkaInput reads a topic.
+type KafkaInput struct {
+	KafkaConn
+	Start kafka.Start
+}
+
+// DefaultTransactionTimeout is a Kafka sink's transaction timeout when the
+// job file does not say: 15 minutes, the brokers' default maximum
+// (transaction.max.timeout.ms).
+const DefaultTransactionTimeout mtime.Time = 15 * 60_000
+
+// DefaultRestartBudget is how long a restart of an exactly-once Kafka job
+// may take, when the job file does not say: the transaction a checkpoint
+// recorded must outlive the checkpoint interval and the restart.
+const DefaultRestartBudget mtime.Time = 5 * 60_000
+
+var kafkaConnFields = []string{"brokers", "topic", "client.id", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
+	"ssl.ca.location", "ssl.certificate.location", "ssl.key.location"}
+
+// kafkaConn reads the connection settings of a kafka mapping.
+func (p *parser) kafkaConn(k *node, field string, c *KafkaConn) error {
+	bn := k.get("brokers")
+	switch {
+	case bn == nil:
+		return k.errf(nil, field+".brokers", "missing: the brokers to start from, e.g. brokers: [localhost:9092]")
+	case bn.Kind == yaml.ScalarNode && bn.Value != "":
+		c.Brokers = strings.Split(bn.Value, ",")
+	case bn.Kind == yaml.SequenceNode:
+		for _, b := range bn.Content {
+			if b.Kind != yaml.ScalarNode || b.Value == "" {
+				return k.errf(b, field+".brokers", "expected host:port")
+			}
+			c.Brokers = append(c.Brokers, b.Value)
+		}
+	}
+	if len(c.Brokers) == 0 {
+		return k.errf(bn, field+".brokers", "expected a list of host:port")
+	}
+	strs := []struct {
+		name string
+		dst  *string
+	}{
+		{"topic", &c.Topic}, {"client.id", &c.ClientID}, {"security.protocol", &c.SecurityProtocol},
+		{"sasl.mechanism", &c.SASLMechanism}, {"sasl.username", &c.SASLUsername}, {"sasl.password", &c.SASLPassword},
+		{"ssl.ca.location", &c.SSLCALocation}, {"ssl.certificate.location", &c.SSLCertificateLocation}, {"ssl.key.location", &c.SSLKeyLocation},
+	}
+	for _, s := range strs {
+		v, _, err := k.str(s.name)
+		if err != nil {
+			return err
+		}
+		*s.dst = v
+	}
+	// A password need not be written in the job file: ${NAME} reads it from
+	// the environment.
+	c.SASLPassword = os.ExpandEnv(c.SASLPassword)
+	for _, f := range []*string{&c.SSLCALocation, &c.SSLCertificateLocation, &c.SSLKeyLocation} {
+		if *f != "" {
+			*f = p.resolve(*f)
+		}
+	}
+	if c.Topic == "" {
+		return k.errf(k.get("topic"), field+".topic", "missing: the topic")
+	}
+	if err := c.Validate(); err != nil {
+		name, msg, _ := strings.Cut(err.Error(), ": ")
+		return k.errf(k.get(name), field+"."+name, "%s", msg)
+	}
+	return nil
+}
+
+// output reads one output: a path or a mapping of its kind.
+func (p *parser) output(n *yaml.Node, field string, o *Output) error {
+	o.Field, o.Line = field, n.Line
+	if n.Kind == yaml.ScalarNode {
+		if n.Value == "" || n.Tag == "!!null" {
+			return &Error{File: p.file, Line: n.Line, Field: field, Msg: "missing: a file, - for standard output, or {kafka: {...}}"}
+		}
+		o.File = p.resolve(n.Value)
+		return nil
+	}
+	m, err := asMapping(p.file, field, n)
+	if err != nil {
+		return err
+	}
+	if err := m.strict("file", "kafka"); err != nil {
+		return err
+	}
+	if f, fn, err := m.str("file"); err != nil {
+		return err
+	} else if fn != nil {
+		if f == "" {
+			return m.errf(fn, field+".file", "missing: the file")
+		}
+		o.File = p.resolve(f)
+	}
+	if m.get("kafka") != nil {
+		if o.File != "" {
+			return m.errf(nil, field, "choose one of file and kafka")
+		}
+		k, err := m.sub("kafka")
+		if err != nil {
+			return err
+		}
+		if err := k.strict(append([]string{"delivery", "transaction_timeout", "restart_budget"}, kafkaConnFields...)...); err != nil {
+			return err
+		}
+		ko := &KafkaOutput{TransactionTimeout: DefaultTransactionTimeout, RestartBudget: DefaultRestartBudget}
+		if err := p.kafkaConn(k, field+".kafka", &ko.KafkaConn); err != nil {
+			return err
+		}
+		d, dn, err := k.str("delivery")
+		if err != nil {
+			return err
+		}
+		switch d {
+		case "":
+		case "exactly_once":
+			ko.Delivery, ko.DeliverySet = connector.ExactlyOnce, true
+		case "at_least_once":
+			ko.Delivery, ko.DeliverySet = connector.AtLeastOnce, true
+		default:
+			return k.errf(dn, field+".kafka.delivery", "expected exactly_once or at_least_once, got %q", d)
+		}
+		for _, f := range []struct {
+			name string
+			dst  *mtime.Time
+		}{{"transaction_timeout", &ko.TransactionTimeout}, {"restart_budget", &ko.RestartBudget}} {
+			if v, ok, err := k.duration(f.name); err != nil {
+				return err
+			} else if ok {
+				if v <= 0 {
+					return k.errf(k.get(f.name), field+".kafka."+f.name, "must be a positive duration")
+				}
+				*f.dst = v
+			}
+		}
+		o.Kafka = ko
+	}
+	if o.File == "" && o.Kafka == nil {
+		return m.errf(nil, field, "missing: say where it goes, e.g. {file: results.jsonl} or {kafka: {brokers: [localhost:9092], topic: alerts}}")
+	}
+	return nil
+}
+
+// outputs reads output (one or a list), late_output, quarantine and
+// summary, and checks that no two of them are one file or standard output
+// twice.
+func (p *parser) outputs(root *node, j *Job) error {
+	n := root.get("output")
+	if n == nil || (n.Kind == yaml.ScalarNode && (n.Value == "" || n.Tag == "!!null")) {
+		return root.errf(n, "output", "missing: where results go, a file or - for standard output")
+	}
+	if n.Kind == yaml.SequenceNode {
+		if len(n.Content) == 0 {
+			return root.errf(n, "output", "an empty list: say where results go")
+		}
+		for i, c := range n.Content {
+			var o Output
+			if err := p.output(c, fmt.Sprintf("output[%d]", i), &o); err != nil {
+				return err
+			}
+			j.Outputs = append(j.Outputs, o)
+		}
+	} else {
+		var o Output
+		if err := p.output(n, "output", &o); err != nil {
+			return err
+		}
+		j.Outputs = []Output{o}
+	}
+	for _, f := range []struct {
+		name string
+		dst  **Output
+	}{{"late_output", &j.Late}, {"quarantine", &j.Rejects}} {
+		v := root.get(f.name)
+		if v == nil || v.Kind == yaml.ScalarNode && v.Value == "" {
+			continue
+		}
+		o := &Output{}
+		if err := p.output(v, f.name, o); err != nil {
+			return err
+		}
+		*f.dst = o
+	}
+	if s, sn, err := root.str("summary"); err != nil {
+		return err
+	} else if s != "" {
+		j.Summary = p.resolve(s)
+		j.lines["summary"] = sn.Line
+	}
+	stdout := ""
+	seenFile := map[string]string{}
+	seenTopic := map[string]string{}
+	all := j.AllOutputs()
+	if j.Summary != "" {
+		all = append(all, &Output{Field: "summary", Line: j.lines["summary"], File: j.Summary})
+	}
+	for _, o := range all {
+		switch {
+		case o.File == "-":
+			if stdout != "" {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: fmt.Sprintf("%s already goes to standard output (-); give one of them a file", stdout)}
+			}
+			stdout = o.Field
+		case o.File != "":
+			if o.File == j.Input {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the input file; it would be overwritten"}
+			}
+			if prev, ok := seenFile[o.File]; ok {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the same file as " + prev}
+			}
+			seenFile[o.File] = o.Field
+		case o.Kafka != nil:
+			t := strings.Join(o.Kafka.Brokers, ",") + "/" + o.Kafka.Topic
+			if prev, ok := seenTopic[t]; ok {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the same topic as " + prev}
+			}
+			if j.Kafka != nil && o.Kafka.Topic == j.Kafka.Topic && strings.Join(o.Kafka.Brokers, ",") == strings.Join(j.Kafka.Brokers, ",") {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the input topic; weir would read its own output"}
+			}
+			seenTopic[t] = o.Field
+		}
+	}
+	return nil
+}
+
+// AllOutputs is every output of the job: the results', then the late
+// events' and the rejected lines', when they have one.
+func (j *Job) AllOutputs() []*Output {
+	var all []*Output
+	for i := range j.Outputs {
+		all = append(all, &j.Outputs[i])
+	}
+	for _, o := range []*Output{j.Late, j.Rejects} {
+		if o != nil {
+			all = append(all, o)
+		}
+	}
+	return all
+}
+
+// checkDelivery applies the rules of exactly-once Kafka output, once the
+// checkpoint settings are known: a transaction needs checkpoints to commit
+// at, and must outlive the checkpoint interval and a restart.
+func (p *parser) checkDelivery(j *Job) error {
+	for _, o := range j.AllOutputs() {
+		k := o.Kafka
+		if k == nil {
+			continue
+		}
+		if !k.DeliverySet {
+			k.Delivery = connector.AtLeastOnce
+			if j.Checkpoint.Dir != "" {
+				k.Delivery = connector.ExactlyOnce
+			}
+		}
+		if k.Delivery != connector.ExactlyOnce {
+			continue
+		}
+		if j.Checkpoint.Dir == "" {
+			return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.delivery",
+				Msg: "exactly_once needs checkpoint.dir: the records of a checkpoint are committed in one transaction when it is durable"}
+		}
+		if k.TransactionTimeout <= j.Checkpoint.Interval+k.RestartBudget {
+			return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.transaction_timeout",
+				Msg: fmt.Sprintf("%s must exceed checkpoint.interval (%s) plus the restart budget (%s): otherwise a transaction can expire before its checkpoint commits it, and its output is lost",
+					mtime.FormatDuration(k.TransactionTimeout), mtime.FormatDuration(j.Checkpoint.Interval), mtime.FormatDuration(k.RestartBudget))}
+		}
+	}
+	return nil
+}
