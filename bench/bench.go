@@ -42,6 +42,9 @@ type Bench struct {
 	Group string
 	About string
 	Run   func(d time.Duration) (events int64, extra map[string]float64, note string, err error)
+	// Setup, when set, prepares the run (a broker filled with the input)
+	// outside the measured time, and returns Run's work and the teardown.
+	Setup func() (run func(d time.Duration) (int64, map[string]float64, string, error), teardown func(), err error)
 }
 
 var registry []Bench
@@ -49,7 +52,7 @@ var registry []Bench
 func register(b Bench) { registry = append(registry, b) }
 
 // groupOrder is the order of the groups in a run and in the table.
-var groupOrder = []string{"tumbling-10k", "tumbling-1m", "jsonl", "nexmark", "latency"}
+var groupOrder = []string{"tumbling-10k", "tumbling-1m", "jsonl", "nexmark", "latency", "kafka", "table"}
 
 // All lists every benchmark, in the order weir bench runs them.
 func All() []Bench {
@@ -79,12 +82,21 @@ func Find(name string) (Bench, bool) {
 // Measure runs b in the current process and measures it. Call it in a fresh
 // process for a meaningful peak RSS.
 func Measure(b Bench, d time.Duration) Result {
+	run := b.Run
+	if b.Setup != nil {
+		r, teardown, err := b.Setup()
+		if err != nil {
+			return Result{Name: b.Name, Group: b.Group, Err: err.Error()}
+		}
+		defer teardown()
+		run = r
+	}
 	runtime.GC()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
 	cpu0 := cpuTime()
 	start := time.Now()
-	events, extra, note, err := b.Run(d)
+	events, extra, note, err := run(d)
 	wall := time.Since(start).Seconds()
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&m1)

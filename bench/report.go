@@ -110,6 +110,14 @@ func Targets(rs []Result) string {
 	l, okl := find(rs, "latency-100k")
 	p99 := l.Extra["p99_ms"]
 	check("on-time panes reach the sink within 10 ms (p99)", p99, p99 <= 10, okl && l.Extra["panes"] > 0, "ms")
+	if k, ok := find(rs, "kafka-fraud"); ok {
+		if fl, ok := find(rs, "kafka-floor"); ok {
+			r := fl.EventsPerSec / k.EventsPerSec
+			check("Kafka: the fraud job within 2x of the floor's time", r, r <= 2, true, "x")
+		}
+	} else {
+		check("Kafka: the fraud job within 2x of the floor's time", 0, false, false, "")
+	}
 	f, okf := find(rs, "latency-follow")
 	op99, ep99 := f.Extra["on_time_p99_ms"], f.Extra["early_p99_ms"]
 	check("followed file: on-time pane visible < 100 ms after W (p99)", op99, op99 < 100, okf && f.Extra["on_time_panes"] > 0, "ms")

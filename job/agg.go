@@ -135,7 +135,7 @@ func (a *aggs) New() []slot {
 
 // Release takes back an accumulator whose window is gone.
 func (a *aggs) Release(acc []slot) {
-	if len(acc) == len(a.list) && len(a.free) < 4096 {
+	if len(acc) == len(a.list) && len(a.free) < 1<<16 {
 		clear(acc)
 		a.free = append(a.free, acc)
 	}

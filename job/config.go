@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/expr-lang/expr"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weirstream/weir/mtime"
@@ -803,15 +802,6 @@ func (p *parser) having(root *node, j *Job) error {
 	return nil
 }
 
-// compileHaving checks an expression against the result fields it may use.
-func compileHaving(h string, aggs []Aggregate) (*havingExpr, error) {
-	env := havingEnv(aggs)
-	prog, err := expr.Compile(h, expr.Env(env), expr.AsBool())
-	if err != nil {
-		return nil, err
-	}
-	return &havingExpr{prog: prog, env: env}, nil
-}
 
 func (p *parser) checkpoint(root *node, j *Job) error {
 	c, err := root.sub("checkpoint")

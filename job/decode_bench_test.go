@@ -6,6 +6,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/window"
 )
 
 // BenchmarkDecode reads the lines of the fraud job: it allocates nothing per
@@ -24,5 +25,30 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		lp.Decode(&connector.Record{Value: lines[i%len(lines)], Offset: int64(i)}, &d)
+	}
+}
+
+// Judging a pane by the having expression allocates once per run of expr's
+// machine and for the numbers and strings it reads (expr boxes a struct field
+// when it reads it); setting the pane's fields, and the fields it does not
+// read, cost nothing (a map environment boxed every field of every pane).
+func TestHavingAllocations(t *testing.T) {
+	aggs := []Aggregate{{Name: "orders", Kind: AggCount}, {Name: "spent", Kind: AggSum}}
+	h, err := compileHaving(`orders >= 5 && spent > 10.5 && key != "c9" && timing == "ON_TIME" && !final && revision < 3`, aggs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pane{Key: `"c1"`, Revision: 1, Timing: window.OnTime, Value: []outVal{{kind: vInt, i: 7}, {kind: vDec, i: 1255, scale: 1}}}
+	var keep bool
+	if n := testing.AllocsPerRun(1000, func() { keep, err = h.keep(aggs, &p, keyValue(p.Key)) }); n > 6 || err != nil || !keep {
+		t.Errorf("%v allocations per pane (one run, 2 numbers and 2 strings read), keep %v, err %v", n, keep, err)
+	}
+	one, _ := compileHaving(`revision > 0`, aggs)
+	if n := testing.AllocsPerRun(1000, func() { one.keep(aggs, &p, keyValue(p.Key)) }); n > 1 {
+		t.Errorf("%v allocations per pane for an expression that reads only a small integer", n)
+	}
+	p.Value[0].i = 4
+	if keep, _ := h.keep(aggs, &p, keyValue(p.Key)); keep {
+		t.Error("orders 4 kept")
 	}
 }

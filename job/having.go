@@ -1,6 +1,10 @@
 package job
 
 import (
+	"fmt"
+	"reflect"
+
+	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/weirstream/weir/window"
@@ -9,33 +13,58 @@ import (
 // havingExpr is a compiled `having` expression (expr-lang/expr). It sees every
 // aggregate by name (a number, NaN when the pane has none), and the pane's
 // key, revision, timing ("EARLY", "ON_TIME", "LATE") and final flag.
+//
+// Its environment is a struct made for the job's aggregates (a field per
+// aggregate, named by an expr tag), set in place for each pane: evaluating a
+// pane allocates nothing.
 type havingExpr struct {
 	prog *vm.Program
-	env  map[string]any
 	vm   vm.VM
+	env  any           // a pointer to the struct
+	val  reflect.Value // the struct
 }
 
-func havingEnv(aggs []Aggregate) map[string]any {
-	env := map[string]any{
-		"key": "", "revision": 0, "timing": "", "final": false,
+// Fields of the environment after the aggregates'.
+const (
+	envKey = iota
+	envRevision
+	envTiming
+	envFinal
+	envFixed
+)
+
+// compileHaving checks an expression against the result fields it may use.
+func compileHaving(h string, aggs []Aggregate) (*havingExpr, error) {
+	var fields []reflect.StructField
+	for i, a := range aggs {
+		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("A%d", i), Type: reflect.TypeFor[float64](), Tag: reflect.StructTag(`expr:"` + a.Name + `"`)})
 	}
-	for _, a := range aggs {
-		env[a.Name] = 0.0
+	fields = append(fields,
+		reflect.StructField{Name: "Key", Type: reflect.TypeFor[string](), Tag: `expr:"key"`},
+		reflect.StructField{Name: "Revision", Type: reflect.TypeFor[int](), Tag: `expr:"revision"`},
+		reflect.StructField{Name: "Timing", Type: reflect.TypeFor[string](), Tag: `expr:"timing"`},
+		reflect.StructField{Name: "Final", Type: reflect.TypeFor[bool](), Tag: `expr:"final"`},
+	)
+	ptr := reflect.New(reflect.StructOf(fields))
+	prog, err := expr.Compile(h, expr.Env(ptr.Interface()), expr.AsBool())
+	if err != nil {
+		return nil, err
 	}
-	return env
+	return &havingExpr{prog: prog, env: ptr.Interface(), val: ptr.Elem()}, nil
 }
 
 // keep evaluates the expression for a pane. A retraction is judged by the
 // values it withdraws, so it is written exactly when the pane it withdraws
 // was.
-func (h *havingExpr) keep(aggs []Aggregate, p *window.Pane[string, []outVal], key any) (bool, error) {
-	for k, a := range aggs {
-		h.env[a.Name] = p.Value[k].number()
+func (h *havingExpr) keep(aggs []Aggregate, p *window.Pane[string, []outVal], key string) (bool, error) {
+	n := len(aggs)
+	for k := range aggs {
+		h.val.Field(k).SetFloat(p.Value[k].number())
 	}
-	h.env["key"] = key
-	h.env["revision"] = p.Revision
-	h.env["timing"] = p.Timing.String()
-	h.env["final"] = p.Final
+	h.val.Field(n + envKey).SetString(key)
+	h.val.Field(n + envRevision).SetInt(int64(p.Revision))
+	h.val.Field(n + envTiming).SetString(p.Timing.String())
+	h.val.Field(n + envFinal).SetBool(p.Final)
 	out, err := h.vm.Run(h.prog, h.env)
 	if err != nil {
 		return false, err

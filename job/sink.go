@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/weirstream/weir/engine"
@@ -52,9 +53,12 @@ func (f *havingFilter) Push(p pane) {
 func (f *havingFilter) Signal(s engine.Signal) { f.next.Signal(s) }
 
 // keyValue is the key as the having expression sees it: the string itself,
-// or the number's text.
+// or the number's text. A key without escapes is cut out of its JSON text.
 func keyValue(k string) string {
-	if len(k) > 0 && k[0] == '"' {
+	if len(k) >= 2 && k[0] == '"' {
+		if !strings.ContainsRune(k, '\\') {
+			return k[1 : len(k)-1]
+		}
 		var s string
 		if json.Unmarshal([]byte(k), &s) == nil {
 			return s

@@ -42,6 +42,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if *quick {
 		*dur = 2 * time.Second
 		bench.JSONLines = 1_000_000
+		bench.KafkaOrders = 200_000
 	}
 	if *child != "" {
 		b, ok := bench.Find(*child)

@@ -1,0 +1,190 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/gen"
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/source"
+)
+
+// KafkaOrders is the number of orders of the Kafka benchmarks.
+var KafkaOrders = 1_000_000
+
+func init() {
+	register(Bench{
+		Name: "kafka-fraud", Group: "kafka",
+		About: "the fraud job from an orders topic (3 partitions) to an exactly-once alerts topic, checkpoints every second, on an in-process broker",
+		Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+			c, err := kafkaCluster()
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(time.Duration) (int64, map[string]float64, string, error) { return kafkaFraud(c) }, c.Close, nil
+		},
+	})
+	register(Bench{
+		Name: "kafka-floor", Group: "kafka",
+		About: "the floor for kafka-fraud: a franz-go program that consumes the same orders and writes records in one transaction a second, no engine",
+		Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+			c, err := kafkaCluster()
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(time.Duration) (int64, map[string]float64, string, error) { return kafkaFloor(c) }, c.Close, nil
+		},
+	})
+}
+
+const kafkaFraudJob = `name: bench-fraud
+source: {kafka: {brokers: [%[1]s], topic: orders}}
+time: {field: ts}
+key: card
+id: order_id
+dedup_horizon: 1h
+max_future: none
+watermark: {delay: 2s, interval: 200ms, idle: 10s}
+window: {tumbling: 1m}
+aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}
+having: "orders >= 5"
+output: {kafka: {brokers: [%[1]s], topic: alerts, delivery: exactly_once}}
+checkpoint: {dir: %[2]s, interval: 1s}
+`
+
+// kafkaCluster starts a broker holding the benchmark's orders, keyed by
+// card, in three partitions.
+func kafkaCluster() (*kfake.Cluster, error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "alerts", "floor-out"))
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := gen.Orders(&buf, gen.Options{Events: KafkaOrders, Seed: 1}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	defer cl.Close()
+	lines := source.NewLines(&buf, 0, 0, 0)
+	ctx := context.Background()
+	for {
+		ln, ok := lines.Next()
+		if !ok {
+			break
+		}
+		card := ln.Text[bytes.Index(ln.Text, []byte(`"card":"`))+8:]
+		card = card[:bytes.IndexByte(card, '"')]
+		cl.Produce(ctx, &kgo.Record{Topic: "orders", Key: bytes.Clone(card), Value: bytes.Clone(ln.Text)}, nil)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func kafkaFraud(c *kfake.Cluster) (int64, map[string]float64, string, error) {
+	dir, err := os.MkdirTemp("", "weir-bench-kafka-")
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	j, err := job.Parse([]byte(fmt.Sprintf(kafkaFraudJob, c.ListenAddrs()[0], filepath.Join(dir, "ckpt"))), "bench.yaml", dir)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	rn, err := job.Build(j, job.Options{})
+	if err != nil {
+		return 0, nil, "", err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	var sum *job.Summary
+	go func() {
+		var err error
+		sum, err = rn.Run(ctx)
+		done <- err
+	}()
+	// The stream does not end: stop when every order has been read and a
+	// checkpoint after it has committed.
+	ctl := rn.Engine().Control()
+	for {
+		st := ctl.Status(ctx, time.Second)
+		if st.Counts.Read >= int64(KafkaOrders) && st.Checkpoint.At.After(st.At.Add(-time.Second)) {
+			break
+		}
+		select {
+		case err := <-done:
+			return 0, nil, "", fmt.Errorf("the job stopped: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		return 0, nil, "", err
+	}
+	return sum.Read, map[string]float64{"alerts": float64(sum.PanesWritten)}, "", nil
+}
+
+// kafkaFloor consumes every order (read_committed) and writes as many
+// records as the job writes alerts, in one transaction a second: the Kafka
+// work of the job without the job.
+func kafkaFloor(c *kfake.Cluster) (int64, map[string]float64, string, error) {
+	addr := c.ListenAddrs()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr...), kgo.ConsumeTopics("orders"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer cons.Close()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr...), kgo.TransactionalID("floor"), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer prod.Close()
+	ctx := context.Background()
+	var n, written int64
+	next := time.Now().Add(time.Second)
+	begin := func() error { return prod.BeginTransaction() }
+	if err := begin(); err != nil {
+		return 0, nil, "", err
+	}
+	for n < int64(KafkaOrders) {
+		fs := cons.PollRecords(ctx, 1024)
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			// About one alert per 1,500 orders, as the job finds.
+			if n%1500 == 0 {
+				prod.Produce(ctx, &kgo.Record{Topic: "floor-out", Key: r.Key, Value: r.Value}, nil)
+				written++
+			}
+		})
+		if time.Now().After(next) || n >= int64(KafkaOrders) {
+			if err := prod.Flush(ctx); err != nil {
+				return n, nil, "", err
+			}
+			if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				return n, nil, "", err
+			}
+			if err := begin(); err != nil {
+				return n, nil, "", err
+			}
+			next = time.Now().Add(time.Second)
+		}
+	}
+	prod.EndTransaction(ctx, kgo.TryAbort)
+	return n, map[string]float64{"written": float64(written)}, "", nil
+}
