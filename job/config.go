@@ -802,7 +802,6 @@ func (p *parser) having(root *node, j *Job) error {
 	return nil
 }
 
-
 func (p *parser) checkpoint(root *node, j *Job) error {
 	c, err := root.sub("checkpoint")
 	if err != nil || c == nil {
