@@ -2,7 +2,18 @@ package kafka
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/mtime"
 )
 
 func cluster(t *testing.T, opts ...kfake.Opt) *kfake.Cluster {
@@ -217,5 +229,76 @@ func TestSASL(t *testing.T) {
 	}
 	if err := (&Config{Brokers: []string{"x:1"}, Topic: "t", SecurityProtocol: "SASL_SSL", SASLMechanism: "GSSAPI", SASLUsername: "u"}).Validate(); err == nil || !strings.Contains(err.Error(), "sasl.mechanism: expected PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512") {
 		t.Errorf("validate: %v", err)
+	}
+}
+
+// Where a source without a checkpoint starts: the earliest record, the
+// latest, or the first at or after a time.
+func TestSourceStart(t *testing.T) {
+	base := time.UnixMilli(1_780_000_000_000)
+	for name, c2 := range map[string]struct {
+		start Start
+		want  string
+	}{
+		"earliest":  {Start{}, "0:a 0:b 0:c 0:d"},
+		"latest":    {Start{Latest: true}, "0:d"},
+		"timestamp": {Start{At: mtime.FromTime(base.Add(90 * time.Second))}, "0:c 0:d"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := cluster(t, kfake.SeedTopics(1, "orders"))
+			cl := client(t, c)
+			for i, v := range []string{"a", "b", "c"} {
+				if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "orders", Value: []byte(v), Timestamp: base.Add(time.Duration(i) * time.Minute)}).FirstErr(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := &Source{Config: Config{Brokers: c.ListenAddrs(), Topic: "orders"}, Start: c2.start}
+			if err := s.Open(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var first connector.Batch
+			s.Read(context.Background(), &first)
+			produce(t, cl, "orders", 0, "d")
+			got, _ := readAll(t, s, strings.Count(c2.want, " ")+1)
+			if strings.Join(got, " ") != c2.want {
+				t.Errorf("read %v, want %s", got, c2.want)
+			}
+		})
+	}
+}
+
+// TLS with a CA of the job's: ssl.ca.location.
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	kb, _ := x509.MarshalECPrivateKey(key)
+	cert, err := tls.X509KeyPair(certPEM, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := filepath.Join(dir, "ca.pem")
+	os.WriteFile(ca, certPEM, 0o644)
+	c := cluster(t, kfake.SeedTopics(1, "orders"), kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	s := &Source{Config: Config{Brokers: c.ListenAddrs(), Topic: "orders", SecurityProtocol: "SSL", SSLCALocation: ca}}
+	if err := s.Open(context.Background(), nil); err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := (&Source{Config: Config{Brokers: c.ListenAddrs(), Topic: "orders", SecurityProtocol: "SSL"}}).Open(ctx, nil); err == nil {
+		t.Error("a broker signed by an unknown CA was trusted")
 	}
 }
