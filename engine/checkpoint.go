@@ -38,6 +38,7 @@ type Participant struct {
 	final     func(ctx context.Context, id uint64) ([]byte, int64, error)
 	pending   []preCommit // not yet committed, oldest first (coordinator only)
 	committed atomic.Int64
+	commitNs  atomic.Int64 // how long the last commit took
 }
 
 // preCommit is a sink's pre-commit for one checkpoint, with the number of
@@ -334,12 +335,14 @@ func (c *coordinator) commitAll(id uint64) error {
 		if p.commit == nil {
 			continue
 		}
+		t0 := time.Now()
 		for _, pc := range p.pending {
 			if err := retry(c.e, p.name+" commit", func() error { return p.commit(c.e.sinkCtx, pc.id, pc.data) }); err != nil {
 				return &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d is durable, but committing %s failed (a restart commits it again)", id, p.name), Err: err}
 			}
 			p.committed.Add(pc.items)
 		}
+		p.commitNs.Store(int64(time.Since(t0)))
 		p.pending = nil
 	}
 	return nil

@@ -130,8 +130,18 @@ type Status struct {
 	ProcessingTime mtime.Time `json:"processing_time"`
 	// Watermark is the combined watermark of the first window stage.
 	Watermark mtime.Time `json:"watermark"`
+	// WatermarkGap is processing time minus the watermark (ms): how far
+	// results lag behind the clock; EventTimeSkew the spread of the
+	// partitions' watermarks (ms).
+	WatermarkGap  int64 `json:"watermark_gap_ms"`
+	EventTimeSkew int64 `json:"event_time_skew_ms"`
 	// Partitions: one per watermark partition.
 	Partitions []PartitionStatus `json:"partitions"`
+	// HeldBy names the partition that holds the combined watermark back
+	// (the slowest of those that are not idle, while others are ahead),
+	// and since when (processing time).
+	HeldBy      string     `json:"held_back_by,omitempty"`
+	HeldBySince mtime.Time `json:"held_back_since,omitempty"`
 	// Sources: what each source reports of its partitions.
 	Sources []SourceStatus `json:"sources,omitempty"`
 	// Counts: the job's accounting so far.
@@ -139,6 +149,13 @@ type Status struct {
 	// Windows: open windows and keys with state, over every stage.
 	OpenWindows int64 `json:"open_windows"`
 	Keys        int64 `json:"keys"`
+	// PanesByTiming counts the panes fired (retractions included).
+	PanesByTiming map[string]int64 `json:"panes_by_timing"`
+	// StateBytes estimates the memory and disk the state takes.
+	StateBytes int64 `json:"state_bytes"`
+	// PaneLatency is how long after its firing a pane reached the sinks in
+	// a live job (wall clock), as a histogram.
+	PaneLatency Histogram `json:"pane_latency"`
 	// Sinks: items written and committed per sink.
 	Sinks      []SinkStatus   `json:"sinks,omitempty"`
 	Checkpoint CheckpointInfo `json:"checkpoint"`
@@ -152,6 +169,34 @@ type PartitionStatus struct {
 	// LastEvent is the processing time of the partition's last event.
 	LastEvent mtime.Time `json:"last_event"`
 	Idle      bool       `json:"idle"`
+	// Backlog is what its source says is waiting (-1: unknown); Err the
+	// source's last error reaching it.
+	Backlog int64  `json:"backlog"`
+	Err     string `json:"error,omitempty"`
+	// Diagnosis is one of active, inactive (caught up, no recent events),
+	// backlogged (records waiting), transport interrupted (the source
+	// cannot reach it) and declared idle (the idle rule applies: it does not
+	// hold the watermark back).
+	Diagnosis string `json:"diagnosis"`
+	// HoldsBack is set on the partition that holds the watermark back.
+	HoldsBack bool `json:"holds_back,omitempty"`
+}
+
+// The diagnoses of a partition.
+const (
+	DiagActive      = "active"
+	DiagInactive    = "inactive"
+	DiagBacklogged  = "backlogged"
+	DiagInterrupted = "transport interrupted"
+	DiagIdle        = "declared idle"
+)
+
+// Histogram counts observations in buckets of upper bounds (ms).
+type Histogram struct {
+	Bounds []float64 `json:"bounds_ms"`
+	Counts []int64   `json:"counts"` // per bucket, the last one above every bound
+	Sum    float64   `json:"sum_ms"`
+	Count  int64     `json:"count"`
 }
 
 // SourceStatus is what a source reports.
@@ -166,6 +211,8 @@ type SinkStatus struct {
 	Written   int64  `json:"written"`
 	Committed int64  `json:"committed"`
 	Guarantee string `json:"guarantee"`
+	// CommitLatency is how long its last commit took (ms).
+	CommitLatency float64 `json:"commit_latency_ms"`
 }
 
 // makeStatus runs in the source loop.

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
@@ -84,6 +86,7 @@ type Target[K comparable, T any] interface {
 	Now() mtime.Time
 	Tracker() *watermark.Tracker
 	Progress() (mtime.Time, int64)
+	LiveStats() exec.Stats
 }
 
 // RejectedRecord is a record that was not a valid event: what a quarantine
@@ -127,6 +130,8 @@ type Head[K comparable, T any] struct {
 	parts   []connector.Partition
 	announ  bool // source partitions still to declare to the watermark
 	reports []connector.PartitionReport
+	holder  int        // the partition holding the watermark back at the last report, -1 none
+	since   mtime.Time // since when
 
 	c Counts
 }
@@ -157,7 +162,7 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	if err != nil {
 		return nil, err
 	}
-	h := &Head[K, T]{cfg: cfg, e: e, p: p, c: Counts{QuarantineReasons: map[string]int64{}}}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, c: Counts{QuarantineReasons: map[string]int64{}}, holder: -1}
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
 	}
@@ -355,14 +360,15 @@ func (h *Head[K, T]) restore(data []byte) error {
 	return nil
 }
 
-// status fills in the partitions and counts, in the source loop.
+// status fills in the partitions, their diagnoses and the counts, in the
+// source loop.
 func (h *Head[K, T]) status(s *Status) {
 	w := h.cfg.Window
-	s.ProcessingTime = max(s.ProcessingTime, w.Now())
+	now := max(w.Now(), h.e.now)
+	s.ProcessingTime = max(s.ProcessingTime, now)
 	if s.Watermark == mtime.MinTime {
 		s.Watermark = w.Watermark()
 	}
-	st := w.Tracker().State()
 	var names []string
 	if h.logic {
 		names, _ = h.cfg.Decoder.(PartitionNamer).PartitionNames()
@@ -372,21 +378,70 @@ func (h *Head[K, T]) status(s *Status) {
 		}
 	}
 	tr := w.Tracker()
+	st := tr.State()
+	reports := map[int]connector.PartitionReport{}
+	if !h.logic {
+		for _, r := range h.reports {
+			reports[r.Partition] = r
+		}
+	}
+	quiet := max(2*time.Second.Milliseconds(), int64(tr.IdleTimeout())/2)
+	lo, hi, holder := mtime.MaxTime, mtime.MinTime, -1
 	for i := range st.Max {
 		name := fmt.Sprintf("partition %d", i)
 		if i < len(names) {
 			name = names[i]
 		}
-		s.Partitions = append(s.Partitions, PartitionStatus{
-			Name: name, Watermark: tr.PartitionWatermark(i), MaxEventTime: st.Max[i], LastEvent: st.LastActive[i], Idle: st.Idle[i],
-		})
+		ps := PartitionStatus{
+			Name: name, Watermark: tr.PartitionWatermark(i), MaxEventTime: st.Max[i], LastEvent: st.LastActive[i], Idle: st.Idle[i], Backlog: -1,
+		}
+		r, hasReport := reports[i]
+		if hasReport {
+			ps.Backlog, ps.Err = r.Backlog, r.Err
+		}
+		switch {
+		case ps.Err != "":
+			ps.Diagnosis = DiagInterrupted
+		case ps.Idle && st.Max[i] == mtime.MinTime:
+			ps.Diagnosis = DiagInactive // caught up, never an event
+		case ps.Idle:
+			ps.Diagnosis = DiagIdle
+		case ps.Backlog > 0:
+			ps.Diagnosis = DiagBacklogged
+		case int64(now-st.LastActive[i]) >= quiet && (!hasReport || r.CaughtUp):
+			ps.Diagnosis = DiagInactive
+		default:
+			ps.Diagnosis = DiagActive
+		}
+		if !ps.Idle {
+			if ps.Watermark < lo {
+				lo, holder = ps.Watermark, i
+			}
+			hi = max(hi, ps.Watermark)
+		}
+		s.Partitions = append(s.Partitions, ps)
+	}
+	if holder >= 0 && lo < hi {
+		if holder != h.holder {
+			h.holder, h.since = holder, st.LastActive[holder]
+		}
+		s.Partitions[holder].HoldsBack = true
+		s.HeldBy, s.HeldBySince = s.Partitions[holder].Name, h.since
+	} else {
+		h.holder = -1
+	}
+	if lo < hi && lo != mtime.MinTime {
+		s.EventTimeSkew = int64(hi - lo)
+	}
+	if wm := w.Watermark(); wm > mtime.MinTime && now > mtime.MinTime {
+		s.WatermarkGap = int64(now - wm)
 	}
 	if h.reports != nil {
 		s.Sources = append(s.Sources, SourceStatus{Name: h.cfg.Source, Partitions: h.reports})
 	}
 	c := h.c
 	c.QuarantineReasons = maps.Clone(c.QuarantineReasons)
+	ls := w.LiveStats()
+	c.Accepted, c.TooLate, c.LateAccepted, c.PanesFired, c.WindowsFired = ls.Accepted, ls.TooLate, ls.LateAccepted, ls.Panes, ls.Fired
 	s.Counts = c
-	_, open := w.Progress()
-	s.OpenWindows += open
 }

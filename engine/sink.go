@@ -110,7 +110,8 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 		return nil
 	})
 	e.OnStatus(func(st *Status) {
-		st.Sinks = append(st.Sinks, SinkStatus{Name: name, Written: n.pushed.Load(), Committed: n.Written(), Guarantee: s.Guarantee().String()})
+		st.Sinks = append(st.Sinks, SinkStatus{Name: name, Written: n.pushed.Load(), Committed: n.Written(), Guarantee: s.Guarantee().String(),
+			CommitLatency: float64(p.commitNs.Load()) / 1e6})
 	})
 	e.closers = append(e.closers, func() error { return s.Close() })
 	return n, nil

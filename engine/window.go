@@ -67,6 +67,7 @@ type Window[K comparable, T, A, O any] struct {
 	parts   [][]byte
 	partErr error
 	stats   exec.Stats
+	latency histogram // on-time panes: wall clock at the sinks - firing
 }
 
 // stageBarrier travels through the operator instances with a checkpoint
@@ -135,7 +136,25 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 		}
 	}
 	e.addStage(w)
+	e.OnStatus(w.status)
 	return w, nil
+}
+
+// LiveStats is what the operators did so far, as they last published it.
+func (w *Window[K, T, A, O]) LiveStats() exec.Stats { return w.r.LiveStats() }
+
+// status adds the stage's windows, panes and latency to a report.
+func (w *Window[K, T, A, O]) status(s *Status) {
+	st := w.r.LiveStats()
+	s.OpenWindows += st.Open
+	s.Keys += st.Keys
+	if s.PanesByTiming == nil {
+		s.PanesByTiming = map[string]int64{}
+	}
+	for i, n := range st.PanesByTiming {
+		s.PanesByTiming[window.Timing(i).String()] += n
+	}
+	w.latency.add(&s.PaneLatency)
 }
 
 // Event sends an event with event time ts, of input partition part, at the
@@ -239,10 +258,17 @@ func (w *Window[K, T, A, O]) abort() { w.r.Abort() }
 
 // emit runs in the runner's merging goroutine.
 func (w *Window[K, T, A, O]) emit(outs []exec.Out[K, T, O]) error {
+	now := mtime.MinTime
+	if w.e.Live() {
+		now = mtime.Now()
+	}
 	for i := range outs {
 		o := &outs[i]
 		switch o.Kind {
 		case exec.OutPane:
+			if now != mtime.MinTime && o.Pane.Timing == window.OnTime && !o.Pane.Retract {
+				w.latency.observe(float64(now - o.Pane.EmittedAt))
+			}
 			w.Panes.Push(o.Pane)
 		case exec.OutLate:
 			w.Late.Push(o.Late)

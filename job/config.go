@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,6 +64,9 @@ type Job struct {
 
 	Checkpoint Checkpoint
 	State      State
+	// HTTP is where the job serves its metrics, status and console
+	// (host:port); empty: nowhere.
+	HTTP string
 
 	inputName string // source.file as written, for errors
 	inputLine int
@@ -134,7 +138,7 @@ type Aggregate struct {
 var topFields = []string{
 	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
 	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
-	"quarantine", "summary", "parallelism", "checkpoint", "state",
+	"quarantine", "summary", "parallelism", "checkpoint", "state", "http",
 }
 
 // Reserved output fields: aggregates may not take these names.
@@ -311,6 +315,14 @@ func (p *parser) job(root *node) (*Job, error) {
 	}
 	if err := p.state(root, j); err != nil {
 		return nil, err
+	}
+	if h, hn, err := root.str("http"); err != nil {
+		return nil, err
+	} else if hn != nil {
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			return nil, root.errf(hn, "http", "expected host:port, such as 127.0.0.1:8080, got %q", h)
+		}
+		j.HTTP = h
 	}
 	return j, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
@@ -47,6 +49,10 @@ type Options struct {
 	// FS is the file system checkpoints and output files are written to
 	// (tests inject failures and crashes); nil is the real one.
 	FS checkpoint.FS
+
+	// Console keeps what the web console shows (recent panes); see
+	// Runnable.Console.
+	Console bool
 
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
 	// after every so many batches of the input (tests).
@@ -150,16 +156,19 @@ func (s *Summary) Text() string {
 
 // Runnable is a job turned into an engine, ready to run.
 type Runnable struct {
-	j      *Job
-	o      Options
-	e      *engine.Engine
-	head   *engine.Head[string, record]
-	win    *engine.Window[string, record, []slot, []outVal]
-	out    *engine.SinkNode[pane]
-	late   *engine.SinkNode[lateEvent]
-	having *havingFilter
-	db     *state.DB
-	tmp    string // a temporary state directory to remove at the end
+	j       *Job
+	o       Options
+	e       *engine.Engine
+	head    *engine.Head[string, record]
+	win     *engine.Window[string, record, []slot, []outVal]
+	out     *engine.SinkNode[pane]
+	late    *engine.SinkNode[lateEvent]
+	having  *havingFilter
+	db      *state.DB
+	tmp     string          // a temporary state directory to remove at the end
+	recent  *console.Recent // panes, for the console
+	recLate *console.Recent // too-late events, for the console
+	warn    []string
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -192,11 +201,56 @@ func Build(j *Job, o Options) (*Runnable, error) {
 // Engine is the job's engine: run it with Run, control it with Control.
 func (rn *Runnable) Engine() *engine.Engine { return rn.e }
 
+// Warnings are what the job said at start about its settings.
+func (rn *Runnable) Warnings() []string { return rn.warn }
+
+// Console is the job's web console, metrics and status (built with
+// Options.Console).
+func (rn *Runnable) Console() *console.Server {
+	j := rn.j
+	text, _ := os.ReadFile(j.File)
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: string(text), Warnings: rn.warn}
+	add := func(name, value string) {
+		info.Settings = append(info.Settings, console.Setting{Name: name, Value: value})
+	}
+	add("window", j.Window.Assigner.String())
+	add("watermark", describeWatermark(j))
+	add("trigger", j.Window.Trigger.String())
+	add("allowed lateness", mtime.FormatDuration(j.Window.AllowedLateness))
+	add("mode", j.Window.Mode.String())
+	for _, o := range j.AllOutputs() {
+		add(o.Field, o.Kind())
+	}
+	if j.Checkpoint.Dir != "" {
+		add("checkpoints", fmt.Sprintf("every %s in %s", mtime.FormatDuration(j.Checkpoint.Interval), j.Checkpoint.Dir))
+	}
+	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate}
+}
+
+func describeWatermark(j *Job) string {
+	w := j.Watermark
+	switch w.Kind {
+	case watermark.Perfect:
+		return "perfect"
+	case watermark.Scripted:
+		return "from the field " + j.WMField.String()
+	}
+	s := fmt.Sprintf("delay %s, every %s", mtime.FormatDuration(w.Delay), mtime.FormatDuration(w.Interval))
+	if w.Interval == 0 {
+		s = fmt.Sprintf("delay %s, after every event", mtime.FormatDuration(w.Delay))
+	}
+	if w.Idle > 0 {
+		s += ", idle after " + mtime.FormatDuration(w.Idle)
+	}
+	return s
+}
+
 func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...) }
 
 func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop}
+	rn.warn = j.Warnings()
 	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 {
 		ecfg.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
 			switch {
@@ -220,6 +274,9 @@ func (rn *Runnable) build() error {
 		return setupError(j, err)
 	}
 	rn.e = e
+	for _, w := range rn.warn {
+		rn.logf("warning: %s", w)
+	}
 	lp := newLineParser(j)
 	wcfg := engine.WindowConfig[string, record, []slot, []outVal]{
 		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
@@ -277,6 +334,30 @@ func (rn *Runnable) build() error {
 		results = rn.having
 	}
 	rn.win.Panes.Subscribe(results)
+	if o.Console {
+		// The console shows the recent panes and too-late events.
+		rn.recent, rn.recLate = console.NewRecent(50), console.NewRecent(50)
+		pf, lf := newFormat(j), newFormat(j)
+		var pb, lb []byte
+		rn.win.Panes.Subscribe(engine.Func[pane]{OnPush: func(p pane) {
+			pb = pf.appendPane(pb[:0], p)
+			rn.recent.Add(pb[:len(pb)-1])
+		}})
+		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: func(l lateEvent) {
+			lb = lf.appendLate(lb[:0], l)
+			rn.recLate.Add(lb[:len(lb)-1])
+		}})
+	}
+	if rn.db != nil {
+		db := rn.db
+		e.OnStatus(func(s *engine.Status) { s.StateBytes = int64(db.Metrics().DiskSpaceUsage()) + db.CacheBudget() })
+	} else {
+		e.OnStatus(func(s *engine.Status) {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			s.StateBytes = int64(m.HeapAlloc) // the memory backend: the Go heap, an upper bound
+		})
+	}
 	if j.Late != nil {
 		if rn.late, err = newSink(rn, j.Late, newFormat(j).appendLate, newFormat(j).lateRecord); err != nil {
 			return err

@@ -46,6 +46,10 @@ func (t *Tracker) grow(p int, now mtime.Time) {
 	}
 }
 
+// IdleTimeout is the idleness timeout (0: partitions never turn idle by
+// time).
+func (t *Tracker) IdleTimeout() mtime.Time { return t.idle }
+
 // Partitions is the number of partitions known.
 func (t *Tracker) Partitions() int { return len(t.parts) }
 

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/job"
 )
 
@@ -31,6 +32,9 @@ const usage = `weir: event-time stream processing
 Usage:
   weir run [flags] JOB.yaml    run a job file (see README.md for its fields)
   weir savepoint JOB.yaml      ask the running job for a savepoint
+  weir status JOB.yaml         the running job's partitions, watermark and counts
+                               (from its http address)
+  weir simulator [flags]       serve seed 000's watermark simulator, computed by weir
   weir gen steep|orders|nexmark [flags]
                                write a realistic stream of JSON lines
   weir lateness [flags] FILE   measure how late a recorded stream is: travel
@@ -61,6 +65,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdin, stdout, stderr)
 	case "savepoint":
 		return cmdSavepoint(args[1:], stdout, stderr)
+	case "status":
+		return cmdStatus(args[1:], stdout, stderr)
+	case "simulator":
+		return cmdSimulator(args[1:], stdout, stderr)
 	case "gen":
 		return cmdGen(args[1:], stdout, stderr)
 	case "bench":
@@ -88,6 +96,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
+	httpAddr := fs.String("http", "", "serve /metrics, /api/status and the web console on `host:port` (overrides the job file's http)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
 
@@ -133,7 +142,10 @@ Flags:
 		}
 		defer pprof.StopCPUProfile()
 	}
-	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint}
+	if *httpAddr != "" {
+		j.HTTP = *httpAddr
+	}
+	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != ""}
 	if *progress {
 		opts.Progress = stderr
 	}
@@ -144,6 +156,16 @@ Flags:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if j.HTTP != "" {
+		sctx, stopServer := context.WithCancel(context.Background())
+		defer stopServer()
+		addr, err := console.Listen(sctx, j.HTTP, rn.Console())
+		if err != nil {
+			fmt.Fprintln(stderr, "weir:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "weir: the console is on http://%s/ (metrics on /metrics, status on /api/status)\n", addr)
+	}
 	stopSignals := handleSignals(ctx, cancel, rn.Engine().Control(), stderr)
 	defer stopSignals()
 	if j.Checkpoint.Dir != "" {

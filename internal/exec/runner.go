@@ -414,7 +414,7 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 		if err := op.StoreErr(); err != nil {
 			r.fail(err)
 		}
-		op.openGauge.Store(op.Open)
+		op.publish()
 		if i == 0 {
 			r.wm.Store(int64(op.Watermark()))
 		}
@@ -540,11 +540,39 @@ func (r *Runner[K, T, A, O]) Wait() error {
 	return r.Err()
 }
 
+// LiveStats sums what the instances published after their last batch
+// (Dropped is left out); safe to call while the runner runs.
+func (r *Runner[K, T, A, O]) LiveStats() Stats {
+	var s Stats
+	if r.cfg.Parallelism == 0 {
+		return s
+	}
+	for _, op := range r.ops {
+		l := &op.live
+		s.Accepted += l.accepted.Load()
+		s.TooLate += l.tooLate.Load()
+		s.LateAccepted += l.lateAccepted.Load()
+		s.Panes += l.panes.Load()
+		s.Fired += l.fired.Load()
+		s.Windows += l.windows.Load()
+		s.Keys += l.keys.Load()
+		s.Open += op.openGauge.Load()
+		for i := range s.PanesByTiming {
+			s.PanesByTiming[i] += l.byTiming[i].Load()
+		}
+	}
+	return s
+}
+
 // Stats sums the statistics of the instances; call it after Wait.
 func (r *Runner[K, T, A, O]) Stats() Stats {
 	var s Stats
 	s.Dropped = map[window.Window]int64{}
 	for _, op := range r.ops {
+		s.Keys += int64(op.state.len())
+		for i := range s.PanesByTiming {
+			s.PanesByTiming[i] += op.byTiming[i]
+		}
 		s.Accepted += op.Accepted
 		s.TooLate += op.TooLate
 		s.LateAccepted += op.LateAccepted

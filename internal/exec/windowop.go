@@ -96,6 +96,33 @@ type Stats struct {
 	// sliding window too late for some of its windows is counted in each of
 	// those, even when it was added to the others.
 	Dropped map[window.Window]int64
+	// Keys is the number of keys holding state.
+	Keys int64
+	// PanesByTiming counts panes (retractions included) by timing: early,
+	// on time, late.
+	PanesByTiming [3]int64
+}
+
+// liveStats is what an operator instance publishes of its Stats after each
+// batch, for metrics read from other goroutines while it runs.
+type liveStats struct {
+	accepted, tooLate, lateAccepted, panes, fired, windows, keys atomic.Int64
+	byTiming                                                     [3]atomic.Int64
+}
+
+func (op *WindowOp[K, T, A, O]) publish() {
+	l := &op.live
+	l.accepted.Store(op.Accepted)
+	l.tooLate.Store(op.TooLate)
+	l.lateAccepted.Store(op.LateAccepted)
+	l.panes.Store(op.Panes)
+	l.fired.Store(op.Fired)
+	l.windows.Store(op.Windows)
+	l.keys.Store(int64(op.state.len()))
+	for i := range op.byTiming {
+		l.byTiming[i].Store(op.byTiming[i])
+	}
+	op.openGauge.Store(op.Open)
 }
 
 type win[A, O any] struct {
@@ -175,10 +202,12 @@ type WindowOp[K comparable, T, A, O any] struct {
 	ibuf  []int
 
 	out       []Out[K, T, O]
+	byTiming  [3]int64
 	snapHint  int          // size of the last snapshot, to allocate the next at once
 	spill     func()       // called as outputs pile up during one call; may take them
 	aborted   *atomic.Bool // set by the runner: drop the work at hand
 	openGauge atomic.Int64 // Open, published for progress reports
+	live      liveStats    // Stats, published after every batch
 	Stats
 }
 
@@ -610,6 +639,7 @@ func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], t
 
 func (op *WindowOp[K, T, A, O]) emit(key K, st *win[A, O], rev int, timing window.Timing, final, retract bool, v O, at, emitAt mtime.Time) {
 	op.Panes++
+	op.byTiming[timing]++
 	if rev == 1 && !retract {
 		op.Fired++
 	}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/weirstream/weir/console"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
+)
+
+// cmdStatus prints the diagnosis of a running job, from its console.
+func cmdStatus(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weir status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("http", "", "the job's console at `host:port` (default: the job file's http)")
+	asJSON := fs.Bool("json", false, "print /api/status as it is")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: weir status [flags] JOB.yaml\n\nAsks the running job (which serves its console: http in the job file, or weir run --http) where it stands:\nits watermark, every partition's diagnosis and which one holds the watermark back, the counts and the last checkpoint.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return 2
+	}
+	j, err := job.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 2
+	}
+	if *addr == "" {
+		*addr = j.HTTP
+	}
+	if *addr == "" {
+		fmt.Fprintf(stderr, "weir: %s serves no status: add http: 127.0.0.1:8080 to it, or run it with weir run --http 127.0.0.1:8080\n", pos[0])
+		return 2
+	}
+	cl := &http.Client{Timeout: 5 * time.Second}
+	resp, err := cl.Get("http://" + *addr + "/api/status")
+	if err != nil {
+		fmt.Fprintf(stderr, "weir: no job answers on %s: %v\n", *addr, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(stderr, "weir: %s answered %s\n", *addr, resp.Status)
+		return 1
+	}
+	if *asJSON {
+		stdout.Write(body)
+		return 0
+	}
+	var r console.StatusReply
+	if err := json.Unmarshal(body, &r); err != nil {
+		fmt.Fprintf(stderr, "weir: %s did not answer with a status: %v\n", *addr, err)
+		return 1
+	}
+	fmt.Fprint(stdout, statusText(r.Status))
+	return 0
+}
+
+func showTime(t mtime.Time) string {
+	switch {
+	case t <= mtime.MinTime:
+		return "none"
+	case t >= mtime.MaxTime:
+		return "the end of time"
+	}
+	return t.String()
+}
+
+// statusText is a status for a person.
+func statusText(s engine.Status) string {
+	var b strings.Builder
+	stale := ""
+	if s.Stale {
+		stale = " (stale: the job did not answer in time)"
+	}
+	fmt.Fprintf(&b, "job %s, %s%s\n", s.Job, s.State, stale)
+	fmt.Fprintf(&b, "watermark %s, %.1f s behind processing time; %d open windows, %d keys\n", showTime(s.Watermark), float64(s.WatermarkGap)/1000, s.OpenWindows, s.Keys)
+	if s.HeldBy != "" {
+		fmt.Fprintf(&b, "held back by %s since %s\n", s.HeldBy, showTime(s.HeldBySince))
+	}
+	fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s\n", "partition", "diagnosis", "watermark", "backlog", "last event")
+	for _, p := range s.Partitions {
+		back := "-"
+		if p.Backlog >= 0 {
+			back = fmt.Sprint(p.Backlog)
+		}
+		mark := ""
+		if p.HoldsBack {
+			mark = "  <- holds the watermark back"
+		}
+		if p.Err != "" {
+			mark += "  (" + p.Err + ")"
+		}
+		fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s%s\n", p.Name, p.Diagnosis, showTime(p.Watermark), back, showTime(p.LastEvent), mark)
+	}
+	c := s.Counts
+	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, c.Duplicates, c.TooLate, c.Quarantined)
+	for _, k := range s.Sinks {
+		fmt.Fprintf(&b, "sink %s (%s): %d written, %d committed\n", k.Name, k.Guarantee, k.Written, k.Committed)
+	}
+	if ck := s.Checkpoint; !ck.At.IsZero() {
+		fmt.Fprintf(&b, "last checkpoint %d at %s (%s ago, took %s, %d bytes); %d failed\n", ck.ID, ck.At.UTC().Format(time.RFC3339), s.At.Sub(ck.At).Round(time.Millisecond), ck.Duration.Round(time.Millisecond), ck.Bytes, ck.Failed)
+	}
+	return b.String()
+}
+
+// cmdSimulator serves seed 000's watermark simulator alone.
+func cmdSimulator(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weir simulator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("http", "127.0.0.1:8080", "serve on `host:port`")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: weir simulator [flags]\n\nServes seed 000's watermark simulator on /simulator: the taps of a toy stream replayed\nthrough weir's engine (windows, watermark delay, phones in a tunnel, late policy, periodic\nwatermarks, partitions with an idle one). Ctrl-C stops it.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 0 {
+		fs.Usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a, err := console.Listen(ctx, *addr, &console.Server{})
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "weir: the simulator is on http://%s/simulator\n", a)
+	<-ctx.Done()
+	return 0
+}

@@ -1,0 +1,234 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// twoPartitions is a live source of two partitions whose records the test
+// adds and whose backlog it sets, as a Kafka source would report it.
+type twoPartitions struct {
+	mu      sync.Mutex
+	recs    []connector.Record
+	backlog [2]int64
+	more    chan struct{}
+	sent    bool
+}
+
+func (s *twoPartitions) add(part int, key string, ts mtime.Time) {
+	s.mu.Lock()
+	s.recs = append(s.recs, connector.Record{Value: []byte(fmt.Sprintf("%s %d", key, ts)), Partition: part, Arrival: mtime.MinTime})
+	s.mu.Unlock()
+	select {
+	case s.more <- struct{}{}:
+	default:
+	}
+}
+
+func (s *twoPartitions) setBacklog(part int, n int64) {
+	s.mu.Lock()
+	s.backlog[part] = n
+	s.mu.Unlock()
+}
+
+func (s *twoPartitions) Open(context.Context, []byte) error { return nil }
+func (s *twoPartitions) Close() error                       { return nil }
+
+func (s *twoPartitions) Read(ctx context.Context, b *connector.Batch) error {
+	if !s.sent {
+		s.sent = true
+		b.Partitions = []connector.Partition{{Name: "orders/0"}, {Name: "orders/1"}}
+		return nil
+	}
+	for {
+		s.mu.Lock()
+		b.Records = append(b.Records, s.recs...)
+		s.recs = s.recs[:0]
+		s.mu.Unlock()
+		if len(b.Records) > 0 {
+			return nil
+		}
+		select {
+		case <-s.more:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *twoPartitions) Report() []connector.PartitionReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []connector.PartitionReport
+	for i, n := range s.backlog {
+		out = append(out, connector.PartitionReport{Partition: i, Name: fmt.Sprintf("orders/%d", i), Backlog: n, CaughtUp: n == 0})
+	}
+	return out
+}
+
+type decoder struct{}
+
+func (decoder) Decode(r *connector.Record, d *engine.Decoded[string, int]) {
+	key, ts, _ := strings.Cut(string(r.Value), " ")
+	t, _ := strconv.ParseInt(ts, 10, 64)
+	d.Kind, d.Key, d.Time, d.Value = engine.Event, key, mtime.Time(t), 1
+}
+
+type discard struct{}
+
+func (discard) Open(context.Context, []byte) error                        { return nil }
+func (discard) Write(context.Context, []window.Pane[string, int64]) error { return nil }
+func (discard) Flush(context.Context) error                               { return nil }
+func (discard) PreCommit(context.Context, uint64) ([]byte, error)         { return nil, nil }
+func (discard) Commit(context.Context, uint64, []byte) error              { return nil }
+func (discard) Guarantee() connector.Guarantee                            { return connector.AtLeastOnce }
+func (discard) Close() error                                              { return nil }
+
+func get(t *testing.T, s *Server, path string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	b, _ := io.ReadAll(rec.Result().Body)
+	if rec.Code != 200 {
+		t.Fatalf("%s: %d %s", path, rec.Code, b)
+	}
+	return string(b)
+}
+
+func status(t *testing.T, s *Server) engine.Status {
+	t.Helper()
+	var r StatusReply
+	if err := json.Unmarshal([]byte(get(t, s, "/api/status")), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Status
+}
+
+// metricLines are the lines of /metrics for the given metric names.
+func metricLines(t *testing.T, s *Server, names ...string) []string {
+	var out []string
+	for _, l := range strings.Split(get(t, s, "/metrics"), "\n") {
+		for _, n := range names {
+			if strings.HasPrefix(l, n+"{") || strings.HasPrefix(l, n+" ") {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
+}
+
+func has(t *testing.T, lines []string, want ...string) {
+	t.Helper()
+	joined := strings.Join(lines, "\n")
+	for _, w := range want {
+		if !strings.Contains(joined, w) {
+			t.Errorf("no %q in\n%s", w, joined)
+		}
+	}
+}
+
+// A live job with a fake clock: a partition goes quiet, then idle, then
+// comes back with a too-late event; a backlog builds on the other. The
+// metrics and the diagnoses say so, exactly.
+func TestMetricsAndDiagnoses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &twoPartitions{more: make(chan struct{}, 1)}
+		e, err := engine.New(engine.Config{Name: "orders", Live: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, _ := engine.NewWindow(e, engine.WindowConfig[string, int, int64, int64]{
+			Name: "window", Strategy: window.NewStrategy(window.TumblingWindows(10 * time.Second)),
+			Watermark: watermark.BoundedOutOfOrderness(0).WithInterval(100 * time.Millisecond).WithIdleness(5 * time.Second),
+			Agg:       aggregate.Count[int](), Parallelism: 1, Hash: func(s string) uint64 { return uint64(len(s)) },
+		})
+		out, _ := engine.NewSink[window.Pane[string, int64]](e, "output", discard{})
+		w.Panes.Subscribe(out)
+		h, _ := engine.NewHead(e, engine.HeadConfig[string, int]{Name: "head", Source: "orders", Decoder: decoder{}, Window: w})
+		e.AddSource("orders", src, h)
+		e.OnSignal(h)
+		srv := &Server{Control: e.Control(), Job: JobInfo{Name: "orders"}}
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+
+		t0 := mtime.Now() // 2000-01-01T00:00:00Z in the bubble
+		time.Sleep(time.Second)
+		src.add(0, "a", t0+1000)
+		src.add(1, "b", t0+1000)
+		time.Sleep(time.Second) // t0+2s: p0 moves on, p1 is quiet
+		src.add(0, "a", t0+12_000)
+		time.Sleep(2 * time.Second) // t0+4s
+		synctest.Wait()
+		st := status(t, srv)
+		if d0, d1 := st.Partitions[0].Diagnosis, st.Partitions[1].Diagnosis; d0 != engine.DiagActive || d1 != engine.DiagInactive {
+			t.Errorf("at 4 s: %s, %s", d0, d1)
+		}
+		if st.HeldBy != "orders/1" || st.HeldBySince != t0+1000 || st.Watermark != t0+999 || st.EventTimeSkew != 11_000 {
+			t.Errorf("held by %q since %s, watermark %s, skew %d", st.HeldBy, st.HeldBySince, st.Watermark, st.EventTimeSkew)
+		}
+		has(t, metricLines(t, srv, MetricPartitionState, MetricHoldsBack, MetricWatermarkGap),
+			`weir_partition_diagnosis{diagnosis="inactive",job="orders",partition="orders/1"} 1`,
+			`weir_partition_holds_watermark{job="orders",partition="orders/1"} 1`,
+			`weir_watermark_gap_seconds{job="orders"} 3.001`)
+
+		time.Sleep(3 * time.Second) // t0+7s: p1 has been quiet for 6 s
+		synctest.Wait()
+		st = status(t, srv)
+		if d := st.Partitions[1].Diagnosis; d != engine.DiagIdle || st.HeldBy != "" || st.Watermark != t0+11_999 {
+			t.Errorf("at 7 s: %s, held by %q, watermark %s", d, st.HeldBy, st.Watermark)
+		}
+		has(t, metricLines(t, srv, MetricPartitionIdle, MetricPanesFired, MetricOpenWindows),
+			`weir_partition_idle{job="orders",partition="orders/1"} 1`,
+			`weir_panes_fired_total{job="orders",timing="ON_TIME"} 2`,
+			`weir_open_windows{job="orders"} 1`)
+
+		// A backlog builds on p0; p1 comes back with a too-late event.
+		src.setBacklog(0, 250)
+		src.add(1, "b", t0+500)
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		st = status(t, srv)
+		if d0, d1 := st.Partitions[0].Diagnosis, st.Partitions[1].Diagnosis; d0 != engine.DiagBacklogged || d1 != engine.DiagActive || st.Partitions[0].Backlog != 250 {
+			t.Errorf("at 7.3 s: %s (backlog %d), %s", d0, st.Partitions[0].Backlog, d1)
+		}
+		has(t, metricLines(t, srv, MetricRecords, MetricLateDropped, MetricPartitionBacklog),
+			`weir_records_total{job="orders",outcome="accepted"} 3`,
+			`weir_records_total{job="orders",outcome="too_late"} 1`,
+			`weir_late_records_dropped_total{job="orders"} 1`,
+			`weir_partition_backlog{job="orders",partition="orders/0"} 250`)
+		e.Control().Stop(context.Background(), true)
+		<-done
+	})
+}
+
+// The simulator answers on /api/simulate with weir's engine's results.
+func TestSimulateEndpoint(t *testing.T) {
+	srv := &Server{}
+	var r SimResult
+	if err := json.Unmarshal([]byte(get(t, srv, "/api/simulate?size=15&delay=2&tunnel=10&policy=lateness&seed=81")), &r); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Simulate(SimParams{Size: 15, Delay: 2, Tunnel: 10, Policy: PolicyLateness, Seed: 81})
+	if r.N != want.N || r.Late != want.Late || r.Lost != want.Lost || len(r.Windows) != 6 || r.Summary != want.Summary {
+		t.Errorf("got %+v\nwant %+v", r, want)
+	}
+	if page := get(t, srv, "/simulator"); !strings.Contains(page, "<title>") {
+		t.Errorf("/simulator: %.200s", page)
+	}
+}

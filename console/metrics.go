@@ -1,0 +1,150 @@
+package console
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Metric names, as /metrics serves them and the alert rules use them. Every
+// metric has the label job (the job's name).
+const (
+	MetricRecords          = "weir_records_total"               // counter, by outcome: accepted, duplicate, too_late, quarantined
+	MetricQuarantined      = "weir_quarantined_total"           // counter, by reason
+	MetricLateAccepted     = "weir_late_records_accepted_total" // counter: late, within the allowed lateness
+	MetricLateDropped      = "weir_late_records_dropped_total"  // counter: too late (Flink's numLateRecordsDropped)
+	MetricWatermark        = "weir_watermark_seconds"           // gauge: the combined watermark, Unix seconds
+	MetricPartitionWM      = "weir_partition_watermark_seconds" // gauge, by partition
+	MetricWatermarkGap     = "weir_watermark_gap_seconds"       // gauge: processing time - watermark
+	MetricSkew             = "weir_event_time_skew_seconds"     // gauge: the spread of the partitions' watermarks
+	MetricPartitionIdle    = "weir_partition_idle"              // gauge 0/1, by partition
+	MetricPartitionState   = "weir_partition_diagnosis"         // gauge 1, by partition and diagnosis
+	MetricPartitionBacklog = "weir_partition_backlog"           // gauge, by partition: records (bytes for a file) waiting
+	MetricHoldsBack        = "weir_partition_holds_watermark"   // gauge 0/1, by partition
+	MetricOpenWindows      = "weir_open_windows"                // gauge
+	MetricKeys             = "weir_keys"                        // gauge: keys with state
+	MetricStateBytes       = "weir_state_bytes"                 // gauge
+	MetricPanesFired       = "weir_panes_fired_total"           // counter, by timing
+	MetricSinkWritten      = "weir_sink_records_written_total"  // counter, by sink
+	MetricSinkCommitted    = "weir_sink_records_committed_total"
+	MetricSinkCommit       = "weir_sink_commit_seconds"             // gauge, by sink: the last commit's duration
+	MetricCkptDuration     = "weir_checkpoint_duration_seconds"     // gauge: the last checkpoint's
+	MetricCkptBytes        = "weir_checkpoint_size_bytes"           // gauge: the last checkpoint's
+	MetricCkptLast         = "weir_checkpoint_last_success_seconds" // gauge: Unix seconds of the last success
+	MetricCkptAge          = "weir_checkpoint_age_seconds"          // gauge: since the last success
+	MetricCkptTotal        = "weir_checkpoints_total"               // counter
+	MetricCkptFailed       = "weir_checkpoint_failures_total"       // counter
+	MetricCkptFailing      = "weir_checkpoint_failures_in_a_row"    // gauge
+	MetricPaneLatency      = "weir_pane_latency_seconds"            // histogram: an on-time pane at the sinks after its firing
+	MetricUp               = "weir_up"                              // gauge: 1 while the job answers, 0 when it is stale
+)
+
+// collector turns a job's status into metrics at each scrape: it costs the
+// job nothing between scrapes.
+type collector struct {
+	ctl *engine.Control
+}
+
+// Describe implements prometheus.Collector (an unchecked collector: the
+// partitions and sinks are known only at a scrape).
+func (c collector) Describe(chan<- *prometheus.Desc) {}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, append([]string{"job"}, labels...), nil)
+}
+
+func seconds(t mtime.Time) float64 { return float64(t) / 1000 }
+
+// Collect implements prometheus.Collector.
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	st := c.ctl.Status(context.Background(), 2*time.Second)
+	job := st.Job
+	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, t, v, append([]string{job}, labels...)...)
+	}
+	up := 1.0
+	if st.Stale {
+		up = 0
+	}
+	put(desc(MetricUp, "1 while the job answers its status, 0 when the last answer is stale"), prometheus.GaugeValue, up)
+	cnt := st.Counts
+	rec := desc(MetricRecords, "Records read, by outcome: every record is accepted, a duplicate, too late or quarantined", "outcome")
+	put(rec, prometheus.CounterValue, float64(cnt.Accepted), "accepted")
+	put(rec, prometheus.CounterValue, float64(cnt.Duplicates), "duplicate")
+	put(rec, prometheus.CounterValue, float64(cnt.TooLate), "too_late")
+	put(rec, prometheus.CounterValue, float64(cnt.Quarantined), "quarantined")
+	q := desc(MetricQuarantined, "Records quarantined, by reason", "reason")
+	for r, n := range cnt.QuarantineReasons {
+		put(q, prometheus.CounterValue, float64(n), r)
+	}
+	put(desc(MetricLateAccepted, "Late records added within the allowed lateness"), prometheus.CounterValue, float64(cnt.LateAccepted))
+	put(desc(MetricLateDropped, "Records too late for every window: dropped, or sent to the late output (Flink's numLateRecordsDropped)"), prometheus.CounterValue, float64(cnt.TooLate))
+	if st.Watermark > mtime.MinTime && st.Watermark < mtime.MaxTime {
+		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
+		put(desc(MetricWatermarkGap, "Processing time minus the watermark, seconds"), prometheus.GaugeValue, float64(st.WatermarkGap)/1000)
+	}
+	put(desc(MetricSkew, "The spread of the partitions' watermarks, seconds"), prometheus.GaugeValue, float64(st.EventTimeSkew)/1000)
+	pwm := desc(MetricPartitionWM, "A partition's watermark, Unix seconds", "partition")
+	idle := desc(MetricPartitionIdle, "1 when a partition is idle: it does not hold the watermark back", "partition")
+	diag := desc(MetricPartitionState, "A partition's diagnosis (active, inactive, backlogged, transport interrupted, declared idle)", "partition", "diagnosis")
+	backlog := desc(MetricPartitionBacklog, "Records (for a file, bytes) waiting to be read, by partition", "partition")
+	holds := desc(MetricHoldsBack, "1 for the partition that holds the combined watermark back", "partition")
+	for _, p := range st.Partitions {
+		if p.Watermark > mtime.MinTime {
+			put(pwm, prometheus.GaugeValue, seconds(p.Watermark), p.Name)
+		}
+		put(idle, prometheus.GaugeValue, b2f(p.Idle), p.Name)
+		put(diag, prometheus.GaugeValue, 1, p.Name, p.Diagnosis)
+		if p.Backlog >= 0 {
+			put(backlog, prometheus.GaugeValue, float64(p.Backlog), p.Name)
+		}
+		put(holds, prometheus.GaugeValue, b2f(p.HoldsBack), p.Name)
+	}
+	put(desc(MetricOpenWindows, "Windows holding state"), prometheus.GaugeValue, float64(st.OpenWindows))
+	put(desc(MetricKeys, "Keys holding state"), prometheus.GaugeValue, float64(st.Keys))
+	put(desc(MetricStateBytes, "The memory (and, with Pebble, disk) state takes, estimated"), prometheus.GaugeValue, float64(st.StateBytes))
+	fired := desc(MetricPanesFired, "Panes fired, retractions included, by timing", "timing")
+	for _, tm := range []string{"EARLY", "ON_TIME", "LATE"} {
+		put(fired, prometheus.CounterValue, float64(st.PanesByTiming[tm]), tm)
+	}
+	wr := desc(MetricSinkWritten, "Records a sink was given to write", "sink")
+	cm := desc(MetricSinkCommitted, "Records that reached readers: committed at a checkpoint, or flushed", "sink")
+	cl := desc(MetricSinkCommit, "How long the sink's last commit took, seconds", "sink")
+	for _, s := range st.Sinks {
+		put(wr, prometheus.CounterValue, float64(s.Written), s.Name)
+		put(cm, prometheus.CounterValue, float64(s.Committed), s.Name)
+		put(cl, prometheus.GaugeValue, s.CommitLatency/1000, s.Name)
+	}
+	ck := st.Checkpoint
+	put(desc(MetricCkptTotal, "Checkpoints taken, failed ones included"), prometheus.CounterValue, float64(ck.Total))
+	put(desc(MetricCkptFailed, "Checkpoints that failed"), prometheus.CounterValue, float64(ck.Failed))
+	put(desc(MetricCkptFailing, "Checkpoints that failed in a row"), prometheus.GaugeValue, float64(ck.Failures))
+	if !ck.At.IsZero() {
+		put(desc(MetricCkptDuration, "How long the last checkpoint took, barrier to commit, seconds"), prometheus.GaugeValue, ck.Duration.Seconds())
+		put(desc(MetricCkptBytes, "The size of the last checkpoint"), prometheus.GaugeValue, float64(ck.Bytes))
+		put(desc(MetricCkptLast, "When the last checkpoint succeeded, Unix seconds"), prometheus.GaugeValue, float64(ck.At.UnixMilli())/1000)
+		put(desc(MetricCkptAge, "Seconds since the last checkpoint succeeded"), prometheus.GaugeValue, st.At.Sub(ck.At).Seconds())
+	}
+	h := st.PaneLatency
+	if h.Bounds != nil {
+		buckets := map[float64]uint64{}
+		var cum uint64
+		for i, b := range h.Bounds {
+			cum += uint64(h.Counts[i])
+			buckets[b/1000] = cum
+		}
+		ch <- prometheus.MustNewConstHistogram(desc(MetricPaneLatency, "How long after its firing an on-time pane reached the sinks, seconds (live jobs)"),
+			uint64(h.Count), h.Sum/1000, buckets, job)
+	}
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

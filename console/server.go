@@ -1,0 +1,204 @@
+// Package console serves a running job over HTTP: /metrics in the
+// Prometheus format, /api/status (the same as JSON, with each partition's
+// diagnosis and the partition that holds the watermark back), a web console
+// that updates live (/), and the watermark simulator of seed 000 computed by
+// weir's own engine (/simulator). Every asset is embedded in the binary.
+package console
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirstream/weir/engine"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// JobInfo is what the console shows of a job's configuration.
+type JobInfo struct {
+	Name string `json:"name"`
+	File string `json:"file"`
+	// Text is the job file as written.
+	Text string `json:"text"`
+	// Settings are the settings that decide what comes out, as the job
+	// file gives them or by default (window, watermark, trigger, lateness,
+	// mode, outputs).
+	Settings []Setting `json:"settings"`
+	// Warnings are what the job said at start about its settings.
+	Warnings []string `json:"warnings"`
+}
+
+// Setting is one setting of a job.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Server serves one job.
+type Server struct {
+	Control *engine.Control
+	Job     JobInfo
+	// Panes holds the job's recent panes, Late its recent too-late events.
+	Panes, Late *Recent
+}
+
+// Handler is the console's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	if s.Control != nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collector{s.Control}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("GET /api/status", s.status)
+	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Panes.Items()) })
+	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Late.Items()) })
+	mux.HandleFunc("GET /api/simulate", simulate)
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serveFile(w, r, static, "index.html") })
+	mux.HandleFunc("GET /simulator", func(w http.ResponseWriter, r *http.Request) { serveFile(w, r, static, "simulator.html") })
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", files))
+	return mux
+}
+
+// SimulatorHandler serves the simulator alone, without a job (weir
+// simulator, and the tests of the page).
+func SimulatorHandler() http.Handler { return (&Server{}).Handler() }
+
+func serveFile(w http.ResponseWriter, r *http.Request, fsys fs.FS, name string) {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Write(b)
+}
+
+// StatusReply is what /api/status answers.
+type StatusReply struct {
+	Job    JobInfo       `json:"job"`
+	Status engine.Status `json:"status"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if s.Control == nil {
+		http.Error(w, "no job", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, StatusReply{Job: s.Job, Status: s.Control.Status(r.Context(), 2*time.Second)})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(v)
+}
+
+// simulate answers /api/simulate?size=15&delay=2&tunnel=10&policy=drop&seed=81
+// (&interval=0&partitions=1&idle_after=0&idle=0) with a SimResult.
+func simulate(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	num := func(name string, def float64) float64 {
+		if v := q.Get(name); v != "" {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				return f
+			}
+		}
+		return def
+	}
+	p := SimParams{
+		Size: int(num("size", 15)), Delay: num("delay", 2), Tunnel: num("tunnel", 10), Policy: q.Get("policy"),
+		Seed: uint32(num("seed", 81)), Interval: num("interval", 0), Partitions: int(num("partitions", 1)),
+		IdleAfter: num("idle_after", 0), Idle: num("idle", 0),
+	}
+	if p.Policy == "" {
+		p.Policy = PolicyDrop
+	}
+	res, err := Simulate(p)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	writeJSON(w, res)
+}
+
+// Recent keeps the last items of a stream (JSON values), for the console.
+type Recent struct {
+	mu    sync.Mutex
+	items []json.RawMessage
+	next  int
+	full  bool
+}
+
+// NewRecent keeps the last n items.
+func NewRecent(n int) *Recent { return &Recent{items: make([]json.RawMessage, n)} }
+
+// Add keeps a copy of b, a JSON value.
+func (r *Recent) Add(b []byte) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.items[r.next] = append(r.items[r.next][:0], b...)
+	r.next++
+	if r.next == len(r.items) {
+		r.next, r.full = 0, true
+	}
+	r.mu.Unlock()
+}
+
+// Items returns the items kept, oldest first.
+func (r *Recent) Items() []json.RawMessage {
+	out := []json.RawMessage{}
+	if r == nil {
+		return out
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.full {
+		for _, it := range r.items[r.next:] {
+			out = append(out, append(json.RawMessage(nil), it...))
+		}
+	}
+	for _, it := range r.items[:r.next] {
+		out = append(out, append(json.RawMessage(nil), it...))
+	}
+	return out
+}
+
+// Listen serves the console on addr (host:port) until ctx is done.
+func Listen(ctx context.Context, addr string, s *Server) (net.Addr, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot serve the console on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.Close()
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	return l.Addr(), nil
+}

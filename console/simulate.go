@@ -1,0 +1,305 @@
+package console
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/weirtest"
+	"github.com/weirstream/weir/window"
+)
+
+// The watermark simulator of seed 000: a toy stream of taps, with time
+// shrunk to seconds, cut into windows by event time, replayed in arrival
+// order through weir's own engine (weirtest.Harness), so that what it shows
+// is what weir does. It goes past the seed's toy in two ways: the watermark
+// may be emitted periodically, as Flink does, instead of after every tap;
+// and the taps may come on several partitions, one of which goes quiet.
+
+// The toy's constants, as the seed has them.
+const (
+	simSpan     = 90.0  // seconds of event time cut into windows
+	simHorizon  = 160.0 // taps keep coming after the last window
+	simRate     = 0.5   // taps per second
+	simLateness = 15    // allowed lateness of the third policy, seconds
+)
+
+// Policies for late taps.
+const (
+	PolicyDrop     = "drop"
+	PolicySide     = "side"
+	PolicyLateness = "lateness"
+)
+
+// SimParams are the simulator's controls.
+type SimParams struct {
+	Size   int     `json:"size"`   // window size, seconds: 10, 15 or 30
+	Delay  float64 `json:"delay"`  // watermark delay, seconds (0 to 30)
+	Tunnel float64 `json:"tunnel"` // percent of phones in a tunnel (0 to 40)
+	Policy string  `json:"policy"` // drop, side or lateness
+	Seed   uint32  `json:"seed"`   // the stream (81 shows every effect)
+	// Interval is the periodic watermark's interval, seconds; 0 emits a
+	// watermark after every tap, as the seed's toy does.
+	Interval float64 `json:"interval"`
+	// Partitions spreads the taps over this many partitions (1 to 4), each
+	// with its own watermark; with IdleAfter > 0, the last partition gets no
+	// tap after that many seconds of event time, and Idle (seconds, 0: never)
+	// is how long a partition may stay quiet before it stops holding the
+	// watermark back.
+	Partitions int     `json:"partitions"`
+	IdleAfter  float64 `json:"idle_after"`
+	Idle       float64 `json:"idle"`
+}
+
+// Tap is one event of the toy stream and what became of it.
+type Tap struct {
+	TS        float64 `json:"ts"`  // event time, seconds
+	Arr       float64 `json:"arr"` // arrival, seconds
+	Offline   bool    `json:"offline"`
+	Partition int     `json:"partition"`
+	// Fate is "on time", "added late", "side output", "dropped", or ""
+	// for a tap after the last window.
+	Fate string `json:"fate"`
+}
+
+// SimWindow is one window and its results.
+type SimWindow struct {
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+	// Close is when (arrival time, seconds) the watermark passed its end,
+	// or null if it has not by the end of the stream.
+	Close *float64 `json:"close"`
+	First int      `json:"first"` // the count of the on-time pane
+	Count int      `json:"count"` // the final count
+	// Updates counts the late panes (taps added within the lateness).
+	Updates int `json:"updates"`
+}
+
+// CurvePoint is one delay of the trade-off: the share of taps late, and how
+// long results waited after their window ended, on average.
+type CurvePoint struct {
+	Delay float64 `json:"delay"`
+	Late  float64 `json:"late"`
+	Wait  float64 `json:"wait"`
+}
+
+// SimResult is what the simulator shows for one set of controls.
+type SimResult struct {
+	Params  SimParams    `json:"params"`
+	Taps    []Tap        `json:"taps"`
+	Windows []SimWindow  `json:"windows"`
+	N       int          `json:"n"`    // taps in the windows
+	Late    int          `json:"late"` // late: added, side output or dropped
+	Lost    int          `json:"lost"` // dropped
+	Wait    float64      `json:"wait"` // mean wait after a window's end, seconds
+	Curve   []CurvePoint `json:"curve"`
+	Summary string       `json:"summary"`
+}
+
+// mulberry32 is the seed's small generator, so that a stream number gives
+// the seed's stream.
+func mulberry32(seed uint32) func() float64 {
+	return func() float64 {
+		seed += 0x6D2B79F5
+		t := seed
+		t = imul(t^(t>>15), 1|t)
+		t = (t + imul(t^(t>>7), 61|t)) ^ t
+		return float64(t^(t>>14)) / 4294967296
+	}
+}
+
+func imul(a, b uint32) uint32 { return a * b }
+
+// makeStream draws the taps as the seed's toy does: every tap draws the same
+// four numbers, so the controls change only what they control.
+func makeStream(p SimParams) []Tap {
+	r := mulberry32(p.Seed)
+	var taps []Tap
+	t := 0.0
+	for i := 0; ; i++ {
+		t += -math.Log(1-r()) / simRate
+		network := 0.2 + 2.3*r()
+		coin, tunnel := r(), 4+36*r()
+		if t > simHorizon {
+			break
+		}
+		offline := coin < p.Tunnel/100
+		arr := t + network
+		if offline {
+			arr += tunnel
+		}
+		part := 0
+		if p.Partitions > 1 {
+			part = i % p.Partitions
+			if p.IdleAfter > 0 && part == p.Partitions-1 && t > p.IdleAfter {
+				continue // the quiet partition has nothing more
+			}
+		}
+		taps = append(taps, Tap{TS: t, Arr: arr, Offline: offline, Partition: part})
+	}
+	return taps
+}
+
+func ms(s float64) mtime.Time { return mtime.Time(math.Round(s * 1000)) }
+
+// Simulate replays the taps in arrival order through weir's engine.
+func Simulate(p SimParams) (*SimResult, error) {
+	if p.Size <= 0 {
+		p.Size = 15
+	}
+	if p.Partitions < 1 {
+		p.Partitions = 1
+	}
+	if p.Partitions > 4 || p.Delay < 0 || p.Delay > 60 || p.Tunnel < 0 || p.Tunnel > 100 || p.Interval < 0 || p.Idle < 0 {
+		return nil, fmt.Errorf("out of range: %+v", p)
+	}
+	taps := makeStream(p)
+	res, err := run(p, taps)
+	if err != nil {
+		return nil, err
+	}
+	for d := 0; d <= 30; d++ {
+		q := p
+		q.Delay, q.Policy = float64(d), PolicyDrop
+		r, err := run(q, taps)
+		if err != nil {
+			return nil, err
+		}
+		late := 0.0
+		if r.N > 0 {
+			late = float64(r.Late) / float64(r.N)
+		}
+		res.Curve = append(res.Curve, CurvePoint{Delay: float64(d), Late: late, Wait: r.Wait})
+	}
+	share := 0
+	if res.N > 0 {
+		share = int(math.Round(100 * float64(res.Late) / float64(res.N)))
+	}
+	what := ""
+	switch {
+	case res.Late == 0:
+	case p.Policy == PolicySide:
+		what = " They went to the side output, where a batch job can add them later."
+	case p.Policy == PolicyLateness:
+		what = fmt.Sprintf(" %d were added within the allowed lateness (counts shown as first → final)", res.Late-res.Lost)
+		if res.Lost > 0 {
+			what += fmt.Sprintf(", and %d came even later and were dropped.", res.Lost)
+		} else {
+			what += "."
+		}
+	default:
+		what = " They were dropped, so the counts are too low."
+	}
+	res.Summary = fmt.Sprintf("%d of %d taps were late (%d%%).%s On average, each result came %.1f s after its window ended.", res.Late, res.N, share, what, res.Wait)
+	return res, nil
+}
+
+// run is one replay: one window stage counting the taps (their index) per
+// window, with the watermark, lateness and partitions of p.
+func run(p SimParams, stream []Tap) (*SimResult, error) {
+	taps := slices.Clone(stream)
+	order := make([]int, len(taps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		switch {
+		case taps[a].Arr < taps[b].Arr:
+			return -1
+		case taps[a].Arr > taps[b].Arr:
+			return 1
+		}
+		return 0
+	})
+	lateness := time.Duration(0)
+	if p.Policy == PolicyLateness {
+		lateness = simLateness * time.Second
+	}
+	strategy := window.NewStrategy(window.TumblingWindows(time.Duration(p.Size) * time.Second)).WithLateness(lateness)
+	wm := watermark.BoundedOutOfOrderness(time.Duration(p.Delay * float64(time.Second))).WithInterval(time.Duration(p.Interval * float64(time.Second)))
+	if p.Idle > 0 {
+		wm = wm.WithIdleness(time.Duration(p.Idle * float64(time.Second)))
+	}
+	h, err := weirtest.NewHarness[string](strategy, aggregate.Collect[int](), weirtest.WithWatermark(wm))
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range order {
+		h.AdvanceProcessingTime(ms(taps[i].Arr))
+		h.AddOn(taps[i].Partition, "taps", ms(taps[i].TS), i)
+	}
+	n := int(simSpan) / p.Size
+	wins := make([]SimWindow, n)
+	for k := range wins {
+		wins[k] = SimWindow{Start: float64(k * p.Size), End: float64((k + 1) * p.Size)}
+	}
+	for _, pn := range h.Panes() {
+		k := int(pn.Window.Start / 1000 / mtime.Time(p.Size))
+		if k < 0 || k >= n {
+			continue
+		}
+		w := &wins[k]
+		switch pn.Timing {
+		case window.OnTime:
+			c := float64(pn.EmittedAt) / 1000
+			w.Close = &c
+			w.First = len(pn.Value)
+			for _, i := range pn.Value {
+				if taps[i].TS < simSpan {
+					taps[i].Fate = "on time"
+				}
+			}
+		case window.Late:
+			w.Updates++
+			for _, i := range pn.Value {
+				if taps[i].Fate == "" && taps[i].TS < simSpan {
+					taps[i].Fate = "added late"
+				}
+			}
+		}
+		w.Count = len(pn.Value)
+	}
+	for _, l := range h.Late() {
+		if taps[l.Value].TS < simSpan {
+			if p.Policy == PolicySide {
+				taps[l.Value].Fate = "side output"
+			} else {
+				taps[l.Value].Fate = "dropped"
+			}
+		}
+	}
+	for i := range taps {
+		// A tap whose window has not closed when the stream ends is in it,
+		// on time.
+		if taps[i].Fate == "" && taps[i].TS < simSpan {
+			taps[i].Fate = "on time"
+		}
+	}
+	res := &SimResult{Params: p, Taps: taps, Windows: wins}
+	var wait float64
+	for _, w := range wins {
+		if w.Close != nil {
+			wait += *w.Close - w.End
+		}
+	}
+	res.Wait = wait / float64(len(wins))
+	for _, t := range taps {
+		if t.TS >= simSpan {
+			continue
+		}
+		res.N++
+		switch t.Fate {
+		case "on time":
+		case "dropped":
+			res.Late++
+			res.Lost++
+		default:
+			res.Late++
+		}
+	}
+	return res, nil
+}
