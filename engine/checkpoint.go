@@ -306,15 +306,27 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		}
 		return
 	}
-	c.failures = 0
 	c.lastGood = path
 	if err := c.commitAll(b.ID); err != nil {
-		e.Fail(err)
+		// The checkpoint is durable and keeps what is still to commit: the
+		// next checkpoint carries it and its commit tries again. A sink that
+		// keeps refusing (a table not writable) stops the job once the
+		// failures in a row pass the tolerated number, as checkpoints do.
+		c.failures++
+		c.mu.Lock()
+		c.last.Failures = c.failures
+		c.last.Failed++
+		c.mu.Unlock()
+		e.log(fmt.Sprintf("%s (%d in a row, %d tolerated)", errText(err), c.failures, e.cfg.Checkpoint.TolerableFailures))
+		if c.failures > e.cfg.Checkpoint.TolerableFailures {
+			e.Fail(err)
+		}
 		if b.reply != nil {
 			b.reply <- savepointResult{path: path, err: err}
 		}
 		return
 	}
+	c.failures = 0
 	c.mu.Lock()
 	c.last.ID, c.last.Kind, c.last.Path, c.last.At = b.ID, string(b.Kind), path, time.Now()
 	c.last.Duration, c.last.Bytes, c.last.Failures = time.Since(b.started), size, 0
@@ -338,7 +350,7 @@ func (c *coordinator) commitAll(id uint64) error {
 		t0 := time.Now()
 		for _, pc := range p.pending {
 			if err := retry(c.e, p.name+" commit", func() error { return p.commit(c.e.sinkCtx, pc.id, pc.data) }); err != nil {
-				return &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d is durable, but committing %s failed (a restart commits it again)", id, p.name), Err: err}
+				return &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d is durable, but its commit failed (the next checkpoint or a restart commits it again): %s", id, errText(err)), Err: err}
 			}
 			p.committed.Add(pc.items)
 		}

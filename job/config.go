@@ -67,6 +67,10 @@ type Job struct {
 	// HTTP is where the job serves its metrics, status and console
 	// (host:port); empty: nowhere.
 	HTTP string
+	// Version is the version of the job's metric definitions (seed 004):
+	// every pane carries it, and a table keeps a new version's rows over an
+	// old one's whatever their revisions. 1 when the file does not say.
+	Version int64
 
 	inputName string // source.file as written, for errors
 	inputLine int
@@ -138,13 +142,14 @@ type Aggregate struct {
 var topFields = []string{
 	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
 	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
-	"quarantine", "summary", "parallelism", "checkpoint", "state", "http",
+	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version",
 }
 
 // Reserved output fields: aggregates may not take these names.
 var reserved = map[string]bool{
 	"key": true, "window_start": true, "window_end": true, "revision": true, "timing": true,
 	"final": true, "retract": true, "watermark": true, "emitted_at": true,
+	"status": true, "version": true, "updated_at": true, "delta_id": true,
 }
 
 // Load reads and validates a job file. The input file must exist (unless it
@@ -236,7 +241,7 @@ func (p *parser) resolve(path string) string {
 // job file, so the first error reported is the first a reader would meet.
 func (p *parser) job(root *node) (*Job, error) {
 	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9), lines: map[string]int{}}
-	for _, f := range []string{"output", "late_output", "quarantine", "summary", "checkpoint", "state"} {
+	for _, f := range []string{"output", "late_output", "quarantine", "summary", "checkpoint", "state", "aggregates"} {
 		if v := root.get(f); v != nil {
 			j.lines[f] = v.Line
 		}
@@ -307,10 +312,22 @@ func (p *parser) job(root *node) (*Job, error) {
 		}
 		j.Parallelism = n
 	}
+	j.Version = 1
+	if n, ok, err := root.integer("version"); err != nil {
+		return nil, err
+	} else if ok {
+		if n < 1 {
+			return nil, root.errf(root.get("version"), "version", "expected a whole number from 1, got %d", n)
+		}
+		j.Version = int64(n)
+	}
 	if err := p.checkpoint(root, j); err != nil {
 		return nil, err
 	}
 	if err := p.checkDelivery(j); err != nil {
+		return nil, err
+	}
+	if err := p.checkTables(j); err != nil {
 		return nil, err
 	}
 	if err := p.state(root, j); err != nil {

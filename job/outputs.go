@@ -22,6 +22,21 @@ type Output struct {
 	// kinds.
 	File  string
 	Kafka *KafkaOutput
+	// Table is an SQLite or PostgreSQL table (results only).
+	Table *TableOutput
+}
+
+// TableOutput is a table results are upserted into.
+type TableOutput struct {
+	// Driver is "sqlite" or "postgres".
+	Driver string
+	// Path is the SQLite database file (absolute); DSN the PostgreSQL
+	// connection string, with ${NAME} read from the environment.
+	Path, DSN string
+	// Table is the table's name; KeyColumn the name of the key's column
+	// (the key field's name, dots made underscores, when the file does not
+	// say).
+	Table, KeyColumn string
 }
 
 // Kind names the output's kind in messages.
@@ -29,6 +44,10 @@ func (o *Output) Kind() string {
 	switch {
 	case o.Kafka != nil:
 		return "kafka topic " + o.Kafka.Topic
+	case o.Table != nil && o.Table.Driver == "sqlite":
+		return "table " + o.Table.Table + " in " + o.Table.Path
+	case o.Table != nil:
+		return "postgres table " + o.Table.Table
 	case o.File == "-":
 		return "standard output"
 	}
@@ -134,8 +153,22 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 	if err != nil {
 		return err
 	}
-	if err := m.strict("file", "kafka"); err != nil {
+	if err := m.strict("file", "kafka", "sqlite", "postgres"); err != nil {
 		return err
+	}
+	kinds := 0
+	for _, k := range []string{"file", "kafka", "sqlite", "postgres"} {
+		if m.get(k) != nil {
+			kinds++
+		}
+	}
+	if kinds > 1 {
+		return m.errf(nil, field, "choose one of file, kafka, sqlite and postgres")
+	}
+	for _, driver := range []string{"sqlite", "postgres"} {
+		if m.get(driver) != nil {
+			return p.tableOutput(m, field, driver, o)
+		}
 	}
 	if f, fn, err := m.str("file"); err != nil {
 		return err
@@ -146,9 +179,6 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 		o.File = p.resolve(f)
 	}
 	if m.get("kafka") != nil {
-		if o.File != "" {
-			return m.errf(nil, field, "choose one of file and kafka")
-		}
 		k, err := m.sub("kafka")
 		if err != nil {
 			return err
@@ -189,7 +219,7 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 		o.Kafka = ko
 	}
 	if o.File == "" && o.Kafka == nil {
-		return m.errf(nil, field, "missing: say where it goes, e.g. {file: results.jsonl} or {kafka: {brokers: [localhost:9092], topic: alerts}}")
+		return m.errf(nil, field, "missing: say where it goes, e.g. {file: results.jsonl}, {sqlite: {path: results.db, table: results}} or {kafka: {brokers: [localhost:9092], topic: alerts}}")
 	}
 	return nil
 }
@@ -240,8 +270,16 @@ func (p *parser) outputs(root *node, j *Job) error {
 		j.Summary = p.resolve(s)
 		j.lines["summary"] = sn.Line
 	}
+	if j.Late != nil && j.Late.Table != nil || j.Rejects != nil && j.Rejects.Table != nil {
+		o := j.Late
+		if o == nil || o.Table == nil {
+			o = j.Rejects
+		}
+		return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "a table holds results only: give it a file or a Kafka topic"}
+	}
 	stdout := ""
 	seenFile := map[string]string{}
+	seenTable := map[string]string{}
 	seenTopic := map[string]string{}
 	all := j.AllOutputs()
 	if j.Summary != "" {
@@ -262,6 +300,22 @@ func (p *parser) outputs(root *node, j *Job) error {
 				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the same file as " + prev}
 			}
 			seenFile[o.File] = o.Field
+		case o.Table != nil:
+			where := o.Table.Driver + ":" + o.Table.Path + o.Table.DSN + "/" + o.Table.Table
+			if prev, ok := seenTable[where]; ok {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the same table as " + prev}
+			}
+			seenTable[where] = o.Field
+			if o.Table.Path == "" {
+				break
+			}
+			if o.Table.Path == j.Input {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".sqlite.path", Msg: "is the input file; it would be overwritten"}
+			}
+			if prev, ok := seenFile[o.Table.Path]; ok && !strings.HasSuffix(prev, ".sqlite.path") {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".sqlite.path", Msg: "is the same file as " + prev}
+			}
+			seenFile[o.Table.Path] = o.Field + ".sqlite.path"
 		case o.Kafka != nil:
 			t := strings.Join(o.Kafka.Brokers, ",") + "/" + o.Kafka.Topic
 			if prev, ok := seenTopic[t]; ok {

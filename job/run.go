@@ -315,8 +315,14 @@ func (rn *Runnable) build() error {
 	f := newFormat(j)
 	var fan engine.Stream[pane]
 	for i := range j.Outputs {
-		n, err := newSink(rn, &j.Outputs[i], newFormat(j).appendPane, f.paneRecord)
-		if err != nil {
+		var n *engine.SinkNode[pane]
+		var err error
+		if o := &j.Outputs[i]; o.Table != nil {
+			ts := newTableSink(j, o, e.Checkpointed(), func(s string) { rn.logf("%s", s) })
+			if n, err = engine.NewSink[pane](e, o.Field, ts); err != nil {
+				return setupError(j, err)
+			}
+		} else if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord); err != nil {
 			return err
 		}
 		if i == 0 {

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx"
+	_ "modernc.org/sqlite"             // database/sql's "sqlite"
+
+	"github.com/weirstream/weir/internal/pgtest"
+)
+
+// One PostgreSQL cluster for the tests of this binary that need one.
+var pg struct {
+	once sync.Once
+	dsn  string
+	stop func()
+	dir  string
+	err  error
+	n    int
+}
+
+// pgDatabase makes a database of its own for t in the test cluster, started
+// the first time. Without PostgreSQL the test fails: CI installs it.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	pg.once.Do(func() {
+		if pg.dir, pg.err = os.MkdirTemp("", "weir-pg-"); pg.err == nil {
+			pg.dsn, pg.stop, pg.err = pgtest.Start(pg.dir)
+		}
+	})
+	if pg.err != nil {
+		t.Fatalf("this test needs PostgreSQL (apt-get install postgresql): %v", pg.err)
+	}
+	pg.n++
+	name := fmt.Sprintf("db%d", pg.n)
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, pg.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(pg.dsn, "/postgres?", "/"+name+"?", 1)
+}
+
+func stopPostgres() {
+	if pg.stop != nil {
+		pg.stop()
+	}
+	if pg.dir != "" {
+		os.RemoveAll(pg.dir)
+	}
+}
+
+// tableRow is one row of a result table, as text, for comparisons.
+type tableRow struct {
+	Key, Start, End string
+	Revision        int64
+	Timing, Status  string
+	Final           bool
+	Version         int64
+	Values          []float64 // NaN for NULL
+}
+
+func (r tableRow) String() string {
+	return fmt.Sprintf("%s [%s, %s) rev %d %s final=%v %s v%d %v", r.Key, r.Start, r.End, r.Revision, r.Timing, r.Final, r.Status, r.Version, r.Values)
+}
+
+// expectedTable is the table the panes of results.jsonl make, by the rules
+// a table follows: per key and window the highest revision, a retraction
+// with no pane after it a tombstone that keeps its revision.
+func expectedTable(t *testing.T, path string, values []string) []tableRow {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows := map[[3]string]tableRow{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var p map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		r := tableRow{Key: p["key"].(string), Start: p["window_start"].(string), End: p["window_end"].(string),
+			Revision: int64(p["revision"].(float64)), Timing: p["timing"].(string), Final: p["final"].(bool),
+			Status: p["status"].(string), Version: int64(p["version"].(float64))}
+		for _, v := range values {
+			n, ok := p[v].(float64)
+			if !ok {
+				n = -1e300
+			}
+			r.Values = append(r.Values, n)
+		}
+		id := [3]string{r.Key, r.Start, r.End}
+		if old, ok := rows[id]; ok && old.Revision > r.Revision {
+			t.Fatalf("%s: revision %d after %d", id, r.Revision, old.Revision)
+		}
+		rows[id] = r
+	}
+	var out []tableRow
+	for _, r := range rows {
+		out = append(out, r)
+	}
+	sortRows(out)
+	return out
+}
+
+func sortRows(rs []tableRow) {
+	slices.SortFunc(rs, func(a, b tableRow) int {
+		return strings.Compare(a.Key+"\x00"+a.Start+"\x00"+a.End, b.Key+"\x00"+b.Start+"\x00"+b.End)
+	})
+}
+
+// readTable reads a result table through database/sql.
+func readTable(t *testing.T, db *sql.DB, q string, values []string) []tableRow {
+	t.Helper()
+	rs, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []tableRow
+	for rs.Next() {
+		var r tableRow
+		vals := make([]sql.NullFloat64, len(values))
+		dest := []any{&r.Key, &r.Start, &r.End, &r.Revision, &r.Timing, &r.Final, &r.Status, &r.Version}
+		for i := range vals {
+			dest = append(dest, &vals[i])
+		}
+		if err := rs.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if !v.Valid {
+				v.Float64 = -1e300
+			}
+			r.Values = append(r.Values, v.Float64)
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sortRows(out)
+	return out
+}
+
+func readSQLite(t *testing.T, path, tbl, key string, values []string) []tableRow {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	q := fmt.Sprintf("SELECT %s, window_start, window_end, revision, timing, final, status, version, %s FROM %s", key, strings.Join(values, ", "), tbl)
+	return readTable(t, db, q, values)
+}
+
+func readPostgres(t *testing.T, dsn, tbl, key string, values []string) []tableRow {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cols := make([]string, len(values))
+	for i, v := range values {
+		cols[i] = v + "::float8"
+	}
+	const utc = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
+	q := fmt.Sprintf(`SELECT %s, to_char(window_start AT TIME ZONE 'UTC', %s), to_char(window_end AT TIME ZONE 'UTC', %[2]s),
+		revision, timing, final, status, version, %s FROM %s`, key, utc, strings.Join(cols, ", "), tbl)
+	return readTable(t, db, q, values)
+}
+
+// sameRows compares two tables row for row; values to 1e-9, relatively
+// (SQLite keeps a sum of cents as a double).
+func sameRows(t *testing.T, what string, got, want []tableRow) {
+	t.Helper()
+	if len(want) == 0 {
+		t.Fatalf("%s: the expected table is empty", what)
+	}
+	bad := 0
+	for i := 0; i < max(len(got), len(want)); i++ {
+		var g, w tableRow
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		same := g.Key == w.Key && g.Start == w.Start && g.End == w.End && g.Revision == w.Revision && g.Timing == w.Timing &&
+			g.Final == w.Final && g.Status == w.Status && g.Version == w.Version && len(g.Values) == len(w.Values)
+		for k := 0; same && k < len(g.Values); k++ {
+			d := g.Values[k] - w.Values[k]
+			same = d == 0 || d < 0 && -d <= 1e-9*max(-w.Values[k], w.Values[k]) || d > 0 && d <= 1e-9*max(-w.Values[k], w.Values[k])
+		}
+		if !same {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: row %d is\n  %s\nwant\n  %s", what, i, g, w)
+			}
+		}
+	}
+	if bad > 0 || len(got) != len(want) {
+		t.Fatalf("%s: %d rows differ; %d rows, want %d", what, bad, len(got), len(want))
+	}
+}
+
+const sessionJob = `name: sessions
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: arrival}
+key: card
+id: id
+dedup_horizon: 10m
+watermark: {delay: 1s, interval: 200ms}
+window: {session: {gap: 3s}}
+allowed_lateness: 2m
+trigger: {late: 5s}
+mode: retracting
+version: 3
+aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}
+late_output: late.jsonl
+quarantine: quarantine.jsonl
+summary: summary.json
+`
+
+var sessionValues = []string{"orders", "spent", "biggest"}
+
+// kill -9 at 10 seeded points of a 1M-event replay with allowed lateness,
+// retractions and session merges, writing to SQLite and PostgreSQL: the
+// final tables equal, row for row, the table the uninterrupted run's panes
+// make.
+func TestTablesKillNine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1M-event replay: not in -short")
+	}
+	dsn := pgDatabase(t)
+	dir := t.TempDir()
+	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
+	ref := filepath.Join(dir, "ref")
+	os.Mkdir(ref, 0o755)
+	refJob := strings.Replace(sessionJob, "input.jsonl", "../input.jsonl", 1) + "output: results.jsonl\n"
+	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(refJob), 0o644)
+	if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+	want := expectedTable(t, filepath.Join(ref, "results.jsonl"), sessionValues)
+	tombstones := 0
+	for _, r := range want {
+		if r.Status == "retracted" {
+			tombstones++
+		}
+	}
+	if tombstones == 0 {
+		t.Fatal("the stream merges no session away: the test would not test tombstones")
+	}
+
+	job := sessionJob + fmt.Sprintf(`output:
+  - results.jsonl
+  - sqlite: {path: results.db, table: sessions}
+  - postgres: {dsn: "%s", table: sessions}
+checkpoint: {dir: ckpt, interval: 150ms}
+`, dsn)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
+	r := rand.New(rand.NewPCG(11, 11))
+	start := time.Now()
+	for i := 0; i < 10; i++ {
+		cmd := weirRun(t, dir, "job.yaml")
+		time.Sleep(time.Duration(150+r.IntN(900)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	cmd := exec.Command(weirBin, "run", "job.yaml")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("final run: %v\n%s", err, out)
+	}
+	t.Logf("%d rows (%d tombstones); 10 crashes and the final run took %s; the final run said:\n%s",
+		len(want), tombstones, time.Since(start).Round(time.Millisecond), out)
+	sameAsReference(t, dir, ref)
+	sameRows(t, "sqlite", readSQLite(t, filepath.Join(dir, "results.db"), "sessions", "card", sessionValues), want)
+	sameRows(t, "postgres", readPostgres(t, dsn, "sessions", "card", sessionValues), want)
+}
+
+// The demo job leaves its alerts in an SQLite table that a newcomer can
+// query at once; running it again changes nothing.
+func TestDemoAlertsInSQLite(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"job.yaml", "orders.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/fraud", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	values := []string{"orders", "spent", "biggest"}
+	var first []tableRow
+	for run := 0; run < 2; run++ {
+		code, stdout, stderr := runCLI(t, dir, "run", "job.yaml")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		os.WriteFile(filepath.Join(dir, "alerts.jsonl"), []byte(stdout), 0o644)
+		want := expectedTable(t, filepath.Join(dir, "alerts.jsonl"), values)
+		got := readSQLite(t, filepath.Join(dir, "alerts.db"), "alerts", "card", values)
+		sameRows(t, "alerts", got, want)
+		if len(got) != strings.Count(stdout, "\n") {
+			t.Errorf("%d rows for %d alerts", len(got), strings.Count(stdout, "\n"))
+		}
+		if run == 0 {
+			first = got
+			if !strings.Contains(stderr, "created table alerts") {
+				t.Errorf("no word of the table created: %s", stderr)
+			}
+		} else {
+			sameRows(t, "second run", got, first)
+		}
+	}
+	// The sqlite3 shell sees the same rows.
+	if _, err := exec.LookPath("sqlite3"); err == nil {
+		out, err := exec.Command("sqlite3", filepath.Join(dir, "alerts.db"),
+			"SELECT card, orders, spent FROM alerts ORDER BY orders DESC, card LIMIT 1").CombinedOutput()
+		if err != nil {
+			t.Fatalf("sqlite3: %v: %s", err, out)
+		}
+		top := first[0]
+		for _, r := range first {
+			if r.Values[0] > top.Values[0] || r.Values[0] == top.Values[0] && r.Key < top.Key {
+				top = r
+			}
+		}
+		if want := fmt.Sprintf("%s|%d|%s", top.Key, int(top.Values[0]), strconv.FormatFloat(top.Values[1], 'f', -1, 64)); strings.TrimSpace(string(out)) != want {
+			t.Errorf("sqlite3 says %q, want %q", out, want)
+		}
+	}
+}
+
+// pgExec runs statements as the cluster's superuser in the database of dsn.
+func pgExec(t *testing.T, dsn string, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for _, s := range stmts {
+		if _, err := c.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// A table the job may read but not write stops a checkpointed job with a
+// one-line error once the failed commits pass tolerable_failures, and the
+// next run, once the table is writable, commits what the checkpoints kept:
+// nothing lost, nothing doubled.
+func TestTableNotWritable(t *testing.T) {
+	dsn := pgDatabase(t)
+	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
+	role := "reader_" + name
+	pgExec(t, dsn,
+		"CREATE TABLE counts (k text NOT NULL, n bigint, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, revision bigint NOT NULL, timing text NOT NULL, final boolean NOT NULL, status text NOT NULL, version bigint NOT NULL, updated_at timestamptz NOT NULL, PRIMARY KEY (k, window_start, window_end))",
+		"CREATE TABLE weir_commits (sink text NOT NULL, checkpoint bigint NOT NULL, run text NOT NULL, committed_at timestamptz NOT NULL, PRIMARY KEY (sink, checkpoint))",
+		"CREATE ROLE "+role+" LOGIN",
+		"GRANT SELECT ON counts, weir_commits TO "+role)
+	readerDSN := strings.Replace(dsn, "//weir@", "//"+role+"@", 1)
+	dir := t.TempDir()
+	var in strings.Builder
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&in, `{"k":"k%d","ts":%d,"at":%d}`+"\n", i%3, 1_700_000_000_000+int64(i)*1000, 1_700_000_000_000+int64(i)*1000)
+	}
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in.String()), 0o644)
+	job := func(dsn string) string {
+		return fmt.Sprintf(`name: t
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: at}
+key: k
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: {postgres: {dsn: "%s", table: counts}}
+checkpoint: {dir: ckpt, interval: 10ms, tolerable_failures: 1}
+`, dsn)
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job(readerDSN)), 0o644)
+	code, _, stderr := runCLI(t, dir, "run", "job.yaml")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if code != 1 || !strings.Contains(last, "permission denied for table") || !strings.Contains(stderr, "2 in a row, 1 tolerated") {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	if got := readPostgres(t, dsn, "counts", "k", []string{"n"}); len(got) != 0 {
+		t.Fatalf("rows were written: %v", got)
+	}
+	// Writable again: the restart commits what the checkpoints kept, and the
+	// table is the uninterrupted run's.
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job(dsn)), 0o644)
+	if code, _, stderr := runCLI(t, dir, "run", "job.yaml"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := readPostgres(t, dsn, "counts", "k", []string{"n"})
+	var total float64
+	for _, r := range got {
+		total += r.Values[0]
+		if r.Status != "closed" || r.Revision != 1 {
+			t.Errorf("row %s", r)
+		}
+	}
+	if len(got) != 18 || total != 300 {
+		t.Fatalf("%d rows, %v events counted, want 18 (3 keys, 6 minutes) and 300: %v", len(got), total, got)
+	}
+}

@@ -1,0 +1,233 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/weirstream/weir/connector/table"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// identRE is a column or table name weir creates: lower-case, so that
+// PostgreSQL and SQLite spell it alike and no query needs quotes.
+var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// tableOutput reads {sqlite: {path, table, key_column}} or {postgres: {dsn,
+// table, key_column}}.
+func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
+	k, err := m.sub(driver)
+	if err != nil {
+		return err
+	}
+	where := "path"
+	if driver == "postgres" {
+		where = "dsn"
+	}
+	if err := k.strict(where, "table", "key_column"); err != nil {
+		return err
+	}
+	t := &TableOutput{Driver: driver}
+	w, wn, err := k.str(where)
+	if err != nil {
+		return err
+	}
+	if w == "" {
+		if driver == "sqlite" {
+			return k.errf(wn, field+".sqlite.path", "missing: the database file, e.g. path: results.db")
+		}
+		return k.errf(wn, field+".postgres.dsn", "missing: the connection string, e.g. dsn: postgres://weir@localhost/metrics (${NAME} reads NAME from the environment)")
+	}
+	if driver == "sqlite" {
+		t.Path = p.resolve(w)
+	} else {
+		t.DSN = os.ExpandEnv(w)
+	}
+	name, tn, err := k.str("table")
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return k.errf(tn, field+"."+driver+".table", "missing: the table's name, e.g. table: alerts")
+	}
+	if !identRE.MatchString(name) || strings.HasPrefix(name, "weir_") {
+		return k.errf(tn, field+"."+driver+".table", "expected a lower-case name of letters, digits and _ (not starting with weir_), got %q", name)
+	}
+	t.Table = name
+	kc, kn, err := k.str("key_column")
+	if err != nil {
+		return err
+	}
+	if kc != "" && !identRE.MatchString(kc) {
+		return k.errf(kn, field+"."+driver+".key_column", "expected a lower-case name of letters, digits and _, got %q", kc)
+	}
+	t.KeyColumn = kc
+	o.Table = t
+	return nil
+}
+
+// checkTables checks, once the key and aggregates are known, that each
+// table's columns can be named as the job's fields are.
+func (p *parser) checkTables(j *Job) error {
+	for i := range j.Outputs {
+		o := &j.Outputs[i]
+		t := o.Table
+		if t == nil {
+			continue
+		}
+		field := o.Field + "." + t.Driver
+		if t.KeyColumn == "" && j.Key != nil {
+			t.KeyColumn = strings.ReplaceAll(j.Key.String(), ".", "_")
+			if !identRE.MatchString(t.KeyColumn) {
+				return &Error{File: p.file, Line: o.Line, Field: field + ".key_column",
+					Msg: fmt.Sprintf("the key %q is not a column name (lower-case letters, digits and _): name its column, e.g. key_column: %s", j.Key, "card")}
+			}
+		}
+		if t.KeyColumn != "" && j.Key == nil {
+			return &Error{File: p.file, Line: o.Line, Field: field + ".key_column", Msg: "the job has no key"}
+		}
+		for _, a := range j.Aggregates {
+			if !identRE.MatchString(a.Name) {
+				return &Error{File: p.file, Line: j.lines["aggregates"], Field: "aggregates." + a.Name,
+					Msg: fmt.Sprintf("is written to table %s: its name must be lower-case letters, digits and _", t.Table)}
+			}
+			if a.Name == t.KeyColumn {
+				return &Error{File: p.file, Line: j.lines["aggregates"], Field: "aggregates." + a.Name,
+					Msg: fmt.Sprintf("is also the key's column in table %s: rename one, or set %s.key_column", t.Table, field)}
+			}
+		}
+		if reserved[t.KeyColumn] {
+			return &Error{File: p.file, Line: o.Line, Field: field + ".key_column",
+				Msg: fmt.Sprintf("%q is a column weir adds to the table: name the key's column, e.g. key_column: %s_key", t.KeyColumn, t.KeyColumn)}
+		}
+	}
+	return nil
+}
+
+// schema is the table a job's panes go to.
+func (t *TableOutput) schema(j *Job) table.Schema {
+	s := table.Schema{Table: t.Table, Job: jobName(j)}
+	if j.Key != nil {
+		s.Keys = []table.Column{{Name: t.KeyColumn, Type: table.Text}}
+	}
+	for _, a := range j.Aggregates {
+		c := table.Column{Name: a.Name, Type: table.Numeric}
+		switch a.Kind {
+		case AggCount, AggCountField, AggCountDistinct:
+			c.Type = table.Integer
+		case AggAvg:
+			c.Type = table.Real
+		}
+		s.Values = append(s.Values, c)
+	}
+	switch j.Window.Mode {
+	case window.Retracting:
+		s.Mode = table.Retracting
+	case window.Discarding:
+		s.Mode = table.Discarding
+	default:
+		s.Mode = table.Accumulating
+	}
+	return s
+}
+
+// jobName is the job's name, or its file's.
+func jobName(j *Job) string {
+	if j.Name != "" {
+		return j.Name
+	}
+	base := j.File
+	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
+		base = base[i+1:]
+	}
+	if i := strings.LastIndexByte(base, '.'); i > 0 {
+		base = base[:i]
+	}
+	return base
+}
+
+// tableSink writes panes to a table: it turns each pane into a table.Row
+// and leaves the rest to the table connector.
+type tableSink struct {
+	*table.Sink
+	j    *Job
+	rows []table.Row
+	anys []any // the rows' keys and values, reused from Write to Write
+}
+
+func newTableSink(j *Job, o *Output, checkpointed bool, log func(string)) *tableSink {
+	t := o.Table
+	opts := table.Options{Checkpointed: checkpointed, SinkName: jobName(j) + "/" + o.Field, Log: log}
+	s := &tableSink{j: j}
+	if t.Driver == "sqlite" {
+		s.Sink = table.SQLite(t.Path, t.schema(j), opts)
+	} else {
+		s.Sink = table.Postgres(t.DSN, t.schema(j), opts)
+	}
+	return s
+}
+
+// Write implements connector.Sink.
+func (s *tableSink) Write(ctx context.Context, items []pane) error {
+	nk := 0
+	if s.j.Key != nil {
+		nk = 1
+	}
+	per := nk + len(s.j.Aggregates)
+	s.rows = s.rows[:0]
+	if need := per * len(items); cap(s.anys) < need {
+		s.anys = make([]any, need)
+	}
+	anys := s.anys[:per*len(items)]
+	for i := range items {
+		p := &items[i]
+		vals := anys[i*per : (i+1)*per : (i+1)*per]
+		if nk == 1 {
+			vals[0] = keyValue(p.Key)
+		}
+		for k, v := range p.Value {
+			vals[nk+k] = tableValue(v)
+		}
+		r := table.Row{
+			Key: vals[:nk], Values: vals[nk:],
+			WindowStart: p.Window.Start, WindowEnd: p.Window.End,
+			Revision: int64(p.Revision), Timing: p.Timing.String(), Final: p.Final, Retract: p.Retract,
+			Version: s.j.Version, EmittedAt: p.EmittedAt, // the status follows from Final and Retract
+		}
+		if p.Window.IsGlobal() {
+			r.WindowEnd = mtime.MaxTime
+		}
+		s.rows = append(s.rows, r)
+	}
+	err := s.Sink.Write(ctx, s.rows)
+	clear(anys)
+	return err
+}
+
+// tableValue is a pane's value as the table connector takes it.
+func tableValue(v outVal) any {
+	switch v.kind {
+	case vInt:
+		return v.i
+	case vFloat:
+		return v.f
+	case vDec:
+		return table.Decimal{Unscaled: v.i, Scale: v.scale}
+	}
+	return nil
+}
+
+// paneStatus is seed 004's status of a pane: provisional until the final
+// pane, which is closed; a retraction withdraws its pane.
+func paneStatus(p *pane) string {
+	switch {
+	case p.Retract:
+		return "retracted"
+	case p.Final:
+		return "closed"
+	}
+	return "provisional"
+}
