@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
 )
 
 // DecodedKind says what a record turned out to be.
@@ -77,6 +78,9 @@ type StatefulDecoder interface {
 type Target[K comparable, T any] interface {
 	Consumer[struct{}]
 	Event(part int, key K, ts mtime.Time, v T)
+	// Aside sends an event that is not counted to the late events, with a
+	// reason, in stream order.
+	Aside(part int, key K, ts mtime.Time, v T, reason string)
 	Observe(part int, ts mtime.Time)
 	AddPartition(part int, now mtime.Time)
 	SetBacklog(part int, backlog int64, now mtime.Time)
@@ -137,21 +141,26 @@ type Head[K comparable, T any] struct {
 }
 
 // Counts is the accounting of a job: every record read is accepted, a
-// duplicate, too late, or quarantined (Read = Accepted + Duplicates + TooLate
-// + Quarantined). Watermark-only records and blank lines are not events and
+// duplicate, too late, beyond the de-duplication horizon, or quarantined
+// (Read = Accepted + Duplicates + TooLate + BeyondDedupHorizon +
+// Quarantined). Watermark-only records and blank lines are not events and
 // are counted apart.
 type Counts struct {
-	Read              int64            `json:"read"`
-	Accepted          int64            `json:"accepted"`
-	Duplicates        int64            `json:"duplicates"`
-	TooLate           int64            `json:"too_late"`
-	Quarantined       int64            `json:"quarantined"`
-	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
-	LateAccepted      int64            `json:"late_accepted"`
-	PanesFired        int64            `json:"panes_fired"`
-	WindowsFired      int64            `json:"windows_fired"`
-	WatermarkLines    int64            `json:"watermark_lines"`
-	BlankLines        int64            `json:"blank_lines"`
+	Read       int64 `json:"read"`
+	Accepted   int64 `json:"accepted"`
+	Duplicates int64 `json:"duplicates"`
+	TooLate    int64 `json:"too_late"`
+	// BeyondDedupHorizon counts the events older than the watermark minus
+	// the de-duplication horizon: an earlier delivery would have been
+	// forgotten, so they go to the late events instead of being counted.
+	BeyondDedupHorizon int64            `json:"beyond_dedup_horizon"`
+	Quarantined        int64            `json:"quarantined"`
+	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
+	LateAccepted       int64            `json:"late_accepted"`
+	PanesFired         int64            `json:"panes_fired"`
+	WindowsFired       int64            `json:"windows_fired"`
+	WatermarkLines     int64            `json:"watermark_lines"`
+	BlankLines         int64            `json:"blank_lines"`
 }
 
 // NewHead builds a head, restoring its counters, partition numbering and
@@ -244,10 +253,17 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 		if part < 0 {
 			part = r.Partition
 		}
-		if h.cfg.Dedup != nil && h.cfg.Dedup.Seen(d.ID, d.Time, w.Watermark()) {
+		switch {
+		case h.cfg.Dedup == nil:
+			w.Event(part, d.Key, d.Time, d.Value)
+		case d.Time.Add(h.cfg.Dedup.Horizon()) <= w.Watermark():
+			// Its id would have expired: a duplicate cannot be told.
+			h.c.BeyondDedupHorizon++
+			w.Aside(part, d.Key, d.Time, d.Value, window.ReasonBeyondDedupHorizon)
+		case h.cfg.Dedup.Seen(d.ID, d.Time, w.Watermark()):
 			h.c.Duplicates++
 			w.Observe(part, d.Time)
-		} else {
+		default:
 			w.Event(part, d.Key, d.Time, d.Value)
 		}
 	}
@@ -288,12 +304,13 @@ func (h *Head[K, T]) Signal(s Signal) {
 // Push makes Head a Consumer[struct{}].
 func (h *Head[K, T]) Push(struct{}) {}
 
-const headVersion = 1
+// headVersion 2 added BeyondDedupHorizon to the counters.
+const headVersion = 2
 
 func (h *Head[K, T]) appendState(b []byte) []byte {
 	b = append(b, headVersion)
 	c := &h.c
-	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines} {
+	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon} {
 		b = enc.AppendVarint(b, v)
 	}
 	keys := slices.Sorted(maps.Keys(c.QuarantineReasons))
@@ -320,12 +337,16 @@ func (h *Head[K, T]) appendState(b []byte) []byte {
 
 func (h *Head[K, T]) restore(data []byte) error {
 	d := enc.NewDecoder(data)
-	if v := d.Count(255); v != headVersion {
+	v := d.Count(255)
+	if v != 1 && v != headVersion {
 		return fmt.Errorf("unknown version %d", v)
 	}
 	c := &h.c
 	for _, p := range []*int64{&c.Read, &c.Duplicates, &c.Quarantined, &c.WatermarkLines, &c.BlankLines} {
 		*p = d.Varint()
+	}
+	if v >= 2 {
+		c.BeyondDedupHorizon = d.Varint()
 	}
 	n := d.Items(1 << 16)
 	for range n {

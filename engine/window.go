@@ -163,6 +163,12 @@ func (w *Window[K, T, A, O]) Event(part int, key K, ts mtime.Time, v T) { w.d.Ev
 
 // Observe tells the watermark of an event that is not sent on (a duplicate
 // still shows that its partition is alive and how far it got).
+// Aside implements Target.
+func (w *Window[K, T, A, O]) Aside(part int, key K, ts mtime.Time, v T, reason string) {
+	w.d.Aside(part, key, ts, v, reason)
+}
+
+// Observe implements Target.
 func (w *Window[K, T, A, O]) Observe(part int, ts mtime.Time) { w.d.Observe(part, ts) }
 
 // AddPartition declares partition part before its first event, at processing

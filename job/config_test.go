@@ -222,3 +222,32 @@ func TestParseRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Seed 001's anti-patterns are warned of at start, naming the values.
+func TestWarnings(t *testing.T) {
+	job := `name: t
+source: {file: input.jsonl}
+time: {field: ts}
+id: id
+dedup_horizon: 1m
+watermark: {delay: 30s}
+window: {sliding: {size: 1d, slide: 1m}}
+allowed_lateness: 2d
+aggregates: {n: count}
+output: results.jsonl
+`
+	j, err := Parse([]byte(job), "job.yaml", "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"allowed_lateness 48h0m0s keeps every window's state for days (an hourly window is 49 windows per key at once): prefer minutes to hours, and a late_output (a dead-letter output) for what comes later",
+		"no late_output: too-late events are dropped; they are counted, but they are lost (send them to a late_output to correct the results later)",
+		"dedup_horizon 1m0s is shorter than the watermark delay 30s plus the allowed lateness 48h0m0s: events the windows still accept but older than the watermark minus 1m0s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being counted",
+		"window sliding 24h0m0s every 1m0s puts every event in 1440 windows, and each event costs that many updates: a longer slide, or a tumbling window, costs less",
+	}
+	got := j.Warnings()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

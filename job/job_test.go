@@ -138,8 +138,10 @@ func TestQuarantineAndAccounting(t *testing.T) {
 }
 
 // An id is remembered for the horizon, in event time: a repeat within it is
-// a duplicate, a repeat after the watermark passed ts + horizon is an event
-// again.
+// a duplicate. An event at or before the watermark minus the horizon cannot
+// be checked (a first delivery would have been forgotten): it is never
+// counted, but goes to the late output as beyond_dedup_horizon. The
+// boundary: ts + horizon <= W is beyond, ts + horizon = W + 1 ms is checked.
 func TestDedupHorizon(t *testing.T) {
 	job := `
 source: {file: input.jsonl}
@@ -152,6 +154,7 @@ allowed_lateness: 5m
 trigger: {late: none}
 aggregates: {n: count}
 output: results.jsonl
+late_output: late.jsonl
 `
 	in := lines(
 		`{"id": "a", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:05Z"}`,
@@ -163,15 +166,28 @@ output: results.jsonl
 		`{"wm": "2026-01-01T00:00:15Z", "arrival": "2026-01-01T00:00:17Z"}`,
 		`{"id": "a", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:18Z"}`,
 		`{"id": 7, "ts": "2026-01-01T00:00:06Z", "arrival": "2026-01-01T00:00:19Z"}`,
+		`{"id": "c", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:20Z"}`,
+		`{"id": "b", "ts": "2026-01-01T00:00:05.001Z", "arrival": "2026-01-01T00:00:21Z"}`,
 	)
 	dir, sum := runJob(t, job, in)
-	// a, 7, "7" (a string is not the number), then a again only after W
-	// reached 00:00:15; 7 is remembered until 00:00:16.
-	if sum.Read != 7 || sum.Accepted != 4 || sum.Duplicates != 3 || sum.WatermarkLines != 2 {
+	// a, 7, "7" (a string is not the number) and b are counted; a twice
+	// and 7 once are duplicates; a (at 00:00:05 once W is 00:00:15) and c
+	// (never seen, but as old) are beyond the horizon.
+	if sum.Read != 9 || sum.Accepted != 4 || sum.Duplicates != 3 || sum.BeyondDedupHorizon != 2 || sum.TooLate != 0 || sum.WatermarkLines != 2 {
 		t.Errorf("summary %+v", sum)
+	}
+	if sum.Read != sum.Accepted+sum.Duplicates+sum.TooLate+sum.BeyondDedupHorizon+sum.Quarantined {
+		t.Errorf("the accounts do not balance: %+v", sum)
 	}
 	if got := read(t, dir, "results.jsonl"); !strings.Contains(got, `"n":4`) {
 		t.Errorf("results: %s", got)
+	}
+	want := lines(
+		`{"reason":"beyond_dedup_horizon","key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","watermark":"2026-01-01T00:00:15.000Z","event_time":"2026-01-01T00:00:05.000Z","line":8,"event":{"id": "a", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:18Z"}}`,
+		`{"reason":"beyond_dedup_horizon","key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","watermark":"2026-01-01T00:00:15.000Z","event_time":"2026-01-01T00:00:05.000Z","line":10,"event":{"id": "c", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:20Z"}}`,
+	)
+	if got := read(t, dir, "late.jsonl"); got != want {
+		t.Errorf("late output:\n%s\nwant:\n%s", got, want)
 	}
 }
 

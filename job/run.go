@@ -70,28 +70,32 @@ func (e *RuntimeError) Error() string { return e.Msg }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // Summary accounts for every line of the input: Read = Accepted + Duplicates
-// + TooLate + Quarantined. Watermark-only lines and blank lines are not
-// events and are counted apart.
+// + TooLate + BeyondDedupHorizon + Quarantined. Watermark-only lines and
+// blank lines are not events and are counted apart.
 type Summary struct {
-	Job               string           `json:"job"`
-	Read              int64            `json:"read"`
-	Accepted          int64            `json:"accepted"`
-	Duplicates        int64            `json:"duplicates"`
-	TooLate           int64            `json:"too_late"`
-	Quarantined       int64            `json:"quarantined"`
-	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
-	LateAccepted      int64            `json:"late_accepted"`
-	PanesFired        int64            `json:"panes_fired"`
-	PanesWritten      int64            `json:"panes_written"`
-	WindowsFired      int64            `json:"windows_fired"`
-	LateWritten       int64            `json:"late_written"`
-	WatermarkLines    int64            `json:"watermark_lines"`
-	BlankLines        int64            `json:"blank_lines"`
-	HavingErrors      int64            `json:"having_errors,omitempty"`
-	TooLateByWindow   []WindowDrops    `json:"too_late_by_window"`
-	Watermark         string           `json:"watermark"`
-	Interrupted       bool             `json:"interrupted,omitempty"`
-	Savepoint         string           `json:"savepoint,omitempty"`
+	Job        string `json:"job"`
+	Read       int64  `json:"read"`
+	Accepted   int64  `json:"accepted"`
+	Duplicates int64  `json:"duplicates"`
+	TooLate    int64  `json:"too_late"`
+	// BeyondDedupHorizon counts the events older than the watermark minus
+	// dedup_horizon: they went to the late output (reason
+	// beyond_dedup_horizon), since a duplicate of them could not be told.
+	BeyondDedupHorizon int64            `json:"beyond_dedup_horizon"`
+	Quarantined        int64            `json:"quarantined"`
+	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
+	LateAccepted       int64            `json:"late_accepted"`
+	PanesFired         int64            `json:"panes_fired"`
+	PanesWritten       int64            `json:"panes_written"`
+	WindowsFired       int64            `json:"windows_fired"`
+	LateWritten        int64            `json:"late_written"`
+	WatermarkLines     int64            `json:"watermark_lines"`
+	BlankLines         int64            `json:"blank_lines"`
+	HavingErrors       int64            `json:"having_errors,omitempty"`
+	TooLateByWindow    []WindowDrops    `json:"too_late_by_window"`
+	Watermark          string           `json:"watermark"`
+	Interrupted        bool             `json:"interrupted,omitempty"`
+	Savepoint          string           `json:"savepoint,omitempty"`
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
@@ -134,8 +138,12 @@ func (s *Summary) Text() string {
 	if name == "" {
 		name = "job"
 	}
-	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined%s\n",
-		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, s.Quarantined, q)
+	beyond := ""
+	if s.BeyondDedupHorizon > 0 {
+		beyond = fmt.Sprintf(", %d beyond the de-duplication horizon", s.BeyondDedupHorizon)
+	}
+	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late%s, %d quarantined%s\n",
+		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, beyond, s.Quarantined, q)
 	written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
 	if s.Failed {
 		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
@@ -550,7 +558,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	c := rn.head.Counts()
 	st := rn.win.Stats()
 	s := &Summary{
-		Job: rn.j.Name, Read: c.Read, Duplicates: c.Duplicates, Quarantined: c.Quarantined,
+		Job: rn.j.Name, Read: c.Read, Duplicates: c.Duplicates, Quarantined: c.Quarantined, BeyondDedupHorizon: c.BeyondDedupHorizon,
 		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines,
 		Accepted: st.Accepted, TooLate: st.TooLate, LateAccepted: st.LateAccepted,
 		PanesFired: st.Panes, WindowsFired: st.Fired,

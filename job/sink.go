@@ -151,7 +151,13 @@ func (f *format) rejectedRecord(r engine.RejectedRecord) (key, value []byte) {
 }
 
 func (f *format) appendLate(b []byte, l lateEvent) []byte {
-	b = append(b, `{"reason":"too_late",`...)
+	if l.Reason != "" {
+		b = append(b, `{"reason":"`...)
+		b = append(b, l.Reason...)
+		b = append(b, `",`...)
+	} else {
+		b = append(b, `{"reason":"too_late",`...)
+	}
 	b = f.appendKey(b, l.Key)
 	b = f.appendWindow(b, l.Window)
 	b = append(b, `,"watermark":`...)

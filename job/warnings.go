@@ -21,7 +21,7 @@ func (j *Job) Warnings() []string {
 	}
 	if j.ID != nil && j.Watermark.Kind == watermark.Bounded {
 		if need := j.Watermark.Delay + j.Window.AllowedLateness; j.DedupHorizon < need {
-			w = append(w, fmt.Sprintf("dedup_horizon %s is shorter than the watermark delay %s plus the allowed lateness %s: a repeat that comes as late as the windows still accept is counted again",
+			w = append(w, fmt.Sprintf("dedup_horizon %s is shorter than the watermark delay %s plus the allowed lateness %s: events the windows still accept but older than the watermark minus %[1]s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being counted",
 				mtime.FormatDuration(j.DedupHorizon), mtime.FormatDuration(j.Watermark.Delay), mtime.FormatDuration(j.Window.AllowedLateness)))
 		}
 	}

@@ -22,6 +22,9 @@ type Dedup interface {
 	Seen(id []byte, ts, w mtime.Time) bool
 	// Expire forgets the ids whose horizon the watermark w has reached.
 	Expire(w mtime.Time)
+	// Horizon is how long, in event time, an id is remembered: an event
+	// older than the watermark minus Horizon cannot be checked.
+	Horizon() mtime.Time
 	// Len is the number of ids remembered (expired ones not swept yet
 	// included, on disk).
 	Len() int
@@ -66,8 +69,9 @@ func (d *memDedup) Expire(w mtime.Time) {
 	}
 }
 
-func (d *memDedup) Len() int   { return len(d.ids) }
-func (d *memDedup) Err() error { return nil }
+func (d *memDedup) Len() int            { return len(d.ids) }
+func (d *memDedup) Horizon() mtime.Time { return d.horizon }
+func (d *memDedup) Err() error          { return nil }
 
 func (d *memDedup) AppendState(b []byte) []byte {
 	b = enc.AppendUvarint(b, uint64(len(d.exp)))
@@ -136,6 +140,9 @@ func (h *expHeap) pop() idExp {
 func (db *DB) Dedup(horizon mtime.Time) Dedup {
 	return &diskDedup{db: db.DB, horizon: horizon, minExp: mtime.MaxTime, floor: mtime.MinTime, swept: mtime.MinTime}
 }
+
+// Horizon implements Dedup.
+func (d *diskDedup) Horizon() mtime.Time { return d.horizon }
 
 type diskDedup struct {
 	db      *pebble.DB

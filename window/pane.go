@@ -60,4 +60,14 @@ type LateEvent[K comparable, T any] struct {
 	Window    Window
 	Watermark mtime.Time
 	Value     T
+	// Reason is empty for an event too late for its windows, and
+	// ReasonBeyondDedupHorizon for one the de-duplication state could no
+	// longer check: it is routed aside instead of risking a second count.
+	Reason string
 }
+
+// ReasonBeyondDedupHorizon is the Reason of a LateEvent whose event time is
+// at or before the watermark minus the de-duplication horizon: an earlier
+// delivery of it would have been forgotten already, so it cannot be told
+// from a duplicate.
+const ReasonBeyondDedupHorizon = "beyond_dedup_horizon"

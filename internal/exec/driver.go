@@ -127,6 +127,15 @@ func (d *Driver[K, T]) Event(part int, key K, ts mtime.Time, v T) {
 	}
 }
 
+// Aside sends an event the job does not count (beyond the de-duplication
+// horizon) to the late events, in stream order. A bounded watermark learns
+// of its partition's activity, as for a duplicate.
+func (d *Driver[K, T]) Aside(part int, key K, ts mtime.Time, v T, reason string) {
+	d.proc(d.now)
+	d.t.Aside(key, ts, d.now, v, reason)
+	d.Observe(part, ts)
+}
+
 // Refresh makes a bounded watermark look at its partitions again at the next
 // emission (after every event when the interval is 0: now), when something
 // other than an event changed them (a source's backlog report).

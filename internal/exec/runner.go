@@ -16,6 +16,9 @@ import (
 // one.
 type Target[K comparable, T any] interface {
 	Event(key K, ts, now mtime.Time, v T)
+	// Aside sends an event that is not to be counted in its windows: it
+	// comes out as a late event with the reason given, in stream order.
+	Aside(key K, ts, now mtime.Time, v T, reason string)
 	Proc(now mtime.Time)
 	Watermark(w, now mtime.Time)
 	// End ends a bounded input: the watermark moves to the end of time.
@@ -30,6 +33,7 @@ const (
 	iWatermark
 	iEnd
 	iBarrier
+	iAside
 )
 
 type item[K comparable, T any] struct {
@@ -39,7 +43,7 @@ type item[K comparable, T any] struct {
 	now  mtime.Time
 	key  K
 	val  T
-	tag  any // iBarrier
+	tag  any // iBarrier; the reason of iAside
 }
 
 // Barrier is the output of an operator instance at a checkpoint barrier: its
@@ -196,6 +200,24 @@ func (r *Runner[K, T, A, O]) Event(key K, ts, now mtime.Time, v T) {
 		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
 	}
 	r.cur[i] = append(r.cur[i], item[K, T]{kind: iEvent, step: s, ts: ts, now: now, key: key, val: v})
+	if len(r.cur[i]) >= r.cfg.BatchSize {
+		r.Flush()
+	}
+}
+
+// Aside implements Target.
+func (r *Runner[K, T, A, O]) Aside(key K, ts, now mtime.Time, v T, reason string) {
+	s := r.nextStep()
+	if r.cfg.Parallelism == 0 {
+		r.ops[0].Aside(s, key, ts, now, v, reason)
+		r.emitInline()
+		return
+	}
+	i := 0
+	if len(r.ops) > 1 {
+		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
+	}
+	r.cur[i] = append(r.cur[i], item[K, T]{kind: iAside, step: s, ts: ts, now: now, key: key, val: v, tag: reason})
 	if len(r.cur[i]) >= r.cfg.BatchSize {
 		r.Flush()
 	}
@@ -393,6 +415,8 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 			switch it.kind {
 			case iEvent:
 				op.Event(it.step, it.key, it.ts, it.now, it.val)
+			case iAside:
+				op.Aside(it.step, it.key, it.ts, it.now, it.val, it.tag.(string))
 			case iProc:
 				op.AdvanceProc(it.step, it.now)
 			case iWatermark:
@@ -402,7 +426,7 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 			case iBarrier:
 				op.out = append(op.out, r.barrierOut(op, i, it.step, it.tag))
 			}
-			if i == 0 && it.kind != iEvent && it.kind != iBarrier {
+			if i == 0 && it.kind != iEvent && it.kind != iBarrier && it.kind != iAside {
 				r.progress(op, it.step, it.kind)
 			}
 		}

@@ -488,6 +488,22 @@ func (op *WindowOp[K, T, A, O]) pruneSlices(ks *keyState[A, O]) {
 	}
 }
 
+// Aside emits the event v as a late event with the reason given, without
+// adding it to any window or counting it: the caller counts it. Window is
+// the last window its time belongs to.
+func (op *WindowOp[K, T, A, O]) Aside(step uint64, key K, ts, now mtime.Time, v T, reason string) {
+	op.setNow(step, now)
+	op.wbuf = op.strategy.Assigner.Assign(ts, op.wbuf[:0])
+	var w window.Window
+	if len(op.wbuf) > 0 {
+		w = op.wbuf[len(op.wbuf)-1]
+	}
+	op.out = append(op.out, Out[K, T, O]{
+		Step: op.step, At: none, Kind: OutLate,
+		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: reason},
+	})
+}
+
 func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Time, v T) {
 	if !accepted {
 		op.TooLate++
