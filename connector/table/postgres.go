@@ -285,7 +285,7 @@ func appendCopyRow(b []byte, r *prow) []byte {
 	if r.deltaID != nil {
 		b = append(append(b, '\t'), r.deltaID...)
 	}
-	return append(b, '\n')
+	return append(b, '\t', '\\', 'N', '\n') // reason: NULL
 }
 
 func appendCopyValue(b []byte, v *val) []byte {

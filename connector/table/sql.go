@@ -45,7 +45,9 @@ func (s *Schema) columns() []column {
 	if s.Mode == Discarding {
 		cs = append(cs, column{"delta_id", Text, true})
 	}
-	return cs
+	// reason is NULL in the rows the sink writes: a reconciliation (weir
+	// reconcile) says there why it corrected a row.
+	return append(cs, column{"reason", Text, false})
 }
 
 // primaryKey is the primary key of the table: keys, window_start and
@@ -130,8 +132,11 @@ func upsertTail(s *Schema) string {
 		first = false
 		fmt.Fprintf(&b, "%s = excluded.%[1]s", quote(c.name))
 	}
-	b.WriteString(` WHERE (excluded."version", excluded."revision") > (cur."version", cur."revision")` +
-		` OR (excluded."status" = 'retracted' AND excluded."version" = cur."version" AND excluded."revision" = cur."revision")`)
+	// A reconciled row (a correction from a ledger) is replaced only by a
+	// new version of the definitions: never by a pane of the stream, however
+	// high its revision.
+	b.WriteString(` WHERE excluded."version" > cur."version" OR (excluded."version" = cur."version" AND cur."status" <> 'reconciled'` +
+		` AND (excluded."revision" > cur."revision" OR (excluded."status" = 'retracted' AND excluded."revision" = cur."revision")))`)
 	return b.String()
 }
 

@@ -296,6 +296,7 @@ func (b *sqliteBackend) fill(r *prow, a []any) {
 	if r.deltaID != nil {
 		a[n+8] = string(r.deltaID)
 	}
+	a[len(a)-1] = nil // reason
 }
 
 // time formats t; the rows of a commit share few windows, so the last

@@ -101,6 +101,25 @@ func TestVersion(t *testing.T) {
 	})
 }
 
+// A reconciled row (a correction published from a ledger) is never replaced
+// by a pane of the stream, whatever its revision; a new version of the
+// definitions replaces it, and clears its reason.
+func TestReconciledRowsWin(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		commit(t, k, 1, pane("line-1", 2, "LATE", 3))
+		d.exec(t, "UPDATE alerts SET orders = 4, revision = 3, status = 'reconciled', reason = 'ledger: orders 3 -> 4'")
+		commit(t, k, 2, pane("line-1", 3, "LATE", 3), pane("line-1", 9, "LATE", 3))
+		commit(t, k, 3, retraction(pane("line-1", 3, "LATE", 3)))
+		q := "SELECT line, revision, status, version, orders, reason FROM alerts"
+		expect(t, "after stream panes", d.rows(t, q), []string{"line-1|3|reconciled|1|4|ledger: orders 3 -> 4"})
+		v2 := pane("line-1", 1, "ON_TIME", 5)
+		v2.Version = 2
+		commit(t, k, 4, v2)
+		expect(t, "after version 2", d.rows(t, q), []string{"line-1|1|provisional|2|5|NULL"})
+	})
+}
+
 // An interruption after the database committed, with the acknowledgement
 // lost: a restarted sink commits the same checkpoint again, and nothing
 // changes; the marker, not only the revision guard, makes it a no-op.
@@ -371,7 +390,7 @@ func TestWriteRefuses(t *testing.T) {
 // column, in one line.
 func TestTableCheck(t *testing.T) {
 	type tc struct{ ddl, sqlite, postgres string }
-	cols := `line TEXT NOT NULL, window_start %[1]s NOT NULL, window_end %[1]s NOT NULL, revision %[2]s, timing TEXT, final %[3]s, status TEXT, version %[2]s, updated_at %[1]s`
+	cols := `line TEXT NOT NULL, window_start %[1]s NOT NULL, window_end %[1]s NOT NULL, revision %[2]s, timing TEXT, final %[3]s, status TEXT, version %[2]s, updated_at %[1]s, reason TEXT`
 	cases := []tc{
 		{cols + `, PRIMARY KEY (line, window_start, window_end)`,
 			`table alerts: no column "orders"`, `table alerts: no column "orders"`},
