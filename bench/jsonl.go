@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
@@ -40,6 +43,11 @@ func init() {
 		Name: "jsonl-parse-only", Group: "jsonl",
 		About: "the floor for jsonl-run: read the same lines and parse the fields the job uses, nothing else",
 		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlParseOnly(jsonlRate) },
+	})
+	register(Bench{
+		Name: "jsonl-run-metrics", Group: "jsonl",
+		About: "jsonl-run serving its console (weir run --http), with /metrics and /api/status scraped every 100 ms",
+		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRunServed(jsonlRate) },
 	})
 	register(Bench{
 		Name: "jsonl-run-sparse", Group: "jsonl",
@@ -100,6 +108,16 @@ output: %s
 `
 
 func jsonlRun(rate int) (int64, map[string]float64, string, error) {
+	return jsonlRunWith(rate, false)
+}
+
+// jsonlRunServed is jsonlRun with the console served and scraped: ten
+// times a second, where Prometheus scrapes every 15 s by default.
+func jsonlRunServed(rate int) (int64, map[string]float64, string, error) {
+	return jsonlRunWith(rate, true)
+}
+
+func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, error) {
 	in, err := JSONLFile(rate)
 	if err != nil {
 		return 0, nil, "", err
@@ -113,11 +131,52 @@ func jsonlRun(rate int) (int64, map[string]float64, string, error) {
 	if err != nil {
 		return 0, nil, "", err
 	}
-	sum, err := job.Run(context.Background(), j, job.Options{})
+	rn, err := job.Build(j, job.Options{Console: served})
 	if err != nil {
 		return 0, nil, "", err
 	}
-	return sum.Read, map[string]float64{"panes": float64(sum.PanesWritten)}, "", nil
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	scrapes := 0
+	done := make(chan struct{})
+	if served {
+		addr, err := console.Listen(ctx, "127.0.0.1:0", rn.Console())
+		if err != nil {
+			return 0, nil, "", err
+		}
+		go func() {
+			defer close(done)
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				for _, path := range []string{"/metrics", "/api/status"} {
+					if resp, err := http.Get("http://" + addr.String() + path); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						scrapes++
+					}
+				}
+			}
+		}()
+	} else {
+		close(done)
+	}
+	sum, err := rn.Run(ctx)
+	cancel()
+	<-done
+	if err != nil {
+		return 0, nil, "", err
+	}
+	extra := map[string]float64{"panes": float64(sum.PanesWritten)}
+	if served {
+		extra["scrapes"] = float64(scrapes)
+	}
+	return sum.Read, extra, "", nil
 }
 
 // jsonlParseOnly reads every line and the fields the job reads (event time,

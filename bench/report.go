@@ -43,6 +43,17 @@ func Ratios(rs []Result) string {
 		if p, ok := find(rs, "jsonl-parse-only"); ok {
 			fmt.Fprintf(&b, "  weir run takes %.2fx the time of the parse-only pass over the same lines\n", p.EventsPerSec/j.EventsPerSec)
 		}
+		if m, ok := find(rs, "jsonl-run-metrics"); ok {
+			fmt.Fprintf(&b, "  serving the console and metrics (scraped every 100 ms) costs %.1f%% of jsonl-run's throughput\n", 100*(1-m.EventsPerSec/j.EventsPerSec))
+		}
+	}
+	for _, db := range []string{"sqlite", "postgres"} {
+		u, oku := find(rs, "upsert-"+db)
+		f, okf := find(rs, "insert-"+db+"-floor")
+		if oku && okf && u.Extra["write_rows_per_s"] > 0 {
+			fmt.Fprintf(&b, "  upserts into %s take %.2fx the time of plain inserts (%.0f vs %.0f rows/s)\n", db,
+				f.Extra["write_rows_per_s"]/u.Extra["write_rows_per_s"], u.Extra["write_rows_per_s"], f.Extra["write_rows_per_s"])
+		}
 	}
 	return b.String()
 }
@@ -117,6 +128,21 @@ func Targets(rs []Result) string {
 		}
 	} else {
 		check("Kafka: the fraud job within 2x of the floor's time", 0, false, false, "")
+	}
+	if m, ok := find(rs, "jsonl-run-metrics"); ok && okj {
+		cost := 100 * (1 - m.EventsPerSec/j.EventsPerSec)
+		check("serving metrics costs < 2% of jsonl-run's throughput", cost, cost < 2, true, "%")
+	} else {
+		check("serving metrics costs < 2% of jsonl-run's throughput", 0, false, false, "")
+	}
+	for _, db := range []string{"sqlite", "postgres"} {
+		u, oku := find(rs, "upsert-"+db)
+		f, okf := find(rs, "insert-"+db+"-floor")
+		r := 0.0
+		if oku && okf && u.Extra["write_rows_per_s"] > 0 {
+			r = f.Extra["write_rows_per_s"] / u.Extra["write_rows_per_s"]
+		}
+		check("upserts into "+db+" within 1.5x of plain inserts' time", r, r <= 1.5, r > 0, "x")
 	}
 	f, okf := find(rs, "latency-follow")
 	op99, ep99 := f.Extra["on_time_p99_ms"], f.Extra["early_p99_ms"]
