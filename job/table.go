@@ -231,3 +231,10 @@ func paneStatus(p *pane) string {
 	}
 	return "provisional"
 }
+
+// TableSink is a sink on the table of output o (which must be a table), as
+// the job writes it, not opened: weir reconcile reads the table's rows back
+// through it and publishes corrections.
+func (j *Job) TableSink(o *Output, log func(string)) *table.Sink {
+	return newTableSink(j, o, false, log).Sink
+}

@@ -39,6 +39,8 @@ Usage:
                                write a realistic stream of JSON lines
   weir lateness [flags] FILE   measure how late a recorded stream is: travel
                                times, Table 1 and a recommended watermark
+  weir reconcile --ledger FILE... JOB.yaml
+                               correct the job's table from a retained ledger
   weir bench [flags]           run the benchmarks (from the repository's root)
   weir kafka [flags]           a development Kafka broker on 127.0.0.1, with the
                                fraud demo's topics (and --orders, its orders live)
@@ -77,6 +79,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdLateness(args[1:], stdout, stderr)
 	case "kafka":
 		return cmdKafka(args[1:], stdout, stderr)
+	case "reconcile":
+		return cmdReconcile(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "weir", version)
 		return 0

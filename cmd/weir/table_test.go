@@ -379,7 +379,7 @@ func TestTableNotWritable(t *testing.T) {
 	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
 	role := "reader_" + name
 	pgExec(t, dsn,
-		"CREATE TABLE counts (k text NOT NULL, n bigint, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, revision bigint NOT NULL, timing text NOT NULL, final boolean NOT NULL, status text NOT NULL, version bigint NOT NULL, updated_at timestamptz NOT NULL, PRIMARY KEY (k, window_start, window_end))",
+		"CREATE TABLE counts (k text NOT NULL, n bigint, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, revision bigint NOT NULL, timing text NOT NULL, final boolean NOT NULL, status text NOT NULL, version bigint NOT NULL, updated_at timestamptz NOT NULL, reason text, PRIMARY KEY (k, window_start, window_end))",
 		"CREATE TABLE weir_commits (sink text NOT NULL, checkpoint bigint NOT NULL, run text NOT NULL, committed_at timestamptz NOT NULL, PRIMARY KEY (sink, checkpoint))",
 		"CREATE ROLE "+role+" LOGIN",
 		"GRANT SELECT ON counts, weir_commits TO "+role)
@@ -427,5 +427,54 @@ checkpoint: {dir: ckpt, interval: 10ms, tolerable_failures: 1}
 	}
 	if len(got) != 18 || total != 300 {
 		t.Fatalf("%d rows, %v events counted, want 18 (3 keys, 6 minutes) and 300: %v", len(got), total, got)
+	}
+}
+
+// weir reconcile from the command line: seed 004's timeline, corrected once,
+// then already right; without a ledger, exit 2.
+func TestReconcileCommand(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(`name: orders
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: at}
+key: shop
+id: id
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 1m}
+allowed_lateness: 1m
+aggregates: {orders: count}
+late_output: late.jsonl
+output: {sqlite: {path: results.db, table: orders}}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(`{"id":"A","shop":"s1","ts":"2026-09-07T12:00:10Z","at":"2026-09-07T12:00:10Z"}
+{"id":"B","shop":"s1","ts":"2026-09-07T12:00:20Z","at":"2026-09-07T12:00:20Z"}
+{"id":"C","shop":"s1","ts":"2026-09-07T12:00:40Z","at":"2026-09-07T12:01:30Z"}
+{"id":"X","shop":"s2","ts":"2026-09-07T12:02:30Z","at":"2026-09-07T12:02:30Z"}
+{"id":"D","shop":"s1","ts":"2026-09-07T12:00:50Z","at":"2026-09-07T12:02:40Z"}
+`), 0o644)
+	if code, _, stderr := runCLI(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := runCLI(t, dir, "reconcile", "--ledger", "input.jsonl,late.jsonl", "--reason", "nightly", "--report", "job.yaml")
+	want := `ledger: 6 lines in 2 files: 5 events from 2026-09-07T12:00:10.000Z to 2026-09-07T12:02:30.000Z, 1 duplicates dropped, 0 lines not events
+corrected  s1 [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z): revision 1 -> 2: orders 3 -> 4
+window_start               window_end                 corrected already_right not_correctable raced
+2026-09-07T12:00:00.000Z   2026-09-07T12:01:00.000Z           1             0               0     0
+2026-09-07T12:02:00.000Z   2026-09-07T12:03:00.000Z           0             1               0     0
+table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledger lacks their events), 0 raced
+`
+	if code != 0 || stdout != want {
+		t.Fatalf("exit %d\n%s\nwant\n%s\nstderr: %s", code, stdout, want, stderr)
+	}
+	got := readSQLite(t, filepath.Join(dir, "results.db"), "orders", "shop", []string{"orders"})
+	if len(got) != 2 || got[0].Status != "reconciled" || got[0].Revision != 2 || got[0].Values[0] != 4 || got[1].Status != "closed" {
+		t.Fatalf("rows %v", got)
+	}
+	code, stdout, _ = runCLI(t, dir, "reconcile", "--ledger", "input.jsonl", "--ledger", "late.jsonl", "job.yaml")
+	if code != 0 || !strings.HasSuffix(stdout, "table orders: 0 windows corrected, 2 already right, 0 not correctable (the ledger lacks their events), 0 raced\n") {
+		t.Fatalf("again: exit %d: %s", code, stdout)
+	}
+	if code, _, stderr := runCLI(t, dir, "reconcile", "job.yaml"); code != 2 || !strings.Contains(stderr, "--ledger") {
+		t.Fatalf("without a ledger: exit %d: %s", code, stderr)
 	}
 }

@@ -3,6 +3,8 @@ package table
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -12,8 +14,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/mtime"
 )
 
 // Postgres returns a sink that writes the table s to the PostgreSQL
@@ -63,8 +67,45 @@ var pgDialect = &dialect{
 		}
 		return false
 	},
-	param: func(i int) string { return "$" + strconv.Itoa(i) },
+	param:   func(i int) string { return "$" + strconv.Itoa(i) },
+	text:    func(c string) string { return c + "::text" },
+	millis:  func(c string) string { return "(extract(epoch from " + c + ") * 1000)::bigint" },
+	timeArg: func(t mtime.Time) any { return t.Time() },
+	boolArg: func(v bool) any { return v },
+	cast: func(t ColumnType) string {
+		switch t {
+		case Text:
+			return "text"
+		case Integer:
+			return "bigint"
+		case Real:
+			return "double precision"
+		case Boolean:
+			return "boolean"
+		}
+		return "numeric"
+	},
 }
+
+// handle opens, the first time, a database/sql handle on the same server (pgx's
+// stdlib driver), for reading rows back and correcting them.
+func (b *pgBackend) handle() (*dialect, *sql.DB) {
+	if b.sqlDB == nil {
+		cfg, err := pgx.ParseConfig(b.dsn)
+		if err == nil {
+			b.sqlDB = stdlib.OpenDB(*cfg)
+		} else {
+			b.sqlDB = sql.OpenDB(failing{err})
+		}
+	}
+	return pgDialect, b.sqlDB
+}
+
+// failing is a database/sql connector that reports why it cannot connect.
+type failing struct{ err error }
+
+func (f failing) Connect(context.Context) (driver.Conn, error) { return nil, f.err }
+func (f failing) Driver() driver.Driver                        { return nil }
 
 // stageTable is the temporary table a commit copies its rows into.
 const stageTable = "weir_stage"
@@ -79,6 +120,7 @@ type pgBackend struct {
 
 	stage, copy, upsert, mark string
 	buf                       []byte
+	sqlDB                     *sql.DB // for reads and corrections
 }
 
 func (b *pgBackend) connect(ctx context.Context) error {
@@ -375,6 +417,10 @@ func transientState(code string) bool {
 }
 
 func (b *pgBackend) close() error {
+	if b.sqlDB != nil {
+		b.sqlDB.Close()
+		b.sqlDB = nil
+	}
 	if b.conn == nil {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/weirstream/weir/mtime"
 )
 
 // markerTable is the table of commit markers.
@@ -18,6 +20,16 @@ type dialect struct {
 	compatible func(t ColumnType, decl string) bool
 	// param is the placeholder of the i-th parameter (from 1).
 	param func(i int) string
+
+	// For reading rows back and correcting them (corrections.go): text
+	// and millis select a column as text and as a window bound (Unix
+	// milliseconds, or text the reader parses); timeArg
+	// and boolArg are a window bound's and a boolean's argument; cast is a
+	// value column's type in a CAST.
+	text, millis func(col string) string
+	timeArg      func(mtime.Time) any
+	boolArg      func(bool) any
+	cast         func(ColumnType) string
 }
 
 // column is a column the sink writes.

@@ -50,8 +50,25 @@ var sqliteDialect = &dialect{
 		}
 		return false
 	},
-	param: func(int) string { return "?" },
+	param:   func(int) string { return "?" },
+	text:    func(c string) string { return "CAST(" + c + " AS TEXT)" },
+	millis:  func(c string) string { return c }, // RFC 3339 text, parsed by the reader
+	timeArg: func(t mtime.Time) any { return t.String() },
+	boolArg: func(v bool) any { return boolInt(v) },
+	cast: func(t ColumnType) string {
+		switch t {
+		case Text:
+			return "TEXT"
+		case Integer, Boolean:
+			return "INTEGER"
+		case Real:
+			return "REAL"
+		}
+		return "NUMERIC"
+	},
 }
+
+func (b *sqliteBackend) handle() (*dialect, *sql.DB) { return sqliteDialect, b.db }
 
 // affinity is the type affinity of a column declared as decl
 // (https://www.sqlite.org/datatype3.html#determination_of_column_affinity).

@@ -3,6 +3,7 @@ package table
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -250,6 +251,9 @@ type backend interface {
 	apply(ctx context.Context, rows []prow, m marker) (done bool, err error)
 	// classify marks err transient or permanent.
 	classify(err error) error
+	// handle is the database through database/sql, for reading rows back and
+	// correcting them.
+	handle() (*dialect, *sql.DB)
 	close() error
 }
 

@@ -558,3 +558,46 @@ func TestSharedMarkers(t *testing.T) {
 		expect(t, "rows", d.rows(t, "SELECT 'a', orders FROM alerts UNION ALL SELECT 'b', orders FROM alerts_b ORDER BY 1"), []string{"a|2", "b|5"})
 	})
 }
+
+// Read gives the rows back; Correct publishes reconciled rows, each only if
+// its row is still as it was read: a stale base, or a row that appeared
+// since, is refused and left alone.
+func TestReadAndCorrect(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		commit(t, k, 1, pane("line-1", 2, "LATE", 3), pane("line-2", 1, "ON_TIME", 5))
+		got, err := k.Read(context.Background(), mtime.MinTime, mtime.MaxTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].Key[0] != "line-1" || got[0].WindowStart != w0 || got[0].WindowEnd != w1 || got[0].Revision != 2 ||
+			got[0].Status != "provisional" || got[0].Values[0].String != "3" || got[0].Reason.Valid || got[1].Key[0] != "line-2" {
+			t.Fatalf("read %+v", got)
+		}
+		if none, err := k.Read(context.Background(), w1, mtime.MaxTime); err != nil || len(none) != 0 {
+			t.Fatalf("windows from w1: %v, %v", none, err)
+		}
+		base := got[0]
+		fix := Correction{Base: &base, Key: []any{"line-1"}, WindowStart: w0, WindowEnd: w1, Values: []any{int64(4)},
+			Revision: 3, Version: 1, Timing: "LATE", Reason: "ledger: orders 3 -> 4", At: w1 + 3_600_000}
+		fresh := Correction{Key: []any{"line-3"}, WindowStart: w0, WindowEnd: w1, Values: []any{int64(1)},
+			Revision: 1, Version: 1, Timing: "ON_TIME", Reason: "ledger: a window the stream never saw", At: w1 + 3_600_000}
+		applied, err := k.Correct(context.Background(), []Correction{fix, fresh})
+		if err != nil || !slices.Equal(applied, []bool{true, true}) {
+			t.Fatalf("applied %v, %v", applied, err)
+		}
+		// The stream's next pane does not replace the correction.
+		commit(t, k, 2, pane("line-1", 3, "LATE", 3))
+		// The same corrections again: their bases are stale now.
+		applied, err = k.Correct(context.Background(), []Correction{fix, fresh})
+		if err != nil || !slices.Equal(applied, []bool{false, false}) {
+			t.Fatalf("stale: applied %v, %v", applied, err)
+		}
+		q := "SELECT line, revision, status, orders, reason, updated_at FROM alerts ORDER BY line"
+		expect(t, "rows", d.rows(t, q), []string{
+			"line-1|3|reconciled|4|ledger: orders 3 -> 4|2026-09-07T13:01:00.000Z",
+			"line-2|1|provisional|5|NULL|2026-09-07T12:01:01.000Z",
+			"line-3|1|reconciled|1|ledger: a window the stream never saw|2026-09-07T13:01:00.000Z",
+		})
+	})
+}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/reconcile"
+)
+
+// files is a repeatable flag of file names (also comma-separated).
+type files []string
+
+func (f *files) String() string { return strings.Join(*f, ",") }
+func (f *files) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s != "" {
+			*f = append(*f, s)
+		}
+	}
+	return nil
+}
+
+// cmdReconcile corrects a job's table from a retained ledger.
+func cmdReconcile(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("weir reconcile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ledger files
+	fs.Var(&ledger, "ledger", "a `file` of the retained ledger: the input, the late output, a dead-letter queue (repeat the flag, or separate with commas)")
+	from := fs.String("from", "", "reconcile the windows that start at or after this `time` (RFC 3339; default: every window)")
+	to := fs.String("to", "", "... and before this `time`")
+	reason := fs.String("reason", "", "why: said in every correction's reason, before the values that changed")
+	report := fs.Bool("report", false, "print, per window range, how many windows were corrected, already right or not correctable")
+	dry := fs.Bool("dry-run", false, "compare and say what would be corrected, without writing")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	output := fs.Int("output", -1, "the `index` of the table in the job's output list (default: the first table)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: weir reconcile --ledger FILE [--ledger FILE...] [flags] JOB.yaml
+
+Recomputes the job's windows from a retained ledger (de-duplicated by the job's
+id, with a perfect watermark, through weir's engine), compares them with the rows
+of the job's table (sqlite or postgres), and publishes for every window whose
+values differ a revision with status reconciled and a reason. Each correction is
+written only if its row is still as it was read: a row that changed in between
+(a pane of the stream came first) is left alone and reported, and the command
+exits 1; run it again. The stream never overwrites a reconciled row.
+
+Exit status: 0 done, 1 a window raced or the reconciliation failed, 2 bad flags
+or a bad job file.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return 2
+	}
+	j, err := job.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 2
+	}
+	o := reconcile.Options{Ledger: ledger, From: mtime.MinTime, To: mtime.MaxTime, Reason: *reason, Output: *output,
+		Log: func(s string) { fmt.Fprintln(stderr, "weir:", s) }}
+	for _, f := range []struct {
+		name, v string
+		dst     *mtime.Time
+	}{{"from", *from, &o.From}, {"to", *to, &o.To}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := mtime.Parse([]byte(f.v))
+		if err != nil {
+			fmt.Fprintf(stderr, "weir: --%s: expected an RFC 3339 time, got %q\n", f.name, f.v)
+			return 2
+		}
+		*f.dst = t
+	}
+	if len(ledger) == 0 {
+		fmt.Fprintln(stderr, "weir: --ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
+		return 2
+	}
+	ctx := context.Background()
+	p, err := reconcile.Prepare(ctx, j, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	defer p.Close()
+	rep := p.Report()
+	if !*dry {
+		if rep, err = p.Apply(ctx); err != nil {
+			fmt.Fprintln(stderr, "weir:", err)
+			return 1
+		}
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		fmt.Fprint(stdout, reconcileText(rep, *report))
+	}
+	if rep.Raced > 0 {
+		fmt.Fprintf(stderr, "weir: %d windows changed in the table after they were read and were not corrected: run weir reconcile again\n", rep.Raced)
+		return 1
+	}
+	return 0
+}
+
+// reconcileText is the report for a person.
+func reconcileText(r *reconcile.Report, ranges bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ledger: %d lines in %d files: %d events", r.LedgerLines, len(r.LedgerFiles), r.LedgerEvents)
+	if r.LedgerEvents > 0 {
+		fmt.Fprintf(&b, " from %s to %s", r.LedgerFirst, r.LedgerLast)
+	}
+	fmt.Fprintf(&b, ", %d duplicates dropped, %d lines not events\n", r.LedgerDuplicates, r.LedgerUnreadable)
+	verb := "corrected"
+	if !r.Applied {
+		verb = "to correct (dry run)"
+	}
+	for _, w := range r.Windows {
+		key := w.Key
+		if key == "" {
+			key = "-"
+		}
+		switch w.Outcome {
+		case reconcile.Corrected:
+			fmt.Fprintf(&b, "%s  %s [%s, %s): revision %d -> %d: %s\n", verb, key, w.WindowStart, w.WindowEnd, w.Base, w.Revision, w.Changes)
+		case reconcile.NotCorrectable, reconcile.Raced:
+			fmt.Fprintf(&b, "%s  %s [%s, %s): %s\n", strings.ReplaceAll(string(w.Outcome), "_", " "), key, w.WindowStart, w.WindowEnd, w.Note)
+		}
+	}
+	if ranges {
+		fmt.Fprintf(&b, "%-26s %-26s %9s %13s %15s %5s\n", "window_start", "window_end", "corrected", "already_right", "not_correctable", "raced")
+		for _, g := range r.Ranges {
+			fmt.Fprintf(&b, "%-26s %-26s %9d %13d %15d %5d\n", g.WindowStart, g.WindowEnd, g.Corrected, g.AlreadyRight, g.NotCorrectable, g.Raced)
+		}
+	}
+	fmt.Fprintf(&b, "table %s: %d windows %s, %d already right, %d not correctable (the ledger lacks their events), %d raced\n",
+		r.Table, r.Corrected, verb, r.AlreadyRight, r.NotCorrectable, r.Raced)
+	return b.String()
+}
