@@ -537,3 +537,15 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// Checkpoints describes the last checkpoint this run wrote, with the counts
+// of checkpoints taken and failed (the zero CheckpointInfo without
+// checkpoints). It may be called during the run and after it.
+func (e *Engine) Checkpoints() CheckpointInfo {
+	if e.coord == nil {
+		return CheckpointInfo{}
+	}
+	e.coord.mu.Lock()
+	defer e.coord.mu.Unlock()
+	return e.coord.last
+}

@@ -161,6 +161,11 @@ type Counts struct {
 	WindowsFired       int64            `json:"windows_fired"`
 	WatermarkLines     int64            `json:"watermark_lines"`
 	BlankLines         int64            `json:"blank_lines"`
+	// FirstEventTime and LastEventTime are the least and the greatest event
+	// time of the events read (quarantined records aside); MaxTime and
+	// MinTime before the first.
+	FirstEventTime mtime.Time `json:"first_event_time"`
+	LastEventTime  mtime.Time `json:"last_event_time"`
 }
 
 // NewHead builds a head, restoring its counters, partition numbering and
@@ -171,7 +176,7 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	if err != nil {
 		return nil, err
 	}
-	h := &Head[K, T]{cfg: cfg, e: e, p: p, c: Counts{QuarantineReasons: map[string]int64{}}, holder: -1}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, c: Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}, holder: -1}
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
 	}
@@ -249,6 +254,8 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 		w.SetWatermark(d.Watermark)
 	default:
 		h.c.Read++
+		h.c.FirstEventTime = min(h.c.FirstEventTime, d.Time)
+		h.c.LastEventTime = max(h.c.LastEventTime, d.Time)
 		part := d.Partition
 		if part < 0 {
 			part = r.Partition
@@ -304,13 +311,14 @@ func (h *Head[K, T]) Signal(s Signal) {
 // Push makes Head a Consumer[struct{}].
 func (h *Head[K, T]) Push(struct{}) {}
 
-// headVersion 2 added BeyondDedupHorizon to the counters.
-const headVersion = 2
+// headVersion 2 added BeyondDedupHorizon to the counters, 3 the span of
+// event time.
+const headVersion = 3
 
 func (h *Head[K, T]) appendState(b []byte) []byte {
 	b = append(b, headVersion)
 	c := &h.c
-	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon} {
+	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon, int64(c.FirstEventTime), int64(c.LastEventTime)} {
 		b = enc.AppendVarint(b, v)
 	}
 	keys := slices.Sorted(maps.Keys(c.QuarantineReasons))
@@ -338,7 +346,7 @@ func (h *Head[K, T]) appendState(b []byte) []byte {
 func (h *Head[K, T]) restore(data []byte) error {
 	d := enc.NewDecoder(data)
 	v := d.Count(255)
-	if v != 1 && v != headVersion {
+	if v < 1 || v > headVersion {
 		return fmt.Errorf("unknown version %d", v)
 	}
 	c := &h.c
@@ -347,6 +355,9 @@ func (h *Head[K, T]) restore(data []byte) error {
 	}
 	if v >= 2 {
 		c.BeyondDedupHorizon = d.Varint()
+	}
+	if v >= 3 {
+		c.FirstEventTime, c.LastEventTime = mtime.Time(d.Varint()), mtime.Time(d.Varint())
 	}
 	n := d.Items(1 << 16)
 	for range n {

@@ -67,6 +67,9 @@ type Job struct {
 	// HTTP is where the job serves its metrics, status and console
 	// (host:port); empty: nowhere.
 	HTTP string
+	// Acceptance is where weir run writes the acceptance record (JSON, and
+	// Markdown beside it); empty: nowhere.
+	Acceptance string
 	// Version is the version of the job's metric definitions (seed 004):
 	// every pane carries it, and a table keeps a new version's rows over an
 	// old one's whatever their revisions. 1 when the file does not say.
@@ -142,7 +145,7 @@ type Aggregate struct {
 var topFields = []string{
 	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
 	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
-	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version",
+	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version", "acceptance",
 }
 
 // Reserved output fields: aggregates may not take these names.

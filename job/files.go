@@ -1,10 +1,12 @@
 package job
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
@@ -37,6 +39,9 @@ func checkFiles(j *Job, jobPath string) error {
 		}
 	}
 	outs = append(outs, named{"summary", j.Summary})
+	if j.Acceptance != "" {
+		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", acceptanceMarkdown(j.Acceptance)})
+	}
 	for i, o := range outs {
 		if o.path == "" || o.path == "-" {
 			continue
@@ -66,6 +71,12 @@ func checkFiles(j *Job, jobPath string) error {
 			if pst, err := os.Stat(prev.path); err == nil && os.SameFile(st, pst) {
 				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
 			}
+		}
+		if o.field == "acceptance" && strings.HasSuffix(o.path, ".md") {
+			if b, err := os.ReadFile(o.path); err == nil && len(b) > 0 && !bytes.HasPrefix(b, []byte(acceptanceTitle)) {
+				return fail(o.field, "%s exists and is not an acceptance record weir wrote: weir does not overwrite it", o.path)
+			}
+			continue
 		}
 		if err := file.CheckReplace(o.path); err != nil {
 			return fail(o.field, "%v", err)

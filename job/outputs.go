@@ -264,6 +264,15 @@ func (p *parser) outputs(root *node, j *Job) error {
 		}
 		*f.dst = o
 	}
+	if s, sn, err := root.str("acceptance"); err != nil {
+		return err
+	} else if s != "" {
+		if !strings.HasSuffix(s, ".json") {
+			return root.errf(sn, "acceptance", "expected a .json file (the Markdown goes beside it), got %q", s)
+		}
+		j.Acceptance = p.resolve(s)
+		j.lines["acceptance"] = sn.Line
+	}
 	if s, sn, err := root.str("summary"); err != nil {
 		return err
 	} else if s != "" {
@@ -284,6 +293,10 @@ func (p *parser) outputs(root *node, j *Job) error {
 	all := j.AllOutputs()
 	if j.Summary != "" {
 		all = append(all, &Output{Field: "summary", Line: j.lines["summary"], File: j.Summary})
+	}
+	if j.Acceptance != "" {
+		all = append(all, &Output{Field: "acceptance", Line: j.lines["acceptance"], File: j.Acceptance},
+			&Output{Field: "acceptance", Line: j.lines["acceptance"], File: acceptanceMarkdown(j.Acceptance)})
 	}
 	for _, o := range all {
 		switch {

@@ -173,9 +173,10 @@ type Runnable struct {
 	late    *engine.SinkNode[lateEvent]
 	having  *havingFilter
 	db      *state.DB
-	tmp     string          // a temporary state directory to remove at the end
-	recent  *console.Recent // panes, for the console
-	recLate *console.Recent // too-late events, for the console
+	tmp     string             // a temporary state directory to remove at the end
+	accept  *acceptanceTracker // panes written, for the acceptance record
+	recent  *console.Recent    // panes, for the console
+	recLate *console.Recent    // too-late events, for the console
 	warn    []string
 }
 
@@ -337,6 +338,10 @@ func (rn *Runnable) build() error {
 			rn.out = n
 		}
 		fan.Subscribe(n)
+	}
+	if j.Acceptance != "" {
+		rn.accept = newAcceptanceTracker()
+		fan.Subscribe(rn.accept)
 	}
 	var results engine.Consumer[pane] = &fan
 	if j.Having != "" {
@@ -549,6 +554,11 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 	if rn.j.Summary != "" {
 		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout); err != nil {
 			return sum, err
+		}
+	}
+	if rn.accept != nil {
+		if err := WriteAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum)); err != nil {
+			return sum, &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
 	return sum, nil

@@ -38,6 +38,7 @@ func cmdReconcile(args []string, stdout, stderr io.Writer) int {
 	report := fs.Bool("report", false, "print, per window range, how many windows were corrected, already right or not correctable")
 	dry := fs.Bool("dry-run", false, "compare and say what would be corrected, without writing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	acceptance := fs.String("acceptance", "", "write the acceptance record to this .json `file` (and a .md beside it)")
 	output := fs.Int("output", -1, "the `index` of the table in the job's output list (default: the first table)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir reconcile --ledger FILE [--ledger FILE...] [flags] JOB.yaml
@@ -101,6 +102,23 @@ Flags:
 	if !*dry {
 		if rep, err = p.Apply(ctx); err != nil {
 			fmt.Fprintln(stderr, "weir:", err)
+			return 1
+		}
+	}
+	if *acceptance != "" && !*dry {
+		a := job.NewAcceptance(j)
+		a.Scope = "a reconciliation of table " + rep.Table + " from a ledger"
+		a.Input = job.AcceptanceInput{Sources: rep.LedgerFiles, Lines: rep.LedgerLines, Events: rep.LedgerEvents,
+			FirstEventTime: rep.LedgerFirst, LastEventTime: rep.LedgerLast}
+		a.Corrections = struct {
+			Corrected      int               `json:"corrected"`
+			AlreadyRight   int               `json:"already_right"`
+			NotCorrectable int               `json:"not_correctable"`
+			Raced          int               `json:"raced"`
+			Ranges         []reconcile.Range `json:"ranges"`
+		}{rep.Corrected, rep.AlreadyRight, rep.NotCorrectable, rep.Raced, rep.Ranges}
+		if err := job.WriteAcceptance(*acceptance, a); err != nil {
+			fmt.Fprintln(stderr, "weir: the acceptance record:", err)
 			return 1
 		}
 	}

@@ -455,7 +455,7 @@ output: {sqlite: {path: results.db, table: orders}}
 	if code, _, stderr := runCLI(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
-	code, stdout, stderr := runCLI(t, dir, "reconcile", "--ledger", "input.jsonl,late.jsonl", "--reason", "nightly", "--report", "job.yaml")
+	code, stdout, stderr := runCLI(t, dir, "reconcile", "--ledger", "input.jsonl,late.jsonl", "--reason", "nightly", "--report", "--acceptance", "acceptance.json", "job.yaml")
 	want := `ledger: 6 lines in 2 files: 5 events from 2026-09-07T12:00:10.000Z to 2026-09-07T12:02:30.000Z, 1 duplicates dropped, 0 lines not events
 corrected  s1 [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z): revision 1 -> 2: orders 3 -> 4
 window_start               window_end                 corrected already_right not_correctable raced
@@ -465,6 +465,14 @@ table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledge
 `
 	if code != 0 || stdout != want {
 		t.Fatalf("exit %d\n%s\nwant\n%s\nstderr: %s", code, stdout, want, stderr)
+	}
+	rec, _ := os.ReadFile(filepath.Join(dir, "acceptance.json"))
+	if !strings.Contains(string(rec), `"corrections": {
+    "corrected": 1,
+    "already_right": 1,
+    "not_correctable": 0,
+    "raced": 0,`) || !strings.Contains(string(rec), `"events": 5`) {
+		t.Errorf("acceptance record:\n%s", rec)
 	}
 	got := readSQLite(t, filepath.Join(dir, "results.db"), "orders", "shop", []string{"orders"})
 	if len(got) != 2 || got[0].Status != "reconciled" || got[0].Revision != 2 || got[0].Values[0] != 4 || got[1].Status != "closed" {

@@ -1,0 +1,421 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/weirstream/weir/connector/table"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Acceptance is the acceptance record of seed 004: what a run (or a
+// reconciliation) covered, with which settings, what it produced, how it
+// recovered, and whether the tables hold what it wrote. weir run writes it
+// when the job file names acceptance: (a .json file, and a .md beside it).
+type Acceptance struct {
+	Job     string `json:"job"`
+	JobFile string `json:"job_file"`
+	Version int64  `json:"version"`
+	// Scope says what the record covers.
+	Scope    string             `json:"scope"`
+	Input    AcceptanceInput    `json:"input"`
+	Settings AcceptanceSettings `json:"settings"`
+	// Accounting is the summary's: every line accepted, a duplicate, too
+	// late, beyond the horizon or quarantined; Balanced says the sum holds.
+	Accounting AcceptanceAccounting `json:"accounting"`
+	// Panes counts the panes this run wrote to its outputs, by timing and
+	// revision.
+	Panes           []PaneCount   `json:"panes_by_timing_and_revision"`
+	TooLateByWindow []WindowDrops `json:"too_late_by_window"`
+	Recovery        Recovery      `json:"recovery"`
+	// Sinks are the table outputs, read back and compared with the last
+	// pane this run wrote of each window.
+	Sinks []SinkCheck `json:"sink_verification"`
+	// Corrections is filled by weir reconcile.
+	Corrections any `json:"corrections,omitempty"`
+}
+
+// AcceptanceInput is the input ledger's scope.
+type AcceptanceInput struct {
+	Sources        []string `json:"sources"`
+	Lines          int64    `json:"lines"`
+	Events         int64    `json:"events"`
+	FirstEventTime string   `json:"first_event_time,omitempty"`
+	LastEventTime  string   `json:"last_event_time,omitempty"`
+}
+
+// AcceptanceSettings are the settings the results depend on.
+type AcceptanceSettings struct {
+	Window          string `json:"window"`
+	Trigger         string `json:"trigger"`
+	AllowedLateness string `json:"allowed_lateness"`
+	Mode            string `json:"mode"`
+	Watermark       string `json:"watermark"`
+	IDField         string `json:"id_field,omitempty"`
+	DedupHorizon    string `json:"dedup_horizon,omitempty"`
+	MaxFuture       string `json:"max_future"`
+	Aggregates      string `json:"aggregates"`
+	Having          string `json:"having,omitempty"`
+}
+
+// AcceptanceAccounting is the accounting of every line.
+type AcceptanceAccounting struct {
+	Read               int64            `json:"read"`
+	Accepted           int64            `json:"accepted"`
+	LateAccepted       int64            `json:"late_accepted"`
+	Duplicates         int64            `json:"duplicates"`
+	TooLate            int64            `json:"too_late"`
+	BeyondDedupHorizon int64            `json:"beyond_dedup_horizon"`
+	Quarantined        int64            `json:"quarantined"`
+	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
+	Balanced           bool             `json:"balanced"`
+}
+
+// PaneCount is the number of panes of one timing and revision.
+type PaneCount struct {
+	Timing   string `json:"timing"`
+	Revision int    `json:"revision"`
+	Retract  bool   `json:"retract,omitempty"`
+	Panes    int64  `json:"panes"`
+}
+
+// Recovery is what the run restored and how its checkpoints went.
+type Recovery struct {
+	Resumed            bool   `json:"resumed"`
+	From               string `json:"from,omitempty"`
+	Checkpoints        int64  `json:"checkpoints_taken"`
+	CheckpointsFailed  int64  `json:"checkpoints_failed"`
+	LastCheckpoint     string `json:"last_checkpoint,omitempty"`
+	EndedInterrupted   bool   `json:"interrupted,omitempty"`
+	EndedWithSavepoint string `json:"savepoint,omitempty"`
+}
+
+// SinkCheck is one table read back after the run.
+type SinkCheck struct {
+	Output string `json:"output"`
+	Table  string `json:"table"`
+	// Windows is the number of windows this run wrote; Equal of them the
+	// table holds as written; Reconciled hold a correction instead (not
+	// compared); Differences lists the others (the first 20).
+	Windows     int      `json:"windows"`
+	Equal       int      `json:"equal"`
+	Reconciled  int      `json:"reconciled"`
+	Differ      int      `json:"differ"`
+	Differences []string `json:"differences,omitempty"`
+	// OtherRows are rows of windows this run did not write (earlier runs').
+	OtherRows int    `json:"other_rows"`
+	Verdict   string `json:"verdict"`
+	Error     string `json:"error,omitempty"`
+}
+
+// acceptanceTracker counts the panes that reach the outputs and keeps the
+// last of each window, for the record.
+type acceptanceTracker struct {
+	mu     sync.Mutex
+	counts map[PaneCount]int64
+	last   map[string]lastPane
+}
+
+type lastPane struct {
+	key        string
+	start, end mtime.Time
+	revision   int64
+	retract    bool
+	final      bool
+	vals       []outVal
+}
+
+func newAcceptanceTracker() *acceptanceTracker {
+	return &acceptanceTracker{counts: map[PaneCount]int64{}, last: map[string]lastPane{}}
+}
+
+func (t *acceptanceTracker) Push(p pane) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counts[PaneCount{Timing: p.Timing.String(), Revision: int(p.Revision), Retract: p.Retract}]++
+	k := keyValue(p.Key)
+	end := p.Window.End
+	if p.Window.IsGlobal() {
+		end = mtime.MaxTime
+	}
+	id := k + "\x00" + strconv.FormatInt(int64(p.Window.Start), 10) + "\x00" + strconv.FormatInt(int64(end), 10)
+	t.last[id] = lastPane{key: k, start: p.Window.Start, end: end, revision: int64(p.Revision), retract: p.Retract, final: p.Final, vals: slices.Clone(p.Value)}
+}
+
+func (t *acceptanceTracker) Signal(engine.Signal) {}
+
+// acceptance builds the record of a finished run.
+func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
+	j := rn.j
+	a := NewAcceptance(j)
+	c := rn.head.Counts()
+	a.Scope = "this run of the job"
+	if r := rn.e.Resumed(); r != nil {
+		a.Scope = "this run, resumed from " + r.Path + ": its counts of panes and its sink verification cover what it wrote after the restore; the accounting covers the whole input"
+		a.Recovery.Resumed, a.Recovery.From = true, r.Path
+	}
+	if j.Kafka != nil {
+		a.Input.Sources = []string{"kafka topic " + j.Kafka.Topic}
+	} else {
+		a.Input.Sources = []string{j.Input}
+	}
+	a.Input.Lines = sum.Read + sum.WatermarkLines + sum.BlankLines
+	a.Input.Events = sum.Read - sum.Quarantined
+	if c.FirstEventTime <= c.LastEventTime {
+		a.Input.FirstEventTime, a.Input.LastEventTime = c.FirstEventTime.String(), c.LastEventTime.String()
+	}
+	a.Accounting = AcceptanceAccounting{Read: sum.Read, Accepted: sum.Accepted, LateAccepted: sum.LateAccepted, Duplicates: sum.Duplicates,
+		TooLate: sum.TooLate, BeyondDedupHorizon: sum.BeyondDedupHorizon, Quarantined: sum.Quarantined, QuarantineReasons: sum.QuarantineReasons}
+	a.Accounting.Balanced = sum.Read == sum.Accepted+sum.Duplicates+sum.TooLate+sum.BeyondDedupHorizon+sum.Quarantined
+	a.TooLateByWindow = sum.TooLateByWindow
+	ck := rn.e.Checkpoints()
+	a.Recovery.Checkpoints, a.Recovery.CheckpointsFailed, a.Recovery.LastCheckpoint = ck.Total, ck.Failed, ck.Path
+	a.Recovery.EndedInterrupted, a.Recovery.EndedWithSavepoint = sum.Interrupted, sum.Savepoint
+	t := rn.accept
+	for pc, n := range t.counts {
+		pc.Panes = n
+		a.Panes = append(a.Panes, pc)
+	}
+	slices.SortFunc(a.Panes, func(x, y PaneCount) int {
+		if x.Revision != y.Revision {
+			return x.Revision - y.Revision
+		}
+		if x.Timing != y.Timing {
+			return strings.Compare(x.Timing, y.Timing)
+		}
+		if x.Retract != y.Retract {
+			if x.Retract {
+				return 1
+			}
+			return -1
+		}
+		return 0
+	})
+	for i := range j.Outputs {
+		if o := &j.Outputs[i]; o.Table != nil {
+			a.Sinks = append(a.Sinks, rn.verify(ctx, o))
+		}
+	}
+	return a
+}
+
+// NewAcceptance is an acceptance record with the job's settings filled in.
+func NewAcceptance(j *Job) *Acceptance {
+	a := &Acceptance{Job: j.Name, JobFile: j.File, Version: j.Version}
+	s := &a.Settings
+	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.String()
+	s.AllowedLateness, s.Mode = mtime.FormatDuration(j.Window.AllowedLateness), j.Window.Mode.String()
+	s.Watermark = describeWatermark(j)
+	if j.ID != nil {
+		s.IDField, s.DedupHorizon = j.ID.String(), mtime.FormatDuration(j.DedupHorizon)
+	}
+	s.MaxFuture = "none"
+	if j.MaxFuture > 0 {
+		s.MaxFuture = mtime.FormatDuration(j.MaxFuture)
+	}
+	var aggs []string
+	for _, g := range j.Aggregates {
+		aggs = append(aggs, g.Name)
+	}
+	s.Aggregates, s.Having = strings.Join(aggs, ", "), j.Having
+	return a
+}
+
+// verify reads a table back and compares it with the last pane this run
+// wrote of each window.
+func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
+	j, t := rn.j, rn.accept
+	sc := SinkCheck{Output: o.Field, Table: o.Table.Table, Windows: len(t.last)}
+	s := j.TableSink(o, nil)
+	if err := s.Open(ctx, nil); err != nil {
+		sc.Error, sc.Verdict = err.Error(), "not verified"
+		return sc
+	}
+	defer s.Close()
+	rows, err := s.Read(ctx, mtime.MinTime, mtime.MaxTime)
+	if err != nil {
+		sc.Error, sc.Verdict = err.Error(), "not verified"
+		return sc
+	}
+	seen := 0
+	for _, r := range rows {
+		key := ""
+		if len(r.Key) > 0 {
+			key = r.Key[0]
+		}
+		id := key + "\x00" + strconv.FormatInt(int64(r.WindowStart), 10) + "\x00" + strconv.FormatInt(int64(r.WindowEnd), 10)
+		p, ok := t.last[id]
+		if !ok {
+			sc.OtherRows++
+			continue
+		}
+		seen++
+		if r.Status == table.StatusReconciled {
+			sc.Reconciled++
+			continue
+		}
+		if why := differs(j, &r, &p); why != "" {
+			sc.Differ++
+			if len(sc.Differences) < 20 {
+				sc.Differences = append(sc.Differences, fmt.Sprintf("%s [%s, %s): %s", key, r.WindowStart, r.WindowEnd, why))
+			}
+			continue
+		}
+		sc.Equal++
+	}
+	if missing := len(t.last) - seen; missing > 0 {
+		sc.Differ += missing
+		for _, p := range t.last {
+			if len(sc.Differences) >= 20 {
+				break
+			}
+			found := slices.ContainsFunc(rows, func(r table.Stored) bool {
+				return r.WindowStart == p.start && r.WindowEnd == p.end && (len(r.Key) == 0 || r.Key[0] == p.key)
+			})
+			if !found {
+				sc.Differences = append(sc.Differences, fmt.Sprintf("%s [%s, %s): no row", p.key, p.start, p.end))
+			}
+		}
+	}
+	sc.Verdict = "rows equal to the final panes"
+	if sc.Differ > 0 {
+		sc.Verdict = fmt.Sprintf("%d windows differ", sc.Differ)
+	}
+	return sc
+}
+
+// differs says how a row differs from the pane written last of its window.
+func differs(j *Job, r *table.Stored, p *lastPane) string {
+	if r.Revision != p.revision {
+		return fmt.Sprintf("revision %d, the last pane %d", r.Revision, p.revision)
+	}
+	if p.retract != (r.Status == "retracted") {
+		return fmt.Sprintf("status %s, the last pane retract=%v", r.Status, p.retract)
+	}
+	for i, g := range j.Aggregates {
+		have, want := r.Values[i], p.vals[i]
+		if want.kind == vNull {
+			if have.Valid {
+				return fmt.Sprintf("%s %s, the last pane null", g.Name, have.String)
+			}
+			continue
+		}
+		f, err := strconv.ParseFloat(have.String, 64)
+		w := want.number()
+		if !have.Valid || err != nil || (f != w && math.Abs(f-w) > 1e-9*math.Max(math.Abs(f), math.Abs(w))) {
+			return fmt.Sprintf("%s %s, the last pane %s", g.Name, have.String, string(appendOutVal(nil, want)))
+		}
+	}
+	return ""
+}
+
+// WriteAcceptance writes the record as JSON to path and as Markdown beside
+// it (path with .md for its extension).
+func WriteAcceptance(path string, a *Acceptance) error {
+	b, err := json.MarshalIndent(a, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(acceptanceMarkdown(path), []byte(a.Markdown()), 0o644)
+}
+
+// acceptanceMarkdown is the Markdown file beside the JSON record.
+func acceptanceMarkdown(path string) string { return strings.TrimSuffix(path, ".json") + ".md" }
+
+// acceptanceTitle begins every Markdown record.
+const acceptanceTitle = "# Acceptance record: "
+
+// Markdown is the record for a person.
+func (a *Acceptance) Markdown() string {
+	var b strings.Builder
+	name := a.Job
+	if name == "" {
+		name = a.JobFile
+	}
+	fmt.Fprintf(&b, "%s%s\n\n", acceptanceTitle, name)
+	fmt.Fprintf(&b, "Job file `%s`, metric definitions version %d. Scope: %s.\n\n", a.JobFile, a.Version, a.Scope)
+	in := a.Input
+	fmt.Fprintf(&b, "## Input ledger\n\n- Sources: %s\n- Lines: %d; events: %d\n", strings.Join(in.Sources, ", "), in.Lines, in.Events)
+	if in.FirstEventTime != "" {
+		fmt.Fprintf(&b, "- Event time: %s to %s\n", in.FirstEventTime, in.LastEventTime)
+	}
+	s := a.Settings
+	fmt.Fprintf(&b, "\n## Settings\n\n| setting | value |\n|---|---|\n")
+	for _, kv := range [][2]string{{"window", s.Window}, {"trigger", s.Trigger}, {"allowed lateness", s.AllowedLateness}, {"mode", s.Mode},
+		{"watermark", s.Watermark}, {"id field", s.IDField}, {"de-duplication horizon", s.DedupHorizon}, {"max future", s.MaxFuture},
+		{"aggregates", s.Aggregates}, {"having", s.Having}} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, "| %s | %s |\n", kv[0], kv[1])
+		}
+	}
+	c := a.Accounting
+	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness) + %d duplicates + %d too late + %d beyond the de-duplication horizon + %d quarantined: %s.\n",
+		c.Read, c.Accepted, c.LateAccepted, c.Duplicates, c.TooLate, c.BeyondDedupHorizon, c.Quarantined, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
+	if len(c.QuarantineReasons) > 0 {
+		keys := slices.Sorted(func(yield func(string) bool) {
+			for k := range c.QuarantineReasons {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %d", k, c.QuarantineReasons[k]))
+		}
+		fmt.Fprintf(&b, "Quarantined: %s.\n", strings.Join(parts, ", "))
+	}
+	if len(a.Panes) > 0 {
+		fmt.Fprintf(&b, "\n## Panes written, by revision and timing\n\n| revision | timing | retraction | panes |\n|---|---|---|---|\n")
+		for _, p := range a.Panes {
+			fmt.Fprintf(&b, "| %d | %s | %v | %d |\n", p.Revision, p.Timing, p.Retract, p.Panes)
+		}
+	}
+	if len(a.TooLateByWindow) > 0 {
+		fmt.Fprintf(&b, "\n## Too-late records by window\n\n| window start | window end | too late |\n|---|---|---|\n")
+		for _, w := range a.TooLateByWindow {
+			fmt.Fprintf(&b, "| %s | %s | %d |\n", w.Start, w.End, w.Dropped)
+		}
+	}
+	r := a.Recovery
+	fmt.Fprintf(&b, "\n## Recovery\n\n")
+	if r.Resumed {
+		fmt.Fprintf(&b, "- Resumed from `%s`\n", r.From)
+	} else {
+		fmt.Fprintf(&b, "- Started afresh\n")
+	}
+	fmt.Fprintf(&b, "- Checkpoints taken: %d, failed: %d\n", r.Checkpoints, r.CheckpointsFailed)
+	if r.EndedInterrupted {
+		fmt.Fprintf(&b, "- Stopped before the end of the input; savepoint `%s`\n", r.EndedWithSavepoint)
+	}
+	if len(a.Sinks) > 0 {
+		fmt.Fprintf(&b, "\n## Sink verification\n\n| output | table | windows | equal | reconciled | differ | other rows | verdict |\n|---|---|---|---|---|---|---|---|\n")
+		for _, s := range a.Sinks {
+			fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %s |\n", s.Output, s.Table, s.Windows, s.Equal, s.Reconciled, s.Differ, s.OtherRows, s.Verdict)
+		}
+		for _, s := range a.Sinks {
+			for _, d := range s.Differences {
+				fmt.Fprintf(&b, "- %s: %s\n", s.Output, d)
+			}
+			if s.Error != "" {
+				fmt.Fprintf(&b, "- %s: %s\n", s.Output, s.Error)
+			}
+		}
+	}
+	if a.Corrections != nil {
+		cb, _ := json.MarshalIndent(a.Corrections, "", "  ")
+		fmt.Fprintf(&b, "\n## Corrections\n\n```json\n%s\n```\n", cb)
+	}
+	return b.String()
+}
