@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,9 +185,9 @@ func TestMetricsAndDiagnoses(t *testing.T) {
 			t.Errorf("held by %q since %s, watermark %s, skew %d", st.HeldBy, st.HeldBySince, st.Watermark, st.EventTimeSkew)
 		}
 		has(t, metricLines(t, srv, MetricPartitionState, MetricHoldsBack, MetricWatermarkGap),
-			`weir_partition_diagnosis{diagnosis="inactive",job="orders",partition="orders/1"} 1`,
-			`weir_partition_holds_watermark{job="orders",partition="orders/1"} 1`,
-			`weir_watermark_gap_seconds{job="orders"} 3.001`)
+			`weir_partition_diagnosis{diagnosis="inactive",job_name="orders",partition="orders/1"} 1`,
+			`weir_partition_holds_watermark{job_name="orders",partition="orders/1"} 1`,
+			`weir_watermark_gap_seconds{job_name="orders"} 3.001`)
 
 		time.Sleep(3 * time.Second) // t0+7s: p1 has been quiet for 6 s
 		synctest.Wait()
@@ -194,9 +196,9 @@ func TestMetricsAndDiagnoses(t *testing.T) {
 			t.Errorf("at 7 s: %s, held by %q, watermark %s", d, st.HeldBy, st.Watermark)
 		}
 		has(t, metricLines(t, srv, MetricPartitionIdle, MetricPanesFired, MetricOpenWindows),
-			`weir_partition_idle{job="orders",partition="orders/1"} 1`,
-			`weir_panes_fired_total{job="orders",timing="ON_TIME"} 2`,
-			`weir_open_windows{job="orders"} 1`)
+			`weir_partition_idle{job_name="orders",partition="orders/1"} 1`,
+			`weir_panes_fired_total{job_name="orders",timing="ON_TIME"} 2`,
+			`weir_open_windows{job_name="orders"} 1`)
 
 		// A backlog builds on p0; p1 comes back with a too-late event.
 		src.setBacklog(0, 250)
@@ -208,10 +210,26 @@ func TestMetricsAndDiagnoses(t *testing.T) {
 			t.Errorf("at 7.3 s: %s (backlog %d), %s", d0, st.Partitions[0].Backlog, d1)
 		}
 		has(t, metricLines(t, srv, MetricRecords, MetricLateDropped, MetricPartitionBacklog),
-			`weir_records_total{job="orders",outcome="accepted"} 3`,
-			`weir_records_total{job="orders",outcome="too_late"} 1`,
-			`weir_late_records_dropped_total{job="orders"} 1`,
-			`weir_partition_backlog{job="orders",partition="orders/0"} 250`)
+			`weir_records_total{job_name="orders",outcome="accepted"} 3`,
+			`weir_records_total{job_name="orders",outcome="too_late"} 1`,
+			`weir_late_records_dropped_total{job_name="orders"} 1`,
+			`weir_partition_backlog{job_name="orders",partition="orders/0"} 250`)
+		has(t, metricLines(t, srv, MetricWatermarkDelay), `weir_watermark_delay_seconds{job_name="orders"} 0`)
+		// Every metric the shipped alert rules name is served.
+		rules, err := os.ReadFile("../monitoring/weir-alerts.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scrape := get(t, srv, "/metrics")
+		names := regexp.MustCompile(`weir_[a-z_]+`).FindAllString(string(rules), -1)
+		if len(names) < 10 {
+			t.Fatalf("the rules name %d metrics", len(names))
+		}
+		for _, n := range names {
+			if !strings.Contains(scrape, "\n"+n+"{") {
+				t.Errorf("the alert rules use %s, which /metrics does not serve", n)
+			}
+		}
 		e.Control().Stop(context.Background(), true)
 		<-done
 	})

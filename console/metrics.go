@@ -13,7 +13,7 @@ import (
 // Metric names, as /metrics serves them and the alert rules use them. Every
 // metric has the label job (the job's name).
 const (
-	MetricRecords          = "weir_records_total"               // counter, by outcome: accepted, duplicate, too_late, quarantined
+	MetricRecords          = "weir_records_total"               // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined
 	MetricQuarantined      = "weir_quarantined_total"           // counter, by reason
 	MetricLateAccepted     = "weir_late_records_accepted_total" // counter: late, within the allowed lateness
 	MetricLateDropped      = "weir_late_records_dropped_total"  // counter: too late (Flink's numLateRecordsDropped)
@@ -21,6 +21,7 @@ const (
 	MetricPartitionWM      = "weir_partition_watermark_seconds" // gauge, by partition
 	MetricWatermarkGap     = "weir_watermark_gap_seconds"       // gauge: processing time - watermark
 	MetricSkew             = "weir_event_time_skew_seconds"     // gauge: the spread of the partitions' watermarks
+	MetricWatermarkDelay   = "weir_watermark_delay_seconds"     // gauge: the bounded out-of-orderness
 	MetricPartitionIdle    = "weir_partition_idle"              // gauge 0/1, by partition
 	MetricPartitionState   = "weir_partition_diagnosis"         // gauge 1, by partition and diagnosis
 	MetricPartitionBacklog = "weir_partition_backlog"           // gauge, by partition: records (bytes for a file) waiting
@@ -54,7 +55,7 @@ type collector struct {
 func (c collector) Describe(chan<- *prometheus.Desc) {}
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, append([]string{"job"}, labels...), nil)
+	return prometheus.NewDesc(name, help, append([]string{"job_name"}, labels...), nil)
 }
 
 func seconds(t mtime.Time) float64 { return float64(t) / 1000 }
@@ -76,6 +77,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	put(rec, prometheus.CounterValue, float64(cnt.Accepted), "accepted")
 	put(rec, prometheus.CounterValue, float64(cnt.Duplicates), "duplicate")
 	put(rec, prometheus.CounterValue, float64(cnt.TooLate), "too_late")
+	put(rec, prometheus.CounterValue, float64(cnt.BeyondDedupHorizon), "beyond_dedup_horizon")
 	put(rec, prometheus.CounterValue, float64(cnt.Quarantined), "quarantined")
 	q := desc(MetricQuarantined, "Records quarantined, by reason", "reason")
 	for r, n := range cnt.QuarantineReasons {
@@ -87,6 +89,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
 		put(desc(MetricWatermarkGap, "Processing time minus the watermark, seconds"), prometheus.GaugeValue, float64(st.WatermarkGap)/1000)
 	}
+	put(desc(MetricWatermarkDelay, "The watermark's bounded out-of-orderness (delay), seconds"), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000)
 	put(desc(MetricSkew, "The spread of the partitions' watermarks, seconds"), prometheus.GaugeValue, float64(st.EventTimeSkew)/1000)
 	pwm := desc(MetricPartitionWM, "A partition's watermark, Unix seconds", "partition")
 	idle := desc(MetricPartitionIdle, "1 when a partition is idle: it does not hold the watermark back", "partition")

@@ -94,6 +94,10 @@ func serveFile(w http.ResponseWriter, r *http.Request, fsys fs.FS, name string) 
 type StatusReply struct {
 	Job    JobInfo       `json:"job"`
 	Status engine.Status `json:"status"`
+	// CheckpointAge is how long before the report the last checkpoint
+	// succeeded (ms, as weir_checkpoint_age_seconds), or nil before the
+	// first one.
+	CheckpointAge *int64 `json:"checkpoint_age_ms,omitempty"`
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
@@ -101,7 +105,17 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no job", http.StatusNotFound)
 		return
 	}
-	writeJSON(w, StatusReply{Job: s.Job, Status: s.Control.Status(r.Context(), 2*time.Second)})
+	writeJSON(w, newStatusReply(s.Job, s.Control.Status(r.Context(), 2*time.Second)))
+}
+
+// newStatusReply is the reply of /api/status for a job's status.
+func newStatusReply(job JobInfo, st engine.Status) StatusReply {
+	r := StatusReply{Job: job, Status: st}
+	if ck := st.Checkpoint; !ck.At.IsZero() {
+		age := st.At.UnixMilli() - ck.At.UnixMilli()
+		r.CheckpointAge = &age
+	}
+	return r
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -77,6 +77,9 @@ type SimWindow struct {
 	Count int      `json:"count"` // the final count
 	// Updates counts the late panes (taps added within the lateness).
 	Updates int `json:"updates"`
+	// Waiting counts the taps of a window that has not closed by the end
+	// of the stream: in it, but with no result yet (0 once it has closed).
+	Waiting int `json:"waiting"`
 }
 
 // CurvePoint is one delay of the trade-off: the share of taps late, and how
@@ -277,6 +280,11 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 		// on time.
 		if taps[i].Fate == "" && taps[i].TS < simSpan {
 			taps[i].Fate = "on time"
+		}
+		if taps[i].TS < simSpan {
+			if w := &wins[int(taps[i].TS)/p.Size]; w.Close == nil {
+				w.Waiting++
+			}
 		}
 	}
 	res := &SimResult{Params: p, Taps: taps, Windows: wins}

@@ -135,6 +135,10 @@ type Status struct {
 	// partitions' watermarks (ms).
 	WatermarkGap  int64 `json:"watermark_gap_ms"`
 	EventTimeSkew int64 `json:"event_time_skew_ms"`
+	// WatermarkDelay is the bounded out-of-orderness of the first window
+	// stage's watermark (ms; 0 for the other kinds): alerts compare the gap
+	// with it.
+	WatermarkDelay int64 `json:"watermark_delay_ms"`
 	// Partitions: one per watermark partition.
 	Partitions []PartitionStatus `json:"partitions"`
 	// HeldBy names the partition that holds the combined watermark back

@@ -146,6 +146,9 @@ func (w *Window[K, T, A, O]) LiveStats() exec.Stats { return w.r.LiveStats() }
 // status adds the stage's windows, panes and latency to a report.
 func (w *Window[K, T, A, O]) status(s *Status) {
 	st := w.r.LiveStats()
+	if s.WatermarkDelay == 0 && w.cfg.Watermark.Kind == watermark.Bounded {
+		s.WatermarkDelay = int64(w.cfg.Watermark.Delay)
+	}
 	s.OpenWindows += st.Open
 	s.Keys += st.Keys
 	if s.PanesByTiming == nil {

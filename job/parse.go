@@ -137,8 +137,13 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 
 // PartitionNames implements engine.PartitionNamer: with a partition field,
 // the partitions are its values, in order of first appearance.
+// A string value is named without its quotes.
 func (lp *lineParser) PartitionNames() ([]string, bool) {
-	return lp.partKeys, lp.j.PartitionField != nil
+	names := make([]string, len(lp.partKeys))
+	for i, k := range lp.partKeys {
+		names[i] = keyValue(k)
+	}
+	return names, lp.j.PartitionField != nil
 }
 
 // AppendState implements engine.StatefulDecoder: the partition numbering.
