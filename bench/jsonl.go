@@ -46,7 +46,7 @@ func init() {
 	})
 	register(Bench{
 		Name: "jsonl-run-metrics", Group: "jsonl",
-		About: "jsonl-run serving its console (weir run --http), with /metrics and /api/status scraped every 100 ms",
+		About: "jsonl-run serving its console (weir run --http), with /metrics and /api/status scraped every second",
 		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRunServed(jsonlRate) },
 	})
 	register(Bench{
@@ -111,8 +111,9 @@ func jsonlRun(rate int) (int64, map[string]float64, string, error) {
 	return jsonlRunWith(rate, false)
 }
 
-// jsonlRunServed is jsonlRun with the console served and scraped: ten
-// times a second, where Prometheus scrapes every 15 s by default.
+// jsonlRunServed is jsonlRun with the console served, and /metrics and
+// /api/status fetched every second: a Prometheus scraping at 1 s (its
+// default is 15 s) and a console open in a browser.
 func jsonlRunServed(rate int) (int64, map[string]float64, string, error) {
 	return jsonlRunWith(rate, true)
 }
@@ -146,7 +147,7 @@ func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, err
 		}
 		go func() {
 			defer close(done)
-			tick := time.NewTicker(100 * time.Millisecond)
+			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			for {
 				select {

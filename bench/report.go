@@ -44,7 +44,7 @@ func Ratios(rs []Result) string {
 			fmt.Fprintf(&b, "  weir run takes %.2fx the time of the parse-only pass over the same lines\n", p.EventsPerSec/j.EventsPerSec)
 		}
 		if m, ok := find(rs, "jsonl-run-metrics"); ok {
-			fmt.Fprintf(&b, "  serving the console and metrics (scraped every 100 ms) costs %.1f%% of jsonl-run's throughput\n", 100*(1-m.EventsPerSec/j.EventsPerSec))
+			fmt.Fprintf(&b, "  serving the console and metrics (scraped every second) costs %.1f%% of jsonl-run's throughput\n", 100*(1-m.EventsPerSec/j.EventsPerSec))
 		}
 	}
 	for _, db := range []string{"sqlite", "postgres"} {

@@ -53,7 +53,7 @@ type Server struct {
 	Control *engine.Control
 	Job     JobInfo
 	// Panes holds the job's recent panes, Late its recent too-late events.
-	Panes, Late *Recent
+	Panes, Late Feed
 }
 
 // Handler is the console's routes.
@@ -65,8 +65,8 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /api/status", s.status)
-	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Panes.Items()) })
-	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, s.Late.Items()) })
+	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Panes)) })
+	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Late)) })
 	mux.HandleFunc("GET /api/simulate", simulate)
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
@@ -152,24 +152,34 @@ func simulate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, res)
 }
 
-// Recent keeps the last items of a stream (JSON values), for the console.
-type Recent struct {
-	mu    sync.Mutex
-	items []json.RawMessage
-	next  int
-	full  bool
+// Feed is what the console shows of a stream: its last items, as JSON.
+type Feed interface {
+	Items() []json.RawMessage
 }
 
-// NewRecent keeps the last n items.
-func NewRecent(n int) *Recent { return &Recent{items: make([]json.RawMessage, n)} }
+// Recent keeps the last items of a stream for the console. Add copies an
+// item into a slot of a ring (Copy reuses the slot's memory: nothing is
+// allocated in steady state); the items are formatted only when the console
+// asks, so a job pays a copy per item, not its formatting.
+type Recent[T any] struct {
+	mu     sync.Mutex
+	items  []T
+	next   int
+	full   bool
+	copy   func(dst *T, src T)
+	format func(b []byte, v *T) []byte
+}
 
-// Add keeps a copy of b, a JSON value.
-func (r *Recent) Add(b []byte) {
-	if r == nil {
-		return
-	}
+// NewRecent keeps the last n items; copy copies an item into a slot,
+// format appends an item's JSON.
+func NewRecent[T any](n int, copy func(dst *T, src T), format func(b []byte, v *T) []byte) *Recent[T] {
+	return &Recent[T]{items: make([]T, n), copy: copy, format: format}
+}
+
+// Add keeps a copy of v.
+func (r *Recent[T]) Add(v T) {
 	r.mu.Lock()
-	r.items[r.next] = append(r.items[r.next][:0], b...)
+	r.copy(&r.items[r.next], v)
 	r.next++
 	if r.next == len(r.items) {
 		r.next, r.full = 0, true
@@ -177,23 +187,31 @@ func (r *Recent) Add(b []byte) {
 	r.mu.Unlock()
 }
 
-// Items returns the items kept, oldest first.
-func (r *Recent) Items() []json.RawMessage {
+// Items implements Feed: the items kept, oldest first, formatted.
+func (r *Recent[T]) Items() []json.RawMessage {
 	out := []json.RawMessage{}
 	if r == nil {
 		return out
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.full {
-		for _, it := range r.items[r.next:] {
-			out = append(out, append(json.RawMessage(nil), it...))
+	add := func(items []T) {
+		for i := range items {
+			out = append(out, r.format(nil, &items[i]))
 		}
 	}
-	for _, it := range r.items[:r.next] {
-		out = append(out, append(json.RawMessage(nil), it...))
+	if r.full {
+		add(r.items[r.next:])
 	}
+	add(r.items[:r.next])
 	return out
+}
+
+func items(f Feed) []json.RawMessage {
+	if f == nil {
+		return []json.RawMessage{}
+	}
+	return f.Items()
 }
 
 // Listen serves the console on addr (host:port) until ctx is done.

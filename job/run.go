@@ -10,8 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sort"
 	"strings"
 	"time"
@@ -173,10 +173,10 @@ type Runnable struct {
 	late    *engine.SinkNode[lateEvent]
 	having  *havingFilter
 	db      *state.DB
-	tmp     string             // a temporary state directory to remove at the end
-	accept  *acceptanceTracker // panes written, for the acceptance record
-	recent  *console.Recent    // panes, for the console
-	recLate *console.Recent    // too-late events, for the console
+	tmp     string                     // a temporary state directory to remove at the end
+	accept  *acceptanceTracker         // panes written, for the acceptance record
+	recent  *console.Recent[pane]      // panes, for the console
+	recLate *console.Recent[lateEvent] // too-late events, for the console
 	warn    []string
 }
 
@@ -355,26 +355,41 @@ func (rn *Runnable) build() error {
 	rn.win.Panes.Subscribe(results)
 	if o.Console {
 		// The console shows the recent panes and too-late events.
-		rn.recent, rn.recLate = console.NewRecent(50), console.NewRecent(50)
+		// A copy of each is kept (its values in the slot's own memory); they
+		// are formatted when the console asks.
 		pf, lf := newFormat(j), newFormat(j)
-		var pb, lb []byte
-		rn.win.Panes.Subscribe(engine.Func[pane]{OnPush: func(p pane) {
-			pb = pf.appendPane(pb[:0], p)
-			rn.recent.Add(pb[:len(pb)-1])
-		}})
-		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: func(l lateEvent) {
-			lb = lf.appendLate(lb[:0], l)
-			rn.recLate.Add(lb[:len(lb)-1])
-		}})
+		rn.recent = console.NewRecent(50, func(dst *pane, src pane) {
+			vals := append(dst.Value[:0], src.Value...)
+			*dst = src
+			dst.Value = vals
+		}, func(b []byte, p *pane) []byte {
+			b = pf.appendPane(b, *p)
+			return b[:len(b)-1]
+		})
+		rn.recLate = console.NewRecent(50, func(dst *lateEvent, src lateEvent) {
+			raw := append(dst.Value.raw[:0], src.Value.raw...)
+			*dst = src
+			dst.Value.raw, dst.Value.vals = raw, nil
+		}, func(b []byte, l *lateEvent) []byte {
+			b = lf.appendLate(b, *l)
+			return b[:len(b)-1]
+		})
+		rn.win.Panes.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add})
+		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
 	}
 	if rn.db != nil {
 		db := rn.db
 		e.OnStatus(func(s *engine.Status) { s.StateBytes = int64(db.Metrics().DiskSpaceUsage()) + db.CacheBudget() })
 	} else {
+		// The memory backend: the Go heap's live objects, an upper bound,
+		// read without stopping the world (runtime.ReadMemStats would, at
+		// every scrape).
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 		e.OnStatus(func(s *engine.Status) {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			s.StateBytes = int64(m.HeapAlloc) // the memory backend: the Go heap, an upper bound
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				s.StateBytes = int64(sample[0].Value.Uint64())
+			}
 		})
 	}
 	if j.Late != nil {
