@@ -486,3 +486,65 @@ table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledge
 		t.Fatalf("without a ledger: exit %d: %s", code, stderr)
 	}
 }
+
+// The database drops the job's connections while it commits (the server
+// terminates them, as at a restart or a failover): the commits are retried
+// with backoff, said once each, and the table ends as the uninterrupted
+// run's panes make it, nothing lost and nothing doubled.
+func TestTableConnectionLost(t *testing.T) {
+	dsn := pgDatabase(t)
+	dir := t.TempDir()
+	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 200_000)
+	job := strings.Replace(crashJob, "output: results.jsonl\n", fmt.Sprintf("output: [results.jsonl, {postgres: {dsn: %q, table: alerts}}]\n", dsn), 1) +
+		"checkpoint: {dir: ckpt, interval: 20ms, tolerable_failures: 100}\n"
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cmd := exec.Command(weirBin, "run", "job.yaml")
+	cmd.Dir = dir
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Once the first commit is in, terminate the job's connections, again
+	// and again, while it runs.
+	killed := 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the job failed: %v\n%s", err, out.String())
+			}
+			running = false
+			continue
+		case <-time.After(30 * time.Millisecond):
+		}
+		var commits int
+		if db.QueryRow("SELECT count(*) FROM weir_commits").Scan(&commits); commits == 0 || killed >= 8 {
+			continue
+		}
+		var n int
+		if err := db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			killed++
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("no connection was terminated: the job ended first\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "retrying in") {
+		t.Errorf("no word of the retries:\n%s", out.String())
+	}
+	t.Logf("%d times the connections were terminated; the job said:\n%s", killed, out.String())
+	want := expectedTable(t, filepath.Join(dir, "results.jsonl"), []string{"orders", "spent", "biggest"})
+	sameRows(t, "postgres", readPostgres(t, dsn, "alerts", "card", []string{"orders", "spent", "biggest"}), want)
+}
