@@ -205,6 +205,15 @@ type Sink[T any] interface {
 	Close() error
 }
 
+// Pauser is a Source that can stop fetching some of its partitions for a
+// while (watermark alignment): the indexes are those of Batch.Partitions.
+// Records already fetched may still come. It is called from the engine's
+// loop, concurrently with Read.
+type Pauser interface {
+	Pause(partitions []int)
+	Resume(partitions []int)
+}
+
 // Starter is a Sink with work to do once the commits of the restored
 // checkpoint are done and before the first Write: a transactional sink
 // starts its producers there, which aborts what a previous run left open.

@@ -26,6 +26,7 @@ const (
 	MetricPartitionState   = "weir_partition_diagnosis"         // gauge 1, by partition and diagnosis
 	MetricPartitionBacklog = "weir_partition_backlog"           // gauge, by partition: records (bytes for a file) waiting
 	MetricHoldsBack        = "weir_partition_holds_watermark"   // gauge 0/1, by partition
+	MetricPaused           = "weir_partition_paused"            // gauge 0/1, by partition: held by the watermark alignment
 	MetricOpenWindows      = "weir_open_windows"                // gauge
 	MetricKeys             = "weir_keys"                        // gauge: keys with state
 	MetricStateBytes       = "weir_state_bytes"                 // gauge
@@ -96,6 +97,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	diag := desc(MetricPartitionState, "A partition's diagnosis (active, inactive, backlogged, transport interrupted, declared idle)", "partition", "diagnosis")
 	backlog := desc(MetricPartitionBacklog, "Records (for a file, bytes) waiting to be read, by partition", "partition")
 	holds := desc(MetricHoldsBack, "1 for the partition that holds the combined watermark back", "partition")
+	paused := desc(MetricPaused, "1 while the watermark alignment (max_drift) pauses a partition that ran ahead", "partition")
 	for _, p := range st.Partitions {
 		if p.Watermark > mtime.MinTime {
 			put(pwm, prometheus.GaugeValue, seconds(p.Watermark), p.Name)
@@ -106,6 +108,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			put(backlog, prometheus.GaugeValue, float64(p.Backlog), p.Name)
 		}
 		put(holds, prometheus.GaugeValue, b2f(p.HoldsBack), p.Name)
+		put(paused, prometheus.GaugeValue, b2f(p.Paused), p.Name)
 	}
 	put(desc(MetricOpenWindows, "Windows holding state"), prometheus.GaugeValue, float64(st.OpenWindows))
 	put(desc(MetricKeys, "Keys holding state"), prometheus.GaugeValue, float64(st.Keys))

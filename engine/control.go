@@ -184,6 +184,9 @@ type PartitionStatus struct {
 	Diagnosis string `json:"diagnosis"`
 	// HoldsBack is set on the partition that holds the watermark back.
 	HoldsBack bool `json:"holds_back,omitempty"`
+	// Paused is set while the watermark alignment (max_drift) keeps the
+	// partition from being read: it ran too far ahead of the others.
+	Paused bool `json:"paused,omitempty"`
 }
 
 // The diagnoses of a partition.

@@ -119,6 +119,10 @@ type HeadConfig[K comparable, T any] struct {
 	// WatermarkAfter, when set, gives the watermark after each record, by
 	// its offset (a perfect watermark read ahead from a file).
 	WatermarkAfter func(offset int64) mtime.Time
+	// MaxDrift, when positive, pauses the source partitions whose watermark
+	// runs more than MaxDrift ahead of the slowest that is not idle, if the
+	// source can pause them (connector.Pauser); see watermark.Strategy.
+	MaxDrift mtime.Time
 }
 
 // Head is the first stage of a keyed job: decode and validate, account,
@@ -136,6 +140,7 @@ type Head[K comparable, T any] struct {
 	reports []connector.PartitionReport
 	holder  int        // the partition holding the watermark back at the last report, -1 none
 	since   mtime.Time // since when
+	paused  []bool     // source partitions paused by the alignment
 
 	c Counts
 }
@@ -213,6 +218,58 @@ func (h *Head[K, T]) Backlog(reports []connector.PartitionReport, now mtime.Time
 		h.cfg.Window.SetBacklog(r.Partition, r.Backlog, now)
 	}
 }
+
+// Align implements Aligner: with MaxDrift, the source partitions to pause
+// and those to resume. The pace is set by the slowest partition that still
+// has records waiting (not idle, not caught up: a partition with nothing to
+// read holds no reader back); a partition whose watermark is more than
+// MaxDrift ahead of it is paused until it catches up. While a partition
+// with records waiting has read none, the others that have read some wait.
+func (h *Head[K, T]) Align() (pause, resume []int) {
+	if h.cfg.MaxDrift <= 0 || h.logic {
+		return nil, nil
+	}
+	tr := h.cfg.Window.Tracker()
+	n := tr.Partitions()
+	if len(h.paused) < n {
+		h.paused = append(h.paused, make([]bool, n-len(h.paused))...)
+	}
+	waiting := make([]bool, n)
+	for _, r := range h.reports {
+		if r.Partition < n && r.Backlog != 0 {
+			waiting[r.Partition] = true
+		}
+	}
+	slowest, any := mtime.MaxTime, false
+	for p := range n {
+		if waiting[p] && !tr.Idle(p) {
+			slowest, any = min(slowest, tr.PartitionWatermark(p)), true
+		}
+	}
+	for p := range n {
+		w := tr.PartitionWatermark(p)
+		var ahead bool
+		switch {
+		case !any:
+		case slowest == mtime.MinTime:
+			ahead = w > mtime.MinTime
+		default:
+			ahead = w > slowest.Add(h.cfg.MaxDrift)
+		}
+		switch {
+		case ahead && !h.paused[p]:
+			h.paused[p] = true
+			pause = append(pause, p)
+		case !ahead && h.paused[p]:
+			h.paused[p] = false
+			resume = append(resume, p)
+		}
+	}
+	return pause, resume
+}
+
+// Paused reports whether the alignment paused source partition p.
+func (h *Head[K, T]) Paused(p int) bool { return p < len(h.paused) && h.paused[p] }
 
 // Record implements RecordHandler: one record, in arrival order.
 func (h *Head[K, T]) Record(r *connector.Record) {
@@ -431,6 +488,7 @@ func (h *Head[K, T]) status(s *Status) {
 		if hasReport {
 			ps.Backlog, ps.Err = r.Backlog, r.Err
 		}
+		ps.Paused = !h.logic && h.Paused(i)
 		switch {
 		case ps.Err != "":
 			ps.Diagnosis = DiagInterrupted

@@ -157,7 +157,14 @@ type BacklogHandler interface {
 	Backlog(reports []connector.PartitionReport, now mtime.Time)
 }
 
-// report passes a reporting source's partitions to its handler.
+// Aligner is a BacklogHandler that aligns the source's partitions by their
+// watermarks: after each report, the partitions to pause and to resume.
+type Aligner interface {
+	Align() (pause, resume []int)
+}
+
+// report passes a reporting source's partitions to its handler, and pauses
+// or resumes partitions as the handler aligns them.
 func (in *input) report(now mtime.Time) {
 	f, ok := in.feed.(*sourceFeed)
 	if !ok || in.ended {
@@ -167,6 +174,13 @@ func (in *input) report(now mtime.Time) {
 	bh, ok2 := f.h.(BacklogHandler)
 	if ok && ok2 && f.parts != nil {
 		bh.Backlog(r.Report(), now)
+		al, ok := f.h.(Aligner)
+		ps, ok2 := f.src.(connector.Pauser)
+		if ok && ok2 {
+			pause, resume := al.Align()
+			ps.Pause(pause)
+			ps.Resume(resume)
+		}
 	}
 }
 

@@ -509,7 +509,7 @@ func (p *parser) watermark(root *node, j *Job) error {
 	if err != nil || w == nil {
 		return err
 	}
-	if err := w.strict("delay", "interval", "idle", "perfect", "from_field"); err != nil {
+	if err := w.strict("delay", "interval", "idle", "max_drift", "perfect", "from_field"); err != nil {
 		return err
 	}
 	perfect, err := w.boolean("perfect")
@@ -532,12 +532,19 @@ func (p *parser) watermark(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
+	drift, hasDrift, err := w.duration("max_drift")
+	if err != nil {
+		return err
+	}
+	if hasDrift && drift <= 0 {
+		return w.errf(w.get("max_drift"), "watermark.max_drift", "must be a positive duration")
+	}
 	switch {
 	case perfect && fromNode != nil:
 		return w.errf(fromNode, "watermark", "choose one of perfect and from_field")
 	case perfect || fromNode != nil:
-		if hasDelay || hasInterval || hasIdle {
-			return w.errf(nil, "watermark", "delay, interval and idle apply to a bounded watermark, not to perfect or from_field")
+		if hasDelay || hasInterval || hasIdle || hasDrift {
+			return w.errf(nil, "watermark", "delay, interval, idle and max_drift apply to a bounded watermark, not to perfect or from_field")
 		}
 		if perfect {
 			j.Watermark = watermark.PerfectWatermark()
@@ -557,6 +564,10 @@ func (p *parser) watermark(root *node, j *Job) error {
 			j.Watermark.Interval = interval
 		}
 		j.Watermark.Idle = idle
+		j.Watermark.MaxDrift = drift
+		if hasDrift && j.Kafka == nil {
+			return w.errf(w.get("max_drift"), "watermark.max_drift", "needs a source that can pause its partitions (kafka): a file is read in one order")
+		}
 	}
 	return nil
 }

@@ -139,6 +139,8 @@ func TestParseErrors(t *testing.T) {
 			`job.yaml:5: aggregates.status: "status" is a field of every result; choose another name`},
 		{"version", minimal + "version: 0\n",
 			`job.yaml:7: version: expected a whole number from 1, got 0`},
+		{"max_drift on a file", strings.Replace(minimal, "window: {tumbling: 1m}", "watermark: {delay: 1s, max_drift: 10m}\nwindow: {tumbling: 1m}", 1),
+			`job.yaml:4: watermark.max_drift: needs a source that can pause its partitions (kafka): a file is read in one order`},
 		{"bad expression", minimal + "having: \"n >=\"\n",
 			`job.yaml:7: having: expression "n >=" does not compile: unexpected token EOF (1:4) | n >= | ...^`},
 		{"unknown name in expression", minimal + "having: \"orders > 1\"\n",

@@ -49,6 +49,13 @@ type Strategy struct {
 	// Idle, when positive, is how long a partition may go without events
 	// before it stops holding the combined watermark back.
 	Idle mtime.Time
+	// MaxDrift, when positive, aligns the partitions (Flink's watermark
+	// alignment): a source partition whose watermark runs more than MaxDrift
+	// ahead of the slowest one that is not idle is paused until the others
+	// catch up, so that a backfill does not keep every window of the fast
+	// partitions open. It needs a source that can pause its partitions
+	// (connector.Pauser: Kafka).
+	MaxDrift mtime.Time
 }
 
 // BoundedOutOfOrderness returns Flink's watermark strategy with the default
@@ -73,6 +80,12 @@ func (s Strategy) WithInterval(d time.Duration) Strategy {
 // WithIdleness returns s marking a partition idle after d without events.
 func (s Strategy) WithIdleness(d time.Duration) Strategy {
 	s.Idle = mtime.Millis(d)
+	return s
+}
+
+// WithMaxDrift returns s pausing the partitions that run more than d ahead.
+func (s Strategy) WithMaxDrift(d time.Duration) Strategy {
+	s.MaxDrift = mtime.Millis(d)
 	return s
 }
 

@@ -302,3 +302,29 @@ func TestTLS(t *testing.T) {
 		t.Error("a broker signed by an unknown CA was trusted")
 	}
 }
+
+// A paused partition is not fetched until it is resumed (watermark
+// alignment), and then nothing of it is lost.
+func TestSourcePause(t *testing.T) {
+	c := cluster(t, kfake.SeedTopics(2, "orders"))
+	cl := client(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	s := &Source{Config: Config{Brokers: c.ListenAddrs(), Topic: "orders"}}
+	if err := s.Open(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var first connector.Batch
+	s.Read(context.Background(), &first)
+	s.Pause([]int{1})
+	produce(t, cl, "orders", 1, "late-1", "late-2")
+	produce(t, cl, "orders", 0, "a", "b", "c")
+	got, _ := readAll(t, s, 3)
+	if strings.Join(got, " ") != "0:a 0:b 0:c" {
+		t.Errorf("while partition 1 is paused: %v", got)
+	}
+	s.Resume([]int{1})
+	got, _ = readAll(t, s, 2)
+	if strings.Join(got, " ") != "1:late-1 1:late-2" {
+		t.Errorf("resumed: %v", got)
+	}
+}

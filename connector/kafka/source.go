@@ -263,6 +263,31 @@ func (s *Source) Report() []connector.PartitionReport {
 	return out
 }
 
+// Pause implements connector.Pauser: the partitions (indexes of
+// Batch.Partitions) are not fetched until Resume.
+func (s *Source) Pause(parts []int) {
+	if s.cl != nil && len(parts) > 0 {
+		s.cl.PauseFetchPartitions(map[string][]int32{s.Topic: s.topicParts(parts)})
+	}
+}
+
+// Resume implements connector.Pauser.
+func (s *Source) Resume(parts []int) {
+	if s.cl != nil && len(parts) > 0 {
+		s.cl.ResumeFetchPartitions(map[string][]int32{s.Topic: s.topicParts(parts)})
+	}
+}
+
+func (s *Source) topicParts(idx []int) []int32 {
+	out := make([]int32, 0, len(idx))
+	for _, i := range idx {
+		if i >= 0 && i < len(s.parts) {
+			out = append(out, s.parts[i])
+		}
+	}
+	return out
+}
+
 // Close implements connector.Source.
 func (s *Source) Close() error {
 	if s.cl != nil {
