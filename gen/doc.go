@@ -1,5 +1,5 @@
 // Package gen writes deterministic, realistic JSON-lines streams for trying
-// weir out, for tests and for benchmarks. Three shapes are available:
+// weir out, for tests and for benchmarks. These shapes are available:
 //
 //   - [Steep]: the app events of Steep, the tea shop of the book's chapter 14
 //     ("Real Time Is Hard"), in arrival order. Its figures come from the
@@ -14,6 +14,13 @@
 //     never late (arrival is 0 to 50 ms after the event time), most cards pay
 //     rarely, and a few stolen cards an hour pay 5 to 30 times within a
 //     minute or two.
+//   - [Ledger] and [LedgerEvents]: seed 000's question "late, or lost?". The
+//     ledger is Steep's order database, one line per order; the events are
+//     the order_completed events its app sent for those orders, in arrival
+//     order, by the same options: never sent for 1% of the iOS orders and 4%
+//     of the Android ones (none on the web), 5 minutes to 6 hours late for
+//     1.1% of the phones' others, and a day of later orders the ledger does
+//     not hold. weir lateness --ledger joins them.
 //   - [NexmarkJSON] and the in-process generator [Nexmark]: the persons,
 //     auctions and bids of the Nexmark benchmark, following the rules of the
 //     reference generator (github.com/nexmark/nexmark): proportions
@@ -27,16 +34,19 @@
 // second, of Nexmark in about a second) and their memory stays bounded
 // whatever the number of events: Steep generates in event-time order and
 // holds back, in a heap keyed by arrival, only the lines that have not
-// arrived yet (mostly the late ones, at most 6 hours of them). Options.Events
-// counts lines, second deliveries included.
+// arrived yet (mostly the late ones, at most 6 hours of them), and so does
+// LedgerEvents. Options.Events counts lines, second deliveries included,
+// except for Ledger and LedgerEvents, where it counts the orders of the
+// ledger (LedgerEvents writes about twice as many lines).
 //
 // # Timestamps
 //
 // Every line carries its event time in "ts" as RFC 3339 UTC with milliseconds
-// (2026-09-07T12:00:01.000Z); Steep and Orders also carry the processing time
-// at the server in "arrival", and their lines are written in arrival order.
-// Nexmark lines are written in event-time order, as the reference generator
-// produces them.
+// (2026-09-07T12:00:01.000Z); Steep, Orders and LedgerEvents also carry the
+// processing time at the server in "arrival", and their lines are written in
+// arrival order. Ledger lines carry the time the order was placed in "ts",
+// in time order. Nexmark lines are written in event-time order, as the
+// reference generator produces them.
 //
 // # Density and reordering
 //

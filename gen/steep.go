@@ -412,8 +412,12 @@ func (g *steepGen) deliverOffline(s *steepSession) {
 }
 
 // lateness draws how long an offline phone keeps its events.
-func (g *steepGen) lateness() mtime.Time {
-	x := g.r.float()
+func (g *steepGen) lateness() mtime.Time { return drawLateness(g.r) }
+
+// drawLateness draws how long an offline phone keeps its events, from
+// lateQuantiles.
+func drawLateness(r *rng) mtime.Time {
+	x := r.float()
 	q := lateQuantiles[:]
 	i := 1
 	for i < len(q)-1 && x >= q[i].p {

@@ -85,6 +85,7 @@ type analyzer struct {
 	c *config
 
 	lines, blank int64
+	weighted     bool // an event had a weight field
 	rejected     [nReasons]int64
 	all          tally
 	groups       []*grouping
@@ -173,6 +174,7 @@ func (a *analyzer) feed(b *batch) {
 			a.rejected[r.why]++
 			continue
 		}
+		a.weighted = a.weighted || r.weighted
 		g := b.groups[gi : gi+stride]
 		gi += stride
 		if a.c.partP != nil {

@@ -12,7 +12,8 @@
 // # What the report says
 //
 // Every event has two times: when it happened (event time) and when it
-// reached the server (arrival, processing time). The report has four parts.
+// reached the server (arrival, processing time). The report of Analyze has
+// four parts.
 //
 //  1. Travel time: arrival minus event time, as percentiles and in the seed's
 //     buckets (under 2 s, 2 s to 5 min, 5 min to 1 h, 1 to 6 h, 6 h or more),
@@ -55,15 +56,41 @@
 // sample keeps every late event but only some on-time ones, and its column
 // sample_weight says how many real events each row stands for. Every share
 // in the report is then a sum of weights, not a count of rows (Options.Weight;
-// a CSV or Parquet column named sample_weight is used by default). Too-late
-// counts stay counts of rows, as weir run counts them, next to their weight.
+// a field named sample_weight is used by default: a CSV or Parquet column, or
+// in JSON lines on every line that has it, a line without it weighing 1; a
+// line whose weight is not a non-negative number is rejected as bad_weight).
+// Too-late counts stay counts of rows, as weir run counts them, next to their
+// weight.
+//
+// # Late, or lost?
+//
+// The seed's figure 2 asks another question of recorded events. Thousands of
+// orders had no order_completed event: were those events late (kept on
+// phones in tunnels, sent hours later) or lost (never sent)? A late event
+// arrives in the end; a lost one never does. AnalyzeLedger joins the stream
+// to a ledger of what must have happened (the orders of the order database)
+// by an id field (LedgerOptions.Match), and measures for every entry the time
+// from the entry to the first arrival of an event with its id. For each group
+// (Options.By, read from the entry, else from its event) it reports the share
+// of the entries whose event had arrived within each wait (DefaultWaits,
+// 1 min to 24 h), the share that never arrived (no event with the id at all),
+// the duplicates and the events that match no entry (counted apart, in no
+// share). When the share arrived goes flat (FlatShare of the arrivals in)
+// at a wait shorter than the longest and stays below 100%, the report says
+// the seed's conclusion: the missing events are not late, they are lost.
+// Entries made less than the longest wait before the last arrival are
+// counted apart, since their events may still come; when they are a tenth
+// of the missing, the report asks for more data instead. The events are
+// read with the rules of Table 1 and streamed; the ledger is held in memory
+// (its ids, and a time and two group numbers per entry).
 //
 // # Inputs
 //
 // JSON lines, CSV with a header row, and Parquet (read a row group and only
 // the needed columns at a time; timestamps as TIMESTAMP or DATE columns,
-// RFC 3339 strings, epoch milliseconds, or legacy INT96). The input is read
-// once and never held in memory: travel times go into log-linear histograms
-// (exact below 256 ms, within 0.8% above), and the only state that grows is
-// the engine's open windows, bounded by the longest delay plus lateness.
+// RFC 3339 strings, epoch milliseconds, or legacy INT96), for the events and
+// for a ledger alike. Analyze reads its input once and never holds it in
+// memory: travel times go into log-linear histograms (exact below 256 ms,
+// within 0.8% above), and the only state that grows is the engine's open
+// windows, bounded by the longest delay plus lateness.
 package lateness

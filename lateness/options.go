@@ -20,8 +20,9 @@ const (
 	FormatParquet = "parquet"
 )
 
-// DefaultWeightField is the weight column used when a CSV or Parquet file has
-// it and Options.Weight is empty: the column of the seed's sample.
+// DefaultWeightField is the weight field used when Options.Weight is empty:
+// the column of the seed's sample. A CSV or Parquet file uses it when it has
+// the column; JSON lines use it on every line that has the field.
 const DefaultWeightField = "sample_weight"
 
 // DefaultDelays are the watermark delays of the seed's Table 1: none, 2 s,
@@ -62,9 +63,12 @@ type Options struct {
 	// their arrival, as weir run's max_future does.
 	MaxFuture time.Duration
 	// Weight names a numeric field saying how many real events each line
-	// stands for (a sample's weight). Empty: DefaultWeightField when a CSV
-	// or Parquet file has that column, else every line weighs 1. Shares are
-	// sums of weights.
+	// stands for (a sample's weight); every line must have it. Empty:
+	// DefaultWeightField when a CSV or Parquet file has that column (a row
+	// whose cell is not a non-negative number is rejected as bad_weight),
+	// and in JSON lines wherever a line has that field (a line without it
+	// weighs 1; one whose field is not a non-negative number is rejected);
+	// else every line weighs 1. Shares are sums of weights.
 	Weight string
 	// NoWeight ignores any weight column: every line weighs 1.
 	NoWeight bool
@@ -130,12 +134,21 @@ func FromJob(o Options, j *job.Job) (Options, error) {
 // config is Options resolved against an input.
 type config struct {
 	Options
-	path     string
-	format   string
-	timeP    []string
-	arrP     []string
-	partP    []string
-	weightP  []string // nil: unweighted
+	path    string
+	format  string
+	timeP   []string
+	arrP    []string
+	partP   []string
+	weightP []string // nil: no weight field required
+	// defWeight: JSON lines with no weight named read DefaultWeightField
+	// where a line has it.
+	defWeight bool
+	// Match and matchP name the id of a ledger join, read after the
+	// partition; ledger says the input is the ledger (TimeField is the
+	// entry time, and ArrivalField the same field).
+	Match    string
+	matchP   []string
+	ledger   bool
 	byP      [][]string
 	window   window.Tumbling
 	delays   []mtime.Time
@@ -143,6 +156,22 @@ type config struct {
 	maxWait  mtime.Time
 	idle     mtime.Time
 	future   mtime.Time
+}
+
+// timeWhat names the time field in messages.
+func (c *config) timeWhat() string {
+	if c.ledger {
+		return "the entry time (--ledger-time)"
+	}
+	return "the event time"
+}
+
+// weightName is the weight field read: the one named, or the default.
+func (c *config) weightName() string {
+	if c.Weight != "" {
+		return c.Weight
+	}
+	return DefaultWeightField
 }
 
 func splitPath(s string) []string {
@@ -191,6 +220,7 @@ func (o Options) resolve(path string) (*config, error) {
 		return nil, usagef("choose one of a weight field and no weight")
 	}
 	c.weightP = splitPath(o.Weight)
+	c.defWeight = c.format == FormatJSON && o.Weight == "" && !o.NoWeight
 	for _, b := range o.By {
 		if b == "" {
 			return nil, usagef("an empty --by field")

@@ -81,7 +81,7 @@ func openParquet(f *os.File, c *config) (producer, error) {
 		}
 		return nil, usagef("column %q of %s holds %s: want a timestamp, an RFC 3339 string or epoch milliseconds", name, c.path, pc.kind)
 	}
-	ts, err := timeCol("the event time", c.TimeField)
+	ts, err := timeCol(c.timeWhat(), c.TimeField)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +124,13 @@ func openParquet(f *os.File, c *config) (producer, error) {
 			return nil, err
 		}
 		by = append(by, pc)
+	}
+	if c.Match != "" {
+		pc, err := col("--match", c.Match)
+		if err != nil {
+			return nil, err
+		}
+		by = append(by, pc) // read like a group, after the partition
 	}
 	return func(p *pool, emit func(*batch) bool) error {
 		return readParquet(pf, c, ts, arr, part, weight, by, p, emit)
@@ -248,7 +255,8 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 				if weight != nil {
 					first = 3
 				}
-				for i, bc := range by {
+				nby := len(c.byP)
+				for i, bc := range by[:nby] {
 					v := vals[first+i][r]
 					if v.IsNull() {
 						b.groups = append(b.groups, b.text(missingText))
@@ -259,6 +267,17 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 				}
 				if part != nil {
 					b.groups = append(b.groups, ps)
+				}
+				if c.matchP != nil {
+					v := vals[first+nby][r]
+					if !v.IsNull() {
+						buf = pqText(buf[:0], by[nby], v)
+					}
+					if v.IsNull() || len(buf) == 0 {
+						b.groups = append(b.groups, noSpan)
+					} else {
+						b.groups = append(b.groups, b.text(buf))
+					}
 				}
 				b.recs = append(b.recs, rec)
 			}

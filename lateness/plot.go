@@ -80,7 +80,17 @@ func (r *Report) WritePlot(w io.Writer, format string) error {
 	if err != nil {
 		return err
 	}
-	const width, height = 11 * vg.Inch, 4.2 * vg.Inch
+	return writeCanvas(w, format, 11*vg.Inch, 4.2*vg.Inch, func(dc draw.Canvas) {
+		tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Centimeter, PadTop: 3 * vg.Millimeter, PadBottom: 2 * vg.Millimeter,
+			PadLeft: 2 * vg.Millimeter, PadRight: 5 * vg.Millimeter}
+		tradeoff.Draw(tiles.At(dc, 0, 0))
+		travel.Draw(tiles.At(dc, 1, 0))
+	})
+}
+
+// writeCanvas draws on a canvas of the format ("svg" or "png") and writes
+// it to w.
+func writeCanvas(w io.Writer, format string, width, height vg.Length, paint func(draw.Canvas)) error {
 	var c vg.CanvasWriterTo
 	switch format {
 	case "svg":
@@ -90,17 +100,16 @@ func (r *Report) WritePlot(w io.Writer, format string) error {
 	default:
 		return fmt.Errorf("unknown plot format %q: want svg or png", format)
 	}
-	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Centimeter, PadTop: 3 * vg.Millimeter, PadBottom: 2 * vg.Millimeter,
-		PadLeft: 2 * vg.Millimeter, PadRight: 5 * vg.Millimeter}
-	tradeoff.Draw(tiles.At(dc, 0, 0))
-	travel.Draw(tiles.At(dc, 1, 0))
-	_, err = c.WriteTo(w)
+	paint(draw.New(c))
+	_, err := c.WriteTo(w)
 	return err
 }
 
 // WritePlotFile writes WritePlot to a .svg or .png file.
-func (r *Report) WritePlotFile(path string) error {
+func (r *Report) WritePlotFile(path string) error { return writePlotFile(path, r.WritePlot) }
+
+// writePlotFile writes a drawing to a .svg or .png file.
+func writePlotFile(path string, write func(io.Writer, string) error) error {
 	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	if format != "svg" && format != "png" {
 		return usagef("cannot tell the plot format of %s: want .svg or .png", path)
@@ -109,7 +118,7 @@ func (r *Report) WritePlotFile(path string) error {
 	if err != nil {
 		return err
 	}
-	if err := r.WritePlot(f, format); err != nil {
+	if err := write(f, format); err != nil {
 		f.Close()
 		return err
 	}

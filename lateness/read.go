@@ -241,7 +241,9 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		}
 		part = b.text(jp.value(pv))
 	}
-	if c.weightP != nil {
+	switch {
+	case c.weightP != nil:
+		// A weight field named: every line must have it.
 		wv := source.Get(v, c.weightP)
 		if wv == nil || wv.Type() != fastjson.TypeNumber {
 			rec.why = rBadWeight
@@ -250,6 +252,22 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		if rec.w = wv.GetFloat64(); !goodWeight(rec.w) {
 			rec.why = rBadWeight
 			return rec
+		}
+		rec.weighted = true
+	case c.defWeight:
+		// sample_weight by default: a line without it weighs 1, a line
+		// with anything but a non-negative number there is rejected, as a
+		// CSV cell would be.
+		if wv := source.Get(v, defaultWeightP); wv != nil {
+			if wv.Type() != fastjson.TypeNumber {
+				rec.why = rBadWeight
+				return rec
+			}
+			if rec.w = wv.GetFloat64(); !goodWeight(rec.w) {
+				rec.why = rBadWeight
+				return rec
+			}
+			rec.weighted = true
 		}
 	}
 	for _, p := range c.byP {
@@ -263,8 +281,21 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 	if c.partP != nil {
 		b.groups = append(b.groups, part)
 	}
+	if c.matchP != nil {
+		// The id of a ledger join: a string as is, a number as written;
+		// missing, null, "", an object or an array: no id.
+		mv := source.Get(v, c.matchP)
+		if mv == nil || !scalar(mv) || (mv.Type() == fastjson.TypeString && len(mv.GetStringBytes()) == 0) {
+			b.groups = append(b.groups, noSpan)
+		} else {
+			b.groups = append(b.groups, b.text(jp.value(mv)))
+		}
+	}
 	return rec
 }
+
+// defaultWeightP is the path of DefaultWeightField.
+var defaultWeightP = []string{DefaultWeightField}
 
 // value is the text of a field for grouping: a string as is, anything else
 // as JSON.
@@ -339,7 +370,7 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 		}
 		return 0, usagef("%s has no column %q for %s (its columns: %s)", c.path, name, what, strings.Join(header, ", "))
 	}
-	tsCol, err := col("the event time", c.TimeField)
+	tsCol, err := col(c.timeWhat(), c.TimeField)
 	if err != nil {
 		return nil, err
 	}
@@ -375,6 +406,13 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 			return nil, err
 		}
 		byCols = append(byCols, i)
+	}
+	if c.Match != "" {
+		i, err := col("--match", c.Match)
+		if err != nil {
+			return nil, err
+		}
+		byCols = append(byCols, i) // read like a group, after the partition
 	}
 	return func(p *pool, emit func(*batch) bool) error {
 		field := func(rec []string, i int) string {
@@ -452,7 +490,8 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 		}
 		rec.w = w
 	}
-	for _, i := range byCols {
+	nby := len(c.byP)
+	for _, i := range byCols[:nby] {
 		v := field(row, i)
 		if v == "" {
 			v = missing
@@ -461,6 +500,13 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 	}
 	if partCol >= 0 {
 		b.groups = append(b.groups, part)
+	}
+	if c.matchP != nil {
+		if v := field(row, byCols[nby]); v == "" {
+			b.groups = append(b.groups, noSpan)
+		} else {
+			b.groups = append(b.groups, b.text([]byte(v)))
+		}
 	}
 	return rec
 }

@@ -50,6 +50,7 @@ type record struct {
 	part       int32
 	why        reason
 	hasArrival bool // a rejected line with an arrival still moves the clock
+	weighted   bool // w came from a weight field
 }
 
 // span locates a text in a batch's slab.
@@ -80,6 +81,17 @@ func (b *batch) text(s []byte) span {
 }
 
 func (b *batch) get(s span) []byte { return b.slab[s.off : s.off+s.n] }
+
+// noSpan is a field without a value (the match field of a ledger join).
+var noSpan = span{-1, -1}
+
+// value is the text at s, and false for noSpan.
+func (b *batch) value(s span) ([]byte, bool) {
+	if s.off < 0 {
+		return nil, false
+	}
+	return b.get(s), true
+}
 
 // pool recycles batches between the readers and the stages.
 type pool struct{ free chan *batch }

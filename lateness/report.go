@@ -209,8 +209,8 @@ func (a *analyzer) report() (*Report, error) {
 		FirstArrival: a.firstArr.String(), LastArrival: a.maxArr.String(),
 		ArrivalDisorder: a.arrDisorder,
 	}
-	if c.weightP != nil {
-		r.WeightField = c.Weight
+	if c.weightP != nil || a.weighted {
+		r.WeightField = c.weightName()
 	}
 	for i, n := range a.rejected {
 		if n > 0 {
@@ -326,33 +326,50 @@ func cdfOf(h *hist) []cdfPoint {
 }
 
 // noEvents explains an input without a single event: usually a field name.
-func (a *analyzer) noEvents() error {
-	c := a.c
-	if a.lines == 0 {
+func (a *analyzer) noEvents() error { return noLines(a.c, a.lines, &a.rejected) }
+
+// noLines explains an input (events, or a ledger) none of whose lines could
+// be used.
+func noLines(c *config, lines int64, rejected *[nReasons]int64) error {
+	what, names := "an event", &reasonNames
+	if c.ledger {
+		what, names = "an entry", &ledgerReasonNames
+	}
+	if lines == 0 {
+		if c.ledger {
+			return usagef("%s has no entries", c.path)
+		}
 		return usagef("%s has no events", c.path)
 	}
 	var top reason
-	for i, n := range a.rejected {
-		if n > a.rejected[top] {
+	for i, n := range rejected {
+		if n > rejected[top] {
 			top = reason(i)
 		}
 	}
 	hint := ""
 	switch top {
 	case rNoEventTime:
-		hint = fmt.Sprintf(": no event time in field %q (choose it with --time)", c.TimeField)
+		if c.ledger {
+			hint = fmt.Sprintf(": no entry time in field %q (choose it with --ledger-time)", c.TimeField)
+		} else {
+			hint = fmt.Sprintf(": no event time in field %q (choose it with --time)", c.TimeField)
+		}
 	case rNoArrival:
 		hint = fmt.Sprintf(": no arrival time in field %q (choose it with --arrival)", c.ArrivalField)
 	case rBadEventTime, rBadArrival:
 		hint = ": times must be RFC 3339 or epoch milliseconds"
 	case rImplausible:
 		hint = ": event times before 2000-01-01 (seconds instead of milliseconds?)"
+		if c.ledger {
+			hint = ": entry times before 2000-01-01 (seconds instead of milliseconds?)"
+		}
 	case rBadWeight:
-		hint = fmt.Sprintf(": the weight %q is missing or not a non-negative number", c.Weight)
+		hint = fmt.Sprintf(": the weight %q is missing or not a non-negative number", c.weightName())
 	case rNotJSON:
 		hint = ": not JSON objects (is it another format? see --input-format)"
 	}
-	return usagef("none of the %d lines of %s is an event (%d %s)%s", a.lines, c.path, a.rejected[top], reasonNames[top], hint)
+	return usagef("none of the %d lines of %s is %s (%d %s)%s", lines, c.path, what, rejected[top], names[top], hint)
 }
 
 // recommend draws the advice from Table 1.

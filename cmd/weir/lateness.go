@@ -18,6 +18,7 @@ import (
 
 const latenessUsage = `Usage: weir lateness [flags] FILE
        weir lateness --job JOB.yaml [flags] [FILE]
+       weir lateness --ledger LEDGER --match FIELD [--by FIELD] [--waits LIST] [flags] FILE
 
 Measures how late a recorded stream really is, before you choose a
 watermark: the travel time of its events (arrival minus event time), the
@@ -27,7 +28,27 @@ with the rules of weir run) and a recommendation.
 
 FILE is JSON lines, CSV (with a header row) or Parquet, by its extension
 (--input-format to say otherwise). Shares are sums of weights when the input
-has a weight column (sample_weight, or --weight).
+has a weight field: sample_weight by default (a JSON line without it weighs
+1; a line whose weight is not a non-negative number is rejected as
+bad_weight), or the --weight field, which every line must have.
+
+Late, or lost? With --ledger, FILE is joined to a ledger of what must have
+happened (the orders of an order database), one entry per line with an id
+(the --match field, in both files, compared as text) and a time
+(--ledger-time, by default the events' time field). The ledger is JSON
+lines, CSV or Parquet by its extension (--input-format is FILE's). FILE is
+read with weir run's rules (a line needs an event time and an arrival); a
+rejected line is no arrival. For each group (--by, read from the entry, else
+from its event) the report gives the entries, the share whose event arrived
+within each of --waits after the entry's time (the event's arrival minus the
+entry's time; when an id has several events, the first arrival counts and
+the others are duplicates), the share that never arrived (no event with that
+id in FILE at all), the events that match no entry (counted apart, in no
+share), and whether the missing events are late or lost: lost when 99.9% of
+the arrivals came within a wait shorter than the longest, and the share
+arrived stays below 100%. Shares are of entries (no weights); the ledger is
+held in memory. --window, --delays, --lateness, --target, --max-wait,
+--weight and --no-weight do not apply.
 
 Exit status: 0 done, 1 the input could not be read to the end, 2 bad flags
 or an input that cannot be used (missing file, unknown field).
@@ -54,20 +75,24 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("weir lateness", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jobFile := fs.String("job", "", "take the time fields (and window size) from this job `file`")
+	ledger := fs.String("ledger", "", "join FILE to this ledger `file` of what must have happened: late, or lost?")
+	match := fs.String("match", "", "with --ledger: the id `field` of the ledger's entries and of the events (order_id)")
+	ledgerTime := fs.String("ledger-time", "", "with --ledger: the entry-time `field` of the ledger (default: the events' time field)")
+	waitList := fs.String("waits", "1m,5m,1h,6h,24h", "with --ledger: the `waits` after an entry at which to give the share arrived, comma-separated")
 	timeField := fs.String("time", "ts", "event-time `field` (dotted for nested JSON)")
 	arrival := fs.String("arrival", "arrival", "arrival-time `field`")
 	inFormat := fs.String("input-format", "", "input `format`: jsonl, csv or parquet (default: from the extension)")
-	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for (default: sample_weight when a CSV or Parquet file has it)")
-	noWeight := fs.Bool("no-weight", false, "ignore any weight column: every line counts once")
+	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for, on every line (default: sample_weight where the input has it)")
+	noWeight := fs.Bool("no-weight", false, "ignore any weight field: every line counts once")
 	var by listFlag
-	fs.Var(&by, "by", "group the travel times by this `field` (repeatable, or comma-separated)")
+	fs.Var(&by, "by", "group the travel times by this `field` (repeatable, or comma-separated; one field with --ledger)")
 	win := fs.String("window", "1m", "tumbling window `size`")
 	delays := fs.String("delays", "none,2s,5m,1h,3h,6h", "watermark `delays` of Table 1, comma-separated (none = 0)")
 	lateList := fs.String("lateness", "1m,5m,1h,6h", "allowed `latenesses` to try with the recommended delay")
 	target := fs.String("target", "0.1%", "largest acceptable `share` of too-late events (0.1% or 0.001)")
 	maxWait := fs.String("max-wait", "1h", "longest a result may wait after its window ends (`duration`)")
-	format := fs.String("format", "text", "output `format`: text, json or csv (Table 1)")
-	plot := fs.String("plot", "", "also draw the trade-off curve and the travel times to this `file` (.svg or .png)")
+	format := fs.String("format", "text", "output `format`: text, json or csv (csv: Table 1, or with --ledger a row per group)")
+	plot := fs.String("plot", "", "also draw the trade-off curve and the travel times (with --ledger, the share arrived by time since the entry) to this `file` (.svg or .png)")
 	output := fs.String("o", "", "write the report to `FILE` instead of standard output")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, latenessUsage)
@@ -87,6 +112,25 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	if len(files) > 1 || (len(files) == 0 && *jobFile == "") {
 		fs.Usage()
 		return 2
+	}
+	if *ledger == "" {
+		for _, name := range []string{"match", "ledger-time", "waits"} {
+			if set[name] {
+				return usageErr("--%s needs --ledger", name)
+			}
+		}
+	} else {
+		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight"} {
+			if set[name] {
+				return usageErr("--%s does not apply with --ledger", name)
+			}
+		}
+		if *match == "" {
+			return usageErr("--ledger needs --match: the id field of the ledger's entries and of the events")
+		}
+		if len(by) > 1 {
+			return usageErr("--by takes one field with --ledger, not %d", len(by))
+		}
 	}
 	var o lateness.Options
 	o.Format, o.Weight, o.NoWeight, o.By = *inFormat, *weight, *noWeight, by
@@ -179,7 +223,29 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	rep, err := lateness.Analyze(path, o)
+	type report interface {
+		WriteText(io.Writer) error
+		WriteJSON(io.Writer) error
+		WriteCSV(io.Writer) error
+		WritePlotFile(string) error
+	}
+	var rep report
+	if *ledger != "" {
+		l := lateness.LedgerOptions{Path: *ledger, Match: *match, Time: *ledgerTime}
+		for _, s := range strings.Split(*waitList, ",") {
+			d, ok := parseDur("waits", s)
+			if !ok {
+				return 2
+			}
+			if d <= 0 {
+				return usageErr("--waits: %q must be positive", strings.TrimSpace(s))
+			}
+			l.Waits = append(l.Waits, d)
+		}
+		rep, err = lateness.AnalyzeLedger(path, o, l)
+	} else {
+		rep, err = lateness.Analyze(path, o)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "weir lateness:", err)
 		if lateness.IsUsage(err) {

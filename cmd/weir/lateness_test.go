@@ -6,8 +6,15 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/lateness"
+	"github.com/weirstream/weir/mtime"
 )
 
 // A stream in arrival order: the third line is a minute late.
@@ -139,5 +146,319 @@ func TestLatenessErrors(t *testing.T) {
 	}
 	if code, stdout, _ := runLateness(t, dir, "-h"); code != 0 || stdout != "" {
 		t.Errorf("-h: exit %d", code)
+	}
+}
+
+// JSON lines are weighted by sample_weight when they have it: a line
+// without it weighs 1, a bad weight rejects the line.
+func TestLatenessJSONWeights(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "sample.jsonl"), []byte(
+		`{"ts":"2026-01-01T00:00:10Z","arrival":"2026-01-01T00:00:10.500Z","sample_weight":3}`+"\n"+
+			`{"ts":"2026-01-01T00:00:20Z","arrival":"2026-01-01T00:00:21Z"}`+"\n"+
+			`{"ts":"2026-01-01T00:00:30Z","arrival":"2026-01-01T00:10:30Z","sample_weight":0.5}`+"\n"+
+			`{"ts":"2026-01-01T00:00:40Z","arrival":"2026-01-01T00:00:41Z","sample_weight":"2"}`+"\n"+
+			`{"ts":"2026-01-01T00:00:50Z","arrival":"2026-01-01T00:00:51Z","sample_weight":-1}`+"\n"), 0o644)
+	code, stdout, stderr := runLateness(t, dir, "--format", "json", "sample.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		WeightField   string           `json:"weight_field"`
+		Events        int64            `json:"events"`
+		Weight        float64          `json:"weight"`
+		RejectReasons map[string]int64 `json:"reject_reasons"`
+		Travel        struct {
+			Buckets []struct {
+				Events  int64   `json:"events"`
+				Weight  float64 `json:"weight"`
+				Percent float64 `json:"percent"`
+			} `json:"buckets"`
+		} `json:"travel"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.WeightField != "sample_weight" || rep.Events != 3 || rep.Weight != 4.5 || rep.RejectReasons["bad_weight"] != 2 {
+		t.Errorf("weights: %+v", rep)
+	}
+	// Under 2 s: 3 + 1 of 4.5; 5 min to 1 h: 0.5 of 4.5.
+	b := rep.Travel.Buckets
+	if b[0].Events != 2 || b[0].Weight != 4 || b[0].Percent != 100*4/4.5 || b[1].Weight != 0 || b[2].Weight != 0.5 || b[2].Percent != 100*0.5/4.5 {
+		t.Errorf("buckets: %+v", b)
+	}
+	code, stdout, _ = runLateness(t, dir, "--format", "json", "--no-weight", "sample.jsonl")
+	if code != 0 || !strings.Contains(stdout, `"events": 5,`) || strings.Contains(stdout, "weight_field") {
+		t.Errorf("--no-weight: exit %d: %s", code, stdout)
+	}
+}
+
+// ledgerTruth is what the generated ledger and events say, worked out here
+// from the files themselves.
+type ledgerTruth struct {
+	entries, arrived, later, never, dups, unmatched int64
+	within                                          []int64
+}
+
+func readLedgerTruth(t *testing.T, dir string, waits []int64) map[string]*ledgerTruth {
+	t.Helper()
+	type entry struct {
+		plat   string
+		ts     mtime.Time
+		arr    mtime.Time
+		events int
+	}
+	entries := map[string]*entry{}
+	truth := map[string]*ledgerTruth{}
+	of := func(p string) *ledgerTruth {
+		if truth[p] == nil {
+			truth[p] = &ledgerTruth{within: make([]int64, len(waits))}
+		}
+		return truth[p]
+	}
+	each := func(name string, f func(v *fastjson.Value)) {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p fastjson.Parser
+		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+			v, err := p.ParseBytes(line)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f(v)
+		}
+	}
+	tm := func(v *fastjson.Value, k string) mtime.Time {
+		ts, err := mtime.Parse(v.GetStringBytes(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	each("ledger.jsonl", func(v *fastjson.Value) {
+		entries[string(v.GetStringBytes("order_id"))] = &entry{plat: string(v.GetStringBytes("platform")), ts: tm(v, "ts")}
+	})
+	each("events.jsonl", func(v *fastjson.Value) {
+		e := entries[string(v.GetStringBytes("order_id"))]
+		if e == nil {
+			of(string(v.GetStringBytes("platform"))).unmatched++
+			return
+		}
+		if arr := tm(v, "arrival"); e.events == 0 || arr < e.arr {
+			e.arr = arr
+		}
+		e.events++
+	})
+	for _, e := range entries {
+		for _, g := range []*ledgerTruth{of(e.plat), of("(all)")} {
+			g.entries++
+			if e.events == 0 {
+				g.never++
+				continue
+			}
+			g.arrived++
+			g.dups += int64(e.events - 1)
+			w := int64(e.arr - e.ts)
+			for i, max := range waits {
+				if w <= max {
+					g.within[i]++
+				}
+			}
+			if w > waits[len(waits)-1] {
+				g.later++
+			}
+		}
+	}
+	for p, g := range truth {
+		if p != "(all)" {
+			of("(all)").unmatched += g.unmatched
+		}
+	}
+	return truth
+}
+
+// The seed's figure 2 on a generated stream: Android's app never sends 4%
+// of its order_completed events, iOS's 1%, the web's none; weir lateness
+// --ledger recovers each share exactly, and says the missing are lost.
+func TestLatenessLedger(t *testing.T) {
+	const orders = 200000
+	dir := t.TempDir()
+	for _, kind := range []string{"ledger", "ledger-events"} {
+		name := strings.TrimPrefix(kind+".jsonl", "ledger-")
+		if code, _, stderr := runCLI(t, dir, "gen", kind, "--events", strconv.Itoa(orders), "-o", name); code != 0 {
+			t.Fatalf("gen %s: exit %d: %s", kind, code, stderr)
+		}
+	}
+	waits := []int64{60000, 300000, 3600000, 21600000, 86400000}
+	truth := readLedgerTruth(t, dir, waits)
+	nominal := map[string]float64{"Android": 4, "iOS": 1, "web": 0}
+
+	args := []string{"--ledger", "ledger.jsonl", "--match", "order_id", "--by", "platform", "events.jsonl"}
+	code, stdout, stderr := runLateness(t, dir, append([]string{"--format", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep lateness.LedgerReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	all := truth["(all)"]
+	if rep.LedgerEntries != orders || rep.LedgerLines != orders || rep.LedgerRejected != 0 || rep.LedgerDuplicates != 0 ||
+		rep.EventsRejected != 0 || rep.EventsWithoutMatch != 0 || rep.MatchedEvents != all.arrived+all.dups ||
+		rep.DuplicateEvents != all.dups || rep.UnmatchedEvents != all.unmatched || rep.Events != rep.MatchedEvents+rep.UnmatchedEvents ||
+		rep.MatchField != "order_id" || rep.LedgerTimeField != "ts" || rep.ByField != "platform" || !slices.Equal(rep.WaitsMS, waits) {
+		t.Errorf("counts: %+v", rep)
+	}
+	pct := func(n, of int64) float64 { return 100 * float64(n) / float64(of) }
+	check := func(g lateness.LedgerGroup) {
+		want := truth[g.Value]
+		if want == nil {
+			t.Errorf("unexpected group %q", g.Value)
+			return
+		}
+		if g.Entries != want.entries || g.Arrived != want.arrived || g.NeverArrived != want.never || g.Later != want.later ||
+			g.DuplicateEvents != want.dups || g.UnmatchedEvents != want.unmatched || g.WatchedLess != 0 || g.ArrivedBeforeEntry != 0 ||
+			g.NeverArrivedPercent != pct(want.never, want.entries) || g.ArrivedPercent != pct(want.arrived, want.entries) ||
+			g.LaterPercent != pct(want.later, want.entries) || len(g.Within) != len(waits) {
+			t.Errorf("%s: %+v, want %+v", g.Value, g, want)
+			return
+		}
+		for i, w := range g.Within {
+			if w.WaitMS != waits[i] || w.Arrived != want.within[i] || w.Percent != pct(want.within[i], want.entries) ||
+				w.PercentOfArrived != pct(want.within[i], want.arrived) {
+				t.Errorf("%s within %s: %+v, want %d", g.Value, w.Label, w, want.within[i])
+			}
+		}
+	}
+	check(rep.All)
+	if len(rep.Groups) != 3 {
+		t.Fatalf("groups: %+v", rep.Groups)
+	}
+	for _, g := range rep.Groups {
+		check(g)
+		// Each never-sent share within 0.1 point of the generator's.
+		if d := g.NeverArrivedPercent - nominal[g.Value]; d < -0.1 || d > 0.1 {
+			t.Errorf("%s: %.4f%% never arrived, the generator drops %v%%", g.Value, g.NeverArrivedPercent, nominal[g.Value])
+		}
+		// The late events (5 min to 6 h) are all in by 6 h: flat from there
+		// to 24 h, so the missing are lost; the web misses none.
+		wantVerdict, wantFlat := lateness.VerdictLost, int64(21600000)
+		if g.Value == "web" {
+			wantVerdict, wantFlat = lateness.VerdictComplete, 60000
+		}
+		if g.Verdict != wantVerdict || g.FlatWithinMS == nil || *g.FlatWithinMS != wantFlat {
+			t.Errorf("%s: verdict %q, flat within %v", g.Value, g.Verdict, g.FlatWithinMS)
+		}
+	}
+	if rep.Groups[0].Value != "iOS" || rep.Groups[1].Value != "Android" || rep.Groups[2].NeverArrived != 0 {
+		t.Errorf("group order: %+v", rep.Groups)
+	}
+
+	// The text reaches the seed's conclusion.
+	code, stdout, stderr = runLateness(t, dir, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	text := strings.Join(strings.Fields(stdout), " ")
+	for _, p := range []string{"Android", "iOS"} {
+		g := truth[p]
+		want := p + ": " + strconv.FormatFloat(pct(g.never, g.entries), 'f', 2, 64) + "% of ledger entries never arrived; of those that arrived, 100.00% arrived within 6 h: the missing events are not late, they are lost."
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, want := range []string{"web: every ledger entry has its event", "every entry was made at least 24 h before",
+		"200,000 entries", "1. Ledger entries whose event has arrived"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	// CSV: the same numbers, a row per group and one for all.
+	code, stdout, stderr = runLateness(t, dir, append([]string{"--format", "csv"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	rows, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	if err != nil || len(rows) != 5 {
+		t.Fatalf("csv: %v %v", err, rows)
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	i64 := func(v int64) string { return strconv.FormatInt(v, 10) }
+	p4 := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
+	for k, g := range append(append([]lateness.LedgerGroup(nil), rep.Groups...), rep.All) {
+		row := rows[1+k]
+		want := map[string]string{
+			"group": g.Value, "entries": i64(g.Entries), "arrived": i64(g.Arrived), "never_arrived": i64(g.NeverArrived),
+			"never_arrived_percent": p4(g.NeverArrivedPercent), "arrived_later": i64(g.Later), "duplicate_events": i64(g.DuplicateEvents),
+			"unmatched_events": i64(g.UnmatchedEvents), "verdict": g.Verdict, "wait_max_ms": i64(*g.WaitMaxMS),
+		}
+		for i, w := range g.Within {
+			c := []string{"within_1m", "within_5m", "within_1h", "within_6h", "within_24h"}[i]
+			want[c], want[c+"_percent"] = i64(w.Arrived), p4(w.Percent)
+		}
+		for c, v := range want {
+			if j, ok := col[c]; !ok || row[j] != v {
+				t.Errorf("csv %s %s: %v, want %s", g.Value, c, row, v)
+			}
+		}
+	}
+
+	// The figure: deterministic bytes, in both formats.
+	for _, ext := range []string{"svg", "png"} {
+		var got [][]byte
+		for _, name := range []string{"a." + ext, "b." + ext} {
+			if code, _, stderr := runLateness(t, dir, append([]string{"--plot", name}, args...)...); code != 0 {
+				t.Fatalf("--plot %s: exit %d: %s", name, code, stderr)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, name))
+			if err != nil || len(b) < 5000 {
+				t.Fatalf("%s: %v, %d bytes", name, err, len(b))
+			}
+			got = append(got, b)
+		}
+		if !bytes.Equal(got[0], got[1]) {
+			t.Errorf("%s: two runs give different bytes", ext)
+		}
+	}
+}
+
+func TestLatenessLedgerFlags(t *testing.T) {
+	dir := latenessDir(t)
+	os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(`{"id":"a","ts":"2026-01-01T00:00:00Z"}`+"\n"), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--match", "id", "events.jsonl"}, "--match needs --ledger"},
+		{[]string{"--waits", "1m", "events.jsonl"}, "--waits needs --ledger"},
+		{[]string{"--ledger", "ledger.jsonl", "events.jsonl"}, "--ledger needs --match"},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "--delays", "1m", "events.jsonl"}, "--delays does not apply with --ledger"},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "--weight", "w", "events.jsonl"}, "--weight does not apply with --ledger"},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "--by", "a,b", "events.jsonl"}, "--by takes one field with --ledger"},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "--waits", "1m,0s", "events.jsonl"}, `--waits: "0s" must be positive`},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "--waits", "soon", "events.jsonl"}, `--waits: "soon" is not a duration`},
+		{[]string{"--ledger", "nowhere.jsonl", "--match", "id", "events.jsonl"}, "cannot read nowhere.jsonl"},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "events.jsonl"}, `no event of events.jsonl has an id in field "id"`},
+		{[]string{"--ledger", "ledger.jsonl", "--match", "id", "--ledger-time", "when", "events.jsonl"}, `no entry time in field "when"`},
+	}
+	for _, c := range cases {
+		code, stdout, stderr := runLateness(t, dir, c.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+	// --help names every flag of the join.
+	_, _, stderr := runLateness(t, dir, "-h")
+	for _, want := range []string{"--ledger LEDGER --match FIELD", "-ledger file", "-match field", "-ledger-time field", "-waits waits",
+		`(default "1m,5m,1h,6h,24h")`, "sample_weight by default", "never arrived"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--help lacks %q:\n%s", want, stderr)
+		}
 	}
 }

@@ -35,7 +35,7 @@ Usage:
   weir status JOB.yaml         the running job's partitions, watermark and counts
                                (from its http address)
   weir simulator [flags]       serve seed 000's watermark simulator, computed by weir
-  weir gen steep|orders|nexmark [flags]
+  weir gen steep|orders|nexmark|ledger|ledger-events [flags]
                                write a realistic stream of JSON lines
   weir lateness [flags] FILE   measure how late a recorded stream is: travel
                                times, Table 1 and a recommended watermark

@@ -1,0 +1,224 @@
+package gen
+
+import (
+	"io"
+
+	"github.com/weirstream/weir/mtime"
+)
+
+// The figures of the ledger streams.
+const (
+	// ledgerLateShare of the phone orders whose event is sent arrive 5
+	// minutes to 6 hours late (the phone offline), as in Steep.
+	ledgerLateShare = 0.011
+	ledgerDupShare  = 0.001 // events sent twice
+	ledgerJitter    = 150.0 // ms, the mean network jitter of an on-time event
+)
+
+// ledgerLost is the share of the orders of each platform whose
+// order_completed event the app never sends.
+var ledgerLost = [...]float64{platIOS: 0.01, platAndroid: 0.04, platWeb: 0}
+
+// LedgerLostShare is the share of the orders of a platform ("iOS",
+// "Android", "web") whose order_completed event LedgerEvents never writes:
+// 1%, 4% and none. It is 0 for any other name.
+func LedgerLostShare(platform string) float64 {
+	for i, n := range platNames {
+		if n == platform {
+			return ledgerLost[i]
+		}
+	}
+	return 0
+}
+
+// ledgerOrder is one order and what becomes of its event.
+type ledgerOrder struct {
+	seq      uint64 // order number, from 0
+	ts       mtime.Time
+	plat     uint8
+	cents    int64
+	lost     bool       // the app never sends the event
+	sent     mtime.Time // the event's time, on the phone
+	arrival  mtime.Time
+	dup      bool       // sent twice
+	arrival2 mtime.Time // of the second delivery
+}
+
+// ledgerGen draws the orders, one after another, the same way for both
+// streams: the ledger and the events agree on every order.
+type ledgerGen struct {
+	r      *rng
+	seq    uint64
+	warped float64
+	gapW   float64
+	n      [len(platNames)]int64
+	lost   [len(platNames)]int64
+}
+
+func newLedgerGen(o Options) *ledgerGen {
+	span := float64(int64(o.Days) * int64(day))
+	return &ledgerGen{r: newRNG(o.Seed, 0x1ed9e5), warped: teaShop.warp(o.Start), gapW: span / float64(o.Events)}
+}
+
+func (g *ledgerGen) next() ledgerOrder {
+	r := g.r
+	g.warped += r.exp() * g.gapW
+	o := ledgerOrder{seq: g.seq, ts: teaShop.unwarp(g.warped)}
+	g.seq++
+	switch x := r.float(); {
+	case x < 0.46:
+		o.plat = platIOS
+	case x < 0.80:
+		o.plat = platAndroid
+	default:
+		o.plat = platWeb
+	}
+	for items := 1 + r.intn(3); items > 0; items-- {
+		o.cents += teaPrices[r.intn(len(teaPrices))]
+	}
+	// Lost events, with feedback: the lost share of each platform stays
+	// within an order of its figure.
+	p := o.plat
+	g.n[p]++
+	owed := ledgerLost[p]*float64(g.n[p]) - float64(g.lost[p])
+	if x := r.float(); x < owed {
+		o.lost = true
+		g.lost[p]++
+	}
+	o.sent = o.ts + 80 + mtime.Time(r.intn(400)) // the app confirms the order
+	late := r.float() < ledgerLateShare && o.plat != platWeb
+	if late {
+		o.arrival = o.sent + drawLateness(r)
+	} else {
+		o.arrival = o.sent + steepBase + mtime.Time(ledgerJitter*platJitter[o.plat]*r.expMax(steepJitterX)+0.5)
+	}
+	if r.float() < ledgerDupShare {
+		o.dup = true
+		o.arrival2 = o.arrival + 200 + mtime.Time(r.intn(400))
+	}
+	return o
+}
+
+// Ledger writes the ledger of the orders of Steep, the tea shop of the book's
+// chapter 14: what its order database holds, one line per order, o.Events
+// lines over about o.Days days from o.Start, in order. Each line has the
+// fields
+//
+//	order_id  "o000000001", numbered in time order
+//	platform  "iOS", "Android" or "web": where the order was placed
+//	amount    a number with two decimals
+//	ts        when the order was placed
+//
+// LedgerEvents writes, with the same options, the order_completed events
+// the app sent for these orders: joined by order_id (weir lateness
+// --ledger), they show seed 000's figure 2.
+func Ledger(w io.Writer, o Options) error {
+	o = o.withDefaults()
+	g := newLedgerGen(o)
+	out := newOut(w)
+	var tf timeFmt
+	for range o.Events {
+		if out.err != nil {
+			break
+		}
+		ord := g.next()
+		b := append(out.buf, `{"order_id":"o`...)
+		b = appendPadded(b, int64(ord.seq+1), 9)
+		b = append(b, `","platform":"`...)
+		b = append(b, platNames[ord.plat]...)
+		b = append(b, `","amount":`...)
+		b = appendCents(b, ord.cents)
+		b = append(b, `,"ts":"`...)
+		b = tf.append(b, ord.ts)
+		out.buf = append(b, `"}`...)
+		out.line()
+	}
+	return out.flush()
+}
+
+// ledgerEvent is one line of LedgerEvents.
+type ledgerEvent struct {
+	arrival, ts mtime.Time
+	seq         uint64
+	plat        uint8
+	dup         bool
+}
+
+func (a *ledgerEvent) before(b *ledgerEvent) bool {
+	if a.arrival != b.arrival {
+		return a.arrival < b.arrival
+	}
+	if a.seq != b.seq {
+		return a.seq < b.seq
+	}
+	return !a.dup && b.dup
+}
+
+// LedgerEvents writes the order_completed events of the orders of Ledger
+// (with the same options), as Steep's app sent them, in arrival order. Each
+// line has the fields
+//
+//	event_id    a 16-digit hexadecimal id (a second delivery repeats it)
+//	order_id    the order's id in the ledger
+//	platform    "iOS", "Android" or "web"
+//	event_name  "order_completed"
+//	ts          event time, on the device: 80 to 480 ms after the order
+//	arrival     processing time, at Steep's server
+//
+// Some events are never sent: 1% of the iOS orders, 4% of the Android ones,
+// none on the web (LedgerLostShare); those that are sent arrive within about
+// 2 s, except 1.1% of the phones' that arrive 5 minutes to 6 hours late
+// (offline, as in Steep), and 0.1% arrive twice. The events go on for a day
+// after the last order of the ledger, with the orders placed after it (ids
+// the ledger does not hold), so that every entry of the ledger is watched
+// for at least a day. So o.Events is the number of orders of the ledger,
+// not of lines: there are about twice as many.
+func LedgerEvents(w io.Writer, o Options) error {
+	o = o.withDefaults()
+	g := newLedgerGen(o)
+	out := newOut(w)
+	key := mix(o.Seed ^ 0x1ed9e5e7)
+	var arrivals minHeap[ledgerEvent, *ledgerEvent]
+	var tsFmt, arrFmt timeFmt
+	write := func(e *ledgerEvent) {
+		b := append(out.buf, `{"event_id":"`...)
+		b = appendHex16(b, mix(e.seq^key))
+		b = append(b, `","order_id":"o`...)
+		b = appendPadded(b, int64(e.seq+1), 9)
+		b = append(b, `","platform":"`...)
+		b = append(b, platNames[e.plat]...)
+		b = append(b, `","event_name":"order_completed","ts":"`...)
+		b = tsFmt.append(b, e.ts)
+		b = append(b, `","arrival":"`...)
+		b = arrFmt.append(b, e.arrival)
+		out.buf = append(b, `"}`...)
+		out.line()
+	}
+	var end mtime.Time
+	for i := 0; out.err == nil; i++ {
+		ord := g.next()
+		if i == o.Events-1 {
+			end = ord.ts + day
+		}
+		if i >= o.Events && ord.ts > end {
+			break
+		}
+		// Every event still to come arrives after this order.
+		for arrivals.len() > 0 && arrivals.min().arrival < ord.ts {
+			e := arrivals.pop()
+			write(&e)
+		}
+		if ord.lost {
+			continue
+		}
+		arrivals.push(ledgerEvent{arrival: ord.arrival, ts: ord.sent, seq: ord.seq, plat: ord.plat})
+		if ord.dup {
+			arrivals.push(ledgerEvent{arrival: ord.arrival2, ts: ord.sent, seq: ord.seq, plat: ord.plat, dup: true})
+		}
+	}
+	for arrivals.len() > 0 && out.err == nil {
+		e := arrivals.pop()
+		write(&e)
+	}
+	return out.flush()
+}
