@@ -1,7 +1,8 @@
 // Package bench measures weir: the keyed tumbling count over in-memory
 // events (against a hand-written floor and Apache Beam's Go SDK), weir run
-// over a file of JSON lines (against a parse-only pass), the Nexmark queries,
-// and the latency from the watermark to the sink. The weir command's bench
+// over a file of JSON lines (against a parse-only pass and DuckDB's batch
+// aggregation), the Nexmark queries (against hand-written floors), and the
+// latency from the watermark to the sink. The weir command's bench
 // subcommand runs every benchmark in a child process of its own, so that each
 // one's peak memory and allocations are its own, and prints them side by
 // side.
@@ -118,6 +119,12 @@ func Measure(b Bench, d time.Duration) Result {
 		r.EventsPerSec, r.PerCore = v, extra["peer_per_core"]
 		r.PeakRSS = int64(extra["peer_rss_mib"] * (1 << 20))
 		r.AllocsPerEv = 0
+		if w, ok := extra["peer_wall_s"]; ok {
+			r.Wall = w
+		}
+		if c, ok := extra["peer_cpu_s"]; ok {
+			r.CPU = c
+		}
 	}
 	return r
 }

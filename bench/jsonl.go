@@ -128,7 +128,13 @@ func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, err
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	j, err := job.Parse([]byte(fmt.Sprintf(jsonlJob, in, filepath.Join(dir, "out.jsonl"))), "bench.yaml", dir)
+	return jsonlRunTo(in, filepath.Join(dir, "out.jsonl"), served)
+}
+
+// jsonlRunTo runs the job over the file in, writing its panes to out.
+func jsonlRunTo(in, out string, served bool) (int64, map[string]float64, string, error) {
+	dir := filepath.Dir(out)
+	j, err := job.Parse([]byte(fmt.Sprintf(jsonlJob, in, out)), "bench.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -20,20 +20,42 @@ import (
 func init() {
 	for _, q := range []struct {
 		name, about string
-		run         func(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64)
+		run         func(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut)
+		// The query's hand-written floor (nexmark_floor.go), if it has one.
+		floor      func(d time.Duration, events int64, out *nexOut) int64
+		floorAbout string
 	}{
-		{"q0", "pass-through of bids", q0},
-		{"q1", "currency conversion of bid prices", q1},
-		{"q2", "bids on auctions whose id is a multiple of 123", q2},
-		{"q5", "hot items: bids per auction in sliding windows of 10 s every 2 s, the auctions with the most bids", q5},
-		{"q7", "highest bid of each tumbling window of 10 s", q7},
-		{"q8", "new users: persons who opened an auction in the tumbling window of 10 s in which they joined", q8},
-		{"q11", "user sessions: bids per bidder per session (gap 10 s)", q11},
+		{"q0", "pass-through of bids", q0, nil, ""},
+		{"q1", "currency conversion of bid prices", q1, nil, ""},
+		{"q2", "bids on auctions whose id is a multiple of 123", q2, nil, ""},
+		{"q5", "hot items: bids per auction in sliding windows of 10 s every 2 s, the auctions with the most bids", q5,
+			floorQ5, "a map of bids per auction per 2 s slice, 5 slices summed when a window closes"},
+		{"q7", "highest bid of each tumbling window of 10 s", q7,
+			floorQ7, "the window's highest price and its bids in two variables"},
+		{"q8", "new users: persons who opened an auction in the tumbling window of 10 s in which they joined", q8,
+			floorQ8, "one map of person -> (joined, opened an auction) per window"},
+		{"q11", "user sessions: bids per bidder per session (gap 10 s)", q11,
+			floorQ11, "one map of bidder -> open session, ended sessions swept every second of event time"},
 	} {
 		register(Bench{
 			Name: "nexmark-" + q.name, Group: "nexmark", About: "Nexmark " + q.name + ": " + q.about,
-			Run: func(d time.Duration) (int64, map[string]float64, string, error) { return nexmark(d, q.run) },
+			Run: func(d time.Duration) (int64, map[string]float64, string, error) {
+				var out nexOut
+				n, err := nexmark(d, 0, q.run, &out)
+				return n, map[string]float64{"results": float64(out.n)}, "", err
+			},
 		})
+		if q.floor != nil {
+			register(Bench{
+				Name: "nexmark-" + q.name + "-floor", Group: "nexmark",
+				About: "the floor for nexmark-" + q.name + ", a hand-written loop over the same events: " + q.floorAbout,
+				Run: func(d time.Duration) (int64, map[string]float64, string, error) {
+					var out nexOut
+					n := q.floor(d, 0, &out)
+					return n, map[string]float64{"results": float64(out.n)}, "", nil
+				},
+			})
+		}
 	}
 }
 
@@ -50,10 +72,37 @@ type nexEvent struct {
 	name    string
 }
 
-func nexmark(d time.Duration, query func(*weir.Pipeline, weir.Stream[nexEvent], *int64)) (int64, map[string]float64, string, error) {
+// nexOut is where a query's results go: n counts them; keep, when set (in
+// tests), is given each of them; end, when a query sets it, is called once
+// the pipeline has stopped.
+type nexOut struct {
+	n    int64
+	keep func(nexResult)
+	end  func()
+}
+
+// nexResult is one result of a query, as the tests compare them: a window
+// (or session), a key, and the query's figures.
+type nexResult struct {
+	start, end mtime.Time
+	key        int64 // auction (q5, q7), person (q8), bidder (q11)
+	a, b, c    int64 // q5, q11: the count; q7: bidder, price, event time
+	name       string
+}
+
+func (o *nexOut) add(r nexResult) {
+	o.n++
+	if o.keep != nil {
+		o.keep(r)
+	}
+}
+
+// nexmark runs query on the generated stream for about d, or over its first
+// events events if events > 0, and returns the number of events read.
+func nexmark(d time.Duration, events int64, query func(*weir.Pipeline, weir.Stream[nexEvent], *nexOut), out *nexOut) (int64, error) {
 	p := weir.NewPipeline()
-	var n, out int64
-	g := gen.NewNexmark(gen.NexmarkConfig{Seed: 1})
+	var n int64
+	g := nexGen(events)
 	src := weir.FromSeq(p, func(yield func(nexEvent, mtime.Time) bool) {
 		var e gen.NexmarkEvent
 		start := time.Now()
@@ -73,9 +122,12 @@ func nexmark(d time.Duration, query func(*weir.Pipeline, weir.Stream[nexEvent], 
 			n++
 		}
 	})
-	query(p, src, &out)
+	query(p, src, out)
 	err := p.Run(context.Background())
-	return n, map[string]float64{"results": float64(out)}, "", err
+	if out.end != nil {
+		out.end()
+	}
+	return n, err
 }
 
 func bids(s weir.Stream[nexEvent]) weir.Stream[nexEvent] {
@@ -86,46 +138,46 @@ func stamp(s weir.Stream[nexEvent]) weir.Timestamped[nexEvent] {
 	return weir.WithTimestamps(s, func(e nexEvent) mtime.Time { return e.ts }, watermark.BoundedOutOfOrderness(4*time.Second))
 }
 
-func count[T any](out *int64) func(T) error {
-	return func(T) error { *out++; return nil }
-}
-
 type bidOut struct {
 	auction, bidder int64
 	price           float64
 	ts              mtime.Time
 }
 
-func q0(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
+func q0(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	weir.Sink(weir.Map(bids(s), func(e nexEvent) bidOut {
 		return bidOut{e.auction, e.bidder, float64(e.price), e.ts}
-	}), count[bidOut](out))
+	}), func(bidOut) error { out.n++; return nil })
 }
 
-func q1(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
+func q1(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	weir.Sink(weir.Map(bids(s), func(e nexEvent) bidOut {
 		return bidOut{e.auction, e.bidder, 0.908 * float64(e.price), e.ts}
-	}), count[bidOut](out))
+	}), func(bidOut) error { out.n++; return nil })
 }
 
-func q2(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
-	weir.Sink(weir.Filter(bids(s), func(e nexEvent) bool { return e.auction%123 == 0 }), count[nexEvent](out))
+func q2(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
+	weir.Sink(weir.Filter(bids(s), func(e nexEvent) bool { return e.auction%123 == 0 }), func(nexEvent) error { out.n++; return nil })
 }
 
 // q5 counts bids per auction per sliding window; the sink keeps, per window,
 // the auctions whose count is the window's largest. The on-time panes of one
 // window come together (one watermark advance fires them in order of window
-// end), so the sink closes a window when the next one starts.
-func q5(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
+// end), so the sink closes a window when the next one starts, and the last
+// one when the pipeline has stopped.
+func q5(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	counts, _ := weir.Aggregate(weir.Window(weir.KeyBy(stamp(bids(s)), func(e nexEvent) int64 { return e.auction }),
 		window.NewStrategy(window.SlidingWindows(10*time.Second, 2*time.Second))), aggregate.Count[nexEvent]())
 	var cur window.Window
 	var best int64
 	var hot []int64
 	flush := func() {
-		*out += int64(len(hot))
+		for _, a := range hot {
+			out.add(nexResult{start: cur.Start, end: cur.End, key: a, a: best})
+		}
 		hot, best = hot[:0], 0
 	}
+	out.end = flush
 	weir.Sink(counts, func(pn weir.Pane[int64, int64]) error {
 		if pn.Window != cur {
 			flush()
@@ -147,7 +199,7 @@ type maxBids struct {
 	bids  []bidOut
 }
 
-func q7(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
+func q7(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	highest := aggregate.Of(
 		func() maxBids { return maxBids{} },
 		func(a maxBids, e nexEvent) maxBids {
@@ -171,7 +223,12 @@ func q7(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
 		func(a maxBids) []bidOut { return append([]bidOut(nil), a.bids...) })
 	top, _ := weir.Aggregate(weir.Window(weir.KeyBy(stamp(bids(s)), func(nexEvent) int { return 0 }),
 		window.NewStrategy(window.TumblingWindows(10*time.Second))), highest)
-	weir.Sink(top, func(pn weir.Pane[int, []bidOut]) error { *out += int64(len(pn.Value)); return nil })
+	weir.Sink(top, func(pn weir.Pane[int, []bidOut]) error {
+		for _, b := range pn.Value {
+			out.add(nexResult{start: pn.Window.Start, end: pn.Window.End, key: b.auction, a: b.bidder, b: int64(b.price), c: int64(b.ts)})
+		}
+		return nil
+	})
 }
 
 // newUser is q8's accumulator: did the person join in the window, and did
@@ -181,7 +238,7 @@ type newUser struct {
 	joined, auction bool
 }
 
-func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
+func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	pa := weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson || e.kind == gen.KindAuction })
 	join := aggregate.Of(
 		func() newUser { return newUser{} },
@@ -209,14 +266,17 @@ func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
 	}), window.NewStrategy(window.TumblingWindows(10*time.Second))), join)
 	weir.Sink(users, func(pn weir.Pane[int64, newUser]) error {
 		if pn.Value.joined && pn.Value.auction {
-			*out++
+			out.add(nexResult{start: pn.Window.Start, end: pn.Window.End, key: pn.Key, name: pn.Value.name})
 		}
 		return nil
 	})
 }
 
-func q11(p *weir.Pipeline, s weir.Stream[nexEvent], out *int64) {
+func q11(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	sessions, _ := weir.Aggregate(weir.Window(weir.KeyBy(stamp(bids(s)), func(e nexEvent) int64 { return e.bidder }),
 		window.NewStrategy(window.SessionWindows(10*time.Second))), aggregate.Count[nexEvent]())
-	weir.Sink(sessions, count[weir.Pane[int64, int64]](out))
+	weir.Sink(sessions, func(pn weir.Pane[int64, int64]) error {
+		out.add(nexResult{start: pn.Window.Start, end: pn.Window.End, key: pn.Key, a: pn.Value})
+		return nil
+	})
 }

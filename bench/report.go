@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// nexmarkFloored are the Nexmark queries with a hand-written floor.
+var nexmarkFloored = []string{"q5", "q7", "q8", "q11"}
+
 func find(rs []Result, name string) (Result, bool) {
 	for _, r := range rs {
 		if r.Name == name && r.Err == "" && r.EventsPerSec > 0 {
@@ -45,6 +48,16 @@ func Ratios(rs []Result) string {
 		}
 		if m, ok := find(rs, "jsonl-run-metrics"); ok {
 			fmt.Fprintf(&b, "  serving the console and metrics (scraped every second) costs %.1f%% of jsonl-run's throughput\n", 100*(1-m.EventsPerSec/j.EventsPerSec))
+		}
+		if d, ok := find(rs, "jsonl-duckdb"); ok {
+			// The same lines: the ratio of the rates is that of the wall times.
+			fmt.Fprintf(&b, "  weir run takes %.2fx DuckDB's wall time (%.2fx its CPU time)\n", d.EventsPerSec/j.EventsPerSec, d.PerCore/j.PerCore)
+		}
+	}
+	for _, q := range nexmarkFloored {
+		w, okw := find(rs, "nexmark-"+q)
+		if f, ok := find(rs, "nexmark-"+q+"-floor"); ok && okw {
+			fmt.Fprintf(&b, "  nexmark-%s takes %.2fx the time of its hand-written floor\n", q, f.EventsPerSec/w.EventsPerSec)
 		}
 	}
 	for _, db := range []string{"sqlite", "postgres"} {
@@ -97,12 +110,27 @@ func Targets(rs []Result) string {
 	} else {
 		check("JSON lines: within 1.5x of the parse-only pass", 0, false, false, "")
 	}
+	if d, ok := find(rs, "jsonl-duckdb"); ok && okj {
+		r := d.EventsPerSec / j.EventsPerSec // weir's wall time over DuckDB's
+		check("JSON lines: faster than DuckDB's batch aggregation (wall time)", r, r < 1, true, "x")
+	} else {
+		check("JSON lines: faster than DuckDB's batch aggregation (wall time)", 0, false, false, "")
+	}
 	for _, q := range []struct {
 		name string
 		min  float64
 	}{{"nexmark-q5", 500e3}, {"nexmark-q7", 400e3}, {"nexmark-q8", 500e3}, {"nexmark-q11", 150e3}} {
 		r, ok := find(rs, q.name)
 		check(fmt.Sprintf("%s: >= %.0fK events/s per core", q.name, q.min/1000), r.PerCore, r.PerCore >= q.min, ok, "/s")
+	}
+	for _, q := range nexmarkFloored {
+		w, okw := find(rs, "nexmark-"+q)
+		f, okf := find(rs, "nexmark-"+q+"-floor")
+		r := 0.0
+		if okw && okf {
+			r = f.EventsPerSec / w.EventsPerSec
+		}
+		check("nexmark-"+q+": within 3x of its hand-written floor", r, r <= 3, okw && okf, "x")
 	}
 	// The cost of checkpoints: the share of the time the operator stood
 	// still for snapshots (the writer runs beside it). The throughput of the

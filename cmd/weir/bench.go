@@ -28,7 +28,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the benchmarks and exit")
 	child := fs.String("child", "", "run one benchmark in this process and print its result (internal)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir bench [flags]\n\nRuns weir's benchmarks from the repository's root (the Beam peer is bench/beam) and prints events/s,\nevents/s per core, peak memory and allocations per event, with ratios to the floor and the peer.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weir bench [flags]\n\nRuns weir's benchmarks from the repository's root (the peers are modules of their own: bench/beam, Apache Beam's Go SDK; bench/duckdb, DuckDB, built with cgo) and prints events/s,\nevents/s per core, peak memory and allocations per event, with ratios to the floor and the peer.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	pos, code, ok := parseInterspersed(fs, args)
