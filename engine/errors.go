@@ -17,9 +17,16 @@ func Backoff(attempt int) time.Duration {
 // retry runs f until it succeeds, fails with an error that is not retryable
 // (connector.Retryable), or the job stops; each retry is logged once, and
 // recovery too.
-func retry(e *Engine, what string, f func() error) error {
+func retry(e *Engine, what string, f func() error) error { return retryAfter(e, what, f(), f) }
+
+// retryAfter is retry after a first attempt that returned err: a caller on a
+// hot path makes its first attempt itself, so that it builds the closure f
+// only when that attempt failed.
+func retryAfter(e *Engine, what string, err error, f func() error) error {
 	for attempt := 0; ; attempt++ {
-		err := f()
+		if attempt > 0 {
+			err = f()
+		}
 		if err == nil {
 			if attempt > 0 {
 				e.log(fmt.Sprintf("%s: succeeded after %d retries", what, attempt))

@@ -151,7 +151,11 @@ func (n *SinkNode[T]) write() {
 		return
 	}
 	if !n.dead {
-		if err := n.e.Retry(n.name+" write", func() error { return n.s.Write(n.e.sinkCtx, n.buf) }); err != nil {
+		err := n.s.Write(n.e.sinkCtx, n.buf)
+		if err != nil {
+			err = retryAfter(n.e, n.name+" write", err, func() error { return n.s.Write(n.e.sinkCtx, n.buf) })
+		}
+		if err != nil {
 			n.fail("write", err)
 		} else {
 			n.since += int64(len(n.buf))
