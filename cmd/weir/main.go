@@ -114,18 +114,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parseInterspersed(fs, args)
+	j, _, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return 2
-	}
-	j, err := job.Load(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
-		return 2
 	}
 	if *from != "" {
 		if st, err := os.Stat(*from); err != nil || !st.IsDir() {
@@ -214,18 +205,9 @@ func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: weir savepoint [flags] JOB.yaml\n\nAsks the running job (which must have checkpoint.dir) for a savepoint and prints its directory.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parseInterspersed(fs, args)
+	j, pos, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return 2
-	}
-	j, err := job.Load(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
-		return 2
 	}
 	if j.Checkpoint.Dir == "" {
 		fmt.Fprintf(stderr, "weir: %s has no checkpoint.dir: it cannot take savepoints\n", pos[0])
@@ -282,6 +264,26 @@ func newestSavepoint(dir string) string {
 // parseInterspersed parses flags that may come before, between or after the
 // positional arguments, and returns those. When parsing stops (bad flags, or
 // -h), ok is false and code is the exit status: 0 for help, 2 otherwise.
+// loadJobArg parses a command's flags and its one argument, the job file, and
+// loads the job; when ok is false the command exits with code (2: a usage
+// or job-file error, said on stderr; 0: --help).
+func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *job.Job, pos []string, code int, ok bool) {
+	pos, code, ok = parseInterspersed(fs, args)
+	if !ok {
+		return nil, nil, code, false
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return nil, nil, 2, false
+	}
+	j, err := job.Load(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return nil, nil, 2, false
+	}
+	return j, pos, 0, true
+}
+
 func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -58,18 +58,9 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parseInterspersed(fs, args)
+	j, _, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return 2
-	}
-	j, err := job.Load(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
-		return 2
 	}
 	o := reconcile.Options{Ledger: ledger, From: mtime.MinTime, To: mtime.MaxTime, Reason: *reason, Output: *output,
 		Log: func(s string) { fmt.Fprintln(stderr, "weir:", s) }}

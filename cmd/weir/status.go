@@ -15,7 +15,6 @@ import (
 
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
-	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -29,18 +28,9 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: weir status [flags] JOB.yaml\n\nAsks the running job (which serves its console: http in the job file, or weir run --http) where it stands:\nits watermark, every partition's diagnosis and which one holds the watermark back, the counts and the last checkpoint.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	pos, code, ok := parseInterspersed(fs, args)
+	j, pos, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return 2
-	}
-	j, err := job.Load(pos[0])
-	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
-		return 2
 	}
 	if *addr == "" {
 		*addr = j.HTTP
