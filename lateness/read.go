@@ -241,25 +241,17 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		}
 		part = b.text(jp.value(pv))
 	}
-	switch {
-	case c.weightP != nil:
-		// A weight field named: every line must have it.
-		wv := source.Get(v, c.weightP)
-		if wv == nil || wv.Type() != fastjson.TypeNumber {
-			rec.why = rBadWeight
-			return rec
-		}
-		if rec.w = wv.GetFloat64(); !goodWeight(rec.w) {
-			rec.why = rBadWeight
-			return rec
-		}
-		rec.weighted = true
-	case c.defWeight:
-		// sample_weight by default: a line without it weighs 1, a line
-		// with anything but a non-negative number there is rejected, as a
-		// CSV cell would be.
-		if wv := source.Get(v, defaultWeightP); wv != nil {
-			if wv.Type() != fastjson.TypeNumber {
+	// A weight field named: every line must have it. sample_weight by
+	// default: a line without it weighs 1. Either way a line with anything
+	// but a non-negative number there is rejected, as a CSV cell would be.
+	wp, required := c.weightP, true
+	if wp == nil && c.defWeight {
+		wp, required = defaultWeightP, false
+	}
+	if wp != nil {
+		wv := source.Get(v, wp)
+		if wv != nil || required {
+			if wv == nil || wv.Type() != fastjson.TypeNumber {
 				rec.why = rBadWeight
 				return rec
 			}

@@ -191,7 +191,7 @@ func (s *Sink) values(d *dialect, a *args, c *Correction) []string {
 		if dec, ok := v.(Decimal); ok {
 			v = dec.String()
 		}
-		out = append(out, fmt.Sprintf("CAST(%s AS %s)", a.add(v), d.cast(col.Type)))
+		out = append(out, fmt.Sprintf("CAST(%s AS %s)", a.add(v), d.typeName(col.Type)))
 	}
 	return out
 }

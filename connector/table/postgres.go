@@ -72,19 +72,6 @@ var pgDialect = &dialect{
 	millis:  func(c string) string { return "(extract(epoch from " + c + ") * 1000)::bigint" },
 	timeArg: func(t mtime.Time) any { return t.Time() },
 	boolArg: func(v bool) any { return v },
-	cast: func(t ColumnType) string {
-		switch t {
-		case Text:
-			return "text"
-		case Integer:
-			return "bigint"
-		case Real:
-			return "double precision"
-		case Boolean:
-			return "boolean"
-		}
-		return "numeric"
-	},
 }
 
 // handle opens, the first time, a database/sql handle on the same server (pgx's

@@ -23,13 +23,11 @@ type dialect struct {
 
 	// For reading rows back and correcting them (corrections.go): text
 	// and millis select a column as text and as a window bound (Unix
-	// milliseconds, or text the reader parses); timeArg
-	// and boolArg are a window bound's and a boolean's argument; cast is a
-	// value column's type in a CAST.
+	// milliseconds, or text the reader parses); timeArg and boolArg are a
+	// window bound's and a boolean's argument.
 	text, millis func(col string) string
 	timeArg      func(mtime.Time) any
 	boolArg      func(bool) any
-	cast         func(ColumnType) string
 }
 
 // column is a column the sink writes.

@@ -55,17 +55,6 @@ var sqliteDialect = &dialect{
 	millis:  func(c string) string { return c }, // RFC 3339 text, parsed by the reader
 	timeArg: func(t mtime.Time) any { return t.String() },
 	boolArg: func(v bool) any { return boolInt(v) },
-	cast: func(t ColumnType) string {
-		switch t {
-		case Text:
-			return "TEXT"
-		case Integer, Boolean:
-			return "INTEGER"
-		case Real:
-			return "REAL"
-		}
-		return "NUMERIC"
-	},
 }
 
 func (b *sqliteBackend) handle() (*dialect, *sql.DB) { return sqliteDialect, b.db }
