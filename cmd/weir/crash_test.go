@@ -104,14 +104,23 @@ func sameAsReference(t *testing.T, dir, ref string) {
 	}
 }
 
-func weirRun(t *testing.T, dir, jobFile string) *exec.Cmd {
-	cmd := exec.Command(weirBin, "run", "--quiet", jobFile)
+// startWeir starts weir with args in dir; its standard error goes to the
+// buffer returned (read it once the command has exited).
+func startWeir(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(weirBin, args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	return cmd, &stderr
+}
+
+// weirRun starts weir run --quiet on a job file, to be killed.
+func weirRun(t *testing.T, dir, jobFile string) *exec.Cmd {
+	cmd, _ := startWeir(t, dir, "run", "--quiet", jobFile)
 	return cmd
 }
 
@@ -175,13 +184,7 @@ func TestSigtermAndSavepointCommand(t *testing.T) {
 	dir, ref := crashReference(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+"checkpoint: {dir: ckpt, interval: 10s}\n"), 0o644)
 
-	cmd := exec.Command(weirBin, "run", "job.yaml")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
 	// weir savepoint, while the job runs
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

@@ -283,13 +283,7 @@ func TestStopABusyJob(t *testing.T) {
 	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
 	job := strings.Replace(crashJob, "window: {tumbling: 1m}", "window: {sliding: {size: 1h, slide: 1s}}", 1) + "checkpoint: {dir: ckpt, interval: 1h}\n"
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
-	cmd := exec.Command(weirBin, "run", "job.yaml")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
 	time.Sleep(2 * time.Second)
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)

@@ -207,13 +207,7 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
-	cmd := exec.Command(weirBin, "run", "job.yaml")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
 	// The stream does not end: wait until the output is complete (20 s on a
 	// quiet machine; minutes when it is busy).
 	deadline := time.Now().Add(5 * time.Minute)
@@ -281,13 +275,7 @@ late_output: {kafka: {brokers: [%[1]s], topic: late, delivery: at_least_once}}
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 	ev := func(k string, ts int64) []byte { return []byte(fmt.Sprintf(`{"k":%q,"ts":%d}`, k, ts)) }
 	const t0 = 1_780_000_000_000
-	cmd := exec.Command(weirBin, "run", "job.yaml")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	// Partition 1 has an event in [0, 10s); partition 0 moves on to 25 s;
 	// partition 2 never has one. Only once partition 1 is idle does the
@@ -357,13 +345,7 @@ checkpoint: {dir: ckpt, interval: 200ms}
 		return out
 	}
 	b.produceLines("orders", 0, batch(0, 10))
-	cmd := exec.Command(weirBin, "run", "job.yaml")
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	wait := func(n int) {
