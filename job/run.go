@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"sort"
@@ -478,11 +477,7 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 // job's name (or its file's), the output's field, and the instance: stable
 // from run to run, different between jobs and outputs.
 func transactionalID(j *Job, field string) string {
-	name := j.Name
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(j.File), filepath.Ext(j.File))
-	}
-	return fmt.Sprintf("weir-%s-%s-i0", name, field)
+	return fmt.Sprintf("weir-%s-%s-i0", jobName(j), field)
 }
 
 // setupError turns an engine's refusal into a job error naming its field.

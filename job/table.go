@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -139,14 +140,7 @@ func jobName(j *Job) string {
 	if j.Name != "" {
 		return j.Name
 	}
-	base := j.File
-	if i := strings.LastIndexAny(base, `/\`); i >= 0 {
-		base = base[i+1:]
-	}
-	if i := strings.LastIndexByte(base, '.'); i > 0 {
-		base = base[:i]
-	}
-	return base
+	return strings.TrimSuffix(filepath.Base(j.File), filepath.Ext(j.File))
 }
 
 // tableSink writes panes to a table: it turns each pane into a table.Row

@@ -21,6 +21,7 @@ package reconcile
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -280,13 +281,7 @@ func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []tab
 		}
 	}
 	slices.SortFunc(ids, func(a, b wkey) int {
-		if a.start != b.start {
-			return cmpTime(a.start, b.start)
-		}
-		if a.end != b.end {
-			return cmpTime(a.end, b.end)
-		}
-		return strings.Compare(a.key, b.key)
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), strings.Compare(a.key, b.key))
 	})
 	reason := o.Reason
 	if reason == "" {
@@ -338,16 +333,6 @@ func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []tab
 		}
 		rep.Windows = append(rep.Windows, w)
 	}
-}
-
-func cmpTime(a, b mtime.Time) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // diff says which values of the row differ from the ledger's: "orders 3 ->
@@ -515,7 +500,7 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 			return fmt.Errorf("ledger %s: %w", name, err)
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b event) int { return cmpTime(a.ts, b.ts) })
+	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.ts, b.ts) })
 	rep.LedgerEvents = int64(len(evs))
 	if len(evs) > 0 {
 		rep.LedgerFirst, rep.LedgerLast = first.String(), last.String()
