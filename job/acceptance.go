@@ -146,11 +146,15 @@ func (t *acceptanceTracker) Push(p pane) {
 	if p.Window.IsGlobal() {
 		end = mtime.MaxTime
 	}
-	id := k + "\x00" + strconv.FormatInt(int64(p.Window.Start), 10) + "\x00" + strconv.FormatInt(int64(end), 10)
-	t.last[id] = lastPane{key: k, start: p.Window.Start, end: end, revision: int64(p.Revision), retract: p.Retract, final: p.Final, vals: slices.Clone(p.Value)}
+	t.last[windowID(k, p.Window.Start, end)] = lastPane{key: k, start: p.Window.Start, end: end, revision: int64(p.Revision), retract: p.Retract, final: p.Final, vals: slices.Clone(p.Value)}
 }
 
 func (t *acceptanceTracker) Signal(engine.Signal) {}
+
+// windowID identifies a key's window among the last panes.
+func windowID(key string, start, end mtime.Time) string {
+	return key + "\x00" + strconv.FormatInt(int64(start), 10) + "\x00" + strconv.FormatInt(int64(end), 10)
+}
 
 // acceptance builds the record of a finished run.
 func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
@@ -245,19 +249,19 @@ func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
 		sc.Error, sc.Verdict = err.Error(), "not verified"
 		return sc
 	}
-	seen := 0
+	seen := map[string]bool{}
 	for _, r := range rows {
 		key := ""
 		if len(r.Key) > 0 {
 			key = r.Key[0]
 		}
-		id := key + "\x00" + strconv.FormatInt(int64(r.WindowStart), 10) + "\x00" + strconv.FormatInt(int64(r.WindowEnd), 10)
+		id := windowID(key, r.WindowStart, r.WindowEnd)
 		p, ok := t.last[id]
 		if !ok {
 			sc.OtherRows++
 			continue
 		}
-		seen++
+		seen[id] = true
 		if r.Status == table.StatusReconciled {
 			sc.Reconciled++
 			continue
@@ -271,19 +275,21 @@ func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
 		}
 		sc.Equal++
 	}
-	if missing := len(t.last) - seen; missing > 0 {
-		sc.Differ += missing
-		for _, p := range t.last {
-			if len(sc.Differences) >= 20 {
-				break
-			}
-			found := slices.ContainsFunc(rows, func(r table.Stored) bool {
-				return r.WindowStart == p.start && r.WindowEnd == p.end && (len(r.Key) == 0 || r.Key[0] == p.key)
-			})
-			if !found {
-				sc.Differences = append(sc.Differences, fmt.Sprintf("%s [%s, %s): no row", p.key, p.start, p.end))
-			}
+	// The windows with no row, in a stable order.
+	var missing []string
+	for id := range t.last {
+		if !seen[id] {
+			missing = append(missing, id)
 		}
+	}
+	slices.Sort(missing)
+	sc.Differ += len(missing)
+	for _, id := range missing {
+		if len(sc.Differences) >= 20 {
+			break
+		}
+		p := t.last[id]
+		sc.Differences = append(sc.Differences, fmt.Sprintf("%s [%s, %s): no row", p.key, p.start, p.end))
 	}
 	sc.Verdict = "rows equal to the final panes"
 	if sc.Differ > 0 {
