@@ -174,11 +174,7 @@ func TestSavepointStalePidAndOneRunPerDirectory(t *testing.T) {
 func TestRefusesToStartOverSilently(t *testing.T) {
 	dir, _ := crashReference(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+"checkpoint: {dir: ckpt, interval: 100ms}\n"), 0o644)
-	cmd := exec.Command(weirBin, "run", "--quiet", "job.yaml")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := weirRun(t, dir, "job.yaml")
 	time.Sleep(700 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

@@ -423,11 +423,7 @@ output: {kafka: {brokers: [%[1]s], topic: alerts, delivery: exactly_once}}
 checkpoint: {dir: ckpt, interval: 200ms}
 `, b.addr)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
-	cmd := exec.Command(weirBin, "run", "--quiet", "job.yaml")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd := weirRun(t, dir, "job.yaml")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	var lines []string
 	deadline := time.Now().Add(30 * time.Second)
