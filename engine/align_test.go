@@ -117,7 +117,7 @@ func alignedRun(t *testing.T, maxDrift time.Duration) (peak int64, panes string,
 		sink := &memSink{}
 		n, _ := engine.NewSink(e, "output", sink)
 		w.Panes.Subscribe(n)
-		h, err := engine.NewHead(e, engine.HeadConfig[string, int]{Name: "head", Decoder: decoder{}, Window: w, MaxDrift: mtime.Millis(maxDrift)})
+		h, err := engine.NewHead(e, engine.HeadConfig[string, int]{Name: "head", Decoder: decoder{}, Window: w})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -119,10 +119,6 @@ type HeadConfig[K comparable, T any] struct {
 	// WatermarkAfter, when set, gives the watermark after each record, by
 	// its offset (a perfect watermark read ahead from a file).
 	WatermarkAfter func(offset int64) mtime.Time
-	// MaxDrift, when positive, pauses the source partitions whose watermark
-	// runs more than MaxDrift ahead of the slowest that is not idle, if the
-	// source can pause them (connector.Pauser); see watermark.Strategy.
-	MaxDrift mtime.Time
 }
 
 // Head is the first stage of a keyed job: decode and validate, account,
@@ -219,17 +215,18 @@ func (h *Head[K, T]) Backlog(reports []connector.PartitionReport, now mtime.Time
 	}
 }
 
-// Align implements Aligner: with MaxDrift, the source partitions to pause
-// and those to resume. The pace is set by the slowest partition that still
+// Align implements Aligner: with the window stage's watermark.MaxDrift, the
+// source partitions to pause and those to resume. The pace is set by the slowest partition that still
 // has records waiting (not idle, not caught up: a partition with nothing to
 // read holds no reader back); a partition whose watermark is more than
 // MaxDrift ahead of it is paused until it catches up. While a partition
 // with records waiting has read none, the others that have read some wait.
 func (h *Head[K, T]) Align() (pause, resume []int) {
-	if h.cfg.MaxDrift <= 0 || h.logic {
+	tr := h.cfg.Window.Tracker()
+	drift := tr.MaxDrift()
+	if drift <= 0 || h.logic {
 		return nil, nil
 	}
-	tr := h.cfg.Window.Tracker()
 	n := tr.Partitions()
 	if len(h.paused) < n {
 		h.paused = append(h.paused, make([]bool, n-len(h.paused))...)
@@ -254,7 +251,7 @@ func (h *Head[K, T]) Align() (pause, resume []int) {
 		case slowest == mtime.MinTime:
 			ahead = w > mtime.MinTime
 		default:
-			ahead = w > slowest.Add(h.cfg.MaxDrift)
+			ahead = w > slowest.Add(drift)
 		}
 		switch {
 		case ahead && !h.paused[p]:

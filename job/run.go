@@ -401,7 +401,7 @@ func (rn *Runnable) build() error {
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
 	}
-	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine, MaxDrift: j.Watermark.MaxDrift}
+	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine}
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {

@@ -17,6 +17,7 @@ import "github.com/weirstream/weir/mtime"
 type Tracker struct {
 	delay mtime.Time
 	idle  mtime.Time
+	drift mtime.Time
 	parts []partition
 	out   mtime.Time
 }
@@ -28,9 +29,10 @@ type partition struct {
 	caughtUp   bool // its source says nothing is waiting to be read
 }
 
-// NewTracker returns a tracker for the strategy's delay and idleness.
+// NewTracker returns a tracker for the strategy's delay, idleness and
+// alignment.
 func NewTracker(s Strategy) *Tracker {
-	return &Tracker{delay: s.Delay, idle: s.Idle, out: mtime.MinTime}
+	return &Tracker{delay: s.Delay, idle: s.Idle, drift: s.MaxDrift, out: mtime.MinTime}
 }
 
 // AddPartition declares partition p (0-based) before its first event, so that
@@ -49,6 +51,11 @@ func (t *Tracker) grow(p int, now mtime.Time) {
 // IdleTimeout is the idleness timeout (0: partitions never turn idle by
 // time).
 func (t *Tracker) IdleTimeout() mtime.Time { return t.idle }
+
+// MaxDrift is how far a partition's watermark may run ahead of the slowest
+// before its source pauses it (0: no alignment); the tracker does not pause
+// anything itself.
+func (t *Tracker) MaxDrift() mtime.Time { return t.drift }
 
 // Partitions is the number of partitions known.
 func (t *Tracker) Partitions() int { return len(t.parts) }
