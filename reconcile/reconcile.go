@@ -21,6 +21,7 @@ package reconcile
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
@@ -458,7 +459,7 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 		sc.Buffer(nil, 16<<20)
 		for sc.Scan() {
 			line := sc.Bytes()
-			if len(strings.TrimSpace(string(line))) == 0 {
+			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
 			rep.LedgerLines++
