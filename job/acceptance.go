@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/engine"
@@ -117,9 +116,9 @@ type SinkCheck struct {
 }
 
 // acceptanceTracker counts the panes that reach the outputs and keeps the
-// last of each window, for the record.
+// last of each window, for the record. The window stage's goroutine pushes
+// to it; the record reads it once the run is over.
 type acceptanceTracker struct {
-	mu     sync.Mutex
 	counts map[PaneCount]int64
 	last   map[string]lastPane
 }
@@ -138,8 +137,6 @@ func newAcceptanceTracker() *acceptanceTracker {
 }
 
 func (t *acceptanceTracker) Push(p pane) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.counts[PaneCount{Timing: p.Timing.String(), Revision: int(p.Revision), Retract: p.Retract}]++
 	k := keyValue(p.Key)
 	end := p.Window.End
