@@ -39,7 +39,7 @@ func cmdReconcile(args []string, stdout, stderr io.Writer) int {
 	dry := fs.Bool("dry-run", false, "compare and say what would be corrected, without writing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	acceptance := fs.String("acceptance", "", "write the acceptance record to this .json `file` (and a .md beside it)")
-	output := fs.Int("output", -1, "the `index` of the table in the job's output list (default: the first table)")
+	output := fs.Int("output", -1, "the `index` of the table in the job's output list; -1 takes the first table")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir reconcile --ledger FILE [--ledger FILE...] [flags] JOB.yaml
 
