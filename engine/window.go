@@ -64,8 +64,8 @@ type Window[K comparable, T, A, O any] struct {
 	Late  *Stream[window.LateEvent[K, T]]
 
 	// merge side
-	parts   [][]byte
-	partErr error
+	bars    []*exec.Barrier
+	acked   chan struct{} // closed when the last barrier's snapshots are acknowledged
 	stats   exec.Stats
 	latency histogram // on-time panes: wall clock at the sinks - firing
 }
@@ -254,6 +254,9 @@ func (w *Window[K, T, A, O]) end(stop bool) {
 	if err := w.r.Wait(); err != nil {
 		w.e.Fail(err)
 	}
+	if w.acked != nil {
+		<-w.acked // every barrier the operators took is acknowledged
+	}
 	w.stats = w.r.Stats()
 	s := Signal{Kind: End}
 	if stop {
@@ -264,6 +267,50 @@ func (w *Window[K, T, A, O]) end(stop bool) {
 }
 
 func (w *Window[K, T, A, O]) abort() { w.r.Abort() }
+
+// ack acknowledges a checkpoint barrier with the operators' snapshots. A
+// snapshot written beside its operator may not be complete yet: then the
+// acknowledgement waits for it in a goroutine of its own, after the
+// acknowledgement of the barrier before, so that checkpoints complete in
+// order, while the stage goes on.
+func (w *Window[K, T, A, O]) ack(sb *stageBarrier, bars []*exec.Barrier) {
+	send := func() {
+		files := []File{{Name: w.p.FileName("clock"), Data: sb.driver}}
+		for i, bo := range bars {
+			bo.Wait()
+			if bo.Err != nil {
+				sb.b.Fail(w.p, bo.Err)
+				return
+			}
+			files = append(files, File{Name: w.p.FileName(fmt.Sprintf("op-%d", i)), Data: bo.State})
+		}
+		sb.b.Ack(w.p, files...)
+	}
+	ready := true
+	if w.acked != nil {
+		select {
+		case <-w.acked:
+		default:
+			ready = false
+		}
+	}
+	for _, bo := range bars {
+		ready = ready && bo.Ready()
+	}
+	if ready {
+		send()
+		return
+	}
+	prev, done := w.acked, make(chan struct{})
+	w.acked = done
+	go func() {
+		if prev != nil {
+			<-prev
+		}
+		send()
+		close(done)
+	}()
+}
 
 // emit runs in the runner's merging goroutine.
 func (w *Window[K, T, A, O]) emit(outs []exec.Out[K, T, O]) error {
@@ -290,27 +337,16 @@ func (w *Window[K, T, A, O]) emit(outs []exec.Out[K, T, O]) error {
 			w.Late.Signal(s)
 		case exec.OutBarrier:
 			bo := o.Barrier
-			if w.parts == nil {
-				w.parts = make([][]byte, bo.Of)
+			if w.bars == nil {
+				w.bars = make([]*exec.Barrier, bo.Of)
 			}
-			w.parts[bo.Instance] = bo.State
-			if bo.Err != nil && w.partErr == nil {
-				w.partErr = bo.Err
-			}
+			w.bars[bo.Instance] = bo
 			if bo.Instance != bo.Of-1 {
 				continue
 			}
 			sb := bo.Tag.(*stageBarrier)
-			if w.partErr != nil {
-				sb.b.Fail(w.p, w.partErr)
-			} else {
-				files := []File{{Name: w.p.FileName("clock"), Data: sb.driver}}
-				for i, part := range w.parts {
-					files = append(files, File{Name: w.p.FileName(fmt.Sprintf("op-%d", i)), Data: part})
-				}
-				sb.b.Ack(w.p, files...)
-			}
-			w.parts, w.partErr = nil, nil
+			w.ack(sb, w.bars)
+			w.bars = nil
 			s := Signal{Kind: Barrier, Barrier: sb.b}
 			w.Panes.Signal(s)
 			w.Late.Signal(s)

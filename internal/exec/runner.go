@@ -49,14 +49,40 @@ type item[K comparable, T any] struct {
 // Barrier is the output of an operator instance at a checkpoint barrier: its
 // snapshot. Every output before it in the stream belongs to the checkpoint,
 // none after it.
+//
+// The snapshot of an instance that keeps its state in memory is written
+// beside the operator, which goes on: State, Err and Took are valid once
+// Wait returns.
 type Barrier struct {
 	Tag      any           // what Runner.Barrier was given
 	Instance int           // which instance
 	Of       int           // how many instances
 	State    []byte        // the instance's snapshot
 	Err      error         // why there is no snapshot
-	Took     time.Duration // how long the instance spent taking it
+	Took     time.Duration // how long the operator stopped for it
+	ready    chan struct{} // closed when the snapshot is complete; nil if it was at once
 }
+
+// Wait waits until the instance's snapshot is complete.
+func (b *Barrier) Wait() {
+	if b.ready != nil {
+		<-b.ready
+	}
+}
+
+// Ready says whether the snapshot is complete, so that Wait would not wait.
+func (b *Barrier) Ready() bool {
+	if b.ready == nil {
+		return true
+	}
+	select {
+	case <-b.ready:
+		return true
+	default:
+		return false
+	}
+}
+
 type Config[K comparable, T, A, O any] struct {
 	Strategy window.Strategy
 	Agg      aggregate.Func[T, A, O]
@@ -259,11 +285,14 @@ func (r *Runner[K, T, A, O]) Barrier(tag any) {
 // barrierOut sorts after every output of its step (At is the end of time).
 func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step uint64, tag any) Out[K, T, O] {
 	t0 := time.Now()
-	state, err := op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)
-	return Out[K, T, O]{
-		Step: step, Phase: 2, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier,
-		Barrier: &Barrier{Tag: tag, Instance: i, Of: len(r.ops), State: state, Err: err, Took: time.Since(t0)},
+	bar := &Barrier{Tag: tag, Instance: i, Of: len(r.ops)}
+	if op.mem != nil {
+		op.snapshotBeside(bar, r.cfg.Codec, r.cfg.Hash, t0)
+	} else {
+		bar.State, bar.Err = op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)
+		bar.Took = time.Since(t0)
 	}
+	return Out[K, T, O]{Step: step, Phase: 2, At: mtime.MaxTime, Seq: uint64(i), Kind: OutBarrier, Barrier: bar}
 }
 
 // Stop ends the runner without ending the input: windows stay open (a job

@@ -3,7 +3,10 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
@@ -35,6 +38,22 @@ const snapshotVersion = 2
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
 func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) ([]byte, error) {
+	b = op.appendHeader(b)
+	if cap(b)-len(b) < op.snapHint {
+		b = slices.Grow(b, op.snapHint+op.snapHint/8)
+	}
+	err := op.state.forEach(func(k K, ks *keyState[A, O]) error {
+		b = appendEntry(b, k, ks, c, hash)
+		return nil
+	})
+	op.snapHint = len(b)
+	// The entries end with a group number that no key has.
+	return enc.AppendUvarint(b, KeyGroups), err
+}
+
+// appendHeader appends what a snapshot has before its keys: the version,
+// the watermark, processing time and statistics.
+func (op *WindowOp[K, T, A, O]) appendHeader(b []byte) []byte {
 	b = append(b, snapshotVersion)
 	b = enc.AppendVarint(b, int64(op.wm))
 	b = enc.AppendVarint(b, int64(op.now))
@@ -47,22 +66,107 @@ func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K
 		b = enc.AppendVarint(b, int64(w.End))
 		b = enc.AppendVarint(b, n)
 	}
-	if cap(b)-len(b) < op.snapHint {
-		b = slices.Grow(b, op.snapHint+op.snapHint/8)
+	return b
+}
+
+// appendEntry appends one key of a snapshot: its key group, a 4-byte
+// length, and the key with its windows (written in place, the length patched
+// after). A snapshot's entries may come in any order.
+func appendEntry[K comparable, A, O any](b []byte, k K, ks *keyState[A, O], c Codec[K, A, O], hash func(K) uint64) []byte {
+	b = enc.AppendUvarint(b, hash(k)%KeyGroups)
+	at := len(b)
+	b = append(b, 0, 0, 0, 0)
+	b = appendKeyState(b, k, ks, c)
+	binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
+	return b
+}
+
+// snapshotBeside starts a snapshot of a memory store that is written beside
+// the operator, in a goroutine of its own: the operator stops only to write
+// the header and, while the snapshot is under way, for each key it touches
+// that the snapshot has not read yet (see memStore.capture). bar is filled
+// (State, Took) and made ready when the snapshot is complete. t0 is when the
+// operator stopped for the barrier.
+func (op *WindowOp[K, T, A, O]) snapshotBeside(bar *Barrier, c Codec[K, A, O], hash func(K) uint64, t0 time.Time) {
+	m := op.mem
+	if m.snap != nil {
+		<-m.snap.done // one snapshot at a time: the operator waits for the last
 	}
-	err := op.state.forEach(func(k K, ks *keyState[A, O]) error {
-		// group, a 4-byte length, the entry: written in place, the length
-		// patched after
-		b = enc.AppendUvarint(b, hash(k)%KeyGroups)
-		at := len(b)
-		b = append(b, 0, 0, 0, 0)
-		b = appendKeyState(b, k, ks, c)
-		binary.LittleEndian.PutUint32(b[at:], uint32(len(b)-at-4))
-		return nil
-	})
-	op.snapHint = len(b)
-	// The entries end with a group number that no key has.
-	return enc.AppendUvarint(b, KeyGroups), err
+	m.gen++
+	s := &memSnapshot[K, A, O]{
+		codec: c, hash: hash, gen: m.gen, chunks: slices.Clone(m.chunks), done: make(chan struct{}),
+		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64)),
+	}
+	m.snap = s
+	bar.ready = make(chan struct{})
+	took := time.Since(t0)
+	go func() {
+		b, stall := s.run()
+		// The snapshot's size is read by the operator's next barrier, after
+		// done.
+		op.snapHint = len(b)
+		bar.State, bar.Took = b, took+stall
+		close(s.done)
+		close(bar.ready)
+	}()
+}
+
+// memSnapshot is a snapshot of a memory store under way.
+type memSnapshot[K comparable, A, O any] struct {
+	codec  Codec[K, A, O]
+	hash   func(K) uint64
+	gen    uint32
+	chunks [][]memEntry[K, A, O] // the slab as it was at the barrier
+	buf    []byte                // the header, then the entries the snapshot read
+	done   chan struct{}
+
+	mu    sync.Mutex
+	side  []byte        // entries the operator wrote before changing them
+	stall time.Duration // the time the operator spent writing them
+}
+
+// add writes e into the snapshot, for the operator about to change it.
+func (s *memSnapshot[K, A, O]) add(e *memEntry[K, A, O]) {
+	t0 := time.Now()
+	s.mu.Lock()
+	s.side = appendEntry(s.side, e.key, &e.ks, s.codec, s.hash)
+	s.stall += time.Since(t0)
+	s.mu.Unlock()
+}
+
+// run reads every slot of the slab as it was at the barrier, writing those
+// the operator has not written, and returns the snapshot and the time the
+// operator stalled for it.
+func (s *memSnapshot[K, A, O]) run() ([]byte, time.Duration) {
+	b := s.buf
+	for _, ch := range s.chunks {
+		for i := range ch {
+			e := &ch[i]
+			for {
+				v := e.mark.Load()
+				if v == s.gen {
+					break // the operator wrote it
+				}
+				if v&markBusy != 0 {
+					runtime.Gosched() // the operator is writing it
+					continue
+				}
+				if e.mark.CompareAndSwap(v, s.gen|markBusy) {
+					if e.live {
+						b = appendEntry(b, e.key, &e.ks, s.codec, s.hash)
+					}
+					e.mark.Store(s.gen)
+					break
+				}
+			}
+		}
+	}
+	// Every slot is marked: the operator writes no more into side.
+	s.mu.Lock()
+	b = append(b, s.side...)
+	stall := s.stall
+	s.mu.Unlock()
+	return enc.AppendUvarint(b, KeyGroups), stall
 }
 
 // appendKeyState encodes a key and its windows (the entry of a snapshot, and

@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,7 @@ func TestSnapshotRestoreContinuesExactly(t *testing.T) {
 				format(&b, outs)
 				for _, o := range outs {
 					if o.Kind == OutBarrier {
+						o.Barrier.Wait()
 						parts = append(parts, o.Barrier.State)
 					}
 				}
@@ -119,4 +121,95 @@ func TestSnapshotRestoreContinuesExactly(t *testing.T) {
 			t.Fatalf("parallelism %d then %d: restored run differs:\n%s", p[0], p[1], firstDiff(whole, first+second))
 		}
 	}
+}
+
+// snapshotEntries decodes a snapshot into its header and its entries,
+// sorted (a snapshot's entries come in any order).
+func snapshotEntries(t *testing.T, b []byte) (header string, entries []string) {
+	t.Helper()
+	d := enc.NewDecoder(b)
+	d.Count(255)
+	var h strings.Builder
+	for range 8 {
+		fmt.Fprintf(&h, "%d ", d.Varint())
+	}
+	for range d.Items(1 << 40) {
+		fmt.Fprintf(&h, "[%d %d %d] ", d.Varint(), d.Varint(), d.Varint())
+	}
+	for {
+		g := d.Count(KeyGroups)
+		if g == KeyGroups || d.Err() != nil {
+			break
+		}
+		entries = append(entries, fmt.Sprintf("%d %x", g, d.Fixed32Bytes()))
+	}
+	if d.Err() != nil || d.Len() != 0 {
+		t.Fatalf("snapshot does not decode: %v, %d bytes left", d.Err(), d.Len())
+	}
+	slices.Sort(entries)
+	return h.String(), entries
+}
+
+// A snapshot written beside the operator has every key as it was at the
+// barrier, although the operator goes on at once: changing, removing and
+// adding keys while the snapshot reads them.
+func TestSnapshotBesideIsTheStateAtTheBarrier(t *testing.T) {
+	s := window.NewStrategy(window.TumblingWindows(time.Second)).WithLateness(time.Second)
+	hash := func(k uint64) uint64 { return k * 0x9E3779B97F4A7C15 }
+	feed := func(op *WindowOp[uint64, struct{}, int64, int64], from, to int) {
+		for i := from; i < to; i++ {
+			k := uint64(i % 20_000)
+			op.Event(uint64(i), k, mtime.Time(i/10), 0, struct{}{})
+			if i%5000 == 0 {
+				op.AdvanceWatermark(uint64(i), mtime.Time(i/10-1500), 0)
+			}
+		}
+	}
+	for round := range 8 {
+		op := NewWindowOp[uint64](s, aggregate.Count[struct{}]())
+		twin := NewWindowOp[uint64](s, aggregate.Count[struct{}]())
+		cut := 30_000 + round*7919
+		feed(op, 0, cut)
+		feed(twin, 0, cut)
+		// Two snapshots, the second started before the first may be done
+		// (the operator then waits for the first).
+		var bars []*Barrier
+		var wants [][]byte
+		for range 2 {
+			want, err := twin.Snapshot(nil, cc{}, hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wants = append(wants, want)
+			bar := &Barrier{}
+			op.snapshotBeside(bar, cc{}, hash, time.Now())
+			bars = append(bars, bar)
+			feed(op, cut, cut+20_000) // touches every key, fires and removes windows
+			feed(twin, cut, cut+20_000)
+			cut += 20_000
+		}
+		for i, bar := range bars {
+			bar.Wait()
+			wh, we := snapshotEntries(t, wants[i])
+			gh, ge := snapshotEntries(t, bar.State)
+			if wh != gh {
+				t.Fatalf("round %d, snapshot %d: header %q, want %q", round, i, gh, wh)
+			}
+			if !slices.Equal(we, ge) {
+				t.Fatalf("round %d, snapshot %d: %d entries, want %d; first difference at %d", round, i, len(ge), len(we), firstDifference(we, ge))
+			}
+		}
+		if op.state.len() != twin.state.len() {
+			t.Fatalf("round %d: %d keys after the snapshots, want %d", round, op.state.len(), twin.state.len())
+		}
+	}
+}
+
+func firstDifference(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
