@@ -14,7 +14,15 @@
 //	DIR/chk-00000012/MANIFEST     periodic checkpoints; the newest Keep stay
 //	DIR/chk-00000012/...          the files of checkpoint 12
 //	DIR/savepoints/sp-00000013/   savepoints, kept until deleted by hand
+//	DIR/shared/OBJECT             files kept once for every checkpoint that has them
 //	DIR/.tmp-00000014/            a checkpoint being written (removed on open)
+//
+// Shared objects make checkpoints incremental: the immutable table files of
+// a state database are copied into DIR/shared the first time a checkpoint
+// has them and only referenced by the next ones, so that a checkpoint costs
+// what changed since the last one. Pruning deletes the objects no remaining
+// checkpoint references. A savepoint holds copies of its objects instead,
+// so that it stands alone: it can be moved, and outlives the checkpoints.
 package checkpoint
 
 import (
@@ -24,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,13 +79,32 @@ type File struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Object is set for a file kept in the store's shared directory under
+	// this name, rather than in the checkpoint's.
+	Object string `json:"object,omitempty"`
+	// Lazy files are verified when the checkpoint is loaded, but not kept
+	// in memory: they are read from their path (Checkpoint.Paths).
+	Lazy bool `json:"lazy,omitempty"`
 }
 
 // Checkpoint is a loaded, verified checkpoint.
 type Checkpoint struct {
 	Path     string
 	Manifest Manifest
-	Files    map[string][]byte
+	Files    map[string][]byte // every file but the lazy ones
+	Paths    map[string]string // where the lazy files are
+}
+
+// Input is a file to save in a checkpoint: its bytes, or, with Object, a
+// file on the real file system (Path) to keep as a shared object.
+type Input struct {
+	Name string
+	Data []byte
+	// Path is an immutable file with Object, a name no other file's object
+	// has: the store copies it into its shared directory unless a checkpoint
+	// has it there already (a savepoint copies it into its own directory).
+	Path   string
+	Object string
 }
 
 // Store is a directory of checkpoints.
@@ -85,6 +113,12 @@ type Store struct {
 	dir  string
 	keep int
 	lock *os.File // the LOCK file, held while the store is open (real file system only)
+	// objects are the shared objects written by this store, with their
+	// size and checksum, as long as a checkpoint references them.
+	objects map[string]File
+	// Copied counts the bytes of shared objects copied into the store, for
+	// statistics.
+	Copied int64
 }
 
 // Open returns the store in dir (created if needed), keeping the newest keep
@@ -96,7 +130,7 @@ func Open(fs FS, dir string, keep int) (*Store, error) {
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, err
 	}
-	s := &Store{fs: fs, dir: dir, keep: max(keep, 1)}
+	s := &Store{fs: fs, dir: dir, keep: max(keep, 1), objects: map[string]File{}}
 	if fs == OSFS {
 		l, err := lockDir(dir)
 		if err != nil {
@@ -114,8 +148,16 @@ func Open(fs FS, dir string, keep int) (*Store, error) {
 			_ = fs.RemoveAll(filepath.Join(dir, e))
 		}
 	}
+	objs, _ := fs.ReadDir(s.sharedDir())
+	for _, e := range objs {
+		if strings.HasPrefix(e, ".tmp-") {
+			_ = fs.RemoveAll(filepath.Join(s.sharedDir(), e))
+		}
+	}
 	return s, nil
 }
+
+func (s *Store) sharedDir() string { return filepath.Join(s.dir, "shared") }
 
 // Dir is the store's directory.
 func (s *Store) Dir() string { return s.dir }
@@ -130,6 +172,15 @@ func (s *Store) pathFor(kind Kind, id uint64) string {
 // Save writes a checkpoint atomically and returns its directory. m.Files is
 // filled in from files, whose order is kept.
 func (s *Store) Save(m Manifest, names []string, files [][]byte) (string, error) {
+	in := make([]Input, len(names))
+	for i := range names {
+		in[i] = Input{Name: names[i], Data: files[i]}
+	}
+	return s.SaveFiles(m, in)
+}
+
+// SaveFiles is Save with inputs that may be shared objects.
+func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 	m.Format = FormatVersion
 	if m.Created == "" {
 		m.Created = time.Now().UTC().Format(time.RFC3339Nano)
@@ -144,12 +195,39 @@ func (s *Store) Save(m Manifest, names []string, files [][]byte) (string, error)
 		_ = s.fs.RemoveAll(tmp)
 		return "", err
 	}
-	for i, name := range names {
-		if err := s.fs.WriteFile(filepath.Join(tmp, name), files[i]); err != nil {
+	newObjects := false
+	for _, in := range files {
+		if in.Object != "" && m.Kind != Savepoint {
+			f, wrote, err := s.object(in)
+			if err != nil {
+				return fail(err)
+			}
+			newObjects = newObjects || wrote
+			f.Name = in.Name
+			m.Files = append(m.Files, f)
+			continue
+		}
+		if in.Object != "" {
+			// A savepoint's own copy of the object.
+			f, err := s.copyFile(in.Path, filepath.Join(tmp, in.Name))
+			if err != nil {
+				return fail(err)
+			}
+			f.Name, f.Lazy = in.Name, true
+			m.Files = append(m.Files, f)
+			continue
+		}
+		data := in.Data
+		if err := s.fs.WriteFile(filepath.Join(tmp, in.Name), data); err != nil {
 			return fail(err)
 		}
-		sum := sha256.Sum256(files[i])
-		m.Files = append(m.Files, File{Name: name, Size: int64(len(files[i])), SHA256: hex.EncodeToString(sum[:])})
+		sum := sha256.Sum256(data)
+		m.Files = append(m.Files, File{Name: in.Name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+	}
+	if newObjects {
+		if err := s.fs.SyncDir(s.sharedDir()); err != nil {
+			return fail(err)
+		}
 	}
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -173,6 +251,73 @@ func (s *Store) Save(m Manifest, names []string, files [][]byte) (string, error)
 		return final, err
 	}
 	return final, nil
+}
+
+// object makes sure the shared object of in is in the store, copying it
+// there if no checkpoint has it yet, and says whether it did.
+func (s *Store) object(in Input) (File, bool, error) {
+	if f, ok := s.objects[in.Object]; ok {
+		return f, false, nil
+	}
+	if err := s.fs.MkdirAll(s.sharedDir()); err != nil {
+		return File{}, false, err
+	}
+	tmp := filepath.Join(s.sharedDir(), ".tmp-"+in.Object)
+	f, err := s.copyFile(in.Path, tmp)
+	if err != nil {
+		_ = s.fs.RemoveAll(tmp)
+		return File{}, false, err
+	}
+	if err := s.fs.Rename(tmp, filepath.Join(s.sharedDir(), in.Object)); err != nil {
+		return File{}, false, err
+	}
+	f.Object, f.Lazy = in.Object, true
+	s.objects[in.Object] = f
+	s.Copied += f.Size
+	return f, true, nil
+}
+
+// copyFile copies a file of the real file system into the store, a block
+// at a time, and syncs it; it returns its size and checksum.
+func (s *Store) copyFile(from, to string) (File, error) {
+	src, err := os.Open(from)
+	if err != nil {
+		return File{}, err
+	}
+	defer src.Close()
+	dst, err := s.fs.OpenFile(to, os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return File{}, err
+	}
+	h := sha256.New()
+	buf := make([]byte, 1<<20)
+	var off int64
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if _, err := dst.WriteAt(buf[:n], off); err != nil {
+				dst.Close()
+				return File{}, err
+			}
+			off += int64(n)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			dst.Close()
+			return File{}, rerr
+		}
+	}
+	if err := dst.Sync(); err != nil {
+		dst.Close()
+		return File{}, err
+	}
+	if err := dst.Close(); err != nil {
+		return File{}, err
+	}
+	return File{Size: off, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // sealManifest appends a line with the manifest's own checksum, so that a
@@ -215,9 +360,17 @@ func Load(fs FS, dir string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 	}
-	c := &Checkpoint{Path: dir, Manifest: m, Files: map[string][]byte{}}
+	c := &Checkpoint{Path: dir, Manifest: m, Files: map[string][]byte{}, Paths: map[string]string{}}
 	for _, f := range m.Files {
-		b, err := fs.ReadFile(filepath.Join(dir, f.Name))
+		path := filepath.Join(dir, f.Name)
+		if f.Object != "" {
+			// The store's shared directory is beside its checkpoints.
+			if f.Object != filepath.Base(f.Object) || strings.HasPrefix(f.Object, ".") {
+				return nil, fmt.Errorf("checkpoint %s: %s names no shared object (%q)", dir, f.Name, f.Object)
+			}
+			path = filepath.Join(filepath.Dir(dir), "shared", f.Object)
+		}
+		b, err := fs.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint %s: %w", dir, err)
 		}
@@ -227,6 +380,10 @@ func Load(fs FS, dir string) (*Checkpoint, error) {
 		sum := sha256.Sum256(b)
 		if hex.EncodeToString(sum[:]) != f.SHA256 {
 			return nil, fmt.Errorf("checkpoint %s: %s checksum mismatch (corrupt)", dir, f.Name)
+		}
+		if f.Lazy || f.Object != "" {
+			c.Paths[f.Name] = path
+			continue
 		}
 		c.Files[f.Name] = b
 	}
@@ -310,15 +467,55 @@ func (s *Store) Prune() {
 		}
 		_ = s.fs.RemoveAll(e.path)
 	}
+	s.pruneObjects()
 }
 
-// Clear deletes every periodic checkpoint (savepoints stay).
+// pruneObjects deletes the shared objects that no checkpoint left
+// references. A checkpoint whose manifest cannot be read keeps every object:
+// what it references is not known.
+func (s *Store) pruneObjects() {
+	names, err := s.fs.ReadDir(s.sharedDir())
+	if err != nil || len(names) == 0 {
+		return
+	}
+	used := map[string]bool{}
+	for _, e := range s.list() {
+		data, err := s.fs.ReadFile(filepath.Join(e.path, ManifestName))
+		if err != nil {
+			return
+		}
+		m, err := openManifest(data)
+		if err != nil {
+			return
+		}
+		for _, f := range m.Files {
+			if f.Object != "" {
+				used[f.Object] = true
+			}
+		}
+	}
+	removed := false
+	for _, n := range names {
+		if !used[n] && !strings.HasPrefix(n, ".tmp-") {
+			_ = s.fs.RemoveAll(filepath.Join(s.sharedDir(), n))
+			delete(s.objects, n)
+			removed = true
+		}
+	}
+	if removed {
+		_ = s.fs.SyncDir(s.sharedDir())
+	}
+}
+
+// Clear deletes every periodic checkpoint (savepoints stay), and the shared
+// objects they alone referenced.
 func (s *Store) Clear() {
 	for _, e := range s.list() {
 		if !strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints")) {
 			_ = s.fs.RemoveAll(e.path)
 		}
 	}
+	s.pruneObjects()
 }
 
 // FS is the file system a store writes through (package vfs); tests use a

@@ -97,3 +97,80 @@ func TestOpenRemovesLeftovers(t *testing.T) {
 		t.Error("a half-written checkpoint was left")
 	}
 }
+
+// Shared objects are copied once, referenced by every checkpoint that has
+// them, pruned when none does, verified on load; a savepoint has its own
+// copies.
+func TestSharedObjects(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	for _, n := range []string{"1.sst", "2.sst", "3.sst"} {
+		os.WriteFile(filepath.Join(src, n), []byte("table "+n), 0o644)
+	}
+	s, err := Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func(n string) Input {
+		return Input{Name: "op." + n, Path: filepath.Join(src, n), Object: "db1-" + n}
+	}
+	shared := func() string {
+		names, _ := os.ReadDir(filepath.Join(dir, "shared"))
+		var out []string
+		for _, e := range names {
+			out = append(out, e.Name())
+		}
+		return strings.Join(out, " ")
+	}
+	meta := Input{Name: "op", Data: []byte("state")}
+	if _, err := s.SaveFiles(Manifest{ID: 1, Kind: Periodic}, []Input{meta, obj("1.sst"), obj("2.sst")}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Copied != int64(len("table 1.sst")+len("table 2.sst")) {
+		t.Errorf("copied %d bytes after the first checkpoint", s.Copied)
+	}
+	copied := s.Copied
+	if _, err := s.SaveFiles(Manifest{ID: 2, Kind: Periodic}, []Input{meta, obj("2.sst"), obj("3.sst")}); err != nil {
+		t.Fatal(err)
+	}
+	if s.Copied-copied != int64(len("table 3.sst")) {
+		t.Errorf("the second checkpoint copied %d bytes, want only 3.sst's", s.Copied-copied)
+	}
+	sp, err := s.SaveFiles(Manifest{ID: 3, Kind: Savepoint}, []Input{meta, obj("3.sst")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shared(); got != "db1-1.sst db1-2.sst db1-3.sst" {
+		t.Errorf("shared before pruning: %s", got)
+	}
+	s.Prune() // keeps checkpoint 2 (and the savepoint, which holds its own copy)
+	if got := shared(); got != "db1-2.sst db1-3.sst" {
+		t.Errorf("shared after pruning: %s", got)
+	}
+	c := s.Latest(func(m string) { t.Errorf("warned: %s", m) })
+	if c == nil || c.Manifest.ID != 3 || c.Paths["op.3.sst"] != filepath.Join(sp, "op.3.sst") || c.Files["op.3.sst"] != nil {
+		t.Fatalf("latest = %+v", c)
+	}
+	c2, err := Load(OSFS, filepath.Join(dir, "chk-00000002"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Paths["op.2.sst"] != filepath.Join(dir, "shared", "db1-2.sst") || string(c2.Files["op"]) != "state" {
+		t.Errorf("checkpoint 2: %+v", c2)
+	}
+	// The savepoint stands alone; a damaged object is caught on load.
+	os.RemoveAll(filepath.Join(dir, "chk-00000002"))
+	s.Prune()
+	if got := shared(); got != "" {
+		t.Errorf("objects no checkpoint references stay: %s", got)
+	}
+	if _, err := Load(OSFS, sp); err != nil {
+		t.Errorf("the savepoint needs the shared objects: %v", err)
+	}
+	if _, err := s.SaveFiles(Manifest{ID: 4, Kind: Periodic}, []Input{obj("1.sst")}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "shared", "db1-1.sst"), []byte("table 9.sst"), 0o644)
+	if _, err := Load(OSFS, filepath.Join(dir, "chk-00000004")); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
+		t.Errorf("a damaged object loads: %v", err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,10 +20,14 @@ import (
 // layoutVersion is the version of the engine's files in a checkpoint.
 const layoutVersion = 2
 
-// File is one file of a participant in a checkpoint.
+// File is one file of a participant in a checkpoint: its bytes, or a file
+// on disk kept as a shared object of the checkpoint store (see
+// checkpoint.Input). A restored file kept lazily has Path and no Data.
 type File struct {
-	Name string
-	Data []byte
+	Name   string
+	Data   []byte
+	Path   string
+	Object string
 }
 
 // Participant is one part of a job that takes part in checkpoints: it
@@ -114,6 +120,25 @@ type CheckpointBarrier struct {
 	err     error
 	reply   chan savepointResult
 	started time.Time
+	onDone  []func()
+}
+
+// OnDone registers f to be called once the checkpoint is written, or has
+// failed or been abandoned: to release what its files were read from.
+func (b *CheckpointBarrier) OnDone(f func()) {
+	b.mu.Lock()
+	b.onDone = append(b.onDone, f)
+	b.mu.Unlock()
+}
+
+func (b *CheckpointBarrier) release() {
+	b.mu.Lock()
+	fs := b.onDone
+	b.onDone = nil
+	b.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 type savepointResult struct {
@@ -224,6 +249,7 @@ func (c *coordinator) run() {
 	defer c.wg.Done()
 	for b := range c.done {
 		c.handle(b)
+		b.release()
 		c.mu.Lock()
 		delete(c.open, b)
 		c.mu.Unlock()
@@ -242,6 +268,7 @@ func (c *coordinator) close() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for b := range c.open {
+			b.release()
 			if b.reply != nil {
 				b.reply <- savepointResult{err: errors.New("the job stopped before the checkpoint was complete")}
 			}
@@ -368,12 +395,9 @@ type jobMeta struct {
 
 func (c *coordinator) write(b *CheckpointBarrier) (string, int64, error) {
 	e := c.e
-	names := make([]string, len(b.files))
-	data := make([][]byte, len(b.files))
-	var size int64
+	in := make([]checkpoint.Input, len(b.files))
 	for i, f := range b.files {
-		names[i], data[i] = f.Name, f.Data
-		size += int64(len(f.Data))
+		in[i] = checkpoint.Input{Name: f.Name, Data: f.Data, Path: f.Path, Object: f.Object}
 	}
 	meta := jobMeta{Layout: layoutVersion}
 	for _, p := range e.parts {
@@ -384,7 +408,13 @@ func (c *coordinator) write(b *CheckpointBarrier) (string, int64, error) {
 		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
 		Parallelism: 0, Meta: metaJSON,
 	}
-	path, err := e.store.Save(m, names, data)
+	copied := e.store.Copied
+	path, err := e.store.SaveFiles(m, in)
+	// The bytes written: the files, and the shared objects copied.
+	size := e.store.Copied - copied
+	for _, f := range b.files {
+		size += int64(len(f.Data))
+	}
 	return path, size, err
 }
 
@@ -513,7 +543,7 @@ func (e *Engine) openCheckpoints() error {
 func (e *Engine) resumedFiles() []File {
 	var out []File
 	for _, f := range e.resumed.Manifest.Files {
-		out = append(out, File{Name: f.Name, Data: e.resumed.Files[f.Name]})
+		out = append(out, File{Name: f.Name, Data: e.resumed.Files[f.Name], Path: e.resumed.Paths[f.Name]})
 	}
 	return out
 }
@@ -548,4 +578,74 @@ func (e *Engine) Checkpoints() CheckpointInfo {
 	e.coord.mu.Lock()
 	defer e.coord.mu.Unlock()
 	return e.coord.last
+}
+
+// materialize puts the restored files of p whose names start with
+// p.FileName(prefix) into a new temporary directory, under the rest of their
+// names, and returns it ("" if there are none): a Pebble checkpoint to open.
+// Shared objects are hard-linked where the file system allows, else copied.
+func (e *Engine) materialize(p *Participant, prefix string) (string, error) {
+	prefix = p.FileName(prefix)
+	dir := ""
+	for _, f := range p.restored {
+		name, ok := strings.CutPrefix(f.Name, prefix)
+		if !ok {
+			continue
+		}
+		if name != filepath.Base(name) || name == "" || name == "." || name == ".." {
+			return "", fmt.Errorf("%s is not a file name", f.Name)
+		}
+		if dir == "" {
+			d, err := os.MkdirTemp("", "weir-restore-")
+			if err != nil {
+				return "", err
+			}
+			dir = d
+		}
+		to := filepath.Join(dir, name)
+		if f.Path == "" {
+			if err := os.WriteFile(to, f.Data, 0o644); err != nil {
+				os.RemoveAll(dir)
+				return "", err
+			}
+			continue
+		}
+		fs := e.cfg.Checkpoint.FS
+		if fs == nil || fs == checkpoint.OSFS {
+			if os.Link(f.Path, to) == nil {
+				continue
+			}
+		}
+		if err := copyOut(fs, f.Path, to); err != nil {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// copyOut copies a file of the checkpoint store's file system to the real
+// one.
+func copyOut(fs checkpoint.FS, from, to string) error {
+	if fs == nil || fs == checkpoint.OSFS {
+		src, err := os.Open(from)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		dst, err := os.Create(to)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(dst, src); err != nil {
+			dst.Close()
+			return err
+		}
+		return dst.Close()
+	}
+	b, err := fs.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
@@ -119,6 +121,14 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 				return nil, fmt.Errorf("%s: its state %s is missing", e.resumed.Path, p.FileName(fmt.Sprintf("op-%d", i)))
 			}
 			xc.Restore = append(xc.Restore, op)
+			dir, err := e.materialize(p, fmt.Sprintf("op-%d.db.", i))
+			if err != nil {
+				return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
+			}
+			if dir != "" {
+				defer os.RemoveAll(dir)
+			}
+			xc.RestoreDirs = append(xc.RestoreDirs, dir)
 		}
 		if d.Err() != nil {
 			return nil, fmt.Errorf("%s: %s is corrupt", e.resumed.Path, p.FileName("clock"))
@@ -276,13 +286,33 @@ func (w *Window[K, T, A, O]) abort() { w.r.Abort() }
 func (w *Window[K, T, A, O]) ack(sb *stageBarrier, bars []*exec.Barrier) {
 	send := func() {
 		files := []File{{Name: w.p.FileName("clock"), Data: sb.driver}}
+		var err error
 		for i, bo := range bars {
 			bo.Wait()
-			if bo.Err != nil {
-				sb.b.Fail(w.p, bo.Err)
-				return
+			if snap := bo.Snapshot; snap != nil {
+				sb.b.OnDone(func() { _ = snap.Release() })
+				for _, f := range snap.Files {
+					file := File{Name: w.p.FileName(fmt.Sprintf("op-%d.db.%s", i, f.Name)), Path: filepath.Join(snap.Dir, f.Name), Object: f.Object}
+					if f.Object == "" {
+						// The manifest and markers: small, and kept by
+						// every checkpoint in its own directory.
+						data, rerr := os.ReadFile(file.Path)
+						if rerr != nil && err == nil {
+							err = rerr
+						}
+						file.Data, file.Path = data, ""
+					}
+					files = append(files, file)
+				}
+			}
+			if bo.Err != nil && err == nil {
+				err = bo.Err
 			}
 			files = append(files, File{Name: w.p.FileName(fmt.Sprintf("op-%d", i)), Data: bo.State})
+		}
+		if err != nil {
+			sb.b.Fail(w.p, err)
+			return
 		}
 		sb.b.Ack(w.p, files...)
 	}

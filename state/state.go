@@ -2,11 +2,19 @@
 // windows and de-duplication ids do not fit in memory: a Pebble database
 // (CockroachDB's LSM store) sized to a memory budget.
 //
-// The database is working storage, not the durable copy: checkpoints hold
-// the state in weir's own format (so that they restore with any parallelism
-// and any backend), and the database directory is emptied when a job starts.
-// weir empties only a directory it made or marked as its own.
-// Hence no write-ahead log: a write costs a memtable insert.
+// The database is working storage, not the durable copy, and the state
+// directory is emptied when a job starts (weir empties only a directory it
+// made or marked as its own). Hence no write-ahead log: a write costs a
+// memtable insert. A checkpoint flushes the memtable and takes a Pebble
+// checkpoint of the operator's keys (hard links to the immutable table
+// files, see Checkpoint); the checkpoint store copies only the table files
+// it does not hold yet, so that a checkpoint's cost follows what changed.
+//
+// Layout of a state directory:
+//
+//	DIR/WEIR-STATE     the marker
+//	DIR/db/            the Pebble database
+//	DIR/snapshots/     Pebble checkpoints on their way to the checkpoint store
 //
 // Of a budget B, Pebble's block cache takes B/2 and its memtables at most
 // B/8; the decoded state the operators keep at hand takes B/8 (see
@@ -17,10 +25,14 @@
 package state
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -33,7 +45,9 @@ const DefaultBudget = 512 << 20
 // DB is an open state database.
 type DB struct {
 	*pebble.DB
+	id      string // random, new at every Open: names this database's table files in checkpoints
 	dir     string
+	snaps   atomic.Int64
 	created bool // the directory was made by Open: Close removes it
 	budget  int64
 	cache   interface{ Unref() }
@@ -98,12 +112,14 @@ func Open(dir string, budget int64) (*DB, error) {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
-	db, err := pebble.Open(dir, opts)
+	db, err := pebble.Open(filepath.Join(dir, "db"), opts)
 	if err != nil {
 		cache.Unref()
 		return nil, fmt.Errorf("state: opening %s: %w", dir, err)
 	}
-	return &DB{DB: db, dir: dir, created: created, budget: budget, cache: cache}, nil
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	return &DB{DB: db, id: hex.EncodeToString(id[:]), dir: dir, created: created, budget: budget, cache: cache}, nil
 }
 
 // emptyDir removes what is in a directory weir's marker says is weir's.
@@ -118,6 +134,88 @@ func emptyDir(dir string) error {
 		}
 	}
 	return nil
+}
+
+// Snapshot is a Pebble checkpoint of part of the database: a directory of
+// hard links to immutable table files, and a manifest of its own.
+type Snapshot struct {
+	Dir   string
+	Files []SnapshotFile
+}
+
+// SnapshotFile is one file of a Snapshot.
+type SnapshotFile struct {
+	Name string // in Dir
+	// Object names a table file uniquely, over databases and runs: the
+	// same table file in two snapshots has the same Object, and a
+	// checkpoint store keeps it once. Empty for the files that change
+	// from snapshot to snapshot (the manifest and markers).
+	Object string
+}
+
+// Release deletes the snapshot's directory (the table files stay in the
+// database as long as it uses them).
+func (s *Snapshot) Release() error { return os.RemoveAll(s.Dir) }
+
+// Checkpoint flushes the memtable and takes a Pebble checkpoint of the keys
+// in [lo, hi), which must all have been committed. It costs a flush and a
+// hard link per table file, whatever the size of the state. Safe for
+// concurrent use.
+func (db *DB) Checkpoint(lo, hi []byte) (*Snapshot, error) {
+	if err := db.Flush(); err != nil {
+		return nil, fmt.Errorf("state: flush for a checkpoint: %w", err)
+	}
+	base := filepath.Join(db.dir, "snapshots")
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(base, fmt.Sprintf("snap-%08d", db.snaps.Add(1)))
+	if err := db.DB.Checkpoint(dir, pebble.WithRestrictToSpans([]pebble.CheckpointSpan{{Start: lo, End: hi}})); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("state: checkpoint: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	s := &Snapshot{Dir: dir}
+	for _, e := range entries {
+		f := SnapshotFile{Name: e.Name()}
+		if strings.HasSuffix(f.Name, ".sst") || strings.HasSuffix(f.Name, ".blob") {
+			f.Object = db.id + "-" + f.Name
+		}
+		s.Files = append(s.Files, f)
+	}
+	return s, nil
+}
+
+// ReadSnapshot opens the Pebble checkpoint in dir, read only, and calls f
+// for every key in [lo, hi) with its value, in key order. The slices are
+// valid only during the call.
+func ReadSnapshot(dir string, lo, hi []byte, f func(k, v []byte) error) error {
+	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("state: opening the checkpoint in %s: %w", dir, err)
+	}
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		db.Close()
+		return err
+	}
+	for it.First(); it.Valid() && err == nil; it.Next() {
+		var v []byte
+		if v, err = it.ValueAndErr(); err == nil {
+			err = f(it.Key(), v)
+		}
+	}
+	if ierr := it.Close(); err == nil {
+		err = ierr
+	}
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // CacheBudget is the memory that decoded state kept at hand may take, over

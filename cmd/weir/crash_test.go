@@ -135,11 +135,17 @@ func crashAndCompare(t *testing.T, extra string, parallelisms []int) {
 // crashAndCompareEvery is crashAndCompare with a checkpoint interval and a
 // range of kill delays (milliseconds).
 func crashAndCompareEvery(t *testing.T, extra string, parallelisms []int, interval string, killMin, killMax int) {
+	crashAndCompareWith(t, []string{extra}, parallelisms, interval, killMin, killMax)
+}
+
+// crashAndCompareWith is crashAndCompareEvery with the extra lines of the
+// job file taken in turn from extras, run after run.
+func crashAndCompareWith(t *testing.T, extras []string, parallelisms []int, interval string, killMin, killMax int) {
 	dir, ref := crashReference(t)
 	r := rand.New(rand.NewPCG(10, 10))
 	start := time.Now()
 	for i := 0; i < 10; i++ {
-		p := parallelisms[i%len(parallelisms)]
+		p, extra := parallelisms[i%len(parallelisms)], extras[i%len(extras)]
 		job := crashJob + fmt.Sprintf("parallelism: %d\ncheckpoint: {dir: ckpt, interval: %s}\n%s", p, interval, extra)
 		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 		cmd := weirRun(t, dir, "job.yaml")
@@ -147,7 +153,7 @@ func crashAndCompareEvery(t *testing.T, extra string, parallelisms []int, interv
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
-	p := parallelisms[10%len(parallelisms)]
+	p, extra := parallelisms[10%len(parallelisms)], extras[10%len(extras)]
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+fmt.Sprintf("parallelism: %d\ncheckpoint: {dir: ckpt, interval: %s}\n%s", p, interval, extra)), 0o644)
 	cmd := exec.Command(weirBin, "run", "job.yaml")
 	cmd.Dir = dir
@@ -234,8 +240,14 @@ func TestUnwritableCheckpointDir(t *testing.T) {
 	}
 }
 
-// The Pebble backend, with a budget far below the state (a full snapshot of
-// it takes longer, hence the longer interval).
+// The Pebble backend, with a budget far below the state: its checkpoints
+// are Pebble checkpoints kept incrementally in the store's shared objects.
 func TestKillNinePebbleBackend(t *testing.T) {
-	crashAndCompareEvery(t, "state: {backend: pebble, memory_budget: 8MiB}\n", []int{1, 2}, "500ms", 300, 2000)
+	crashAndCompareEvery(t, "state: {backend: pebble, memory_budget: 8MiB}\n", []int{1, 2}, "200ms", 300, 2000)
+}
+
+// A checkpoint of either backend restores into the other, with another
+// parallelism: the keys of a Pebble checkpoint are split by key group again.
+func TestKillNineAcrossBackends(t *testing.T) {
+	crashAndCompareWith(t, []string{"state: {backend: pebble, memory_budget: 8MiB}\n", ""}, []int{2, 1, 3}, "200ms", 300, 2000)
 }

@@ -60,6 +60,10 @@ type Barrier struct {
 	State    []byte        // the instance's snapshot
 	Err      error         // why there is no snapshot
 	Took     time.Duration // how long the operator stopped for it
+	// Snapshot, with a state database, is the Pebble checkpoint that holds
+	// the instance's keys (State then says so): the checkpoint store keeps
+	// its files, then it is released.
+	Snapshot *state.Snapshot
 	ready    chan struct{} // closed when the snapshot is complete; nil if it was at once
 }
 
@@ -102,9 +106,12 @@ type Config[K comparable, T, A, O any] struct {
 	// Codec encodes state for checkpoints; required for Barrier.
 	Codec Codec[K, A, O]
 	// Restore holds the operator snapshots of a checkpoint to start from,
-	// taken with any parallelism; Step is the step number it reached.
-	Restore [][]byte
-	Step    uint64
+	// taken with any parallelism; Step is the step number it reached. A
+	// snapshot taken with a state database has its keys in a Pebble
+	// checkpoint: RestoreDirs holds its directory (at the same index).
+	Restore     [][]byte
+	RestoreDirs []string
+	Step        uint64
 	// State, when set, keeps the instances' keys and timers in this
 	// database (with a bounded cache in memory) instead of in memory; it
 	// needs a Codec and a Hash.
@@ -175,12 +182,12 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 		op := NewWindowOp[K](cfg.Strategy, agg)
 		op.aborted = &r.aborted
 		if cfg.State != nil {
-			op.usePebble(cfg.State.DB, i, cfg.Codec, cfg.Hash, cfg.State.CacheBudget()/int64(n))
+			op.usePebble(cfg.State, i, cfg.Codec, cfg.Hash, cfg.State.CacheBudget()/int64(n))
 		}
 		r.ops = append(r.ops, op)
 	}
 	if len(cfg.Restore) > 0 {
-		if err := Restore(r.ops, cfg.Restore, cfg.Codec); err != nil {
+		if err := RestoreFrom(r.ops, cfg.Restore, cfg.RestoreDirs, cfg.Codec); err != nil {
 			r.fail(err)
 		}
 	}
@@ -286,9 +293,13 @@ func (r *Runner[K, T, A, O]) Barrier(tag any) {
 func (r *Runner[K, T, A, O]) barrierOut(op *WindowOp[K, T, A, O], i int, step uint64, tag any) Out[K, T, O] {
 	t0 := time.Now()
 	bar := &Barrier{Tag: tag, Instance: i, Of: len(r.ops)}
-	if op.mem != nil {
+	switch {
+	case op.mem != nil:
 		op.snapshotBeside(bar, r.cfg.Codec, r.cfg.Hash, t0)
-	} else {
+	case op.pebble != nil:
+		bar.State, bar.Snapshot, bar.Err = op.snapshotPebble(nil)
+		bar.Took = time.Since(t0)
+	default:
 		bar.State, bar.Err = op.Snapshot(nil, r.cfg.Codec, r.cfg.Hash)
 		bar.Took = time.Since(t0)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
 
@@ -33,12 +34,17 @@ type Codec[K comparable, A, O any] interface {
 	ReadOut(d *enc.Decoder) O
 }
 
-const snapshotVersion = 2
+// Snapshot versions: 2 has the keys in the snapshot; 3 has them in a Pebble
+// checkpoint beside it.
+const (
+	snapshotVersion       = 2
+	snapshotPebbleVersion = 3
+)
 
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
 func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) ([]byte, error) {
-	b = op.appendHeader(b)
+	b = op.appendHeader(b, snapshotVersion)
 	if cap(b)-len(b) < op.snapHint {
 		b = slices.Grow(b, op.snapHint+op.snapHint/8)
 	}
@@ -53,8 +59,8 @@ func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K
 
 // appendHeader appends what a snapshot has before its keys: the version,
 // the watermark, processing time and statistics.
-func (op *WindowOp[K, T, A, O]) appendHeader(b []byte) []byte {
-	b = append(b, snapshotVersion)
+func (op *WindowOp[K, T, A, O]) appendHeader(b []byte, version byte) []byte {
+	b = append(b, version)
 	b = enc.AppendVarint(b, int64(op.wm))
 	b = enc.AppendVarint(b, int64(op.now))
 	for _, v := range []int64{op.Accepted, op.TooLate, op.LateAccepted, op.Panes, op.Fired, op.Windows} {
@@ -95,7 +101,7 @@ func (op *WindowOp[K, T, A, O]) snapshotBeside(bar *Barrier, c Codec[K, A, O], h
 	m.gen++
 	s := &memSnapshot[K, A, O]{
 		codec: c, hash: hash, gen: m.gen, chunks: slices.Clone(m.chunks), done: make(chan struct{}),
-		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64)),
+		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64), snapshotVersion),
 	}
 	m.snap = s
 	bar.ready = make(chan struct{})
@@ -206,13 +212,39 @@ func appendWin[K comparable, A, O any](b []byte, st *win[A, O], c Codec[K, A, O]
 	return b
 }
 
-// Restore loads the snapshots of a previous run's instances (any number of
-// them) into ops, giving each key to the instance that owns its key group.
-// The statistics of the previous run go to ops[0]. ops must be new.
+// snapshotPebble is the snapshot of an instance whose keys are in a state
+// database: the header, and a Pebble checkpoint of the instance's keys,
+// taken once every key the instance changed is written. Nothing of the
+// state is loaded: the cost is a flush of the memtable and of the keys
+// changed in the cache, and a hard link per table file.
+func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapshot, error) {
+	s := op.pebble
+	if err := s.flush(); err != nil {
+		return nil, nil, err
+	}
+	snap, err := op.db.Checkpoint(s.prefix(nil, 0), s.prefix(nil, KeyGroups))
+	if err != nil {
+		return nil, nil, err
+	}
+	b = op.appendHeader(b, snapshotPebbleVersion)
+	return enc.AppendUvarint(b, uint64(s.inst)), snap, nil
+}
+
+// Restore is RestoreFrom snapshots that hold their keys.
 func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, c Codec[K, A, O]) error {
+	return RestoreFrom(ops, parts, nil, c)
+}
+
+// RestoreFrom loads the snapshots of a previous run's instances (any number
+// of them, from either backend) into ops, giving each key to the instance
+// that owns its key group. A snapshot whose keys are in a Pebble checkpoint
+// has its directory in dirs, at the same index. The statistics of the
+// previous run go to ops[0]. ops must be new.
+func RestoreFrom[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, dirs []string, c Codec[K, A, O]) error {
 	for pi, part := range parts {
 		d := enc.NewDecoder(part)
-		if v := d.Count(255); v != snapshotVersion {
+		v := d.Count(255)
+		if v != snapshotVersion && v != snapshotPebbleVersion {
 			return fmt.Errorf("operator snapshot %d: unknown version %d", pi, v)
 		}
 		wm, now := mtime.Time(d.Varint()), mtime.Time(d.Varint())
@@ -228,6 +260,19 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		for range nd {
 			w := window.Window{Start: mtime.Time(d.Varint()), End: mtime.Time(d.Varint())}
 			o0.Dropped[w] += d.Varint()
+		}
+		if v == snapshotPebbleVersion {
+			inst := d.Count(1 << 16)
+			if err := d.Err(); err != nil || d.Len() != 0 {
+				return fmt.Errorf("operator snapshot %d: %w", pi, enc.ErrCorrupt)
+			}
+			if pi >= len(dirs) || dirs[pi] == "" {
+				return fmt.Errorf("operator snapshot %d: its Pebble checkpoint is missing", pi)
+			}
+			if err := restorePebble(ops, dirs[pi], inst, c); err != nil {
+				return fmt.Errorf("operator snapshot %d: %w", pi, err)
+			}
+			continue
 		}
 		for {
 			g := d.Count(KeyGroups)
@@ -247,6 +292,25 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		}
 	}
 	return nil
+}
+
+// restorePebble loads the keys of instance inst from the Pebble checkpoint
+// in dir.
+func restorePebble[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], dir string, inst int, c Codec[K, A, O]) error {
+	lo := binary.BigEndian.AppendUint16([]byte{tagState}, uint16(inst))
+	hi := binary.BigEndian.AppendUint16([]byte{tagState}, uint16(inst+1))
+	return state.ReadSnapshot(dir, lo, hi, func(k, v []byte) error {
+		if len(k) < len(lo)+2 {
+			return enc.ErrCorrupt
+		}
+		g := int(binary.BigEndian.Uint16(k[len(lo):]))
+		if g >= KeyGroups {
+			return enc.ErrCorrupt
+		}
+		// A new slice for every key: decoded state may keep parts of it.
+		entry := append(append(make([]byte, 0, len(k)+len(v)), k[len(lo)+2:]...), v...)
+		return ops[instanceOf(g, len(ops))].restoreKey(entry, c)
+	})
 }
 
 func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error {

@@ -13,10 +13,9 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
@@ -186,9 +185,11 @@ type WindowOp[K comparable, T, A, O any] struct {
 	gap      mtime.Time
 	slice    mtime.Time // slice length when sliding windows share slices, else 0
 	tumble   window.Tumbling
-	early    bool               // the trigger fires early
-	release  func(A)            // the aggregate's Releaser, if it has one
-	mem      *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
+	early    bool                  // the trigger fires early
+	release  func(A)               // the aggregate's Releaser, if it has one
+	mem      *memStore[K, A, O]    // state, when in memory (a direct call in the hot path)
+	pebble   *pebbleStore[K, A, O] // state, when in a state database
+	db       *state.DB
 
 	wm        mtime.Time
 	lateLimit mtime.Time // wm - lateness; see tooLate
@@ -245,9 +246,10 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 }
 
 // usePebble keeps the operator's keys and timers in a state database.
-func (op *WindowOp[K, T, A, O]) usePebble(db *pebble.DB, inst int, c Codec[K, A, O], hash func(K) uint64, cacheLimit int64) {
-	w := &pebbleWriter{db: db}
-	op.state = newPebbleStore(w, inst, c, hash, cacheLimit)
+func (op *WindowOp[K, T, A, O]) usePebble(db *state.DB, inst int, c Codec[K, A, O], hash func(K) uint64, cacheLimit int64) {
+	w := &pebbleWriter{db: db.DB}
+	op.pebble = newPebbleStore(w, inst, c, hash, cacheLimit)
+	op.state, op.db = op.pebble, db
 	op.mem = nil
 	op.et = newPebbleTimers[K](w, inst, 'e', c)
 	op.pt = newPebbleTimers[K](w, inst, 'p', c)
