@@ -112,8 +112,30 @@ func spill(s *slot) {
 	s.i, s.scale, s.float = 0, 0, true
 }
 
+// accInline is the number of slots an accumulator holds in itself.
+const accInline = 2
+
+// acc is the accumulator of a window: a slot per aggregate. The first
+// accInline slots are in the value itself, which the window operator keeps
+// in its window state, so that adding an event to a window of a job with few
+// aggregates reads no memory apart from the state: a slice of slots cost a
+// cache miss per event.
+type acc struct {
+	inline [accInline]slot
+	more   []slot // the slots after the first accInline
+	n      int    // the number of slots
+}
+
+// slot is the accumulator of aggregate k.
+func (a *acc) slot(k int) *slot {
+	if k < accInline {
+		return &a.inline[k]
+	}
+	return &a.more[k-accInline]
+}
+
 // aggs is the aggregate function of a job: all its result columns at once.
-// It implements aggregate.Func[record, []slot, []outVal].
+// It implements aggregate.Func[record, acc, []outVal].
 type aggs struct {
 	list  []Aggregate
 	field []int // index into record.vals per aggregate; -1 for count
@@ -121,29 +143,34 @@ type aggs struct {
 	outs  []outVal // slab that results are cut from
 }
 
-// New returns an empty accumulator, reusing a released one if it can.
+// New returns an empty accumulator, reusing the slots of a released one
+// beyond the inline ones if it can.
 // New, Add, Merge, Release and Result run in one operator instance's
 // goroutine; a job with parallelism P has one aggs per instance.
-func (a *aggs) New() []slot {
-	if n := len(a.free); n > 0 {
-		acc := a.free[n-1]
-		a.free = a.free[:n-1]
-		return acc
+func (a *aggs) New() acc {
+	c := acc{n: len(a.list)}
+	if m := len(a.list) - accInline; m > 0 {
+		if n := len(a.free); n > 0 {
+			c.more = a.free[n-1]
+			a.free = a.free[:n-1]
+		} else {
+			c.more = make([]slot, m)
+		}
 	}
-	return make([]slot, len(a.list))
+	return c
 }
 
 // Release takes back an accumulator whose window is gone.
-func (a *aggs) Release(acc []slot) {
-	if len(acc) == len(a.list) && len(a.free) < 1<<16 {
-		clear(acc)
-		a.free = append(a.free, acc)
+func (a *aggs) Release(c acc) {
+	if len(c.more) > 0 && len(c.more) == len(a.list)-accInline && len(a.free) < 1<<16 {
+		clear(c.more)
+		a.free = append(a.free, c.more)
 	}
 }
 
-func (a *aggs) Add(acc []slot, r record) []slot {
+func (a *aggs) Add(c acc, r record) acc {
 	for k := range a.list {
-		s := &acc[k]
+		s := c.slot(k)
 		switch a.list[k].Kind {
 		case AggCount:
 			s.n++
@@ -181,7 +208,7 @@ func (a *aggs) Add(acc []slot, r record) []slot {
 			}
 		}
 	}
-	return acc
+	return c
 }
 
 func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
@@ -201,9 +228,9 @@ func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
 	s.has, s.float, s.i, s.f = true, isFloat, i, f
 }
 
-func (a *aggs) Merge(acc, other []slot) []slot {
+func (a *aggs) Merge(c, other acc) acc {
 	for k := range a.list {
-		s, o := &acc[k], &other[k]
+		s, o := c.slot(k), other.slot(k)
 		switch a.list[k].Kind {
 		case AggCount, AggCountField:
 			s.n += o.n
@@ -227,10 +254,10 @@ func (a *aggs) Merge(acc, other []slot) []slot {
 			}
 		}
 	}
-	return acc
+	return c
 }
 
-func (a *aggs) Result(acc []slot) []outVal {
+func (a *aggs) Result(c acc) []outVal {
 	// Results come from a slab (one allocation per thousand or so); they
 	// are never reused, only collected once no pane holds them.
 	n := len(a.list)
@@ -240,7 +267,7 @@ func (a *aggs) Result(acc []slot) []outVal {
 	out := a.outs[:n:n]
 	a.outs = a.outs[n:]
 	for k := range a.list {
-		s := &acc[k]
+		s := c.slot(k)
 		switch a.list[k].Kind {
 		case AggCount, AggCountField:
 			out[k] = outVal{kind: vInt, i: s.n}

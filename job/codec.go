@@ -11,10 +11,10 @@ type codec struct{}
 func (codec) AppendKey(b []byte, k string) []byte { return enc.AppendString(b, k) }
 func (codec) ReadKey(d *enc.Decoder) string       { return d.String() }
 
-func (codec) AppendAcc(b []byte, a []slot) []byte {
-	b = enc.AppendUvarint(b, uint64(len(a)))
-	for i := range a {
-		s := &a[i]
+func (codec) AppendAcc(b []byte, a acc) []byte {
+	b = enc.AppendUvarint(b, uint64(a.n))
+	for i := range a.n {
+		s := a.slot(i)
 		b = enc.AppendVarint(b, s.n)
 		b = enc.AppendVarint(b, s.i)
 		b = enc.AppendFloat(b, s.f)
@@ -29,11 +29,14 @@ func (codec) AppendAcc(b []byte, a []slot) []byte {
 	return b
 }
 
-func (codec) ReadAcc(d *enc.Decoder) []slot {
+func (codec) ReadAcc(d *enc.Decoder) acc {
 	n := d.Items(1 << 16)
-	a := make([]slot, n)
-	for i := range a {
-		s := &a[i]
+	a := acc{n: n}
+	if n > accInline {
+		a.more = make([]slot, n-accInline)
+	}
+	for i := range n {
+		s := a.slot(i)
 		s.n, s.i, s.f = d.Varint(), d.Varint(), d.Float()
 		s.float, s.has = d.Bool(), d.Bool()
 		s.scale = int8(d.Count(18))
@@ -70,10 +73,10 @@ func (codec) ReadOut(d *enc.Decoder) []outVal {
 
 // SizeAcc estimates the memory of an accumulator, for the Pebble store's
 // cache of decoded state.
-func (codec) SizeAcc(a []slot) int {
-	n := 24 + 48*len(a)
-	for i := range a {
-		for v := range a[i].set {
+func (codec) SizeAcc(a acc) int {
+	n := 24 + 48*a.n
+	for i := range a.n {
+		for v := range a.slot(i).set {
 			n += 48 + len(v)
 		}
 	}

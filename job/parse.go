@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -64,21 +63,20 @@ type lineParser struct {
 	numeric []bool // whether a field must be a number
 	agg     *aggs
 
-	recTS     mtime.Time // the record's own timestamp (Kafka), for record_timestamp
-	intern    map[string]string
-	internCap int
-	keyBuf    []byte
-	idBuf     []byte
-	numBuf    []byte
-	vals      []value        // slab
-	text      []byte         // slab
-	parts     map[string]int // partition identity -> number
-	partIDs   []string       // identities, by number
-	partKeys  []string       // names (canonical JSON), by number
+	recTS    mtime.Time // the record's own timestamp (Kafka), for record_timestamp
+	keys     *keyTable
+	keyBuf   []byte
+	idBuf    []byte
+	numBuf   []byte
+	vals     []value        // slab
+	text     []byte         // slab
+	parts    map[string]int // partition identity -> number
+	partIDs  []string       // identities, by number
+	partKeys []string       // names (canonical JSON), by number
 }
 
 func newLineParser(j *Job) *lineParser {
-	lp := &lineParser{j: j, intern: map[string]string{}, internCap: 1 << 20, parts: map[string]int{}}
+	lp := &lineParser{j: j, keys: newKeyTable(1 << 20), parts: map[string]int{}}
 	lp.agg = &aggs{list: j.Aggregates}
 	for _, a := range j.Aggregates {
 		if a.Kind == AggCount {
@@ -269,13 +267,13 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			}
 			return out
 		}
-		if k.Type() == fastjson.TypeString && !utf8.Valid(k.GetStringBytes()) {
+		key, ok := lp.keys.intern(k)
+		if !ok {
 			// Written as JSON, two different keys would read the same.
 			out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not valid UTF-8"
 			return out
 		}
-		lp.keyBuf = appendCanonical(lp.keyBuf[:0], k)
-		out.key = lp.internKey(lp.keyBuf)
+		out.key = key
 	}
 	if j.ID != nil {
 		id := get(v, j.ID)
@@ -313,23 +311,25 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is not a JSON number ("+string(raw)+")"
 				return out
 			}
-			if math.IsInf(fv.GetFloat64(), 0) {
+			fl := fv.GetFloat64()
+			if math.IsInf(fl, 0) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
 				return out
 			}
 			// Int64 only for integer text: on "12.5" it fails, and its error
 			// costs two allocations.
 			if !isIntText(raw) {
-				vals[i] = value{kind: vFloat, f: fv.GetFloat64()}
+				vals[i] = value{kind: vFloat, f: fl}
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			} else if n, err := fv.Int64(); err == nil {
 				vals[i] = value{kind: vInt, i: n, f: float64(n), dec: n, exact: true}
 			} else {
-				vals[i] = value{kind: vFloat, f: fv.GetFloat64()}
+				vals[i] = value{kind: vFloat, f: fl}
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			}
 			if !lp.numeric[i] {
-				vals[i].text = lp.keepText(appendIdentity(lp.keyBuf[:0], fv))
+				lp.keyBuf = appendIdentity(lp.keyBuf[:0], fv)
+				vals[i].text = lp.keepText(lp.keyBuf)
 			}
 		default:
 			if lp.numeric[i] || !scalar(fv) {
@@ -339,7 +339,8 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				}
 				return out
 			}
-			vals[i] = value{kind: vText, text: lp.keepText(appendIdentity(lp.keyBuf[:0], fv))}
+			lp.keyBuf = appendIdentity(lp.keyBuf[:0], fv)
+			vals[i] = value{kind: vText, text: lp.keepText(lp.keyBuf)}
 		}
 	}
 	if part != nil {
@@ -500,21 +501,6 @@ func appendCanonical(b []byte, v *fastjson.Value) []byte {
 		return append(b, "false"...)
 	}
 	return v.MarshalTo(b)
-}
-
-// internKey returns b as a string, allocating only for a key not seen
-// recently. The table is cleared when it grows past a bound, so keys that come
-// and go do not pile up.
-func (lp *lineParser) internKey(b []byte) string {
-	if s, ok := lp.intern[string(b)]; ok {
-		return s
-	}
-	if len(lp.intern) >= lp.internCap {
-		clear(lp.intern)
-	}
-	s := string(b)
-	lp.intern[s] = s
-	return s
 }
 
 func (lp *lineParser) keepText(b []byte) []byte {

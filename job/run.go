@@ -167,7 +167,7 @@ type Runnable struct {
 	o       Options
 	e       *engine.Engine
 	head    *engine.Head[string, record]
-	win     *engine.Window[string, record, []slot, []outVal]
+	win     *engine.Window[string, record, acc, []outVal]
 	out     *engine.SinkNode[pane]
 	late    *engine.SinkNode[lateEvent]
 	having  *havingFilter
@@ -286,9 +286,9 @@ func (rn *Runnable) build() error {
 		rn.logf("warning: %s", w)
 	}
 	lp := newLineParser(j)
-	wcfg := engine.WindowConfig[string, record, []slot, []outVal]{
+	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
 		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
-		NewAgg: func() aggregate.Func[record, []slot, []outVal] {
+		NewAgg: func() aggregate.Func[record, acc, []outVal] {
 			return &aggs{list: lp.agg.list, field: lp.agg.field}
 		},
 		Hash: hashString, Codec: codec{},
@@ -489,6 +489,12 @@ func setupError(j *Job, err error) error {
 	return &RuntimeError{Msg: err.Error(), Err: err}
 }
 
+// heapHeadroom is what the Go heap may take beyond the memory budget before
+// the collector works hard to keep it there: the budget bounds the state,
+// and output on its way to a checkpoint (an exactly-once file's pending
+// lines, a table's rows) comes on top of it.
+const heapHeadroom = 128 << 20
+
 // openState opens the Pebble backend, in state.dir or a temporary directory,
 // and holds the Go heap to the memory budget with a soft limit.
 func (rn *Runnable) openState(lp *lineParser) error {
@@ -505,9 +511,9 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
 	}
 	rn.db = db
-	debug.SetMemoryLimit(db.Budget() + 64<<20)
+	debug.SetMemoryLimit(db.Budget() + heapHeadroom)
 	// Keys come and go: keep only a few at hand.
-	lp.internCap = 1 << 16
+	lp.keys.max = 1 << 16
 	return nil
 }
 

@@ -1,0 +1,158 @@
+package job
+
+import (
+	"hash/maphash"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// keyTable interns the keys of a job's events: it turns a key as read from a
+// line into its canonical JSON text, as a string allocated once per key.
+//
+// It is an open-addressing table (linear probing, at most half full) of
+// 32-byte slots that hold the text a key is compared with when it is short,
+// so that finding a key seen before reads one slot: a Go map of strings read
+// the group's control word, the slot and the key's bytes, three cache misses
+// with many keys, for every event. A string key is looked up by its bytes as
+// the line has them (unescaped), so a key seen before is neither validated
+// nor escaped again.
+//
+// The table is cleared when it holds max keys, so that keys that come and go
+// do not pile up.
+type keyTable struct {
+	seed  maphash.Seed
+	slots []keySlot // a power of two
+	n     int       // keys held
+	max   int
+	buf   []byte
+}
+
+// keyInline is the longest canonical text a slot holds.
+const keyInline = 10
+
+// The kinds of lookup text.
+const (
+	lookupNone      = iota // an empty slot
+	lookupString           // a string's bytes, its canonical text their quoting
+	lookupCanonical        // the canonical text
+)
+
+// keySlot is one slot of a keyTable. A key whose canonical text has at
+// most keyInline bytes has it in the slot too, where it is compared.
+type keySlot struct {
+	hash uint32
+	kind uint8 // lookupNone in an empty slot
+	n    uint8 // length of text, 0 if the key is longer than keyInline
+	text [keyInline]byte
+	key  string // the canonical JSON text
+}
+
+func newKeyTable(max int) *keyTable {
+	return &keyTable{seed: maphash.MakeSeed(), slots: make([]keySlot, 1024), max: max}
+}
+
+// intern returns the canonical JSON text of the scalar v (see
+// appendCanonical); ok is false for a string that is not valid UTF-8, which
+// is not interned.
+func (t *keyTable) intern(v *fastjson.Value) (key string, ok bool) {
+	if v.Type() == fastjson.TypeString {
+		raw := v.GetStringBytes()
+		if len(raw) <= keyInline-2 {
+			h := t.hash(lookupString, raw)
+			if s := t.find(h, lookupString, raw); s != nil {
+				return s.key, true
+			}
+			if !utf8.Valid(raw) {
+				return "", false
+			}
+			t.buf = appendJSONString(t.buf[:0], raw)
+			if len(t.buf) == len(raw)+2 {
+				// Nothing to escape: the string's bytes find it.
+				return t.insert(h, lookupString, t.buf), true
+			}
+			return t.canonical(t.buf), true
+		}
+		if !utf8.Valid(raw) {
+			return "", false
+		}
+	}
+	t.buf = appendCanonical(t.buf[:0], v)
+	return t.canonical(t.buf), true
+}
+
+// canonical interns a key by its canonical text.
+func (t *keyTable) canonical(text []byte) string {
+	h := t.hash(lookupCanonical, text)
+	if s := t.find(h, lookupCanonical, text); s != nil {
+		return s.key
+	}
+	return t.insert(h, lookupCanonical, text)
+}
+
+func (t *keyTable) hash(kind uint8, look []byte) uint32 {
+	return uint32(maphash.Bytes(t.seed, look)) ^ uint32(kind)
+}
+
+// find returns the slot of a key, or nil.
+func (t *keyTable) find(h uint32, kind uint8, look []byte) *keySlot {
+	mask := len(t.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		switch {
+		case s.kind == lookupNone:
+			return nil
+		case s.hash != h || s.kind != kind:
+		case kind == lookupString:
+			if int(s.n) == len(look)+2 && string(s.text[1:s.n-1]) == string(look) {
+				return s
+			}
+		case s.n > 0:
+			if string(s.text[:s.n]) == string(look) {
+				return s
+			}
+		case s.key == string(look):
+			return s
+		}
+	}
+}
+
+// insert adds a key of canonical text text, and returns its string.
+func (t *keyTable) insert(h uint32, kind uint8, text []byte) string {
+	if t.n >= t.max {
+		clear(t.slots)
+		t.n = 0
+	} else if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := len(t.slots) - 1
+	i := int(h) & mask
+	for t.slots[i].kind != lookupNone {
+		i = (i + 1) & mask
+	}
+	s := &t.slots[i]
+	s.hash, s.kind = h, kind
+	if len(text) <= keyInline {
+		s.n = uint8(copy(s.text[:], text))
+	}
+	s.key = string(text)
+	t.n++
+	return s.key
+}
+
+// grow doubles the table.
+func (t *keyTable) grow() {
+	old := t.slots
+	t.slots = make([]keySlot, 2*len(old))
+	mask := len(t.slots) - 1
+	for _, s := range old {
+		if s.kind == lookupNone {
+			continue
+		}
+		i := int(s.hash) & mask
+		for t.slots[i].kind != lookupNone {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
+	}
+}
