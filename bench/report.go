@@ -54,6 +54,21 @@ func Ratios(rs []Result) string {
 			fmt.Fprintf(&b, "  weir run takes %.2fx DuckDB's wall time (%.2fx its CPU time)\n", d.EventsPerSec/j.EventsPerSec, d.PerCore/j.PerCore)
 		}
 	}
+	if w, ok := find(rs, "pebble-1m-p1"); ok {
+		if c, ok := find(rs, "pebble-1m-p1-ckpt1s"); ok {
+			fmt.Fprintf(&b, "  on Pebble, checkpoints every 1s cost %.1f%% of pebble-1m-p1's throughput (the operator stalled %.2f%% of the time; %.1f MiB written a checkpoint; state %.0f MiB on disk, %.0fx the budget)\n",
+				100*(1-c.EventsPerSec/w.EventsPerSec), c.Extra["ckpt_stall_pct"], c.Extra["ckpt_mib"], c.Extra["state_mib"], c.Extra["state_mib"]/c.Extra["budget_mib"])
+		}
+		if m, ok := find(rs, "tumbling-1m-p1"); ok {
+			fmt.Fprintf(&b, "  the Pebble backend runs at %.2fx the memory backend's throughput (1M keys)\n", w.EventsPerSec/m.EventsPerSec)
+		}
+	}
+	for _, backend := range []string{"memory", "pebble"} {
+		w, okw := find(rs, "steep-"+backend)
+		if c, ok := find(rs, "steep-"+backend+"-ckpt500ms"); ok && okw {
+			fmt.Fprintf(&b, "  the steep job on %s takes %.2fx its time without checkpoints with a checkpoint every 500ms (%.2f s against %.2f s)\n", backend, c.Wall/w.Wall, c.Wall, w.Wall)
+		}
+	}
 	for _, q := range nexmarkFloored {
 		w, okw := find(rs, "nexmark-"+q)
 		if f, ok := find(rs, "nexmark-"+q+"-floor"); ok && okw {
@@ -136,15 +151,30 @@ func Targets(rs []Result) string {
 	// still for snapshots (the writer runs beside it). The throughput of the
 	// runs with and without checkpoints is printed in the ratios; on this
 	// two-core machine it varies more from run to run than that cost.
-	for _, c := range []struct{ name, label string }{
-		{"tumbling-10k-p1-ckpt10s", "10K keys, checkpoints every 10 s"},
-		{"tumbling-10k-p1-ckpt1s", "10K keys, checkpoints every 1 s"},
-		{"tumbling-1m-p1-ckpt10s", "1M keys, checkpoints every 10 s"},
-		{"tumbling-1m-p1-ckpt1s", "1M keys, checkpoints every 1 s"},
+	for _, c := range []struct {
+		name, label string
+		max         float64
+	}{
+		{"tumbling-10k-p1-ckpt10s", "10K keys, checkpoints every 10 s", 10},
+		{"tumbling-10k-p1-ckpt1s", "10K keys, checkpoints every 1 s", 10},
+		{"tumbling-1m-p1-ckpt10s", "1M keys, checkpoints every 10 s", 10},
+		{"tumbling-1m-p1-ckpt1s", "memory, 1M keys, checkpoints every 1 s", 5},
 	} {
 		r, ok := find(rs, c.name)
 		stall := r.Extra["ckpt_stall_pct"]
-		check(c.label+": cost (operator stalled) < 10%", stall, stall < 10, ok && r.Extra["checkpoints"] > 0, "%")
+		check(fmt.Sprintf("%s: operator stalled < %.0f%%", c.label, c.max), stall, stall < c.max, ok && r.Extra["checkpoints"] > 0, "%")
+	}
+	{
+		w, okw := find(rs, "pebble-1m-p1")
+		c, okc := find(rs, "pebble-1m-p1-ckpt1s")
+		cost := 100 * (1 - c.EventsPerSec/w.EventsPerSec)
+		check("Pebble, 1M keys, checkpoints every 1 s: cost < 10% of throughput", cost, cost < 10, okw && okc && c.Extra["checkpoints"] > 0, "%")
+		rss := float64(c.PeakRSS) / (1 << 20)
+		check("Pebble, 1M keys, checkpoints every 1 s: peak RSS < budget + 256 MiB (MiB)", rss, rss < c.Extra["budget_mib"]+256, okc, "")
+		w, okw = find(rs, "steep-pebble")
+		c, okc = find(rs, "steep-pebble-ckpt500ms")
+		r := c.Wall / w.Wall
+		check("steep job on Pebble, checkpoints every 500 ms: within 1.5x of none", r, r <= 1.5, okw && okc, "x")
 	}
 	l, okl := find(rs, "latency-100k")
 	p99 := l.Extra["p99_ms"]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -12,6 +13,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -91,6 +93,12 @@ func runFor(start time.Time, d time.Duration, i int) bool {
 // batches go to p operator instances. With ckpt > 0 a barrier goes every
 // ckpt and the instances' snapshots are written to a checkpoint store.
 func tumbling(d time.Duration, keys, p int, ckpt time.Duration) (int64, map[string]float64, string, error) {
+	return tumblingOn(d, keys, p, ckpt, time.Minute, nil)
+}
+
+// tumblingOn is tumbling with windows of size and the operators' state in
+// db (memory if nil).
+func tumblingOn(d time.Duration, keys, p int, ckpt, size time.Duration, db *state.DB) (int64, map[string]float64, string, error) {
 	var panes int64
 	var store *checkpoint.Store
 	var saved, savedBytes int64
@@ -111,20 +119,37 @@ func tumbling(d time.Duration, keys, p int, ckpt time.Duration) (int64, map[stri
 			var err error
 			id := uint64(1)
 			for r := range reqs {
-				names := make([]string, len(r.bars))
-				parts := make([][]byte, len(r.bars))
+				var in []checkpoint.Input
 				for i, b := range r.bars {
 					b.Wait() // the snapshot is written beside the operator
-					names[i] = fmt.Sprintf("op-%d", i)
-					parts[i] = b.State
+					in = append(in, checkpoint.Input{Name: fmt.Sprintf("op-%d", i), Data: b.State})
 					savedBytes += int64(len(b.State))
 					snapTime += b.Took
+					if b.Err != nil && err == nil {
+						err = b.Err
+					}
+					if snap := b.Snapshot; snap != nil {
+						for _, f := range snap.Files {
+							in = append(in, checkpoint.Input{Name: fmt.Sprintf("op-%d.db.%s", i, f.Name), Path: filepath.Join(snap.Dir, f.Name), Object: f.Object})
+							if f.Object == "" {
+								in[len(in)-1].Data, _ = os.ReadFile(filepath.Join(snap.Dir, f.Name))
+								in[len(in)-1].Path, in[len(in)-1].Object = "", ""
+							}
+						}
+					}
 				}
 				t0 := time.Now()
-				if _, e := store.Save(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic}, names, parts); e != nil && err == nil {
+				copied := store.Copied
+				if _, e := store.SaveFiles(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic}, in); e != nil && err == nil {
 					err = e
 				}
+				savedBytes += store.Copied - copied
 				store.Prune()
+				for _, b := range r.bars {
+					if b.Snapshot != nil {
+						b.Snapshot.Release()
+					}
+				}
 				saveTime += time.Since(t0)
 				id++
 				saved++
@@ -134,11 +159,12 @@ func tumbling(d time.Duration, keys, p int, ckpt time.Duration) (int64, map[stri
 	}
 	var bars []*exec.Barrier
 	r := exec.NewRunner(exec.Config[uint64, struct{}, int64, int64]{
-		Strategy:    window.NewStrategy(window.TumblingWindows(time.Minute)),
+		Strategy:    window.NewStrategy(window.TumblingWindows(size)),
 		Agg:         aggregate.Count[struct{}](),
 		Parallelism: p,
 		Hash:        mix,
 		Codec:       countCodec{},
+		State:       db,
 		Emit: func(outs []exec.Out[uint64, struct{}, int64]) error {
 			for i := range outs {
 				switch outs[i].Kind {
@@ -169,11 +195,18 @@ func tumbling(d time.Duration, keys, p int, ckpt time.Duration) (int64, map[stri
 		}
 		drv.Event(0, uint64(i%keys), tumblingBase+mtime.Time(i/10), struct{}{})
 	}
+	var stateBytes uint64
+	if db != nil {
+		stateBytes = db.Metrics().DiskSpaceUsage() // the state at its largest, before the end fires it
+	}
 	drv.End()
 	if err := r.Wait(); err != nil {
 		return int64(i), nil, "", err
 	}
 	extra := map[string]float64{"panes": float64(panes)}
+	if db != nil {
+		extra["state_mib"] = float64(stateBytes) / (1 << 20)
+	}
 	note := ""
 	if ckpt > 0 {
 		close(reqs)

@@ -21,7 +21,8 @@
 // CacheBudget); the rest is headroom for the Go heap. Blocks are not
 // compressed: state is read back at random, one key at a time, and a
 // compressed block costs a decompression per key. The Go garbage
-// collector is given a soft limit of B + 64 MiB.
+// collector is given a soft limit of B + 128 MiB (weir run sets it): output
+// on its way to a checkpoint comes on top of the state.
 package state
 
 import (

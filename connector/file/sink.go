@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -44,10 +45,13 @@ type Sink[T any] struct {
 	// one; tests crash a file system in memory).
 	FS vfs.FS
 
-	f       vfs.File
-	w       *bufio.Writer
-	buf     []byte
+	f   vfs.File
+	w   *bufio.Writer
+	buf []byte
+	// pending is the output since the last barrier (exactly once), after
+	// preHeader bytes kept for its offset: PreCommit hands it over whole.
 	pending []byte
+	hint    int // the size of the last pre-commit, for the next buffer
 	mu      sync.Mutex
 	end     int64 // offset after every pre-committed (or restored and committed) byte
 }
@@ -189,18 +193,26 @@ func checkReplace(fsys vfs.FS, path string) error {
 
 // Write implements connector.Sink.
 func (s *Sink[T]) Write(ctx context.Context, items []T) error {
+	if s.ExactlyOnce {
+		if s.pending == nil {
+			s.pending = make([]byte, preHeader, max(s.hint+s.hint/8, 64<<10))
+		}
+		for i := range items {
+			s.pending = s.Encode(s.pending, items[i])
+		}
+		return nil
+	}
 	b := s.buf[:0]
 	for i := range items {
 		b = s.Encode(b, items[i])
 	}
 	s.buf = b[:0]
-	if s.ExactlyOnce {
-		s.pending = append(s.pending, b...)
-		return nil
-	}
 	_, err := s.w.Write(b)
 	return err
 }
+
+// preHeader is the room kept before pending output for its offset.
+const preHeader = binary.MaxVarintLen64
 
 // Flush implements connector.Sink.
 func (s *Sink[T]) Flush(ctx context.Context) error {
@@ -216,12 +228,22 @@ func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, err
 	if !s.ExactlyOnce {
 		return nil, s.Flush(ctx)
 	}
+	var hdr [preHeader]byte
 	s.mu.Lock()
-	pre := enc.AppendVarint(make([]byte, 0, 10+len(s.pending)), s.end)
-	s.end += int64(len(s.pending))
+	h := enc.AppendVarint(hdr[:0], s.end)
+	if s.pending != nil {
+		s.end += int64(len(s.pending) - preHeader)
+	}
 	s.mu.Unlock()
-	pre = append(pre, s.pending...)
-	s.pending = s.pending[:0]
+	if s.pending == nil {
+		return append([]byte(nil), h...), nil
+	}
+	// The offset goes just before the output, in the room kept for it: the
+	// buffer is the pre-commit, without a copy.
+	start := preHeader - len(h)
+	copy(s.pending[start:], h)
+	pre := s.pending[start:]
+	s.hint, s.pending = len(pre), nil
 	return pre, nil
 }
 
