@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -48,6 +49,9 @@ func (s *backfill) Read(ctx context.Context, b *connector.Batch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.next[0] == len(s.recs[0]) && s.next[1] == len(s.recs[1]) {
+		return io.EOF // the backfill is done: the job ends, every window fires
+	}
 	for p := range 2 {
 		if s.paused[p] {
 			continue
@@ -88,8 +92,8 @@ func (s *backfill) Resume(ps []int) {
 	}
 }
 
-// alignedRun replays the backfill and returns the most windows open at once
-// and the panes written.
+// alignedRun replays the backfill to its end and returns the most windows
+// open at once and the panes written.
 func alignedRun(t *testing.T, maxDrift time.Duration) (peak int64, panes string, pauses int) {
 	synctest.Test(t, func(t *testing.T) {
 		day := mtime.Now().Add(-24 * 3600_000)
@@ -125,17 +129,20 @@ func alignedRun(t *testing.T, maxDrift time.Duration) (peak int64, panes string,
 		e.OnSignal(h)
 		done := make(chan error, 1)
 		go func() { done <- e.Run(context.Background()) }()
-		for {
+		for running := true; running; {
 			time.Sleep(50 * time.Millisecond)
 			synctest.Wait()
-			st := e.Control().Status(context.Background(), time.Second)
-			peak = max(peak, st.OpenWindows)
-			if st.Counts.Read == 6600 {
-				break
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				running = false
+			default:
+				st := e.Control().Status(context.Background(), time.Second)
+				peak = max(peak, st.OpenWindows)
 			}
 		}
-		e.Control().Stop(context.Background(), true)
-		<-done
 		panes, pauses = sink.String(), src.pauses
 	})
 	return peak, panes, pauses
