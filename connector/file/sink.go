@@ -48,10 +48,12 @@ type Sink[T any] struct {
 	f   vfs.File
 	w   *bufio.Writer
 	buf []byte
-	// pending is the output since the last barrier (exactly once), after
-	// preHeader bytes kept for its offset: PreCommit hands it over whole.
-	pending []byte
-	hint    int // the size of the last pre-commit, for the next buffer
+	// pending is the output since the last barrier (exactly once), in
+	// chunks of about pendingChunk bytes: a buffer that grew by appending
+	// would copy itself over and over (Go grows large slices by a quarter).
+	pending [][]byte
+	size    int      // bytes in pending
+	spare   [][]byte // chunks to reuse
 	mu      sync.Mutex
 	end     int64 // offset after every pre-committed (or restored and committed) byte
 }
@@ -194,11 +196,15 @@ func checkReplace(fsys vfs.FS, path string) error {
 // Write implements connector.Sink.
 func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 	if s.ExactlyOnce {
-		if s.pending == nil {
-			s.pending = make([]byte, preHeader, max(s.hint+s.hint/8, 64<<10))
-		}
 		for i := range items {
-			s.pending = s.Encode(s.pending, items[i])
+			n := len(s.pending) - 1
+			if n < 0 || cap(s.pending[n])-len(s.pending[n]) < pendingRoom {
+				s.pending = append(s.pending, s.chunk())
+				n++
+			}
+			l := len(s.pending[n])
+			s.pending[n] = s.Encode(s.pending[n], items[i])
+			s.size += len(s.pending[n]) - l
 		}
 		return nil
 	}
@@ -211,8 +217,22 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 	return err
 }
 
-// preHeader is the room kept before pending output for its offset.
-const preHeader = binary.MaxVarintLen64
+// A chunk of pending output holds pendingChunk bytes; a new one is started
+// when less than pendingRoom is left (an item that needs more grows its
+// chunk).
+const (
+	pendingChunk = 1 << 20
+	pendingRoom  = 16 << 10
+)
+
+func (s *Sink[T]) chunk() []byte {
+	if n := len(s.spare); n > 0 {
+		c := s.spare[n-1]
+		s.spare = s.spare[:n-1]
+		return c
+	}
+	return make([]byte, 0, pendingChunk)
+}
 
 // Flush implements connector.Sink.
 func (s *Sink[T]) Flush(ctx context.Context) error {
@@ -228,22 +248,18 @@ func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, err
 	if !s.ExactlyOnce {
 		return nil, s.Flush(ctx)
 	}
-	var hdr [preHeader]byte
 	s.mu.Lock()
-	h := enc.AppendVarint(hdr[:0], s.end)
-	if s.pending != nil {
-		s.end += int64(len(s.pending) - preHeader)
-	}
+	pre := enc.AppendVarint(make([]byte, 0, binary.MaxVarintLen64+s.size), s.end)
+	s.end += int64(s.size)
 	s.mu.Unlock()
-	if s.pending == nil {
-		return append([]byte(nil), h...), nil
+	for _, c := range s.pending {
+		pre = append(pre, c...)
+		if cap(c) == pendingChunk && len(s.spare) < 64 {
+			s.spare = append(s.spare, c[:0])
+		}
 	}
-	// The offset goes just before the output, in the room kept for it: the
-	// buffer is the pre-commit, without a copy.
-	start := preHeader - len(h)
-	copy(s.pending[start:], h)
-	pre := s.pending[start:]
-	s.hint, s.pending = len(pre), nil
+	clear(s.pending)
+	s.pending, s.size = s.pending[:0], 0
 	return pre, nil
 }
 
