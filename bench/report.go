@@ -59,9 +59,6 @@ func Ratios(rs []Result) string {
 			fmt.Fprintf(&b, "  on Pebble, checkpoints every 1s cost %.1f%% of pebble-1m-p1's throughput (the operator stalled %.2f%% of the time; %.1f MiB written a checkpoint; state %.0f MiB on disk, %.0fx the budget)\n",
 				100*(1-c.EventsPerSec/w.EventsPerSec), c.Extra["ckpt_stall_pct"], c.Extra["ckpt_mib"], c.Extra["state_mib"], c.Extra["state_mib"]/c.Extra["budget_mib"])
 		}
-		if m, ok := find(rs, "tumbling-1m-p1"); ok {
-			fmt.Fprintf(&b, "  the Pebble backend runs at %.2fx the memory backend's throughput (1M keys)\n", w.EventsPerSec/m.EventsPerSec)
-		}
 	}
 	for _, backend := range []string{"memory", "pebble"} {
 		w, okw := find(rs, "steep-"+backend)
