@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -345,7 +347,7 @@ func (h *Head[K, T]) Signal(s Signal) {
 		w.Advance(s.Now)
 		return
 	case Barrier:
-		s.Barrier.Ack(h.p, File{Name: h.p.name, Data: h.appendState(nil)})
+		h.ackBarrier(s.Barrier)
 	case End, Stop:
 		if h.cfg.Dedup != nil && s.Kind == End {
 			h.cfg.Dedup.Expire(mtime.MaxTime)
@@ -365,11 +367,44 @@ func (h *Head[K, T]) Signal(s Signal) {
 // Push makes Head a Consumer[struct{}].
 func (h *Head[K, T]) Push(struct{}) {}
 
+// ackBarrier acknowledges a checkpoint barrier with the head's state. The
+// ids of a de-duplication on Pebble go as a Pebble checkpoint (files
+// "NAME.db.*", shared table files in the store), never read into memory.
+func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
+	sd, ok := h.cfg.Dedup.(state.SnapshotDedup)
+	if !ok {
+		b.Ack(h.p, File{Name: h.p.name, Data: h.appendState(nil, false)})
+		return
+	}
+	snap, err := sd.Snapshot()
+	if err != nil {
+		b.Fail(h.p, fmt.Errorf("de-duplication state: %w", err))
+		return
+	}
+	b.OnDone(func() { _ = snap.Release() })
+	files := []File{{Name: h.p.name, Data: h.appendState(nil, true)}}
+	for _, f := range snap.Files {
+		file := File{Name: h.p.FileName("db." + f.Name), Path: filepath.Join(snap.Dir, f.Name), Object: f.Object}
+		if f.Object == "" {
+			data, err := os.ReadFile(file.Path)
+			if err != nil {
+				b.Fail(h.p, fmt.Errorf("de-duplication state: %w", err))
+				return
+			}
+			file.Data, file.Path = data, ""
+		}
+		files = append(files, file)
+	}
+	b.Ack(h.p, files...)
+}
+
 // headVersion 2 added BeyondDedupHorizon to the counters, 3 the span of
 // event time.
 const headVersion = 3
 
-func (h *Head[K, T]) appendState(b []byte) []byte {
+// appendState appends the head's state; the de-duplication ids, unless
+// idsInFiles (they are in a Pebble checkpoint beside it).
+func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	b = append(b, headVersion)
 	c := &h.c
 	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon, int64(c.FirstEventTime), int64(c.LastEventTime)} {
@@ -388,11 +423,15 @@ func (h *Head[K, T]) appendState(b []byte) []byte {
 	} else {
 		b = enc.AppendBool(b, false)
 	}
-	if h.cfg.Dedup != nil {
-		b = enc.AppendBool(b, true)
+	// De-duplication: 0 none, 1 the ids follow, 2 the ids are in files.
+	switch {
+	case h.cfg.Dedup == nil:
+		b = enc.AppendUvarint(b, 0)
+	case idsInFiles:
+		b = enc.AppendUvarint(b, 2)
+	default:
+		b = enc.AppendUvarint(b, 1)
 		b = h.cfg.Dedup.AppendState(b)
-	} else {
-		b = enc.AppendBool(b, false)
 	}
 	return b
 }
@@ -428,11 +467,26 @@ func (h *Head[K, T]) restore(data []byte) error {
 			return err
 		}
 	}
-	if d.Bool() {
+	if ids := d.Count(2); ids > 0 {
 		if h.cfg.Dedup == nil {
 			return fmt.Errorf("the checkpoint de-duplicates, this job does not")
 		}
-		h.cfg.Dedup.RestoreState(d)
+		if ids == 1 {
+			h.cfg.Dedup.RestoreState(d)
+		} else {
+			dir, err := h.e.materialize(h.p, "db.")
+			if err != nil {
+				return err
+			}
+			if dir == "" {
+				return fmt.Errorf("its de-duplication ids (%s) are missing", h.p.FileName("db.*"))
+			}
+			err = h.cfg.Dedup.RestoreSnapshot(dir)
+			os.RemoveAll(dir)
+			if err != nil {
+				return err
+			}
+		}
 		if err := h.cfg.Dedup.Err(); err != nil {
 			return err
 		}

@@ -12,8 +12,9 @@ import (
 
 // Dedup remembers event ids for a horizon of event time: an id seen with
 // event time t is a duplicate until the watermark reaches t + horizon. The
-// memory and Pebble backends behave identically, and their checkpoints are
-// the same bytes, so a checkpoint restores into either.
+// memory and Pebble backends behave identically. The memory backend's
+// checkpoint holds its ids (AppendState); the Pebble backend's is a Pebble
+// checkpoint of them (SnapshotDedup); either restores into either.
 //
 // A Dedup is not safe for concurrent use: the source loop owns it.
 type Dedup interface {
@@ -32,8 +33,32 @@ type Dedup interface {
 	// checkpoint; RestoreState reads them back.
 	AppendState(b []byte) []byte
 	RestoreState(d *enc.Decoder)
+	// RestoreSnapshot reads back the ids of a Pebble checkpoint taken by a
+	// SnapshotDedup (see ReadSnapshot).
+	RestoreSnapshot(dir string) error
 	// Err is the first failure of the storage underneath, if any.
 	Err() error
+}
+
+// SnapshotDedup is a Dedup whose ids a checkpoint keeps as a Pebble
+// checkpoint, without reading them: the Pebble backend's.
+type SnapshotDedup interface {
+	Dedup
+	// Snapshot writes what is pending and takes a Pebble checkpoint of the
+	// ids; Dedup.RestoreSnapshot reads it back into either backend.
+	Snapshot() (*Snapshot, error)
+}
+
+// readSnapshotIDs calls f for every id of a Pebble checkpoint of a Dedup,
+// with its expiry.
+func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time)) error {
+	return ReadSnapshot(dir, []byte{TagDedupExpiry}, []byte{TagDedupExpiry + 1}, func(k, _ []byte) error {
+		if len(k) < 9 {
+			return enc.ErrCorrupt
+		}
+		f(k[9:], readOrderedTime(k[1:9]))
+		return nil
+	})
 }
 
 // NewMemoryDedup returns a Dedup that keeps its ids in a map.
@@ -89,8 +114,17 @@ func (d *memDedup) RestoreState(dec *enc.Decoder) {
 		id := dec.String()
 		d.ids[id] = struct{}{}
 		d.exp = append(d.exp, idExp{at, id}) // written in heap order
-
 	}
+}
+
+// RestoreSnapshot implements Dedup. The ids come by expiry, which is an
+// order of a heap.
+func (d *memDedup) RestoreSnapshot(dir string) error {
+	return readSnapshotIDs(dir, func(id []byte, exp mtime.Time) {
+		s := string(id)
+		d.ids[s] = struct{}{}
+		d.exp = append(d.exp, idExp{exp, s})
+	})
 }
 
 type expHeap []idExp
@@ -138,7 +172,7 @@ func (h *expHeap) pop() idExp {
 // them in order. Writes go through an indexed batch, so reads see them before
 // it is committed.
 func (db *DB) Dedup(horizon mtime.Time) Dedup {
-	return &diskDedup{db: db.DB, horizon: horizon, minExp: mtime.MaxTime, floor: mtime.MinTime, swept: mtime.MinTime}
+	return &diskDedup{db: db.DB, owner: db, horizon: horizon, minExp: mtime.MaxTime, floor: mtime.MinTime, swept: mtime.MinTime}
 }
 
 // Horizon implements Dedup.
@@ -146,6 +180,7 @@ func (d *diskDedup) Horizon() mtime.Time { return d.horizon }
 
 type diskDedup struct {
 	db      *pebble.DB
+	owner   *DB
 	batch   *pebble.Batch
 	horizon mtime.Time
 	minExp  mtime.Time // no id expires before this
@@ -290,6 +325,28 @@ func (d *diskDedup) RestoreState(dec *enc.Decoder) {
 		d.add(id, at)
 	}
 	d.commit()
+}
+
+// RestoreSnapshot implements Dedup.
+func (d *diskDedup) RestoreSnapshot(dir string) error {
+	err := readSnapshotIDs(dir, func(id []byte, exp mtime.Time) { d.add(id, exp) })
+	d.commit()
+	if err == nil {
+		err = d.failed
+	}
+	return err
+}
+
+// Snapshot implements SnapshotDedup.
+func (d *diskDedup) Snapshot() (*Snapshot, error) {
+	d.commit()
+	if d.failed != nil {
+		return nil, d.failed
+	}
+	return d.owner.checkpoint([]pebble.CheckpointSpan{
+		{Start: []byte{TagDedupID}, End: []byte{TagDedupID + 1}},
+		{Start: []byte{TagDedupExpiry}, End: []byte{TagDedupExpiry + 1}},
+	})
 }
 
 func (d *diskDedup) Err() error { return d.failed }

@@ -163,6 +163,10 @@ func (s *Snapshot) Release() error { return os.RemoveAll(s.Dir) }
 // hard link per table file, whatever the size of the state. Safe for
 // concurrent use.
 func (db *DB) Checkpoint(lo, hi []byte) (*Snapshot, error) {
+	return db.checkpoint([]pebble.CheckpointSpan{{Start: lo, End: hi}})
+}
+
+func (db *DB) checkpoint(spans []pebble.CheckpointSpan) (*Snapshot, error) {
 	if err := db.Flush(); err != nil {
 		return nil, fmt.Errorf("state: flush for a checkpoint: %w", err)
 	}
@@ -171,7 +175,7 @@ func (db *DB) Checkpoint(lo, hi []byte) (*Snapshot, error) {
 		return nil, err
 	}
 	dir := filepath.Join(base, fmt.Sprintf("snap-%08d", db.snaps.Add(1)))
-	if err := db.DB.Checkpoint(dir, pebble.WithRestrictToSpans([]pebble.CheckpointSpan{{Start: lo, End: hi}})); err != nil {
+	if err := db.DB.Checkpoint(dir, pebble.WithRestrictToSpans(spans)); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("state: checkpoint: %w", err)
 	}
