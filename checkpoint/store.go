@@ -253,6 +253,25 @@ func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 	return final, nil
 }
 
+// Adopt tells the store that the shared objects of files (a loaded
+// checkpoint's, of this store) are in it, so that a checkpoint referencing
+// them does not copy them again. Objects not found are ignored (they will
+// be copied).
+func (s *Store) Adopt(files []File) {
+	for _, f := range files {
+		if f.Object == "" {
+			continue
+		}
+		if _, ok := s.objects[f.Object]; ok {
+			continue
+		}
+		if st, err := s.fs.Stat(filepath.Join(s.sharedDir(), f.Object)); err == nil && st.Size() == f.Size {
+			f.Name = ""
+			s.objects[f.Object] = f
+		}
+	}
+}
+
 // object makes sure the shared object of in is in the store, copying it
 // there if no checkpoint has it yet, and says whether it did.
 func (s *Store) object(in Input) (File, bool, error) {

@@ -649,3 +649,45 @@ func copyOut(fs checkpoint.FS, from, to string) error {
 	}
 	return os.WriteFile(to, b, 0o644)
 }
+
+// recordRecommitted writes a checkpoint that is the restored one with every
+// sink's pending pre-commits committed (they were, by the OnStart
+// functions), before any sink starts. A run that crashes from now on resumes
+// from it and has nothing to commit again: committing a Kafka transaction
+// again after a newer start fenced its producer cannot succeed, nor tell a
+// committed transaction from one aborted by its timeout.
+func (e *Engine) recordRecommitted() error {
+	r := e.resumed
+	sinks := map[string]*Participant{}
+	for _, p := range e.parts {
+		if p.commit != nil {
+			sinks[p.name] = p
+		}
+	}
+	var in []checkpoint.Input
+	for _, f := range r.Manifest.Files {
+		switch p := sinks[f.Name]; {
+		case p != nil:
+			in = append(in, checkpoint.Input{Name: f.Name, Data: encodePending(nil, p.committed.Load())})
+		case f.Object != "":
+			in = append(in, checkpoint.Input{Name: f.Name, Path: r.Paths[f.Name], Object: f.Object})
+		case f.Lazy:
+			// A savepoint's own copy of a table file: a shared object of
+			// this store from now on, named by its contents.
+			in = append(in, checkpoint.Input{Name: f.Name, Path: r.Paths[f.Name], Object: "sha256-" + f.SHA256})
+		default:
+			in = append(in, checkpoint.Input{Name: f.Name, Data: r.Files[f.Name]})
+		}
+	}
+	e.store.Adopt(r.Manifest.Files)
+	m := r.Manifest
+	m.ID, m.Kind, m.Created, m.Files = e.nextID, checkpoint.Periodic, "", nil
+	e.nextID++
+	path, err := e.store.SaveFiles(m, in)
+	if err != nil {
+		return &CheckpointError{ID: m.ID, Msg: fmt.Sprintf("cannot record that the restored checkpoint's output is committed (checkpoint %d): %s", m.ID, errText(err)), Err: err}
+	}
+	e.store.Prune()
+	e.log(fmt.Sprintf("committed what %s left pending; recorded in %s", r.Path, path))
+	return nil
+}

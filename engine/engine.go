@@ -86,6 +86,10 @@ type Engine struct {
 	store   *checkpoint.Store
 	resumed *checkpoint.Checkpoint
 	nextID  uint64
+	// recommitted: a sink committed again what the restored checkpoint
+	// left pending, and starting it may fence what it committed.
+	recommitted bool
+	onStarted   []func(ctx context.Context) error // after starts: sinks that start producers (connector.Starter)
 	coord   *coordinator
 
 	// failure
@@ -215,6 +219,20 @@ func (e *Engine) Run(ctx context.Context) error {
 		go e.coord.run()
 	}
 	for _, f := range e.starts {
+		if err := f(e.sinkCtx); err != nil {
+			e.Fail(err)
+			e.shutdown(reasonFailed, nil)
+			return e.failErr
+		}
+	}
+	if e.recommitted {
+		if err := e.recordRecommitted(); err != nil {
+			e.Fail(err)
+			e.shutdown(reasonFailed, nil)
+			return e.failErr
+		}
+	}
+	for _, f := range e.onStarted {
 		if err := f(e.sinkCtx); err != nil {
 			e.Fail(err)
 			e.shutdown(reasonFailed, nil)

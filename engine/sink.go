@@ -102,13 +102,22 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 			}
 			p.committed.Add(pc.items)
 		}
-		if st, ok := s.(connector.Starter); ok {
+		return nil
+	})
+	if st, ok := s.(connector.Starter); ok {
+		if len(restored) > 0 {
+			// Starting may fence the producers whose transactions were
+			// just committed again: a checkpoint that no longer holds them
+			// must be durable first (see Engine.recordRecommitted).
+			e.recommitted = true
+		}
+		e.onStarted = append(e.onStarted, func(ctx context.Context) error {
 			if err := e.Retry(name+" start", func() error { return st.Start(ctx) }); err != nil {
 				return n.wrap("start", err)
 			}
-		}
-		return nil
-	})
+			return nil
+		})
+	}
 	e.OnStatus(func(st *Status) {
 		st.Sinks = append(st.Sinks, SinkStatus{Name: name, Written: n.pushed.Load(), Committed: n.Written(), Guarantee: s.Guarantee().String(),
 			CommitLatency: float64(p.commitNs.Load()) / 1e6})
