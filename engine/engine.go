@@ -90,7 +90,7 @@ type Engine struct {
 	// left pending, and starting it may fence what it committed.
 	recommitted bool
 	onStarted   []func(ctx context.Context) error // after starts: sinks that start producers (connector.Starter)
-	coord   *coordinator
+	coord       *coordinator
 
 	// failure
 	failOnce sync.Once
