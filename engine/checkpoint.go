@@ -15,6 +15,7 @@ import (
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/state"
 )
 
 // layoutVersion is the version of the engine's files in a checkpoint.
@@ -129,6 +130,27 @@ func (b *CheckpointBarrier) OnDone(f func()) {
 	b.mu.Lock()
 	b.onDone = append(b.onDone, f)
 	b.mu.Unlock()
+}
+
+// snapshotFiles are the files of a Pebble checkpoint of p's state, named
+// p.FileName(prefix+name): the table files as shared objects of the store,
+// the manifest and markers (small, and new at every checkpoint) read in.
+// The snapshot is released once the checkpoint is written or has failed.
+func (b *CheckpointBarrier) snapshotFiles(p *Participant, prefix string, snap *state.Snapshot) ([]File, error) {
+	b.OnDone(func() { _ = snap.Release() })
+	var files []File
+	for _, f := range snap.Files {
+		file := File{Name: p.FileName(prefix + f.Name), Path: filepath.Join(snap.Dir, f.Name), Object: f.Object}
+		if f.Object == "" {
+			data, err := os.ReadFile(file.Path)
+			if err != nil {
+				return nil, err
+			}
+			file.Data, file.Path = data, ""
+		}
+		files = append(files, file)
+	}
+	return files, nil
 }
 
 func (b *CheckpointBarrier) release() {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -381,21 +380,12 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 		b.Fail(h.p, fmt.Errorf("de-duplication state: %w", err))
 		return
 	}
-	b.OnDone(func() { _ = snap.Release() })
-	files := []File{{Name: h.p.name, Data: h.appendState(nil, true)}}
-	for _, f := range snap.Files {
-		file := File{Name: h.p.FileName("db." + f.Name), Path: filepath.Join(snap.Dir, f.Name), Object: f.Object}
-		if f.Object == "" {
-			data, err := os.ReadFile(file.Path)
-			if err != nil {
-				b.Fail(h.p, fmt.Errorf("de-duplication state: %w", err))
-				return
-			}
-			file.Data, file.Path = data, ""
-		}
-		files = append(files, file)
+	files, err := b.snapshotFiles(h.p, "db.", snap)
+	if err != nil {
+		b.Fail(h.p, fmt.Errorf("de-duplication state: %w", err))
+		return
 	}
-	b.Ack(h.p, files...)
+	b.Ack(h.p, append([]File{{Name: h.p.name, Data: h.appendState(nil, true)}}, files...)...)
 }
 
 // headVersion 2 added BeyondDedupHorizon to the counters, 3 the span of

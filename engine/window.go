@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
@@ -289,21 +288,12 @@ func (w *Window[K, T, A, O]) ack(sb *stageBarrier, bars []*exec.Barrier) {
 		var err error
 		for i, bo := range bars {
 			bo.Wait()
-			if snap := bo.Snapshot; snap != nil {
-				sb.b.OnDone(func() { _ = snap.Release() })
-				for _, f := range snap.Files {
-					file := File{Name: w.p.FileName(fmt.Sprintf("op-%d.db.%s", i, f.Name)), Path: filepath.Join(snap.Dir, f.Name), Object: f.Object}
-					if f.Object == "" {
-						// The manifest and markers: small, and kept by
-						// every checkpoint in its own directory.
-						data, rerr := os.ReadFile(file.Path)
-						if rerr != nil && err == nil {
-							err = rerr
-						}
-						file.Data, file.Path = data, ""
-					}
-					files = append(files, file)
+			if bo.Snapshot != nil {
+				fs, serr := sb.b.snapshotFiles(w.p, fmt.Sprintf("op-%d.db.", i), bo.Snapshot)
+				if serr != nil && err == nil {
+					err = serr
 				}
+				files = append(files, fs...)
 			}
 			if bo.Err != nil && err == nil {
 				err = bo.Err
