@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
-	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
 
@@ -77,34 +75,11 @@ func TestRecommittedBeforeTheSinkStarts(t *testing.T) {
 	b := &broker{committed: map[string]bool{}}
 	run := func(s *fencingSink, recs int, dies bool) (string, error) {
 		log := &syncBuffer{}
-		e, err := engine.New(engine.Config{Name: "recommit", Checkpoint: engine.Checkpointing{Dir: dir, Interval: time.Hour, TolerableFailures: 5},
-			Log: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := engine.NewWindow(e, engine.WindowConfig[string, int, int64, int64]{
-			Name: "window", Strategy: window.NewStrategy(window.TumblingWindows(time.Second)),
-			Watermark: watermark.BoundedOutOfOrderness(0), Agg: aggregate.Count[int](), Parallelism: 1,
-			Hash: func(s string) uint64 { return uint64(len(s)) }, Codec: countCodec{},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := engine.NewSink(e, "out", s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Panes.Subscribe(n)
-		h, err := engine.NewHead(e, engine.HeadConfig[string, int]{Name: "head", Decoder: decoder{}, Window: w})
-		if err != nil {
-			t.Fatal(err)
-		}
 		src := &lines{more: make(chan struct{}, 1)}
 		for i := range recs {
 			src.add(fmt.Sprintf("k%d %d", i%3, 1_780_000_000_000+i*400))
 		}
-		e.AddSource("mem", src, h)
-		e.OnSignal(h)
+		e := build(t, engine.Config{Name: "recommit", Checkpoint: engine.Checkpointing{Dir: dir, Interval: time.Hour, TolerableFailures: 5}, Log: log}, src, s)
 		done := make(chan error, 1)
 		go func() { done <- e.Run(context.Background()) }()
 		for e.Control().Status(context.Background(), time.Second).Counts.Read < int64(recs) {
@@ -121,7 +96,7 @@ func TestRecommittedBeforeTheSinkStarts(t *testing.T) {
 			e.Control().Savepoint(context.Background())
 		}
 		e.Control().Stop(context.Background(), true)
-		err = <-done
+		err := <-done
 		return log.String(), err
 	}
 	// 1: the savepoint is written, its commit does not happen.
