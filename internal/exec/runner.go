@@ -187,7 +187,7 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 		r.ops = append(r.ops, op)
 	}
 	if len(cfg.Restore) > 0 {
-		if err := RestoreFrom(r.ops, cfg.Restore, cfg.RestoreDirs, cfg.Codec); err != nil {
+		if err := Restore(r.ops, cfg.Restore, cfg.RestoreDirs, cfg.Codec); err != nil {
 			r.fail(err)
 		}
 	}

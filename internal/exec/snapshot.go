@@ -3,7 +3,6 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -147,23 +146,11 @@ func (s *memSnapshot[K, A, O]) run() ([]byte, time.Duration) {
 	b := s.buf
 	for _, ch := range s.chunks {
 		for i := range ch {
-			e := &ch[i]
-			for {
-				v := e.mark.Load()
-				if v == s.gen {
-					break // the operator wrote it
+			if e := &ch[i]; e.claim(s.gen) { // else the operator wrote it
+				if e.live {
+					b = appendEntry(b, e.key, &e.ks, s.codec, s.hash)
 				}
-				if v&markBusy != 0 {
-					runtime.Gosched() // the operator is writing it
-					continue
-				}
-				if e.mark.CompareAndSwap(v, s.gen|markBusy) {
-					if e.live {
-						b = appendEntry(b, e.key, &e.ks, s.codec, s.hash)
-					}
-					e.mark.Store(s.gen)
-					break
-				}
+				e.mark.Store(s.gen)
 			}
 		}
 	}
@@ -230,17 +217,7 @@ func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapsho
 	return enc.AppendUvarint(b, uint64(s.inst)), snap, nil
 }
 
-// Restore is RestoreFrom snapshots that hold their keys.
-func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, c Codec[K, A, O]) error {
-	return RestoreFrom(ops, parts, nil, c)
-}
-
-// RestoreFrom loads the snapshots of a previous run's instances (any number
-// of them, from either backend) into ops, giving each key to the instance
-// that owns its key group. A snapshot whose keys are in a Pebble checkpoint
-// has its directory in dirs, at the same index. The statistics of the
-// previous run go to ops[0]. ops must be new.
-func RestoreFrom[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, dirs []string, c Codec[K, A, O]) error {
+func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, dirs []string, c Codec[K, A, O]) error {
 	for pi, part := range parts {
 		d := enc.NewDecoder(part)
 		v := d.Count(255)

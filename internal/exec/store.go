@@ -155,19 +155,28 @@ func (m *memStore[K, A, O]) remove(k K, ks *keyState[A, O]) {
 // operator changes it: it writes it itself, unless the snapshot has already
 // read it or is reading it now (then it waits).
 func (m *memStore[K, A, O]) capture(e *memEntry[K, A, O]) {
+	if e.claim(m.gen) {
+		if e.live {
+			m.snap.add(e)
+		}
+		e.mark.Store(m.gen)
+	}
+}
+
+// claim is how the operator and a snapshot agree on who writes e into
+// snapshot gen: it returns true, with e marked busy, for the one that is to
+// write it (and then marks it gen), and false once e is in the snapshot. If
+// the other is writing e, it waits for it.
+func (e *memEntry[K, A, O]) claim(gen uint32) bool {
 	for {
 		v := e.mark.Load()
 		switch {
-		case v == m.gen:
-			return
+		case v == gen:
+			return false
 		case v&markBusy != 0:
-			runtime.Gosched() // the snapshot is writing this slot: a moment
-		case e.mark.CompareAndSwap(v, m.gen|markBusy):
-			if e.live {
-				m.snap.add(e)
-			}
-			e.mark.Store(m.gen)
-			return
+			runtime.Gosched() // the other is writing this slot: a moment
+		case e.mark.CompareAndSwap(v, gen|markBusy):
+			return true
 		}
 	}
 }
