@@ -214,8 +214,9 @@ func items(f Feed) []json.RawMessage {
 	return f.Items()
 }
 
-// Listen serves the console on addr (host:port) until ctx is done.
-func Listen(ctx context.Context, addr string, s *Server) (net.Addr, error) {
+// Listen serves the console (a Server or a GroupServer) on addr
+// (host:port) until ctx is done.
+func Listen(ctx context.Context, addr string, s interface{ Handler() http.Handler }) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("cannot serve the console on %s: %w", addr, err)

@@ -356,6 +356,18 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		return
 	}
 	c.lastGood = path
+	if publish := e.cfg.Checkpoint.Publish; publish != nil {
+		// The checkpoint counts once it is published (in the transaction
+		// the sinks commit next): without it, nothing may be committed.
+		if err := publish(e.sinkCtx, b.ID, path); err != nil {
+			err = &CheckpointError{ID: b.ID, Msg: fmt.Sprintf("%s %d could not be published: %s", b.Kind, b.ID, errText(err)), Err: err}
+			e.Fail(err)
+			if b.reply != nil {
+				b.reply <- savepointResult{err: err}
+			}
+			return
+		}
+	}
 	if err := c.commitAll(b.ID); err != nil {
 		// The checkpoint is durable and keeps what is still to commit: the
 		// next checkpoint carries it and its commit tries again. A sink that

@@ -75,6 +75,7 @@ type Job struct {
 	// old one's whatever their revisions. 1 when the file does not say.
 	Version int64
 
+	task      int32  // in a task of a group job: its partition + 1
 	inputName string // source.file as written, for errors
 	inputLine int
 	lines     map[string]int // the line of each field the file checks name
@@ -327,6 +328,12 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.checkpoint(root, j); err != nil {
 		return nil, err
 	}
+	if j.Grouped() && j.Checkpoint.Interval == 0 {
+		j.Checkpoint = Checkpoint{Interval: 1000, Keep: 3, TolerableFailures: 3}
+	}
+	if err := p.checkGroup(j); err != nil {
+		return nil, err
+	}
 	if err := p.checkDelivery(j); err != nil {
 		return nil, err
 	}
@@ -335,6 +342,9 @@ func (p *parser) job(root *node) (*Job, error) {
 	}
 	if err := p.state(root, j); err != nil {
 		return nil, err
+	}
+	if j.Grouped() && j.State.Backend != "memory" {
+		return nil, root.errf(root.get("state"), "state.backend", "a job in a consumer group keeps its state in memory (its changelog topic makes it durable); %s is not supported there yet", j.State.Backend)
 	}
 	if h, hn, err := root.str("http"); err != nil {
 		return nil, err
@@ -345,6 +355,26 @@ func (p *parser) job(root *node) (*Job, error) {
 		j.HTTP = h
 	}
 	return j, nil
+}
+
+// checkGroup applies the rules of a job in a consumer group: every output is
+// a Kafka topic (a task's output moves with its partition to another
+// machine, which a file cannot), written in the task's transaction.
+func (p *parser) checkGroup(j *Job) error {
+	if !j.Grouped() {
+		return nil
+	}
+	for _, o := range j.AllOutputs() {
+		if o.Kafka == nil {
+			return &Error{File: p.file, Line: o.Line, Field: o.Field,
+				Msg: "a job in a consumer group writes to Kafka topics only: a task moves to another machine with its partition, and its output with it"}
+		}
+	}
+	if j.Summary != "" || j.Acceptance != "" {
+		return &Error{File: p.file, Field: "summary",
+			Msg: "a job in a consumer group never ends, and writes no summary or acceptance record"}
+	}
+	return nil
 }
 
 // noDuplicates refuses a field given twice in one mapping: YAML readers
@@ -436,12 +466,38 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := k.strict(append([]string{"start"}, kafkaConnFields...)...); err != nil {
+	if err := k.strict(append([]string{"start", "group", "changelog", "session_timeout"}, kafkaConnFields...)...); err != nil {
 		return err
 	}
-	ki := &KafkaInput{}
+	ki := &KafkaInput{SessionTimeout: 10_000}
 	if err := p.kafkaConn(k, "source.kafka", &ki.KafkaConn); err != nil {
 		return err
+	}
+	if ki.Group, _, err = k.str("group"); err != nil {
+		return err
+	}
+	cn := k.get("changelog")
+	if ki.Changelog, _, err = k.str("changelog"); err != nil {
+		return err
+	}
+	if d, ok, err := k.duration("session_timeout"); err != nil {
+		return err
+	} else if ok {
+		if d < 1000 {
+			return k.errf(k.get("session_timeout"), "source.kafka.session_timeout", "must be at least 1s")
+		}
+		ki.SessionTimeout = d
+	}
+	if ki.Group == "" {
+		for _, f := range []string{"changelog", "session_timeout"} {
+			if k.get(f) != nil {
+				return k.errf(k.get(f), "source.kafka."+f, "belongs to a job in a consumer group: set source.kafka.group too")
+			}
+		}
+	} else if ki.Changelog == "" {
+		ki.Changelog = ki.Group + "-changelog"
+	} else if ki.Changelog == ki.Topic {
+		return k.errf(cn, "source.kafka.changelog", "must not be the input topic")
 	}
 	st, sn, err := k.str("start")
 	if err != nil {
@@ -857,10 +913,19 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if dir == "" {
+	if j.Grouped() {
+		if n != nil {
+			return c.errf(n, "checkpoint.dir", "a job in a consumer group keeps its state in its changelog topic (source.kafka.changelog), not in a directory: give checkpoint.interval alone")
+		}
+	} else if dir == "" {
 		return c.errf(n, "checkpoint.dir", "missing: the directory checkpoints are written to")
+	} else {
+		dir = p.resolve(dir)
 	}
-	j.Checkpoint = Checkpoint{Dir: p.resolve(dir), Interval: 10000, Keep: 3, TolerableFailures: 3}
+	j.Checkpoint = Checkpoint{Dir: dir, Interval: 10000, Keep: 3, TolerableFailures: 3}
+	if j.Grouped() {
+		j.Checkpoint.Interval = 1000
+	}
 	if d, ok, err := c.duration("interval"); err != nil {
 		return err
 	} else if ok {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -87,6 +88,28 @@ state: {backend: pebble, dir: state, memory_budget: 256MiB}
 
 // Every mistake is one line naming the file, the line, the field and what
 // is expected.
+const groupMinimal = `source: {kafka: {brokers: [b:9092], topic: in, group: g}}
+time: {field: ts}
+key: card
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: {kafka: {brokers: [b:9092], topic: out}}
+`
+
+// A job in a consumer group: its defaults.
+func TestParseGroup(t *testing.T) {
+	j, err := Parse([]byte(groupMinimal), "job.yaml", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.Grouped() || j.Kafka.Changelog != "g-changelog" || j.Kafka.SessionTimeout != 10_000 || j.Checkpoint.Interval != 1000 || j.Checkpoint.Dir != "" {
+		t.Errorf("group %q changelog %q session %d checkpoint %+v", j.Kafka.Group, j.Kafka.Changelog, j.Kafka.SessionTimeout, j.Checkpoint)
+	}
+	if k := j.Outputs[0].Kafka; k.Delivery != connector.ExactlyOnce || k.TransactionTimeout != DefaultGroupTransactionTimeout {
+		t.Errorf("output delivery %v timeout %d", k.Delivery, k.TransactionTimeout)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
@@ -127,6 +150,20 @@ func TestParseErrors(t *testing.T) {
 			`job.yaml:6: output.postgres.dsn: missing: the connection string, e.g. dsn: postgres://weir@localhost/metrics (${NAME} reads NAME from the environment)`},
 		{"two kinds of output", strings.Replace(minimal, "output: results.jsonl", "output: {file: a.jsonl, sqlite: {path: r.db, table: t}}", 1),
 			`job.yaml:6: output: choose one of file, kafka, sqlite and postgres`},
+		{"group with a checkpoint directory", groupMinimal + "checkpoint: {dir: ckpt}\n",
+			`job.yaml:7: checkpoint.dir: a job in a consumer group keeps its state in its changelog topic (source.kafka.changelog), not in a directory: give checkpoint.interval alone`},
+		{"group writing a file", strings.Replace(groupMinimal, "output: {kafka: {brokers: [b:9092], topic: out}}", "output: results.jsonl", 1),
+			`job.yaml:6: output: a job in a consumer group writes to Kafka topics only: a task moves to another machine with its partition, and its output with it`},
+		{"group writing elsewhere", strings.Replace(groupMinimal, "output: {kafka: {brokers: [b:9092], topic: out}}", "output: {kafka: {brokers: [c:9092], topic: out}}", 1),
+			`job.yaml:6: output.kafka.brokers: a job in a consumer group writes to the cluster it reads (source.kafka.brokers): a transaction spans one cluster`},
+		{"group at least once", strings.Replace(groupMinimal, "topic: out}", "topic: out, delivery: at_least_once}", 1),
+			`job.yaml:6: output.kafka.delivery: a job in a consumer group writes exactly once: a task's output, state and input positions are one transaction`},
+		{"group on pebble", groupMinimal + "state: {backend: pebble}\n",
+			`job.yaml:7: state.backend: a job in a consumer group keeps its state in memory (its changelog topic makes it durable); pebble is not supported there yet`},
+		{"changelog without group", strings.Replace(groupMinimal, "group: g", "changelog: c", 1),
+			`job.yaml:1: source.kafka.changelog: belongs to a job in a consumer group: set source.kafka.group too`},
+		{"short session", strings.Replace(groupMinimal, "group: g", "group: g, session_timeout: 500ms", 1),
+			`job.yaml:1: source.kafka.session_timeout: must be at least 1s`},
 		{"late events to a table", minimal + "late_output: {sqlite: {path: r.db, table: late}}\n",
 			`job.yaml:7: late_output: a table holds results only: give it a file or a Kafka topic`},
 		{"the same table twice", strings.Replace(minimal, "output: results.jsonl", "output: [{sqlite: {path: r.db, table: t}}, {sqlite: {path: r.db, table: t}}]", 1),

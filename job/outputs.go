@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -65,6 +66,7 @@ type KafkaOutput struct {
 	Delivery           connector.Guarantee
 	DeliverySet        bool
 	TransactionTimeout mtime.Time
+	TimeoutSet         bool // transaction_timeout was given
 	RestartBudget      mtime.Time
 }
 
@@ -72,7 +74,18 @@ type KafkaOutput struct {
 type KafkaInput struct {
 	KafkaConn
 	Start kafka.Start
+	// Group, when set, makes the job one instance of a consumer group:
+	// the instances share the topic's partitions, each partition a task
+	// with its own state, kept in the Changelog topic.
+	Group     string
+	Changelog string
+	// SessionTimeout is how long the group waits for an instance that
+	// stopped answering before it moves its partitions.
+	SessionTimeout mtime.Time
 }
+
+// Grouped reports whether the job is an instance of a consumer group.
+func (j *Job) Grouped() bool { return j.Kafka != nil && j.Kafka.Group != "" }
 
 // DefaultTransactionTimeout is a Kafka sink's transaction timeout when the
 // job file does not say: 15 minutes, the brokers' default maximum
@@ -83,6 +96,13 @@ const DefaultTransactionTimeout mtime.Time = 15 * 60_000
 // may take, when the job file does not say: the transaction a checkpoint
 // recorded must outlive the checkpoint interval and the restart.
 const DefaultRestartBudget mtime.Time = 5 * 60_000
+
+// DefaultGroupTransactionTimeout is a consumer-group job's transaction
+// timeout when the job file does not say: a minute. The partition's next
+// owner aborts a dead owner's open transaction when it takes the partition
+// over; the timeout only bounds how long read_committed readers wait when
+// no instance is left to take it.
+const DefaultGroupTransactionTimeout mtime.Time = 60_000
 
 var kafkaConnFields = []string{"brokers", "topic", "client.id", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
 	"ssl.ca.location", "ssl.certificate.location", "ssl.key.location"}
@@ -214,6 +234,7 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 					return k.errf(k.get(f.name), field+".kafka."+f.name, "must be a positive duration")
 				}
 				*f.dst = v
+				ko.TimeoutSet = ko.TimeoutSet || f.name == "transaction_timeout"
 			}
 		}
 		o.Kafka = ko
@@ -365,6 +386,26 @@ func (p *parser) checkDelivery(j *Job) error {
 	for _, o := range j.AllOutputs() {
 		k := o.Kafka
 		if k == nil {
+			continue
+		}
+		if j.Grouped() {
+			if k.DeliverySet && k.Delivery != connector.ExactlyOnce {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.delivery",
+					Msg: "a job in a consumer group writes exactly once: a task's output, state and input positions are one transaction"}
+			}
+			if !slices.Equal(k.Brokers, j.Kafka.Brokers) {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.brokers",
+					Msg: "a job in a consumer group writes to the cluster it reads (source.kafka.brokers): a transaction spans one cluster"}
+			}
+			k.Delivery = connector.ExactlyOnce
+			if !k.TimeoutSet {
+				k.TransactionTimeout = DefaultGroupTransactionTimeout
+			}
+			if k.TransactionTimeout <= 2*j.Checkpoint.Interval {
+				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.transaction_timeout",
+					Msg: fmt.Sprintf("%s must exceed twice checkpoint.interval (%s): a transaction stays open until its checkpoint commits",
+						mtime.FormatDuration(k.TransactionTimeout), mtime.FormatDuration(j.Checkpoint.Interval))}
+			}
 			continue
 		}
 		if !k.DeliverySet {

@@ -56,6 +56,9 @@ type Options struct {
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
 	// after every so many batches of the input (tests).
 	savepointEvery, checkpointEvery int64
+	// task, for a task of a consumer-group job: its partition, its
+	// transactions and where its checkpoints go.
+	task *taskHooks
 }
 
 // RuntimeError is a failure while a job runs (as opposed to a bad job
@@ -276,6 +279,9 @@ func (rn *Runnable) build() error {
 			Keep: j.Checkpoint.Keep, TolerableFailures: j.Checkpoint.TolerableFailures,
 			Fingerprint: fingerprint(j), From: o.From, FS: o.FS,
 		}
+		if o.task != nil {
+			ecfg.Checkpoint.Publish = o.task.publish
+		}
 	}
 	e, err := engine.New(ecfg)
 	if err != nil {
@@ -417,6 +423,9 @@ func (rn *Runnable) build() error {
 	case j.Kafka != nil:
 		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start}
 		ks.Log = func(s string) { rn.logf("%s", s) }
+		if o.task != nil {
+			ks.Partitions = []int32{o.task.partition}
+		}
 		src = ks
 	case j.Input == "-":
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
@@ -459,6 +468,9 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
 			TransactionalID:    transactionalID(rn.j, o.Field)}
 		ks.Log = func(s string) { rn.logf("%s", s) }
+		if rn.o.task != nil {
+			ks.Txn = rn.o.task.txn
+		}
 		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))
 	case o.File == "-":

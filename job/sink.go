@@ -174,6 +174,9 @@ func (f *format) appendLate(b []byte, l lateEvent) []byte {
 // its partition and offset in a topic.
 func (f *format) appendPosition(b []byte, part int32, off int64) []byte {
 	if f.j.Kafka != nil {
+		if f.j.task > 0 { // a task reads one partition: index 0
+			part = f.j.task - 1
+		}
 		b = append(b, `,"partition":`...)
 		b = appendJSONString(b, []byte(f.j.Kafka.Topic+"/"+strconv.Itoa(int(part))))
 		b = append(b, `,"offset":`...)

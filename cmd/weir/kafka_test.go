@@ -49,7 +49,7 @@ func startBroker(t *testing.T, topics ...string) *broker {
 }
 
 func (b *broker) start(topics ...string) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir)}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir), kfake.GroupMinSessionTimeout(time.Second)}
 	for _, tp := range topics {
 		name, parts, _ := strings.Cut(tp, ":")
 		n := 1

@@ -14,10 +14,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -141,6 +143,13 @@ Flags:
 		j.HTTP = *httpAddr
 	}
 	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != ""}
+	if j.Grouped() {
+		if *from != "" {
+			fmt.Fprintln(stderr, "weir: --from: a job in a consumer group starts each partition from its changelog topic")
+			return 2
+		}
+		return runGroup(j, opts, stderr)
+	}
 	if *progress {
 		opts.Progress = stderr
 	}
@@ -172,6 +181,43 @@ Flags:
 		fmt.Fprint(stderr, sum.Text())
 	}
 	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	return 0
+}
+
+// runGroup runs an instance of a consumer-group job until SIGTERM or
+// Ctrl-C: then each of its tasks takes a last checkpoint and it leaves the
+// group.
+func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
+	gr, err := job.NewGroup(j, opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if j.HTTP != "" {
+		addr, err := console.Listen(ctx, j.HTTP, gr.Console())
+		if err != nil {
+			fmt.Fprintln(stderr, "weir:", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "weir: the instance's status is on http://%s/api/status (metrics on /metrics)\n", addr)
+	}
+	term := make(chan os.Signal, 2)
+	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(term)
+	go func() {
+		<-term
+		fmt.Fprintln(stderr, "weir: stopping: every task takes a last checkpoint, then the instance leaves the group")
+		cancel()
+		<-term
+		fmt.Fprintln(stderr, "weir: second signal: exiting at once; the partitions resume from their changelog")
+		os.Exit(1)
+	}()
+	if err := gr.Run(ctx); err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return 1
 	}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -122,17 +123,37 @@ func TestSourcePositions(t *testing.T) {
 
 func committed(t *testing.T, c *kfake.Cluster, topic string) []string {
 	t.Helper()
-	cl := client(t, c, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(50*time.Millisecond))
+	// Read up to the last stable offset of every partition, markers
+	// included, however slow the machine.
+	ends, err := kadm.NewClient(client(t, c)).ListCommittedOffsets(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	cl := client(t, c, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(), kgo.FetchMaxWait(50*time.Millisecond))
 	var out []string
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for {
+	for len(want) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return out
+			t.Fatalf("reading %s: %v", topic, ctx.Err())
 		}
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset+1 >= want[r.Partition] {
+				delete(want, r.Partition)
+			}
+			if !r.Attrs.IsControl() {
+				out = append(out, string(r.Value))
+			}
+		})
 	}
+	return out
 }
 
 func strSink(c *kfake.Cluster) *Sink[string] {

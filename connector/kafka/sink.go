@@ -52,7 +52,12 @@ type Sink[T any] struct {
 	// commits it and its output is lost.
 	TransactionTimeout time.Duration
 	Encode             Encoder[T]
+	// Txn, when set, is the task's transactions this sink shares with the
+	// task's other sinks and its changelog (a consumer-group job): Delivery
+	// and TransactionalID are then the Txn's.
+	Txn *Txn
 
+	mem     *member
 	admin   *kgo.Client // EndTxn after a restore
 	once    *kgo.Client // at least once
 	slots   []*slot
@@ -76,7 +81,12 @@ type slot struct {
 }
 
 // Guarantee implements connector.Sink.
-func (s *Sink[T]) Guarantee() connector.Guarantee { return s.Delivery }
+func (s *Sink[T]) Guarantee() connector.Guarantee {
+	if s.Txn != nil {
+		return connector.ExactlyOnce
+	}
+	return s.Delivery
+}
 
 // Open implements connector.Sink.
 func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
@@ -96,6 +106,10 @@ func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
 	}
 	if err := s.checkTopic(ctx); err != nil {
 		return err
+	}
+	if s.Txn != nil {
+		s.mem = s.Txn.join()
+		return nil
 	}
 	if s.Delivery != connector.ExactlyOnce {
 		s.once, err = kgo.NewClient(append(opts, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond))...)
@@ -136,6 +150,9 @@ func (s *Sink[T]) checkTopic(ctx context.Context) error {
 // committed: every producer starts, which aborts a transaction it left open
 // in an earlier run.
 func (s *Sink[T]) Start(ctx context.Context) error {
+	if s.Txn != nil {
+		return s.Txn.Start(ctx)
+	}
 	for _, sl := range s.slots {
 		if err := s.startSlot(ctx, sl); err != nil {
 			return err
@@ -180,6 +197,14 @@ func (s *Sink[T]) err() error {
 func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 	if err := s.err(); err != nil {
 		return err
+	}
+	if s.Txn != nil {
+		recs := make([]*kgo.Record, len(items))
+		for i := range items {
+			k, v := s.Encode(items[i])
+			recs[i] = &kgo.Record{Topic: s.Topic, Key: k, Value: v}
+		}
+		return s.Txn.produce(ctx, s.mem, recs)
 	}
 	cl := s.once
 	if cl == nil {
@@ -257,6 +282,9 @@ func decodePre(b []byte) (pre, error) {
 // producer's id and epoch go into the checkpoint; the next records go into
 // the next producer's transaction.
 func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, error) {
+	if s.Txn != nil {
+		return s.Txn.preCommit(ctx, s.mem, checkpoint)
+	}
 	if s.once != nil {
 		return nil, s.Flush(ctx)
 	}
@@ -316,6 +344,9 @@ func waitCond(ctx context.Context, c *sync.Cond) {
 // Commit implements connector.Sink: the transaction of the checkpoint is
 // committed, by its producer or, after a restore, from its record.
 func (s *Sink[T]) Commit(ctx context.Context, checkpoint uint64, data []byte) error {
+	if s.Txn != nil {
+		return s.Txn.commit(ctx, checkpoint, data)
+	}
 	if s.once != nil {
 		return nil
 	}
@@ -376,6 +407,9 @@ func (s *Sink[T]) Close() error {
 	if s.once != nil {
 		s.once.Flush(ctx)
 		s.once.Close()
+	}
+	if s.mem != nil {
+		s.Txn.leave()
 	}
 	for _, sl := range s.slots {
 		if sl.cl == nil {

@@ -43,6 +43,9 @@ const MaxBatch = 1024
 type Source struct {
 	Config
 	Start Start
+	// Partitions, when set, are the only partitions read (a task of a
+	// consumer group reads the one it owns); nil reads them all.
+	Partitions []int32
 
 	cl     *kgo.Client
 	parts  []int32       // the topic's partitions, in order: Record.Partition indexes it
@@ -81,7 +84,12 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		return connector.Permanent(fmt.Errorf("topic %s does not exist", s.Topic))
 	}
 	for p := range td.Partitions {
-		s.parts = append(s.parts, p)
+		if s.Partitions == nil || slices.Contains(s.Partitions, p) {
+			s.parts = append(s.parts, p)
+		}
+	}
+	if len(s.parts) == 0 {
+		return connector.Permanent(fmt.Errorf("topic %s has none of the partitions %v", s.Topic, s.Partitions))
 	}
 	slices.Sort(s.parts)
 	s.index = map[int32]int{}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
+)
+
+// groupJob is a job of a consumer group; %[1]s is the broker, %[2]s the
+// source's extra settings.
+const groupJob = `name: group-crash
+source: {kafka: {brokers: [%[1]s], topic: orders, group: fraud, session_timeout: 2s%[2]s}}
+time: {field: ts}
+key: card
+id: id
+dedup_horizon: 10m
+max_future: none
+watermark: {delay: 1s, interval: 0s}
+window: {tumbling: 1m}
+allowed_lateness: 2m
+aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}
+output: {kafka: {brokers: [%[1]s], topic: alerts}}
+late_output: {kafka: {brokers: [%[1]s], topic: late}}
+quarantine: {kafka: {brokers: [%[1]s], topic: quarantine}}
+checkpoint: {interval: 300ms}
+`
+
+// murmur2Partition is the partition Kafka's default partitioner gives key.
+func murmur2Partition(key []byte, n int) int32 {
+	p := kgo.StickyKeyPartitioner(nil).ForTopic("t")
+	return int32(p.Partition(&kgo.Record{Key: key}, n))
+}
+
+// partitionLines splits lines by the partition of their card, as a producer
+// keyed by card would (a line without one goes by its index), and ends each
+// partition with an event a day later that closes its windows, as the end
+// of a file would. It returns the lines and keys of each partition, and the
+// closing events' cards.
+func partitionLines(lines [][]byte, n int) (parts [][][]byte, keys [][][]byte, closers map[string]bool) {
+	parts, keys, closers = make([][][]byte, n), make([][][]byte, n), map[string]bool{}
+	for i, l := range lines {
+		card := fastjson.GetBytes(l, "card")
+		p := int32(i % n)
+		if card != nil {
+			p = murmur2Partition(card, n)
+		}
+		parts[p], keys[p] = append(parts[p], l), append(keys[p], card)
+	}
+	for p := range n {
+		for i := 0; ; i++ {
+			card := fmt.Sprintf("end%d", i)
+			if int(murmur2Partition([]byte(card), n)) == p {
+				closers[card] = true
+				parts[p] = append(parts[p], fmt.Appendf(nil, `{"id":"end%d","card":%q,"amount":1,"ts":1780100000000}`, p, card))
+				keys[p] = append(keys[p], []byte(card))
+				break
+			}
+		}
+	}
+	return parts, keys, closers
+}
+
+// groupReference runs the job once per partition from a file of the
+// partition's records: each partition is a task with its own watermark, so
+// this is what the group must write, whatever instance runs which task.
+func groupReference(t *testing.T, dir string, parts [][][]byte, closers map[string]bool) map[string][]string {
+	t.Helper()
+	want := map[string][]string{}
+	for p, lines := range parts {
+		ref := filepath.Join(dir, fmt.Sprintf("ref%d", p))
+		os.Mkdir(ref, 0o755)
+		os.WriteFile(filepath.Join(ref, "input.jsonl"), append(bytes.Join(lines, []byte("\n")), '\n'), 0o644)
+		job := strings.NewReplacer(
+			"source: {kafka: {brokers: [%[1]s], topic: orders, group: fraud, session_timeout: 2s%[2]s}}", "source: {file: input.jsonl}",
+			"output: {kafka: {brokers: [%[1]s], topic: alerts}}", "output: results.jsonl",
+			"late_output: {kafka: {brokers: [%[1]s], topic: late}}", "late_output: late.jsonl",
+			"quarantine: {kafka: {brokers: [%[1]s], topic: quarantine}}", "quarantine: quarantine.jsonl",
+			"checkpoint: {interval: 300ms}\n", "").Replace(groupJob)
+		os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(job), 0o644)
+		if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
+			t.Fatalf("reference run of partition %d: %v\n%s", p, err, out)
+		}
+		for _, f := range []string{"results", "late", "quarantine"} {
+			b, _ := os.ReadFile(filepath.Join(ref, f+".jsonl"))
+			for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if l == "" {
+					continue
+				}
+				// The closing events' windows fire only at the end of a
+				// file; the stream does not end.
+				if f == "results" && closers[fastjson.GetString([]byte(l), "key")] {
+					continue
+				}
+				want[f] = append(want[f], withPartition(l, p))
+			}
+		}
+	}
+	return want
+}
+
+// withPartition is withoutEmittedAt, with the partition a record of a file
+// run came from (the topic's partition, in the Kafka run).
+func withPartition(line string, p int) string {
+	v, err := fastjson.Parse(line)
+	if err != nil || v.Get("line") == nil {
+		return withoutEmittedAt(line)
+	}
+	return fmt.Sprintf("p%d ", p) + withoutEmittedAt(line)
+}
+
+// committedByPartition is b.committed for records that say where they came
+// from: each with its input partition in front, as withPartition does.
+func (b *broker) committedRecords(topic string) []string {
+	var out []string
+	for _, l := range b.committed(topic) {
+		_, p, ok := strings.Cut(fastjson.GetString([]byte(l), "partition"), "/")
+		if !ok {
+			out = append(out, withoutEmittedAt(l))
+			continue
+		}
+		out = append(out, "p"+p+" "+withoutEmittedAt(l))
+	}
+	return out
+}
+
+// produceKeyed writes lines to a partition, each with its key.
+func (b *broker) produceKeyed(topic string, part int32, lines, keys [][]byte) {
+	cl := b.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
+	ctx := b.t.Context()
+	var perr error
+	for i, l := range lines {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: part, Key: keys[i], Value: l}, func(_ *kgo.Record, err error) {
+			if err != nil && perr == nil {
+				perr = err
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.t.Fatal(err)
+	}
+	if perr != nil {
+		b.t.Fatal(perr)
+	}
+}
+
+// sameRecords checks that got holds want's records, each exactly once.
+func sameRecords(t *testing.T, name string, got, want []string) {
+	t.Helper()
+	seen := map[string]int{}
+	dups := 0
+	for _, g := range got {
+		if seen[g]++; seen[g] == 2 {
+			dups++
+		}
+	}
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	if dups > 0 || !slices.Equal(g, w) {
+		missing, extra := 0, 0
+		for _, x := range w {
+			if seen[x] == 0 {
+				missing++
+				if missing <= 3 {
+					t.Logf("%s: missing %s", name, x)
+				}
+			}
+		}
+		ws := map[string]bool{}
+		for _, x := range w {
+			ws[x] = true
+		}
+		for _, x := range g {
+			if !ws[x] {
+				extra++
+				if extra <= 3 {
+					t.Logf("%s: unexpected %s", name, x)
+				}
+			}
+		}
+		t.Errorf("%s: %d records (%d more than once, %d missing, %d not expected); want the %d of the per-partition file runs", name, len(got), dups, missing, extra, len(w))
+	}
+}
+
+// waitCommitted polls topic until it holds n records.
+func (b *broker) waitCommitted(topic string, n int, limit time.Duration) []string {
+	deadline := time.Now().Add(limit)
+	var got []string
+	for time.Now().Before(deadline) {
+		if got = b.committedRecords(topic); len(got) >= n {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return got
+}
+
+// Three instances of a group job share a 6-partition topic of 1M events with
+// late events, duplicates and bad lines; one is killed with SIGKILL in the
+// middle, a fourth joins later. A read_committed consumer sees every pane,
+// too-late event and rejected line exactly once, as the job run once per
+// partition from a file writes them.
+func TestGroupKillNineAndJoin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 1M-event stream through a consumer group")
+	}
+	groupCase(t, 1_000_000, 6, syscall.SIGKILL)
+}
+
+// The same with 60,000 events: the second of two instances is stopped
+// (SIGTERM: its tasks take a savepoint, and it leaves the group), a third
+// joins.
+func TestGroupStopAndJoin(t *testing.T) {
+	groupCase(t, 60_000, 4, syscall.SIGTERM)
+}
+
+// A zombie: the second of two instances is paused (SIGSTOP) past its session
+// timeout while it writes, the other takes its partitions over, and it is
+// resumed: its producers were fenced, so none of what it wrote in the open
+// transactions becomes visible, and the output is still every record
+// exactly once.
+func TestGroupZombie(t *testing.T) {
+	groupCase(t, 300_000, 4, syscall.SIGSTOP)
+}
+
+func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "input.jsonl")
+	writeCrashInput(t, in, events)
+	data, _ := os.ReadFile(in)
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	parts, keys, closers := partitionLines(lines, nparts)
+	want := groupReference(t, dir, parts, closers)
+	if len(want["late"]) < events/10000 || len(want["quarantine"]) < events/10000 {
+		t.Fatalf("the reference is not what the test needs: %d panes, %d late, %d rejected", len(want["results"]), len(want["late"]), len(want["quarantine"]))
+	}
+
+	b := startBroker(t, fmt.Sprintf("orders:%d", nparts), "alerts:3", "late:1", "quarantine:1")
+	// The first half of every partition, then the instances.
+	for p := range nparts {
+		h := len(parts[p]) / 2
+		b.produceKeyed("orders", int32(p), parts[p][:h], keys[p][:h])
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
+	var cmds []*exec.Cmd
+	var logs []*bytes.Buffer
+	start := func() {
+		cmd, stderr := startWeir(t, dir, "run", "--quiet", "job.yaml")
+		cmds, logs = append(cmds, cmd), append(logs, stderr)
+	}
+	instances := 3
+	if sig != syscall.SIGKILL {
+		instances = 2
+	}
+	for range instances {
+		start()
+	}
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			for i, l := range logs {
+				t.Logf("instance %d said:\n%s", i, l.String())
+			}
+		}
+	}()
+	// Stop one once output flows, then give the rest of the input and
+	// another instance.
+	if got := b.waitCommitted("alerts", len(want["results"])/10, 3*time.Minute); len(got) < len(want["results"])/10 {
+		t.Fatalf("no output after 3 minutes: %d panes", len(got))
+	}
+	cmds[1].Process.Signal(sig)
+	zombie := sig == syscall.SIGSTOP
+	if zombie {
+		// Past the session timeout (2 s): the group moves its partitions.
+		time.Sleep(8 * time.Second)
+	} else {
+		cmds[1].Wait()
+	}
+	for p := range nparts {
+		h := len(parts[p]) / 2
+		b.produceKeyed("orders", int32(p), parts[p][h:], keys[p][h:])
+	}
+	if zombie {
+		cmds[1].Process.Signal(syscall.SIGCONT)
+	} else {
+		time.Sleep(2 * time.Second)
+		start()
+	}
+	got := b.waitCommitted("alerts", len(want["results"]), 5*time.Minute)
+	for i, c := range cmds {
+		if i != 1 || zombie {
+			c.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for i, c := range cmds {
+		if i != 1 || zombie {
+			c.Wait()
+		}
+	}
+	if zombie && !strings.Contains(logs[1].String(), "lost") {
+		t.Errorf("the paused instance did not learn that it lost its partitions")
+	}
+	sameRecords(t, "results", got, want["results"])
+	sameRecords(t, "late", b.committedRecords("late"), want["late"])
+	sameRecords(t, "quarantine", b.committedRecords("quarantine"), want["quarantine"])
+	all := ""
+	for _, l := range logs {
+		all += l.String()
+	}
+	if !strings.Contains(all, "restored checkpoint") {
+		t.Errorf("no task was restored from its changelog")
+	}
+}

@@ -1,0 +1,131 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Group is an instance's membership of a consumer group on a topic: the
+// group's members share the topic's partitions (the cooperative-sticky
+// balancer: a rebalance moves only the partitions that must move), and
+// Group says which are this instance's as they come and go. It fetches no
+// records itself: each partition's task reads its own (Source.Partitions).
+type Group struct {
+	Config
+	// Group is the consumer group's id.
+	Group string
+	// SessionTimeout is how long the group waits for a member that stopped
+	// heartbeating before it gives its partitions to the others (default
+	// 10 s).
+	SessionTimeout time.Duration
+	// Assigned is called with the partitions newly given to this instance.
+	Assigned func(ctx context.Context, parts []int32)
+	// Revoked is called with partitions taken from this instance in a
+	// rebalance; the rebalance waits for it to return, so it stops their
+	// tasks (each takes a last checkpoint) first.
+	Revoked func(ctx context.Context, parts []int32)
+	// Lost is called with partitions this instance lost without a
+	// rebalance (its session expired): another instance may own them
+	// already.
+	Lost func(ctx context.Context, parts []int32)
+
+	cl  *kgo.Client
+	mu  sync.Mutex
+	own []int32
+}
+
+// Join joins the group; the callbacks start coming from another goroutine.
+func (g *Group) Join() error {
+	if g.Group == "" {
+		return errors.New("a consumer group needs an id")
+	}
+	opts, err := g.opts()
+	if err != nil {
+		return err
+	}
+	session := g.SessionTimeout
+	if session <= 0 {
+		session = 10 * time.Second
+	}
+	each := func(f func(context.Context, []int32), m map[string][]int32, add bool) func(context.Context) {
+		parts := slices.Clone(m[g.Topic])
+		slices.Sort(parts)
+		return func(ctx context.Context) {
+			g.mu.Lock()
+			if add {
+				g.own = append(g.own, parts...)
+				slices.Sort(g.own)
+				g.own = slices.Compact(g.own)
+			} else {
+				g.own = slices.DeleteFunc(g.own, func(p int32) bool { return slices.Contains(parts, p) })
+			}
+			g.mu.Unlock()
+			if f != nil && len(parts) > 0 {
+				f(ctx, parts)
+			}
+		}
+	}
+	opts = append(opts,
+		kgo.ConsumerGroup(g.Group), kgo.ConsumeTopics(g.Topic),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(session), kgo.HeartbeatInterval(max(session/10, 100*time.Millisecond)),
+		kgo.RebalanceTimeout(max(session, time.Minute)),
+		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { each(g.Assigned, m, true)(ctx) }),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { each(g.Revoked, m, false)(ctx) }),
+		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { each(g.Lost, m, false)(ctx) }),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	// The member fetches nothing: its partitions' tasks do.
+	cl.PauseFetchTopics(g.Topic)
+	g.cl = cl
+	// The group is joined when the client first polls; a polled fetch
+	// carries the errors of the group's management (a session timeout the
+	// brokers refuse, an authorization missing).
+	go func() {
+		last := ""
+		for {
+			fs := cl.PollFetches(context.Background())
+			if fs.IsClientClosed() {
+				return
+			}
+			fs.EachError(func(_ string, _ int32, err error) {
+				if msg := err.Error(); msg != last {
+					last = msg
+					g.logf("group %s: %v; retrying", g.Group, err)
+				}
+			})
+		}
+	}()
+	return nil
+}
+
+// Owned is the partitions this instance owns now.
+func (g *Group) Owned() []int32 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.own)
+}
+
+// Member is this instance's member id and the group's generation.
+func (g *Group) Member() (string, int32) {
+	if g.cl == nil {
+		return "", 0
+	}
+	return g.cl.GroupMetadata()
+}
+
+// Close leaves the group (after Revoked for what this instance still
+// owns).
+func (g *Group) Close() {
+	if g.cl != nil {
+		g.cl.Close()
+	}
+}

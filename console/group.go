@@ -1,0 +1,103 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/weirstream/weir/engine"
+)
+
+// GroupStatus is what an instance of a consumer-group job says of itself:
+// its membership, the partitions it owns and the state of each one's task.
+type GroupStatus struct {
+	Group      string       `json:"group"`
+	Member     string       `json:"member"`
+	Generation int32        `json:"generation"`
+	Topic      string       `json:"topic"`
+	Changelog  string       `json:"changelog"`
+	Partitions int          `json:"partitions"` // the topic's
+	Owned      []int32      `json:"owned"`
+	Tasks      []TaskStatus `json:"tasks"`
+}
+
+// TaskStatus is one task (one partition) of an instance.
+type TaskStatus struct {
+	Partition int32 `json:"partition"`
+	// State is restoring (reading its changelog), running, stopping or
+	// failed (it starts again from its changelog).
+	State    string        `json:"state"`
+	Starts   int           `json:"starts"`
+	Restored TaskRestore   `json:"restored"`
+	Err      string        `json:"error,omitempty"`
+	Status   engine.Status `json:"status"`
+}
+
+// TaskRestore is what a task read back from its changelog when it started.
+type TaskRestore struct {
+	Checkpoint uint64 `json:"checkpoint"` // 0: none, the task started afresh
+	Records    int64  `json:"records"`
+	Bytes      int64  `json:"bytes"`
+	Keys       int64  `json:"keys"`
+	Millis     int64  `json:"ms"`
+}
+
+// GroupReply is what /api/status answers for an instance of a group job.
+type GroupReply struct {
+	Job   JobInfo     `json:"job"`
+	Group GroupStatus `json:"group"`
+}
+
+// GroupServer serves an instance of a consumer-group job: /api/status (a
+// GroupReply) and /metrics.
+type GroupServer struct {
+	Job    JobInfo
+	Status func(ctx context.Context) GroupStatus
+}
+
+// Handler is the instance's routes.
+func (s *GroupServer) Handler() http.Handler {
+	mux := http.NewServeMux()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(groupCollector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, GroupReply{Job: s.Job, Group: s.Status(r.Context())})
+	})
+	return mux
+}
+
+// The metrics of an instance of a group job.
+const (
+	MetricGroupOwned      = "weir_group_partitions_owned"  // gauge
+	MetricTaskWatermark   = "weir_task_watermark_seconds"  // gauge, per partition
+	MetricTaskRestore     = "weir_task_restore_seconds"    // gauge, per partition: the last restore's duration
+	MetricTaskStarts      = "weir_task_starts_total"       // counter, per partition
+	MetricTaskRecordsRead = "weir_task_records_read_total" // counter, per partition
+	MetricTaskOpenWindows = "weir_task_open_windows"       // gauge, per partition
+)
+
+type groupCollector struct{ s *GroupServer }
+
+func (c groupCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Status(context.Background())
+	job := c.s.Job.Name
+	ch <- prometheus.MustNewConstMetric(desc(MetricGroupOwned, "Partitions of the input this instance owns.", "group"), prometheus.GaugeValue, float64(len(st.Owned)), job, st.Group)
+	for _, t := range st.Tasks {
+		p := strconv.Itoa(int(t.Partition))
+		ch <- prometheus.MustNewConstMetric(desc(MetricTaskRestore, "How long the task's last start took to read its changelog and restore.", "partition"), prometheus.GaugeValue, float64(t.Restored.Millis)/1000, job, p)
+		ch <- prometheus.MustNewConstMetric(desc(MetricTaskStarts, "How many times the task started in this instance.", "partition"), prometheus.CounterValue, float64(t.Starts), job, p)
+		if t.State != "running" {
+			continue
+		}
+		ch <- prometheus.MustNewConstMetric(desc(MetricTaskWatermark, "The task's watermark (its partition's), Unix seconds.", "partition"), prometheus.GaugeValue, seconds(t.Status.Watermark), job, p)
+		ch <- prometheus.MustNewConstMetric(desc(MetricTaskRecordsRead, "Records the task read since it started.", "partition"), prometheus.CounterValue, float64(t.Status.Counts.Read), job, p)
+		ch <- prometheus.MustNewConstMetric(desc(MetricTaskOpenWindows, "The task's open windows.", "partition"), prometheus.GaugeValue, float64(t.Status.OpenWindows), job, p)
+	}
+}

@@ -1,0 +1,353 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/console"
+)
+
+// taskHooks make a Runnable one task of a consumer-group job.
+type taskHooks struct {
+	partition int32
+	txn       *kafka.Txn
+	publish   func(ctx context.Context, id uint64, dir string) error
+}
+
+// Group runs a job as one instance of a consumer group (source.kafka.group).
+// Kafka's group protocol gives each instance some of the input topic's
+// partitions; each partition is a task, with its own watermark, windows,
+// timers and de-duplication ids, so that what comes out does not depend on
+// which instance runs it or how many there are. A task's checkpoints go to
+// its partition of the changelog topic, in the Kafka transaction that holds
+// its output and its input position; a task that moves to another instance
+// starts there from its last committed checkpoint.
+type Group struct {
+	j     *Job
+	o     Options
+	g     *kafka.Group
+	tmp   string
+	parts []int32
+
+	ctx    context.Context
+	mu     sync.Mutex
+	tasks  map[int32]*task
+	wg     sync.WaitGroup
+	failed chan error
+}
+
+// task is one partition's run in this instance.
+type task struct {
+	p      int32
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu       sync.Mutex
+	state    string // restoring, running, stopping, failed
+	rn       *Runnable
+	restored TaskRestore
+	starts   int
+	lastErr  string
+}
+
+// NewGroup prepares an instance of the group job j.
+func NewGroup(j *Job, o Options) (*Group, error) {
+	if !j.Grouped() {
+		return nil, errors.New("the job has no source.kafka.group")
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	return &Group{j: j, o: o, tasks: map[int32]*task{}, failed: make(chan error, 1)}, nil
+}
+
+func (gr *Group) logf(format string, args ...any) {
+	if gr.o.Log != nil {
+		fmt.Fprintf(gr.o.Log, "weir: "+format+"\n", args...)
+	}
+}
+
+// Run joins the group and runs the tasks of the partitions this instance is
+// given until ctx is cancelled: then every task takes a last checkpoint,
+// and the instance leaves the group.
+func (gr *Group) Run(ctx context.Context) error {
+	j := gr.j
+	k := j.Kafka
+	parts, err := kafka.Partitions(ctx, k.KafkaConn, k.Topic)
+	if err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	gr.parts = parts
+	if err := kafka.EnsureChangelog(ctx, k.KafkaConn, k.Changelog, int32(len(parts))); err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	if gr.tmp, err = os.MkdirTemp("", "weir-tasks-"); err != nil {
+		return &RuntimeError{Msg: "cannot create the tasks' directory: " + err.Error(), Err: err}
+	}
+	defer os.RemoveAll(gr.tmp)
+	run, stop := context.WithCancel(context.Background())
+	defer stop()
+	gr.ctx = run
+	gr.g = &kafka.Group{Config: k.KafkaConn, Group: k.Group, SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond,
+		Assigned: func(_ context.Context, ps []int32) {
+			gr.logf("group %s: assigned %s", k.Group, partList(k.Topic, ps))
+			for _, p := range ps {
+				gr.start(p)
+			}
+		},
+		Revoked: func(_ context.Context, ps []int32) {
+			gr.logf("group %s: revoked %s: stopping them at a checkpoint", k.Group, partList(k.Topic, ps))
+			gr.stop(ps)
+		},
+		Lost: func(_ context.Context, ps []int32) {
+			gr.logf("group %s: lost %s (the session expired): stopping them; another instance owns them", k.Group, partList(k.Topic, ps))
+			gr.stop(ps)
+		},
+	}
+	gr.g.Log = func(s string) { gr.logf("%s", s) }
+	if err := gr.g.Join(); err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	gr.logf("group %s: joined; %d partitions of %s, changelog %s", k.Group, len(parts), k.Topic, k.Changelog)
+	var ferr error
+	select {
+	case <-ctx.Done():
+	case ferr = <-gr.failed:
+	}
+	gr.stop(gr.owned())
+	gr.g.Close()
+	stop()
+	gr.wg.Wait()
+	return ferr
+}
+
+func partList(topic string, ps []int32) string {
+	var b bytes.Buffer
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s/%d", topic, p)
+	}
+	return b.String()
+}
+
+func (gr *Group) owned() []int32 {
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	var ps []int32
+	for p := range gr.tasks {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// start starts the task of partition p, unless it runs.
+func (gr *Group) start(p int32) {
+	gr.mu.Lock()
+	defer gr.mu.Unlock()
+	if _, ok := gr.tasks[p]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(gr.ctx)
+	t := &task{p: p, cancel: cancel, done: make(chan struct{}), state: "restoring"}
+	gr.tasks[p] = t
+	gr.wg.Add(1)
+	go func() {
+		defer gr.wg.Done()
+		defer close(t.done)
+		gr.runTask(ctx, t)
+	}()
+}
+
+// stop stops the tasks of ps and waits for them: each takes a savepoint,
+// committed with its output, unless another instance fenced it already.
+func (gr *Group) stop(ps []int32) {
+	var wait []*task
+	gr.mu.Lock()
+	for _, p := range ps {
+		if t, ok := gr.tasks[p]; ok {
+			delete(gr.tasks, p)
+			t.mu.Lock()
+			t.state = "stopping"
+			t.mu.Unlock()
+			t.cancel()
+			wait = append(wait, t)
+		}
+	}
+	gr.mu.Unlock()
+	for _, t := range wait {
+		<-t.done
+	}
+}
+
+// runTask runs the task until ctx is done; a task that fails (fenced by
+// another instance, a broker gone) starts again from its changelog.
+func (gr *Group) runTask(ctx context.Context, t *task) {
+	for attempt := 0; ; attempt++ {
+		err := gr.runOnce(ctx, t)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := min(time.Second<<min(attempt, 4), 10*time.Second)
+		t.mu.Lock()
+		t.state, t.lastErr = "failed", errText(err)
+		t.mu.Unlock()
+		gr.logf("%s/%d: %v; starting it again from its changelog in %s", gr.j.Kafka.Topic, t.p, errText(err), wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (gr *Group) runOnce(ctx context.Context, t *task) error {
+	j, k := gr.j, gr.j.Kafka
+	t0 := time.Now()
+	t.mu.Lock()
+	t.state, t.rn = "restoring", nil
+	t.starts++
+	t.mu.Unlock()
+	timeout := DefaultGroupTransactionTimeout
+	for _, o := range j.AllOutputs() {
+		if o.Kafka != nil {
+			timeout = max(timeout, o.Kafka.TransactionTimeout)
+		}
+	}
+	txn := &kafka.Txn{Config: k.KafkaConn, TransactionalID: fmt.Sprintf("weir-%s-%s-p%d", jobName(j), k.Topic, t.p),
+		TransactionTimeout: time.Duration(timeout) * time.Millisecond, Changelog: k.Changelog, Partition: t.p}
+	defer txn.Close()
+	// Fence first: once the producers of the task started, the previous
+	// owner can commit nothing more, and its changelog is final.
+	if err := txn.Start(ctx); err != nil {
+		return err
+	}
+	r, err := kafka.ReadChangelog(ctx, k.KafkaConn, k.Changelog, t.p)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(gr.tmp, strconv.Itoa(int(t.p)))
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	res := TaskRestore{}
+	if r != nil {
+		st, err := checkpoint.Open(checkpoint.OSFS, dir, j.Checkpoint.Keep)
+		if err != nil {
+			return err
+		}
+		_, err = st.SaveFiles(r.Manifest, r.Files)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		res = TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes}
+	}
+	tj := *j
+	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.task = dir, 1, "", t.p+1
+	o := gr.o
+	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", k.Topic, t.p)}
+	o.Progress, o.From, o.Console = nil, "", false
+	o.task = &taskHooks{partition: t.p, txn: txn, publish: func(ctx context.Context, id uint64, path string) error {
+		c, err := checkpoint.Load(checkpoint.OSFS, path)
+		if err != nil {
+			return err
+		}
+		recs, err := kafka.ChangelogRecords(k.Changelog, t.p, c)
+		if err != nil {
+			return err
+		}
+		return txn.Publish(ctx, id, recs)
+	}}
+	rn, err := Build(&tj, o)
+	if err != nil {
+		return err
+	}
+	res.Millis = time.Since(t0).Milliseconds()
+	if r != nil {
+		res.Keys = rn.win.Stats().Keys
+	}
+	t.mu.Lock()
+	t.state, t.rn, t.restored, t.lastErr = "running", rn, res, ""
+	t.mu.Unlock()
+	if r != nil {
+		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", k.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
+	}
+	_, err = rn.Run(ctx)
+	return err
+}
+
+// prefixLog puts a task's name after "weir: " in each line it writes.
+type prefixLog struct {
+	w      io.Writer
+	prefix string
+}
+
+func (l *prefixLog) Write(b []byte) (int, error) {
+	if l.w == nil {
+		return len(b), nil
+	}
+	if rest, ok := bytes.CutPrefix(b, []byte("weir: ")); ok {
+		_, err := fmt.Fprintf(l.w, "weir: %s%s", l.prefix, rest)
+		return len(b), err
+	}
+	return l.w.Write(b)
+}
+
+// GroupStatus is what an instance of a group job says of itself.
+type GroupStatus = console.GroupStatus
+
+// TaskStatus is one task of an instance.
+type TaskStatus = console.TaskStatus
+
+// TaskRestore is what a task read back from its changelog.
+type TaskRestore = console.TaskRestore
+
+// Console serves the instance's status and metrics.
+func (gr *Group) Console() *console.GroupServer {
+	j := gr.j
+	text, _ := os.ReadFile(j.File)
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: string(text), Warnings: j.Warnings()}
+	return &console.GroupServer{Job: info, Status: gr.Status}
+}
+
+// Status reports the instance's membership and its tasks.
+func (gr *Group) Status(ctx context.Context) GroupStatus {
+	k := gr.j.Kafka
+	s := GroupStatus{Group: k.Group, Topic: k.Topic, Changelog: k.Changelog, Partitions: len(gr.parts)}
+	if gr.g != nil {
+		s.Member, s.Generation = gr.g.Member()
+	}
+	gr.mu.Lock()
+	tasks := make([]*task, 0, len(gr.tasks))
+	for _, t := range gr.tasks {
+		tasks = append(tasks, t)
+	}
+	gr.mu.Unlock()
+	slices.SortFunc(tasks, func(a, b *task) int { return int(a.p - b.p) })
+	for _, t := range tasks {
+		t.mu.Lock()
+		ts := TaskStatus{Partition: t.p, State: t.state, Starts: t.starts, Restored: t.restored, Err: t.lastErr}
+		rn := t.rn
+		t.mu.Unlock()
+		if rn != nil {
+			ts.Status = rn.e.Control().Status(ctx, time.Second)
+		}
+		s.Owned = append(s.Owned, t.p)
+		s.Tasks = append(s.Tasks, ts)
+	}
+	return s
+}
