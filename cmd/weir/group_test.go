@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/console"
 )
 
 // groupJob is a job of a consumer group; %[1]s is the broker, %[2]s the
@@ -254,9 +258,11 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
 	var cmds []*exec.Cmd
 	var logs []*bytes.Buffer
+	var addrs []string
 	start := func() {
-		cmd, stderr := startWeir(t, dir, "run", "--quiet", "job.yaml")
-		cmds, logs = append(cmds, cmd), append(logs, stderr)
+		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+		cmd, stderr := startWeir(t, dir, "run", "--quiet", "--http", addr, "job.yaml")
+		cmds, logs, addrs = append(cmds, cmd), append(logs, stderr), append(addrs, addr)
 	}
 	instances := 3
 	if sig != syscall.SIGKILL {
@@ -302,6 +308,15 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 		start()
 	}
 	got := b.waitCommitted("alerts", len(want["results"]), 5*time.Minute)
+	// The live instances own every partition between them, each once, as
+	// their status says.
+	var live []string
+	for i, a := range addrs {
+		if i != 1 || zombie {
+			live = append(live, a)
+		}
+	}
+	checkOwnership(t, dir, live, nparts)
 	for i, c := range cmds {
 		if i != 1 || zombie {
 			c.Process.Signal(syscall.SIGTERM)
@@ -324,5 +339,51 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	}
 	if !strings.Contains(all, "restored checkpoint") {
 		t.Errorf("no task was restored from its changelog")
+	}
+}
+
+// checkOwnership waits until the instances' /api/status shows every one of
+// n partitions owned by exactly one of them, then checks what weir status
+// prints for the first.
+func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
+	t.Helper()
+	var owned [][]int32
+	deadline := time.Now().Add(time.Minute)
+	for {
+		owned = owned[:0]
+		count := map[int32]int{}
+		for _, a := range addrs {
+			var r console.GroupReply
+			resp, err := http.Get("http://" + a + "/api/status")
+			if err == nil {
+				err = json.NewDecoder(resp.Body).Decode(&r)
+				resp.Body.Close()
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", a, err)
+			}
+			owned = append(owned, r.Group.Owned)
+			for _, p := range r.Group.Owned {
+				count[p]++
+			}
+		}
+		ok := len(count) == n
+		for _, c := range count {
+			ok = ok && c == 1
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instances own %v; want each of the %d partitions once", owned, n)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cmd := exec.Command(weirBin, "status", "--http", addrs[0], "job.yaml")
+	cmd.Dir = jobDir
+	out, err := cmd.CombinedOutput()
+	want := fmt.Sprintf("owns %d of the %d partitions of orders", len(owned[0]), n)
+	if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "\norders/") != len(owned[0]) {
+		t.Errorf("weir status: %v\n%s\nwant a line that %s, and a line per partition", err, out, want)
 	}
 }

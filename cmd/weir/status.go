@@ -25,7 +25,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	addr := fs.String("http", "", "the job's console at `host:port` (default: the job file's http)")
 	asJSON := fs.Bool("json", false, "print /api/status as it is")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir status [flags] JOB.yaml\n\nAsks the running job (which serves its console: http in the job file, or weir run --http) where it stands:\nits watermark, every partition's diagnosis and which one holds the watermark back, the counts and the last checkpoint.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weir status [flags] JOB.yaml\n\nAsks the running job (which serves its console: http in the job file, or weir run --http) where it stands:\nits watermark, every partition's diagnosis and which one holds the watermark back, the counts and the last checkpoint.\nAn instance of a consumer-group job says which partitions it owns, and each one's task.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	j, pos, code, ok := loadJobArg(fs, args, stderr)
@@ -53,6 +53,13 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		stdout.Write(body)
+		return 0
+	}
+	var g struct {
+		Group *console.GroupStatus `json:"group"`
+	}
+	if json.Unmarshal(body, &g) == nil && g.Group != nil {
+		fmt.Fprint(stdout, groupText(*g.Group))
 		return 0
 	}
 	var r console.StatusReply
@@ -108,6 +115,30 @@ func statusText(s engine.Status) string {
 	}
 	if ck := s.Checkpoint; !ck.At.IsZero() {
 		fmt.Fprintf(&b, "last checkpoint %d at %s (%s ago, took %s, %d bytes); %d failed\n", ck.ID, ck.At.UTC().Format(time.RFC3339), s.At.Sub(ck.At).Round(time.Millisecond), ck.Duration.Round(time.Millisecond), ck.Bytes, ck.Failed)
+	}
+	return b.String()
+}
+
+// groupText is the status of an instance of a consumer-group job: which
+// partitions it owns, and each task's state.
+func groupText(g console.GroupStatus) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group %s: member %s (generation %d) owns %d of the %d partitions of %s; state in %s\n",
+		g.Group, g.Member, g.Generation, len(g.Owned), g.Partitions, g.Topic, g.Changelog)
+	fmt.Fprintf(&b, "%-12s %-10s %-26s %10s %8s %s\n", "partition", "task", "watermark", "read", "windows", "restored")
+	for _, t := range g.Tasks {
+		restored := "afresh"
+		if r := t.Restored; r.Checkpoint != 0 {
+			restored = fmt.Sprintf("checkpoint %d (%d keys, %d bytes) in %d ms", r.Checkpoint, r.Keys, r.Bytes, r.Millis)
+		}
+		if t.Starts > 1 {
+			restored += fmt.Sprintf("; started %d times", t.Starts)
+		}
+		if t.Err != "" {
+			restored += " (" + t.Err + ")"
+		}
+		fmt.Fprintf(&b, "%-12s %-10s %-26s %10d %8d %s\n", fmt.Sprintf("%s/%d", g.Topic, t.Partition), t.State,
+			showTime(t.Status.Watermark), t.Status.Counts.Read, t.Status.OpenWindows, restored)
 	}
 	return b.String()
 }
