@@ -221,6 +221,15 @@ func (w *Window[K, T, A, O]) Progress() (mtime.Time, int64) { return w.r.Progres
 // stopped.
 func (w *Window[K, T, A, O]) Stats() exec.Stats { return w.stats }
 
+// RestoredKeys is the number of keys with state the stage restored from the
+// checkpoint the job resumes from; call it before Run.
+func (w *Window[K, T, A, O]) RestoredKeys() int64 {
+	if w.e.running.Load() {
+		return 0
+	}
+	return w.r.Stats().Keys
+}
+
 // Signal implements Consumer[struct{}]: the upstream's signals.
 func (w *Window[K, T, A, O]) Signal(s Signal) {
 	switch s.Kind {

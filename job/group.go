@@ -278,7 +278,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	}
 	res.Millis = time.Since(t0).Milliseconds()
 	if r != nil {
-		res.Keys = rn.win.Stats().Keys
+		res.Keys = rn.win.RestoredKeys()
 	}
 	t.mu.Lock()
 	t.state, t.rn, t.restored, t.lastErr = "running", rn, res, ""
