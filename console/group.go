@@ -23,6 +23,18 @@ type GroupStatus struct {
 	Partitions int          `json:"partitions"` // the topic's
 	Owned      []int32      `json:"owned"`
 	Tasks      []TaskStatus `json:"tasks"`
+	// Repartition is the copying of an input not keyed by the job's key
+	// into the topic the tasks read, when the job does it.
+	Repartition *RepartitionStatus `json:"repartition,omitempty"`
+}
+
+// RepartitionStatus is an instance's share of the copying into the
+// repartition topic.
+type RepartitionStatus struct {
+	From   string  `json:"from"`
+	To     string  `json:"to"`
+	Owned  []int32 `json:"owned"` // partitions of From this instance copies
+	Copied int64   `json:"copied"`
 }
 
 // TaskStatus is one task (one partition) of an instance.

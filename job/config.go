@@ -370,6 +370,9 @@ func (p *parser) checkGroup(j *Job) error {
 				Msg: "a job in a consumer group writes to Kafka topics only: a task moves to another machine with its partition, and its output with it"}
 		}
 	}
+	if j.Kafka.Repartition && j.Key == nil {
+		return &Error{File: p.file, Field: "source.kafka.repartition", Msg: "copies the input keyed by the job's key: give key"}
+	}
 	if j.Summary != "" || j.Acceptance != "" {
 		return &Error{File: p.file, Field: "summary",
 			Msg: "a job in a consumer group never ends, and writes no summary or acceptance record"}
@@ -466,7 +469,7 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := k.strict(append([]string{"start", "group", "changelog", "session_timeout"}, kafkaConnFields...)...); err != nil {
+	if err := k.strict(append([]string{"start", "group", "changelog", "session_timeout", "repartition"}, kafkaConnFields...)...); err != nil {
 		return err
 	}
 	ki := &KafkaInput{SessionTimeout: 10_000}
@@ -488,8 +491,11 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 		}
 		ki.SessionTimeout = d
 	}
+	if ki.Repartition, err = k.boolean("repartition"); err != nil {
+		return err
+	}
 	if ki.Group == "" {
-		for _, f := range []string{"changelog", "session_timeout"} {
+		for _, f := range []string{"changelog", "session_timeout", "repartition"} {
 			if k.get(f) != nil {
 				return k.errf(k.get(f), "source.kafka."+f, "belongs to a job in a consumer group: set source.kafka.group too")
 			}

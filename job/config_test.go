@@ -162,6 +162,8 @@ func TestParseErrors(t *testing.T) {
 			`job.yaml:7: state.backend: a job in a consumer group keeps its state in memory (its changelog topic makes it durable); pebble is not supported there yet`},
 		{"changelog without group", strings.Replace(groupMinimal, "group: g", "changelog: c", 1),
 			`job.yaml:1: source.kafka.changelog: belongs to a job in a consumer group: set source.kafka.group too`},
+		{"repartition without a key", strings.Replace(strings.Replace(groupMinimal, "group: g", "group: g, repartition: true", 1), "key: card\n", "", 1),
+			`job.yaml: source.kafka.repartition: copies the input keyed by the job's key: give key`},
 		{"short session", strings.Replace(groupMinimal, "group: g", "group: g, session_timeout: 500ms", 1),
 			`job.yaml:1: source.kafka.session_timeout: must be at least 1s`},
 		{"late events to a table", minimal + "late_output: {sqlite: {path: r.db, table: late}}\n",

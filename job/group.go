@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
@@ -37,6 +39,8 @@ type Group struct {
 	j     *Job
 	o     Options
 	g     *kafka.Group
+	rekey *kafka.Rekey
+	conn  kafka.Config // the tasks' topic
 	tmp   string
 	parts []int32
 
@@ -92,6 +96,16 @@ func (gr *Group) Run(ctx context.Context) error {
 	if err := kafka.EnsureChangelog(ctx, k.KafkaConn, k.Changelog, int32(len(parts))); err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
+	// The tasks read the input, or the repartition topic the instances copy
+	// it into, keyed by the job's key.
+	conn := k.KafkaConn
+	if k.Repartition {
+		conn.Topic = RepartitionTopic(j)
+		if err := kafka.EnsureTopic(ctx, conn, conn.Topic, int32(len(parts)), nil); err != nil {
+			return &RuntimeError{Msg: err.Error(), Err: err}
+		}
+	}
+	gr.conn = conn
 	if gr.tmp, err = os.MkdirTemp("", "weir-tasks-"); err != nil {
 		return &RuntimeError{Msg: "cannot create the tasks' directory: " + err.Error(), Err: err}
 	}
@@ -99,19 +113,39 @@ func (gr *Group) Run(ctx context.Context) error {
 	run, stop := context.WithCancel(context.Background())
 	defer stop()
 	gr.ctx = run
-	gr.g = &kafka.Group{Config: k.KafkaConn, Group: k.Group, SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond,
+	var copied sync.WaitGroup
+	if k.Repartition {
+		gr.rekey = &kafka.Rekey{Config: k.KafkaConn, Group: conn.Topic, To: conn.Topic, Start: k.Start,
+			Key: jsonKey(j.Key), SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond}
+		gr.rekey.Log = func(s string) { gr.logf("%s", s) }
+		copied.Add(1)
+		go func() {
+			defer copied.Done()
+			for run.Err() == nil {
+				if err := gr.rekey.Run(run); err != nil {
+					gr.logf("repartition %s: %v; starting again in 1s", conn.Topic, errText(err))
+					select {
+					case <-run.Done():
+					case <-time.After(time.Second):
+					}
+				}
+			}
+		}()
+	}
+	defer copied.Wait()
+	gr.g = &kafka.Group{Config: conn, Group: k.Group, SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond,
 		Assigned: func(_ context.Context, ps []int32) {
-			gr.logf("group %s: assigned %s", k.Group, partList(k.Topic, ps))
+			gr.logf("group %s: assigned %s", k.Group, partList(conn.Topic, ps))
 			for _, p := range ps {
 				gr.start(p)
 			}
 		},
 		Revoked: func(_ context.Context, ps []int32) {
-			gr.logf("group %s: revoked %s: stopping them at a checkpoint", k.Group, partList(k.Topic, ps))
+			gr.logf("group %s: revoked %s: stopping them at a checkpoint", k.Group, partList(conn.Topic, ps))
 			gr.stop(ps)
 		},
 		Lost: func(_ context.Context, ps []int32) {
-			gr.logf("group %s: lost %s (the session expired): stopping them; another instance owns them", k.Group, partList(k.Topic, ps))
+			gr.logf("group %s: lost %s (the session expired): stopping them; another instance owns them", k.Group, partList(conn.Topic, ps))
 			gr.stop(ps)
 		},
 	}
@@ -119,7 +153,7 @@ func (gr *Group) Run(ctx context.Context) error {
 	if err := gr.g.Join(); err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
-	gr.logf("group %s: joined; %d partitions of %s, changelog %s", k.Group, len(parts), k.Topic, k.Changelog)
+	gr.logf("group %s: joined; %d partitions of %s, changelog %s", k.Group, len(parts), conn.Topic, k.Changelog)
 	var ferr error
 	select {
 	case <-ctx.Done():
@@ -205,7 +239,7 @@ func (gr *Group) runTask(ctx context.Context, t *task) {
 		t.mu.Lock()
 		t.state, t.lastErr = "failed", errText(err)
 		t.mu.Unlock()
-		gr.logf("%s/%d: %v; starting it again from its changelog in %s", gr.j.Kafka.Topic, t.p, errText(err), wait)
+		gr.logf("%s/%d: %v; starting it again from its changelog in %s", gr.conn.Topic, t.p, errText(err), wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -256,10 +290,14 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 		}
 		res = TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes}
 	}
-	tj := *j
+	tj, tk := *j, *k
 	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.task = dir, 1, "", t.p+1
+	if k.Repartition {
+		tk.Topic, tk.Start = gr.conn.Topic, kafka.Start{}
+	}
+	tj.Kafka = &tk
 	o := gr.o
-	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", k.Topic, t.p)}
+	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", tk.Topic, t.p)}
 	o.Progress, o.From, o.Console = nil, "", false
 	o.task = &taskHooks{partition: t.p, txn: txn, publish: func(ctx context.Context, id uint64, path string) error {
 		c, err := checkpoint.Load(checkpoint.OSFS, path)
@@ -284,10 +322,38 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	t.state, t.rn, t.restored, t.lastErr = "running", rn, res, ""
 	t.mu.Unlock()
 	if r != nil {
-		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", k.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
+		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", tk.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
 	}
 	_, err = rn.Run(ctx)
 	return err
+}
+
+// RepartitionTopic is the topic a group job with source.kafka.repartition
+// copies its input into: GROUP-repartition.
+func RepartitionTopic(j *Job) string { return j.Kafka.Group + "-repartition" }
+
+// jsonKey returns the key the job's decoder finds at path in a JSON value,
+// as a producer keyed by it would write it: a string's bytes, or another
+// scalar's canonical text; nil when the value has none.
+func jsonKey(path Path) func([]byte) []byte {
+	var p fastjson.Parser
+	return func(value []byte) []byte {
+		v, err := p.ParseBytes(value)
+		if err != nil {
+			return nil
+		}
+		if v = v.Get(path...); v == nil {
+			return nil
+		}
+		if v.Type() == fastjson.TypeString {
+			return bytes.Clone(v.GetStringBytes())
+		}
+		switch v.Type() {
+		case fastjson.TypeObject, fastjson.TypeArray, fastjson.TypeNull:
+			return nil
+		}
+		return appendCanonical(nil, v)
+	}
 }
 
 // prefixLog puts a task's name after "weir: " in each line it writes.
@@ -327,7 +393,11 @@ func (gr *Group) Console() *console.GroupServer {
 // Status reports the instance's membership and its tasks.
 func (gr *Group) Status(ctx context.Context) GroupStatus {
 	k := gr.j.Kafka
-	s := GroupStatus{Group: k.Group, Topic: k.Topic, Changelog: k.Changelog, Partitions: len(gr.parts)}
+	s := GroupStatus{Group: k.Group, Topic: gr.conn.Topic, Changelog: k.Changelog, Partitions: len(gr.parts)}
+	if gr.rekey != nil {
+		own, n := gr.rekey.Owned()
+		s.Repartition = &console.RepartitionStatus{From: k.Topic, To: gr.conn.Topic, Owned: own, Copied: n}
+	}
 	if gr.g != nil {
 		s.Member, s.Generation = gr.g.Member()
 	}

@@ -79,6 +79,9 @@ type KafkaInput struct {
 	// with its own state, kept in the Changelog topic.
 	Group     string
 	Changelog string
+	// Repartition: the topic is not keyed by the job's key; the instances
+	// first copy it into a repartition topic keyed by it.
+	Repartition bool
 	// SessionTimeout is how long the group waits for an instance that
 	// stopped answering before it moves its partitions.
 	SessionTimeout mtime.Time

@@ -79,6 +79,12 @@ func partitionLines(lines [][]byte, n int) (parts [][][]byte, keys [][][]byte, c
 // this is what the group must write, whatever instance runs which task.
 func groupReference(t *testing.T, dir string, parts [][][]byte, closers map[string]bool) map[string][]string {
 	t.Helper()
+	return groupReferenceOf(t, dir, groupJob, parts, closers)
+}
+
+// groupReferenceOf is groupReference for a variant of groupJob.
+func groupReferenceOf(t *testing.T, dir, groupJob string, parts [][][]byte, closers map[string]bool) map[string][]string {
+	t.Helper()
 	want := map[string][]string{}
 	for p, lines := range parts {
 		ref := filepath.Join(dir, fmt.Sprintf("ref%d", p))
@@ -385,5 +391,82 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 	want := fmt.Sprintf("owns %d of the %d partitions of orders", len(owned[0]), n)
 	if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "\norders/") != len(owned[0]) {
 		t.Errorf("weir status: %v\n%s\nwant a line that %s, and a line per partition", err, out, want)
+	}
+}
+
+// Repartitioning: the input is keyed by the event's id, not by the job's
+// key (card), and spread round-robin; with source.kafka.repartition the
+// instances first copy it into a topic keyed by card, and the panes are
+// those of a correctly keyed input (the job run once per partition of the
+// input keyed by card). The watermark trails by an hour, so no event is late
+// however the copying interleaves the partitions; the windows close when
+// the stream's last events come, once everything is copied.
+func TestGroupRepartition(t *testing.T) {
+	const nparts = 3
+	dir := t.TempDir()
+	in := filepath.Join(dir, "input.jsonl")
+	writeCrashInput(t, in, 60_000)
+	data, _ := os.ReadFile(in)
+	var lines [][]byte
+	for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if fastjson.ValidateBytes(l) == nil {
+			lines = append(lines, l)
+		}
+	}
+	parts, _, closers := partitionLines(lines, nparts)
+	job := strings.NewReplacer("watermark: {delay: 1s, interval: 0s}", "watermark: {delay: 1h, interval: 0s}", "dedup_horizon: 10m", "dedup_horizon: 2h").Replace(groupJob)
+	want := groupReferenceOf(t, dir, job, parts, closers)["results"]
+
+	b := startBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
+	ids := make([][]byte, len(lines))
+	for i, l := range lines {
+		ids[i] = fastjson.GetBytes(l, "id")
+	}
+	for p := range nparts {
+		var ls, ks [][]byte
+		for i := p; i < len(lines); i += nparts {
+			ls, ks = append(ls, lines[i]), append(ks, ids[i])
+		}
+		b.produceKeyed("clicks", int32(p), ls, ks)
+	}
+	text := strings.Replace(fmt.Sprintf(job, b.addr, ", repartition: true"), "topic: orders", "topic: clicks", 1)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
+	var cmds []*exec.Cmd
+	var logs []*bytes.Buffer
+	for range 2 {
+		cmd, stderr := startWeir(t, dir, "run", "--quiet", "job.yaml")
+		cmds, logs = append(cmds, cmd), append(logs, stderr)
+	}
+	t.Cleanup(func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	})
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			for i, l := range logs {
+				t.Logf("instance %d said:\n%s", i, l.String())
+			}
+		}
+	}()
+	if got := b.waitCommitted("fraud-repartition", len(lines), 3*time.Minute); len(got) != len(lines) {
+		t.Fatalf("the repartition topic holds %d records; want the %d of the input, each once", len(got), len(lines))
+	}
+	// The last events, which close the windows.
+	for p := range nparts {
+		last := parts[p][len(parts[p])-1]
+		b.produceKeyed("clicks", int32(p), [][]byte{last}, [][]byte{fastjson.GetBytes(last, "id")})
+	}
+	got := b.waitCommitted("alerts", len(want), 3*time.Minute)
+	for _, c := range cmds {
+		c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range cmds {
+		c.Wait()
+	}
+	sameRecords(t, "results", got, want)
+	if n := len(b.committed("late")); n != 0 {
+		t.Errorf("%d too-late events; want none", n)
 	}
 }

@@ -125,6 +125,9 @@ func groupText(g console.GroupStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group %s: member %s (generation %d) owns %d of the %d partitions of %s; state in %s\n",
 		g.Group, g.Member, g.Generation, len(g.Owned), g.Partitions, g.Topic, g.Changelog)
+	if r := g.Repartition; r != nil {
+		fmt.Fprintf(&b, "repartition: copies %d partitions of %s into %s (%d records so far)\n", len(r.Owned), r.From, r.To, r.Copied)
+	}
 	fmt.Fprintf(&b, "%-12s %-10s %-26s %10s %8s %s\n", "partition", "task", "watermark", "read", "windows", "restored")
 	for _, t := range g.Tasks {
 		restored := "afresh"

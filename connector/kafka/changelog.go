@@ -171,33 +171,8 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 // partitions, unless it exists; if it exists with another number of
 // partitions the job cannot use it.
 func EnsureChangelog(ctx context.Context, c Config, topic string, partitions int32) error {
-	opts, err := c.opts()
-	if err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
 	compact := "compact"
-	_, err = adm.CreateTopic(ctx, partitions, -1, map[string]*string{"cleanup.policy": &compact}, topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return classify(err)
-	}
-	details, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return classify(err)
-	}
-	td, ok := details[topic]
-	if !ok || td.Err != nil {
-		return classify(fmt.Errorf("the changelog topic %s: %v", topic, td.Err))
-	}
-	if n := int32(len(td.Partitions)); n != partitions {
-		return connector.Permanent(fmt.Errorf("the changelog topic %s has %d partitions; the input has %d (a changelog belongs to one input topic: delete it, or name another)", topic, n, partitions))
-	}
-	return nil
+	return EnsureTopic(ctx, c, topic, partitions, map[string]*string{"cleanup.policy": &compact})
 }
 
 // Partitions lists the partitions of a topic, in order.

@@ -1,0 +1,203 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector"
+)
+
+// Rekey copies a topic into a repartition topic keyed by the job's key, as
+// Kafka Streams does before a stateful step when its input is keyed by
+// something else: each record goes, whole and with its timestamp, to the
+// partition Kafka's default partitioner gives its key (murmur2), so that the
+// tasks that read the repartition topic each have all the records of their
+// keys.
+//
+// The instances share the source topic's partitions in a consumer group of
+// their own, and copy exactly once: the records of a poll and the group's
+// offsets after them are one transaction (franz-go's GroupTransactSession,
+// Kafka's KIP-447: a member that lost its partitions in a rebalance cannot
+// commit).
+type Rekey struct {
+	Config
+	// Group is the consumer group of the copying.
+	Group string
+	// To is the repartition topic.
+	To string
+	// Start says where the group starts reading when it has no offsets.
+	Start Start
+	// Key is the record's new key: nil when the value has none (it is then
+	// keyed by its value, so that where it goes does not depend on the
+	// instance).
+	Key func(value []byte) []byte
+	// SessionTimeout is the group's session timeout (default 10 s).
+	SessionTimeout time.Duration
+	// TransactionTimeout bounds a transaction (default 1 min).
+	TransactionTimeout time.Duration
+
+	mu     sync.Mutex
+	own    []int32
+	copied int64
+}
+
+// Run copies until ctx is done.
+func (r *Rekey) Run(ctx context.Context) error {
+	opts, err := r.opts()
+	if err != nil {
+		return err
+	}
+	session := r.SessionTimeout
+	if session <= 0 {
+		session = 10 * time.Second
+	}
+	timeout := r.TransactionTimeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	reset := kgo.NewOffset().AtStart()
+	switch {
+	case r.Start.At != 0:
+		reset = kgo.NewOffset().AfterMilli(int64(r.Start.At))
+	case r.Start.Latest:
+		reset = kgo.NewOffset().AtEnd()
+	}
+	id := make([]byte, 8)
+	rand.Read(id)
+	track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
+		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, p := range m[r.Topic] {
+				if add {
+					r.own = append(r.own, p)
+				} else {
+					r.own = slices.DeleteFunc(r.own, func(q int32) bool { return q == p })
+				}
+			}
+			slices.Sort(r.own)
+			r.own = slices.Compact(r.own)
+		}
+	}
+	sess, err := kgo.NewGroupTransactSession(append(opts,
+		// The session's id is the instance's: KIP-447 fences by the
+		// group's generation, not by the id.
+		kgo.TransactionalID(fmt.Sprintf("weir-rekey-%s-%s", r.Group, hex.EncodeToString(id))),
+		kgo.TransactionTimeout(timeout), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ConsumerGroup(r.Group), kgo.ConsumeTopics(r.Topic), kgo.ConsumeResetOffset(reset),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond),
+		kgo.SessionTimeout(session), kgo.HeartbeatInterval(max(session/10, 100*time.Millisecond)),
+		kgo.OnPartitionsAssigned(track(true)), kgo.OnPartitionsRevoked(track(false)), kgo.OnPartitionsLost(track(false)),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5*time.Millisecond),
+	)...)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	last := ""
+	for {
+		fs := sess.PollRecords(ctx, 8*MaxBatch)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if fs.IsClientClosed() {
+			return errors.New("the Kafka client was closed")
+		}
+		fs.EachError(func(_ string, _ int32, err error) {
+			if msg := err.Error(); msg != last {
+				last = msg
+				r.logf("repartition %s: %v; retrying", r.Group, err)
+			}
+		})
+		if fs.NumRecords() == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			return classify(err)
+		}
+		var perr error
+		var pmu sync.Mutex
+		n := int64(0)
+		fs.EachRecord(func(rec *kgo.Record) {
+			key := r.Key(rec.Value)
+			if key == nil {
+				key = rec.Value
+			}
+			out := &kgo.Record{Topic: r.To, Key: key, Value: rec.Value, Timestamp: rec.Timestamp, Headers: rec.Headers}
+			sess.Produce(ctx, out, func(_ *kgo.Record, err error) {
+				if err != nil {
+					pmu.Lock()
+					perr = errors.Join(perr, err)
+					pmu.Unlock()
+				}
+			})
+			n++
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return classify(fmt.Errorf("repartition %s: ending a transaction: %w", r.Group, err))
+		}
+		if perr != nil {
+			r.logf("repartition %s: a record could not be written (%v); the transaction was aborted and is copied again", r.Group, perr)
+			continue
+		}
+		if committed {
+			r.mu.Lock()
+			r.copied += n
+			r.mu.Unlock()
+		}
+	}
+}
+
+// Owned is the source partitions this instance copies now, and how many
+// records it has copied.
+func (r *Rekey) Owned() ([]int32, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.own), r.copied
+}
+
+// EnsureTopic creates a topic with partitions partitions unless it exists;
+// if it exists with another number of partitions, the job cannot use it.
+func EnsureTopic(ctx context.Context, c Config, topic string, partitions int32, configs map[string]*string) error {
+	opts, err := c.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	_, err = adm.CreateTopic(ctx, partitions, -1, configs, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return classify(err)
+	}
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return classify(err)
+	}
+	td, ok := details[topic]
+	if !ok || td.Err != nil {
+		return classify(fmt.Errorf("the topic %s: %v", topic, td.Err))
+	}
+	if n := int32(len(td.Partitions)); n != partitions {
+		return connector.Permanent(fmt.Errorf("the topic %s has %d partitions; the job needs %d (delete it, or name another)", topic, n, partitions))
+	}
+	return nil
+}
