@@ -42,11 +42,16 @@ type TaskStatus struct {
 	Partition int32 `json:"partition"`
 	// State is restoring (reading its changelog), running, stopping or
 	// failed (it starts again from its changelog).
-	State    string        `json:"state"`
-	Starts   int           `json:"starts"`
-	Restored TaskRestore   `json:"restored"`
-	Err      string        `json:"error,omitempty"`
-	Status   engine.Status `json:"status"`
+	State    string      `json:"state"`
+	Starts   int         `json:"starts"`
+	Restored TaskRestore `json:"restored"`
+	Err      string      `json:"error,omitempty"`
+	// ChangelogWritten counts the bytes of state the task wrote to its
+	// changelog since it started, and ChangelogReused those its
+	// checkpoints referred to that were there already (unchanged).
+	ChangelogWritten int64         `json:"changelog_written_bytes"`
+	ChangelogReused  int64         `json:"changelog_reused_bytes"`
+	Status           engine.Status `json:"status"`
 }
 
 // TaskRestore is what a task read back from its changelog when it started.
@@ -85,12 +90,13 @@ func (s *GroupServer) Handler() http.Handler {
 
 // The metrics of an instance of a group job.
 const (
-	MetricGroupOwned      = "weir_group_partitions_owned"  // gauge
-	MetricTaskWatermark   = "weir_task_watermark_seconds"  // gauge, per partition
-	MetricTaskRestore     = "weir_task_restore_seconds"    // gauge, per partition: the last restore's duration
-	MetricTaskStarts      = "weir_task_starts_total"       // counter, per partition
-	MetricTaskRecordsRead = "weir_task_records_read_total" // counter, per partition
-	MetricTaskOpenWindows = "weir_task_open_windows"       // gauge, per partition
+	MetricGroupOwned      = "weir_group_partitions_owned"     // gauge
+	MetricTaskWatermark   = "weir_task_watermark_seconds"     // gauge, per partition
+	MetricTaskRestore     = "weir_task_restore_seconds"       // gauge, per partition: the last restore's duration
+	MetricTaskStarts      = "weir_task_starts_total"          // counter, per partition
+	MetricTaskRecordsRead = "weir_task_records_read_total"    // counter, per partition
+	MetricTaskOpenWindows = "weir_task_open_windows"          // gauge, per partition
+	MetricTaskChangelog   = "weir_task_changelog_bytes_total" // counter, per partition and kind (written, reused)
 )
 
 type groupCollector struct{ s *GroupServer }
@@ -108,6 +114,9 @@ func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
 		if t.State != "running" {
 			continue
 		}
+		cd := desc(MetricTaskChangelog, "Bytes of state the task's checkpoints wrote to its changelog (written) or found there unchanged (reused).", "partition", "kind")
+		ch <- prometheus.MustNewConstMetric(cd, prometheus.CounterValue, float64(t.ChangelogWritten), job, p, "written")
+		ch <- prometheus.MustNewConstMetric(cd, prometheus.CounterValue, float64(t.ChangelogReused), job, p, "reused")
 		ch <- prometheus.MustNewConstMetric(desc(MetricTaskWatermark, "The task's watermark (its partition's), Unix seconds.", "partition"), prometheus.GaugeValue, seconds(t.Status.Watermark), job, p)
 		ch <- prometheus.MustNewConstMetric(desc(MetricTaskRecordsRead, "Records the task read since it started.", "partition"), prometheus.CounterValue, float64(t.Status.Counts.Read), job, p)
 		ch <- prometheus.MustNewConstMetric(desc(MetricTaskOpenWindows, "The task's open windows.", "partition"), prometheus.GaugeValue, float64(t.Status.OpenWindows), job, p)

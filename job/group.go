@@ -60,6 +60,7 @@ type task struct {
 	mu       sync.Mutex
 	state    string // restoring, running, stopping, failed
 	rn       *Runnable
+	log      *kafka.Changelog
 	restored TaskRestore
 	starts   int
 	lastErr  string
@@ -290,6 +291,8 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 		}
 		res = TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes}
 	}
+	cl := &kafka.Changelog{Topic: k.Changelog, Partition: t.p}
+	cl.Restored(r)
 	tj, tk := *j, *k
 	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.task = dir, 1, "", t.p+1
 	if k.Repartition {
@@ -304,7 +307,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 		if err != nil {
 			return err
 		}
-		recs, err := kafka.ChangelogRecords(k.Changelog, t.p, c)
+		recs, err := cl.Records(c, txn.Committed())
 		if err != nil {
 			return err
 		}
@@ -319,7 +322,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 		res.Keys = rn.win.RestoredKeys()
 	}
 	t.mu.Lock()
-	t.state, t.rn, t.restored, t.lastErr = "running", rn, res, ""
+	t.state, t.rn, t.log, t.restored, t.lastErr = "running", rn, cl, res, ""
 	t.mu.Unlock()
 	if r != nil {
 		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", tk.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
@@ -411,8 +414,11 @@ func (gr *Group) Status(ctx context.Context) GroupStatus {
 	for _, t := range tasks {
 		t.mu.Lock()
 		ts := TaskStatus{Partition: t.p, State: t.state, Starts: t.starts, Restored: t.restored, Err: t.lastErr}
-		rn := t.rn
+		rn, log := t.rn, t.log
 		t.mu.Unlock()
+		if log != nil {
+			ts.ChangelogWritten, ts.ChangelogReused = log.Written.Load(), log.Reused.Load()
+		}
 		if rn != nil {
 			ts.Status = rn.e.Control().Status(ctx, time.Second)
 		}

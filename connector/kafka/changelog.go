@@ -3,13 +3,12 @@ package kafka
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -20,58 +19,162 @@ import (
 	"github.com/weirstream/weir/connector"
 )
 
-// A changelog is a compacted topic with a partition per input partition
-// (per task). A task's partition holds its latest checkpoint as records
-// whose keys stay the same from checkpoint to checkpoint, so that
-// compaction keeps only the latest of each:
+// A changelog is a compacted topic with a partition per task (per
+// partition of the tasks' input). A task's partition holds its latest
+// checkpoint, content-addressed, so that a checkpoint writes only the parts
+// of its files that changed since the one before:
 //
-//	"m"               the manifest (JSON): the checkpoint's id, kind, job,
-//	                  fingerprint, and its files with their sizes and
-//	                  SHA-256 checksums
-//	"f/NAME/I"        the I-th chunk of the file NAME: the checkpoint's id
-//	                  (8 bytes, big-endian), then up to ChunkSize bytes
+//	"m"          the manifest (JSON): the checkpoint's id, kind, job and
+//	             fingerprint; its files, with their sizes and SHA-256
+//	             checksums; and the chunks each file is made of, in order
+//	"c/SHA256"   a chunk: up to MaxChunk bytes of a file, named by their
+//	             SHA-256; a chunk no checkpoint refers to any more gets a
+//	             tombstone, and compaction removes it
 //
-// Every record of a checkpoint goes into the transaction that holds the
-// checkpoint's output, the manifest last. A chunk of an older checkpoint
-// that compaction has kept (the file had more chunks then) is told apart by
-// its id.
+// Files are cut into chunks where their content says (content-defined
+// chunking with a gear hash, as backup tools do), so that a change in the
+// middle of a file changes the chunks around it only. Every record of a
+// checkpoint goes into the transaction that holds the checkpoint's output,
+// the manifest last.
 
-// ChunkSize is the most bytes of a file one changelog record holds.
-const ChunkSize = 256 << 10
+// MaxChunk is the most bytes of a file one changelog record holds; chunks
+// are 128 KiB on average.
+const MaxChunk = 512 << 10
 
-// ChangelogRecords are the records of a checkpoint in a task's partition of
-// the changelog topic.
-func ChangelogRecords(topic string, part int32, c *checkpoint.Checkpoint) ([]*kgo.Record, error) {
-	m := c.Manifest
+const (
+	minChunk  = 32 << 10
+	chunkBits = 17 // an average chunk of 2^17 bytes
+)
+
+// gear is the gear hash's table: fixed, so that the same bytes are cut the
+// same way by every instance and version.
+var gear = func() (t [256]uint64) {
+	x := uint64(0x5eed_0f_7e1_c4a9)
+	for i := range t {
+		x += 0x9e3779b97f4a7c15
+		z := x
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		t[i] = z ^ z>>31
+	}
+	return t
+}()
+
+// chunks calls f with the content-defined chunks of data, in order.
+func chunks(data []byte, f func([]byte)) {
+	start := 0
+	var h uint64
+	for i, c := range data {
+		h = h<<1 + gear[c]
+		n := i + 1 - start
+		if (n >= minChunk && h>>(64-chunkBits) == 0) || n >= MaxChunk {
+			f(data[start : i+1])
+			start, h = i+1, 0
+		}
+	}
+	if start < len(data) {
+		f(data[start:])
+	}
+}
+
+// manifest is a checkpoint's manifest with the chunks of its files.
+type manifest struct {
+	checkpoint.Manifest
+	Chunks map[string][]string `json:"chunks"`
+}
+
+// Changelog writes the checkpoints of one task to its partition of the
+// changelog topic. It remembers the chunks of the checkpoints it wrote, to
+// write only new ones.
+type Changelog struct {
+	Topic     string
+	Partition int32
+
+	sets  map[uint64]map[string]bool // the chunks of each checkpoint written
+	floor uint64                     // a checkpoint known committed (the restored one)
+	// Written counts the bytes of chunks written, and Reused those of
+	// chunks a checkpoint referred to that were there already.
+	Written, Reused atomic.Int64
+}
+
+// Restored tells l the checkpoint read back from the changelog: its chunks
+// are there, committed.
+func (l *Changelog) Restored(r *Restored) {
+	if r == nil {
+		return
+	}
+	l.sets = map[uint64]map[string]bool{r.Manifest.ID: r.chunks}
+	l.floor = r.Manifest.ID
+}
+
+// Records are the records of a checkpoint: the chunks that are not there
+// yet, tombstones for those of the last committed checkpoint (committed is
+// its id, as the task's transactions know it) that it no longer refers to,
+// and the manifest.
+func (l *Changelog) Records(c *checkpoint.Checkpoint, committed uint64) ([]*kgo.Record, error) {
+	if l.sets == nil {
+		l.sets = map[uint64]map[string]bool{}
+	}
+	// The chunks known to be in the changelog: those of the newest
+	// checkpoint known committed.
+	committed = max(committed, l.floor)
+	var base map[string]bool
+	baseID := uint64(0)
+	for id, set := range l.sets {
+		if id <= committed && id >= baseID {
+			base, baseID = set, id
+		}
+	}
+	for id := range l.sets {
+		if id < baseID {
+			delete(l.sets, id)
+		}
+	}
+	m := manifest{Manifest: c.Manifest, Chunks: map[string][]string{}}
 	m.Files = nil
+	set := map[string]bool{}
 	var recs []*kgo.Record
 	for _, f := range c.Manifest.Files {
 		data, ok := c.Files[f.Name]
 		if !ok {
 			b, err := os.ReadFile(c.Paths[f.Name])
 			if err != nil {
-				return nil, fmt.Errorf("reading %s of checkpoint %d: %w", f.Name, m.ID, err)
+				return nil, fmt.Errorf("reading %s of checkpoint %d: %w", f.Name, c.Manifest.ID, err)
 			}
 			data = b
 		}
 		sum := sha256.Sum256(data)
 		m.Files = append(m.Files, checkpoint.File{Name: f.Name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
-		for i := 0; i*ChunkSize < len(data); i++ {
-			chunk := data[i*ChunkSize : min(len(data), (i+1)*ChunkSize)]
-			v := make([]byte, 8, 8+len(chunk))
-			binary.BigEndian.PutUint64(v, m.ID)
-			recs = append(recs, &kgo.Record{Topic: topic, Partition: part, Key: chunkKey(f.Name, i), Value: append(v, chunk...)})
+		list := []string{}
+		chunks(data, func(b []byte) {
+			h := sha256.Sum256(b)
+			name := hex.EncodeToString(h[:])
+			list = append(list, name)
+			if set[name] {
+				return
+			}
+			set[name] = true
+			if base[name] {
+				l.Reused.Add(int64(len(b)))
+				return
+			}
+			l.Written.Add(int64(len(b)))
+			recs = append(recs, &kgo.Record{Topic: l.Topic, Partition: l.Partition, Key: []byte("c/" + name), Value: b})
+		})
+		m.Chunks[f.Name] = list
+	}
+	for name := range base {
+		if !set[name] {
+			// A tombstone: compaction removes the chunk.
+			recs = append(recs, &kgo.Record{Topic: l.Topic, Partition: l.Partition, Key: []byte("c/" + name)})
 		}
 	}
 	mj, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	return append(recs, &kgo.Record{Topic: topic, Partition: part, Key: []byte("m"), Value: mj}), nil
-}
-
-func chunkKey(name string, i int) []byte {
-	return []byte("f/" + name + "/" + strconv.Itoa(i))
+	l.sets[c.Manifest.ID] = set
+	return append(recs, &kgo.Record{Topic: l.Topic, Partition: l.Partition, Key: []byte("m"), Value: mj}), nil
 }
 
 // Restored is a checkpoint read back from a changelog.
@@ -80,6 +183,8 @@ type Restored struct {
 	Files    []checkpoint.Input
 	Records  int64 // the records read, older ones included
 	Bytes    int64
+
+	chunks map[string]bool
 }
 
 // ReadChangelog reads a task's partition of the changelog up to its last
@@ -139,6 +244,10 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 			}
 			r.Records++
 			r.Bytes += int64(len(rec.Value))
+			if rec.Value == nil {
+				delete(latest, string(rec.Key))
+				return
+			}
 			latest[string(rec.Key)] = rec.Value
 		})
 	}
@@ -146,21 +255,24 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 	if !ok {
 		return nil, nil
 	}
-	if err := json.Unmarshal(mj, &r.Manifest); err != nil {
+	var m manifest
+	if err := json.Unmarshal(mj, &m); err != nil {
 		return nil, fmt.Errorf("the changelog %s/%d holds a corrupt manifest: %w", topic, part, err)
 	}
-	for _, f := range r.Manifest.Files {
+	r.Manifest, r.chunks = m.Manifest, map[string]bool{}
+	for _, f := range m.Files {
 		data := make([]byte, 0, f.Size)
-		for i := 0; int64(len(data)) < f.Size; i++ {
-			v, ok := latest[string(chunkKey(f.Name, i))]
-			if !ok || len(v) < 8 || binary.BigEndian.Uint64(v) != r.Manifest.ID {
-				return nil, fmt.Errorf("the changelog %s/%d lacks chunk %d of %s of checkpoint %d", topic, part, i, f.Name, r.Manifest.ID)
+		for _, name := range m.Chunks[f.Name] {
+			v, ok := latest["c/"+name]
+			if !ok {
+				return nil, fmt.Errorf("the changelog %s/%d lacks chunk %s of %s of checkpoint %d", topic, part, name, f.Name, m.ID)
 			}
-			data = append(data, v[8:]...)
+			data = append(data, v...)
+			r.chunks[name] = true
 		}
 		sum := sha256.Sum256(data)
 		if int64(len(data)) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
-			return nil, fmt.Errorf("the changelog %s/%d: %s of checkpoint %d does not match its checksum", topic, part, f.Name, r.Manifest.ID)
+			return nil, fmt.Errorf("the changelog %s/%d: %s of checkpoint %d does not match its checksum", topic, part, f.Name, m.ID)
 		}
 		r.Files = append(r.Files, checkpoint.Input{Name: f.Name, Data: data})
 	}

@@ -209,6 +209,13 @@ func (t *Txn) preCommit(ctx context.Context, m *member, checkpoint uint64) ([]by
 	return p.encode(), nil
 }
 
+// Committed is the last checkpoint whose transaction this Txn committed.
+func (t *Txn) Committed() uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
 // Publish adds records (the task's changelog for checkpoint) to the
 // transaction that holds the checkpoint, once every sink has pre-committed
 // it and before it is committed.

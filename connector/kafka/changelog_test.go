@@ -1,0 +1,140 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/checkpoint"
+)
+
+// A task's checkpoints in its changelog: each one reads back whole; a
+// checkpoint whose file changed in one place writes only the chunks around
+// it; chunks no longer referred to get tombstones; a checkpoint whose
+// transaction aborted is not read back, and the next one does not count on
+// its chunks.
+func TestChangelogChunks(t *testing.T) {
+	c := cluster(t, kfake.SeedTopics(2, "log"))
+	ctx := context.Background()
+	conf := Config{Brokers: c.ListenAddrs(), Topic: "log"}
+	txn := &Txn{Config: conf, TransactionalID: "weir-test-task", Changelog: "log", Partition: 1}
+	if err := txn.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	m := txn.join()
+	l := &Changelog{Topic: "log", Partition: 1}
+	r := rand.New(rand.NewPCG(1, 2))
+	state := make([]byte, 4<<20)
+	for i := range state {
+		state[i] = byte(r.IntN(256))
+	}
+	// write publishes a checkpoint of state and commits it (or aborts).
+	write := func(id uint64, commit bool) {
+		t.Helper()
+		ck := &checkpoint.Checkpoint{
+			Manifest: checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t", Files: []checkpoint.File{{Name: "window.0"}, {Name: "clock"}}},
+			Files:    map[string][]byte{"window.0": bytes.Clone(state), "clock": {byte(id)}},
+		}
+		pre, err := txn.preCommit(ctx, m, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := l.Records(ck, txn.Committed())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Publish(ctx, id, recs); err != nil {
+			t.Fatal(err)
+		}
+		if !commit {
+			// The task dies: the next owner's Start aborts it.
+			return
+		}
+		if err := txn.commit(ctx, id, pre); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(wantID uint64) *Restored {
+		t.Helper()
+		got, err := ReadChangelog(ctx, conf, "log", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.Manifest.ID != wantID || len(got.Files) != 2 || !bytes.Equal(got.Files[0].Data, state) || got.Files[1].Data[0] != byte(wantID) {
+			t.Fatalf("read back %+v, want checkpoint %d with the state", got, wantID)
+		}
+		return got
+	}
+	write(1, true)
+	read(1)
+	if l.Written.Load() != int64(len(state))+1 || l.Reused.Load() != 0 {
+		t.Fatalf("the first checkpoint wrote %d bytes and reused %d; want all %d", l.Written.Load(), l.Reused.Load(), len(state)+1)
+	}
+	// One byte in the middle changes: the chunks around it are written.
+	state[len(state)/2] ^= 0xff
+	written := l.Written.Load()
+	write(2, true)
+	read(2)
+	if w := l.Written.Load() - written; w > 2*MaxChunk || w == 0 {
+		t.Fatalf("a one-byte change wrote %d bytes", w)
+	}
+	// A checkpoint that aborts: it is not read back, and the next one
+	// writes again what it needs of the aborted one's chunks.
+	at2 := bytes.Clone(state)
+	copy(state[1000:], bytes.Repeat([]byte{7}, 100_000))
+	write(3, false)
+	txn2 := &Txn{Config: conf, TransactionalID: "weir-test-task", Changelog: "log", Partition: 1}
+	if err := txn2.Start(ctx); err != nil { // fences txn, aborting checkpoint 3
+		t.Fatal(err)
+	}
+	defer txn2.Close()
+	at3 := state
+	state = at2
+	got := read(2)
+	// The next owner goes on from what it read.
+	txn, m, l = txn2, txn2.join(), &Changelog{Topic: "log", Partition: 1}
+	l.Restored(got)
+	state = at3
+	write(4, true)
+	read(4)
+	if l.Reused.Load() == 0 || l.Written.Load() > 300_000 {
+		t.Fatalf("the next owner wrote %d bytes and reused %d; want only the chunks around the change", l.Written.Load(), l.Reused.Load())
+	}
+	// A checkpoint whose commit failed: the next one does not count on
+	// its chunks.
+	copy(state[3<<20:], bytes.Repeat([]byte{9}, 50_000))
+	ck := func(id uint64) *checkpoint.Checkpoint {
+		return &checkpoint.Checkpoint{Manifest: checkpoint.Manifest{ID: id, Files: []checkpoint.File{{Name: "window.0"}}}, Files: map[string][]byte{"window.0": state}}
+	}
+	chunkKeys := func(recs []*kgo.Record) map[string]bool {
+		out := map[string]bool{}
+		for _, rec := range recs {
+			if rec.Value != nil && string(rec.Key) != "m" {
+				out[string(rec.Key)] = true
+			}
+		}
+		return out
+	}
+	recs5, _ := l.Records(ck(5), 4)
+	recs6, _ := l.Records(ck(6), 4)
+	if k5, k6 := chunkKeys(recs5), chunkKeys(recs6); len(k5) == 0 || !maps.Equal(k5, k6) {
+		t.Fatalf("checkpoint 6 writes %d chunks; checkpoint 5, not committed, wrote %d: want the same", len(k6), len(k5))
+	}
+	// Tombstones: the chunks of checkpoint 2 that 4 does not have.
+	recs, _ := l.Records(&checkpoint.Checkpoint{Manifest: checkpoint.Manifest{ID: 7, Files: []checkpoint.File{{Name: "clock"}}}, Files: map[string][]byte{"clock": {5}}}, 4)
+	tombs := 0
+	for _, rec := range recs {
+		if rec.Value == nil {
+			tombs++
+		}
+	}
+	if tombs < len(state)/MaxChunk {
+		t.Fatalf("%d tombstones for a checkpoint that dropped a %d-byte file", tombs, len(state))
+	}
+}
