@@ -368,7 +368,13 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 			return
 		}
 	}
-	if err := c.commitAll(b.ID); err != nil {
+	if err := c.commitAll(b.ID); err != nil && e.cfg.Checkpoint.Publish != nil {
+		e.log(errText(err)) // and the job stops
+		if b.reply != nil {
+			b.reply <- savepointResult{err: err}
+		}
+		return
+	} else if err != nil {
 		// The checkpoint is durable and keeps what is still to commit: the
 		// next checkpoint carries it and its commit tries again. A sink that
 		// keeps refusing (a table not writable) stops the job once the
@@ -411,6 +417,14 @@ func (c *coordinator) commitAll(id uint64) error {
 		t0 := time.Now()
 		for _, pc := range p.pending {
 			if err := retry(c.e, p.name+" commit", func() error { return p.commit(c.e.sinkCtx, pc.id, pc.data) }); err != nil {
+				if c.e.cfg.Checkpoint.Publish != nil {
+					// The checkpoint and its output are one transaction:
+					// when it cannot commit, neither is visible, and the
+					// job starts again from what was published before.
+					err = &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d could not be committed, nor its output: %s", id, errText(err)), Err: err}
+					c.e.Fail(err)
+					return err
+				}
 				return &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d is durable, but its commit failed (the next checkpoint or a restart commits it again): %s", id, errText(err)), Err: err}
 			}
 			p.committed.Add(pc.items)

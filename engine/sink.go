@@ -96,7 +96,14 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 			return n.wrap("open", err)
 		}
 		p.committed.Store(committed)
+		published := e.cfg.Checkpoint.Publish != nil
 		for _, pc := range restored {
+			if published {
+				// A published checkpoint was committed with its output,
+				// in one transaction: nothing of it is pending.
+				p.committed.Add(pc.items)
+				continue
+			}
 			if err := e.Retry(name+" commit", func() error { return s.Commit(ctx, pc.id, pc.data) }); err != nil {
 				return n.wrap(fmt.Sprintf("commit (checkpoint %d, again after the restart)", pc.id), err)
 			}
@@ -105,7 +112,7 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 		return nil
 	})
 	if st, ok := s.(connector.Starter); ok {
-		if len(restored) > 0 {
+		if len(restored) > 0 && e.cfg.Checkpoint.Publish == nil {
 			// Starting may fence the producers whose transactions were
 			// just committed again: a checkpoint that no longer holds them
 			// must be durable first (see Engine.recordRecommitted).

@@ -292,3 +292,21 @@ output: results.jsonl
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The example job files are valid, and the group example is a group job.
+func TestExamplesLoad(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("found %v", files)
+	}
+	for _, f := range files {
+		j, err := Load(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if strings.HasSuffix(f, "group.yaml") != j.Grouped() {
+			t.Errorf("%s: grouped %v", f, j.Grouped())
+		}
+	}
+}

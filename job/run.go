@@ -436,7 +436,7 @@ func (rn *Runnable) build() error {
 		return err
 	}
 	e.OnSignal(rn.head)
-	if c := e.Resumed(); c != nil {
+	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
 		line := int64(0)
 		for _, fl := range c.Manifest.Files {
 			if fl.Name == "source:input" {
