@@ -49,9 +49,13 @@ type TaskStatus struct {
 	// ChangelogWritten counts the bytes of state the task wrote to its
 	// changelog since it started, and ChangelogReused those its
 	// checkpoints referred to that were there already (unchanged).
-	ChangelogWritten int64         `json:"changelog_written_bytes"`
-	ChangelogReused  int64         `json:"changelog_reused_bytes"`
-	Status           engine.Status `json:"status"`
+	ChangelogWritten int64 `json:"changelog_written_bytes"`
+	// Misrouted counts the sampled events (one in 64) whose key Kafka's
+	// default partitioner puts in another partition: the input is not
+	// keyed by the job's key.
+	Misrouted       int64         `json:"misrouted_sampled,omitempty"`
+	ChangelogReused int64         `json:"changelog_reused_bytes"`
+	Status          engine.Status `json:"status"`
 }
 
 // TaskRestore is what a task read back from its changelog when it started.

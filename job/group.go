@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -23,6 +26,7 @@ import (
 // taskHooks make a Runnable one task of a consumer-group job.
 type taskHooks struct {
 	partition int32
+	route     *routeCheck
 	txn       *kafka.Txn
 	publish   func(ctx context.Context, id uint64, dir string) error
 }
@@ -61,6 +65,7 @@ type task struct {
 	state    string // restoring, running, stopping, failed
 	rn       *Runnable
 	log      *kafka.Changelog
+	route    *routeCheck
 	restored TaskRestore
 	starts   int
 	lastErr  string
@@ -302,7 +307,8 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	o := gr.o
 	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", tk.Topic, t.p)}
 	o.Progress, o.From, o.Console = nil, "", false
-	o.task = &taskHooks{partition: t.p, txn: txn, publish: func(ctx context.Context, id uint64, path string) error {
+	route := &routeCheck{part: t.p, parts: int32(len(gr.parts)), part0: kgo.StickyKeyPartitioner(nil).ForTopic(tk.Topic)}
+	o.task = &taskHooks{partition: t.p, route: route, txn: txn, publish: func(ctx context.Context, id uint64, path string) error {
 		c, err := checkpoint.Load(checkpoint.OSFS, path)
 		if err != nil {
 			return err
@@ -322,7 +328,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 		res.Keys = rn.win.RestoredKeys()
 	}
 	t.mu.Lock()
-	t.state, t.rn, t.log, t.restored, t.lastErr = "running", rn, cl, res, ""
+	t.state, t.rn, t.log, t.route, t.restored, t.lastErr = "running", rn, cl, route, res, ""
 	t.mu.Unlock()
 	if r != nil {
 		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", tk.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
@@ -356,6 +362,35 @@ func jsonKey(path Path) func([]byte) []byte {
 			return nil
 		}
 		return appendCanonical(nil, v)
+	}
+}
+
+// routeCheck watches, in a task, that the events' keys belong to the task's
+// partition by Kafka's default partitioner: when they do not, the input is
+// not keyed by the job's key, and a key's events are split between tasks
+// (each computing windows of its own). It checks one event in 64.
+type routeCheck struct {
+	part, parts int32
+	part0       kgo.TopicPartitioner
+	n           int
+	misrouted   atomic.Int64
+	log         func(string)
+	rec         kgo.Record
+}
+
+func (c *routeCheck) check(key string, offset int64) {
+	if c.n++; c.n&63 != 1 {
+		return
+	}
+	raw := []byte(key)
+	if s, err := strconv.Unquote(key); err == nil && strings.HasPrefix(key, `"`) {
+		raw = []byte(s)
+	}
+	c.rec.Key = raw
+	if p := int32(c.part0.Partition(&c.rec, int(c.parts))); p != c.part {
+		if c.misrouted.Add(1) == 1 {
+			c.log(fmt.Sprintf("warning: the event at offset %d has the key %s, which Kafka's default partitioner (murmur2) puts in partition %d, not %d: the input is not keyed by the job's key, so a key's events are split between tasks and each computes windows of its own; key the input by it, or set source.kafka.repartition: true", offset, key, p, c.part))
+		}
 	}
 }
 
@@ -414,10 +449,13 @@ func (gr *Group) Status(ctx context.Context) GroupStatus {
 	for _, t := range tasks {
 		t.mu.Lock()
 		ts := TaskStatus{Partition: t.p, State: t.state, Starts: t.starts, Restored: t.restored, Err: t.lastErr}
-		rn, log := t.rn, t.log
+		rn, log, route := t.rn, t.log, t.route
 		t.mu.Unlock()
 		if log != nil {
 			ts.ChangelogWritten, ts.ChangelogReused = log.Written.Load(), log.Reused.Load()
+		}
+		if route != nil {
+			ts.Misrouted = route.misrouted.Load()
 		}
 		if rn != nil {
 			ts.Status = rn.e.Control().Status(ctx, time.Second)

@@ -73,6 +73,8 @@ type lineParser struct {
 	parts    map[string]int // partition identity -> number
 	partIDs  []string       // identities, by number
 	partKeys []string       // names (canonical JSON), by number
+
+	route *routeCheck // in a task of a group job
 }
 
 func newLineParser(j *Job) *lineParser {
@@ -130,6 +132,9 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		}
 		p.rec.line, p.rec.part = r.Offset, int32(r.Partition)
 		d.Value = p.rec
+		if lp.route != nil {
+			lp.route.check(p.key, r.Offset)
+		}
 	}
 }
 

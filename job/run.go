@@ -292,6 +292,10 @@ func (rn *Runnable) build() error {
 		rn.logf("warning: %s", w)
 	}
 	lp := newLineParser(j)
+	if o.task != nil && j.Key != nil {
+		lp.route = o.task.route
+		lp.route.log = func(s string) { rn.logf("%s", s) }
+	}
 	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
 		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
 		NewAgg: func() aggregate.Func[record, acc, []outVal] {

@@ -346,6 +346,9 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	if !strings.Contains(all, "restored checkpoint") {
 		t.Errorf("no task was restored from its changelog")
 	}
+	if strings.Contains(all, "not keyed by the job's key") {
+		t.Errorf("an input keyed by card was taken for one that is not")
+	}
 }
 
 // checkOwnership waits until the instances' /api/status shows every one of
@@ -468,5 +471,58 @@ func TestGroupRepartition(t *testing.T) {
 	sameRecords(t, "results", got, want)
 	if n := len(b.committed("late")); n != 0 {
 		t.Errorf("%d too-late events; want none", n)
+	}
+}
+
+// An input not keyed by the job's key, without repartition: a task sees
+// events whose keys belong to other partitions, says so once, and counts
+// them in its status.
+func TestGroupMisroutedInput(t *testing.T) {
+	b := startBroker(t, "clicks:3", "alerts:3", "late:1", "quarantine:1")
+	var lines, ids [][]byte
+	for i := range 3000 {
+		lines = append(lines, fmt.Appendf(nil, `{"id":"e%d","card":"c%d","amount":1,"ts":%d}`, i, i%50, 1780000000000+int64(i)*10))
+		ids = append(ids, fmt.Appendf(nil, "e%d", i))
+	}
+	b.produceKeyed("clicks", 0, lines, ids) // every card in partition 0
+	dir := t.TempDir()
+	text := strings.Replace(fmt.Sprintf(groupJob, b.addr, ""), "topic: orders", "topic: clicks", 1)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd, stderr := startWeir(t, dir, "run", "--quiet", "--http", addr, "job.yaml")
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var r console.GroupReply
+		if resp, err := http.Get("http://" + addr + "/api/status"); err == nil {
+			json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+		}
+		var mis int64
+		for _, tk := range r.Group.Tasks {
+			if tk.Partition != 0 && tk.Misrouted != 0 {
+				t.Fatalf("partition %d holds no event, yet %d were misrouted", tk.Partition, tk.Misrouted)
+			}
+			mis += tk.Misrouted
+		}
+		// The 3000 events, one in 64 sampled, of which those whose card
+		// murmur2 puts elsewhere than partition 0 (about two thirds).
+		if mis > 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no misrouted event in the status: %+v", r.Group.Tasks)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if n := strings.Count(stderr.String(), "the input is not keyed by the job's key"); n != 1 {
+		t.Errorf("the warning came %d times; want once\n%s", n, stderr)
 	}
 }
