@@ -333,7 +333,13 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	if r != nil {
 		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", tk.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
 	}
-	_, err = rn.Run(ctx)
+	sum, err := rn.Run(ctx)
+	if sum != nil && err == nil {
+		// What the task did, as its checkpoints counted it (across the
+		// instances that ran it).
+		gr.logf("%s/%d: stopped at watermark %s: read %d: %d accepted, %d duplicates, %d too late, %d beyond the dedup horizon, %d quarantined; %d panes written",
+			tk.Topic, t.p, sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, sum.TooLate, sum.BeyondDedupHorizon, sum.Quarantined, sum.PanesWritten)
+	}
 	return err
 }
 

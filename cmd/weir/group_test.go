@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -350,6 +352,26 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	}
 	if strings.Contains(all, "not keyed by the job's key") {
 		t.Errorf("an input keyed by card was taken for one that is not")
+	}
+	// Every record is accounted for: the last stop of each partition's
+	// task read all of it, each one accepted, a duplicate, too late or
+	// quarantined.
+	stops := regexp.MustCompile(`orders/(\d+): stopped at watermark \S+: read (\d+): (\d+) accepted, (\d+) duplicates, (\d+) too late, (\d+) beyond the dedup horizon, (\d+) quarantined`)
+	read := make([]int, nparts)
+	for _, m := range stops.FindAllStringSubmatch(all, -1) {
+		var n [7]int
+		for i := range n {
+			n[i], _ = strconv.Atoi(m[i+1])
+		}
+		if n[2]+n[3]+n[4]+n[5]+n[6] != n[1] {
+			t.Errorf("%s: the counts do not add up to what was read", m[0])
+		}
+		read[n[0]] = max(read[n[0]], n[1])
+	}
+	for p := range nparts {
+		if read[p] != len(parts[p]) {
+			t.Errorf("the task of partition %d read %d records at most; the partition holds %d", p, read[p], len(parts[p]))
+		}
 	}
 }
 
