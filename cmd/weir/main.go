@@ -112,6 +112,11 @@ commits its output at each checkpoint, and on SIGTERM or Ctrl-C takes a
 savepoint and exits 0 (a second signal stops it at once); SIGUSR1 (or weir
 savepoint) takes a savepoint and goes on.
 
+A job whose Kafka source names a group is one instance of a consumer group:
+the instances share the topic's partitions, a task each, with the state in
+the changelog topic. It runs until SIGTERM or Ctrl-C; then every task takes
+a last checkpoint and the instance leaves the group.
+
 Flags:
 `)
 		fs.PrintDefaults()
