@@ -15,12 +15,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
+	"github.com/weirstream/weir/engine"
 )
 
 // taskHooks make a Runnable one task of a consumer-group job.
@@ -98,7 +101,9 @@ func (gr *Group) Run(ctx context.Context) error {
 	if err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
+	gr.mu.Lock()
 	gr.parts = parts
+	gr.mu.Unlock()
 	if err := kafka.EnsureChangelog(ctx, k.KafkaConn, k.Changelog, int32(len(parts))); err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
@@ -111,24 +116,32 @@ func (gr *Group) Run(ctx context.Context) error {
 			return &RuntimeError{Msg: err.Error(), Err: err}
 		}
 	}
+	gr.mu.Lock()
 	gr.conn = conn
+	gr.mu.Unlock()
 	if gr.tmp, err = os.MkdirTemp("", "weir-tasks-"); err != nil {
 		return &RuntimeError{Msg: "cannot create the tasks' directory: " + err.Error(), Err: err}
 	}
 	defer os.RemoveAll(gr.tmp)
 	run, stop := context.WithCancel(context.Background())
-	defer stop()
-	gr.ctx = run
 	var copied sync.WaitGroup
+	defer func() {
+		stop()
+		copied.Wait()
+	}()
+	gr.ctx = run
 	if k.Repartition {
-		gr.rekey = &kafka.Rekey{Config: k.KafkaConn, Group: conn.Topic, To: conn.Topic, Start: k.Start,
+		rk := &kafka.Rekey{Config: k.KafkaConn, Group: conn.Topic, To: conn.Topic, Start: k.Start,
 			Key: jsonKey(j.Key), SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond}
-		gr.rekey.Log = func(s string) { gr.logf("%s", s) }
+		rk.Log = func(s string) { gr.logf("%s", s) }
+		gr.mu.Lock()
+		gr.rekey = rk
+		gr.mu.Unlock()
 		copied.Add(1)
 		go func() {
 			defer copied.Done()
 			for run.Err() == nil {
-				if err := gr.rekey.Run(run); err != nil {
+				if err := rk.Run(run); err != nil {
 					gr.logf("repartition %s: %v; starting again in 1s", conn.Topic, errText(err))
 					select {
 					case <-run.Done():
@@ -138,8 +151,7 @@ func (gr *Group) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	defer copied.Wait()
-	gr.g = &kafka.Group{Config: conn, Group: k.Group, SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond,
+	g := &kafka.Group{Config: conn, Group: k.Group, SessionTimeout: time.Duration(k.SessionTimeout) * time.Millisecond,
 		Assigned: func(_ context.Context, ps []int32) {
 			gr.logf("group %s: assigned %s", k.Group, partList(conn.Topic, ps))
 			for _, p := range ps {
@@ -155,8 +167,11 @@ func (gr *Group) Run(ctx context.Context) error {
 			gr.stop(ps)
 		},
 	}
-	gr.g.Log = func(s string) { gr.logf("%s", s) }
-	if err := gr.g.Join(); err != nil {
+	g.Log = func(s string) { gr.logf("%s", s) }
+	gr.mu.Lock()
+	gr.g = g
+	gr.mu.Unlock()
+	if err := g.Join(); err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
 	gr.logf("group %s: joined; %d partitions of %s, changelog %s", k.Group, len(parts), conn.Topic, k.Changelog)
@@ -166,7 +181,7 @@ func (gr *Group) Run(ctx context.Context) error {
 	case ferr = <-gr.failed:
 	}
 	gr.stop(gr.owned())
-	gr.g.Close()
+	g.Close()
 	stop()
 	gr.wg.Wait()
 	return ferr
@@ -241,7 +256,23 @@ func (gr *Group) runTask(ctx context.Context, t *task) {
 		if ctx.Err() != nil {
 			return
 		}
+		var fatal *taskFatal
+		if errors.As(err, &fatal) {
+			// Starting again would fail the same way: the instance stops.
+			err = &RuntimeError{Msg: fmt.Sprintf("%s/%d: %s", gr.conn.Topic, t.p, errText(fatal.err)), Err: fatal.err}
+			select {
+			case gr.failed <- err:
+			default:
+			}
+			return
+		}
 		wait := min(time.Second<<min(attempt, 4), 10*time.Second)
+		if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) {
+			// Another instance owns the partition now: starting again at
+			// once would fence it back. The group says so within its
+			// session timeout, and stops this task.
+			wait = max(wait, time.Duration(gr.j.Kafka.SessionTimeout)*time.Millisecond)
+		}
 		t.mu.Lock()
 		t.state, t.lastErr = "failed", errText(err)
 		t.mu.Unlock()
@@ -253,6 +284,13 @@ func (gr *Group) runTask(ctx context.Context, t *task) {
 		}
 	}
 }
+
+// taskFatal is a task's failure that starting again cannot mend: a job file
+// whose checkpoints do not fit (it changed what it computes), a changelog
+// that does not read back.
+type taskFatal struct{ err error }
+
+func (e *taskFatal) Error() string { return e.err.Error() }
 
 func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	j, k := gr.j, gr.j.Kafka
@@ -267,7 +305,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 			timeout = max(timeout, o.Kafka.TransactionTimeout)
 		}
 	}
-	txn := &kafka.Txn{Config: k.KafkaConn, TransactionalID: fmt.Sprintf("weir-%s-%s-p%d", jobName(j), k.Topic, t.p),
+	txn := &kafka.Txn{Config: k.KafkaConn, TransactionalID: fmt.Sprintf("weir-%s-%s-%s-p%d", jobName(j), k.Group, k.Topic, t.p),
 		TransactionTimeout: time.Duration(timeout) * time.Millisecond, Changelog: k.Changelog, Partition: t.p}
 	defer txn.Close()
 	// Fence first: once the producers of the task started, the previous
@@ -277,6 +315,9 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	}
 	r, err := kafka.ReadChangelog(ctx, k.KafkaConn, k.Changelog, t.p)
 	if err != nil {
+		if !connector.Retryable(err) && ctx.Err() == nil {
+			return &taskFatal{err}
+		}
 		return err
 	}
 	dir := filepath.Join(gr.tmp, strconv.Itoa(int(t.p)))
@@ -300,6 +341,9 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	cl.Restored(r)
 	tj, tk := *j, *k
 	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.task = dir, 1, "", t.p+1
+	// A checkpoint that fails stops the task: its output went into a
+	// transaction no changelog joins, which must be aborted.
+	tj.Checkpoint.TolerableFailures = 0
 	if k.Repartition {
 		tk.Topic, tk.Start = gr.conn.Topic, kafka.Start{}
 	}
@@ -321,6 +365,10 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	}}
 	rn, err := Build(&tj, o)
 	if err != nil {
+		var se *engine.SetupError
+		if errors.As(err, &se) {
+			return &taskFatal{err}
+		}
 		return err
 	}
 	res.Millis = time.Since(t0).Milliseconds()
@@ -437,13 +485,16 @@ func (gr *Group) Console() *console.GroupServer {
 // Status reports the instance's membership and its tasks.
 func (gr *Group) Status(ctx context.Context) GroupStatus {
 	k := gr.j.Kafka
-	s := GroupStatus{Group: k.Group, Topic: gr.conn.Topic, Changelog: k.Changelog, Partitions: len(gr.parts)}
-	if gr.rekey != nil {
-		own, n := gr.rekey.Owned()
-		s.Repartition = &console.RepartitionStatus{From: k.Topic, To: gr.conn.Topic, Owned: own, Copied: n}
+	gr.mu.Lock()
+	g, conn, nparts, rk := gr.g, gr.conn, len(gr.parts), gr.rekey
+	gr.mu.Unlock()
+	s := GroupStatus{Group: k.Group, Topic: conn.Topic, Changelog: k.Changelog, Partitions: nparts}
+	if rk != nil {
+		own, n := rk.Owned()
+		s.Repartition = &console.RepartitionStatus{From: k.Topic, To: conn.Topic, Owned: own, Copied: n}
 	}
-	if gr.g != nil {
-		s.Member, s.Generation = gr.g.Member()
+	if g != nil {
+		s.Member, s.Generation = g.Member()
 	}
 	gr.mu.Lock()
 	tasks := make([]*task, 0, len(gr.tasks))

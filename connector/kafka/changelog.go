@@ -201,15 +201,15 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 		return nil, err
 	}
 	defer admin.Close()
+	// Only this partition's end counts: another's leader may be away.
 	ends, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, classify(err)
-	}
 	end, ok := ends.Lookup(topic, part)
-	if !ok {
+	switch {
+	case ok && end.Err != nil:
+		return nil, classify(end.Err)
+	case !ok && err != nil:
+		return nil, classify(err)
+	case !ok:
 		return nil, connector.Permanent(fmt.Errorf("the changelog %s has no partition %d", topic, part))
 	}
 	if end.Offset <= 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -136,5 +137,39 @@ func TestChangelogChunks(t *testing.T) {
 	}
 	if tombs < len(state)/MaxChunk {
 		t.Fatalf("%d tombstones for a checkpoint that dropped a %d-byte file", tombs, len(state))
+	}
+}
+
+// A task's transaction whose checkpoint was not published (it failed before
+// its changelog joined the output) is refused at commit, its output never
+// visible, and the task's writes fail from then on.
+func TestTxnRefusesUnpublished(t *testing.T) {
+	c := cluster(t, kfake.SeedTopics(1, "log"), kfake.SeedTopics(1, "alerts"))
+	ctx := context.Background()
+	txn := &Txn{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, TransactionalID: "weir-test-unpublished", Changelog: "log"}
+	s := &Sink[string]{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, Txn: txn,
+		Encode: func(v string) ([]byte, []byte) { return nil, []byte(v) }}
+	if err := s.Open(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, []string{"p1"}); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := s.PreCommit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, 1, pre); err == nil || !strings.Contains(err.Error(), "holds no changelog") {
+		t.Fatalf("commit without the changelog: %v", err)
+	}
+	if err := s.Write(ctx, []string{"p2"}); err == nil {
+		t.Fatal("a write after a refused commit")
+	}
+	s.Close()
+	if got := committed(t, c, "alerts"); len(got) != 0 {
+		t.Fatalf("visible: %v", got)
 	}
 }

@@ -85,7 +85,9 @@ func (g *Group) Join() error {
 	}
 	// The member fetches nothing: its partitions' tasks do.
 	cl.PauseFetchTopics(g.Topic)
+	g.mu.Lock()
 	g.cl = cl
+	g.mu.Unlock()
 	// The group is joined when the client first polls; a polled fetch
 	// carries the errors of the group's management (a session timeout the
 	// brokers refuse, an authorization missing).
@@ -116,16 +118,22 @@ func (g *Group) Owned() []int32 {
 
 // Member is this instance's member id and the group's generation.
 func (g *Group) Member() (string, int32) {
-	if g.cl == nil {
+	g.mu.Lock()
+	cl := g.cl
+	g.mu.Unlock()
+	if cl == nil {
 		return "", 0
 	}
-	return g.cl.GroupMetadata()
+	return cl.GroupMetadata()
 }
 
 // Close leaves the group (after Revoked for what this instance still
 // owns).
 func (g *Group) Close() {
-	if g.cl != nil {
-		g.cl.Close()
+	g.mu.Lock()
+	cl := g.cl
+	g.mu.Unlock()
+	if cl != nil {
+		cl.Close()
 	}
 }

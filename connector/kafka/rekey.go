@@ -47,6 +47,7 @@ type Rekey struct {
 	TransactionTimeout time.Duration
 
 	mu     sync.Mutex
+	id     string // the transactional id
 	own    []int32
 	copied int64
 }
@@ -72,8 +73,18 @@ func (r *Rekey) Run(ctx context.Context) error {
 	case r.Start.Latest:
 		reset = kgo.NewOffset().AtEnd()
 	}
-	id := make([]byte, 8)
-	rand.Read(id)
+	r.mu.Lock()
+	if r.id == "" {
+		// One id for the instance's life: a Run after a failure starts
+		// the producer again under it, which aborts what the failed one
+		// left open (read_committed readers of the copy wait for no
+		// timeout).
+		b := make([]byte, 8)
+		rand.Read(b)
+		r.id = fmt.Sprintf("weir-rekey-%s-%s", r.Group, hex.EncodeToString(b))
+	}
+	id := r.id
+	r.mu.Unlock()
 	track := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
 		return func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
 			r.mu.Lock()
@@ -92,7 +103,7 @@ func (r *Rekey) Run(ctx context.Context) error {
 	sess, err := kgo.NewGroupTransactSession(append(opts,
 		// The session's id is the instance's: KIP-447 fences by the
 		// group's generation, not by the id.
-		kgo.TransactionalID(fmt.Sprintf("weir-rekey-%s-%s", r.Group, hex.EncodeToString(id))),
+		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(timeout), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ConsumerGroup(r.Group), kgo.ConsumeTopics(r.Topic), kgo.ConsumeResetOffset(reset),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),

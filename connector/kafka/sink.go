@@ -78,6 +78,9 @@ type slot struct {
 	inTxn   bool
 	pending uint64 // checkpoint whose pre-commit holds the open transaction
 	done    uint64 // checkpoint whose transaction it committed last
+	// published: the checkpoint whose changelog the open transaction
+	// holds (a Txn's)
+	published uint64
 }
 
 // Guarantee implements connector.Sink.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/weirstream/weir/connector"
 )
 
 // Txn is the transactions of one task of a consumer-group job: the Kafka
@@ -59,8 +61,7 @@ func (t *Txn) init() {
 	t.cond = sync.NewCond(&t.mu)
 	t.promise = func(r *kgo.Record, err error) {
 		if err != nil {
-			err = classify(err)
-			t.failed.CompareAndSwap(nil, &err)
+			t.setFailed(err)
 		}
 	}
 	for i := range Pool {
@@ -74,6 +75,19 @@ func (t *Txn) join() *member {
 	t.init()
 	t.members++
 	return &member{}
+}
+
+// setFailed records the error that ends the task's transactions: once a
+// record of a transaction is lost, or its commit failed, the transaction
+// cannot be repaired, and the task must start again from its changelog, so
+// the error is permanent to whoever retries.
+func (t *Txn) setFailed(err error) error {
+	err = connector.Permanent(err)
+	t.failed.CompareAndSwap(nil, &err)
+	t.mu.Lock()
+	t.cond.Broadcast()
+	t.mu.Unlock()
+	return err
 }
 
 func (t *Txn) err() error {
@@ -230,9 +244,12 @@ func (t *Txn) Publish(ctx context.Context, checkpoint uint64, recs []*kgo.Record
 			sl = s
 		}
 	}
+	if sl != nil {
+		sl.published = checkpoint
+	}
 	t.mu.Unlock()
 	if sl == nil {
-		return fmt.Errorf("no transaction of the task holds checkpoint %d", checkpoint)
+		return t.setFailed(fmt.Errorf("no transaction of the task holds checkpoint %d", checkpoint))
 	}
 	for _, r := range recs {
 		sl.cl.Produce(ctx, r, t.promise)
@@ -254,22 +271,18 @@ func (t *Txn) commit(ctx context.Context, checkpoint uint64, data []byte) error 
 	}
 	sl := t.slots[p.slot]
 	live := sl.cl != nil && sl.inTxn && sl.pending == checkpoint
+	published := sl.published == checkpoint
 	t.mu.Unlock()
 	if !live {
-		// A checkpoint read back from the changelog: its transaction held
-		// the changelog, so it was committed with it.
-		return nil
+		return t.setFailed(fmt.Errorf("the transaction of checkpoint %d (%s) is no longer open", checkpoint, p.txnID))
 	}
-	fail := func(err error) error {
-		err = classify(err)
-		t.failed.CompareAndSwap(nil, &err)
-		t.mu.Lock()
-		t.cond.Broadcast()
-		t.mu.Unlock()
-		return err
+	if !published {
+		// Output without its changelog must not become visible: the
+		// checkpoint failed before it was published.
+		return t.setFailed(fmt.Errorf("the transaction of checkpoint %d (%s) holds no changelog", checkpoint, sl.id))
 	}
 	if err := sl.cl.Flush(ctx); err != nil {
-		return fail(err)
+		return t.setFailed(err)
 	}
 	if err := t.err(); err != nil {
 		return err
@@ -277,7 +290,7 @@ func (t *Txn) commit(ctx context.Context, checkpoint uint64, data []byte) error 
 	if err := sl.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		// Fenced (another instance owns the partition now) or expired:
 		// the task must start again from its changelog.
-		return fail(fmt.Errorf("committing the transaction of checkpoint %d (%s): %w", checkpoint, sl.id, err))
+		return t.setFailed(fmt.Errorf("committing the transaction of checkpoint %d (%s): %w", checkpoint, sl.id, err))
 	}
 	t.mu.Lock()
 	sl.inTxn, sl.pending, sl.done = false, 0, checkpoint
@@ -301,20 +314,29 @@ func (t *Txn) leave() {
 
 // Close aborts the task's open transactions and stops its producers.
 func (t *Txn) Close() {
+	// The producers are stopped without the lock: aborting fails the
+	// records still buffered, and their promises take it.
+	type open struct {
+		cl    *kgo.Client
+		inTxn bool
+	}
+	var list []open
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	for _, sl := range t.slots {
-		if sl.cl == nil {
-			continue
+		if sl.cl != nil {
+			list = append(list, open{sl.cl, sl.inTxn})
 		}
-		if sl.inTxn {
-			sl.cl.AbortBufferedRecords(ctx)
-			sl.cl.EndTransaction(ctx, kgo.TryAbort)
-		}
-		sl.cl.Close()
-		sl.cl, sl.inTxn, sl.pending = nil, false, 0
+		sl.cl, sl.inTxn, sl.pending, sl.published = nil, false, 0, 0
 	}
 	t.started = false
+	t.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, o := range list {
+		if o.inTxn {
+			o.cl.AbortBufferedRecords(ctx)
+			o.cl.EndTransaction(ctx, kgo.TryAbort)
+		}
+		o.cl.Close()
+	}
 }
