@@ -168,6 +168,9 @@ func (gr *Group) Run(ctx context.Context) error {
 		},
 	}
 	g.Log = func(s string) { gr.logf("%s", s) }
+	for _, w := range j.Warnings() {
+		gr.logf("warning: %s", w)
+	}
 	gr.mu.Lock()
 	gr.g = g
 	gr.mu.Unlock()

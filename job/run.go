@@ -289,7 +289,9 @@ func (rn *Runnable) build() error {
 	}
 	rn.e = e
 	for _, w := range rn.warn {
-		rn.logf("warning: %s", w)
+		if o.task == nil { // a group's instance says them once for its tasks
+			rn.logf("warning: %s", w)
+		}
 	}
 	lp := newLineParser(j)
 	if o.task != nil && j.Key != nil {
