@@ -23,9 +23,22 @@ type GroupStatus struct {
 	Partitions int          `json:"partitions"` // the topic's
 	Owned      []int32      `json:"owned"`
 	Tasks      []TaskStatus `json:"tasks"`
+	// Members are every instance of the group, as the group's coordinator
+	// describes it, with their partitions; MembersErr says why they are
+	// missing.
+	Members    []GroupMember `json:"members"`
+	MembersErr string        `json:"members_error,omitempty"`
 	// Repartition is the copying of an input not keyed by the job's key
 	// into the topic the tasks read, when the job does it.
 	Repartition *RepartitionStatus `json:"repartition,omitempty"`
+}
+
+// GroupMember is one instance of a group job.
+type GroupMember struct {
+	ID         string  `json:"member"`
+	Client     string  `json:"client"`
+	Host       string  `json:"host"`
+	Partitions []int32 `json:"partitions"`
 }
 
 // RepartitionStatus is an instance's share of the copying into the

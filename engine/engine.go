@@ -179,6 +179,14 @@ func (e *Engine) Fail(err error) {
 	})
 }
 
+// Abort stops the job at once with err: every stage drops its work and
+// every sink call returns, so that what was not committed stays so (a stop
+// that waits on a broker gone away). Any goroutine may call it.
+func (e *Engine) Abort(err error) {
+	e.Fail(err)
+	e.abortAll()
+}
+
 // Err is the error the job failed with, if any.
 func (e *Engine) Err() error {
 	select {

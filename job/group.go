@@ -246,10 +246,38 @@ func (gr *Group) stop(ps []int32) {
 		}
 	}
 	gr.mu.Unlock()
-	for _, t := range wait {
-		<-t.done
+	budget := max(time.Duration(gr.j.Kafka.SessionTimeout)*time.Millisecond, StopBudget)
+	timeout := time.After(budget)
+	for len(wait) > 0 {
+		select {
+		case <-wait[0].done:
+			wait = wait[1:]
+			continue
+		case <-timeout:
+		}
+		// The last checkpoints cannot be committed (a broker gone away):
+		// the tasks resume from their last committed ones, wherever they
+		// go, and what they wrote since is aborted.
+		for _, t := range wait {
+			gr.logf("%s/%d: no last checkpoint within %s: stopping at once; the partition resumes from its last committed checkpoint", gr.conn.Topic, t.p, budget)
+			t.mu.Lock()
+			rn := t.rn
+			t.mu.Unlock()
+			if rn != nil {
+				rn.e.Abort(errors.New("the stop took too long"))
+			}
+		}
+		for _, t := range wait {
+			<-t.done
+		}
+		wait = nil
 	}
 }
+
+// StopBudget is how long, at least, a group instance waits for a task to
+// take its last checkpoint when it stops (or gives its partition away)
+// before it stops it at once: the session timeout, if longer.
+const StopBudget = 10 * time.Second
 
 // runTask runs the task until ctx is done; a task that fails (fenced by
 // another instance, a broker gone) starts again from its changelog.
@@ -498,6 +526,15 @@ func (gr *Group) Status(ctx context.Context) GroupStatus {
 	}
 	if g != nil {
 		s.Member, s.Generation = g.Member()
+		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		ms, err := g.Members(mctx)
+		cancel()
+		if err != nil {
+			s.MembersErr = errText(err)
+		}
+		for _, m := range ms {
+			s.Members = append(s.Members, console.GroupMember(m))
+		}
 	}
 	gr.mu.Lock()
 	tasks := make([]*task, 0, len(gr.tasks))

@@ -381,34 +381,47 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 	t.Helper()
 	var owned [][]int32
+	var members []console.GroupMember
 	deadline := time.Now().Add(time.Minute)
 	for {
-		owned = owned[:0]
+		owned, members = owned[:0], nil
 		count := map[int32]int{}
-		for _, a := range addrs {
+		byMember := map[string][]int32{}
+		for i, a := range addrs {
 			var r console.GroupReply
 			resp, err := http.Get("http://" + a + "/api/status")
 			if err == nil {
 				err = json.NewDecoder(resp.Body).Decode(&r)
 				resp.Body.Close()
 			}
-			if err != nil {
+			if err != nil && time.Now().After(deadline) {
 				t.Fatalf("%s: %v", a, err)
 			}
 			owned = append(owned, r.Group.Owned)
+			byMember[r.Group.Member] = r.Group.Owned
 			for _, p := range r.Group.Owned {
 				count[p]++
+			}
+			if i == 0 {
+				members = r.Group.Members
 			}
 		}
 		ok := len(count) == n
 		for _, c := range count {
 			ok = ok && c == 1
 		}
+		// The group's description, as the first instance reports it,
+		// agrees: one member per instance, each with what it owns.
+		ok = ok && len(members) == len(addrs)
+		for _, m := range members {
+			own, found := byMember[m.ID]
+			ok = ok && found && slices.Equal(own, m.Partitions) && strings.HasPrefix(m.Client, "weir-")
+		}
 		if ok {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the instances own %v; want each of the %d partitions once", owned, n)
+			t.Fatalf("the instances own %v, and the group says %+v; want each of the %d partitions once", owned, members, n)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -416,8 +429,9 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 	cmd.Dir = jobDir
 	out, err := cmd.CombinedOutput()
 	want := fmt.Sprintf("owns %d of the %d partitions of orders", len(owned[0]), n)
-	if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "\norders/") != len(owned[0]) {
-		t.Errorf("weir status: %v\n%s\nwant a line that %s, and a line per partition", err, out, want)
+	if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "\norders/") != len(owned[0]) ||
+		strings.Count(string(out), "\n  weir-") != len(addrs) || strings.Count(string(out), "<- this one") != 1 {
+		t.Errorf("weir status: %v\n%s\nwant a line that %s, a line per partition and one per instance", err, out, want)
 	}
 }
 
@@ -548,5 +562,54 @@ func TestGroupMisroutedInput(t *testing.T) {
 	cmd.Wait()
 	if n := strings.Count(stderr.String(), "the input is not keyed by the job's key"); n != 1 {
 		t.Errorf("the warning came %d times; want once\n%s", n, stderr)
+	}
+}
+
+// An instance told to stop while the brokers are gone cannot commit its
+// tasks' last checkpoints: it stops them at once after its stop budget,
+// saying so, and exits; the partitions resume from their last committed
+// checkpoints.
+func TestGroupStopWithoutBroker(t *testing.T) {
+	b := startBroker(t, "orders:2", "alerts:3", "late:1", "quarantine:1")
+	var lines, keys [][]byte
+	for i := range 2000 {
+		card := fmt.Sprintf("c%d", i%20)
+		lines = append(lines, fmt.Appendf(nil, `{"id":"e%d","card":%q,"amount":1,"ts":%d}`, i, card, 1780000000000+int64(i)*100))
+		keys = append(keys, []byte(card))
+	}
+	parts, pkeys := make([][][]byte, 2), make([][][]byte, 2)
+	for i, l := range lines {
+		p := murmur2Partition(keys[i], 2)
+		parts[p], pkeys[p] = append(parts[p], l), append(pkeys[p], keys[i])
+	}
+	for p := range 2 {
+		b.produceKeyed("orders", int32(p), parts[p], pkeys[p])
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd, stderr := startWeir(t, dir, "run", "--quiet", "--http", addr, "job.yaml")
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	checkOwnership(t, dir, []string{addr}, 2)
+	b.waitCommitted("alerts", 1, time.Minute)
+	b.c.Close()
+	cmd.Process.Signal(syscall.SIGTERM)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("weir exited with %v", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("weir did not exit 2 minutes after SIGTERM without a broker:\n%s", stderr)
+	}
+	if !strings.Contains(stderr.String(), "no last checkpoint within 10s: stopping at once") {
+		t.Errorf("weir did not say it stopped its tasks at once:\n%s", stderr)
 	}
 }

@@ -125,6 +125,23 @@ func groupText(g console.GroupStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group %s: member %s (generation %d) owns %d of the %d partitions of %s; state in %s\n",
 		g.Group, g.Member, g.Generation, len(g.Owned), g.Partitions, g.Topic, g.Changelog)
+	if len(g.Members) > 0 || g.MembersErr != "" {
+		fmt.Fprintf(&b, "the group's instances:\n")
+		for _, m := range g.Members {
+			parts := make([]string, len(m.Partitions))
+			for i, p := range m.Partitions {
+				parts[i] = fmt.Sprintf("%s/%d", g.Topic, p)
+			}
+			me := ""
+			if m.ID == g.Member {
+				me = "  <- this one"
+			}
+			fmt.Fprintf(&b, "  %s on %s: %s%s\n", m.Client, strings.TrimPrefix(m.Host, "/"), strings.Join(parts, ", "), me)
+		}
+		if g.MembersErr != "" {
+			fmt.Fprintf(&b, "  (the group's coordinator did not say: %s)\n", g.MembersErr)
+		}
+	}
 	if r := g.Repartition; r != nil {
 		fmt.Fprintf(&b, "repartition: copies %d partitions of %s into %s (%d records so far)\n", len(r.Owned), r.From, r.To, r.Copied)
 	}

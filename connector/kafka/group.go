@@ -3,10 +3,14 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -47,6 +51,12 @@ func (g *Group) Join() error {
 	opts, err := g.opts()
 	if err != nil {
 		return err
+	}
+	if g.ClientID == "" {
+		// Name the process, so that the group's description says which
+		// instance has which partitions.
+		host, _ := os.Hostname()
+		opts = append(opts, kgo.ClientID(fmt.Sprintf("weir-%s-%d", host, os.Getpid())))
 	}
 	session := g.SessionTimeout
 	if session <= 0 {
@@ -107,6 +117,55 @@ func (g *Group) Join() error {
 		}
 	}()
 	return nil
+}
+
+// Member is one member of the group, as the group's coordinator describes
+// it.
+type Member struct {
+	ID         string  `json:"member"`
+	Client     string  `json:"client"` // its client id: weir-HOST-PID unless client.id says otherwise
+	Host       string  `json:"host"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// Members describes every member of the group and the partitions of the
+// topic assigned to each, in the order of their ids.
+func (g *Group) Members(ctx context.Context) ([]Member, error) {
+	opts, err := g.opts()
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	groups, err := kadm.NewClient(cl).DescribeGroups(ctx, g.Group)
+	if err != nil {
+		return nil, classify(err)
+	}
+	d, ok := groups[g.Group]
+	if !ok {
+		return nil, fmt.Errorf("the group %s is not described", g.Group)
+	}
+	if d.Err != nil {
+		return nil, classify(d.Err)
+	}
+	var out []Member
+	for _, m := range d.Members {
+		mem := Member{ID: m.MemberID, Client: m.ClientID, Host: m.ClientHost, Partitions: []int32{}}
+		if c, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range c.Topics {
+				if t.Topic == g.Topic {
+					mem.Partitions = append(mem.Partitions, t.Partitions...)
+				}
+			}
+		}
+		slices.Sort(mem.Partitions)
+		out = append(out, mem)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
 }
 
 // Owned is the partitions this instance owns now.

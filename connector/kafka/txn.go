@@ -330,7 +330,9 @@ func (t *Txn) Close() {
 	}
 	t.started = false
 	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// Brief: the brokers answer an abort at once, or are away, and then
+	// the partition's next owner aborts it when it fences these producers.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	for _, o := range list {
 		if o.inTxn {
