@@ -192,11 +192,7 @@ type Restored struct {
 // it once the task's producers have started (Txn.Start): no transaction of
 // an earlier owner is open then, and the last stable offset is the end.
 func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Restored, error) {
-	opts, err := c.opts()
-	if err != nil {
-		return nil, err
-	}
-	admin, err := kgo.NewClient(opts...)
+	admin, err := c.client()
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +210,10 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 	}
 	if end.Offset <= 0 {
 		return nil, nil
+	}
+	opts, err := c.opts()
+	if err != nil {
+		return nil, err
 	}
 	cl, err := kgo.NewClient(append(opts,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
@@ -289,11 +289,7 @@ func EnsureChangelog(ctx context.Context, c Config, topic string, partitions int
 
 // Partitions lists the partitions of a topic, in order.
 func Partitions(ctx context.Context, c Config, topic string) ([]int32, error) {
-	opts, err := c.opts()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := c.client()
 	if err != nil {
 		return nil, err
 	}

@@ -194,6 +194,16 @@ func (c *Config) opts() ([]kgo.Opt, error) {
 	return o, nil
 }
 
+// client is a plain client of c, for metadata and admin requests; the
+// caller closes it.
+func (c *Config) client() (*kgo.Client, error) {
+	opts, err := c.opts()
+	if err != nil {
+		return nil, err
+	}
+	return kgo.NewClient(opts...)
+}
+
 // classify marks errors as the engine should retry them: Kafka's own
 // retriable errors and lost connections are transient; an authentication,
 // authorization or configuration error is permanent.

@@ -131,11 +131,7 @@ type Member struct {
 // Members describes every member of the group and the partitions of the
 // topic assigned to each, in the order of their ids.
 func (g *Group) Members(ctx context.Context) ([]Member, error) {
-	opts, err := g.opts()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := g.client()
 	if err != nil {
 		return nil, err
 	}

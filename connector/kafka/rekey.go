@@ -185,11 +185,7 @@ func (r *Rekey) Owned() ([]int32, int64) {
 // EnsureTopic creates a topic with partitions partitions unless it exists;
 // if it exists with another number of partitions, the job cannot use it.
 func EnsureTopic(ctx context.Context, c Config, topic string, partitions int32, configs map[string]*string) error {
-	opts, err := c.opts()
-	if err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := c.client()
 	if err != nil {
 		return err
 	}
