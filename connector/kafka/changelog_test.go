@@ -173,3 +173,35 @@ func TestTxnRefusesUnpublished(t *testing.T) {
 		t.Fatalf("visible: %v", got)
 	}
 }
+
+// The cost of a task's checkpoint in its changelog: cutting and hashing 64
+// MiB of state of which one 256 KiB region changed since the committed
+// checkpoint (bytes/s are of the whole state).
+func BenchmarkChangelogRecords(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	state := make([]byte, 64<<20)
+	for i := range state {
+		state[i] = byte(r.IntN(256))
+	}
+	l := &Changelog{Topic: "log"}
+	ck := func(id uint64) *checkpoint.Checkpoint {
+		return &checkpoint.Checkpoint{Manifest: checkpoint.Manifest{ID: id, Files: []checkpoint.File{{Name: "window.0"}}}, Files: map[string][]byte{"window.0": state}}
+	}
+	if _, err := l.Records(ck(1), 0); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(state)))
+	b.ResetTimer()
+	written := int64(0)
+	for i := range b.N {
+		at := r.IntN(len(state) - 256<<10)
+		copy(state[at:], bytes.Repeat([]byte{byte(i)}, 256<<10))
+		w := l.Written.Load()
+		recs, err := l.Records(ck(uint64(i+2)), uint64(i+1))
+		if err != nil || len(recs) == 0 {
+			b.Fatal(err)
+		}
+		written += l.Written.Load() - w
+	}
+	b.ReportMetric(float64(written)/float64(b.N)/(1<<10), "KiB-written/op")
+}
