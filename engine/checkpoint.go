@@ -328,9 +328,10 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		}
 		b.files = append(b.files, File{Name: p.name, Data: encodePending(p.pending, p.committed.Load())})
 	}
+	m, in := c.manifest(b)
 	path, size, err := "", int64(0), b.err
 	if err == nil {
-		path, size, err = c.write(b)
+		path, size, err = c.write(b, m, in)
 	}
 	c.mu.Lock()
 	c.last.Total++
@@ -359,7 +360,7 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 	if publish := e.cfg.Checkpoint.Publish; publish != nil {
 		// The checkpoint counts once it is published (in the transaction
 		// the sinks commit next): without it, nothing may be committed.
-		if err := publish(e.sinkCtx, b.ID, path); err != nil {
+		if err := publish(e.sinkCtx, m, in); err != nil {
 			err = &CheckpointError{ID: b.ID, Msg: fmt.Sprintf("%s %d could not be published: %s", b.Kind, b.ID, errText(err)), Err: err}
 			e.Fail(err)
 			if b.reply != nil {
@@ -441,7 +442,9 @@ type jobMeta struct {
 	Participants []string `json:"participants"`
 }
 
-func (c *coordinator) write(b *CheckpointBarrier) (string, int64, error) {
+// manifest is what b's checkpoint is made of: its manifest (without its
+// files' entries, which the store makes) and its files.
+func (c *coordinator) manifest(b *CheckpointBarrier) (checkpoint.Manifest, []checkpoint.Input) {
 	e := c.e
 	in := make([]checkpoint.Input, len(b.files))
 	for i, f := range b.files {
@@ -456,6 +459,11 @@ func (c *coordinator) write(b *CheckpointBarrier) (string, int64, error) {
 		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
 		Parallelism: 0, Meta: metaJSON,
 	}
+	return m, in
+}
+
+func (c *coordinator) write(b *CheckpointBarrier, m checkpoint.Manifest, in []checkpoint.Input) (string, int64, error) {
+	e := c.e
 	copied := e.store.Copied
 	path, err := e.store.SaveFiles(m, in)
 	// The bytes written: the files, and the shared objects copied.

@@ -67,11 +67,12 @@ type Checkpointing struct {
 	// DeliverySet says Delivery was chosen (AtLeastOnce is its zero value).
 	DeliverySet bool
 	// Publish, when set, is called with each checkpoint once it is written
-	// to Dir and before the sinks commit it: a job whose state lives
-	// elsewhere (a task's Kafka changelog) sends it there, into the
-	// transaction the sinks commit. An error stops the job, with nothing of
-	// the checkpoint committed.
-	Publish func(ctx context.Context, id uint64, dir string) error
+	// to Dir and before the sinks commit it: its manifest (without the
+	// files' entries) and its files, as they were written. A job whose
+	// state lives elsewhere (a task's Kafka changelog) sends it there, into
+	// the transaction the sinks commit. An error stops the job, with
+	// nothing of the checkpoint committed.
+	Publish func(ctx context.Context, m checkpoint.Manifest, files []checkpoint.Input) error
 }
 
 // Engine runs one job. Build it with New and the constructors of this

@@ -31,7 +31,7 @@ type taskHooks struct {
 	partition int32
 	route     *routeCheck
 	txn       *kafka.Txn
-	publish   func(ctx context.Context, id uint64, dir string) error
+	publish   func(ctx context.Context, m checkpoint.Manifest, files []checkpoint.Input) error
 }
 
 // Group runs a job as one instance of a consumer group (source.kafka.group).
@@ -383,16 +383,12 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", tk.Topic, t.p)}
 	o.Progress, o.From, o.Console = nil, "", false
 	route := &routeCheck{part: t.p, parts: int32(len(gr.parts)), part0: kgo.StickyKeyPartitioner(nil).ForTopic(tk.Topic)}
-	o.task = &taskHooks{partition: t.p, route: route, txn: txn, publish: func(ctx context.Context, id uint64, path string) error {
-		c, err := checkpoint.Load(checkpoint.OSFS, path)
+	o.task = &taskHooks{partition: t.p, route: route, txn: txn, publish: func(ctx context.Context, m checkpoint.Manifest, files []checkpoint.Input) error {
+		recs, err := cl.Records(m, files, txn.Committed())
 		if err != nil {
 			return err
 		}
-		recs, err := cl.Records(c, txn.Committed())
-		if err != nil {
-			return err
-		}
-		return txn.Publish(ctx, id, recs)
+		return txn.Publish(ctx, m.ID, recs)
 	}}
 	rn, err := Build(&tj, o)
 	if err != nil {

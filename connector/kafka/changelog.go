@@ -107,11 +107,12 @@ func (l *Changelog) Restored(r *Restored) {
 	l.floor = r.Manifest.ID
 }
 
-// Records are the records of a checkpoint: the chunks that are not there
+// Records are the records of a checkpoint (its manifest and its files, the
+// bytes of each, or for a shared object the file that holds them): the chunks that are not there
 // yet, tombstones for those of the last committed checkpoint (committed is
 // its id, as the task's transactions know it) that it no longer refers to,
 // and the manifest.
-func (l *Changelog) Records(c *checkpoint.Checkpoint, committed uint64) ([]*kgo.Record, error) {
+func (l *Changelog) Records(cm checkpoint.Manifest, files []checkpoint.Input, committed uint64) ([]*kgo.Record, error) {
 	if l.sets == nil {
 		l.sets = map[uint64]map[string]bool{}
 	}
@@ -130,16 +131,16 @@ func (l *Changelog) Records(c *checkpoint.Checkpoint, committed uint64) ([]*kgo.
 			delete(l.sets, id)
 		}
 	}
-	m := manifest{Manifest: c.Manifest, Chunks: map[string][]string{}}
+	m := manifest{Manifest: cm, Chunks: map[string][]string{}}
 	m.Files = nil
 	set := map[string]bool{}
 	var recs []*kgo.Record
-	for _, f := range c.Manifest.Files {
-		data, ok := c.Files[f.Name]
-		if !ok {
-			b, err := os.ReadFile(c.Paths[f.Name])
+	for _, f := range files {
+		data := f.Data
+		if f.Object != "" { // as the store keeps it: the file at Path
+			b, err := os.ReadFile(f.Path)
 			if err != nil {
-				return nil, fmt.Errorf("reading %s of checkpoint %d: %w", f.Name, c.Manifest.ID, err)
+				return nil, fmt.Errorf("reading %s of checkpoint %d: %w", f.Name, cm.ID, err)
 			}
 			data = b
 		}
@@ -173,7 +174,7 @@ func (l *Changelog) Records(c *checkpoint.Checkpoint, committed uint64) ([]*kgo.
 	if err != nil {
 		return nil, err
 	}
-	l.sets[c.Manifest.ID] = set
+	l.sets[cm.ID] = set
 	return append(recs, &kgo.Record{Topic: l.Topic, Partition: l.Partition, Key: []byte("m"), Value: mj}), nil
 }
 

@@ -38,15 +38,13 @@ func TestChangelogChunks(t *testing.T) {
 	// write publishes a checkpoint of state and commits it (or aborts).
 	write := func(id uint64, commit bool) {
 		t.Helper()
-		ck := &checkpoint.Checkpoint{
-			Manifest: checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t", Files: []checkpoint.File{{Name: "window.0"}, {Name: "clock"}}},
-			Files:    map[string][]byte{"window.0": bytes.Clone(state), "clock": {byte(id)}},
-		}
+		cm := checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}
+		files := []checkpoint.Input{{Name: "window.0", Data: bytes.Clone(state)}, {Name: "clock", Data: []byte{byte(id)}}}
 		pre, err := txn.preCommit(ctx, m, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs, err := l.Records(ck, txn.Committed())
+		recs, err := l.Records(cm, files, txn.Committed())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,8 +108,8 @@ func TestChangelogChunks(t *testing.T) {
 	// A checkpoint whose commit failed: the next one does not count on
 	// its chunks.
 	copy(state[3<<20:], bytes.Repeat([]byte{9}, 50_000))
-	ck := func(id uint64) *checkpoint.Checkpoint {
-		return &checkpoint.Checkpoint{Manifest: checkpoint.Manifest{ID: id, Files: []checkpoint.File{{Name: "window.0"}}}, Files: map[string][]byte{"window.0": state}}
+	ck := func(id uint64) (checkpoint.Manifest, []checkpoint.Input, uint64) {
+		return checkpoint.Manifest{ID: id}, []checkpoint.Input{{Name: "window.0", Data: state}}, 4
 	}
 	chunkKeys := func(recs []*kgo.Record) map[string]bool {
 		out := map[string]bool{}
@@ -122,13 +120,13 @@ func TestChangelogChunks(t *testing.T) {
 		}
 		return out
 	}
-	recs5, _ := l.Records(ck(5), 4)
-	recs6, _ := l.Records(ck(6), 4)
+	recs5, _ := l.Records(ck(5))
+	recs6, _ := l.Records(ck(6))
 	if k5, k6 := chunkKeys(recs5), chunkKeys(recs6); len(k5) == 0 || !maps.Equal(k5, k6) {
 		t.Fatalf("checkpoint 6 writes %d chunks; checkpoint 5, not committed, wrote %d: want the same", len(k6), len(k5))
 	}
 	// Tombstones: the chunks of checkpoint 2 that 4 does not have.
-	recs, _ := l.Records(&checkpoint.Checkpoint{Manifest: checkpoint.Manifest{ID: 7, Files: []checkpoint.File{{Name: "clock"}}}, Files: map[string][]byte{"clock": {5}}}, 4)
+	recs, _ := l.Records(checkpoint.Manifest{ID: 7}, []checkpoint.Input{{Name: "clock", Data: []byte{5}}}, 4)
 	tombs := 0
 	for _, rec := range recs {
 		if rec.Value == nil {
@@ -184,10 +182,8 @@ func BenchmarkChangelogRecords(b *testing.B) {
 		state[i] = byte(r.IntN(256))
 	}
 	l := &Changelog{Topic: "log"}
-	ck := func(id uint64) *checkpoint.Checkpoint {
-		return &checkpoint.Checkpoint{Manifest: checkpoint.Manifest{ID: id, Files: []checkpoint.File{{Name: "window.0"}}}, Files: map[string][]byte{"window.0": state}}
-	}
-	if _, err := l.Records(ck(1), 0); err != nil {
+	files := []checkpoint.Input{{Name: "window.0", Data: state}}
+	if _, err := l.Records(checkpoint.Manifest{ID: 1}, files, 0); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(len(state)))
@@ -197,7 +193,7 @@ func BenchmarkChangelogRecords(b *testing.B) {
 		at := r.IntN(len(state) - 256<<10)
 		copy(state[at:], bytes.Repeat([]byte{byte(i)}, 256<<10))
 		w := l.Written.Load()
-		recs, err := l.Records(ck(uint64(i+2)), uint64(i+1))
+		recs, err := l.Records(checkpoint.Manifest{ID: uint64(i + 2)}, files, uint64(i+1))
 		if err != nil || len(recs) == 0 {
 			b.Fatal(err)
 		}
