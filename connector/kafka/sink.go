@@ -168,25 +168,37 @@ func (s *Sink[T]) startSlot(ctx context.Context, sl *slot) error {
 	if sl.cl != nil {
 		return nil
 	}
-	opts, err := s.opts()
-	if err != nil {
-		return err
-	}
 	timeout := s.TransactionTimeout
 	if timeout <= 0 {
 		timeout = 15 * time.Minute
 	}
-	cl, err := kgo.NewClient(append(opts, kgo.TransactionalID(sl.id), kgo.TransactionTimeout(timeout),
-		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond))...)
+	cl, err := s.startProducer(ctx, sl.id, timeout)
 	if err != nil {
 		return err
 	}
-	if _, _, err := cl.ProducerID(ctx); err != nil {
-		cl.Close()
-		return classify(err)
-	}
 	sl.cl = cl
 	return nil
+}
+
+// startProducer starts a transactional producer of c with the id: it
+// aborts what a previous producer with the id left open, and fences that
+// producer.
+func (c *Config) startProducer(ctx context.Context, id string, timeout time.Duration, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts, err := c.opts()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, kgo.TransactionalID(id), kgo.TransactionTimeout(timeout),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond))
+	cl, err := kgo.NewClient(append(opts, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := cl.ProducerID(ctx); err != nil {
+		cl.Close()
+		return nil, classify(err)
+	}
+	return cl, nil
 }
 
 func (s *Sink[T]) err() error {

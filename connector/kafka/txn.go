@@ -112,10 +112,6 @@ func (t *Txn) Start(ctx context.Context) error {
 	if t.TransactionalID == "" {
 		return errors.New("a task's transactions need a transactional id")
 	}
-	opts, err := t.opts()
-	if err != nil {
-		return err
-	}
 	timeout := t.TransactionTimeout
 	if timeout <= 0 {
 		timeout = time.Minute
@@ -124,15 +120,9 @@ func (t *Txn) Start(ctx context.Context) error {
 		if sl.cl != nil {
 			continue
 		}
-		cl, err := kgo.NewClient(append(opts, kgo.TransactionalID(sl.id), kgo.TransactionTimeout(timeout),
-			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerLinger(5*time.Millisecond),
-			kgo.RecordPartitioner(changelogPartitioner{t.Changelog}))...)
+		cl, err := t.startProducer(ctx, sl.id, timeout, kgo.RecordPartitioner(changelogPartitioner{t.Changelog}))
 		if err != nil {
 			return err
-		}
-		if _, _, err := cl.ProducerID(ctx); err != nil {
-			cl.Close()
-			return classify(err)
 		}
 		sl.cl = cl
 	}
