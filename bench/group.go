@@ -32,7 +32,7 @@ func init() {
 			Name: fmt.Sprintf("group-%d", n), Group: "kafka",
 			About: fmt.Sprintf("the fraud job of kafka-fraud as a consumer group of %d instance(s) in one process, the orders in %d partitions (a task each), exactly-once alerts, a checkpoint a second into the changelog topic", n, GroupPartitions),
 			Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
-				c, err := ordersCluster(GroupPartitions)
+				c, err := ordersCluster(GroupPartitions, "alerts")
 				if err != nil {
 					return nil, nil, err
 				}
@@ -71,9 +71,10 @@ checkpoint: {interval: 1s}
 var groupSeq atomic.Int64
 
 // ordersCluster starts a broker holding the benchmark's orders, keyed by
-// card, in parts partitions (Kafka's default partitioner).
-func ordersCluster(parts int) (*kfake.Cluster, error) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(parts), "orders"), kfake.SeedTopics(1, "alerts"), kfake.GroupMinSessionTimeout(time.Second))
+// card, in parts partitions (Kafka's default partitioner), and the output
+// topics, of one partition each.
+func ordersCluster(parts int, outputs ...string) (*kfake.Cluster, error) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(parts), "orders"), kfake.SeedTopics(1, outputs...), kfake.GroupMinSessionTimeout(time.Second))
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -11,9 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/weirstream/weir/gen"
 	"github.com/weirstream/weir/job"
-	"github.com/weirstream/weir/source"
 )
 
 // KafkaOrders is the number of orders of the Kafka benchmarks.
@@ -61,39 +58,7 @@ checkpoint: {dir: %[2]s, interval: 1s}
 
 // kafkaCluster starts a broker holding the benchmark's orders, keyed by
 // card, in three partitions.
-func kafkaCluster() (*kfake.Cluster, error) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "alerts", "floor-out"))
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if err := gen.Orders(&buf, gen.Options{Events: KafkaOrders, Seed: 1}); err != nil {
-		c.Close()
-		return nil, err
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000))
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
-	defer cl.Close()
-	lines := source.NewLines(&buf, 0, 0, 0)
-	ctx := context.Background()
-	for {
-		ln, ok := lines.Next()
-		if !ok {
-			break
-		}
-		card := ln.Text[bytes.Index(ln.Text, []byte(`"card":"`))+8:]
-		card = card[:bytes.IndexByte(card, '"')]
-		cl.Produce(ctx, &kgo.Record{Topic: "orders", Key: bytes.Clone(card), Value: bytes.Clone(ln.Text)}, nil)
-	}
-	if err := cl.Flush(ctx); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
+func kafkaCluster() (*kfake.Cluster, error) { return ordersCluster(3, "alerts", "floor-out") }
 
 func kafkaFraud(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 	dir, err := os.MkdirTemp("", "weir-bench-kafka-")
