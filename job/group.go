@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -432,14 +431,12 @@ func jsonKey(path Path) func([]byte) []byte {
 		if err != nil {
 			return nil
 		}
-		if v = v.Get(path...); v == nil {
+		switch v = get(v, path); {
+		case v == nil:
 			return nil
-		}
-		if v.Type() == fastjson.TypeString {
+		case v.Type() == fastjson.TypeString:
 			return bytes.Clone(v.GetStringBytes())
-		}
-		switch v.Type() {
-		case fastjson.TypeObject, fastjson.TypeArray, fastjson.TypeNull:
+		case v.Type() == fastjson.TypeObject || v.Type() == fastjson.TypeArray:
 			return nil
 		}
 		return appendCanonical(nil, v)
@@ -463,11 +460,7 @@ func (c *routeCheck) check(key string, offset int64) {
 	if c.n++; c.n&63 != 1 {
 		return
 	}
-	raw := []byte(key)
-	if s, err := strconv.Unquote(key); err == nil && strings.HasPrefix(key, `"`) {
-		raw = []byte(s)
-	}
-	c.rec.Key = raw
+	c.rec.Key = []byte(keyValue(key)) // as a producer keyed by it wrote it
 	if p := int32(c.part0.Partition(&c.rec, int(c.parts))); p != c.part {
 		if c.misrouted.Add(1) == 1 {
 			c.log(fmt.Sprintf("warning: the event at offset %d has the key %s, which Kafka's default partitioner (murmur2) puts in partition %d, not %d: the input is not keyed by the job's key, so a key's events are split between tasks and each computes windows of its own; key the input by it, or set source.kafka.repartition: true", offset, key, p, c.part))
