@@ -266,85 +266,61 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 		b.produceKeyed("orders", int32(p), parts[p][:h], keys[p][:h])
 	}
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
-	var cmds []*exec.Cmd
-	var logs []*bytes.Buffer
-	var addrs []string
-	start := func() {
-		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-		cmd, stderr := startWeir(t, dir, "run", "--quiet", "--http", addr, "job.yaml")
-		cmds, logs, addrs = append(cmds, cmd), append(logs, stderr), append(addrs, addr)
+	inst := startInstances(t, dir, 2)
+	if sig == syscall.SIGKILL {
+		inst.start()
 	}
-	instances := 3
-	if sig != syscall.SIGKILL {
-		instances = 2
-	}
-	for range instances {
-		start()
-	}
-	t.Cleanup(func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-			c.Wait()
-		}
-	})
-	defer func() {
-		if t.Failed() || testing.Verbose() {
-			for i, l := range logs {
-				t.Logf("instance %d said:\n%s", i, l.String())
-			}
-		}
-	}()
 	// Stop one once output flows, then give the rest of the input and
 	// another instance.
 	if got := b.waitCommitted("alerts", len(want["results"])/10, 3*time.Minute); len(got) < len(want["results"])/10 {
 		t.Fatalf("no output after 3 minutes: %d panes", len(got))
 	}
-	cmds[1].Process.Signal(sig)
+	inst.cmds[1].Process.Signal(sig)
 	zombie := sig == syscall.SIGSTOP
 	if zombie {
 		// Past the session timeout (2 s): the group moves its partitions.
 		time.Sleep(8 * time.Second)
 	} else {
-		cmds[1].Wait()
+		inst.cmds[1].Wait()
 	}
 	for p := range nparts {
 		h := len(parts[p]) / 2
 		b.produceKeyed("orders", int32(p), parts[p][h:], keys[p][h:])
 	}
 	if zombie {
-		cmds[1].Process.Signal(syscall.SIGCONT)
+		inst.cmds[1].Process.Signal(syscall.SIGCONT)
 	} else {
 		time.Sleep(2 * time.Second)
-		start()
+		inst.start()
 	}
 	got := b.waitCommitted("alerts", len(want["results"]), 5*time.Minute)
 	// The live instances own every partition between them, each once, as
 	// their status says.
 	var live []string
-	for i, a := range addrs {
+	for i, a := range inst.addrs {
 		if i != 1 || zombie {
 			live = append(live, a)
 		}
 	}
 	checkOwnership(t, dir, live, nparts)
-	for i, c := range cmds {
+	for i, c := range inst.cmds {
 		if i != 1 || zombie {
 			c.Process.Signal(syscall.SIGTERM)
 		}
 	}
-	for i, c := range cmds {
+	for i, c := range inst.cmds {
 		if i != 1 || zombie {
 			c.Wait()
 		}
 	}
-	if zombie && !strings.Contains(logs[1].String(), "lost") {
+	if zombie && !strings.Contains(inst.logs[1].String(), "lost") {
 		t.Errorf("the paused instance did not learn that it lost its partitions")
 	}
 	sameRecords(t, "results", got, want["results"])
 	sameRecords(t, "late", b.committedRecords("late"), want["late"])
 	sameRecords(t, "quarantine", b.committedRecords("quarantine"), want["quarantine"])
 	all := ""
-	for _, l := range logs {
+	for _, l := range inst.logs {
 		all += l.String()
 	}
 	if !strings.Contains(all, "restored checkpoint") {
@@ -472,25 +448,7 @@ func TestGroupRepartition(t *testing.T) {
 	}
 	text := strings.Replace(fmt.Sprintf(job, b.addr, ", repartition: true"), "topic: orders", "topic: clicks", 1)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-	var cmds []*exec.Cmd
-	var logs []*bytes.Buffer
-	for range 2 {
-		cmd, stderr := startWeir(t, dir, "run", "--quiet", "job.yaml")
-		cmds, logs = append(cmds, cmd), append(logs, stderr)
-	}
-	t.Cleanup(func() {
-		for _, c := range cmds {
-			c.Process.Kill()
-			c.Wait()
-		}
-	})
-	defer func() {
-		if t.Failed() || testing.Verbose() {
-			for i, l := range logs {
-				t.Logf("instance %d said:\n%s", i, l.String())
-			}
-		}
-	}()
+	inst := startInstances(t, dir, 2)
 	if got := b.waitCommitted("fraud-repartition", len(lines), 3*time.Minute); len(got) != len(lines) {
 		t.Fatalf("the repartition topic holds %d records; want the %d of the input, each once", len(got), len(lines))
 	}
@@ -500,10 +458,10 @@ func TestGroupRepartition(t *testing.T) {
 		b.produceKeyed("clicks", int32(p), [][]byte{last}, [][]byte{fastjson.GetBytes(last, "id")})
 	}
 	got := b.waitCommitted("alerts", len(want), 3*time.Minute)
-	for _, c := range cmds {
+	for _, c := range inst.cmds {
 		c.Process.Signal(syscall.SIGTERM)
 	}
-	for _, c := range cmds {
+	for _, c := range inst.cmds {
 		c.Wait()
 	}
 	sameRecords(t, "results", got, want)
@@ -526,14 +484,8 @@ func TestGroupMisroutedInput(t *testing.T) {
 	dir := t.TempDir()
 	text := strings.Replace(fmt.Sprintf(groupJob, b.addr, ""), "topic: orders", "topic: clicks", 1)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd, stderr := startWeir(t, dir, "run", "--quiet", "--http", addr, "job.yaml")
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
+	inst := startInstances(t, dir, 1)
+	cmd, stderr, addr := inst.cmds[0], inst.logs[0], inst.addrs[0]
 	deadline := time.Now().Add(time.Minute)
 	for {
 		var r console.GroupReply
@@ -587,15 +539,9 @@ func TestGroupStopWithoutBroker(t *testing.T) {
 	}
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	cmd, stderr := startWeir(t, dir, "run", "--quiet", "--http", addr, "job.yaml")
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	checkOwnership(t, dir, []string{addr}, 2)
+	inst := startInstances(t, dir, 1)
+	cmd, stderr := inst.cmds[0], inst.logs[0]
+	checkOwnership(t, dir, inst.addrs, 2)
 	b.waitCommitted("alerts", 1, time.Minute)
 	b.c.Close()
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -612,4 +558,41 @@ func TestGroupStopWithoutBroker(t *testing.T) {
 	if !strings.Contains(stderr.String(), "no last checkpoint within 10s: stopping at once") {
 		t.Errorf("weir did not say it stopped its tasks at once:\n%s", stderr)
 	}
+}
+
+// instances are weir run processes of the job file job.yaml in a directory,
+// each serving its status on a port of its own. They are killed when the
+// test ends, and what they said is shown when it failed (or with -v).
+type instances struct {
+	t     *testing.T
+	dir   string
+	cmds  []*exec.Cmd
+	logs  []*bytes.Buffer
+	addrs []string
+}
+
+func startInstances(t *testing.T, dir string, n int) *instances {
+	in := &instances{t: t, dir: dir}
+	t.Cleanup(func() {
+		for i, c := range in.cmds {
+			if c.ProcessState == nil {
+				c.Process.Kill()
+				c.Wait()
+			}
+			if t.Failed() || testing.Verbose() {
+				t.Logf("instance %d said:\n%s", i, in.logs[i])
+			}
+		}
+	})
+	for range n {
+		in.start()
+	}
+	return in
+}
+
+// start starts one more instance.
+func (in *instances) start() {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(in.t))
+	cmd, stderr := startWeir(in.t, in.dir, "run", "--quiet", "--http", addr, "job.yaml")
+	in.cmds, in.logs, in.addrs = append(in.cmds, cmd), append(in.logs, stderr), append(in.addrs, addr)
 }
