@@ -295,15 +295,20 @@ func Partitions(ctx context.Context, c Config, topic string) ([]int32, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	details, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	return topicPartitions(ctx, kadm.NewClient(cl), topic)
+}
+
+// topicPartitions lists the partitions of a topic that exists, in order.
+func topicPartitions(ctx context.Context, adm *kadm.Client, topic string) ([]int32, error) {
+	details, err := adm.ListTopics(ctx, topic)
 	if err != nil {
 		return nil, classify(err)
 	}
 	td, ok := details[topic]
-	if !ok || len(td.Partitions) == 0 || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+	switch {
+	case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || (td.Err == nil && len(td.Partitions) == 0):
 		return nil, connector.Permanent(fmt.Errorf("topic %s does not exist", topic))
-	}
-	if td.Err != nil {
+	case td.Err != nil:
 		return nil, classify(td.Err)
 	}
 	return td.Partitions.Numbers(), nil

@@ -195,15 +195,11 @@ func EnsureTopic(ctx context.Context, c Config, topic string, partitions int32, 
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return classify(err)
 	}
-	details, err := adm.ListTopics(ctx, topic)
+	parts, err := topicPartitions(ctx, adm, topic)
 	if err != nil {
-		return classify(err)
+		return err
 	}
-	td, ok := details[topic]
-	if !ok || td.Err != nil {
-		return classify(fmt.Errorf("the topic %s: %v", topic, td.Err))
-	}
-	if n := int32(len(td.Partitions)); n != partitions {
+	if n := int32(len(parts)); n != partitions {
 		return connector.Permanent(fmt.Errorf("the topic %s has %d partitions; the job needs %d (delete it, or name another)", topic, n, partitions))
 	}
 	return nil

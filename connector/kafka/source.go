@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
@@ -72,18 +71,11 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	}
 	defer admin.Close()
 	adm := kadm.NewClient(admin)
-	topics, err := adm.ListTopics(ctx, s.Topic)
+	all, err := topicPartitions(ctx, adm, s.Topic)
 	if err != nil {
-		return classify(err)
+		return err
 	}
-	td, ok := topics[s.Topic]
-	if !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) || len(td.Partitions) == 0 {
-		if td.Err != nil && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
-			return classify(td.Err)
-		}
-		return connector.Permanent(fmt.Errorf("topic %s does not exist", s.Topic))
-	}
-	for p := range td.Partitions {
+	for _, p := range all {
 		if s.Partitions == nil || slices.Contains(s.Partitions, p) {
 			s.parts = append(s.parts, p)
 		}
@@ -91,7 +83,6 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	if len(s.parts) == 0 {
 		return connector.Permanent(fmt.Errorf("topic %s has none of the partitions %v", s.Topic, s.Partitions))
 	}
-	slices.Sort(s.parts)
 	s.index = map[int32]int{}
 	for i, p := range s.parts {
 		s.index[p] = i
