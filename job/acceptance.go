@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
@@ -236,7 +237,7 @@ func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
 	j, t := rn.j, rn.accept
 	sc := SinkCheck{Output: o.Field, Table: o.Table.Table, Windows: len(t.last)}
 	s := j.TableSink(o, nil)
-	if err := s.Open(ctx, nil); err != nil {
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
 		sc.Error, sc.Verdict = err.Error(), "not verified"
 		return sc
 	}
@@ -321,16 +322,17 @@ func differs(j *Job, r *table.Stored, p *lastPane) string {
 }
 
 // WriteAcceptance writes the record as JSON to path and as Markdown beside
-// it (path with .md for its extension).
-func WriteAcceptance(path string, a *Acceptance) error {
+// it (path with .md for its extension). Existing files are replaced only if
+// weir wrote them (file.ReplaceFile), or with force.
+func WriteAcceptance(path string, a *Acceptance, force bool) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := file.ReplaceFile(nil, path, append(b, '\n'), force); err != nil {
 		return err
 	}
-	return os.WriteFile(acceptanceMarkdown(path), []byte(a.Markdown()), 0o644)
+	return file.ReplaceFile(nil, acceptanceMarkdown(path), []byte(a.Markdown()), force)
 }
 
 // acceptanceMarkdown is the Markdown file beside the JSON record.
