@@ -73,6 +73,11 @@ type Batch struct {
 	// Record.Partition. Read sets it when the list changed since the batch
 	// before (the first batch always), and leaves it nil otherwise.
 	Partitions []Partition
+	// Lost counts the records the source skipped since the batch before,
+	// knowing they were there: a Kafka partition whose retention deleted
+	// records before they were read, where the job says to go on. They are
+	// never read, and the job's accounting counts them as lost.
+	Lost int64
 }
 
 // Reset empties b for reuse, keeping the capacity of its records.
@@ -81,6 +86,7 @@ func (b *Batch) Reset() {
 	b.Records = b.Records[:0]
 	b.Position = nil
 	b.Partitions = nil
+	b.Lost = 0
 }
 
 // Source reads records from one or more partitions.

@@ -163,6 +163,10 @@ type Counts struct {
 	WindowsFired       int64            `json:"windows_fired"`
 	WatermarkLines     int64            `json:"watermark_lines"`
 	BlankLines         int64            `json:"blank_lines"`
+	// Lost counts the records the source skipped knowing they were there
+	// (a Kafka partition's retention deleted them before they were read,
+	// and the job says on_gap: skip): never read, so not in Read.
+	Lost int64 `json:"lost"`
 	// FirstEventTime and LastEventTime are the least and the greatest event
 	// time of the events read (quarantined records aside); MaxTime and
 	// MinTime before the first.
@@ -194,6 +198,9 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 // Counts is the head's accounting; with the window's statistics once it has
 // ended.
 func (h *Head[K, T]) Counts() Counts { return h.c }
+
+// Lost implements LostHandler.
+func (h *Head[K, T]) Lost(n int64) { h.c.Lost += n }
 
 // Partitions implements RecordHandler.
 func (h *Head[K, T]) Partitions(parts []connector.Partition, now mtime.Time) {
@@ -389,15 +396,15 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 }
 
 // headVersion 2 added BeyondDedupHorizon to the counters, 3 the span of
-// event time.
-const headVersion = 3
+// event time, 4 the records lost.
+const headVersion = 4
 
 // appendState appends the head's state; the de-duplication ids, unless
 // idsInFiles (they are in a Pebble checkpoint beside it).
 func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	b = append(b, headVersion)
 	c := &h.c
-	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon, int64(c.FirstEventTime), int64(c.LastEventTime)} {
+	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon, int64(c.FirstEventTime), int64(c.LastEventTime), c.Lost} {
 		b = enc.AppendVarint(b, v)
 	}
 	keys := slices.Sorted(maps.Keys(c.QuarantineReasons))
@@ -441,6 +448,9 @@ func (h *Head[K, T]) restore(data []byte) error {
 	}
 	if v >= 3 {
 		c.FirstEventTime, c.LastEventTime = mtime.Time(d.Varint()), mtime.Time(d.Varint())
+	}
+	if v >= 4 {
+		c.Lost = d.Varint()
 	}
 	n := d.Items(1 << 16)
 	for range n {

@@ -151,6 +151,12 @@ type RecordHandler interface {
 	Record(r *connector.Record)
 }
 
+// LostHandler is a RecordHandler that accounts for the records a source
+// skipped knowing they were there (connector.Batch.Lost).
+type LostHandler interface {
+	Lost(n int64)
+}
+
 // BacklogHandler is a RecordHandler that wants the source's reports of its
 // partitions (connector.Reporter): a live job gives them every 200 ms.
 type BacklogHandler interface {
@@ -216,7 +222,7 @@ func (f *sourceFeed) Read(ctx context.Context) (FeedBatch, error) {
 	}
 	for {
 		err := f.src.Read(ctx, &sb.b)
-		if len(sb.b.Records) > 0 || sb.b.Partitions != nil {
+		if len(sb.b.Records) > 0 || sb.b.Partitions != nil || sb.b.Lost > 0 {
 			return sb, err
 		}
 		if err != nil {
@@ -230,6 +236,9 @@ func (b *sourceBatch) Deliver(now mtime.Time) {
 	if b.b.Partitions != nil {
 		f.parts = b.b.Partitions
 		f.h.Partitions(f.parts, now)
+	}
+	if lh, ok := f.h.(LostHandler); ok && b.b.Lost > 0 {
+		lh.Lost(b.b.Lost)
 	}
 	for i := range b.b.Records {
 		r := &b.b.Records[i]

@@ -45,11 +45,14 @@ type Acceptance struct {
 
 // AcceptanceInput is the input ledger's scope.
 type AcceptanceInput struct {
-	Sources        []string `json:"sources"`
-	Lines          int64    `json:"lines"`
-	Events         int64    `json:"events"`
-	FirstEventTime string   `json:"first_event_time,omitempty"`
-	LastEventTime  string   `json:"last_event_time,omitempty"`
+	Sources []string `json:"sources"`
+	Lines   int64    `json:"lines"`
+	Events  int64    `json:"events"`
+	// Lost counts the records the source skipped, knowing they were there
+	// (deleted from a Kafka topic before they were read, on_gap: skip).
+	Lost           int64  `json:"lost,omitempty"`
+	FirstEventTime string `json:"first_event_time,omitempty"`
+	LastEventTime  string `json:"last_event_time,omitempty"`
 }
 
 // AcceptanceSettings are the settings the results depend on.
@@ -171,6 +174,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 	}
 	a.Input.Lines = sum.Read + sum.WatermarkLines + sum.BlankLines
 	a.Input.Events = sum.Read - sum.Quarantined
+	a.Input.Lost = sum.Lost
 	if c.FirstEventTime <= c.LastEventTime {
 		a.Input.FirstEventTime, a.Input.LastEventTime = c.FirstEventTime.String(), c.LastEventTime.String()
 	}
@@ -352,6 +356,9 @@ func (a *Acceptance) Markdown() string {
 	fmt.Fprintf(&b, "Job file `%s`, metric definitions version %d. Scope: %s.\n\n", a.JobFile, a.Version, a.Scope)
 	in := a.Input
 	fmt.Fprintf(&b, "## Input ledger\n\n- Sources: %s\n- Lines: %d; events: %d\n", strings.Join(in.Sources, ", "), in.Lines, in.Events)
+	if in.Lost > 0 {
+		fmt.Fprintf(&b, "- Lost: %d records deleted from the input before they were read (skipped with on_gap: skip)\n", in.Lost)
+	}
 	if in.FirstEventTime != "" {
 		fmt.Fprintf(&b, "- Event time: %s to %s\n", in.FirstEventTime, in.LastEventTime)
 	}

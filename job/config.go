@@ -469,7 +469,7 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := k.strict(append([]string{"start", "group", "changelog", "session_timeout", "repartition"}, kafkaConnFields...)...); err != nil {
+	if err := k.strict(append([]string{"start", "group", "changelog", "session_timeout", "repartition", "on_gap"}, kafkaConnFields...)...); err != nil {
 		return err
 	}
 	ki := &KafkaInput{SessionTimeout: 10_000}
@@ -504,6 +504,17 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 		ki.Changelog = ki.Group + "-changelog"
 	} else if ki.Changelog == ki.Topic {
 		return k.errf(cn, "source.kafka.changelog", "must not be the input topic")
+	}
+	og, ogn, err := k.str("on_gap")
+	if err != nil {
+		return err
+	}
+	switch og {
+	case "", "fail":
+	case "skip":
+		ki.SkipGaps = true
+	default:
+		return k.errf(ogn, "source.kafka.on_gap", "expected fail or skip, got %q", og)
 	}
 	st, sn, err := k.str("start")
 	if err != nil {

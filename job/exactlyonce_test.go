@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -297,5 +298,234 @@ func TestOutputAddedSinceCheckpoint(t *testing.T) {
 	}
 	if a, b := len(fileLines(t, dir, "more.jsonl")), len(fileLines(t, dir, "results.jsonl")); a == 0 || a >= b {
 		t.Errorf("the new output holds %d panes, the old one %d", a, b)
+	}
+}
+
+// A recorded input regenerated between a stop and the restart (a new file,
+// other bytes) is not resumed at the old byte offset, in the middle of a
+// line: the restart is refused, naming the file and what differs; with
+// AcceptChangedInput it reads the new file from its start and says so.
+func TestRegeneratedInputRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(bigInput(20000)), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(eoJob+"output: results.jsonl\nsummary: summary.json\ncheckpoint: {dir: ckpt, interval: 1h}\n"), 0o644)
+	if log, err := eoRun(t, dir, Options{checkpointEvery: 3}, 8); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	regenerated := strings.ReplaceAll(bigInput(25000), `"v":`, `"v": `)
+	os.Remove(filepath.Join(dir, "input.jsonl"))
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(regenerated), 0o644)
+	results := read(t, dir, "results.jsonl")
+	_, err := eoRun(t, dir, Options{}, 0)
+	if err == nil || !strings.Contains(err.Error(), "input.jsonl is not the file the checkpoint read: its first 4096 bytes are not those read before") {
+		t.Fatalf("a regenerated input: %v", err)
+	}
+	if read(t, dir, "results.jsonl") != results {
+		t.Error("the refused run changed the output")
+	}
+	log, err := eoRun(t, dir, Options{AcceptChangedInput: true}, 0)
+	if err != nil || !strings.Contains(log, "reading it from its start, as --accept-changed-input asks") {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	var sum Summary
+	json.Unmarshal([]byte(read(t, dir, "summary.json")), &sum)
+	if !strings.HasPrefix(sum.InputRestarted, "its first 4096 bytes are not those read before") {
+		t.Errorf("the summary says %q", sum.InputRestarted)
+	}
+}
+
+// A followed log rotated with copytruncate while the job was stopped (its
+// lines copied to app.log.1, app.log emptied), then grown past the old
+// offset: the restart finds the copy by its bytes, reads its rest, then the
+// new lines from the start of app.log. No line is skipped.
+func TestFollowedLogCopyTruncatedWhileStopped(t *testing.T) {
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "app.log")
+	lines := func(from, to int) string {
+		var b strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&b, `{"k":"k%d","v":1,"ts":%d,"arrival":%d}`+"\n", i%7, 1_780_000_000_000+i*10, 1_780_000_000_000+i*10)
+		}
+		return b.String()
+	}
+	os.WriteFile(logPath, []byte(lines(0, 3000)), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(`name: follow
+source: {file: app.log, follow: true}
+time: {field: ts, arrival_field: arrival}
+key: k
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: results.jsonl
+checkpoint: {dir: ckpt, interval: 1h}
+`), 0o644)
+	runUntilRead := func(n int64) {
+		t.Helper()
+		j, err := Load(filepath.Join(dir, "job.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rn, err := Build(j, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := rn.Run(ctx); done <- err }()
+		deadline := time.Now().Add(30 * time.Second)
+		read := int64(0)
+		for time.Now().Before(deadline) {
+			if read = rn.Engine().Control().Status(context.Background(), time.Second).Counts.Read; read >= n {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		<-done
+		if read != n {
+			t.Fatalf("read %d lines, want %d", read, n)
+		}
+	}
+	runUntilRead(3000)
+	old := read(t, dir, "app.log")
+	os.WriteFile(filepath.Join(dir, "app.log.1"), []byte(old), 0o644)
+	os.Truncate(logPath, 0)
+	f, _ := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND, 0o644)
+	f.WriteString(lines(3000, 9000))
+	f.Close()
+	runUntilRead(9000)
+}
+
+// runLive runs a live job in-process until it has read n records, then
+// stops it (a savepoint); it returns the log and the summary, or the error
+// the run failed with before that.
+func runLive(t *testing.T, dir string, n int64) (string, *Summary, error) {
+	t.Helper()
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var log strings.Builder
+	rn, err := Build(j, Options{Log: &syncWriter{&mu, &log}})
+	if err != nil {
+		return log.String(), nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		sum *Summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { sum, err := rn.Run(ctx); done <- result{sum, err} }()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case r := <-done:
+			mu.Lock()
+			defer mu.Unlock()
+			return log.String(), r.sum, r.err
+		default:
+		}
+		if rn.Engine().Control().Status(context.Background(), time.Second).Counts.Read >= n {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	r := <-done
+	mu.Lock()
+	defer mu.Unlock()
+	return log.String(), r.sum, r.err
+}
+
+func produceOrders(t *testing.T, addr, topic string, from, to int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := from; i < to; i++ {
+		v := fmt.Sprintf(`{"k":"k%d","ts":%d}`, i%3, 1_780_000_000_000+i*1000)
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const gapJob = `name: gap
+source: {kafka: {brokers: [%s], topic: orders%s}}
+time: {field: ts}
+key: k
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: results.jsonl
+summary: summary.json
+checkpoint: {dir: ckpt, interval: 5m}
+`
+
+// Records that retention deleted after the checkpointed offset, before the
+// job read them, are never skipped silently: the restore stops with an
+// error that names them; with on_gap: skip it goes on from the first record
+// there is and counts the rest as lost.
+func TestKafkaRetentionGap(t *testing.T) {
+	addr := broker(t, "orders")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(gapJob, addr, "")), 0o644)
+	produceOrders(t, addr, "orders", 0, 3)
+	if log, sum, err := runLive(t, dir, 3); err != nil || sum.Read != 3 {
+		t.Fatalf("%v %+v\n%s", err, sum, log)
+	}
+	produceOrders(t, addr, "orders", 3, 10)
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(addr))
+	defer cl.Close()
+	var offs kadm.Offsets
+	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 7})
+	if _, err := kadm.NewClient(cl).DeleteRecords(context.Background(), offs); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runLive(t, dir, 6)
+	if err == nil || !strings.Contains(err.Error(), "kafka orders/0: records 3 to 6 were deleted (retention) before weir read them; weir does not skip records silently") {
+		t.Fatalf("a gap: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(gapJob, addr, ", on_gap: skip")), 0o644)
+	log, sum, err := runLive(t, dir, 6)
+	if err != nil || sum.Read != 6 || sum.Lost != 4 || !strings.Contains(log, "records 3 to 6 were deleted (retention) before weir read them: skipped, counted as lost (on_gap: skip)") {
+		t.Fatalf("on_gap: skip: %v %+v\n%s", err, sum, log)
+	}
+	if !strings.Contains(sum.Text(), "4 records were lost") {
+		t.Errorf("summary: %s", sum.Text())
+	}
+}
+
+// A topic deleted and created again while the job was stopped is another
+// topic: its offsets are not the checkpoint's, and the restore says so
+// instead of reading it from the old offsets.
+func TestKafkaTopicCreatedAgain(t *testing.T) {
+	addr := broker(t, "orders")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(gapJob, addr, "")), 0o644)
+	produceOrders(t, addr, "orders", 0, 5)
+	if log, sum, err := runLive(t, dir, 5); err != nil || sum.Read != 5 {
+		t.Fatalf("%v %+v\n%s", err, sum, log)
+	}
+	cl, _ := kgo.NewClient(kgo.SeedBrokers(addr))
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.DeleteTopics(context.Background(), "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceOrders(t, addr, "orders", 100, 108)
+	_, _, err := runLive(t, dir, 13)
+	if err == nil || !strings.Contains(err.Error(), "the topic was deleted and created again since the checkpoint") {
+		t.Fatalf("a topic created again: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(gapJob, addr, ", on_gap: skip")), 0o644)
+	if log, sum, err := runLive(t, dir, 13); err != nil || sum.Read != 13 {
+		t.Fatalf("on_gap: skip: %v %+v\n%s", err, sum, log)
 	}
 }

@@ -85,6 +85,9 @@ type KafkaInput struct {
 	// SessionTimeout is how long the group waits for an instance that
 	// stopped answering before it moves its partitions.
 	SessionTimeout mtime.Time
+	// SkipGaps (on_gap: skip) goes on past records deleted before they
+	// were read, counting them as lost, instead of stopping.
+	SkipGaps bool
 }
 
 // Grouped reports whether the job is an instance of a consumer group.

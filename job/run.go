@@ -58,6 +58,11 @@ type Options struct {
 	// of writing them (weir run --force); without it, weir refuses to
 	// overwrite or cut back a file it cannot prove it wrote.
 	Force bool
+	// AcceptChangedInput reads an input file that is not the one the
+	// restored checkpoint read (regenerated, replaced) from its start,
+	// instead of refusing it (weir run --accept-changed-input); the summary
+	// says so.
+	AcceptChangedInput bool
 
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
 	// after every so many batches of the input; afterBatch is called after
@@ -96,7 +101,11 @@ type Summary struct {
 	// InFlight counts the events that had been read, but not yet taken
 	// by the windows, when a job stopped at once (a failure, or a stop that
 	// could not wait): the next run reads them again from its checkpoint.
-	InFlight          int64            `json:"in_flight,omitempty"`
+	InFlight int64 `json:"in_flight,omitempty"`
+	// Lost counts the records the source skipped knowing they were there
+	// (Kafka records deleted before they were read, on_gap: skip): never
+	// read, so not in Read.
+	Lost              int64            `json:"lost,omitempty"`
 	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 	LateAccepted      int64            `json:"late_accepted"`
 	PanesFired        int64            `json:"panes_fired"`
@@ -108,6 +117,10 @@ type Summary struct {
 	HavingErrors      int64            `json:"having_errors,omitempty"`
 	TooLateByWindow   []WindowDrops    `json:"too_late_by_window"`
 	Watermark         string           `json:"watermark"`
+	// InputRestarted says why the input was read from its start although
+	// the job resumed from a checkpoint (--accept-changed-input: the file
+	// was not the one the checkpoint read).
+	InputRestarted string `json:"input_restarted,omitempty"`
 	// OutputsAdded names the outputs added to the job since the checkpoint
 	// it resumed from: they hold only the results from there on.
 	OutputsAdded []string `json:"outputs_added,omitempty"`
@@ -173,6 +186,15 @@ func (s *Summary) Text() string {
 	if s.HavingErrors > 0 {
 		text += fmt.Sprintf("weir: %s: the having expression failed on %d panes; they were written unfiltered\n", name, s.HavingErrors)
 	}
+	if s.Lost > 0 {
+		text += fmt.Sprintf("weir: %s: %d records were lost: deleted from the input before they were read, and skipped (on_gap: skip)\n", name, s.Lost)
+	}
+	if s.InputRestarted != "" {
+		text += fmt.Sprintf("weir: %s: the input was read from its start: it is not the file the checkpoint read (%s)\n", name, s.InputRestarted)
+	}
+	if len(s.OutputsAdded) > 0 {
+		text += fmt.Sprintf("weir: %s: %s added since the checkpoint: only the results from there on\n", name, strings.Join(s.OutputsAdded, ", "))
+	}
 	if s.Interrupted {
 		text += fmt.Sprintf("weir: %s: stopped before the end of the input", name)
 		if s.Savepoint != "" {
@@ -199,6 +221,7 @@ type Runnable struct {
 	recent  *console.Recent[pane]      // panes, for the console
 	recLate *console.Recent[lateEvent] // too-late events, for the console
 	warn    []string
+	fileSrc *file.Source // the input, when it is a file
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -455,7 +478,7 @@ func (rn *Runnable) build() error {
 	var src connector.Source
 	switch {
 	case j.Kafka != nil:
-		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start}
+		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if o.task != nil {
 			ks.Partitions = []int32{o.task.partition}
@@ -464,7 +487,8 @@ func (rn *Runnable) build() error {
 	case j.Input == "-":
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
 	default:
-		src = &file.Source{Path: j.Input, Follow: j.Follow, Log: func(s string) { rn.logf("%s", s) }}
+		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
+		src = rn.fileSrc
 	}
 	if err := e.AddSource("input", src, rn.head); err != nil {
 		return err
@@ -677,7 +701,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	st := rn.win.Stats()
 	s := &Summary{
 		Job: rn.j.Name, Read: c.Read, Duplicates: c.Duplicates, Quarantined: c.Quarantined, BeyondDedupHorizon: c.BeyondDedupHorizon,
-		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines,
+		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Lost: c.Lost,
 		Accepted: st.Accepted, TooLate: st.TooLate, LateAccepted: st.LateAccepted,
 		PanesFired: st.Panes, WindowsFired: st.Fired,
 		PanesWritten: rn.out.Written(),
@@ -691,6 +715,9 @@ func (rn *Runnable) summary(err error) *Summary {
 	}
 	s.TooLateByWindow = dropsByWindow(st)
 	s.OutputsAdded = rn.e.AddedSinks()
+	if rn.fileSrc != nil {
+		s.InputRestarted = rn.fileSrc.Restarted
+	}
 	s.Watermark = rn.win.Watermark().String()
 	if rn.win.Watermark() == mtime.MinTime {
 		s.Watermark = "none"

@@ -103,6 +103,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
 	httpAddr := fs.String("http", "", "serve /metrics, /api/status and the web console on `host:port` (overrides the job file's http)")
+	acceptChanged := fs.Bool("accept-changed-input", false, "read an input file that is not the one the restored checkpoint read (regenerated or replaced since) from its start, instead of refusing to resume")
 	force := fs.Bool("force", false, "take existing output files over even when weir has no record of writing them (weir never overwrites or cuts back a file it cannot prove it wrote, unless told so)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
@@ -148,7 +149,7 @@ Flags:
 	if *httpAddr != "" {
 		j.HTTP = *httpAddr
 	}
-	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "", Force: *force}
+	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "", Force: *force, AcceptChangedInput: *acceptChanged}
 	if j.Grouped() {
 		if *from != "" {
 			fmt.Fprintln(stderr, "weir: --from: a job in a consumer group starts each partition from its changelog topic")

@@ -99,7 +99,10 @@ func TestRecordedFile(t *testing.T) {
 	}
 	// Resuming after line 2 gives the rest.
 	s2 := &Source{Path: path}
-	pos := encodePos(filePos{offset: 5, line: 2, id: s.id})
+	f, _ := os.Open(path)
+	head, tail, _ := checksums(f, 5)
+	f.Close()
+	pos := encodePos(filePos{offset: 5, line: 2, id: s.id, head: head, tail: tail})
 	if err := s2.Open(context.Background(), pos); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +192,7 @@ func TestFollowGrowRotateTruncate(t *testing.T) {
 		cancel()
 		<-r.done
 		s2.Close()
-		if !strings.Contains(log[len(log)-1], "was replaced while the job was stopped") {
+		if !strings.Contains(log[len(log)-2], "was rotated while the job was stopped; reading the rest of in.jsonl.2, then the new file from its start") {
 			t.Errorf("log: %q", log)
 		}
 	})

@@ -3,10 +3,12 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,5 +78,58 @@ func TestSinkLostRecordIsPermanent(t *testing.T) {
 	err := s.Write(ctx, []string{"p1"})
 	if err == nil || connector.Retryable(err) || !errors.Is(err, kerr.NotEnoughReplicas) {
 		t.Errorf("Write after a lost record: %v (retryable %v)", err, connector.Retryable(err))
+	}
+}
+
+// Retention that overtakes the reader while it runs is a gap too: an error
+// that names the records, or, with SkipGaps, a jump to the first record
+// there is, counted in the batch's Lost.
+func TestSourceGapWhileReading(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		c := cluster(t, kfake.SeedTopics(1, "orders"))
+		cl := client(t, c)
+		s := &Source{Config: Config{Brokers: c.ListenAddrs(), Topic: "orders"}, SkipGaps: skip}
+		if err := s.Open(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		var b connector.Batch
+		if err := s.Read(context.Background(), &b); err != nil { // the partitions
+			t.Fatal(err)
+		}
+		s.Pause([]int{0})
+		produce(t, cl, "orders", 0, "0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+		var offs kadm.Offsets
+		offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 7})
+		if _, err := kadm.NewClient(cl).DeleteRecords(context.Background(), offs); err != nil {
+			t.Fatal(err)
+		}
+		s.Resume([]int{0})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var got []string
+		var lost int64
+		var err error
+		for err == nil && (len(got) == 0 || got[len(got)-1] != "9") {
+			b.Reset()
+			err = s.Read(ctx, &b)
+			lost += b.Lost
+			for _, r := range b.Records {
+				got = append(got, string(r.Value))
+			}
+		}
+		cancel()
+		s.Close()
+		// A fetch under way when the partition was paused may have brought
+		// the first records; the gap starts after what was read.
+		before := 0
+		for before < len(got) && got[before] != "7" {
+			before++
+		}
+		gap := fmt.Sprintf("kafka orders/0: records %d to 6 were deleted (retention) before weir read them", before)
+		switch {
+		case !skip && (err == nil || !strings.Contains(err.Error(), gap)):
+			t.Errorf("without skipping: %v, read %v", err, got)
+		case skip && (err != nil || strings.Join(got[before:], " ") != "7 8 9" || lost != int64(7-before)):
+			t.Errorf("skipping: %v, read %v, lost %d", err, got, lost)
+		}
 	}
 }

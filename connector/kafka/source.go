@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
@@ -31,10 +32,18 @@ const MaxBatch = 1024
 
 // Source reads every partition of a topic, each a partition of the stream
 // (and so, by default, a watermark of its own), with read_committed
-// isolation. Its position, the next offset of every partition, travels in
-// checkpoints; after a restore it reads every partition from exactly there.
-// Kafka's own committed offsets are not used: positions come only from
-// weir's checkpoints, as in Flink.
+// isolation. Its position, the next offset of every partition and the
+// topic's id, travels in checkpoints; after a restore it reads every
+// partition from exactly there. Kafka's own committed offsets are not used:
+// positions come only from weir's checkpoints, as in Flink.
+//
+// Gaps are never skipped silently (auto.offset.reset=none, as Kafka calls
+// it): a restored offset that retention has deleted past, an offset beyond
+// a partition's end, or a topic deleted and created again since the
+// checkpoint (another topic id) stop the job with an error that says so;
+// so does retention overtaking the reader while it runs. With SkipGaps the
+// source goes on from the first record there is, says so, and counts what
+// it skipped (connector.Batch.Lost).
 //
 // A record's Arrival is its timestamp when the topic stamps records as they
 // arrive (LogAppendTime), and the time weir reads it otherwise; its
@@ -45,6 +54,10 @@ type Source struct {
 	// Partitions, when set, are the only partitions read (a task of a
 	// consumer group reads the one it owns); nil reads them all.
 	Partitions []int32
+	// SkipGaps goes on past records deleted before they were read, and a
+	// topic created again, counting what was skipped, instead of stopping
+	// (on_gap: skip).
+	SkipGaps bool
 
 	cl     *kgo.Client
 	parts  []int32       // the topic's partitions, in order: Record.Partition indexes it
@@ -56,6 +69,19 @@ type Source struct {
 	seen   []int64 // next offsets as of the last batch, for Report
 	errs   []string
 	lost   bool // the last poll failed to reach a broker
+	id     [16]byte
+	gaps   int64 // records skipped, not yet reported in a batch
+}
+
+// GapError is a gap in a partition: records the source was to read next are
+// not there (deleted by retention, or the topic created again).
+type GapError struct {
+	Partition string
+	What      string
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("kafka %s: %s; weir does not skip records silently: set source.kafka.on_gap: skip to go on from the first record there is, counting the rest as lost, or start afresh", e.Partition, e.What)
 }
 
 // Open implements connector.Source: it finds the topic's partitions and
@@ -95,10 +121,26 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		s.hw[i] = -1
 	}
 	restored := map[int32]int64{}
+	var restoredID [16]byte
 	if position != nil {
-		if restored, err = decodePosition(position); err != nil {
+		if restored, restoredID, err = decodePosition(position); err != nil {
 			return fmt.Errorf("the checkpointed position in %s is corrupt: %w", s.Topic, err)
 		}
+	}
+	if s.id, err = topicID(ctx, adm, s.Topic); err != nil {
+		return err
+	}
+	if restoredID != ([16]byte{}) && s.id != ([16]byte{}) && restoredID != s.id {
+		what := fmt.Sprintf("the topic was deleted and created again since the checkpoint (its id was %x, it is %x now): the offsets the checkpoint holds are another topic's", restoredID, s.id)
+		if !s.SkipGaps {
+			return connector.Permanent(&GapError{Partition: s.Topic, What: what})
+		}
+		s.logf("kafka %s: %s; reading the new topic from its start (on_gap: skip)", s.Topic, what)
+		restored = map[int32]int64{}
+		position = []byte{} // a restore: what is new starts at the first record
+	}
+	if err := s.checkGaps(ctx, adm, restored); err != nil {
+		return err
 	}
 	// Partitions the checkpoint does not know (added since) start at
 	// their first record.
@@ -150,10 +192,109 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic: consume}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(100*time.Millisecond),
+		// An offset out of range is an error weir decides on, never a
+		// silent jump.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 	)
 	if s.cl, err = kgo.NewClient(opts...); err != nil {
 		return err
 	}
+	return nil
+}
+
+// checkGaps compares the restored offsets with what the partitions hold
+// now: an offset below the first record (retention deleted what was not
+// read yet) or beyond the end (the partition lost records) is a gap.
+func (s *Source) checkGaps(ctx context.Context, adm *kadm.Client, restored map[int32]int64) error {
+	if len(restored) == 0 {
+		return nil
+	}
+	starts, err := adm.ListStartOffsets(ctx, s.Topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return classify(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, s.Topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return classify(err)
+	}
+	for _, p := range s.parts {
+		off, ok := restored[p]
+		if !ok {
+			continue
+		}
+		lo, _ := starts.Lookup(s.Topic, p)
+		hi, _ := ends.Lookup(s.Topic, p)
+		name := fmt.Sprintf("%s/%d", s.Topic, p)
+		switch {
+		case off < lo.Offset:
+			what := fmt.Sprintf("records %d to %d were deleted (retention) before weir read them", off, lo.Offset-1)
+			if !s.SkipGaps {
+				return connector.Permanent(&GapError{Partition: name, What: what})
+			}
+			s.logf("kafka %s: %s: skipped, counted as lost (on_gap: skip)", name, what)
+			s.gaps += lo.Offset - off
+			restored[p] = lo.Offset
+		case off > hi.Offset:
+			what := fmt.Sprintf("the checkpoint read up to offset %d, but the partition ends at %d (it lost records, or the topic was created again)", off, hi.Offset)
+			if !s.SkipGaps {
+				return connector.Permanent(&GapError{Partition: name, What: what})
+			}
+			s.logf("kafka %s: %s: reading it from its first record (on_gap: skip)", name, what)
+			restored[p] = lo.Offset
+		}
+	}
+	return nil
+}
+
+// topicID is the topic's id (zero when the brokers do not say).
+func topicID(ctx context.Context, adm *kadm.Client, topic string) ([16]byte, error) {
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return [16]byte{}, classify(err)
+	}
+	d, ok := td[topic]
+	if !ok || d.Err != nil {
+		return [16]byte{}, nil // the partitions' lookup says what is wrong
+	}
+	return d.ID, nil
+}
+
+// gap handles an offset out of range while reading: records retention
+// deleted before they were read.
+func (s *Source) gap(ctx context.Context, p int32) error {
+	i := s.index[p]
+	name := fmt.Sprintf("%s/%d", s.Topic, p)
+	starts, err := kadm.NewClient(s.cl).ListStartOffsets(ctx, s.Topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return classify(err)
+	}
+	lo, _ := starts.Lookup(s.Topic, p)
+	if lo.Offset <= s.next[i] {
+		// Not a deletion past the reader: the partition was cut short.
+		what := fmt.Sprintf("offset %d is out of range (the partition starts at %d)", s.next[i], lo.Offset)
+		if !s.SkipGaps {
+			return connector.Permanent(&GapError{Partition: name, What: what})
+		}
+		s.logf("kafka %s: %s: reading it from its first record (on_gap: skip)", name, what)
+	} else {
+		what := fmt.Sprintf("records %d to %d were deleted (retention) before weir read them", s.next[i], lo.Offset-1)
+		if !s.SkipGaps {
+			return connector.Permanent(&GapError{Partition: name, What: what})
+		}
+		s.logf("kafka %s: %s: skipped, counted as lost (on_gap: skip)", name, what)
+		s.gaps += lo.Offset - s.next[i]
+	}
+	s.next[i] = lo.Offset
+	s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.Topic: {p: {Epoch: -1, Offset: lo.Offset}}})
 	return nil
 }
 
@@ -166,7 +307,8 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 		for _, p := range s.parts {
 			b.Partitions = append(b.Partitions, connector.Partition{Name: fmt.Sprintf("%s/%d", s.Topic, p)})
 		}
-		b.Position = encodePosition(s.parts, s.next)
+		b.Position = encodePosition(s.parts, s.next, s.id)
+		b.Lost, s.gaps = s.gaps, 0
 		return nil
 	}
 	for {
@@ -178,8 +320,15 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 			return errors.New("the Kafka client was closed")
 		}
 		failed := false
+		var gapErr error
 		fs.EachError(func(t string, p int32, err error) {
 			if errors.Is(err, context.Canceled) {
+				return
+			}
+			if errors.Is(err, kerr.OffsetOutOfRange) {
+				if gerr := s.gap(ctx, p); gerr != nil && gapErr == nil {
+					gapErr = gerr
+				}
 				return
 			}
 			failed = true
@@ -215,6 +364,9 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 				s.next[i] = r.Offset + 1
 			}
 		})
+		if gapErr != nil {
+			return gapErr
+		}
 		if !failed {
 			s.report.Lock()
 			lost := s.lost
@@ -224,8 +376,9 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 				s.logf("kafka %s: fetching again", s.Topic)
 			}
 		}
-		if len(b.Records) > 0 {
-			b.Position = encodePosition(s.parts, s.next)
+		if len(b.Records) > 0 || s.gaps > 0 {
+			b.Position = encodePosition(s.parts, s.next, s.id)
+			b.Lost, s.gaps = s.gaps, 0
 			s.report.Lock()
 			copy(s.seen, s.next)
 			s.report.Unlock()
@@ -295,22 +448,25 @@ func (s *Source) Close() error {
 	return nil
 }
 
-const positionVersion = 1
+// positionVersion 2 added the topic's id.
+const positionVersion = 2
 
-func encodePosition(parts []int32, next []int64) []byte {
+func encodePosition(parts []int32, next []int64, id [16]byte) []byte {
 	b := []byte{positionVersion}
 	b = enc.AppendUvarint(b, uint64(len(parts)))
 	for i, p := range parts {
 		b = enc.AppendVarint(b, int64(p))
 		b = enc.AppendVarint(b, next[i])
 	}
-	return b
+	return append(b, id[:]...)
 }
 
-func decodePosition(b []byte) (map[int32]int64, error) {
+func decodePosition(b []byte) (map[int32]int64, [16]byte, error) {
+	var id [16]byte
 	d := enc.NewDecoder(b)
-	if v := d.Count(255); v != positionVersion {
-		return nil, fmt.Errorf("unknown version %d", v)
+	v := d.Count(255)
+	if v != 1 && v != positionVersion {
+		return nil, id, fmt.Errorf("unknown version %d", v)
 	}
 	n := d.Items(1 << 20)
 	m := make(map[int32]int64, n)
@@ -319,7 +475,14 @@ func decodePosition(b []byte) (map[int32]int64, error) {
 		m[int32(p)] = off
 	}
 	if d.Err() != nil {
-		return nil, d.Err()
+		return nil, id, d.Err()
 	}
-	return m, nil
+	if v >= 2 {
+		rest := b[len(b)-d.Len():]
+		if len(rest) != 16 {
+			return nil, id, enc.ErrCorrupt
+		}
+		copy(id[:], rest)
+	}
+	return m, id, nil
 }
