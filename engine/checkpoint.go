@@ -412,12 +412,70 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 	c.last.ID, c.last.Kind, c.last.Path, c.last.At = b.ID, string(b.Kind), path, time.Now()
 	c.last.Duration, c.last.Bytes, c.last.Failures = time.Since(b.started), size, 0
 	c.mu.Unlock()
+	if b.Kind == checkpoint.Final {
+		// The end of the input is recorded only once its output is
+		// committed: a run that dies before that resumes from the final
+		// checkpoint and commits it, instead of starting afresh.
+		if f := e.cfg.Checkpoint.OnEnd; f != nil {
+			if err := f(); err != nil {
+				e.Fail(err)
+			}
+		}
+		if err := c.recordFinalCommitted(m, in); err != nil {
+			if b.reply != nil {
+				b.reply <- savepointResult{err: err}
+			}
+			return
+		}
+	}
 	if b.Kind != checkpoint.Savepoint {
 		e.store.Prune()
 	}
 	if b.reply != nil {
 		b.reply <- savepointResult{path: path}
 	}
+}
+
+// finalRecordName is the file of the front door's record in a final
+// checkpoint (Checkpointing.FinalRecord).
+const finalRecordName = "final"
+
+// recordFinalCommitted writes the final checkpoint again, its output
+// committed: the sinks' records hold nothing pending.
+func (c *coordinator) recordFinalCommitted(m checkpoint.Manifest, in []checkpoint.Input) error {
+	e := c.e
+	out := make([]checkpoint.Input, 0, len(in))
+	for _, f := range in {
+		if strings.HasPrefix(f.Name, "sink:") {
+			continue
+		}
+		out = append(out, f)
+	}
+	for _, p := range e.parts {
+		if p.commit != nil {
+			out = append(out, checkpoint.Input{Name: p.name, Data: encodeRecord(nil, p.committed.Load(), p.mark)})
+		}
+	}
+	m.ID = e.nextID
+	e.nextID++
+	if _, err := e.store.SaveFiles(m, out); err != nil {
+		return &CheckpointError{ID: m.ID, Msg: fmt.Sprintf("cannot record that the output of the end of the input is committed (checkpoint %d): %s; the next run commits it again", m.ID, errText(err)), Err: err}
+	}
+	return nil
+}
+
+// uncommitted reports whether a checkpoint's sinks have pre-commits not
+// known to be committed.
+func uncommitted(c *checkpoint.Checkpoint, layout int) bool {
+	for name, data := range c.Files {
+		if !strings.HasPrefix(name, "sink:") {
+			continue
+		}
+		if list, _, _, err := decodeRecord(data, layout); err != nil || len(list) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // commitAll commits every sink's pending pre-commits, oldest first. A commit
@@ -516,6 +574,11 @@ func (e *Engine) finalCheckpoint() {
 				b.pres[p] = preCommit{id: b.ID, items: n, data: pre}
 			}
 		}
+		if ok, rec := e.Finishing(); ok {
+			b.files = append(b.files, File{Name: finalRecordName, Data: rec})
+		} else if f := e.cfg.Checkpoint.FinalRecord; f != nil {
+			b.files = append(b.files, File{Name: finalRecordName, Data: f()})
+		}
 		e.coord.started(b)
 		reply := make(chan savepointResult, 1)
 		b.reply = reply
@@ -612,8 +675,15 @@ func (e *Engine) openCheckpoints() error {
 			return &SetupError{Msg: fmt.Sprintf("the checkpoint directory %s holds %d checkpoints and none is complete and intact; weir will not start over by itself (that would write every result again): to start from the beginning, move %s away", ck.Dir, len(bad), ck.Dir)}
 		}
 		if c != nil && c.Manifest.Kind == checkpoint.Final {
-			e.log(fmt.Sprintf("the last run of %s finished (%s); starting from the beginning", e.cfg.Name, c.Path))
-			c = nil
+			var meta jobMeta
+			json.Unmarshal(c.Manifest.Meta, &meta)
+			if uncommitted(c, meta.Layout) {
+				e.log(fmt.Sprintf("the last run of %s reached the end of its input but stopped before its output was committed (%s): committing it", e.cfg.Name, c.Path))
+				e.finishing = true
+			} else {
+				e.log(fmt.Sprintf("the last run of %s finished (%s); starting from the beginning", e.cfg.Name, c.Path))
+				c = nil
+			}
 		}
 	}
 	if c != nil {
@@ -773,7 +843,12 @@ func (e *Engine) recordRecommitted() error {
 	}
 	e.store.Adopt(r.Manifest.Files)
 	m := r.Manifest
-	m.ID, m.Kind, m.Created, m.Files = e.nextID, checkpoint.Periodic, "", nil
+	m.ID, m.Created, m.Files = e.nextID, "", nil
+	if m.Kind != checkpoint.Final {
+		// The record of the end of the input stays one: nothing after it
+		// is to be read.
+		m.Kind = checkpoint.Periodic
+	}
 	m.Meta = e.meta()
 	e.nextID++
 	path, err := e.store.SaveFiles(m, in)

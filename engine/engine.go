@@ -36,6 +36,11 @@ type Config struct {
 	// StopGrace is how long a stop waits for the stages to reach the
 	// savepoint before it gives up on it and stops at once (default 1 s).
 	StopGrace time.Duration
+	// StopWait is how long a stop waits, once the stages have seen it, for
+	// the savepoint (or the record of the end of the input) to be written
+	// and committed, before every sink call is aborted (default twice
+	// StopGrace and a second).
+	StopWait time.Duration
 	// Log receives one line per notable event ("weir: " and the message);
 	// nil discards them.
 	Log io.Writer
@@ -66,6 +71,16 @@ type Checkpointing struct {
 	Delivery connector.Guarantee
 	// DeliverySet says Delivery was chosen (AtLeastOnce is its zero value).
 	DeliverySet bool
+	// OnEnd, when set, is called once the output of the end of the input
+	// is committed, and before the end is recorded as such: the front door
+	// writes what it writes when a job ends (its summary) there, so that a
+	// run that dies before the record leaves the next one to write it. An
+	// error fails the job (its output stays committed).
+	OnEnd func() error
+	// FinalRecord, when set, gives what the record of the end of the input
+	// keeps for the front door (its summary of the run): a run that resumes
+	// only to commit that record's output (Engine.Finishing) gets it back.
+	FinalRecord func() []byte
 	// Publish, when set, is called with each checkpoint once it is written
 	// to Dir and before the sinks commit it: its manifest (without the
 	// files' entries) and its files, as they were written. A job whose
@@ -96,6 +111,9 @@ type Engine struct {
 	nextID        uint64
 	// added names the sinks the restored checkpoint does not know.
 	added []string
+	// finishing: the job resumes from the record of the end of its input,
+	// whose output was not committed: it commits it and ends.
+	finishing bool
 	// recommitted: a sink committed again what the restored checkpoint
 	// left pending, and starting it may fence what it committed.
 	recommitted bool
@@ -136,6 +154,9 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = time.Second
 	}
+	if cfg.StopWait <= 0 {
+		cfg.StopWait = 2*cfg.StopGrace + time.Second
+	}
 	e := &Engine{
 		cfg: cfg, names: map[string]bool{}, failed: make(chan struct{}),
 		control: make(chan controlReq), finished: make(chan struct{}), now: mtime.MinTime,
@@ -173,6 +194,17 @@ func (e *Engine) Checkpointed() bool { return e.store != nil }
 
 // Resumed is the checkpoint the job resumes from, or nil.
 func (e *Engine) Resumed() *checkpoint.Checkpoint { return e.resumed }
+
+// Finishing reports whether the job resumes only to commit the output of a
+// run that had reached the end of its input (it crashed before its last
+// commits), and returns what that run's final record kept
+// (Checkpointing.FinalRecord). Such a run reads nothing.
+func (e *Engine) Finishing() (bool, []byte) {
+	if !e.finishing {
+		return false, nil
+	}
+	return true, e.resumed.Files[finalRecordName]
+}
 
 // AddedSinks names the sinks that the checkpoint the job resumes from does
 // not know: they were added to the job since, start afresh, and get only
@@ -270,6 +302,12 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if e.finishing {
+		// The input had ended: nothing to read, the end to record again
+		// with its output committed.
+		close(looped)
+		return e.shutdown(reasonEnded, nil)
+	}
 	for _, in := range e.inputs {
 		if err := in.start(loopCtx); err != nil {
 			return e.startFailed(err)
@@ -302,11 +340,11 @@ func (e *Engine) watchStop(ctx context.Context, looped, returned <-chan struct{}
 	}
 	// The loop has stopped; the savepoint, or the record of the end of the
 	// input, has a grace period of its own, and then this one.
-	t.Reset(2*e.cfg.StopGrace + time.Second)
+	t.Reset(e.cfg.StopWait)
 	select {
 	case <-returned:
 	case <-t.C:
-		e.log(fmt.Sprintf("the job did not stop within %s of the stop: stopping at once", 3*e.cfg.StopGrace+time.Second))
+		e.log(fmt.Sprintf("the job did not stop within %s of the stop: stopping at once", e.cfg.StopGrace+e.cfg.StopWait))
 		e.abortAll()
 	}
 }

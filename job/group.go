@@ -382,6 +382,9 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", tk.Topic, t.p)}
 	o.Progress, o.From, o.Console = nil, "", false
 	route := &routeCheck{part: t.p, parts: int32(len(gr.parts)), part0: kgo.StickyKeyPartitioner(nil).ForTopic(tk.Topic)}
+	// A task's last checkpoint has the group's budget to commit; the group
+	// stops it at once after that (stop).
+	o.stopWait = max(time.Duration(gr.j.Kafka.SessionTimeout)*time.Millisecond, StopBudget) + 5*time.Second
 	o.task = &taskHooks{partition: t.p, route: route, txn: txn, publish: func(ctx context.Context, m checkpoint.Manifest, files []checkpoint.Input) error {
 		recs, err := cl.Records(m, files, txn.Committed())
 		if err != nil {

@@ -64,6 +64,15 @@ type Options struct {
 	// says so.
 	AcceptChangedInput bool
 
+	// CheckpointAfter, when set, is asked after every batch of the input
+	// (numbered from 1) whether to take a checkpoint or a savepoint there:
+	// tests put checkpoints, and faults, at known places with it.
+	CheckpointAfter func(batch int64) (checkpoint.Kind, bool)
+
+	// stopWait is how long a stop waits for the savepoint to commit
+	// (engine.Config.StopWait); a group's tasks wait as long as the group.
+	stopWait time.Duration
+
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
 	// after every so many batches of the input; afterBatch is called after
 	// every batch (tests).
@@ -222,6 +231,7 @@ type Runnable struct {
 	recLate *console.Recent[lateEvent] // too-late events, for the console
 	warn    []string
 	fileSrc *file.Source // the input, when it is a file
+	ended   bool         // the summary and acceptance record are written
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -302,12 +312,15 @@ func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...
 
 func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
-	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop}
+	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop, StopWait: o.stopWait}
 	rn.warn = j.Warnings()
-	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 || o.afterBatch != nil {
+	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 || o.afterBatch != nil || o.CheckpointAfter != nil {
 		ecfg.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
 			if o.afterBatch != nil {
 				o.afterBatch(b)
+			}
+			if o.CheckpointAfter != nil {
+				return o.CheckpointAfter(b)
 			}
 			switch {
 			case sp > 0 && b%sp == 0:
@@ -326,6 +339,18 @@ func (rn *Runnable) build() error {
 		}
 		if o.task != nil {
 			ecfg.Checkpoint.Publish = o.task.publish
+		}
+		// The record of the end of the input keeps the run's summary: a
+		// run that resumes only to commit that record's output reports it.
+		ecfg.Checkpoint.FinalRecord = func() []byte {
+			b, _ := json.Marshal(rn.summary(nil))
+			return b
+		}
+		// What a job writes when it ends is written before the end is
+		// recorded: a run that dies in between leaves it to the next.
+		ecfg.Checkpoint.OnEnd = func() error {
+			rn.ended = true
+			return rn.writeEnd(context.Background(), rn.finalSummary(nil))
 		}
 	}
 	e, err := engine.New(ecfg)
@@ -661,7 +686,7 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 			os.RemoveAll(rn.tmp)
 		}
 	}
-	sum := rn.summary(err)
+	sum := rn.finalSummary(err)
 	sum.elapsed = time.Since(start)
 	var stopped *engine.StoppedError
 	if errors.As(err, &stopped) {
@@ -683,17 +708,47 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 		}
 		return sum, err
 	}
+	if rn.ended && !sum.Interrupted {
+		return sum, nil // written when the end was committed
+	}
+	if err := rn.writeEnd(ctx, sum); err != nil {
+		return sum, err
+	}
+	return sum, nil
+}
+
+// writeEnd writes what a job writes when it ends: its summary and its
+// acceptance record.
+func (rn *Runnable) writeEnd(ctx context.Context, sum *Summary) error {
 	if rn.j.Summary != "" {
 		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force); err != nil {
-			return sum, err
+			return err
 		}
 	}
 	if rn.accept != nil {
 		if err := WriteAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force); err != nil {
-			return sum, &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
+			return &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
-	return sum, nil
+	return nil
+}
+
+// finalSummary is the run's summary; for a run that only committed the
+// output of the last one, which had reached the end of its input, that
+// run's summary with what is committed now.
+func (rn *Runnable) finalSummary(err error) *Summary {
+	sum := rn.summary(err)
+	if ok, rec := rn.e.Finishing(); ok && err == nil {
+		var last Summary
+		if json.Unmarshal(rec, &last) == nil {
+			last.PanesWritten = rn.out.Written()
+			if rn.late != nil {
+				last.LateWritten = rn.late.Written()
+			}
+			return &last
+		}
+	}
+	return sum
 }
 
 func (rn *Runnable) summary(err error) *Summary {

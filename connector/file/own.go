@@ -87,6 +87,11 @@ func (t *tracker) add(b []byte) {
 	}
 }
 
+// clone is a copy of t that follows writes of its own.
+func (t *tracker) clone() tracker {
+	return tracker{size: t.size, head: bytes.Clone(t.head), tail: bytes.Clone(t.tail)}
+}
+
 func (t *tracker) span() span {
 	tail := t.tail[len(t.tail)-min(len(t.tail), spanBytes):]
 	return span{Size: t.size, Head: digest(t.head), Tail: digest(tail)}
@@ -155,6 +160,33 @@ type ownerRecord struct {
 	Head   string `json:"head_sha256"`
 	Tail   string `json:"tail_sha256"`
 	Closed bool   `json:"closed,omitempty"`
+	// Before is what the file held before the write this record
+	// announces (written before the bytes, so that a crash between the two
+	// leaves a file that matches one or the other).
+	Before *spanRecord `json:"before,omitempty"`
+}
+
+// spanRecord is a span in an owner record.
+type spanRecord struct {
+	Size int64  `json:"size"`
+	Head string `json:"head_sha256"`
+	Tail string `json:"tail_sha256"`
+}
+
+func (r spanRecord) span() (span, bool) {
+	sp := span{Size: r.Size}
+	h, err1 := hex.DecodeString(r.Head)
+	t, err2 := hex.DecodeString(r.Tail)
+	if err1 != nil || err2 != nil || len(h) != 16 || len(t) != 16 {
+		return sp, false
+	}
+	copy(sp.Head[:], h)
+	copy(sp.Tail[:], t)
+	return sp, true
+}
+
+func recordOf(sp span) spanRecord {
+	return spanRecord{Size: sp.Size, Head: hex.EncodeToString(sp.Head[:]), Tail: hex.EncodeToString(sp.Tail[:])}
 }
 
 const ownerNote = "written by weir beside a file it writes: the file's identity and checksums, so that weir replaces or cuts back only files it wrote"
@@ -179,15 +211,22 @@ func sameFile(a, b vfs.ID) bool {
 }
 
 func (r ownerRecord) span() (span, bool) {
-	sp := span{Size: r.Size}
-	h, err1 := hex.DecodeString(r.Head)
-	t, err2 := hex.DecodeString(r.Tail)
-	if err1 != nil || err2 != nil || len(h) != 16 || len(t) != 16 {
-		return sp, false
+	return spanRecord{Size: r.Size, Head: r.Head, Tail: r.Tail}.span()
+}
+
+// spans are the spans the file may have: the one the record announces, and
+// the one before the write it announces, if any.
+func (r ownerRecord) spans() []span {
+	var out []span
+	if sp, ok := r.span(); ok {
+		out = append(out, sp)
 	}
-	copy(sp.Head[:], h)
-	copy(sp.Tail[:], t)
-	return sp, true
+	if r.Before != nil {
+		if sp, ok := r.Before.span(); ok {
+			out = append(out, sp)
+		}
+	}
+	return out
 }
 
 // writeOwner records that weir wrote the file at path, with identity id and
@@ -196,9 +235,16 @@ func (r ownerRecord) span() (span, bool) {
 // directory); the later ones are not synced: one lost in a crash leaves the
 // one before, and makes weir refuse, at worst, a file it could have taken,
 // never take one it should not.
-func writeOwner(fsys vfs.FS, path string, id vfs.ID, sp span, closed bool) error {
+//
+// before, when set, is what the file holds now: the record announces a
+// write that will make it sp.
+func writeOwner(fsys vfs.FS, path string, id vfs.ID, sp span, before *span, closed bool) error {
 	r := ownerRecord{Note: ownerNote, File: filepath.Base(path), Dev: id.Dev, Ino: id.Ino, Born: id.Born, Size: sp.Size,
 		Head: hex.EncodeToString(sp.Head[:]), Tail: hex.EncodeToString(sp.Tail[:]), Closed: closed}
+	if before != nil {
+		b := recordOf(*before)
+		r.Before = &b
+	}
 	data, _ := json.MarshalIndent(r, "", "  ")
 	data = append(data, '\n')
 	own := OwnerPath(path)
@@ -266,9 +312,14 @@ func claim(fsys vfs.FS, path string, force bool) error {
 		return &ForeignError{Path: path, Why: "is not the file weir wrote there (another file has taken its place)"}
 	}
 	// A file weir closed holds exactly what it wrote; one it did not
-	// close (the job stopped or crashed) at least what it recorded.
-	sp, ok := r.span()
-	if !ok || st.Size() < sp.Size || (r.Closed && st.Size() != sp.Size) {
+	// close (the job stopped or crashed) at least what it recorded before
+	// its last write.
+	spans := r.spans()
+	if len(spans) == 0 {
+		return &ForeignError{Path: path, Why: "does not hold what weir wrote to it (its record is damaged)"}
+	}
+	sp := spans[len(spans)-1]
+	if st.Size() < sp.Size || (r.Closed && st.Size() != spans[0].Size) {
 		return &ForeignError{Path: path, Why: "does not hold what weir wrote to it (it was changed since)"}
 	}
 	f, err := fsys.OpenFile(path, 0)
@@ -310,7 +361,7 @@ func ReplaceFile(fsys vfs.FS, path string, data []byte, force bool) error {
 	}
 	var t tracker
 	t.add(data)
-	if err := writeOwner(fsys, path, id, t.span(), true); err != nil {
+	if err := writeOwner(fsys, path, id, t.span(), nil, true); err != nil {
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(path))

@@ -127,7 +127,7 @@ func (s *Sink[T]) create() error {
 		return err
 	}
 	s.f, s.id = f, id
-	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), false); err != nil {
+	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, false); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
 	}
@@ -211,7 +211,7 @@ func (s *Sink[T]) resume(f vfs.File, r connector.Resume) error {
 		return err
 	}
 	s.f, s.id, s.end = f, id, m.Size
-	if err := writeOwner(s.FS, s.Path, id, s.committed.span(), false); err != nil {
+	if err := writeOwner(s.FS, s.Path, id, s.committed.span(), nil, false); err != nil {
 		return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
 	}
 	return nil
@@ -238,18 +238,19 @@ func (s *Sink[T]) ownBeyond(f vfs.File, size int64, id vfs.ID, committed int64, 
 		}
 	}
 	rec, ok := readOwner(s.FS, s.Path)
-	if !ok || rec.Size != size || (id.Known() && !rec.same(id)) {
-		return false, nil
-	}
-	want, ok := rec.span()
-	if !ok {
+	if !ok || (id.Known() && !rec.same(id)) {
 		return false, nil
 	}
 	got, err := spanOf(f, size)
 	if err != nil {
 		return false, err
 	}
-	return got == want, nil
+	for _, want := range rec.spans() {
+		if want == got {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Mark implements connector.Marker: the file's identity and the span of
@@ -397,24 +398,39 @@ func (s *Sink[T]) Commit(ctx context.Context, checkpoint uint64, pre []byte) err
 	if len(data) == 0 {
 		return nil
 	}
+	if off == s.committed.size {
+		// Where the committed output ends: the owner record announces the
+		// bytes before they are written, so that whatever a crash leaves
+		// (before or after them) is known to be weir's.
+		next := s.committed.clone()
+		next.add(data)
+		before := s.committed.span()
+		if err := writeOwner(s.FS, s.Path, s.id, next.span(), &before, false); err != nil {
+			return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
+		}
+		if _, err := s.f.WriteAt(data, off); err != nil {
+			return err
+		}
+		if err := s.f.Sync(); err != nil {
+			return err
+		}
+		s.committed = next
+		return nil
+	}
+	// A commit run again: the same bytes at the same place.
 	if _, err := s.f.WriteAt(data, off); err != nil {
 		return err
 	}
 	if err := s.f.Sync(); err != nil {
 		return err
 	}
-	switch {
-	case off == s.committed.size:
-		s.committed.add(data)
-	case off+int64(len(data)) > s.committed.size:
-		// Not where the committed output ended (a commit run again):
-		// follow the file as it is now.
-		if err := s.committed.reset(s.f, off+int64(len(data))); err != nil {
+	if end := off + int64(len(data)); end > s.committed.size {
+		if err := s.committed.reset(s.f, end); err != nil {
 			return err
 		}
-	}
-	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), false); err != nil {
-		return fmt.Errorf("cannot record that weir wrote %s: %w", s.Path, err)
+		if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, false); err != nil {
+			return fmt.Errorf("cannot record that weir wrote %s: %w", s.Path, err)
+		}
 	}
 	return nil
 }
@@ -429,7 +445,7 @@ func (s *Sink[T]) Close() error {
 		err = s.w.Flush()
 	}
 	if err == nil {
-		err = writeOwner(s.FS, s.Path, s.id, s.committed.span(), true)
+		err = writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, true)
 	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr

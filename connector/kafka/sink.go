@@ -108,6 +108,9 @@ type slot struct {
 	// whether it took effect: the transaction is committed from its record
 	// instead, and the producer replaced.
 	unsure bool
+	// promise is the promise of the slot's records: it notes where they
+	// went, or fails the sink.
+	promise func(*kgo.Record, error)
 	// spans are where the records of the open transaction went, per
 	// partition (promises add to it; pre-commit takes it).
 	spanMu sync.Mutex
@@ -194,6 +197,13 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	copy(s.tag[:], tag[:])
 	for i := range Pool {
 		sl := &slot{id: fmt.Sprintf("%s-%d", s.TransactionalID, i)}
+		sl.promise = func(r *kgo.Record, err error) {
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			sl.promised(r)
+		}
 		s.slots = append(s.slots, sl)
 	}
 	if err := s.resume(ctx, r); err != nil {
@@ -454,39 +464,22 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 		}
 		return s.Txn.produce(ctx, s.mem, recs)
 	}
-	cl := s.once
-	if cl == nil {
-		s.mu.Lock()
-		sl := s.slots[s.cur]
-		s.mu.Unlock()
-		if err := s.startSlot(ctx, sl); err != nil {
-			return err
+	if s.once != nil {
+		for i := range items {
+			k, v := s.Encode(items[i])
+			s.once.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
 		}
-		if !sl.inTxn {
-			if err := sl.cl.BeginTransaction(); err != nil {
-				return classify(err)
-			}
-			sl.inTxn = true
-		}
-		cl = sl.cl
+		return nil
 	}
-	promise := s.promise
-	var sl *slot
-	if s.once == nil {
-		sl = s.slots[s.cur]
-		promise = func(r *kgo.Record, err error) {
-			if err != nil {
-				s.fail(err)
-				return
-			}
-			sl.promised(r)
-		}
-	}
+	s.mu.Lock()
+	sl := s.slots[s.cur]
+	s.mu.Unlock()
 	for i := range items {
 		var hdr []kgo.RecordHeader
-		if sl != nil && s.Identify != nil {
+		if s.Identify != nil {
 			id := s.Identify(items[i])
 			if _, ok := s.skip[id]; ok {
+				// A later checkpoint of an earlier run committed it.
 				delete(s.skip, id)
 				s.skipped++
 				if len(s.skip) == 0 {
@@ -499,8 +492,19 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 			binary.BigEndian.PutUint64(v[4:], id)
 			hdr = []kgo.RecordHeader{{Key: header, Value: v}}
 		}
+		if !sl.inTxn {
+			// The transaction begins with its first record: one that
+			// would hold none is never begun.
+			if err := s.startSlot(ctx, sl); err != nil {
+				return err
+			}
+			if err := sl.cl.BeginTransaction(); err != nil {
+				return classify(err)
+			}
+			sl.inTxn = true
+		}
 		k, v := s.Encode(items[i])
-		cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v, Headers: hdr}, promise)
+		sl.cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v, Headers: hdr}, sl.promise)
 	}
 	return nil
 }
@@ -646,6 +650,15 @@ func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, err
 		return nil, classify(err)
 	}
 	p := pre{slot: s.cur, txnID: sl.id, pid: pid, epoch: epoch, records: true, spans: sl.takeSpans()}
+	if len(p.spans) == 0 {
+		// Nothing of the transaction reached the topic: it ends here, and
+		// the checkpoint has nothing to commit.
+		if err := sl.cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+			return nil, classify(err)
+		}
+		sl.inTxn = false
+		return pre{}.encode(), nil
+	}
 	if checkpoint == 0 {
 		// No checkpoints: the engine commits at once, on this producer.
 		return p.encode(), nil
