@@ -14,7 +14,6 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -124,25 +123,13 @@ func writeJSON(w http.ResponseWriter, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// simulate answers /api/simulate?size=15&delay=2&tunnel=10&policy=drop&seed=81
-// (&interval=0&partitions=1&idle_after=0&idle=0) with a SimResult.
+// simulate answers /api/simulate (ParseSimParams) with a SimResult, or
+// 400 and the reason.
 func simulate(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	num := func(name string, def float64) float64 {
-		if v := q.Get(name); v != "" {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return f
-			}
-		}
-		return def
-	}
-	p := SimParams{
-		Size: int(num("size", 15)), Delay: num("delay", 2), Tunnel: num("tunnel", 10), Policy: q.Get("policy"),
-		Seed: uint32(num("seed", 81)), Interval: num("interval", 0), Partitions: int(num("partitions", 1)),
-		IdleAfter: num("idle_after", 0), Idle: num("idle", 0),
-	}
-	if p.Policy == "" {
-		p.Policy = PolicyDrop
+	p, err := ParseSimParams(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	res, err := Simulate(p)
 	if err != nil {
