@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 )
@@ -16,8 +17,8 @@ import (
 // every output's directory exists; no output is the job file, the input or
 // another output, whatever names lead to it (a symbolic or a hard link); an
 // output that exists looks like weir's (weir does not overwrite a file it did
-// not write); the checkpoint and state directories are directories, and a
-// state directory is empty or weir's. A mistake is a job-file error naming
+// not write); the checkpoint and state directories are directories, empty
+// or weir's (weir prunes the one and empties the other). A mistake is a job-file error naming
 // the field.
 func checkFiles(j *Job, jobPath string) error {
 	fail := func(field, format string, args ...any) error {
@@ -89,6 +90,8 @@ func checkFiles(j *Job, jobPath string) error {
 			if pst, err := os.Stat(filepath.Dir(d)); err != nil || !pst.IsDir() {
 				return fail("checkpoint", "dir %s: its parent directory %s does not exist", d, filepath.Dir(d))
 			}
+		} else if err := checkpoint.CheckDir(checkpoint.OSFS, d); err != nil {
+			return fail("checkpoint", "dir %v", err)
 		}
 	}
 	if d := j.State.Dir; d != "" && j.State.Backend == "pebble" {

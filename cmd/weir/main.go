@@ -229,12 +229,10 @@ func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
 	return 0
 }
 
-// pidName is the file in the checkpoint directory that holds the running
-// job's process id, for people and scripts (weir savepoint asks the lock).
-const pidName = "weir.pid"
-
+// writePID writes the running job's process id into the checkpoint
+// directory, for people and scripts (weir savepoint asks the lock).
 func writePID(dir string) string {
-	p := filepath.Join(dir, pidName)
+	p := filepath.Join(dir, checkpoint.PIDName)
 	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 	return p
 }
