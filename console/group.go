@@ -91,6 +91,8 @@ type GroupReply struct {
 type GroupServer struct {
 	Job    JobInfo
 	Status func(ctx context.Context) GroupStatus
+	// Redact, when set, takes the secrets out of every JSON reply.
+	Redact func(doc []byte) []byte
 }
 
 // Handler is the instance's routes.
@@ -100,7 +102,7 @@ func (s *GroupServer) Handler() http.Handler {
 	reg.MustRegister(groupCollector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, GroupReply{Job: s.Job, Group: s.Status(r.Context())})
+		writeJSON(w, GroupReply{Job: s.Job, Group: s.Status(r.Context())}, s.Redact)
 	})
 	return mux
 }

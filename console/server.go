@@ -53,6 +53,9 @@ type Server struct {
 	Job     JobInfo
 	// Panes holds the job's recent panes, Late its recent too-late events.
 	Panes, Late Feed
+	// Redact, when set, takes the secrets out of every JSON reply (the
+	// job's own function: a sink's error may quote a connection string).
+	Redact func(doc []byte) []byte
 }
 
 // Handler is the console's routes.
@@ -64,8 +67,8 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /api/status", s.status)
-	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Panes)) })
-	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Late)) })
+	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Panes), s.Redact) })
+	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Late), s.Redact) })
 	mux.HandleFunc("GET /api/simulate", simulate)
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
@@ -104,7 +107,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no job", http.StatusNotFound)
 		return
 	}
-	writeJSON(w, newStatusReply(s.Job, s.Control.Status(r.Context(), 2*time.Second)))
+	writeJSON(w, newStatusReply(s.Job, s.Control.Status(r.Context(), 2*time.Second)), s.Redact)
 }
 
 // newStatusReply is the reply of /api/status for a job's status.
@@ -117,10 +120,19 @@ func newStatusReply(job JobInfo, st engine.Status) StatusReply {
 	return r
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+// writeJSON answers v as JSON, through redact when it is set.
+func writeJSON(w http.ResponseWriter, v any, redact func([]byte) []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if redact != nil {
+		b = redact(b)
+	}
+	w.Write(append(b, '\n'))
 }
 
 // simulate answers /api/simulate (ParseSimParams) with a SimResult, or
@@ -136,7 +148,7 @@ func simulate(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, res)
+	writeJSON(w, res, nil)
 }
 
 // Feed is what the console shows of a stream: its last items, as JSON.

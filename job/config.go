@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
@@ -74,6 +75,10 @@ type Job struct {
 	// every pane carries it, and a table keeps a new version's rows over an
 	// old one's whatever their revisions. 1 when the file does not say.
 	Version int64
+
+	text    []byte      // the job file as read
+	vars    []expansion // the values that came from environment variables
+	secrets *secret.Set // what weir never shows (Redact)
 
 	task      int32  // in a task of a group job: its partition + 1
 	inputName string // source.file as written, for errors
@@ -217,14 +222,39 @@ func Parse(data []byte, file, dir string) (*Job, error) {
 	if err := noDuplicates(file, "", doc.Content[0]); err != nil {
 		return nil, err
 	}
-	root, err := asMapping(file, "", &doc)
+	exps, err := expandVars(file, "", doc.Content[0], os.LookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	secrets := &secret.Set{}
+	for _, e := range exps {
+		if e.Secret {
+			secrets.Add(e.Value, "${"+e.Var+"}")
+		}
+	}
+	root, err := asMapping(file, "", &doc)
+	if err != nil {
+		return nil, secrets.RedactError(err)
 	}
 	p := &parser{file: file, dir: dir}
 	j, err := p.job(root)
 	if err != nil {
-		return nil, err
+		// A mistake quotes the value it found: never a secret.
+		var e *Error
+		if errors.As(err, &e) {
+			e.Msg = secrets.Redact(e.Msg)
+			return nil, e
+		}
+		return nil, secrets.RedactError(err)
+	}
+	j.text, j.vars, j.secrets = data, exps, secrets
+	addSecrets(secrets, "", doc.Content[0])
+	for _, o := range j.Outputs {
+		if t := o.Table; t != nil && t.DSN != "" {
+			if pw, ok := secret.DSNPassword(t.DSN); ok {
+				secrets.Add(pw, secret.Mask)
+			}
+		}
 	}
 	return j, nil
 }

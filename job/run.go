@@ -193,6 +193,7 @@ func Build(j *Job, o Options) (*Runnable, error) {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
+	o.Log, o.Progress = j.secrets.Writer(o.Log), j.secrets.Writer(o.Progress)
 	rn := &Runnable{j: j, o: o}
 	if err := rn.build(); err != nil {
 		if rn.e != nil {
@@ -204,7 +205,7 @@ func Build(j *Job, o Options) (*Runnable, error) {
 		if rn.tmp != "" {
 			os.RemoveAll(rn.tmp)
 		}
-		return nil, err
+		return nil, j.RedactError(err)
 	}
 	return rn, nil
 }
@@ -219,10 +220,9 @@ func (rn *Runnable) Warnings() []string { return rn.warn }
 // Options.Console).
 func (rn *Runnable) Console() *console.Server {
 	j := rn.j
-	text, _ := os.ReadFile(j.File)
-	info := console.JobInfo{Name: j.Name, File: j.File, Text: string(text), Warnings: rn.warn}
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(rn.warn)}
 	add := func(name, value string) {
-		info.Settings = append(info.Settings, console.Setting{Name: name, Value: value})
+		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.shown(value)})
 	}
 	add("window", j.Window.Assigner.String())
 	add("watermark", describeWatermark(j))
@@ -235,7 +235,7 @@ func (rn *Runnable) Console() *console.Server {
 	if j.Checkpoint.Dir != "" {
 		add("checkpoints", fmt.Sprintf("every %s in %s", mtime.FormatDuration(j.Checkpoint.Interval), j.Checkpoint.Dir))
 	}
-	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate}
+	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON}
 }
 
 func describeWatermark(j *Job) string {
@@ -553,6 +553,11 @@ func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
 
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
+	sum, err := rn.run(ctx)
+	return sum, rn.j.RedactError(err)
+}
+
+func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
 	var progress *progressReporter
 	if rn.o.Progress != nil {

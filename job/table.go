@@ -3,12 +3,13 @@ package job
 import (
 	"context"
 	"fmt"
-	"os"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/weirstream/weir/connector/table"
+	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -18,7 +19,7 @@ import (
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // tableOutput reads {sqlite: {path, table, key_column}} or {postgres: {dsn,
-// table, key_column}}.
+// password, table, key_column}}.
 func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	k, err := m.sub(driver)
 	if err != nil {
@@ -28,7 +29,11 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "postgres" {
 		where = "dsn"
 	}
-	if err := k.strict(where, "table", "key_column"); err != nil {
+	known := []string{where, "table", "key_column"}
+	if driver == "postgres" {
+		known = append(known, "password")
+	}
+	if err := k.strict(known...); err != nil {
 		return err
 	}
 	t := &TableOutput{Driver: driver}
@@ -45,7 +50,13 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "sqlite" {
 		t.Path = p.resolve(w)
 	} else {
-		t.DSN = os.ExpandEnv(w)
+		pw, pn, err := k.str("password")
+		if err != nil {
+			return err
+		}
+		if t.DSN, err = withPassword(w, pw, pn != nil); err != nil {
+			return k.errf(pn, field+".postgres.password", "%v", err)
+		}
 	}
 	name, tn, err := k.str("table")
 	if err != nil {
@@ -68,6 +79,30 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	t.KeyColumn = kc
 	o.Table = t
 	return nil
+}
+
+// withPassword puts a postgres output's password (given) into its
+// connection string, URL or key=value: written apart, it needs no escaping.
+func withPassword(dsn, password string, given bool) (string, error) {
+	if !given {
+		return dsn, nil
+	}
+	if _, ok := secret.DSNPassword(dsn); ok {
+		return "", fmt.Errorf("the dsn has a password already: give it in one place")
+	}
+	if !strings.Contains(dsn, "://") {
+		return dsn + " password=" + secret.QuoteValue(password), nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("the dsn is not a URL (postgres://user@host/db): %v", errText(err))
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), nil
 }
 
 // checkTables checks, once the key and aggregates are known, that each

@@ -125,6 +125,8 @@ Flags:
 	if !ok {
 		return code
 	}
+	// Nothing the run says shows a secret of the job file.
+	stderr = j.RedactWriter(stderr)
 	if *from != "" {
 		if st, err := os.Stat(*from); err != nil || !st.IsDir() {
 			fmt.Fprintf(stderr, "weir: --from %s: not a checkpoint directory\n", *from)
