@@ -1,18 +1,16 @@
 // Package console serves a running job over HTTP: /metrics in the
 // Prometheus format, /api/status (the same as JSON, with each partition's
 // diagnosis and the partition that holds the watermark back), a web console
-// that updates live (/), and the watermark simulator of seed 000 computed by
-// weir's own engine (/simulator). Every asset is embedded in the binary.
+// that updates live (/), the watermark simulator of seed 000 computed by
+// weir's own engine (/simulator), and /healthz. Every asset is embedded in
+// the binary. Listen serves it safe by default (see Access): local host
+// names only, a token when one is set, and bounded connections.
 package console
 
 import (
-	"context"
 	"embed"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -56,11 +54,15 @@ type Server struct {
 	// Redact, when set, takes the secrets out of every JSON reply (the
 	// job's own function: a sink's error may quote a connection string).
 	Redact func(doc []byte) []byte
+	// Access says who may use the console (Listen enforces it).
+	Access Access
 }
 
-// Handler is the console's routes.
+// Handler is the console's routes (without the checks of Access, which
+// Listen adds).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz)
 	if s.Control != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collector{s.Control}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -211,26 +213,4 @@ func items(f Feed) []json.RawMessage {
 		return []json.RawMessage{}
 	}
 	return f.Items()
-}
-
-// Listen serves the console (a Server or a GroupServer) on addr
-// (host:port) until ctx is done.
-func Listen(ctx context.Context, addr string, s interface{ Handler() http.Handler }) (net.Addr, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot serve the console on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			l.Close()
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	return l.Addr(), nil
 }

@@ -68,6 +68,12 @@ type Job struct {
 	// HTTP is where the job serves its metrics, status and console
 	// (host:port); empty: nowhere.
 	HTTP string
+	// HTTPToken, when set, is the bearer token every request to the
+	// console but /healthz must carry (http.token); HTTPHosts are the host
+	// names it answers besides the local ones and its own address
+	// (http.allowed_hosts).
+	HTTPToken string
+	HTTPHosts []string
 	// Acceptance is where weir run writes the acceptance record (JSON, and
 	// Markdown beside it); empty: nowhere.
 	Acceptance string
@@ -376,15 +382,59 @@ func (p *parser) job(root *node) (*Job, error) {
 	if j.Grouped() && j.State.Backend != "memory" {
 		return nil, root.errf(root.get("state"), "state.backend", "a job in a consumer group keeps its state in memory (its changelog topic makes it durable); %s is not supported there yet", j.State.Backend)
 	}
-	if h, hn, err := root.str("http"); err != nil {
+	if err := p.http(root, j); err != nil {
 		return nil, err
-	} else if hn != nil {
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			return nil, root.errf(hn, "http", "expected host:port, such as 127.0.0.1:8080, got %q", h)
-		}
-		j.HTTP = h
 	}
 	return j, nil
+}
+
+// http reads where the console listens and who may use it: http:
+// host:port, or http: {listen: host:port, token: ..., allowed_hosts: [...]}.
+func (p *parser) http(root *node, j *Job) error {
+	v := root.get("http")
+	if v == nil {
+		return nil
+	}
+	listen, ln := v.Value, v
+	if v.Kind != yaml.ScalarNode {
+		h, err := root.sub("http")
+		if err != nil {
+			return err
+		}
+		if err := h.strict("listen", "token", "allowed_hosts"); err != nil {
+			return err
+		}
+		if listen, ln, err = h.str("listen"); err != nil {
+			return err
+		}
+		if j.HTTPToken, _, err = h.str("token"); err != nil {
+			return err
+		}
+		if an := h.get("allowed_hosts"); an != nil {
+			list := []*yaml.Node{an}
+			if an.Kind == yaml.SequenceNode {
+				list = an.Content
+			}
+			for _, n := range list {
+				if n.Kind != yaml.ScalarNode || n.Value == "" || strings.ContainsAny(n.Value, "/ :@") && net.ParseIP(strings.Trim(n.Value, "[]")) == nil {
+					return h.errf(n, "http.allowed_hosts", "expected host names without port, such as [weir.example.com], got %q", n.Value)
+				}
+				j.HTTPHosts = append(j.HTTPHosts, n.Value)
+			}
+		}
+	}
+	if ln == nil {
+		return nil // no address: weir run --http gives it
+	}
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		field := "http"
+		if v.Kind != yaml.ScalarNode {
+			field = "http.listen"
+		}
+		return root.errf(ln, field, "expected host:port, such as 127.0.0.1:8080, got %q", listen)
+	}
+	j.HTTP = listen
+	return nil
 }
 
 // checkGroup applies the rules of a job in a consumer group: every output is

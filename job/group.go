@@ -499,7 +499,7 @@ type TaskRestore = console.TaskRestore
 func (gr *Group) Console() *console.GroupServer {
 	j := gr.j
 	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(j.Warnings())}
-	return &console.GroupServer{Job: info, Status: gr.Status, Redact: j.RedactJSON}
+	return &console.GroupServer{Job: info, Status: gr.Status, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
 }
 
 // Status reports the instance's membership and its tasks.

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/internal/secret"
 )
 
@@ -25,6 +26,12 @@ func (j *Job) RedactJSON(doc []byte) []byte { return j.secrets.RedactJSON(doc) }
 
 // RedactError is err with its message redacted.
 func (j *Job) RedactError(err error) error { return j.secrets.RedactError(err) }
+
+// ConsoleAccess is who may use the job's console (http.token,
+// http.allowed_hosts).
+func (j *Job) ConsoleAccess() console.Access {
+	return console.Access{Token: j.HTTPToken, AllowedHosts: j.HTTPHosts}
+}
 
 // RedactWriter returns a writer that redacts each Write (a log line) before
 // passing it on to w.

@@ -235,7 +235,7 @@ func (rn *Runnable) Console() *console.Server {
 	if j.Checkpoint.Dir != "" {
 		add("checkpoints", fmt.Sprintf("every %s in %s", mtime.FormatDuration(j.Checkpoint.Interval), j.Checkpoint.Dir))
 	}
-	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON}
+	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
 }
 
 func describeWatermark(j *Job) string {

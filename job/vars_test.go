@@ -171,3 +171,29 @@ output:
 		t.Errorf("Redact: %s", got)
 	}
 }
+
+// http: an address, or the address with who may use the console.
+func TestHTTPSettings(t *testing.T) {
+	t.Setenv("WEIR_TOKEN_TEST", "t0ken")
+	j, err := Parse([]byte(minimal+"http: {listen: \"0.0.0.0:8080\", token: \"${WEIR_TOKEN_TEST}\", allowed_hosts: [weir.example.com, 10.0.0.5]}\n"), "job.yaml", "/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.HTTP != "0.0.0.0:8080" || j.HTTPToken != "t0ken" || strings.Join(j.HTTPHosts, " ") != "weir.example.com 10.0.0.5" {
+		t.Errorf("http: %q %q %q", j.HTTP, j.HTTPToken, j.HTTPHosts)
+	}
+	if got := j.Redact("token t0ken"); got != "token ${WEIR_TOKEN_TEST}" {
+		t.Errorf("the token is not a secret: %s", got)
+	}
+	for http, want := range map[string]string{
+		"http: 8080":           `job.yaml:7: http: expected host:port, such as 127.0.0.1:8080, got "8080"`,
+		"http: {listen: 8080}": `job.yaml:7: http.listen: expected host:port, such as 127.0.0.1:8080, got "8080"`,
+		"http: {listen: \":1\", allowed_hosts: [a:80]}":     `job.yaml:7: http.allowed_hosts: expected host names without port, such as [weir.example.com], got "a:80"`,
+		"http: {listen: \":1\", tokn: x}":                   `job.yaml:7: http.tokn: unknown field "tokn" (did you mean "token"?)`,
+		"http: {listen: \":1\", allowed_hosts: [http://a]}": `job.yaml:7: http.allowed_hosts: expected host names without port, such as [weir.example.com], got "http://a"`,
+	} {
+		if _, err := Parse([]byte(minimal+http+"\n"), "job.yaml", "/jobs"); err == nil || err.Error() != want {
+			t.Errorf("%s:\ngot  %v\nwant %s", http, err, want)
+		}
+	}
+}

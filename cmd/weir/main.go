@@ -176,6 +176,9 @@ Flags:
 			return 1
 		}
 		fmt.Fprintf(stderr, "weir: the console is on http://%s/ (metrics on /metrics, status on /api/status)\n", addr)
+		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
+			fmt.Fprintln(stderr, "weir:", w)
+		}
 	}
 	stopSignals := handleSignals(ctx, cancel, rn.Engine().Control(), stderr)
 	defer stopSignals()
@@ -212,6 +215,9 @@ func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stderr, "weir: the instance's status is on http://%s/api/status (metrics on /metrics)\n", addr)
+		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
+			fmt.Fprintln(stderr, "weir:", w)
+		}
 	}
 	term := make(chan os.Signal, 2)
 	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
