@@ -322,15 +322,19 @@ func differs(j *Job, r *table.Stored, p *lastPane) string {
 
 // WriteAcceptance writes the record as JSON to path and as Markdown beside
 // it (path with .md for its extension).
-func WriteAcceptance(path string, a *Acceptance) error {
+func WriteAcceptance(path string, a *Acceptance) error { return writeAcceptance(path, a, 0) }
+
+// writeAcceptance is WriteAcceptance with the job's file_mode (0: the
+// owner's alone).
+func writeAcceptance(path string, a *Acceptance, mode os.FileMode) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+	if err := writeOutputFile(path, append(b, '\n'), mode); err != nil {
 		return err
 	}
-	return os.WriteFile(acceptanceMarkdown(path), []byte(a.Markdown()), 0o644)
+	return writeOutputFile(acceptanceMarkdown(path), []byte(a.Markdown()), mode)
 }
 
 // acceptanceMarkdown is the Markdown file beside the JSON record.

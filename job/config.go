@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -74,6 +75,10 @@ type Job struct {
 	// (http.allowed_hosts).
 	HTTPToken string
 	HTTPHosts []string
+	// FileMode is the mode of the job's output files (file_mode): 0, the
+	// default, creates them for their owner alone (0600). Checkpoints and
+	// state are working storage, their owner's alone whatever it says.
+	FileMode os.FileMode
 	// Acceptance is where weir run writes the acceptance record (JSON, and
 	// Markdown beside it); empty: nowhere.
 	Acceptance string
@@ -157,7 +162,7 @@ type Aggregate struct {
 var topFields = []string{
 	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
 	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
-	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version", "acceptance",
+	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version", "acceptance", "file_mode",
 }
 
 // Reserved output fields: aggregates may not take these names.
@@ -384,6 +389,15 @@ func (p *parser) job(root *node) (*Job, error) {
 	}
 	if err := p.http(root, j); err != nil {
 		return nil, err
+	}
+	if m, mn, err := root.str("file_mode"); err != nil {
+		return nil, err
+	} else if mn != nil {
+		v, err := strconv.ParseUint(strings.TrimPrefix(m, "0o"), 8, 32)
+		if err != nil || v&^0o777 != 0 || v&0o600 != 0o600 {
+			return nil, root.errf(mn, "file_mode", "expected an octal mode from 0600 to 0777 such as \"0640\" (the owner reads and writes; group and others as you choose), got %q", m)
+		}
+		j.FileMode = os.FileMode(v)
 	}
 	return j, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -409,6 +410,20 @@ func (rn *Runnable) build() error {
 		}
 		rn.win.Late.Subscribe(rn.late)
 	}
+	if j.FileMode != 0 && o.FS == nil {
+		// The sinks opened (and created) their files first: until here
+		// they are their owner's alone.
+		e.OnStart(func(context.Context) error {
+			for _, out := range j.AllOutputs() {
+				if out.File != "" && out.File != "-" {
+					if err := setFileMode(out.File, j.FileMode); err != nil {
+						return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
+					}
+				}
+			}
+			return nil
+		})
+	}
 	srcName := j.Input
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
@@ -591,12 +606,12 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		return sum, err
 	}
 	if rn.j.Summary != "" {
-		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout); err != nil {
+		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.j.FileMode); err != nil {
 			return sum, err
 		}
 	}
 	if rn.accept != nil {
-		if err := WriteAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum)); err != nil {
+		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.j.FileMode); err != nil {
 			return sum, &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
@@ -627,7 +642,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	return s
 }
 
-func writeSummary(path string, sum *Summary, stdout io.Writer) error {
+func writeSummary(path string, sum *Summary, stdout io.Writer, mode os.FileMode) error {
 	data, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
@@ -637,10 +652,28 @@ func writeSummary(path string, sum *Summary, stdout io.Writer) error {
 		_, err = stdout.Write(data)
 		return err
 	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	if err := writeOutputFile(path, data, mode); err != nil {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, errText(err)), Err: err}
 	}
 	return nil
+}
+
+// writeOutputFile writes one of the job's own files (the summary, the
+// acceptance record): created for its owner alone (vfs.FileMode), or with
+// mode (the job's file_mode) when it is set.
+func writeOutputFile(path string, data []byte, mode os.FileMode) error {
+	if err := os.WriteFile(path, data, vfs.FileMode); err != nil {
+		return err
+	}
+	return setFileMode(path, mode)
+}
+
+// setFileMode gives a file weir wrote the job's file_mode, if it has one.
+func setFileMode(path string, mode os.FileMode) error {
+	if mode == 0 {
+		return nil
+	}
+	return os.Chmod(path, mode)
 }
 
 func dropsByWindow(st exec.Stats) []WindowDrops {

@@ -2,8 +2,10 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/window"
 )
 
@@ -183,6 +186,7 @@ func jobName(j *Job) string {
 type tableSink struct {
 	*table.Sink
 	j    *Job
+	o    *Output
 	rows []table.Row
 	anys []any // the rows' keys and values, reused from Write to Write
 }
@@ -190,13 +194,37 @@ type tableSink struct {
 func newTableSink(j *Job, o *Output, checkpointed bool, log func(string)) *tableSink {
 	t := o.Table
 	opts := table.Options{Checkpointed: checkpointed, SinkName: jobName(j) + "/" + o.Field, Log: log}
-	s := &tableSink{j: j}
+	s := &tableSink{j: j, o: o}
 	if t.Driver == "sqlite" {
 		s.Sink = table.SQLite(t.Path, t.schema(j), opts)
 	} else {
 		s.Sink = table.Postgres(t.DSN, t.schema(j), opts)
 	}
 	return s
+}
+
+// Open implements connector.Sink. An SQLite database weir creates is its
+// owner's alone, or has the job's file_mode: the file is made before
+// SQLite opens it (SQLite gives its journal and WAL the database's mode).
+func (s *tableSink) Open(ctx context.Context, restored []byte) error {
+	if t := s.o.Table; t.Driver == "sqlite" {
+		mode := s.j.FileMode
+		if mode == 0 {
+			mode = vfs.FileMode
+		}
+		if f, err := os.OpenFile(t.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode); err == nil {
+			err = f.Chmod(mode) // whatever the umask
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		} else if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return s.Sink.Open(ctx, restored)
 }
 
 // Write implements connector.Sink.

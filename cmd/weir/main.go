@@ -241,7 +241,7 @@ func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
 // directory, for people and scripts (weir savepoint asks the lock).
 func writePID(dir string) string {
 	p := filepath.Join(dir, checkpoint.PIDName)
-	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 	return p
 }
 
