@@ -45,11 +45,6 @@ func (s *GroupServer) access() Access { return s.Access }
 // The limits of the console's HTTP server. No reply streams: the longest,
 // a simulation, takes well under a second.
 const (
-	// MaxConns is how many connections the console serves at once; more
-	// wait in the kernel's queue without costing the job a file
-	// descriptor, so that clients, idle or not, cannot take the ones its
-	// checkpoints and outputs need.
-	MaxConns          = 256
 	readHeaderTimeout = 5 * time.Second
 	readTimeout       = 10 * time.Second
 	writeTimeout      = 30 * time.Second
@@ -61,9 +56,22 @@ const (
 // tokenCookie is the cookie that carries the token for a browser.
 const tokenCookie = "weir_token"
 
+// ConnLimit is how many connections a console serves at once: a quarter of
+// the file descriptors the process may open (RLIMIT_NOFILE), from 64 to
+// 1024 (256 where the limit is not known). More wait in the kernel's queue
+// without costing the job a descriptor, so that clients, idle or not,
+// cannot take the ones its checkpoints and outputs need.
+func ConnLimit() int {
+	n := fileLimit() / 4
+	if n <= 0 {
+		return 256
+	}
+	return min(max(n, 64), 1024)
+}
+
 // Listen serves the console on addr (host:port) until ctx is done, with the
 // checks of its Access and the server's limits (timeouts, header and body
-// sizes, MaxConns connections).
+// sizes, ConnLimit connections).
 func Listen(ctx context.Context, addr string, s Console) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -84,7 +92,7 @@ func Listen(ctx context.Context, addr string, s Console) (net.Addr, error) {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
-	ll := newLimitListener(l, MaxConns)
+	ll := newLimitListener(l, ConnLimit())
 	go func() {
 		if err := srv.Serve(ll); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			ll.Close()

@@ -114,12 +114,15 @@ func TestRequestLimits(t *testing.T) {
 	}
 }
 
-// At most MaxConns connections are served at once; the next waits until
+// At most ConnLimit connections are served at once; the next waits until
 // one closes, and is then served.
 func TestConnectionLimit(t *testing.T) {
+	if n := ConnLimit(); n < 64 || n > 1024 {
+		t.Fatalf("ConnLimit() = %d", n)
+	}
 	addr := listen(t, &Server{})
 	var idle []net.Conn
-	for range MaxConns {
+	for range ConnLimit() {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +148,7 @@ func TestConnectionLimit(t *testing.T) {
 	next.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	buf := make([]byte, 512)
 	if n, err := next.Read(buf); err == nil {
-		t.Fatalf("connection %d was served while %d others were open: %q", MaxConns+1, MaxConns, buf[:n])
+		t.Fatalf("connection %d was served while %d others were open: %q", ConnLimit()+1, ConnLimit(), buf[:n])
 	}
 	idle[0].Close()
 	next.SetReadDeadline(time.Now().Add(5 * time.Second))
