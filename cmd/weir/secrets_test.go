@@ -131,6 +131,15 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	if code != 200 || !strings.Contains(metrics, "weir_up") {
 		t.Fatalf("/metrics: %d %.200s", code, metrics)
 	}
+	// A page that rebinds its name to 127.0.0.1 learns nothing, token or not.
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/status", nil)
+	req.Host = "rebind.attacker.example"
+	req.Header.Set("Authorization", "Bearer "+consoleToken)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("DNS rebinding: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if code, _ := get("/api/status?token=x"); code != 200 {
 		t.Errorf("the token in a header: %d", code)
 	}
