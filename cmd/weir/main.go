@@ -102,7 +102,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
-	httpAddr := fs.String("http", "", "serve /metrics, /api/status and the web console on `host:port` (overrides the job file's http)")
+	httpAddr := fs.String("http", "", "serve /metrics, /api/status, /healthz and the web console on `host:port` (overrides the job file's http address; its token and allowed hosts stay)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
 
@@ -116,6 +116,22 @@ A job whose Kafka source names a group is one instance of a consumer group:
 the instances share the topic's partitions, a task each, with the state in
 the changelog topic. It runs until SIGTERM or Ctrl-C; then every task takes
 a last checkpoint and the instance leaves the group.
+
+Every string of the job file may read the environment: ${NAME}, or
+${NAME:-default} when NAME is unset or empty; $$ is a dollar. An unset NAME
+without a default is a bad job file (exit 2).
+
+The console (http, or --http) answers only requests that name this machine
+(localhost, an IP address, its listen host, or http.allowed_hosts); with
+http.token every request but /healthz must carry the token (Authorization:
+Bearer TOKEN, or open a page once with ?token=TOKEN). weir warns when it
+listens beyond loopback without a token. Secrets (passwords, tokens, what
+came from a variable into them) are never printed or served.
+
+Files weir creates are its user's alone (0600, directories 0700);
+file_mode: "0640" in the job file widens the outputs. weir deletes or
+empties only what it wrote: its checkpoint directory must be new, empty or
+marked by weir (WEIR-CHECKPOINTS).
 
 Flags:
 `)
