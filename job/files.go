@@ -90,8 +90,10 @@ func checkFiles(j *Job, jobPath string) error {
 			if pst, err := os.Stat(filepath.Dir(d)); err != nil || !pst.IsDir() {
 				return fail("checkpoint", "dir %s: its parent directory %s does not exist", d, filepath.Dir(d))
 			}
-		} else if err := checkpoint.CheckDir(checkpoint.OSFS, d); err != nil {
-			return fail("checkpoint", "dir %v", err)
+		} else if err == nil {
+			if err := checkpoint.CheckDir(checkpoint.OSFS, d); err != nil {
+				return fail("checkpoint", "dir %v", err)
+			}
 		}
 	}
 	if d := j.State.Dir; d != "" && j.State.Backend == "pebble" {
