@@ -173,7 +173,7 @@ func (s *memoryLines) Close() error { return nil }
 // accepts it only with weir.Delivery(connector.AtLeastOnce).
 type alerts struct{}
 
-func (alerts) Open(context.Context, []byte) error { return nil }
+func (alerts) Open(context.Context, connector.Resume) error { return nil }
 func (alerts) Write(_ context.Context, panes []weir.Pane[string, int64]) error {
 	for _, p := range panes {
 		fmt.Printf("%s: %d orders in the minute from %s (%s)\n", p.Key, p.Value, p.Window.Start.Time().Format("15:04"), p.Timing)

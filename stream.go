@@ -102,7 +102,7 @@ func (l *lazy[T]) Signal(sg engine.Signal) { l.c.Signal(sg) }
 // funcSink is a function as an at-least-once sink.
 type funcSink[T any] struct{ f func(T) error }
 
-func (s *funcSink[T]) Open(context.Context, []byte) error { return nil }
+func (s *funcSink[T]) Open(context.Context, connector.Resume) error { return nil }
 func (s *funcSink[T]) Write(_ context.Context, items []T) error {
 	for i := range items {
 		if err := s.f(items[i]); err != nil {

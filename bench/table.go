@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/pgtest"
 	"github.com/weirstream/weir/mtime"
@@ -104,7 +105,7 @@ func tableRun(d time.Duration, db string, upsert bool) (int64, map[string]float6
 		} else {
 			k = table.Postgres(dsn, tableSchema, o)
 		}
-		if err := k.Open(ctx, nil); err != nil {
+		if err := k.Open(ctx, connector.Resume{}); err != nil {
 			return 0, nil, "", err
 		}
 		closeFn = k.Close

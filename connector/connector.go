@@ -168,6 +168,46 @@ func (g Guarantee) Satisfies(want Guarantee) bool {
 	return g == Idempotent || g == ExactlyOnce
 }
 
+// Resume is how a sink is opened: afresh (the zero Resume), or resuming from
+// a checkpoint. It is the sink's part of the engine's commit record, which
+// every checkpoint holds: the pre-commits not known to be committed, and the
+// sink's own mark of what it had committed.
+type Resume struct {
+	// From is the id of the checkpoint or savepoint the job resumes from;
+	// 0 when the sink starts afresh (no checkpoint, or one taken before the
+	// sink was part of the job).
+	From uint64
+	// Pending are the restored checkpoint's pre-commits that may not have
+	// been committed, oldest first. The engine commits each of them right
+	// after Open (Commit is idempotent), so Open only checks that it can,
+	// and aborts whatever else of a previous run is still in flight.
+	Pending []PreCommit
+	// Mark is what the sink's Mark returned after its last commit before
+	// the restored checkpoint was taken (nil if it never said): what it
+	// knows it had committed, such as a file's identity and length.
+	Mark []byte
+}
+
+// Resumed reports whether the sink resumes from a checkpoint.
+func (r Resume) Resumed() bool { return r.From != 0 }
+
+// PreCommit is one pre-commit in a commit record: what PreCommit returned
+// for a checkpoint.
+type PreCommit struct {
+	Checkpoint uint64
+	Data       []byte
+}
+
+// Marker is a Sink that records in every checkpoint what it has committed,
+// so that a restore (from the newest checkpoint, an older one, or a
+// savepoint) can tell its own output from what it did not write. The engine
+// calls Mark after Open and after every commit, from the goroutine that
+// commits, keeps the newest mark in each checkpoint, and hands it back in
+// Resume.Mark.
+type Marker interface {
+	Mark() []byte
+}
+
 // Sink writes results with a two-phase commit.
 //
 // The engine calls Open once, then Write, Flush and PreCommit from one
@@ -176,11 +216,12 @@ func (g Guarantee) Satisfies(want Guarantee) bool {
 // that cannot overlap them serializes them itself. Close comes last, after
 // every other call has returned.
 type Sink[T any] interface {
-	// Open prepares the sink. restored is what PreCommit returned for the
-	// checkpoint the job resumes from (nil when it starts afresh): the engine
-	// commits it right after Open, so Open only checks that it can (and
-	// aborts whatever else of a previous run is still in flight).
-	Open(ctx context.Context, restored []byte) error
+	// Open prepares the sink: afresh, or resuming from a checkpoint (see
+	// Resume). A sink that resumes must never write again what a committed
+	// pre-commit of a later checkpoint holds (restoring an older savepoint,
+	// or falling back from a corrupt newest checkpoint): it recognises it,
+	// or cuts it back to the checkpoint.
+	Open(ctx context.Context, r Resume) error
 	// Write writes items in order. The slice and the items are not kept
 	// after Write returns, unless copied.
 	Write(ctx context.Context, items []T) error

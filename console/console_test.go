@@ -94,7 +94,7 @@ func (decoder) Decode(r *connector.Record, d *engine.Decoded[string, int]) {
 
 type discard struct{}
 
-func (discard) Open(context.Context, []byte) error                        { return nil }
+func (discard) Open(context.Context, connector.Resume) error              { return nil }
 func (discard) Write(context.Context, []window.Pane[string, int64]) error { return nil }
 func (discard) Flush(context.Context) error                               { return nil }
 func (discard) PreCommit(context.Context, uint64) ([]byte, error)         { return nil, nil }

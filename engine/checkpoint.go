@@ -14,12 +14,15 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/state"
 )
 
-// layoutVersion is the version of the engine's files in a checkpoint.
-const layoutVersion = 2
+// layoutVersion is the version of the engine's files in a checkpoint: 3
+// added the sinks' marks to their commit records. Checkpoints of layout 2
+// still restore (their sinks have no marks).
+const layoutVersion = 3
 
 // File is one file of a participant in a checkpoint: its bytes, or a file
 // on disk kept as a shared object of the checkpoint store (see
@@ -40,12 +43,22 @@ type Participant struct {
 	name     string
 	restored []File
 
-	// sinks
+	// sinks: the commit record. pending and mark are the coordinator's
+	// (and, before the job runs, the starting goroutine's).
 	commit    func(ctx context.Context, id uint64, pre []byte) error
 	final     func(ctx context.Context, id uint64) ([]byte, int64, error)
-	pending   []preCommit // not yet committed, oldest first (coordinator only)
+	marker    connector.Marker // nil: the sink keeps no marks
+	pending   []preCommit      // not known to be committed, oldest first
+	mark      []byte           // the sink's mark after its last commit
 	committed atomic.Int64
 	commitNs  atomic.Int64 // how long the last commit took
+}
+
+// remark takes the sink's mark after Open or a commit.
+func (p *Participant) remark() {
+	if p.marker != nil {
+		p.mark = p.marker.Mark()
+	}
 }
 
 // preCommit is a sink's pre-commit for one checkpoint, with the number of
@@ -326,7 +339,7 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		if pc, ok := b.pres[p]; ok {
 			p.pending = append(p.pending, pc)
 		}
-		b.files = append(b.files, File{Name: p.name, Data: encodePending(p.pending, p.committed.Load())})
+		b.files = append(b.files, File{Name: p.name, Data: encodeRecord(p.pending, p.committed.Load(), p.mark)})
 	}
 	m, in := c.manifest(b)
 	path, size, err := "", int64(0), b.err
@@ -429,6 +442,7 @@ func (c *coordinator) commitAll(id uint64) error {
 				return &CheckpointError{ID: id, Msg: fmt.Sprintf("checkpoint %d is durable, but its commit failed (the next checkpoint or a restart commits it again): %s", id, errText(err)), Err: err}
 			}
 			p.committed.Add(pc.items)
+			p.remark()
 		}
 		p.commitNs.Store(int64(time.Since(t0)))
 		p.pending = nil
@@ -450,16 +464,21 @@ func (c *coordinator) manifest(b *CheckpointBarrier) (checkpoint.Manifest, []che
 	for i, f := range b.files {
 		in[i] = checkpoint.Input{Name: f.Name, Data: f.Data, Path: f.Path, Object: f.Object}
 	}
+	m := checkpoint.Manifest{
+		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
+		Parallelism: 0, Meta: e.meta(),
+	}
+	return m, in
+}
+
+// meta is the engine's part of a manifest of this run.
+func (e *Engine) meta() json.RawMessage {
 	meta := jobMeta{Layout: layoutVersion}
 	for _, p := range e.parts {
 		meta.Participants = append(meta.Participants, p.name)
 	}
 	metaJSON, _ := json.Marshal(meta)
-	m := checkpoint.Manifest{
-		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
-		Parallelism: 0, Meta: metaJSON,
-	}
-	return m, in
+	return metaJSON
 }
 
 func (c *coordinator) write(b *CheckpointBarrier, m checkpoint.Manifest, in []checkpoint.Input) (string, int64, error) {
@@ -488,6 +507,9 @@ func (e *Engine) finalCheckpoint() {
 				}
 				pre, n, err := p.final(e.sinkCtx, b.ID)
 				if err != nil {
+					if e.stopAsked.Load() && e.sinkCtx.Err() != nil {
+						return // a stop cut it short
+					}
 					e.Fail(err)
 					return
 				}
@@ -499,6 +521,9 @@ func (e *Engine) finalCheckpoint() {
 		b.reply = reply
 		e.coord.complete(b)
 		r := <-reply
+		if r.err != nil && e.stopAsked.Load() && e.sinkCtx.Err() != nil {
+			return // a stop cut it short
+		}
 		if r.err == nil || e.Err() != nil || attempt >= e.cfg.Checkpoint.TolerableFailures {
 			if r.err != nil && e.Err() == nil {
 				e.Fail(&CheckpointError{ID: b.ID, Msg: "could not record the end of the job (the next run resumes from the last good checkpoint)", Err: r.err})
@@ -508,9 +533,10 @@ func (e *Engine) finalCheckpoint() {
 	}
 }
 
-// encodePending encodes a sink's file: its committed item count, then the
-// pre-commits still to commit, oldest first.
-func encodePending(list []preCommit, committed int64) []byte {
+// encodeRecord encodes a sink's commit record, its file in a checkpoint:
+// its committed item count, the pre-commits not known to be committed
+// (oldest first), and the sink's mark of what it has committed.
+func encodeRecord(list []preCommit, committed int64, mark []byte) []byte {
 	b := enc.AppendVarint(nil, committed)
 	b = enc.AppendUvarint(b, uint64(len(list)))
 	for _, pc := range list {
@@ -518,23 +544,33 @@ func encodePending(list []preCommit, committed int64) []byte {
 		b = enc.AppendVarint(b, pc.items)
 		b = enc.AppendBytes(b, pc.data)
 	}
+	b = enc.AppendBool(b, mark != nil)
+	if mark != nil {
+		b = enc.AppendBytes(b, mark)
+	}
 	return b
 }
 
-func decodePending(data []byte) ([]preCommit, int64, error) {
+// decodeRecord decodes a commit record of the given layout (2: no mark).
+func decodeRecord(data []byte, layout int) (list []preCommit, committed int64, mark []byte, err error) {
 	d := enc.NewDecoder(data)
-	committed := d.Varint()
+	committed = d.Varint()
 	n := d.Items(1 << 20)
-	var list []preCommit
 	for range n {
 		pc := preCommit{id: d.Uvarint(), items: d.Varint()}
 		pc.data = d.Bytes()
 		list = append(list, pc)
 	}
-	if d.Err() != nil {
-		return nil, 0, d.Err()
+	if layout >= 3 && d.Bool() {
+		mark = d.Bytes()
+		if mark == nil {
+			mark = []byte{}
+		}
 	}
-	return list, committed, nil
+	if d.Err() != nil {
+		return nil, 0, nil, d.Err()
+	}
+	return list, committed, mark, nil
 }
 
 // CheckpointError is a checkpoint that could not be written or committed.
@@ -586,11 +622,11 @@ func (e *Engine) openCheckpoints() error {
 			return &SetupError{Msg: fmt.Sprintf("%s was taken by a job that computes something else (other window, trigger, aggregates or fields); move it away to start afresh", c.Path)}
 		}
 		var meta jobMeta
-		if err := json.Unmarshal(c.Manifest.Meta, &meta); err != nil || meta.Layout != layoutVersion {
+		if err := json.Unmarshal(c.Manifest.Meta, &meta); err != nil || meta.Layout < 2 || meta.Layout > layoutVersion {
 			store.Close()
-			return &SetupError{Msg: fmt.Sprintf("%s was written by another version of weir (layout %d, this one reads %d); move it away to start afresh", c.Path, meta.Layout, layoutVersion)}
+			return &SetupError{Msg: fmt.Sprintf("%s was written by another version of weir (layout %d, this one reads 2 to %d); move it away to start afresh", c.Path, meta.Layout, layoutVersion)}
 		}
-		e.resumed = c
+		e.resumed, e.resumedLayout = c, meta.Layout
 	}
 	e.nextID = store.NextID()
 	return nil
@@ -714,17 +750,12 @@ func copyOut(fs checkpoint.FS, from, to string) error {
 // committed transaction from one aborted by its timeout.
 func (e *Engine) recordRecommitted() error {
 	r := e.resumed
-	sinks := map[string]*Participant{}
-	for _, p := range e.parts {
-		if p.commit != nil {
-			sinks[p.name] = p
-		}
-	}
 	var in []checkpoint.Input
 	for _, f := range r.Manifest.Files {
-		switch p := sinks[f.Name]; {
-		case p != nil:
-			in = append(in, checkpoint.Input{Name: f.Name, Data: encodePending(nil, p.committed.Load())})
+		switch {
+		case strings.HasPrefix(f.Name, "sink:"):
+			// Every sink of this run gets its record below; a sink the
+			// job no longer has loses its own.
 		case f.Object != "":
 			in = append(in, checkpoint.Input{Name: f.Name, Path: r.Paths[f.Name], Object: f.Object})
 		case f.Lazy:
@@ -735,9 +766,15 @@ func (e *Engine) recordRecommitted() error {
 			in = append(in, checkpoint.Input{Name: f.Name, Data: r.Files[f.Name]})
 		}
 	}
+	for _, p := range e.parts {
+		if p.commit != nil {
+			in = append(in, checkpoint.Input{Name: p.name, Data: encodeRecord(nil, p.committed.Load(), p.mark)})
+		}
+	}
 	e.store.Adopt(r.Manifest.Files)
 	m := r.Manifest
 	m.ID, m.Kind, m.Created, m.Files = e.nextID, checkpoint.Periodic, "", nil
+	m.Meta = e.meta()
 	e.nextID++
 	path, err := e.store.SaveFiles(m, in)
 	if err != nil {

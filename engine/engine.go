@@ -90,9 +90,12 @@ type Engine struct {
 	status  []func(*Status)
 	closers []func() error
 
-	store   *checkpoint.Store
-	resumed *checkpoint.Checkpoint
-	nextID  uint64
+	store         *checkpoint.Store
+	resumed       *checkpoint.Checkpoint
+	resumedLayout int
+	nextID        uint64
+	// added names the sinks the restored checkpoint does not know.
+	added []string
 	// recommitted: a sink committed again what the restored checkpoint
 	// left pending, and starting it may fence what it committed.
 	recommitted bool
@@ -110,8 +113,11 @@ type Engine struct {
 	control     chan controlReq
 	loopStarted bool
 	running     atomic.Bool
-	finished    chan struct{}
-	now         mtime.Time // the loop's processing time
+	// stopAsked: Run's ctx was cancelled. What fails after the stop had to
+	// cut the job short (a sink call aborted) is the stop, not a failure.
+	stopAsked atomic.Bool
+	finished  chan struct{}
+	now       mtime.Time // the loop's processing time
 
 	statusMu   sync.Mutex
 	lastStatus Status
@@ -167,6 +173,11 @@ func (e *Engine) Checkpointed() bool { return e.store != nil }
 
 // Resumed is the checkpoint the job resumes from, or nil.
 func (e *Engine) Resumed() *checkpoint.Checkpoint { return e.resumed }
+
+// AddedSinks names the sinks that the checkpoint the job resumes from does
+// not know: they were added to the job since, start afresh, and get only
+// the results from the restore point on.
+func (e *Engine) AddedSinks() []string { return e.added }
 
 // Fail stops the job with err (the first error wins). Any component may call
 // it, from any goroutine.
@@ -228,6 +239,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	defer close(e.finished)
 	defer e.sinkCancel()
+	// A stop takes effect whatever the job is doing, from the first instant:
+	// committing a restored checkpoint's output, reading, handing a batch
+	// to a busy stage, recording the end of the input. If the loop has not
+	// seen the stop within the grace period, or the job has not stopped
+	// within a second one after it, every stage and sink call is aborted.
+	looped := make(chan struct{})
+	returned := make(chan struct{})
+	defer close(returned)
+	go e.watchStop(ctx, looped, returned)
 	if e.store != nil {
 		defer e.store.Close()
 		e.coord = newCoordinator(e)
@@ -235,55 +255,72 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	for _, f := range e.starts {
 		if err := f(e.sinkCtx); err != nil {
-			e.Fail(err)
-			e.shutdown(reasonFailed, nil)
-			return e.failErr
+			return e.startFailed(err)
 		}
 	}
 	if e.recommitted {
 		if err := e.recordRecommitted(); err != nil {
-			e.Fail(err)
-			e.shutdown(reasonFailed, nil)
-			return e.failErr
+			return e.startFailed(err)
 		}
 	}
 	for _, f := range e.onStarted {
 		if err := f(e.sinkCtx); err != nil {
-			e.Fail(err)
-			e.shutdown(reasonFailed, nil)
-			return e.failErr
+			return e.startFailed(err)
 		}
 	}
 	loopCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, in := range e.inputs {
 		if err := in.start(loopCtx); err != nil {
-			e.Fail(err)
-			e.shutdown(reasonFailed, nil)
-			return e.failErr
+			return e.startFailed(err)
 		}
 	}
-	// A stop must take effect even while the loop is blocked handing a batch
-	// to a stage that is busy: if the loop has not seen the stop within the
-	// grace period, the stages are aborted, which unblocks it.
-	looped := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-looped:
-			return
-		}
-		select {
-		case <-looped:
-		case <-time.After(e.cfg.StopGrace):
-			e.log(fmt.Sprintf("the job did not see the stop within %s: stopping at once, without a savepoint", e.cfg.StopGrace))
-			e.abortAll()
-		}
-	}()
 	reason, sp := e.loop(loopCtx, ctx)
 	close(looped)
 	cancel()
 	return e.shutdown(reason, sp)
+}
+
+// watchStop aborts the job when it does not stop in time after ctx is done.
+func (e *Engine) watchStop(ctx context.Context, looped, returned <-chan struct{}) {
+	select {
+	case <-ctx.Done():
+	case <-returned:
+		return
+	}
+	e.stopAsked.Store(true)
+	t := time.NewTimer(e.cfg.StopGrace)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return
+	case <-t.C:
+		e.log(fmt.Sprintf("the job did not see the stop within %s: stopping at once, without a savepoint", e.cfg.StopGrace))
+		e.abortAll()
+		return
+	case <-looped:
+	}
+	// The loop has stopped; the savepoint, or the record of the end of the
+	// input, has a grace period of its own, and then this one.
+	t.Reset(2*e.cfg.StopGrace + time.Second)
+	select {
+	case <-returned:
+	case <-t.C:
+		e.log(fmt.Sprintf("the job did not stop within %s of the stop: stopping at once", 3*e.cfg.StopGrace+time.Second))
+		e.abortAll()
+	}
+}
+
+// startFailed ends a job that could not start: with err, or, when a stop
+// cut its start short, as stopped (it resumes from its last checkpoint).
+func (e *Engine) startFailed(err error) error {
+	if e.stopAsked.Load() && e.sinkCtx.Err() != nil {
+		e.shutdown(reasonFailed, nil)
+		return &StoppedError{}
+	}
+	e.Fail(err)
+	e.shutdown(reasonFailed, nil)
+	return e.failErr
 }
 
 type stopReason uint8
@@ -470,7 +507,10 @@ func (e *Engine) shutdown(reason stopReason, req *savepointReq) error {
 		}
 		return err
 	}
-	if reason == reasonStopped {
+	if reason == reasonStopped || (e.stopAsked.Load() && e.sinkCtx.Err() != nil) {
+		// Stopped, or cut short by a stop (the end of the input not
+		// recorded, or output not flushed): the next run resumes from the
+		// last checkpoint.
 		stopped := &StoppedError{Savepoint: spPath}
 		if req != nil && req.reply != nil {
 			req.reply <- savepointResult{path: spPath}

@@ -102,7 +102,7 @@ func (decoder) Decode(r *connector.Record, d *engine.Decoded[string, int]) {
 // cancelled: a database that hangs.
 type blockingSink struct{ started chan struct{} }
 
-func (s *blockingSink) Open(context.Context, []byte) error { return nil }
+func (s *blockingSink) Open(context.Context, connector.Resume) error { return nil }
 func (s *blockingSink) Write(ctx context.Context, _ []window.Pane[string, int64]) error {
 	close(s.started)
 	<-ctx.Done()
@@ -119,7 +119,7 @@ type memSink struct {
 	out bytes.Buffer
 }
 
-func (s *memSink) Open(context.Context, []byte) error { return nil }
+func (s *memSink) Open(context.Context, connector.Resume) error { return nil }
 func (s *memSink) Write(_ context.Context, ps []window.Pane[string, int64]) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -271,6 +271,42 @@ func TestFailingSinkStopsTheJob(t *testing.T) {
 		var ce *connector.Error
 		if !errors.As(err, &ce) || ce.Connector != "output" || ce.Op != "write" || !strings.Contains(err.Error(), "the disk is gone") {
 			t.Errorf("Run: %v", err)
+		}
+	})
+}
+
+// downSink is a sink whose every write fails as a database that is down
+// does: a retryable error.
+type downSink struct{ memSink }
+
+func (s *downSink) Write(context.Context, []window.Pane[string, int64]) error {
+	return connector.Transient(errors.New("connection refused"))
+}
+
+// A stop takes effect after the input has ended too: the job is writing its
+// last panes to a sink that is down, and retries; cancelling Run's context
+// stops it (the next run resumes from the last checkpoint) instead of
+// retrying for ever.
+func TestStopAfterTheEndOfInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1), bounded: true}
+		src.add("a 1000", "b 2000", "a 9000")
+		var log syncBuffer
+		e := build(t, engine.Config{Name: "down", Log: &log}, src, &downSink{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- e.Run(ctx) }()
+		for !strings.Contains(log.String(), "retrying in") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, engine.ErrStopped) {
+				t.Errorf("Run: %v\n%s", err, log.String())
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("the job did not stop a minute after its context was cancelled:\n%s", log.String())
 		}
 	})
 }

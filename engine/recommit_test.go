@@ -32,7 +32,7 @@ type fencingSink struct {
 	started     bool
 }
 
-func (s *fencingSink) Open(context.Context, []byte) error                        { return nil }
+func (s *fencingSink) Open(context.Context, connector.Resume) error              { return nil }
 func (s *fencingSink) Write(context.Context, []window.Pane[string, int64]) error { return nil }
 func (s *fencingSink) Flush(context.Context) error                               { return nil }
 func (s *fencingSink) PreCommit(context.Context, uint64) ([]byte, error) {

@@ -36,6 +36,17 @@ type SinkOption func(*sinkOptions)
 type sinkOptions struct {
 	accept    connector.Guarantee
 	acceptSet bool
+	record    string
+	former    []string
+}
+
+// RecordName names the sink's commit record in checkpoints: key instead of
+// the sink's name, so that the record follows the sink itself when the job
+// changes around it (a job file's outputs reordered, or one output made a
+// list). A checkpoint that knows the record under one of the former names
+// (written before) restores it too.
+func RecordName(key string, former ...string) SinkOption {
+	return func(o *sinkOptions) { o.record, o.former = key, former }
 }
 
 // Accept says the job accepts g from this sink, whatever its delivery
@@ -67,16 +78,42 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 			return nil, &SetupError{Field: name, Msg: fmt.Sprintf("%s: this sink is %s: after a restart from a checkpoint it may write results again, and the job promises %s", name, g, want)}
 		}
 	}
-	p, err := e.Participant("sink:" + name)
+	record := name
+	if so.record != "" {
+		record = so.record
+	}
+	p, err := e.Participant("sink:" + record)
 	if err != nil {
 		return nil, err
 	}
 	n.p = p
-	var restored []preCommit
+	p.marker, _ = s.(connector.Marker)
+	var resume connector.Resume
 	var committed int64
-	if data := p.File(""); data != nil {
-		if restored, committed, err = decodePending(data); err != nil {
-			return nil, fmt.Errorf("cannot restore %s: %s is corrupt", e.resumed.Path, p.name)
+	var restored []preCommit
+	if c := e.resumed; c != nil {
+		data := p.File("")
+		for _, f := range so.former {
+			if data == nil {
+				data = c.Files["sink:"+f]
+			}
+		}
+		if data == nil {
+			// The checkpoint was taken before this sink was part of the
+			// job: it starts afresh, with the results from the restore
+			// point on.
+			e.added = append(e.added, name)
+			e.log(fmt.Sprintf("warning: %s is new since %s: it gets the results from there on, not those before", name, c.Path))
+		} else {
+			var mark []byte
+			if restored, committed, mark, err = decodeRecord(data, e.resumedLayout); err != nil {
+				return nil, fmt.Errorf("cannot restore %s: %s is corrupt", c.Path, p.name)
+			}
+			resume = connector.Resume{From: c.Manifest.ID, Mark: mark}
+			for _, pc := range restored {
+				resume.Pending = append(resume.Pending, connector.PreCommit{Checkpoint: pc.id, Data: pc.data})
+			}
+			p.mark = mark
 		}
 	}
 	p.commit = func(ctx context.Context, id uint64, pre []byte) error { return s.Commit(ctx, id, pre) }
@@ -88,14 +125,11 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 		return pre, items, err
 	}
 	e.OnStart(func(ctx context.Context) error {
-		var first []byte
-		if len(restored) > 0 {
-			first = restored[0].data
-		}
-		if err := s.Open(ctx, first); err != nil {
+		if err := s.Open(ctx, resume); err != nil {
 			return n.wrap("open", err)
 		}
 		p.committed.Store(committed)
+		p.remark()
 		published := e.cfg.Checkpoint.Publish != nil
 		for _, pc := range restored {
 			if published {
@@ -108,6 +142,7 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 				return n.wrap(fmt.Sprintf("commit (checkpoint %d, again after the restart)", pc.id), err)
 			}
 			p.committed.Add(pc.items)
+			p.remark()
 		}
 		return nil
 	})
@@ -184,8 +219,8 @@ func (n *SinkNode[T]) write() {
 
 func (n *SinkNode[T]) fail(op string, err error) {
 	n.dead = true
-	if n.e.sinkCtx.Err() != nil && n.e.Err() != nil {
-		return // the job is aborting: the cause is reported already
+	if n.e.sinkCtx.Err() != nil && (n.e.Err() != nil || n.e.stopAsked.Load()) {
+		return // the job is aborting: the cause is reported already, or it is a stop
 	}
 	n.e.Fail(n.wrap(op, err))
 }

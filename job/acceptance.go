@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
@@ -236,7 +237,7 @@ func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
 	j, t := rn.j, rn.accept
 	sc := SinkCheck{Output: o.Field, Table: o.Table.Table, Windows: len(t.last)}
 	s := j.TableSink(o, nil)
-	if err := s.Open(ctx, nil); err != nil {
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
 		sc.Error, sc.Verdict = err.Error(), "not verified"
 		return sc
 	}
@@ -321,20 +322,24 @@ func differs(j *Job, r *table.Stored, p *lastPane) string {
 }
 
 // WriteAcceptance writes the record as JSON to path and as Markdown beside
-// it (path with .md for its extension).
-func WriteAcceptance(path string, a *Acceptance) error { return writeAcceptance(path, a, 0) }
+// it (path with .md for its extension). Existing files are replaced only if
+// weir wrote them (file.ReplaceFile), or with force; new ones are their
+// owner's alone.
+func WriteAcceptance(path string, a *Acceptance, force bool) error {
+	return writeAcceptance(path, a, force, 0)
+}
 
 // writeAcceptance is WriteAcceptance with the job's file_mode (0: the
 // owner's alone).
-func writeAcceptance(path string, a *Acceptance, mode os.FileMode) error {
+func writeAcceptance(path string, a *Acceptance, force bool, mode os.FileMode) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeOutputFile(path, append(b, '\n'), mode); err != nil {
+	if err := writeOutputFile(path, append(b, '\n'), force, mode); err != nil {
 		return err
 	}
-	return writeOutputFile(acceptanceMarkdown(path), []byte(a.Markdown()), mode)
+	return writeOutputFile(acceptanceMarkdown(path), []byte(a.Markdown()), force, mode)
 }
 
 // acceptanceMarkdown is the Markdown file beside the JSON record.

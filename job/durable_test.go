@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -193,7 +194,7 @@ func TestCheckpointOfAnotherJob(t *testing.T) {
 // The newest checkpoint is torn (a truncated file) or corrupt (a flipped
 // byte): it is detected, reported, and the previous complete one is used.
 func TestTornAndCorruptCheckpoints(t *testing.T) {
-	for _, damage := range []string{"truncate window.op-0", "flip sink:output", "flip MANIFEST", "delete source:input"} {
+	for _, damage := range []string{"truncate window.op-0", "flip sink:results:file:results.jsonl", "flip MANIFEST", "delete source:input"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, refDir := setupDurable(t)
 			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5}\n"), 0o644)
@@ -240,5 +241,30 @@ func TestTornAndCorruptCheckpoints(t *testing.T) {
 			}
 			sameOutputs(t, dir, refDir)
 		})
+	}
+}
+
+// A run that fails still writes its summary, marked failed, and the
+// summary adds up: what was read but not yet taken by the windows when it
+// stopped is counted as in flight.
+func TestFailedRunSummaryAddsUp(t *testing.T) {
+	dir, _ := setupDurable(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"summary: summary.json\ncheckpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 0}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	fs := &fullFS{FS: checkpoint.OSFS, full: func(n int) bool { return n > 40 }}
+	sum, err := Run(context.Background(), j, Options{FS: fs, checkpointEvery: 1})
+	if err == nil {
+		t.Fatal("the run did not fail")
+	}
+	var got Summary
+	if b, rerr := os.ReadFile(filepath.Join(dir, "summary.json")); rerr != nil || json.Unmarshal(b, &got) != nil {
+		t.Fatalf("no summary.json after the failure: %v", rerr)
+	}
+	parts := got.Accepted + got.Duplicates + got.TooLate + got.BeyondDedupHorizon + got.Quarantined + got.InFlight
+	if !got.Failed || got.Read == 0 || got.Read != parts || got.Read != sum.Read {
+		t.Errorf("summary: failed %v, read %d, parts %d (in flight %d)", got.Failed, got.Read, parts, got.InFlight)
+	}
+	if text := sum.Text(); !strings.Contains(text, fmt.Sprintf("read %d lines", sum.Read)) {
+		t.Errorf("text: %s", text)
 	}
 }

@@ -1,25 +1,24 @@
 package job
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/vfs"
 )
 
 // checkFiles looks at the files a job would write before anything runs:
 // every output's directory exists; no output is the job file, the input or
-// another output, whatever names lead to it (a symbolic or a hard link); an
-// output that exists looks like weir's (weir does not overwrite a file it did
-// not write); the checkpoint and state directories are directories, empty
-// or weir's (weir prunes the one and empties the other). A mistake is a job-file error naming
-// the field.
+// another output, whatever names lead to it (a symbolic or a hard link); the
+// checkpoint and state directories are directories, empty or weir's (weir
+// prunes the one and empties the other). A mistake is a job-file error
+// naming the field. (Whether an existing output is weir's to replace is
+// decided once the job knows whether it resumes: claimOutputs.)
 func checkFiles(j *Job, jobPath string) error {
 	fail := func(field, format string, args ...any) error {
 		return &Error{File: j.File, Line: j.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -73,15 +72,6 @@ func checkFiles(j *Job, jobPath string) error {
 				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
 			}
 		}
-		if o.field == "acceptance" && strings.HasSuffix(o.path, ".md") {
-			if b, err := os.ReadFile(o.path); err == nil && len(b) > 0 && !bytes.HasPrefix(b, []byte(acceptanceTitle)) {
-				return fail(o.field, "%s exists and is not an acceptance record weir wrote: weir does not overwrite it", o.path)
-			}
-			continue
-		}
-		if err := file.CheckReplace(o.path); err != nil {
-			return fail(o.field, "%v", err)
-		}
 	}
 	if d := j.Checkpoint.Dir; d != "" {
 		if st, err := os.Stat(d); err == nil && !st.IsDir() {
@@ -99,6 +89,32 @@ func checkFiles(j *Job, jobPath string) error {
 	if d := j.State.Dir; d != "" && j.State.Backend == "pebble" {
 		if err := state.CheckDir(d); err != nil {
 			return fail("state", "dir %v", err)
+		}
+	}
+	return nil
+}
+
+// claimOutputs checks, for a job that starts afresh, that every file it
+// will replace is weir's to replace (see file.Sink): weir never overwrites
+// a file it cannot prove it wrote, unless force. All of them are checked
+// before any is touched.
+func claimOutputs(j *Job, fsys vfs.FS, force bool) error {
+	type named struct{ field, path string }
+	var outs []named
+	for _, o := range j.AllOutputs() {
+		if o.File != "" && o.File != "-" {
+			outs = append(outs, named{o.Field, o.File})
+		}
+	}
+	if j.Summary != "" && j.Summary != "-" {
+		outs = append(outs, named{"summary", j.Summary})
+	}
+	if j.Acceptance != "" {
+		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", acceptanceMarkdown(j.Acceptance)})
+	}
+	for _, o := range outs {
+		if err := file.Claim(fsys, o.path, force); err != nil {
+			return &Error{File: j.File, Line: j.lines[o.field], Field: o.field, Msg: err.Error()}
 		}
 	}
 	return nil

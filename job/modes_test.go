@@ -32,8 +32,9 @@ func modes(t *testing.T, dir string) string {
 	return strings.Join(out, "\n")
 }
 
-// What weir creates is its owner's alone, whatever the umask: outputs, the
-// SQLite database, the summary, the acceptance record, checkpoints (the
+// What weir creates is its owner's alone, whatever the umask: outputs and
+// their owner records, the SQLite database, the summary, the acceptance
+// record, checkpoints (the
 // state directory: package state's test). file_mode widens the outputs,
 // not the working storage.
 func TestFilesAreTheOwnersAlone(t *testing.T) {
@@ -57,7 +58,13 @@ state: {backend: pebble, dir: state}
 		`{"k":"a","ts":"2026-01-01T00:02:00Z","at":"2026-01-01T00:02:00Z"}`,
 		`{"k":"a","ts":"2026-01-01T00:00:02Z","at":"2026-01-01T00:02:01Z"}`, `oops`)
 	dir, _ := runJob(t, job, input)
-	want := `acceptance.json -rw-------
+	want := `.acceptance.json.weir -rw-------
+.acceptance.md.weir -rw-------
+.late.jsonl.weir -rw-------
+.quarantine.jsonl.weir -rw-------
+.results.jsonl.weir -rw-------
+.summary.json.weir -rw-------
+acceptance.json -rw-------
 acceptance.md -rw-------
 ck drwx------
 ck/LOCK -rw-------

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"sort"
@@ -26,7 +28,6 @@ import (
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -53,10 +54,16 @@ type Options struct {
 	// Console keeps what the web console shows (recent panes); see
 	// Runnable.Console.
 	Console bool
+	// Force takes existing output files over even when weir has no record
+	// of writing them (weir run --force); without it, weir refuses to
+	// overwrite or cut back a file it cannot prove it wrote.
+	Force bool
 
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
-	// after every so many batches of the input (tests).
+	// after every so many batches of the input; afterBatch is called after
+	// every batch (tests).
 	savepointEvery, checkpointEvery int64
+	afterBatch                      func(batch int64)
 	// task, for a task of a consumer-group job: its partition, its
 	// transactions and where its checkpoints go.
 	task *taskHooks
@@ -73,8 +80,8 @@ func (e *RuntimeError) Error() string { return e.Msg }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // Summary accounts for every line of the input: Read = Accepted + Duplicates
-// + TooLate + BeyondDedupHorizon + Quarantined. Watermark-only lines and
-// blank lines are not events and are counted apart.
+// + TooLate + BeyondDedupHorizon + Quarantined + InFlight. Watermark-only
+// lines and blank lines are not events and are counted apart.
 type Summary struct {
 	Job        string `json:"job"`
 	Read       int64  `json:"read"`
@@ -84,21 +91,28 @@ type Summary struct {
 	// BeyondDedupHorizon counts the events older than the watermark minus
 	// dedup_horizon: they went to the late output (reason
 	// beyond_dedup_horizon), since a duplicate of them could not be told.
-	BeyondDedupHorizon int64            `json:"beyond_dedup_horizon"`
-	Quarantined        int64            `json:"quarantined"`
-	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
-	LateAccepted       int64            `json:"late_accepted"`
-	PanesFired         int64            `json:"panes_fired"`
-	PanesWritten       int64            `json:"panes_written"`
-	WindowsFired       int64            `json:"windows_fired"`
-	LateWritten        int64            `json:"late_written"`
-	WatermarkLines     int64            `json:"watermark_lines"`
-	BlankLines         int64            `json:"blank_lines"`
-	HavingErrors       int64            `json:"having_errors,omitempty"`
-	TooLateByWindow    []WindowDrops    `json:"too_late_by_window"`
-	Watermark          string           `json:"watermark"`
-	Interrupted        bool             `json:"interrupted,omitempty"`
-	Savepoint          string           `json:"savepoint,omitempty"`
+	BeyondDedupHorizon int64 `json:"beyond_dedup_horizon"`
+	Quarantined        int64 `json:"quarantined"`
+	// InFlight counts the events that had been read, but not yet taken
+	// by the windows, when a job stopped at once (a failure, or a stop that
+	// could not wait): the next run reads them again from its checkpoint.
+	InFlight          int64            `json:"in_flight,omitempty"`
+	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
+	LateAccepted      int64            `json:"late_accepted"`
+	PanesFired        int64            `json:"panes_fired"`
+	PanesWritten      int64            `json:"panes_written"`
+	WindowsFired      int64            `json:"windows_fired"`
+	LateWritten       int64            `json:"late_written"`
+	WatermarkLines    int64            `json:"watermark_lines"`
+	BlankLines        int64            `json:"blank_lines"`
+	HavingErrors      int64            `json:"having_errors,omitempty"`
+	TooLateByWindow   []WindowDrops    `json:"too_late_by_window"`
+	Watermark         string           `json:"watermark"`
+	// OutputsAdded names the outputs added to the job since the checkpoint
+	// it resumed from: they hold only the results from there on.
+	OutputsAdded []string `json:"outputs_added,omitempty"`
+	Interrupted  bool     `json:"interrupted,omitempty"`
+	Savepoint    string   `json:"savepoint,omitempty"`
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
@@ -145,8 +159,12 @@ func (s *Summary) Text() string {
 	if s.BeyondDedupHorizon > 0 {
 		beyond = fmt.Sprintf(", %d beyond the de-duplication horizon", s.BeyondDedupHorizon)
 	}
-	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late%s, %d quarantined%s\n",
-		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, beyond, s.Quarantined, q)
+	inFlight := ""
+	if s.InFlight != 0 {
+		inFlight = fmt.Sprintf(", %d in flight when it stopped (read again from the last checkpoint)", s.InFlight)
+	}
+	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late%s, %d quarantined%s%s\n",
+		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, beyond, s.Quarantined, q, inFlight)
 	written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
 	if s.Failed {
 		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
@@ -263,8 +281,11 @@ func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop}
 	rn.warn = j.Warnings()
-	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 {
+	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 || o.afterBatch != nil {
 		ecfg.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
+			if o.afterBatch != nil {
+				o.afterBatch(b)
+			}
 			switch {
 			case sp > 0 && b%sp == 0:
 				return checkpoint.Savepoint, true
@@ -289,6 +310,12 @@ func (rn *Runnable) build() error {
 		return setupError(j, err)
 	}
 	rn.e = e
+	if e.Resumed() == nil {
+		// Starting afresh replaces the outputs: only those weir wrote.
+		if err := claimOutputs(j, o.FS, o.Force); err != nil {
+			return err
+		}
+	}
 	for _, w := range rn.warn {
 		if o.task == nil { // a group's instance says them once for its tasks
 			rn.logf("warning: %s", w)
@@ -327,7 +354,7 @@ func (rn *Runnable) build() error {
 	// the late events by the window stage.
 	var quarantine engine.Consumer[engine.RejectedRecord]
 	if j.Rejects != nil {
-		q, err := newSink(rn, j.Rejects, newFormat(j).appendRejected, newFormat(j).rejectedRecord)
+		q, err := newSink(rn, j.Rejects, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
 		if err != nil {
 			return err
 		}
@@ -340,10 +367,10 @@ func (rn *Runnable) build() error {
 		var err error
 		if o := &j.Outputs[i]; o.Table != nil {
 			ts := newTableSink(j, o, e.Checkpointed(), func(s string) { rn.logf("%s", s) })
-			if n, err = engine.NewSink[pane](e, o.Field, ts); err != nil {
+			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
 				return setupError(j, err)
 			}
-		} else if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord); err != nil {
+		} else if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord, paneID); err != nil {
 			return err
 		}
 		if i == 0 {
@@ -405,7 +432,7 @@ func (rn *Runnable) build() error {
 		})
 	}
 	if j.Late != nil {
-		if rn.late, err = newSink(rn, j.Late, newFormat(j).appendLate, newFormat(j).lateRecord); err != nil {
+		if rn.late, err = newSink(rn, j.Late, newFormat(j).appendLate, newFormat(j).lateRecord, lateID); err != nil {
 			return err
 		}
 		rn.win.Late.Subscribe(rn.late)
@@ -479,13 +506,13 @@ func restoredInstances(c *checkpoint.Checkpoint) int {
 // newSink makes the sink of an output: a file (exactly once at each
 // checkpoint, when the job has checkpoints), standard output, or a Kafka
 // topic (a transaction per checkpoint, or at least once).
-func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Encoder[T]) (*engine.SinkNode[T], error) {
+func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Encoder[T], id func(T) uint64) (*engine.SinkNode[T], error) {
 	var s connector.Sink[T]
 	var opts []engine.SinkOption
 	switch {
 	case o.Kafka != nil:
 		k := o.Kafka
-		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: rec,
+		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: rec, Identify: id,
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
 			TransactionalID:    transactionalID(rn.j, o.Field)}
 		ks.Log = func(s string) { rn.logf("%s", s) }
@@ -497,13 +524,52 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 	case o.File == "-":
 		s = &file.Writer[T]{W: rn.o.Stdout, Encode: line}
 	default:
-		s = &file.Sink[T]{Path: o.File, Encode: line, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS}
+		s = &file.Sink[T]{Path: o.File, Encode: line, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS, Force: rn.o.Force}
 	}
+	opts = append(opts, recordName(rn.j, o))
 	n, err := engine.NewSink(rn.e, o.Field, s, opts...)
 	if err != nil {
 		return nil, setupError(rn.j, err)
 	}
 	return n, nil
+}
+
+// recordName names an output's commit record in checkpoints by what the
+// output is (its role and where it writes), not by its place in the job
+// file, so that reordering the outputs, or making one output a list, keeps
+// each record with its output. Checkpoints of an older weir named it by
+// the field.
+func recordName(j *Job, o *Output) engine.SinkOption {
+	role := "results"
+	switch o.Field {
+	case "late_output", "quarantine":
+		role = o.Field
+	}
+	rel := func(p string) string {
+		if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+			return filepath.ToSlash(r)
+		}
+		return p
+	}
+	var target string
+	switch {
+	case o.Kafka != nil:
+		target = "kafka:" + o.Kafka.Topic
+	case o.Table != nil && o.Table.Driver == "sqlite":
+		target = "sqlite:" + rel(o.Table.Path) + "#" + o.Table.Table
+	case o.Table != nil:
+		target = "postgres:" + o.Table.Table
+	case o.File == "-":
+		target = "stdout"
+	default:
+		target = "file:" + rel(o.File)
+	}
+	former := []string{o.Field}
+	if o.Field == "output[0]" {
+		former = append(former, "output")
+	}
+	// A checkpoint's files are named by their records: no slashes.
+	return engine.RecordName(url.PathEscape(role+":"+target), former...)
 }
 
 // transactionalID is the prefix of a Kafka sink's transactional ids: the
@@ -603,15 +669,22 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		if !errors.As(err, &re) {
 			err = &RuntimeError{Msg: err.Error(), Err: err}
 		}
+		if rn.j.Summary != "" {
+			// The summary of a failed run says so (failed: true), with what
+			// was in flight when it stopped.
+			if serr := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force, rn.j.FileMode); serr != nil {
+				rn.logf("%v", serr)
+			}
+		}
 		return sum, err
 	}
 	if rn.j.Summary != "" {
-		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.j.FileMode); err != nil {
+		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force, rn.j.FileMode); err != nil {
 			return sum, err
 		}
 	}
 	if rn.accept != nil {
-		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.j.FileMode); err != nil {
+		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force, rn.j.FileMode); err != nil {
 			return sum, &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
@@ -628,6 +701,7 @@ func (rn *Runnable) summary(err error) *Summary {
 		PanesFired: st.Panes, WindowsFired: st.Fired,
 		PanesWritten: rn.out.Written(),
 	}
+	s.InFlight = s.Read - (s.Accepted + s.Duplicates + s.TooLate + s.BeyondDedupHorizon + s.Quarantined)
 	if rn.late != nil {
 		s.LateWritten = rn.late.Written()
 	}
@@ -635,6 +709,7 @@ func (rn *Runnable) summary(err error) *Summary {
 		s.HavingErrors = rn.having.errors.Load()
 	}
 	s.TooLateByWindow = dropsByWindow(st)
+	s.OutputsAdded = rn.e.AddedSinks()
 	s.Watermark = rn.win.Watermark().String()
 	if rn.win.Watermark() == mtime.MinTime {
 		s.Watermark = "none"
@@ -642,7 +717,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	return s
 }
 
-func writeSummary(path string, sum *Summary, stdout io.Writer, mode os.FileMode) error {
+func writeSummary(path string, sum *Summary, stdout io.Writer, force bool, mode os.FileMode) error {
 	data, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
@@ -652,17 +727,18 @@ func writeSummary(path string, sum *Summary, stdout io.Writer, mode os.FileMode)
 		_, err = stdout.Write(data)
 		return err
 	}
-	if err := writeOutputFile(path, data, mode); err != nil {
+	if err := writeOutputFile(path, data, force, mode); err != nil {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, errText(err)), Err: err}
 	}
 	return nil
 }
 
 // writeOutputFile writes one of the job's own files (the summary, the
-// acceptance record): created for its owner alone (vfs.FileMode), or with
-// mode (the job's file_mode) when it is set.
-func writeOutputFile(path string, data []byte, mode os.FileMode) error {
-	if err := os.WriteFile(path, data, vfs.FileMode); err != nil {
+// acceptance record) as file.ReplaceFile does (replacing only a file weir
+// wrote, unless force): its owner's alone, or with mode (the job's
+// file_mode) when it is set.
+func writeOutputFile(path string, data []byte, force bool, mode os.FileMode) error {
+	if err := file.ReplaceFile(nil, path, data, force); err != nil {
 		return err
 	}
 	return setFileMode(path, mode)

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -133,6 +134,57 @@ func (f *format) paneRecord(p pane) (key, value []byte) {
 	key = append(key, ']')
 	v := f.appendPane(nil, p)
 	return key, v[:len(v)-1]
+}
+
+// The identities of output records: what a record is, whenever it was
+// computed (FNV-1a, stable from run to run and machine to machine). A Kafka
+// output carries them, so that a job restored from an older checkpoint
+// recognises the records a later checkpoint had committed.
+type identity uint64
+
+func newIdentity() identity { return 14695981039346656037 }
+
+func (h identity) bytes(b []byte) identity {
+	for _, c := range b {
+		h ^= identity(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+func (h identity) string(s string) identity {
+	for i := 0; i < len(s); i++ {
+		h ^= identity(s[i])
+		h *= 1099511628211
+	}
+	return h.int(int64(len(s)))
+}
+
+func (h identity) int(v int64) identity {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(v))
+	return h.bytes(b[:])
+}
+
+// paneID is a pane's identity: its key, window, revision, and whether it
+// withdraws that revision.
+func paneID(p pane) uint64 {
+	h := newIdentity().string(p.Key).int(int64(p.Window.Start)).int(int64(p.Window.End)).int(int64(p.Revision))
+	if p.Retract {
+		h = h.int(1)
+	}
+	return uint64(h)
+}
+
+// lateID is a too-late event's identity: where it was read, and why it is
+// set aside.
+func lateID(l lateEvent) uint64 {
+	return uint64(newIdentity().string(l.Reason).int(int64(l.Value.part)).int(l.Value.line))
+}
+
+// rejectedID is a rejected line's identity: where it was read.
+func rejectedID(r engine.RejectedRecord) uint64 {
+	return uint64(newIdentity().string(r.Source).int(int64(r.Record.Partition)).int(r.Record.Offset))
 }
 
 // lateRecord is a too-late event as a Kafka record, keyed by its key.

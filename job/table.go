@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/mtime"
@@ -206,7 +207,7 @@ func newTableSink(j *Job, o *Output, checkpointed bool, log func(string)) *table
 // Open implements connector.Sink. An SQLite database weir creates is its
 // owner's alone, or has the job's file_mode: the file is made before
 // SQLite opens it (SQLite gives its journal and WAL the database's mode).
-func (s *tableSink) Open(ctx context.Context, restored []byte) error {
+func (s *tableSink) Open(ctx context.Context, restored connector.Resume) error {
 	if t := s.o.Table; t.Driver == "sqlite" {
 		mode := s.j.FileMode
 		if mode == 0 {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
@@ -235,7 +236,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Plan, error) {
 		}
 	}
 	sink := j.TableSink(out, o.Log)
-	if err := sink.Open(ctx, nil); err != nil {
+	if err := sink.Open(ctx, connector.Resume{}); err != nil {
 		return nil, err
 	}
 	rows, err := sink.Read(ctx, o.From, o.To)

@@ -11,6 +11,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/pgtest"
 	"github.com/weirstream/weir/job"
@@ -245,7 +246,7 @@ func TestStaleBaseRefused(t *testing.T) {
 			}
 			// The stream's revision 4 of s1 arrives now.
 			k := j.TableSink(&j.Outputs[1], nil)
-			if err := k.Open(context.Background(), nil); err != nil {
+			if err := k.Open(context.Background(), connector.Resume{}); err != nil {
 				t.Fatal(err)
 			}
 			r := table.Row{Key: []any{"s1"}, WindowStart: at("2026-09-07T12:00:00Z"), WindowEnd: at("2026-09-07T12:01:00Z"),

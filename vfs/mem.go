@@ -2,12 +2,14 @@ package vfs
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +35,11 @@ type memNode struct {
 	data    []byte              // live contents
 	synced  []byte              // contents as of the last sync
 	mod     time.Time
+	ino     uint64 // the file's identity (IDOf)
 }
+
+// inodes numbers the files of every Crashable.
+var inodes atomic.Uint64
 
 func newDir() *memNode {
 	return &memNode{dir: true, entries: map[string]*memNode{}, durable: map[string]*memNode{}}
@@ -91,7 +97,7 @@ func (c *Crashable) Durable() *Crashable {
 			return m
 		}
 		if !n.dir {
-			m := &memNode{data: slices.Clone(n.synced), synced: slices.Clone(n.synced), mod: n.mod}
+			m := &memNode{data: slices.Clone(n.synced), synced: slices.Clone(n.synced), mod: n.mod, ino: n.ino}
 			seen[n] = m
 			return m
 		}
@@ -174,7 +180,7 @@ func (c *Crashable) WriteFile(p string, data []byte) error {
 		return err
 	}
 	if n == nil {
-		n = &memNode{}
+		n = &memNode{ino: inodes.Add(1)}
 		parent.entries[name] = n
 	}
 	n.data, n.mod = slices.Clone(data), time.Now()
@@ -277,7 +283,7 @@ func (c *Crashable) OpenFile(p string, flag int) (File, error) {
 		if err := c.step(); err != nil {
 			return nil, err
 		}
-		n = &memNode{mod: time.Now()}
+		n = &memNode{mod: time.Now(), ino: inodes.Add(1)}
 		parent.entries[name] = n
 	} else if flag&os.O_TRUNC != 0 {
 		if err := c.step(); err != nil {
@@ -320,6 +326,19 @@ func (f *memFile) WriteAt(b []byte, off int64) (int, error) {
 	copy(f.n.data[off:], b)
 	f.n.mod = time.Now()
 	return len(b), nil
+}
+
+func (f *memFile) ReadAt(b []byte, off int64) (int, error) {
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	if off >= int64(len(f.n.data)) {
+		return 0, io.EOF
+	}
+	n := copy(b, f.n.data[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 func (f *memFile) Truncate(size int64) error {

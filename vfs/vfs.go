@@ -35,6 +35,7 @@ type FS interface {
 // File is an open file.
 type File interface {
 	io.WriterAt
+	io.ReaderAt
 	Truncate(size int64) error
 	Sync() error
 	Stat() (os.FileInfo, error)

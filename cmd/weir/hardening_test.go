@@ -93,7 +93,7 @@ func TestOutputsNeverOverwriteJobOrInput(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("my notes\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(strings.Replace(jobText, "summary: summary.json", "summary: notes.txt", 1)), 0o644)
 	before := snapshot(t, dir)
-	if code, _, stderr := runCLI(t, dir, "run", "job.yaml"); code != 2 || !strings.Contains(stderr, "summary: "+dir+"/notes.txt exists and does not look like weir's output") {
+	if code, _, stderr := runCLI(t, dir, "run", "job.yaml"); code != 2 || !strings.Contains(stderr, "summary: "+dir+"/notes.txt exists, and weir has no record of writing it") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 	sameFiles(t, before, snapshot(t, dir))

@@ -80,16 +80,17 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 
 // produceOrders writes a day of the fraud job's orders into the orders
 // topic, keyed by card, each at its arrival time divided by speed from now.
-func produceOrders(ctx context.Context, addr string, events int, speed float64, log io.Writer) {
+// It returns how many it produced.
+func produceOrders(ctx context.Context, addr string, events int, speed float64, log io.Writer) int {
 	var buf bytes.Buffer
 	if err := gen.Orders(&buf, gen.Options{Events: events, Seed: 1}); err != nil {
 		fmt.Fprintln(log, "weir kafka: generating orders:", err)
-		return
+		return 0
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(10*time.Millisecond))
 	if err != nil {
 		fmt.Fprintln(log, "weir kafka:", err)
-		return
+		return 0
 	}
 	defer cl.Close()
 	lines := source.NewLines(&buf, 0, 0, 0)
@@ -102,8 +103,11 @@ func produceOrders(ctx context.Context, addr string, events int, speed float64, 
 	for {
 		ln, ok := lines.Next()
 		if !ok {
+			if err := cl.Flush(ctx); err != nil {
+				return n
+			}
 			fmt.Fprintf(log, "weir kafka: the day of %d orders is all produced\n", n)
-			return
+			return n
 		}
 		v, err := p.ParseBytes(ln.Text)
 		if err != nil {
@@ -117,12 +121,11 @@ func produceOrders(ctx context.Context, addr string, events int, speed float64, 
 		if wait := time.Until(due); wait > 0 {
 			select {
 			case <-ctx.Done():
-				return
+				return n
 			case <-time.After(wait):
 			}
 		}
-		value := append([]byte(nil), ln.Text...)
-		cl.Produce(ctx, &kgo.Record{Topic: "orders", Key: v.GetStringBytes("card"), Value: value}, nil)
+		cl.Produce(ctx, orderRecord(v, ln.Text), nil)
 		n++
 		select {
 		case <-report.C:
@@ -130,6 +133,13 @@ func produceOrders(ctx context.Context, addr string, events int, speed float64, 
 		default:
 		}
 	}
+}
+
+// orderRecord is the record of one order line, keyed by its card. The
+// record owns its bytes: the producer keeps them until the broker has them,
+// while the parser and the line reader reuse theirs for the next line.
+func orderRecord(v *fastjson.Value, line []byte) *kgo.Record {
+	return &kgo.Record{Topic: "orders", Key: bytes.Clone(v.GetStringBytes("card")), Value: bytes.Clone(line)}
 }
 
 // printAlerts prints what the job commits to the alerts topic.

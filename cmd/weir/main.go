@@ -103,6 +103,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
 	httpAddr := fs.String("http", "", "serve /metrics, /api/status, /healthz and the web console on `host:port` (overrides the job file's http address; its token and allowed hosts stay)")
+	force := fs.Bool("force", false, "take existing output files over even when weir has no record of writing them (weir never overwrites or cuts back a file it cannot prove it wrote, unless told so)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
 
@@ -165,7 +166,7 @@ Flags:
 	if *httpAddr != "" {
 		j.HTTP = *httpAddr
 	}
-	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != ""}
+	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "", Force: *force}
 	if j.Grouped() {
 		if *from != "" {
 			fmt.Fprintln(stderr, "weir: --from: a job in a consumer group starts each partition from its changelog topic")
@@ -176,13 +177,20 @@ Flags:
 	if *progress {
 		opts.Progress = stderr
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sig := handleSignals(ctx, cancel, stderr)
+	defer sig.stop()
 	rn, err := job.Build(j, opts)
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
+		var je *job.Error
+		if errors.As(err, &je) {
+			return 2 // a file the job names is not its to write
+		}
 		return 1
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	sig.attach(rn.Engine().Control())
 	if j.HTTP != "" {
 		sctx, stopServer := context.WithCancel(context.Background())
 		defer stopServer()
@@ -196,8 +204,6 @@ Flags:
 			fmt.Fprintln(stderr, "weir:", w)
 		}
 	}
-	stopSignals := handleSignals(ctx, cancel, rn.Engine().Control(), stderr)
-	defer stopSignals()
 	if j.Checkpoint.Dir != "" {
 		pidFile := writePID(j.Checkpoint.Dir)
 		defer removePID(pidFile)

@@ -109,7 +109,7 @@ Flags:
 			Raced          int               `json:"raced"`
 			Ranges         []reconcile.Range `json:"ranges"`
 		}{rep.Corrected, rep.AlreadyRight, rep.NotCorrectable, rep.Raced, rep.Ranges}
-		if err := job.WriteAcceptance(*acceptance, a); err != nil {
+		if err := job.WriteAcceptance(*acceptance, a, false); err != nil {
 			fmt.Fprintln(stderr, "weir: the acceptance record:", err)
 			return 1
 		}

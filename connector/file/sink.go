@@ -2,7 +2,6 @@ package file
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -26,21 +25,33 @@ type Encoder[T any] func(b []byte, v T) []byte
 // checkpoints is kept in memory and handed to the checkpoint at the barrier
 // (PreCommit); once the checkpoint is durable Commit appends it to the file
 // at the offset the checkpoint recorded, and syncs. So the file only ever
-// holds the output of complete checkpoints; after a crash, Open cuts it back
-// to what the restored checkpoint had committed and the engine commits that
-// checkpoint's output again (writing the same bytes at the same place).
+// holds the output of complete checkpoints. Every checkpoint also holds the
+// sink's mark (Mark): the file's identity and the size and checksums of
+// what was committed to it. On restore, Open checks the file against the
+// mark (a file replaced, regenerated or cut short is refused) and cuts it
+// back to the size the mark recorded, then the engine commits the
+// checkpoint's pending output again (the same bytes at the same place).
+// Bytes beyond the mark are cut off only when weir can prove it wrote them:
+// they are the restored checkpoint's own pending output, or its owner
+// record (below) describes them (output of later checkpoints, when an
+// older checkpoint or savepoint is restored).
 //
 // Plain (no checkpoints): lines go through a buffer to the file; Flush makes
 // them visible.
 //
-// A file that exists when a job starts afresh is replaced only if it looks
-// like weir's output (empty, or starting with a JSON object): weir does not
-// overwrite a file it did not write.
+// Ownership: beside the file, weir keeps a small owner record
+// (.NAME.weir: the file's identity and checksums, updated at each commit and
+// at Close). A file that exists when a job starts afresh is replaced only if
+// it is empty or its owner record says weir wrote it; with Force, any
+// regular file is taken over.
 type Sink[T any] struct {
 	Path   string
 	Encode Encoder[T]
 	// ExactlyOnce selects the transactional mode.
 	ExactlyOnce bool
+	// Force takes an existing file over even without proof that weir wrote
+	// it (weir run --force).
+	Force bool
 	// FS is the file system the file is written through (nil: the real
 	// one; tests crash a file system in memory).
 	FS vfs.FS
@@ -56,7 +67,13 @@ type Sink[T any] struct {
 	spare   [][]byte // chunks to reuse
 	mu      sync.Mutex
 	end     int64 // offset after every pre-committed (or restored and committed) byte
+	// The commit side (Open, Commit, Mark, Close): the file's identity and
+	// what has been committed to it (written, without checkpoints).
+	id        vfs.ID
+	committed tracker
 }
+
+var _ connector.Marker = (*Sink[int])(nil)
 
 // Guarantee implements connector.Sink.
 func (s *Sink[T]) Guarantee() connector.Guarantee {
@@ -67,73 +84,191 @@ func (s *Sink[T]) Guarantee() connector.Guarantee {
 }
 
 // Open implements connector.Sink.
-func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
+func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	if s.FS == nil {
 		s.FS = vfs.OS
 	}
-	if restored == nil {
-		if err := checkReplace(s.FS, s.Path); err != nil {
-			return err
-		}
-		f, err := s.FS.OpenFile(s.Path, os.O_CREATE|os.O_TRUNC)
-		if err != nil {
-			return err
-		}
-		// The file's existence is durable before anything is committed
-		// to it.
-		if err := s.FS.SyncDir(filepath.Dir(s.Path)); err != nil {
-			f.Close()
-			return err
-		}
-		s.f = f
-		if !s.ExactlyOnce {
-			s.w = bufio.NewWriterSize(&writerAt{f: f}, 256<<10)
-		}
-		return nil
+	if !r.Resumed() {
+		return s.create()
 	}
 	if !s.ExactlyOnce {
 		return errors.New("a plain file sink cannot be restored")
 	}
-	off, _, err := decodePre(restored)
-	if err != nil {
-		return fmt.Errorf("the checkpoint's record of %s is corrupt: %w", s.Path, err)
-	}
 	f, err := s.FS.OpenFile(s.Path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return &DamagedError{Path: s.Path, Want: off, Missing: true}
+			want := int64(0)
+			if m, err := decodeMark(r.Mark); err == nil {
+				want = m.Size
+			}
+			return &DamagedError{Path: s.Path, Want: want, Missing: true}
 		}
 		return err
 	}
-	st, err := f.Stat()
+	if err := s.resume(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return nil
+}
+
+// create opens the file afresh: a new file, or one weir may replace.
+func (s *Sink[T]) create() error {
+	if err := claim(s.FS, s.Path, s.Force); err != nil {
+		return err
+	}
+	f, err := s.FS.OpenFile(s.Path, os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	id, err := vfs.PathID(s.FS, s.Path)
 	if err != nil {
 		f.Close()
 		return err
 	}
-	if st.Size() < off {
+	s.f, s.id = f, id
+	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), false); err != nil {
 		f.Close()
-		return &DamagedError{Path: s.Path, Want: off, Have: st.Size()}
+		return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
 	}
-	if st.Size() > off {
-		// Output of checkpoints that did not complete.
-		if err := f.Truncate(off); err != nil {
-			f.Close()
-			return err
-		}
+	// The file's existence, and the record that it is weir's, are durable
+	// before anything is committed to it.
+	if err := s.FS.SyncDir(filepath.Dir(s.Path)); err != nil {
+		f.Close()
+		return err
 	}
-	s.f, s.end = f, off
+	if !s.ExactlyOnce {
+		s.w = bufio.NewWriterSize(&writerAt{f: f, t: &s.committed}, 256<<10)
+	}
 	return nil
 }
 
-// writerAt appends to a file through WriteAt.
+// resume checks the file against the restored checkpoint's mark and cuts
+// it back to what the checkpoint had committed.
+func (s *Sink[T]) resume(f vfs.File, r connector.Resume) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	id, err := vfs.PathID(s.FS, s.Path)
+	if err != nil {
+		return err
+	}
+	size := st.Size()
+	var m mark
+	switch {
+	case r.Mark != nil:
+		if m, err = decodeMark(r.Mark); err != nil {
+			return fmt.Errorf("the checkpoint's record of %s is corrupt: %w", s.Path, err)
+		}
+	case len(r.Pending) > 0:
+		// A checkpoint of an older weir, without marks: its first pending
+		// output goes where the committed output ended.
+		off, _, err := decodePre(r.Pending[0].Data)
+		if err != nil {
+			return fmt.Errorf("the checkpoint's record of %s is corrupt: %w", s.Path, err)
+		}
+		if size < off {
+			return &DamagedError{Path: s.Path, Want: off, Have: size}
+		}
+		if m.span, err = spanOf(f, off); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("checkpoint %d does not record how much of %s weir had committed (it was written by an older weir): move the checkpoint directory away to start afresh", r.From, s.Path)
+	}
+	if size < m.Size {
+		return &DamagedError{Path: s.Path, Want: m.Size, Have: size}
+	}
+	got, err := spanOf(f, m.Size)
+	if err != nil {
+		return err
+	}
+	switch {
+	case got.Head != m.Head:
+		return &ChangedError{Path: s.Path, Checkpoint: r.From, What: fmt.Sprintf("its first %d bytes are not those weir wrote", min(m.Size, spanBytes))}
+	case got.Tail != m.Tail:
+		return &ChangedError{Path: s.Path, Checkpoint: r.From, What: fmt.Sprintf("its bytes before offset %d are not those weir wrote", m.Size)}
+	}
+	if size > m.Size && !s.Force {
+		if ok, err := s.ownBeyond(f, size, id, m.Size, r.Pending); err != nil {
+			return err
+		} else if !ok {
+			return &ForeignError{Path: s.Path, Why: fmt.Sprintf("holds %d bytes after the %d that checkpoint %d had committed, and weir has no record of writing them (appended since the job last ran?)", size-m.Size, m.Size, r.From)}
+		}
+	}
+	if size > m.Size {
+		// Output of checkpoints that did not complete, or of later ones
+		// (an older checkpoint is restored): it is computed again.
+		if err := f.Truncate(m.Size); err != nil {
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			return err
+		}
+	}
+	if err := s.committed.reset(f, m.Size); err != nil {
+		return err
+	}
+	s.f, s.id, s.end = f, id, m.Size
+	if err := writeOwner(s.FS, s.Path, id, s.committed.span(), false); err != nil {
+		return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
+	}
+	return nil
+}
+
+// ownBeyond reports whether the bytes of the file after committed (up to
+// size) are weir's: the start of the restored checkpoint's pending output
+// (a commit that was under way), or, as the owner record says, the output
+// of later checkpoints.
+func (s *Sink[T]) ownBeyond(f vfs.File, size int64, id vfs.ID, committed int64, pending []connector.PreCommit) (bool, error) {
+	off := committed
+	for _, pc := range pending {
+		at, data, err := decodePre(pc.Data)
+		if err != nil || at != off {
+			break
+		}
+		n := min(int64(len(data)), size-off)
+		ok, err := equalAt(f, off, data[:n])
+		if err != nil || !ok {
+			break
+		}
+		if off += n; off == size {
+			return true, nil
+		}
+	}
+	rec, ok := readOwner(s.FS, s.Path)
+	if !ok || rec.Size != size || (id.Known() && !rec.same(id)) {
+		return false, nil
+	}
+	want, ok := rec.span()
+	if !ok {
+		return false, nil
+	}
+	got, err := spanOf(f, size)
+	if err != nil {
+		return false, err
+	}
+	return got == want, nil
+}
+
+// Mark implements connector.Marker: the file's identity and the span of
+// what has been committed to it.
+func (s *Sink[T]) Mark() []byte {
+	return mark{id: s.id, span: s.committed.span()}.encode()
+}
+
+// writerAt appends to a file through WriteAt, following what it wrote.
 type writerAt struct {
 	f   vfs.File
 	off int64
+	t   *tracker
 }
 
 func (w *writerAt) Write(b []byte) (int, error) {
 	n, err := w.f.WriteAt(b, w.off)
 	w.off += int64(n)
+	w.t.add(b[:n])
 	return n, err
 }
 
@@ -155,42 +290,16 @@ func (e *DamagedError) Error() string {
 	return fmt.Sprintf("%s %s since the job last ran; weir will not write after a hole. Put the file back, or, to start over from the beginning, move the checkpoint directory away", e.Path, what)
 }
 
-// CheckReplace reports an error if path exists and does not look like
-// weir's output (a file that is empty or starts with a JSON object): a job
-// starting afresh would replace it.
-func CheckReplace(path string) error { return checkReplace(vfs.OS, path) }
+// ChangedError is an output file that is not the one the checkpoint the
+// job resumes from wrote: replaced by another, or edited, since.
+type ChangedError struct {
+	Path       string
+	Checkpoint uint64
+	What       string
+}
 
-func checkReplace(fsys vfs.FS, path string) error {
-	st, err := fsys.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s exists and is not a regular file", path)
-	}
-	if st.Size() == 0 {
-		return nil
-	}
-	var head []byte
-	if fsys == vfs.OS {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		head = make([]byte, 512)
-		n, _ := io.ReadFull(f, head)
-		head = head[:n]
-	} else if head, err = fsys.ReadFile(path); err != nil {
-		return err
-	}
-	if t := bytes.TrimLeft(head, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-		return nil
-	}
-	return fmt.Errorf("%s exists and does not look like weir's output (it does not start with a JSON object): weir will not overwrite a file it did not write; choose another path or remove it", path)
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("%s is not the file checkpoint %d wrote: %s (replaced or edited since the job last ran); weir will not cut it back or append to it. Put weir's file back, or, to start over from the beginning, move the checkpoint directory away", e.Path, e.Checkpoint, e.What)
 }
 
 // Write implements connector.Sink.
@@ -291,7 +400,23 @@ func (s *Sink[T]) Commit(ctx context.Context, checkpoint uint64, pre []byte) err
 	if _, err := s.f.WriteAt(data, off); err != nil {
 		return err
 	}
-	return s.f.Sync()
+	if err := s.f.Sync(); err != nil {
+		return err
+	}
+	switch {
+	case off == s.committed.size:
+		s.committed.add(data)
+	case off+int64(len(data)) > s.committed.size:
+		// Not where the committed output ended (a commit run again):
+		// follow the file as it is now.
+		if err := s.committed.reset(s.f, off+int64(len(data))); err != nil {
+			return err
+		}
+	}
+	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), false); err != nil {
+		return fmt.Errorf("cannot record that weir wrote %s: %w", s.Path, err)
+	}
+	return nil
 }
 
 // Close implements connector.Sink.
@@ -302,6 +427,9 @@ func (s *Sink[T]) Close() error {
 	var err error
 	if s.w != nil {
 		err = s.w.Flush()
+	}
+	if err == nil {
+		err = writeOwner(s.FS, s.Path, s.id, s.committed.span(), true)
 	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
@@ -325,7 +453,7 @@ type Writer[T any] struct {
 func (w *Writer[T]) Guarantee() connector.Guarantee { return connector.AtLeastOnce }
 
 // Open implements connector.Sink.
-func (w *Writer[T]) Open(ctx context.Context, restored []byte) error {
+func (w *Writer[T]) Open(ctx context.Context, r connector.Resume) error {
 	w.w = bufio.NewWriterSize(w.W, 64<<10)
 	return nil
 }

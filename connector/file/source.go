@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
+	"github.com/weirstream/weir/vfs"
 )
 
 // MaxBatch is the most records one Read returns.
@@ -47,7 +48,7 @@ type Source struct {
 
 	f     *os.File
 	lines *source.Lines
-	id    fileID
+	id    vfs.ID
 	line  int64 // lines taken so far
 	sent  bool  // partitions announced
 
@@ -77,7 +78,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	}
 	s.f, s.id, s.line = f, id, pos.line
 	offset := pos.offset
-	if position != nil && s.Follow && pos.id.known() && id != pos.id {
+	if position != nil && s.Follow && pos.id.Known() && id != pos.id {
 		s.logf("%s was replaced while the job was stopped; reading the new file from its start (lines after line %d of the old one, if any were written, are not read)", s.Path, pos.line)
 		offset = 0
 	}
@@ -163,7 +164,7 @@ func (s *Source) check() error {
 	if err != nil {
 		return err
 	}
-	id := idOf(st)
+	id := vfs.IDOf(st)
 	switch {
 	case id != s.id:
 		// Rotated: the open file is read to its end (its last line, even
@@ -238,7 +239,7 @@ func (s *Source) Report() []connector.PartitionReport {
 // of lines before it, and which file it was.
 type filePos struct {
 	offset, line int64
-	id           fileID
+	id           vfs.ID
 }
 
 const posVersion = 1
@@ -247,8 +248,8 @@ func encodePos(p filePos) []byte {
 	b := []byte{posVersion}
 	b = enc.AppendVarint(b, p.offset)
 	b = enc.AppendVarint(b, p.line)
-	b = enc.AppendUvarint(b, p.id.dev)
-	return enc.AppendUvarint(b, p.id.ino)
+	b = enc.AppendUvarint(b, p.id.Dev)
+	return enc.AppendUvarint(b, p.id.Ino)
 }
 
 func decodePos(b []byte) (filePos, error) {
@@ -257,25 +258,19 @@ func decodePos(b []byte) (filePos, error) {
 		return filePos{}, fmt.Errorf("unknown version %d", v)
 	}
 	p := filePos{offset: d.Varint(), line: d.Varint()}
-	p.id.dev, p.id.ino = d.Uvarint(), d.Uvarint()
+	p.id.Dev, p.id.Ino = d.Uvarint(), d.Uvarint()
 	if d.Err() != nil || p.offset < 0 || p.line < 0 {
 		return filePos{}, enc.ErrCorrupt
 	}
 	return p, nil
 }
 
-// fileID identifies a file across renames: device and inode where the
-// system has them.
-type fileID struct{ dev, ino uint64 }
-
-func (id fileID) known() bool { return id != fileID{} }
-
-func identify(f *os.File) (fileID, error) {
+func identify(f *os.File) (vfs.ID, error) {
 	st, err := f.Stat()
 	if err != nil {
-		return fileID{}, err
+		return vfs.ID{}, err
 	}
-	return idOf(st), nil
+	return vfs.IDOf(st), nil
 }
 
 // Line is the number of lines read before a position that Source returned

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector"
 )
 
 // A task's checkpoints in its changelog: each one reads back whole; a
@@ -147,7 +148,7 @@ func TestTxnRefusesUnpublished(t *testing.T) {
 	txn := &Txn{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, TransactionalID: "weir-test-unpublished", Changelog: "log"}
 	s := &Sink[string]{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, Txn: txn,
 		Encode: func(v string) ([]byte, []byte) { return nil, []byte(v) }}
-	if err := s.Open(ctx, nil); err != nil {
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Start(ctx); err != nil {

@@ -172,7 +172,7 @@ func TestSinkTransactions(t *testing.T) {
 	c := cluster(t, kfake.SeedTopics(1, "alerts"))
 	ctx := context.Background()
 	s := strSink(c)
-	if err := s.Open(ctx, nil); err != nil {
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Start(ctx); err != nil {
@@ -189,6 +189,7 @@ func TestSinkTransactions(t *testing.T) {
 	if err := s.Commit(ctx, 1, pre1); err != nil {
 		t.Fatal(err)
 	}
+	mark1 := s.Mark()
 	s.Write(ctx, []string{"p3"})
 	pre2, err := s.PreCommit(ctx, 2)
 	if err != nil {
@@ -198,7 +199,7 @@ func TestSinkTransactions(t *testing.T) {
 	// The process dies here: pre2 is in a durable checkpoint, not yet
 	// committed. No Close.
 	r := strSink(c)
-	if err := r.Open(ctx, pre2); err != nil {
+	if err := r.Open(ctx, connector.Resume{From: 2, Pending: []connector.PreCommit{{Checkpoint: 2, Data: pre2}}, Mark: mark1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Commit(ctx, 2, pre2); err != nil {
@@ -221,8 +222,11 @@ func TestSinkTransactions(t *testing.T) {
 	}
 	// The old producer of the crashed run is fenced: its transaction
 	// cannot commit any more.
-	if err := s.Commit(ctx, 9, pre1); err == nil {
+	if err := s.slots[s.cur].cl.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Error("a fenced producer committed")
+	}
+	if got := committed(t, c, "alerts"); strings.Join(got, " ") != "p1 p2 p3 p4" {
+		t.Errorf("committed after the zombie's attempt: %v", got)
 	}
 }
 

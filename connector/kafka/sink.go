@@ -2,12 +2,17 @@ package kafka
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -52,6 +57,13 @@ type Sink[T any] struct {
 	// commits it and its output is lost.
 	TransactionTimeout time.Duration
 	Encode             Encoder[T]
+	// Identify, when set, gives each item an identity that does not depend
+	// on when it was computed: a pane's key, window and revision. Exactly
+	// once, each record carries it (a header named weir), and a job restored
+	// from an older checkpoint or savepoint does not write again a record
+	// that a later checkpoint had committed. Without it, such a restore
+	// writes those records twice.
+	Identify func(v T) uint64
 	// Txn, when set, is the task's transactions this sink shares with the
 	// task's other sinks and its changelog (a consumer-group job): Delivery
 	// and TransactionalID are then the Txn's.
@@ -67,7 +79,18 @@ type Sink[T any] struct {
 	last    uint64 // the last checkpoint committed
 	failed  atomic.Pointer[error]
 	promise func(*kgo.Record, error)
+	tag     [4]byte // this sink's records, in their headers
+	// skip holds the identities of records committed by checkpoints after
+	// the restored one: they are not written again (Write side).
+	skip    map[uint64]struct{}
+	skipped int64
+	// committedTo is, per partition, the offset after the records of the
+	// last committed transaction (commit side): the sink's mark.
+	committedTo map[int32]int64
 }
+
+// header is the name of the header that identifies a record of a weir sink.
+const header = "weir"
 
 // Pool is how many producers take turns in exactly-once mode.
 const Pool = 3
@@ -81,6 +104,49 @@ type slot struct {
 	// published: the checkpoint whose changelog the open transaction
 	// holds (a Txn's)
 	published uint64
+	// unsure: its producer's commit failed, and the producer cannot tell
+	// whether it took effect: the transaction is committed from its record
+	// instead, and the producer replaced.
+	unsure bool
+	// spans are where the records of the open transaction went, per
+	// partition (promises add to it; pre-commit takes it).
+	spanMu sync.Mutex
+	spans  map[int32]offsets
+}
+
+// offsets is the first and last offset of a transaction's records in a
+// partition.
+type offsets struct{ first, last int64 }
+
+func (sl *slot) promised(r *kgo.Record) {
+	sl.spanMu.Lock()
+	defer sl.spanMu.Unlock()
+	if sl.spans == nil {
+		sl.spans = map[int32]offsets{}
+	}
+	o, ok := sl.spans[r.Partition]
+	if !ok {
+		o = offsets{r.Offset, r.Offset}
+	}
+	o.first, o.last = min(o.first, r.Offset), max(o.last, r.Offset)
+	sl.spans[r.Partition] = o
+}
+
+func (sl *slot) takeSpans() []partSpan {
+	sl.spanMu.Lock()
+	defer sl.spanMu.Unlock()
+	out := make([]partSpan, 0, len(sl.spans))
+	for p, o := range sl.spans {
+		out = append(out, partSpan{p, o})
+	}
+	sl.spans = nil
+	slices.SortFunc(out, func(a, b partSpan) int { return int(a.part) - int(b.part) })
+	return out
+}
+
+type partSpan struct {
+	part int32
+	offsets
 }
 
 // Guarantee implements connector.Sink.
@@ -91,8 +157,12 @@ func (s *Sink[T]) Guarantee() connector.Guarantee {
 	return s.Delivery
 }
 
-// Open implements connector.Sink.
-func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
+// Open implements connector.Sink. Exactly once, resuming, it reads what
+// the topic holds after the restored checkpoint's mark: records of this
+// sink that later checkpoints committed (a restore from an older
+// checkpoint or savepoint, or after falling back from a corrupt newest
+// one) are recognised by their identity and not written again.
+func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	opts, err := s.opts()
 	if err != nil {
 		return err
@@ -100,8 +170,7 @@ func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
 	s.cond = sync.NewCond(&s.mu)
 	s.promise = func(r *kgo.Record, err error) {
 		if err != nil {
-			err = classify(err)
-			s.failed.CompareAndSwap(nil, &err)
+			s.fail(err)
 		}
 	}
 	if s.admin, err = kgo.NewClient(opts...); err != nil {
@@ -121,11 +190,175 @@ func (s *Sink[T]) Open(ctx context.Context, restored []byte) error {
 	if s.TransactionalID == "" {
 		return errors.New("exactly-once delivery needs a transactional id")
 	}
+	tag := sha256.Sum256([]byte(s.TransactionalID))
+	copy(s.tag[:], tag[:])
 	for i := range Pool {
-		s.slots = append(s.slots, &slot{id: fmt.Sprintf("%s-%d", s.TransactionalID, i)})
+		sl := &slot{id: fmt.Sprintf("%s-%d", s.TransactionalID, i)}
+		s.slots = append(s.slots, sl)
+	}
+	if err := s.resume(ctx, r); err != nil {
+		return err
 	}
 	// The producers start (and fence what a previous run left open) in
 	// Start, once the restored checkpoint's transaction is committed.
+	return nil
+}
+
+// fail records the error that ends the sink's transactions: a record of a
+// transaction was lost, so the transaction cannot be committed whole, and
+// the job must start again from its last checkpoint. Retrying cannot mend
+// it, so the error is permanent to whoever retries.
+func (s *Sink[T]) fail(err error) {
+	err = connector.Permanent(classify(err))
+	s.failed.CompareAndSwap(nil, &err)
+}
+
+// resume sets the sink's mark from the restored one (or, afresh, from the
+// topic's end), and reads the records later checkpoints committed.
+func (s *Sink[T]) resume(ctx context.Context, r connector.Resume) error {
+	adm := kadm.NewClient(s.admin)
+	if !r.Resumed() || r.Mark == nil {
+		ends, err := adm.ListEndOffsets(ctx, s.Topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return classify(err)
+		}
+		s.committedTo = map[int32]int64{}
+		ends.Each(func(o kadm.ListedOffset) { s.committedTo[o.Partition] = o.Offset })
+		return nil
+	}
+	mark, err := decodeMark(r.Mark)
+	if err != nil {
+		return fmt.Errorf("the checkpoint's record of topic %s is corrupt: %w", s.Topic, err)
+	}
+	s.committedTo = mark
+	// The restored checkpoint's own pending transactions are committed
+	// after Open: their records are not later ones.
+	var own []partSpan
+	for _, pc := range r.Pending {
+		p, err := decodePre(pc.Data)
+		if err != nil {
+			return fmt.Errorf("the checkpoint's record of a transaction is corrupt: %w", err)
+		}
+		own = append(own, p.spans...)
+	}
+	if s.Identify == nil {
+		return nil
+	}
+	// Partitions added to the topic since the mark: from their start.
+	from := maps.Clone(mark)
+	parts, err := topicPartitions(ctx, adm, s.Topic)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, ok := from[p]; !ok {
+			from[p] = 0
+		}
+	}
+	skip := map[uint64]struct{}{}
+	err = readCommittedFrom(ctx, s.Config, s.Topic, from, func(rec *kgo.Record) bool {
+		for _, o := range own {
+			if o.part == rec.Partition && rec.Offset >= o.first && rec.Offset <= o.last {
+				return true
+			}
+		}
+		if id, ok := s.identity(rec); ok {
+			skip[id] = struct{}{}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("reading what topic %s holds after checkpoint %d: %w", s.Topic, r.From, err)
+	}
+	if len(skip) > 0 {
+		s.skip = skip
+		s.logf("kafka %s: %d records that checkpoints after %d committed are in the topic already: they are not written again", s.Topic, len(skip), r.From)
+	}
+	return nil
+}
+
+// identity is the identity a record of this sink carries in its header.
+func (s *Sink[T]) identity(rec *kgo.Record) (uint64, bool) {
+	for _, h := range rec.Headers {
+		if h.Key == header && len(h.Value) == 12 && [4]byte(h.Value[:4]) == s.tag {
+			return binary.BigEndian.Uint64(h.Value[4:]), true
+		}
+	}
+	return 0, false
+}
+
+// Skipped is how many items the sink did not write because a later
+// checkpoint of an earlier run had committed them already.
+func (s *Sink[T]) Skipped() int64 { return s.skipped }
+
+// readCommittedFrom reads the committed records of the partitions of a
+// topic, from the offsets given per partition to the last stable offset at
+// the time of the call, or until f returns false.
+func readCommittedFrom(ctx context.Context, c Config, topic string, from map[int32]int64, f func(*kgo.Record) bool) error {
+	admin, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	ends, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return classify(err)
+	}
+	consume := map[int32]kgo.Offset{}
+	target := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		start, ok := from[o.Partition]
+		if ok && start < o.Offset {
+			consume[o.Partition] = kgo.NewOffset().At(start)
+			target[o.Partition] = o.Offset
+		}
+	})
+	if len(consume) == 0 {
+		return nil
+	}
+	opts, err := c.opts()
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(append(opts,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: consume}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(200*time.Millisecond))...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	// Control records (the transactions' markers) come too, so that the
+	// read knows when it has reached the end.
+	for stop := false; len(target) > 0 && !stop; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			return classify(ferr)
+		}
+		fs.EachRecord(func(rec *kgo.Record) {
+			end, ok := target[rec.Partition]
+			if stop || !ok || rec.Offset >= end {
+				return
+			}
+			if rec.Offset+1 >= end {
+				delete(target, rec.Partition)
+			}
+			if !rec.Attrs.IsControl() && !f(rec) {
+				stop = true
+			}
+		})
+	}
 	return nil
 }
 
@@ -237,9 +470,37 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 		}
 		cl = sl.cl
 	}
+	promise := s.promise
+	var sl *slot
+	if s.once == nil {
+		sl = s.slots[s.cur]
+		promise = func(r *kgo.Record, err error) {
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			sl.promised(r)
+		}
+	}
 	for i := range items {
+		var hdr []kgo.RecordHeader
+		if sl != nil && s.Identify != nil {
+			id := s.Identify(items[i])
+			if _, ok := s.skip[id]; ok {
+				delete(s.skip, id)
+				s.skipped++
+				if len(s.skip) == 0 {
+					s.skip = nil
+				}
+				continue
+			}
+			v := make([]byte, 12)
+			copy(v, s.tag[:])
+			binary.BigEndian.PutUint64(v[4:], id)
+			hdr = []kgo.RecordHeader{{Key: header, Value: v}}
+		}
 		k, v := s.Encode(items[i])
-		cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
+		cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v, Headers: hdr}, promise)
 	}
 	return nil
 }
@@ -255,16 +516,18 @@ func (s *Sink[T]) Flush(ctx context.Context) error {
 	return s.err()
 }
 
-// pre is what a checkpoint keeps of a transaction.
+// pre is what a checkpoint keeps of a transaction: its producer, and where
+// its records went (version 2).
 type pre struct {
 	slot    int
 	txnID   string
 	pid     int64
 	epoch   int16
 	records bool
+	spans   []partSpan
 }
 
-const preVersion = 1
+const preVersion = 2
 
 func (p pre) encode() []byte {
 	b := []byte{preVersion}
@@ -275,12 +538,20 @@ func (p pre) encode() []byte {
 	b = enc.AppendUvarint(b, uint64(p.slot))
 	b = enc.AppendString(b, p.txnID)
 	b = enc.AppendVarint(b, p.pid)
-	return enc.AppendVarint(b, int64(p.epoch))
+	b = enc.AppendVarint(b, int64(p.epoch))
+	b = enc.AppendUvarint(b, uint64(len(p.spans)))
+	for _, sp := range p.spans {
+		b = enc.AppendVarint(b, int64(sp.part))
+		b = enc.AppendVarint(b, sp.first)
+		b = enc.AppendVarint(b, sp.last)
+	}
+	return b
 }
 
 func decodePre(b []byte) (pre, error) {
 	d := enc.NewDecoder(b)
-	if v := d.Count(255); v != preVersion {
+	v := d.Count(255)
+	if v != 1 && v != preVersion {
 		return pre{}, fmt.Errorf("unknown version %d", v)
 	}
 	p := pre{records: d.Bool()}
@@ -289,8 +560,63 @@ func decodePre(b []byte) (pre, error) {
 		p.txnID = d.String()
 		p.pid = d.Varint()
 		p.epoch = int16(d.Varint())
+		if v >= 2 {
+			n := d.Items(1 << 20)
+			for range n {
+				p.spans = append(p.spans, partSpan{int32(d.Varint()), offsets{d.Varint(), d.Varint()}})
+			}
+		}
 	}
 	return p, d.Err()
+}
+
+const markVersion = 1
+
+// encodeMark encodes the sink's mark: per partition, the offset after the
+// records of the last committed transaction.
+func encodeMark(m map[int32]int64) []byte {
+	parts := make([]int32, 0, len(m))
+	for p := range m {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	b := []byte{markVersion}
+	b = enc.AppendUvarint(b, uint64(len(parts)))
+	for _, p := range parts {
+		b = enc.AppendVarint(b, int64(p))
+		b = enc.AppendVarint(b, m[p])
+	}
+	return b
+}
+
+func decodeMark(b []byte) (map[int32]int64, error) {
+	d := enc.NewDecoder(b)
+	if v := d.Count(255); v != markVersion {
+		return nil, fmt.Errorf("unknown version %d", v)
+	}
+	n := d.Items(1 << 20)
+	m := make(map[int32]int64, n)
+	for range n {
+		p := int32(d.Varint())
+		m[p] = d.Varint()
+	}
+	return m, d.Err()
+}
+
+// Mark implements connector.Marker: per partition, where the output of the
+// last committed checkpoint ends.
+func (s *Sink[T]) Mark() []byte {
+	if s.Txn != nil || s.once != nil {
+		return nil
+	}
+	return encodeMark(s.committedTo)
+}
+
+// committed moves the mark past a committed transaction's records.
+func (s *Sink[T]) committed(p pre) {
+	for _, sp := range p.spans {
+		s.committedTo[sp.part] = max(s.committedTo[sp.part], sp.last+1)
+	}
 }
 
 // PreCommit implements connector.Sink: the transaction is flushed and its
@@ -319,7 +645,7 @@ func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, err
 	if err != nil {
 		return nil, classify(err)
 	}
-	p := pre{slot: s.cur, txnID: sl.id, pid: pid, epoch: epoch, records: true}
+	p := pre{slot: s.cur, txnID: sl.id, pid: pid, epoch: epoch, records: true, spans: sl.takeSpans()}
 	if checkpoint == 0 {
 		// No checkpoints: the engine commits at once, on this producer.
 		return p.encode(), nil
@@ -369,34 +695,75 @@ func (s *Sink[T]) Commit(ctx context.Context, checkpoint uint64, data []byte) er
 	if err != nil {
 		return fmt.Errorf("the checkpoint's record of a transaction is corrupt: %w", err)
 	}
-	defer func() {
-		s.mu.Lock()
-		s.last = max(s.last, checkpoint)
-		s.cond.Broadcast()
-		s.mu.Unlock()
-	}()
 	if !p.records {
+		s.done(checkpoint)
 		return nil
 	}
 	s.mu.Lock()
 	sl := s.slots[p.slot]
 	live := sl.cl != nil && sl.inTxn && (sl.pending == checkpoint || checkpoint == 0)
+	unsure := live && sl.unsure
 	s.mu.Unlock()
-	if live {
+	if live && !unsure {
 		if err := sl.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			// The transaction's fate is unknown (a commit that timed
+			// out may have happened): it stays pending, and the next
+			// attempt (or a restart) commits it from its record.
+			s.mu.Lock()
+			sl.unsure = true
+			s.mu.Unlock()
 			return classify(err)
 		}
 		s.mu.Lock()
 		sl.inTxn, sl.pending, sl.done = false, 0, checkpoint
 		s.mu.Unlock()
+		s.committed(p)
+		s.done(checkpoint)
 		return nil
 	}
-	return s.commitRecorded(ctx, checkpoint, p)
+	if err := s.commitRecorded(ctx, checkpoint, p); err != nil {
+		return err
+	}
+	if unsure {
+		// Committed from its record: the producer, whose state is
+		// unknown, is replaced when it is next used.
+		s.mu.Lock()
+		cl := sl.cl
+		sl.cl, sl.inTxn, sl.pending, sl.done, sl.unsure = nil, false, 0, checkpoint, false
+		s.mu.Unlock()
+		cl.Close()
+	}
+	s.committed(p)
+	s.done(checkpoint)
+	return nil
+}
+
+// done records that checkpoint's transaction is committed: a producer
+// waiting for a later checkpoint to commit may be used again.
+func (s *Sink[T]) done(checkpoint uint64) {
+	s.mu.Lock()
+	s.last = max(s.last, checkpoint)
+	s.cond.Broadcast()
+	s.mu.Unlock()
 }
 
 // commitRecorded commits a transaction of an earlier run from what its
 // checkpoint recorded.
+//
+// Its records are looked for first: a transaction they show committed (an
+// older checkpoint or savepoint restored) is not ended again, since an
+// EndTxn with the recorded producer and epoch ends whatever transaction that
+// producer has open now, which may be a later one. A transaction whose
+// records are not visible is still open (its producer's only one: a
+// producer is used again only after its transaction committed) or was
+// aborted, and the EndTxn tells which.
 func (s *Sink[T]) commitRecorded(ctx context.Context, checkpoint uint64, p pre) error {
+	if committed, err := s.visible(ctx, p); err != nil {
+		return err
+	} else if committed {
+		s.logf("kafka %s: the transaction of checkpoint %d (%s) was committed already", s.Topic, checkpoint, p.txnID)
+		return nil
+	}
 	req := kmsg.NewPtrEndTxnRequest()
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = p.txnID, p.pid, p.epoch, true
 	resp, err := req.RequestWith(ctx, s.admin)
@@ -409,9 +776,34 @@ func (s *Sink[T]) commitRecorded(ctx context.Context, checkpoint uint64, p pre) 
 		s.logf("kafka %s: committed the transaction of checkpoint %d (%s) after the restart", s.Topic, checkpoint, p.txnID)
 		return nil
 	case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch), errors.Is(err, kerr.InvalidTxnState), errors.Is(err, kerr.InvalidProducerIDMapping):
-		return connector.Permanent(fmt.Errorf("the transaction of checkpoint %d (%s, producer %d epoch %d) can no longer be committed (%v): it was aborted, most likely because it stayed open longer than transaction_timeout while the job was down; its output is lost, and rerunning from an earlier savepoint recomputes it", checkpoint, p.txnID, p.pid, p.epoch, err))
+		return connector.Permanent(fmt.Errorf("the transaction of checkpoint %d (%s, producer %d epoch %d) can no longer be committed (%v), and its records are not in the topic: it was aborted, most likely because it stayed open longer than transaction_timeout while the job was down; its output is lost, and rerunning from an earlier savepoint recomputes it", checkpoint, p.txnID, p.pid, p.epoch, err))
 	}
 	return classify(err)
+}
+
+// visible reports whether the records of a transaction are in the topic
+// for read_committed readers: its first record, read at its offset.
+func (s *Sink[T]) visible(ctx context.Context, p pre) (bool, error) {
+	if len(p.spans) == 0 {
+		// An older weir's record, without offsets: nothing tells.
+		return false, nil
+	}
+	sp := p.spans[0]
+	found := false
+	err := readCommittedFrom(ctx, s.Config, s.Topic, map[int32]int64{sp.part: sp.first}, func(rec *kgo.Record) bool {
+		if rec.Partition != sp.part {
+			return true
+		}
+		if rec.Offset > sp.last {
+			return false
+		}
+		found = rec.ProducerID == p.pid && rec.ProducerEpoch == p.epoch
+		return !found
+	})
+	if err != nil {
+		return false, fmt.Errorf("reading the records of the transaction of %s: %w", p.txnID, err)
+	}
+	return found, nil
 }
 
 // Close implements connector.Sink: a transaction not pre-committed is

@@ -66,7 +66,7 @@ func TestPostgresErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := Postgres(fmt.Sprintf("postgres://weir@127.0.0.1:%d/x?sslmode=disable&connect_timeout=5", port), alerts, Options{})
-	err = k.Open(ctx, nil)
+	err = k.Open(ctx, connector.Resume{})
 	if err == nil || !connector.Retryable(err) {
 		t.Errorf("open with nothing listening: %v (retryable %v)", err, connector.Retryable(err))
 	}
@@ -80,7 +80,7 @@ func TestPostgresErrors(t *testing.T) {
 	d.exec(t, `GRANT SELECT ON alerts, weir_commits TO `+reader)
 	dsn := strings.Replace(d.dsn, "weir@", reader+"@", 1)
 	r := Postgres(dsn, alerts, checkpointed())
-	if err := r.Open(ctx, nil); err != nil {
+	if err := r.Open(ctx, connector.Resume{}); err != nil {
 		t.Fatalf("open as reader: %v", err)
 	}
 	defer r.Close()
@@ -134,7 +134,7 @@ func TestSQLiteBusy(t *testing.T) {
 // A database SQLite cannot open is permanent.
 func TestSQLiteCannotOpen(t *testing.T) {
 	k := SQLite(t.TempDir()+"/no/such/dir/out.db", alerts, Options{})
-	err := k.Open(context.Background(), nil)
+	err := k.Open(context.Background(), connector.Resume{})
 	t.Logf("cannot open: %v", err)
 	if err == nil || connector.Retryable(err) {
 		t.Errorf("open: %v (retryable %v)", err, connector.Retryable(err))
@@ -198,7 +198,7 @@ func TestPostgresConnectionCut(t *testing.T) {
 	u.Host = p.l.Addr().String()
 	k := Postgres(u.String(), alerts, checkpointed())
 	ctx := context.Background()
-	if err := k.Open(ctx, nil); err != nil {
+	if err := k.Open(ctx, connector.Resume{}); err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()

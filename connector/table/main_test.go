@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/pgtest"
 	"github.com/weirstream/weir/mtime"
 )
@@ -118,7 +119,7 @@ func newPostgresDB(t *testing.T) *testDB {
 func (d *testDB) sink(t *testing.T, s Schema, o Options) *Sink {
 	t.Helper()
 	k := d.newSink(s, o)
-	if err := k.Open(context.Background(), nil); err != nil {
+	if err := k.Open(context.Background(), connector.Resume{}); err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { k.Close() })

@@ -306,14 +306,17 @@ func (s *Sink) Guarantee() connector.Guarantee {
 
 // Open implements connector.Sink: it connects and creates the tables that
 // are absent, or checks those that exist (a mismatch is a permanent error
-// naming the column). restored, the pre-commit the job resumes from, is
-// only checked to decode: the engine commits it right after.
-func (s *Sink) Open(ctx context.Context, restored []byte) error {
+// naming the column). The pre-commits the job resumes with are only checked
+// to decode: the engine commits them right after. Rows of later checkpoints
+// (an older checkpoint restored) need nothing: the revision guard keeps
+// the higher revision of a row, and delta ids make a delta's insert
+// idempotent.
+func (s *Sink) Open(ctx context.Context, r connector.Resume) error {
 	if err := s.schema.check(); err != nil {
 		return s.wrap("open", connector.Permanent(err))
 	}
-	if restored != nil {
-		if _, err := decodeHeader(restored, &s.schema); err != nil {
+	for _, pc := range r.Pending {
+		if _, err := decodeHeader(pc.Data, &s.schema); err != nil {
 			return s.wrap("open", connector.Permanent(err))
 		}
 	}

@@ -138,7 +138,7 @@ func TestCommitAgainAfterRestart(t *testing.T) {
 
 		restarted := d.newSink(alerts, checkpointed())
 		ctx := context.Background()
-		if err := restarted.Open(ctx, pre); err != nil {
+		if err := restarted.Open(ctx, resumeWith(pre)); err != nil {
 			t.Fatal(err)
 		}
 		defer restarted.Close()
@@ -414,7 +414,7 @@ func TestTableCheck(t *testing.T) {
 			s := alerts
 			s.Table = table
 			k := d.newSink(s, Options{})
-			err := k.Open(context.Background(), nil)
+			err := k.Open(context.Background(), connector.Resume{})
 			k.Close()
 			want := c.sqlite
 			if d.kind == "postgres" {
@@ -434,7 +434,7 @@ func TestTableCheck(t *testing.T) {
 		// Discarding mode wants a unique delta_id.
 		d.exec(t, fmt.Sprintf("CREATE TABLE deltas (%s, orders %s, delta_id TEXT NOT NULL)", fmt.Sprintf(cols, types...), types[1]))
 		k := d.newSink(deltas, Options{})
-		err := k.Open(context.Background(), nil)
+		err := k.Open(context.Background(), connector.Resume{})
 		k.Close()
 		if want := `table deltas: open: table deltas: column "delta_id" has no UNIQUE constraint of its own`; err == nil || err.Error() != want {
 			t.Errorf("got %v, want %s", err, want)
@@ -457,7 +457,7 @@ func TestCorruptPreCommit(t *testing.T) {
 			}
 		}
 		other := d.newSink(Schema{Table: "alerts", Keys: alerts.Keys, Values: []Column{{"orders", Integer}, {"x", Integer}}}, Options{})
-		if err := other.Open(ctx, pre); err == nil || !strings.Contains(err.Error(), "the job's output changed since the checkpoint") {
+		if err := other.Open(ctx, resumeWith(pre)); err == nil || !strings.Contains(err.Error(), "the job's output changed since the checkpoint") {
 			t.Errorf("open with another schema: %v", err)
 		}
 		other.Close()
@@ -600,4 +600,10 @@ func TestReadAndCorrect(t *testing.T) {
 			"line-3|1|reconciled|1|ledger: a window the stream never saw|2026-09-07T13:01:00.000Z",
 		})
 	})
+}
+
+// resumeWith is how the engine opens a sink resuming from a checkpoint whose
+// one pending pre-commit is pre.
+func resumeWith(pre []byte) connector.Resume {
+	return connector.Resume{From: 7, Pending: []connector.PreCommit{{Checkpoint: 7, Data: pre}}}
 }

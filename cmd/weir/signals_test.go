@@ -1,0 +1,85 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A stop signal is handled from the first instant: SIGTERM while the job
+// is still restoring a large checkpoint stops it as any stop does (exit 0,
+// a savepoint), instead of ending the process by the signal.
+func TestSignalWhileRestoring(t *testing.T) {
+	dir := t.TempDir()
+	f, _ := os.Create(filepath.Join(dir, "input.jsonl"))
+	w := bufio.NewWriterSize(f, 1<<20)
+	for i := range 400_000 {
+		fmt.Fprintf(w, `{"id":"order-%07d","ts":%d}`+"\n", i, 1_780_000_000_000+i)
+	}
+	w.Flush()
+	f.Close()
+	job := `name: restore
+source: {file: input.jsonl, follow: true}
+time: {field: ts}
+key: id
+watermark: {delay: 1h}
+window: {tumbling: 1h}
+aggregates: {n: count}
+output: results.jsonl
+checkpoint: {dir: ckpt, interval: 1h}
+http: 127.0.0.1:%d
+`
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, freePort(t))), 0o644)
+	// The first run reads everything, waits for more, and is stopped: a
+	// savepoint of 400,000 open windows.
+	first := exec.Command(weirBin, "run", "--quiet", "job.yaml")
+	first.Dir = dir
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		code, out, _ := runCLI(t, dir, "status", "--json", "job.yaml")
+		if code == 0 && strings.Contains(out, `"read":400000,`) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	first.Process.Signal(syscall.SIGTERM)
+	if err := first.Wait(); err != nil {
+		t.Fatalf("the first run: %v", err)
+	}
+	sps, _ := filepath.Glob(filepath.Join(dir, "ckpt", "savepoints", "sp-*"))
+	if len(sps) != 1 {
+		t.Fatalf("savepoints: %v", sps)
+	}
+	// The second run is stopped while it restores.
+	second := exec.Command(weirBin, "run", "job.yaml")
+	second.Dir = dir
+	var stderr strings.Builder
+	second.Stderr = &stderr
+	if err := second.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	second.Process.Signal(syscall.SIGTERM)
+	err := second.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			t.Fatalf("the signal ended the process (%v) instead of stopping the job:\n%s", st.Signal(), stderr.String())
+		}
+	}
+	if err != nil || !strings.Contains(stderr.String(), "stopped before the end of the input") {
+		t.Errorf("the second run: %v\n%s", err, stderr.String())
+	}
+}

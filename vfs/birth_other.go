@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package vfs
+
+func birth(string) int64 { return 0 }
