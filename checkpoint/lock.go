@@ -35,7 +35,7 @@ func (e *LockedError) Unwrap() error { return ErrLocked }
 // lockDir takes the store's lock, without waiting, and writes the process id
 // into it.
 func lockDir(dir string) (*os.File, error) {
-	f, err := os.OpenFile(filepath.Join(dir, LockName), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, LockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

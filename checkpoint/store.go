@@ -11,11 +11,22 @@
 //
 // Layout of a store:
 //
+//	DIR/WEIR-CHECKPOINTS          the marker: the directory is weir's
 //	DIR/chk-00000012/MANIFEST     periodic checkpoints; the newest Keep stay
+//	DIR/chk-00000012/WEIR-WROTE   the checkpoint's mark (and the objects it added)
 //	DIR/chk-00000012/...          the files of checkpoint 12
 //	DIR/savepoints/sp-00000013/   savepoints, kept until deleted by hand
 //	DIR/shared/OBJECT             files kept once for every checkpoint that has them
 //	DIR/.tmp-00000014/            a checkpoint being written (removed on open)
+//
+// weir deletes only what it wrote. A store is opened only in a directory
+// that is new, empty, or weir's: marked (MarkerName), or, written by a weir
+// from before the marker, holding nothing but checkpoints with sound
+// manifests and the objects they name (it is then marked). A checkpoint
+// directory is removed only when its manifest is sound or it holds its mark
+// (MarkName); a shared object only when a manifest named it or this store
+// wrote it; a temporary directory only when it holds its mark or nothing.
+// A name of weir's shape alone (chk-*, .tmp-*) is never reason enough.
 //
 // Shared objects make checkpoints incremental: the immutable table files of
 // a state database are copied into DIR/shared the first time a checkpoint
@@ -48,6 +59,24 @@ const FormatVersion = 1
 
 // ManifestName is the name of the manifest file in a checkpoint directory.
 const ManifestName = "MANIFEST"
+
+// MarkerName is the file that marks a directory as weir's checkpoint
+// directory, written when a store is first opened in it: weir prunes old
+// checkpoints there, and keeps checkpoints in no directory holding files it
+// did not write.
+const MarkerName = "WEIR-CHECKPOINTS"
+
+// MarkName is the mark of a checkpoint weir writes, the first file of its
+// temporary directory: a temporary directory or a checkpoint that holds it
+// is weir's to remove, even when it has no sound manifest (torn, or
+// corrupt). It lists the shared objects the checkpoint adds, so that a
+// crash between copying them and completing the checkpoint leaves nothing
+// weir cannot name.
+const MarkName = "WEIR-WROTE"
+
+// PIDName is the file of a checkpoint directory that holds the running
+// job's process id (weir run writes it), for people and scripts.
+const PIDName = "weir.pid"
 
 // Kind says why a checkpoint was taken.
 type Kind string
@@ -122,11 +151,16 @@ type Store struct {
 }
 
 // Open returns the store in dir (created if needed), keeping the newest keep
-// periodic checkpoints. On the real file system it takes the store's lock
-// (LOCK): a second Open of the same directory, by any process, fails with a
-// *LockedError until Close. Leftover temporary directories of a crashed
-// writer are removed.
+// periodic checkpoints. dir must be new, empty or weir's (CheckDir): a
+// *ForeignError names the first entry that is not. On the real file system
+// Open takes the store's lock (LOCK): a second Open of the same directory, by
+// any process, fails with a *LockedError until Close. The leftovers of a
+// crashed writer (its temporary directories, and the shared objects they
+// were adding) are removed.
 func Open(fs FS, dir string, keep int) (*Store, error) {
+	if err := CheckDir(fs, dir); err != nil {
+		return nil, err
+	}
 	if err := fs.MkdirAll(dir); err != nil {
 		return nil, err
 	}
@@ -138,23 +172,220 @@ func Open(fs FS, dir string, keep int) (*Store, error) {
 		}
 		s.lock = l
 	}
-	entries, err := fs.ReadDir(dir)
-	if err != nil {
+	if _, err := fs.Stat(filepath.Join(dir, MarkerName)); err != nil {
+		text := "weir's checkpoints: weir deletes old checkpoints here, and nothing it did not write\n"
+		if err := fs.WriteFile(filepath.Join(dir, MarkerName), []byte(text)); err != nil {
+			s.Close()
+			return nil, err
+		}
+		if err := fs.SyncDir(dir); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	if err := s.removeLeftovers(); err != nil {
 		s.Close()
 		return nil, err
 	}
-	for _, e := range entries {
-		if strings.HasPrefix(e, ".tmp-") {
-			_ = fs.RemoveAll(filepath.Join(dir, e))
-		}
-	}
-	objs, _ := fs.ReadDir(s.sharedDir())
-	for _, e := range objs {
-		if strings.HasPrefix(e, ".tmp-") {
-			_ = fs.RemoveAll(filepath.Join(s.sharedDir(), e))
-		}
-	}
 	return s, nil
+}
+
+// ForeignError is a directory a store will not open: it holds Entry (a
+// path relative to Dir), which weir did not write.
+type ForeignError struct {
+	Dir   string
+	Entry string
+}
+
+func (e *ForeignError) Error() string {
+	return fmt.Sprintf("%s holds %s, which weir did not write: weir deletes old checkpoints in its checkpoint directory, and keeps them only in a directory that is new, empty or marked %s by weir; choose another directory", e.Dir, e.Entry, MarkerName)
+}
+
+// CheckDir reports an error if a store cannot be opened in dir: it is not a
+// directory, or it holds something and is not weir's. A directory is weir's
+// when it holds the marker (MarkerName); or when a weir that did not write
+// markers yet left it, holding only checkpoints and savepoints whose
+// manifests are sound, the shared objects they name, the lock and pid
+// files, and empty temporary directories. A directory that does not exist
+// is fine (Open makes it).
+func CheckDir(fs FS, dir string) error {
+	st, err := fs.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is a file, not a directory", dir)
+	}
+	names, err := fs.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 || slices.Contains(names, MarkerName) {
+		return nil
+	}
+	foreign := func(entry string) error { return &ForeignError{Dir: dir, Entry: entry} }
+	isDir := func(p string) bool {
+		st, err := fs.Stat(p)
+		return err == nil && st.IsDir()
+	}
+	objects := map[string]bool{}
+	sound := func(p string) bool {
+		m, ok := soundManifest(fs, p)
+		for _, f := range m.Files {
+			if f.Object != "" {
+				objects[f.Object] = true
+			}
+		}
+		return ok
+	}
+	// Checkpoints first: the shared objects must be ones they name.
+	for _, n := range names {
+		if _, ok := idOf(n, "chk-"); ok && (!isDir(filepath.Join(dir, n)) || !sound(filepath.Join(dir, n))) {
+			return foreign(n)
+		}
+	}
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		switch _, chk := idOf(n, "chk-"); {
+		case chk:
+		case n == LockName || n == PIDName:
+			if isDir(p) {
+				return foreign(n)
+			}
+		case n == "savepoints":
+			sps, err := fs.ReadDir(p)
+			if err != nil || !isDir(p) {
+				return foreign(n)
+			}
+			for _, sp := range sps {
+				if _, ok := idOf(sp, "sp-"); !ok || !isDir(filepath.Join(p, sp)) || !sound(filepath.Join(p, sp)) {
+					return foreign(filepath.Join(n, sp))
+				}
+			}
+		case n == "shared":
+			objs, err := fs.ReadDir(p)
+			if err != nil || !isDir(p) {
+				return foreign(n)
+			}
+			for _, o := range objs {
+				if !objects[o] || isDir(filepath.Join(p, o)) {
+					return foreign(filepath.Join(n, o))
+				}
+			}
+		default:
+			if _, tmp := idOf(n, ".tmp-"); tmp && isDir(p) {
+				if inside, err := fs.ReadDir(p); err == nil && len(inside) == 0 {
+					continue // an empty directory holds nothing to lose
+				}
+			}
+			return foreign(n)
+		}
+	}
+	return nil
+}
+
+// idOf reads the id of a checkpoint's directory name (prefix and digits).
+func idOf(name, prefix string) (uint64, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || rest == "" {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(rest, 10, 64)
+	return id, err == nil
+}
+
+// soundManifest reads the manifest of the checkpoint in dir, and reports
+// whether it is sound (complete, its checksum right). The files it lists
+// are not verified.
+func soundManifest(fs FS, dir string) (Manifest, bool) {
+	data, err := fs.ReadFile(filepath.Join(dir, ManifestName))
+	if err != nil {
+		return Manifest{}, false
+	}
+	m, err := openManifest(data)
+	return m, err == nil
+}
+
+// ownDir reports whether a checkpoint's directory (or a temporary one) is
+// weir's to remove: its manifest is sound, it holds its mark, or it is
+// empty. Files and other directories are not.
+func (s *Store) ownDir(p string) bool {
+	if st, err := s.fs.Stat(p); err != nil || !st.IsDir() {
+		return false
+	}
+	if _, err := s.fs.Stat(filepath.Join(p, MarkName)); err == nil {
+		return true
+	}
+	if _, ok := soundManifest(s.fs, p); ok {
+		return true
+	}
+	names, err := s.fs.ReadDir(p)
+	return err == nil && len(names) == 0
+}
+
+// removeOwn removes the directory p if it exists and is weir's (ownDir); a
+// p that is not weir's is an error naming it.
+func (s *Store) removeOwn(p string) error {
+	if _, err := s.fs.Stat(p); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if !s.ownDir(p) {
+		return fmt.Errorf("%s is in the way and weir did not write it; weir will not remove it", p)
+	}
+	return s.fs.RemoveAll(p)
+}
+
+// removeLeftovers removes what a writer that crashed left: its temporary
+// directories (those with the mark, or empty) and the shared objects their
+// marks list that no checkpoint references. A .tmp- entry that is not
+// weir's stays.
+func (s *Store) removeLeftovers() error {
+	names, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return err
+	}
+	var added []string
+	var tmps []string
+	for _, n := range names {
+		p := filepath.Join(s.dir, n)
+		if !strings.HasPrefix(n, ".tmp-") || !s.ownDir(p) {
+			continue
+		}
+		added = append(added, markedObjects(s.fs, p)...)
+		tmps = append(tmps, p)
+	}
+	if len(added) > 0 {
+		used, ok := s.referenced()
+		for _, o := range added {
+			if ok && !used[o] {
+				_ = s.fs.RemoveAll(filepath.Join(s.sharedDir(), o))
+			}
+			// A copy on its way into the shared directory.
+			_ = s.fs.RemoveAll(filepath.Join(s.sharedDir(), ".tmp-"+o))
+		}
+	}
+	for _, p := range tmps {
+		_ = s.fs.RemoveAll(p)
+	}
+	return nil
+}
+
+// markedObjects are the shared objects a checkpoint's mark says it added.
+func markedObjects(fs FS, dir string) []string {
+	b, err := fs.ReadFile(filepath.Join(dir, MarkName))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if o := strings.TrimSpace(l); o != "" && o == filepath.Base(o) && !strings.HasPrefix(o, ".") {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func (s *Store) sharedDir() string { return filepath.Join(s.dir, "shared") }
@@ -187,13 +418,18 @@ func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 	}
 	m.Files = nil
 	tmp := filepath.Join(s.dir, fmt.Sprintf(".tmp-%08d", m.ID))
-	_ = s.fs.RemoveAll(tmp)
+	if err := s.removeOwn(tmp); err != nil {
+		return "", err
+	}
 	if err := s.fs.MkdirAll(tmp); err != nil {
 		return "", err
 	}
 	fail := func(err error) (string, error) {
 		_ = s.fs.RemoveAll(tmp)
 		return "", err
+	}
+	if err := s.mark(tmp, m.Kind, files); err != nil {
+		return fail(err)
 	}
 	newObjects := false
 	for _, in := range files {
@@ -243,7 +479,9 @@ func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 	if err := s.fs.MkdirAll(filepath.Dir(final)); err != nil {
 		return fail(err)
 	}
-	_ = s.fs.RemoveAll(final)
+	if err := s.removeOwn(final); err != nil {
+		return fail(err)
+	}
 	if err := s.fs.Rename(tmp, final); err != nil {
 		return fail(err)
 	}
@@ -251,6 +489,35 @@ func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 		return final, err
 	}
 	return final, nil
+}
+
+// mark writes the mark of the checkpoint being written in tmp, first. When
+// the checkpoint adds shared objects, the mark lists them and is made
+// durable, with tmp itself, before the first object enters the shared
+// directory; otherwise it is an empty file, durable with the rest of tmp.
+func (s *Store) mark(tmp string, kind Kind, files []Input) error {
+	var added []byte
+	if kind != Savepoint {
+		for _, in := range files {
+			if _, ok := s.objects[in.Object]; in.Object != "" && !ok {
+				added = append(append(added, in.Object...), '\n')
+			}
+		}
+	}
+	if len(added) == 0 {
+		f, err := s.fs.OpenFile(filepath.Join(tmp, MarkName), os.O_CREATE|os.O_TRUNC)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	if err := s.fs.WriteFile(filepath.Join(tmp, MarkName), added); err != nil {
+		return err
+	}
+	if err := s.fs.SyncDir(tmp); err != nil {
+		return err
+	}
+	return s.fs.SyncDir(s.dir)
 }
 
 // Adopt tells the store that the shared objects of files (a loaded
@@ -420,11 +687,7 @@ func (s *Store) list() []entry {
 	add := func(dir, prefix string) {
 		names, _ := s.fs.ReadDir(dir)
 		for _, n := range names {
-			if !strings.HasPrefix(n, prefix) {
-				continue
-			}
-			id, err := strconv.ParseUint(strings.TrimPrefix(n, prefix), 10, 64)
-			if err == nil {
+			if id, ok := idOf(n, prefix); ok {
 				out = append(out, entry{id, filepath.Join(dir, n)})
 			}
 		}
@@ -467,74 +730,118 @@ func (s *Store) NextID() uint64 {
 }
 
 // Prune deletes the periodic checkpoints beyond the newest Keep that have a
-// sound manifest, and the unsound ones among the older ones. Savepoints are
-// never pruned. (Files are verified in full only when a checkpoint is
-// loaded; pruning reads manifests only.)
+// sound manifest, and the unsound ones among them that are weir's (they
+// hold their mark), then the shared objects no checkpoint left references.
+// Savepoints are never pruned, nor a directory weir cannot tell it wrote.
+// (Files are verified in full only when a checkpoint is loaded; pruning
+// reads manifests only.)
 func (s *Store) Prune() {
 	kept := 0
+	var gone []string
 	for _, e := range s.list() {
-		if strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints")) {
+		if s.isSavepoint(e) {
 			continue
 		}
-		if kept < s.keep {
-			if data, err := s.fs.ReadFile(filepath.Join(e.path, ManifestName)); err == nil {
-				if _, err := openManifest(data); err == nil {
-					kept++
-					continue
-				}
-			}
+		m, sound := soundManifest(s.fs, e.path)
+		if kept < s.keep && sound {
+			kept++
+			continue
 		}
-		_ = s.fs.RemoveAll(e.path)
+		if sound || s.ownDir(e.path) {
+			gone = append(gone, objectsOf(m)...)
+			_ = s.fs.RemoveAll(e.path)
+		}
 	}
-	s.pruneObjects()
+	s.pruneObjects(gone)
+}
+
+func (s *Store) isSavepoint(e entry) bool {
+	return strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints"))
+}
+
+func objectsOf(m Manifest) []string {
+	var out []string
+	for _, f := range m.Files {
+		if f.Object != "" {
+			out = append(out, f.Object)
+		}
+	}
+	return out
+}
+
+// referenced is the set of shared objects the checkpoints of the store
+// reference; ok is false when a checkpoint of weir's has a manifest that
+// cannot be read (what it references is not known).
+func (s *Store) referenced() (used map[string]bool, ok bool) {
+	used = map[string]bool{}
+	for _, e := range s.list() {
+		m, sound := soundManifest(s.fs, e.path)
+		if !sound {
+			if s.ownDir(e.path) {
+				return nil, false
+			}
+			continue
+		}
+		for _, o := range objectsOf(m) {
+			used[o] = true
+		}
+	}
+	return used, true
 }
 
 // pruneObjects deletes the shared objects that no checkpoint left
-// references. A checkpoint whose manifest cannot be read keeps every object:
+// references, among those weir knows it wrote: the ones this store copied
+// or adopted, and those named by the manifests of the checkpoints just
+// deleted (gone). Any other entry of the shared directory stays. A
+// checkpoint of weir's whose manifest cannot be read keeps every object:
 // what it references is not known.
-func (s *Store) pruneObjects() {
-	names, err := s.fs.ReadDir(s.sharedDir())
-	if err != nil || len(names) == 0 {
+func (s *Store) pruneObjects(gone []string) {
+	candidates := map[string]bool{}
+	for o := range s.objects {
+		candidates[o] = true
+	}
+	for _, o := range gone {
+		candidates[o] = true
+	}
+	if len(candidates) == 0 {
 		return
 	}
-	used := map[string]bool{}
-	for _, e := range s.list() {
-		data, err := s.fs.ReadFile(filepath.Join(e.path, ManifestName))
-		if err != nil {
-			return
-		}
-		m, err := openManifest(data)
-		if err != nil {
-			return
-		}
-		for _, f := range m.Files {
-			if f.Object != "" {
-				used[f.Object] = true
-			}
-		}
+	used, ok := s.referenced()
+	if !ok {
+		return
 	}
 	removed := false
-	for _, n := range names {
-		if !used[n] && !strings.HasPrefix(n, ".tmp-") {
-			_ = s.fs.RemoveAll(filepath.Join(s.sharedDir(), n))
-			delete(s.objects, n)
+	for o := range candidates {
+		if used[o] {
+			continue
+		}
+		p := filepath.Join(s.sharedDir(), o)
+		if st, err := s.fs.Stat(p); err == nil && !st.IsDir() {
+			_ = s.fs.RemoveAll(p)
 			removed = true
 		}
+		delete(s.objects, o)
 	}
 	if removed {
 		_ = s.fs.SyncDir(s.sharedDir())
 	}
 }
 
-// Clear deletes every periodic checkpoint (savepoints stay), and the shared
-// objects they alone referenced.
+// Clear deletes every periodic checkpoint of weir's (savepoints stay), and
+// the shared objects they alone referenced.
 func (s *Store) Clear() {
+	var gone []string
 	for _, e := range s.list() {
-		if !strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints")) {
+		if s.isSavepoint(e) {
+			continue
+		}
+		m, sound := soundManifest(s.fs, e.path)
+		if sound || s.ownDir(e.path) {
+			gone = append(gone, objectsOf(m)...)
 			_ = s.fs.RemoveAll(e.path)
 		}
 	}
-	s.pruneObjects()
+	s.pruneObjects(gone)
 }
 
 // FS is the file system a store writes through (package vfs); tests use a

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,12 +90,20 @@ func TestCorruptionIsDetected(t *testing.T) {
 
 func TestOpenRemovesLeftovers(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, ".tmp-00000009"), 0o755)
+	s, err := Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	writeFiles(t, dir, map[string]string{".tmp-00000009/" + MarkName: "", ".tmp-00000009/a": "half"})
+	os.MkdirAll(filepath.Join(dir, ".tmp-00000010"), 0o755)
 	if _, err := Open(OSFS, dir, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".tmp-00000009")); !os.IsNotExist(err) {
-		t.Error("a half-written checkpoint was left")
+	for _, n := range []string{".tmp-00000009", ".tmp-00000010"} {
+		if _, err := os.Stat(filepath.Join(dir, n)); !os.IsNotExist(err) {
+			t.Errorf("a half-written checkpoint was left: %s", n)
+		}
 	}
 }
 
@@ -172,5 +181,219 @@ func TestSharedObjects(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "shared", "db1-1.sst"), []byte("table 9.sst"), 0o644)
 	if _, err := Load(OSFS, filepath.Join(dir, "chk-00000004")); err == nil || !strings.Contains(err.Error(), "checksum mismatch") {
 		t.Errorf("a damaged object loads: %v", err)
+	}
+}
+
+// userFiles are a person's files in a folder that a job names as its
+// checkpoint directory: names weir uses (shared/, .tmp-) for other things.
+var userFiles = map[string]string{
+	"shared/reports/q3.txt": "revenue",
+	"shared/contacts.txt":   "alice, bob",
+	".tmp-notes":            "call the bank",
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, text := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sameUserFiles(t *testing.T, dir string) {
+	t.Helper()
+	for name, text := range userFiles {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != text {
+			t.Errorf("%s: %q, %v; want %q", name, b, err, text)
+		}
+	}
+}
+
+// A folder that holds files weir did not write is refused, with an error
+// naming the first of them, and left as it was.
+func TestForeignDirectoryIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		files map[string]string
+		entry string
+	}{
+		{userFiles, ".tmp-notes"},
+		{map[string]string{"shared/contacts.txt": "alice"}, "shared/contacts.txt"},
+		{map[string]string{"job.yaml": "name: j"}, "job.yaml"},
+		{map[string]string{"chk-2024/notes.txt": "a folder named like a checkpoint"}, "chk-2024"},
+		{map[string]string{".tmp-00000003/half.txt": "no mark"}, ".tmp-00000003"},
+		{map[string]string{"savepoints/mine.txt": "x"}, "savepoints/mine.txt"},
+	} {
+		dir := t.TempDir()
+		writeFiles(t, dir, c.files)
+		_, err := Open(OSFS, dir, 1)
+		var fe *ForeignError
+		if !errors.As(err, &fe) || fe.Entry != c.entry {
+			t.Fatalf("%v: Open: %v, want a ForeignError naming %s", c.files, err, c.entry)
+		}
+		want := dir + " holds " + c.entry + ", which weir did not write: weir deletes old checkpoints in its checkpoint directory, and keeps them only in a directory that is new, empty or marked WEIR-CHECKPOINTS by weir; choose another directory"
+		if err.Error() != want {
+			t.Errorf("error\n%s\nwant\n%s", err, want)
+		}
+		for name, text := range c.files {
+			if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != text {
+				t.Errorf("%s: %q, %v", name, b, err)
+			}
+		}
+		if names, _ := os.ReadDir(dir); len(names) != len(topNames(c.files)) {
+			t.Errorf("Open wrote into a directory it refused: %v", names)
+		}
+	}
+}
+
+func topNames(files map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for name := range files {
+		top, _, _ := strings.Cut(name, "/")
+		out[top] = true
+	}
+	return out
+}
+
+// Files a person puts into weir's own checkpoint directory later, under
+// names of weir's shape, survive checkpoints, pruning and the removal of a
+// crashed writer's leftovers; weir's own checkpoints and objects are still
+// pruned.
+func TestPruneRemovesOnlyWhatWeirWrote(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	for _, n := range []string{"1.sst", "2.sst"} {
+		os.WriteFile(filepath.Join(src, n), []byte("table "+n), 0o644)
+	}
+	s, err := Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, userFiles)
+	writeFiles(t, dir, map[string]string{"chk-2024/notes.txt": "mine"})
+	obj := func(n string) Input { return Input{Name: "op." + n, Path: filepath.Join(src, n), Object: "db1-" + n} }
+	for id, o := range map[uint64]string{1: "1.sst", 2: "2.sst", 3: "2.sst"} {
+		if _, err := s.SaveFiles(Manifest{ID: id, Kind: Periodic}, []Input{{Name: "op", Data: []byte("state")}, obj(o)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Prune()
+	s.Close()
+	s, err = Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Clear()
+	s.Close()
+	sameUserFiles(t, dir)
+	if b, err := os.ReadFile(filepath.Join(dir, "chk-2024/notes.txt")); err != nil || string(b) != "mine" {
+		t.Errorf("chk-2024/notes.txt: %q, %v", b, err)
+	}
+	var left []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			left = append(left, rel)
+		}
+		return nil
+	})
+	want := ".tmp-notes LOCK WEIR-CHECKPOINTS chk-2024/notes.txt shared/contacts.txt shared/reports/q3.txt"
+	if got := strings.Join(left, " "); got != want {
+		t.Errorf("left after pruning and clearing:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A directory a weir from before the marker wrote (checkpoints with sound
+// manifests, their objects, a lock, a pid file, an empty temporary
+// directory) is adopted and marked; one with anything else in it is not.
+func TestAdoptsAnOldCheckpointDirectory(t *testing.T) {
+	old := func(t *testing.T) string {
+		dir, src := t.TempDir(), t.TempDir()
+		os.WriteFile(filepath.Join(src, "1.sst"), []byte("table"), 0o644)
+		s, err := Open(OSFS, dir, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		save(t, s, 1, Periodic, "one")
+		if _, err := s.SaveFiles(Manifest{ID: 2, Kind: Periodic}, []Input{{Name: "op", Path: filepath.Join(src, "1.sst"), Object: "db1-1.sst"}}); err != nil {
+			t.Fatal(err)
+		}
+		save(t, s, 3, Savepoint, "three")
+		s.Close()
+		// What the older weir left: no marks, a pid file, an empty
+		// temporary directory.
+		for _, p := range []string{MarkerName, "chk-00000001/" + MarkName, "chk-00000002/" + MarkName, "savepoints/sp-00000003/" + MarkName} {
+			if err := os.Remove(filepath.Join(dir, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.WriteFile(filepath.Join(dir, PIDName), []byte("12\n"), 0o644)
+		os.Mkdir(filepath.Join(dir, ".tmp-00000004"), 0o755)
+		return dir
+	}
+	dir := old(t)
+	s, err := Open(OSFS, dir, 3)
+	if err != nil {
+		t.Fatalf("an old checkpoint directory is refused: %v", err)
+	}
+	if c := s.Latest(func(m string) { t.Error(m) }); c == nil || c.Manifest.ID != 3 {
+		t.Errorf("latest: %+v", c)
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, MarkerName)); err != nil {
+		t.Errorf("not marked: %v", err)
+	}
+	for name, entry := range map[string]string{"shared/notes.txt": "shared/notes.txt", "README": "README", "chk-00000001/" + ManifestName: "chk-00000001"} {
+		dir := old(t)
+		if strings.HasSuffix(name, ManifestName) {
+			os.WriteFile(filepath.Join(dir, name), []byte("torn"), 0o644)
+		} else {
+			os.WriteFile(filepath.Join(dir, name), []byte("mine"), 0o644)
+		}
+		var fe *ForeignError
+		if _, err := Open(OSFS, dir, 3); !errors.As(err, &fe) || fe.Entry != entry {
+			t.Errorf("with %s: %v, want a ForeignError naming %s", name, err, entry)
+		}
+	}
+}
+
+// A writer that crashed while adding shared objects left its temporary
+// directory, the objects its mark lists and a copy half done: the next
+// Open removes them, and nothing else.
+func TestOpenRemovesACrashedWritersObjects(t *testing.T) {
+	dir, src := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(src, "1.sst"), []byte("table 1"), 0o644)
+	s, err := Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SaveFiles(Manifest{ID: 1, Kind: Periodic}, []Input{{Name: "op", Path: filepath.Join(src, "1.sst"), Object: "db1-1.sst"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Checkpoint 2 was adding db1-2.sst and db1-3.sst (half copied) and
+	// refers to db1-1.sst, which checkpoint 1 needs.
+	writeFiles(t, dir, map[string]string{
+		".tmp-00000002/" + MarkName: "db1-1.sst\ndb1-2.sst\ndb1-3.sst\n",
+		".tmp-00000002/op":          "half",
+		"shared/db1-2.sst":          "table 2",
+		"shared/.tmp-db1-3.sst":     "tab",
+		".tmp-00000005/mine.txt":    "not weir's: no mark",
+	})
+	s, err = Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for p, want := range map[string]bool{".tmp-00000002": false, "shared/db1-2.sst": false, "shared/.tmp-db1-3.sst": false, "shared/db1-1.sst": true, ".tmp-00000005/mine.txt": true} {
+		if _, err := os.Stat(filepath.Join(dir, p)); (err == nil) != want {
+			t.Errorf("%s: exists %v, want %v", p, err == nil, want)
+		}
+	}
+	if _, err := Load(OSFS, filepath.Join(dir, "chk-00000001")); err != nil {
+		t.Error(err)
 	}
 }

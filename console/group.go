@@ -87,20 +87,26 @@ type GroupReply struct {
 }
 
 // GroupServer serves an instance of a consumer-group job: /api/status (a
-// GroupReply) and /metrics.
+// GroupReply), /metrics and /healthz.
 type GroupServer struct {
 	Job    JobInfo
 	Status func(ctx context.Context) GroupStatus
+	// Redact, when set, takes the secrets out of every JSON reply.
+	Redact func(doc []byte) []byte
+	// Access says who may use the console (Listen enforces it).
+	Access Access
 }
 
-// Handler is the instance's routes.
+// Handler is the instance's routes (without the checks of Access, which
+// Listen adds).
 func (s *GroupServer) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(groupCollector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, GroupReply{Job: s.Job, Group: s.Status(r.Context())})
+		writeJSON(w, GroupReply{Job: s.Job, Group: s.Status(r.Context())}, s.Redact)
 	})
 	return mux
 }

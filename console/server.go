@@ -1,20 +1,17 @@
 // Package console serves a running job over HTTP: /metrics in the
 // Prometheus format, /api/status (the same as JSON, with each partition's
 // diagnosis and the partition that holds the watermark back), a web console
-// that updates live (/), and the watermark simulator of seed 000 computed by
-// weir's own engine (/simulator). Every asset is embedded in the binary.
+// that updates live (/), the watermark simulator of seed 000 computed by
+// weir's own engine (/simulator), and /healthz. Every asset is embedded in
+// the binary. Listen serves it safe by default (see Access): local host
+// names only, a token when one is set, and bounded connections.
 package console
 
 import (
-	"context"
 	"embed"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -54,19 +51,26 @@ type Server struct {
 	Job     JobInfo
 	// Panes holds the job's recent panes, Late its recent too-late events.
 	Panes, Late Feed
+	// Redact, when set, takes the secrets out of every JSON reply (the
+	// job's own function: a sink's error may quote a connection string).
+	Redact func(doc []byte) []byte
+	// Access says who may use the console (Listen enforces it).
+	Access Access
 }
 
-// Handler is the console's routes.
+// Handler is the console's routes (without the checks of Access, which
+// Listen adds).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", healthz)
 	if s.Control != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collector{s.Control}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /api/status", s.status)
-	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Panes)) })
-	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Late)) })
+	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Panes), s.Redact) })
+	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Late), s.Redact) })
 	mux.HandleFunc("GET /api/simulate", simulate)
 	static, _ := fs.Sub(assets, "assets")
 	files := http.FileServerFS(static)
@@ -105,7 +109,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no job", http.StatusNotFound)
 		return
 	}
-	writeJSON(w, newStatusReply(s.Job, s.Control.Status(r.Context(), 2*time.Second)))
+	writeJSON(w, newStatusReply(s.Job, s.Control.Status(r.Context(), 2*time.Second)), s.Redact)
 }
 
 // newStatusReply is the reply of /api/status for a job's status.
@@ -118,38 +122,35 @@ func newStatusReply(job JobInfo, st engine.Status) StatusReply {
 	return r
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
+// writeJSON answers v as JSON, through redact when it is set.
+func writeJSON(w http.ResponseWriter, v any, redact func([]byte) []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	json.NewEncoder(w).Encode(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if redact != nil {
+		b = redact(b)
+	}
+	w.Write(append(b, '\n'))
 }
 
-// simulate answers /api/simulate?size=15&delay=2&tunnel=10&policy=drop&seed=81
-// (&interval=0&partitions=1&idle_after=0&idle=0) with a SimResult.
+// simulate answers /api/simulate (ParseSimParams) with a SimResult, or
+// 400 and the reason.
 func simulate(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	num := func(name string, def float64) float64 {
-		if v := q.Get(name); v != "" {
-			if f, err := strconv.ParseFloat(v, 64); err == nil {
-				return f
-			}
-		}
-		return def
-	}
-	p := SimParams{
-		Size: int(num("size", 15)), Delay: num("delay", 2), Tunnel: num("tunnel", 10), Policy: q.Get("policy"),
-		Seed: uint32(num("seed", 81)), Interval: num("interval", 0), Partitions: int(num("partitions", 1)),
-		IdleAfter: num("idle_after", 0), Idle: num("idle", 0),
-	}
-	if p.Policy == "" {
-		p.Policy = PolicyDrop
+	p, err := ParseSimParams(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
 	}
 	res, err := Simulate(p)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	writeJSON(w, res)
+	writeJSON(w, res, nil)
 }
 
 // Feed is what the console shows of a stream: its last items, as JSON.
@@ -212,26 +213,4 @@ func items(f Feed) []json.RawMessage {
 		return []json.RawMessage{}
 	}
 	return f.Items()
-}
-
-// Listen serves the console (a Server or a GroupServer) on addr
-// (host:port) until ctx is done.
-func Listen(ctx context.Context, addr string, s interface{ Handler() http.Handler }) (net.Addr, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("cannot serve the console on %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			l.Close()
-		}
-	}()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	return l.Addr(), nil
 }

@@ -3,7 +3,10 @@ package console
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/aggregate"
@@ -149,16 +152,119 @@ func makeStream(p SimParams) []Tap {
 
 func ms(s float64) mtime.Time { return mtime.Time(math.Round(s * 1000)) }
 
-// Simulate replays the taps in arrival order through weir's engine.
+// Validate reports the first parameter outside the values the simulator's
+// page offers: the one place they are checked. The window size must divide
+// the toy's 90 s of windows (the windows are an array indexed by a tap's
+// time); the others keep the replay small and its figures readable.
+func (p SimParams) Validate() error {
+	within := func(name string, v, lo, hi float64, unit string) error {
+		if v >= lo && v <= hi { // false for NaN
+			return nil
+		}
+		return fmt.Errorf("%s: expected a number from %g to %g (%s), got %g", name, lo, hi, unit, v)
+	}
+	switch {
+	case p.Size != 10 && p.Size != 15 && p.Size != 30:
+		return fmt.Errorf("size: expected 10, 15 or 30 (seconds), got %d", p.Size)
+	case p.Policy != PolicyDrop && p.Policy != PolicySide && p.Policy != PolicyLateness:
+		return fmt.Errorf("policy: expected %s, %s or %s, got %q", PolicyDrop, PolicySide, PolicyLateness, p.Policy)
+	case p.Partitions < 1 || p.Partitions > 4:
+		return fmt.Errorf("partitions: expected 1, 2, 3 or 4, got %d", p.Partitions)
+	}
+	for _, c := range []error{
+		within("delay", p.Delay, 0, 30, "seconds"),
+		within("tunnel", p.Tunnel, 0, 40, "percent"),
+		within("interval", p.Interval, 0, 10, "seconds"),
+		within("idle_after", p.IdleAfter, 0, 90, "seconds"),
+		within("idle", p.Idle, 0, 30, "seconds"),
+	} {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// simParamNames are the parameters of /api/simulate.
+var simParamNames = []string{"delay", "idle", "idle_after", "interval", "partitions", "policy", "seed", "size", "tunnel"}
+
+// ParseSimParams reads the parameters of /api/simulate
+// (?size=15&delay=2&tunnel=10&policy=drop&seed=81&interval=0&partitions=1&idle_after=0&idle=0):
+// the page's default for each one absent, an error naming the first one that
+// is unknown, given twice, not a number, or not allowed (Validate).
+func ParseSimParams(q url.Values) (SimParams, error) {
+	p := SimParams{Size: 15, Delay: 2, Tunnel: 10, Policy: PolicyDrop, Seed: 81, Partitions: 1}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(simParamNames, name) {
+			return p, fmt.Errorf("unknown parameter %q; expected %s", name, strings.Join(simParamNames, ", "))
+		}
+		if len(q[name]) > 1 {
+			return p, fmt.Errorf("%s: given twice", name)
+		}
+	}
+	var err error
+	num := func(name string, dst *float64) {
+		if v, ok := q[name]; ok && err == nil {
+			f, perr := strconv.ParseFloat(v[0], 64)
+			if perr != nil {
+				err = fmt.Errorf("%s: expected a number, got %q", name, v[0])
+			}
+			*dst = f
+		}
+	}
+	whole := func(name string, dst *int) {
+		if v, ok := q[name]; ok && err == nil {
+			n, perr := strconv.Atoi(v[0])
+			if perr != nil {
+				err = fmt.Errorf("%s: expected a whole number, got %q", name, v[0])
+			}
+			*dst = n
+		}
+	}
+	whole("size", &p.Size)
+	num("delay", &p.Delay)
+	num("tunnel", &p.Tunnel)
+	num("interval", &p.Interval)
+	whole("partitions", &p.Partitions)
+	num("idle_after", &p.IdleAfter)
+	num("idle", &p.Idle)
+	if v, ok := q["policy"]; ok {
+		p.Policy = v[0]
+	}
+	if v, ok := q["seed"]; ok && err == nil {
+		n, perr := strconv.ParseUint(v[0], 10, 32)
+		if perr != nil {
+			err = fmt.Errorf("seed: expected a whole number from 0 to %d, got %q", uint32(math.MaxUint32), v[0])
+		}
+		p.Seed = uint32(n)
+	}
+	if err != nil {
+		return p, err
+	}
+	return p, p.Validate()
+}
+
+// Simulate replays the taps in arrival order through weir's engine. A
+// zero Size, Partitions or Policy is the page's default (15 s, one
+// partition, drop); every parameter must be one the page offers
+// (Validate).
 func Simulate(p SimParams) (*SimResult, error) {
-	if p.Size <= 0 {
+	if p.Size == 0 {
 		p.Size = 15
 	}
-	if p.Partitions < 1 {
+	if p.Partitions == 0 {
 		p.Partitions = 1
 	}
-	if p.Partitions > 4 || p.Delay < 0 || p.Delay > 60 || p.Tunnel < 0 || p.Tunnel > 100 || p.Interval < 0 || p.Idle < 0 {
-		return nil, fmt.Errorf("out of range: %+v", p)
+	if p.Policy == "" {
+		p.Policy = PolicyDrop
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
 	}
 	taps := makeStream(p)
 	res, err := run(p, taps)

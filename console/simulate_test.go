@@ -2,7 +2,10 @@ package console
 
 import (
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -123,5 +126,51 @@ func TestSimulatorPeriodicAndIdle(t *testing.T) {
 	d, _ := Simulate(quiet)
 	if d.Windows[2].Close == nil {
 		t.Error("with idleness, window 3 never closed")
+	}
+}
+
+// Every parameter of /api/simulate outside its allowed values is a 400
+// naming the parameter, never a panic: a window size that does not divide
+// the toy's 90 s (7), or no window at all (100), indexed past the windows.
+func TestSimulateRefusesBadParameters(t *testing.T) {
+	h := SimulatorHandler()
+	for query, want := range map[string]string{
+		"size=7":           "size: expected 10, 15 or 30 (seconds), got 7",
+		"size=100":         "size: expected 10, 15 or 30 (seconds), got 100",
+		"size=-15":         "size: expected 10, 15 or 30 (seconds), got -15",
+		"size=15.5":        `size: expected a whole number, got "15.5"`,
+		"size=abc":         `size: expected a whole number, got "abc"`,
+		"delay=31":         "delay: expected a number from 0 to 30 (seconds), got 31",
+		"delay=-1":         "delay: expected a number from 0 to 30 (seconds), got -1",
+		"delay=NaN":        "delay: expected a number from 0 to 30 (seconds), got NaN",
+		"delay=x":          `delay: expected a number, got "x"`,
+		"tunnel=41":        "tunnel: expected a number from 0 to 40 (percent), got 41",
+		"policy=keep":      `policy: expected drop, side or lateness, got "keep"`,
+		"seed=-1":          `seed: expected a whole number from 0 to 4294967295, got "-1"`,
+		"seed=4294967296":  `seed: expected a whole number from 0 to 4294967295, got "4294967296"`,
+		"interval=11":      "interval: expected a number from 0 to 10 (seconds), got 11",
+		"interval=Inf":     "interval: expected a number from 0 to 10 (seconds), got +Inf",
+		"partitions=0":     "partitions: expected 1, 2, 3 or 4, got 0",
+		"partitions=5":     "partitions: expected 1, 2, 3 or 4, got 5",
+		"idle_after=91":    "idle_after: expected a number from 0 to 90 (seconds), got 91",
+		"idle=-3":          "idle: expected a number from 0 to 30 (seconds), got -3",
+		"sizes=15":         `unknown parameter "sizes"; expected delay, idle, idle_after, interval, partitions, policy, seed, size, tunnel`,
+		"size=15&size=30":  "size: given twice",
+		"size=30&delay=31": "delay: expected a number from 0 to 30 (seconds), got 31",
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/simulate?"+query, nil))
+		body := strings.TrimSpace(rec.Body.String())
+		if rec.Code != http.StatusBadRequest || body != want {
+			t.Errorf("?%s: %d %q, want 400 %q", query, rec.Code, body, want)
+		}
+	}
+	// Every allowed value answers.
+	for _, query := range []string{"size=10", "size=30&delay=30&tunnel=40&interval=10&partitions=4&idle_after=90&idle=30&seed=4294967295&policy=side", ""} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/simulate?"+query, nil))
+		if rec.Code != http.StatusOK {
+			t.Errorf("?%s: %d %s", query, rec.Code, rec.Body)
+		}
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
@@ -327,16 +327,23 @@ func differs(j *Job, r *table.Stored, p *lastPane) string {
 
 // WriteAcceptance writes the record as JSON to path and as Markdown beside
 // it (path with .md for its extension). Existing files are replaced only if
-// weir wrote them (file.ReplaceFile), or with force.
+// weir wrote them (file.ReplaceFile), or with force; new ones are their
+// owner's alone.
 func WriteAcceptance(path string, a *Acceptance, force bool) error {
+	return writeAcceptance(path, a, force, 0)
+}
+
+// writeAcceptance is WriteAcceptance with the job's file_mode (0: the
+// owner's alone).
+func writeAcceptance(path string, a *Acceptance, force bool, mode os.FileMode) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := file.ReplaceFile(nil, path, append(b, '\n'), force); err != nil {
+	if err := writeOutputFile(path, append(b, '\n'), force, mode); err != nil {
 		return err
 	}
-	return file.ReplaceFile(nil, acceptanceMarkdown(path), []byte(a.Markdown()), force)
+	return writeOutputFile(acceptanceMarkdown(path), []byte(a.Markdown()), force, mode)
 }
 
 // acceptanceMarkdown is the Markdown file beside the JSON record.

@@ -15,10 +15,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
@@ -67,6 +69,16 @@ type Job struct {
 	// HTTP is where the job serves its metrics, status and console
 	// (host:port); empty: nowhere.
 	HTTP string
+	// HTTPToken, when set, is the bearer token every request to the
+	// console but /healthz must carry (http.token); HTTPHosts are the host
+	// names it answers besides the local ones and its own address
+	// (http.allowed_hosts).
+	HTTPToken string
+	HTTPHosts []string
+	// FileMode is the mode of the job's output files (file_mode): 0, the
+	// default, creates them for their owner alone (0600). Checkpoints and
+	// state are working storage, their owner's alone whatever it says.
+	FileMode os.FileMode
 	// Acceptance is where weir run writes the acceptance record (JSON, and
 	// Markdown beside it); empty: nowhere.
 	Acceptance string
@@ -74,6 +86,10 @@ type Job struct {
 	// every pane carries it, and a table keeps a new version's rows over an
 	// old one's whatever their revisions. 1 when the file does not say.
 	Version int64
+
+	text    []byte      // the job file as read
+	vars    []expansion // the values that came from environment variables
+	secrets *secret.Set // what weir never shows (Redact)
 
 	task      int32  // in a task of a group job: its partition + 1
 	inputName string // source.file as written, for errors
@@ -146,7 +162,7 @@ type Aggregate struct {
 var topFields = []string{
 	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
 	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
-	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version", "acceptance",
+	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version", "acceptance", "file_mode",
 }
 
 // Reserved output fields: aggregates may not take these names.
@@ -217,14 +233,39 @@ func Parse(data []byte, file, dir string) (*Job, error) {
 	if err := noDuplicates(file, "", doc.Content[0]); err != nil {
 		return nil, err
 	}
-	root, err := asMapping(file, "", &doc)
+	exps, err := expandVars(file, "", doc.Content[0], os.LookupEnv)
 	if err != nil {
 		return nil, err
+	}
+	secrets := &secret.Set{}
+	for _, e := range exps {
+		if e.Secret {
+			secrets.Add(e.Value, "${"+e.Var+"}")
+		}
+	}
+	root, err := asMapping(file, "", &doc)
+	if err != nil {
+		return nil, secrets.RedactError(err)
 	}
 	p := &parser{file: file, dir: dir}
 	j, err := p.job(root)
 	if err != nil {
-		return nil, err
+		// A mistake quotes the value it found: never a secret.
+		var e *Error
+		if errors.As(err, &e) {
+			e.Msg = secrets.Redact(e.Msg)
+			return nil, e
+		}
+		return nil, secrets.RedactError(err)
+	}
+	j.text, j.vars, j.secrets = data, exps, secrets
+	addSecrets(secrets, "", doc.Content[0])
+	for _, o := range j.Outputs {
+		if t := o.Table; t != nil && t.DSN != "" {
+			if pw, ok := secret.DSNPassword(t.DSN); ok {
+				secrets.Add(pw, secret.Mask)
+			}
+		}
 	}
 	return j, nil
 }
@@ -346,15 +387,68 @@ func (p *parser) job(root *node) (*Job, error) {
 	if j.Grouped() && j.State.Backend != "memory" {
 		return nil, root.errf(root.get("state"), "state.backend", "a job in a consumer group keeps its state in memory (its changelog topic makes it durable); %s is not supported there yet", j.State.Backend)
 	}
-	if h, hn, err := root.str("http"); err != nil {
+	if err := p.http(root, j); err != nil {
 		return nil, err
-	} else if hn != nil {
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			return nil, root.errf(hn, "http", "expected host:port, such as 127.0.0.1:8080, got %q", h)
+	}
+	if m, mn, err := root.str("file_mode"); err != nil {
+		return nil, err
+	} else if mn != nil {
+		v, err := strconv.ParseUint(strings.TrimPrefix(m, "0o"), 8, 32)
+		if err != nil || v&^0o777 != 0 || v&0o600 != 0o600 {
+			return nil, root.errf(mn, "file_mode", "expected an octal mode from 0600 to 0777 such as \"0640\" (the owner reads and writes; group and others as you choose), got %q", m)
 		}
-		j.HTTP = h
+		j.FileMode = os.FileMode(v)
 	}
 	return j, nil
+}
+
+// http reads where the console listens and who may use it: http:
+// host:port, or http: {listen: host:port, token: ..., allowed_hosts: [...]}.
+func (p *parser) http(root *node, j *Job) error {
+	v := root.get("http")
+	if v == nil {
+		return nil
+	}
+	listen, ln := v.Value, v
+	if v.Kind != yaml.ScalarNode {
+		h, err := root.sub("http")
+		if err != nil {
+			return err
+		}
+		if err := h.strict("listen", "token", "allowed_hosts"); err != nil {
+			return err
+		}
+		if listen, ln, err = h.str("listen"); err != nil {
+			return err
+		}
+		if j.HTTPToken, _, err = h.str("token"); err != nil {
+			return err
+		}
+		if an := h.get("allowed_hosts"); an != nil {
+			list := []*yaml.Node{an}
+			if an.Kind == yaml.SequenceNode {
+				list = an.Content
+			}
+			for _, n := range list {
+				if n.Kind != yaml.ScalarNode || n.Value == "" || strings.ContainsAny(n.Value, "/ :@") && net.ParseIP(strings.Trim(n.Value, "[]")) == nil {
+					return h.errf(n, "http.allowed_hosts", "expected host names without port, such as [weir.example.com], got %q", n.Value)
+				}
+				j.HTTPHosts = append(j.HTTPHosts, n.Value)
+			}
+		}
+	}
+	if ln == nil {
+		return nil // no address: weir run --http gives it
+	}
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		field := "http"
+		if v.Kind != yaml.ScalarNode {
+			field = "http.listen"
+		}
+		return root.errf(ln, field, "expected host:port, such as 127.0.0.1:8080, got %q", listen)
+	}
+	j.HTTP = listen
+	return nil
 }
 
 // checkGroup applies the rules of a job in a consumer group: every output is

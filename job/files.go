@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/vfs"
@@ -14,10 +15,10 @@ import (
 // checkFiles looks at the files a job would write before anything runs:
 // every output's directory exists; no output is the job file, the input or
 // another output, whatever names lead to it (a symbolic or a hard link); the
-// checkpoint and state directories are directories, and a state directory
-// is empty or weir's. A mistake is a job-file error naming the field.
-// (Whether an existing output is weir's to replace is decided once the job
-// knows whether it resumes: claimOutputs.)
+// checkpoint and state directories are directories, empty or weir's (weir
+// prunes the one and empties the other). A mistake is a job-file error
+// naming the field. (Whether an existing output is weir's to replace is
+// decided once the job knows whether it resumes: claimOutputs.)
 func checkFiles(j *Job, jobPath string) error {
 	fail := func(field, format string, args ...any) error {
 		return &Error{File: j.File, Line: j.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -78,6 +79,10 @@ func checkFiles(j *Job, jobPath string) error {
 		} else if errors.Is(err, os.ErrNotExist) {
 			if pst, err := os.Stat(filepath.Dir(d)); err != nil || !pst.IsDir() {
 				return fail("checkpoint", "dir %s: its parent directory %s does not exist", d, filepath.Dir(d))
+			}
+		} else if err == nil {
+			if err := checkpoint.CheckDir(checkpoint.OSFS, d); err != nil {
+				return fail("checkpoint", "dir %v", err)
 			}
 		}
 	}

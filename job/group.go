@@ -81,6 +81,7 @@ func NewGroup(j *Job, o Options) (*Group, error) {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
+	o.Log = j.secrets.Writer(o.Log)
 	return &Group{j: j, o: o, tasks: map[int32]*task{}, failed: make(chan error, 1)}, nil
 }
 
@@ -500,9 +501,8 @@ type TaskRestore = console.TaskRestore
 // Console serves the instance's status and metrics.
 func (gr *Group) Console() *console.GroupServer {
 	j := gr.j
-	text, _ := os.ReadFile(j.File)
-	info := console.JobInfo{Name: j.Name, File: j.File, Text: string(text), Warnings: j.Warnings()}
-	return &console.GroupServer{Job: info, Status: gr.Status}
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(j.Warnings())}
+	return &console.GroupServer{Job: info, Status: gr.Status, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
 }
 
 // Status reports the instance's membership and its tasks.

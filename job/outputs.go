@@ -2,7 +2,6 @@ package job
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -32,7 +31,10 @@ type TableOutput struct {
 	// Driver is "sqlite" or "postgres".
 	Driver string
 	// Path is the SQLite database file (absolute); DSN the PostgreSQL
-	// connection string, with ${NAME} read from the environment.
+	// connection string, as the job file gives it (a URL or key=value
+	// settings), variables expanded and escaped, with the password given
+	// apart (password:) put in. It holds a secret: show it only through
+	// Job.Redact.
 	Path, DSN string
 	// Table is the table's name; KeyColumn the name of the key's column
 	// (the key field's name, dots made underscores, when the file does not
@@ -147,9 +149,6 @@ func (p *parser) kafkaConn(k *node, field string, c *KafkaConn) error {
 		}
 		*s.dst = v
 	}
-	// A password need not be written in the job file: ${NAME} reads it from
-	// the environment.
-	c.SASLPassword = os.ExpandEnv(c.SASLPassword)
 	for _, f := range []*string{&c.SSLCALocation, &c.SSLCertificateLocation, &c.SSLKeyLocation} {
 		if *f != "" {
 			*f = p.resolve(*f)

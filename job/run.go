@@ -245,6 +245,7 @@ func Build(j *Job, o Options) (*Runnable, error) {
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
+	o.Log, o.Progress = j.secrets.Writer(o.Log), j.secrets.Writer(o.Progress)
 	rn := &Runnable{j: j, o: o}
 	if err := rn.build(); err != nil {
 		if rn.e != nil {
@@ -256,7 +257,7 @@ func Build(j *Job, o Options) (*Runnable, error) {
 		if rn.tmp != "" {
 			os.RemoveAll(rn.tmp)
 		}
-		return nil, err
+		return nil, j.RedactError(err)
 	}
 	return rn, nil
 }
@@ -271,10 +272,9 @@ func (rn *Runnable) Warnings() []string { return rn.warn }
 // Options.Console).
 func (rn *Runnable) Console() *console.Server {
 	j := rn.j
-	text, _ := os.ReadFile(j.File)
-	info := console.JobInfo{Name: j.Name, File: j.File, Text: string(text), Warnings: rn.warn}
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(rn.warn)}
 	add := func(name, value string) {
-		info.Settings = append(info.Settings, console.Setting{Name: name, Value: value})
+		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.shown(value)})
 	}
 	add("window", j.Window.Assigner.String())
 	add("watermark", describeWatermark(j))
@@ -287,7 +287,7 @@ func (rn *Runnable) Console() *console.Server {
 	if j.Checkpoint.Dir != "" {
 		add("checkpoints", fmt.Sprintf("every %s in %s", mtime.FormatDuration(j.Checkpoint.Interval), j.Checkpoint.Dir))
 	}
-	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate}
+	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
 }
 
 func describeWatermark(j *Job) string {
@@ -485,6 +485,20 @@ func (rn *Runnable) build() error {
 		}
 		rn.win.Late.Subscribe(rn.late)
 	}
+	if j.FileMode != 0 && o.FS == nil {
+		// The sinks opened (and created) their files first: until here
+		// they are their owner's alone.
+		e.OnStart(func(context.Context) error {
+			for _, out := range j.AllOutputs() {
+				if out.File != "" && out.File != "-" {
+					if err := setFileMode(out.File, j.FileMode); err != nil {
+						return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
+					}
+				}
+			}
+			return nil
+		})
+	}
 	srcName := j.Input
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
@@ -669,6 +683,11 @@ func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
 
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
+	sum, err := rn.run(ctx)
+	return sum, rn.j.RedactError(err)
+}
+
+func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
 	var progress *progressReporter
 	if rn.o.Progress != nil {
@@ -702,7 +721,7 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 		if rn.j.Summary != "" {
 			// The summary of a failed run says so (failed: true), with what
 			// was in flight when it stopped.
-			if serr := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force); serr != nil {
+			if serr := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force, rn.j.FileMode); serr != nil {
 				rn.logf("%v", serr)
 			}
 		}
@@ -721,12 +740,12 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 // acceptance record.
 func (rn *Runnable) writeEnd(ctx context.Context, sum *Summary) error {
 	if rn.j.Summary != "" {
-		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force); err != nil {
+		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force, rn.j.FileMode); err != nil {
 			return err
 		}
 	}
 	if rn.accept != nil {
-		if err := WriteAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force); err != nil {
+		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force, rn.j.FileMode); err != nil {
 			return &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
@@ -780,7 +799,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	return s
 }
 
-func writeSummary(path string, sum *Summary, stdout io.Writer, force bool) error {
+func writeSummary(path string, sum *Summary, stdout io.Writer, force bool, mode os.FileMode) error {
 	data, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
@@ -790,10 +809,29 @@ func writeSummary(path string, sum *Summary, stdout io.Writer, force bool) error
 		_, err = stdout.Write(data)
 		return err
 	}
-	if err := file.ReplaceFile(nil, path, data, force); err != nil {
+	if err := writeOutputFile(path, data, force, mode); err != nil {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, errText(err)), Err: err}
 	}
 	return nil
+}
+
+// writeOutputFile writes one of the job's own files (the summary, the
+// acceptance record) as file.ReplaceFile does (replacing only a file weir
+// wrote, unless force): its owner's alone, or with mode (the job's
+// file_mode) when it is set.
+func writeOutputFile(path string, data []byte, force bool, mode os.FileMode) error {
+	if err := file.ReplaceFile(nil, path, data, force); err != nil {
+		return err
+	}
+	return setFileMode(path, mode)
+}
+
+// setFileMode gives a file weir wrote the job's file_mode, if it has one.
+func setFileMode(path string, mode os.FileMode) error {
+	if mode == 0 {
+		return nil
+	}
+	return os.Chmod(path, mode)
 }
 
 func dropsByWindow(st exec.Stats) []WindowDrops {

@@ -2,14 +2,19 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
+	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/window"
 )
 
@@ -18,7 +23,7 @@ import (
 var identRE = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 
 // tableOutput reads {sqlite: {path, table, key_column}} or {postgres: {dsn,
-// table, key_column}}.
+// password, table, key_column}}.
 func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	k, err := m.sub(driver)
 	if err != nil {
@@ -28,7 +33,11 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "postgres" {
 		where = "dsn"
 	}
-	if err := k.strict(where, "table", "key_column"); err != nil {
+	known := []string{where, "table", "key_column"}
+	if driver == "postgres" {
+		known = append(known, "password")
+	}
+	if err := k.strict(known...); err != nil {
 		return err
 	}
 	t := &TableOutput{Driver: driver}
@@ -45,7 +54,13 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "sqlite" {
 		t.Path = p.resolve(w)
 	} else {
-		t.DSN = os.ExpandEnv(w)
+		pw, pn, err := k.str("password")
+		if err != nil {
+			return err
+		}
+		if t.DSN, err = withPassword(w, pw, pn != nil); err != nil {
+			return k.errf(pn, field+".postgres.password", "%v", err)
+		}
 	}
 	name, tn, err := k.str("table")
 	if err != nil {
@@ -68,6 +83,30 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	t.KeyColumn = kc
 	o.Table = t
 	return nil
+}
+
+// withPassword puts a postgres output's password (given) into its
+// connection string, URL or key=value: written apart, it needs no escaping.
+func withPassword(dsn, password string, given bool) (string, error) {
+	if !given {
+		return dsn, nil
+	}
+	if _, ok := secret.DSNPassword(dsn); ok {
+		return "", fmt.Errorf("the dsn has a password already: give it in one place")
+	}
+	if !strings.Contains(dsn, "://") {
+		return dsn + " password=" + secret.QuoteValue(password), nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", fmt.Errorf("the dsn is not a URL (postgres://user@host/db): %v", errText(err))
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String(), nil
 }
 
 // checkTables checks, once the key and aggregates are known, that each
@@ -148,6 +187,7 @@ func jobName(j *Job) string {
 type tableSink struct {
 	*table.Sink
 	j    *Job
+	o    *Output
 	rows []table.Row
 	anys []any // the rows' keys and values, reused from Write to Write
 }
@@ -155,13 +195,37 @@ type tableSink struct {
 func newTableSink(j *Job, o *Output, checkpointed bool, log func(string)) *tableSink {
 	t := o.Table
 	opts := table.Options{Checkpointed: checkpointed, SinkName: jobName(j) + "/" + o.Field, Log: log}
-	s := &tableSink{j: j}
+	s := &tableSink{j: j, o: o}
 	if t.Driver == "sqlite" {
 		s.Sink = table.SQLite(t.Path, t.schema(j), opts)
 	} else {
 		s.Sink = table.Postgres(t.DSN, t.schema(j), opts)
 	}
 	return s
+}
+
+// Open implements connector.Sink. An SQLite database weir creates is its
+// owner's alone, or has the job's file_mode: the file is made before
+// SQLite opens it (SQLite gives its journal and WAL the database's mode).
+func (s *tableSink) Open(ctx context.Context, restored connector.Resume) error {
+	if t := s.o.Table; t.Driver == "sqlite" {
+		mode := s.j.FileMode
+		if mode == 0 {
+			mode = vfs.FileMode
+		}
+		if f, err := os.OpenFile(t.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode); err == nil {
+			err = f.Chmod(mode) // whatever the umask
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		} else if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	return s.Sink.Open(ctx, restored)
 }
 
 // Write implements connector.Sink.

@@ -4,7 +4,8 @@
 //
 // The database is working storage, not the durable copy, and the state
 // directory is emptied when a job starts (weir empties only a directory it
-// made or marked as its own). Hence no write-ahead log: a write costs a
+// made or marked as its own). A directory weir makes is its owner's alone
+// (0700). Hence no write-ahead log: a write costs a
 // memtable insert. A checkpoint flushes the memtable and takes a Pebble
 // checkpoint of the operator's keys (hard links to the immutable table
 // files, see Checkpoint); the checkpoint store copies only the table files
@@ -90,14 +91,14 @@ func Open(dir string, budget int64) (*DB, error) {
 	}
 	created := false
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
 		created = true
 	} else if err := emptyDir(dir); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, MarkerName), []byte("weir state: emptied at every start\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, MarkerName), []byte("weir state: emptied at every start\n"), 0o600); err != nil {
 		return nil, err
 	}
 	cache := pebble.NewCache(budget / 2)
@@ -171,7 +172,7 @@ func (db *DB) checkpoint(spans []pebble.CheckpointSpan) (*Snapshot, error) {
 		return nil, fmt.Errorf("state: flush for a checkpoint: %w", err)
 	}
 	base := filepath.Join(db.dir, "snapshots")
-	if err := os.MkdirAll(base, 0o755); err != nil {
+	if err := os.MkdirAll(base, 0o700); err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(base, fmt.Sprintf("snap-%08d", db.snaps.Add(1)))

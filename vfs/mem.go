@@ -386,9 +386,9 @@ func (i memInfo) IsDir() bool        { return i.n.dir }
 func (i memInfo) Sys() any           { return nil }
 func (i memInfo) Mode() fs.FileMode {
 	if i.n.dir {
-		return fs.ModeDir | 0o755
+		return fs.ModeDir | DirMode
 	}
-	return 0o644
+	return FileMode
 }
 
 // SameFile reports whether two results of Stat are the same file.

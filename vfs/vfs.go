@@ -42,15 +42,23 @@ type File interface {
 	Close() error
 }
 
-// OS is the real file system.
+// OS is the real file system. What it creates is its owner's alone: files
+// 0600, directories 0700 (checkpoints and outputs hold event data, often
+// personal data).
 var OS FS = osFS{}
+
+// The modes OS creates files and directories with.
+const (
+	FileMode os.FileMode = 0o600
+	DirMode  os.FileMode = 0o700
+)
 
 type osFS struct{}
 
-func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, DirMode) }
 
 func (osFS) WriteFile(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return err
 	}
@@ -92,7 +100,7 @@ func (osFS) SyncDir(dir string) error {
 }
 
 func (osFS) OpenFile(path string, flag int) (File, error) {
-	return os.OpenFile(path, flag|os.O_RDWR, 0o644)
+	return os.OpenFile(path, flag|os.O_RDWR, FileMode)
 }
 
 func (osFS) Stat(path string) (os.FileInfo, error) { return os.Stat(path) }

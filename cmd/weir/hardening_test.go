@@ -125,6 +125,58 @@ func TestStateDirIsNeverEmptied(t *testing.T) {
 	}
 }
 
+// A job folder named as the checkpoint directory, holding files under
+// names weir uses itself (shared/, .tmp-), is refused with nothing deleted;
+// files put later into weir's own checkpoint directory survive its
+// pruning.
+func TestCheckpointDirIsNeverEmptied(t *testing.T) {
+	dir := setup(t, "")
+	mine := map[string]string{"shared/reports/q3.txt": "q3 revenue\n", "shared/contacts.txt": "alice\n", ".tmp-notes": "call the bank\n"}
+	for name, text := range mine {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(jobText+"checkpoint: {dir: .}\n"), 0o644)
+	before := snapshot(t, dir)
+	code, _, stderr := runCLI(t, dir, "run", "job.yaml")
+	want := "weir: job.yaml:11: checkpoint: dir " + dir + " holds .tmp-notes, which weir did not write: weir deletes old checkpoints in its checkpoint directory, and keeps them only in a directory that is new, empty or marked WEIR-CHECKPOINTS by weir; choose another directory\n"
+	if code != 2 || stderr != want {
+		t.Errorf("exit %d: %q\nwant %q", code, stderr, want)
+	}
+	sameFiles(t, before, snapshot(t, dir))
+	// The same files in weir's own directory, between two runs that
+	// checkpoint and prune.
+	ck := filepath.Join(dir, "ck")
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(jobText+"checkpoint: {dir: ck, keep: 1}\n"), 0o644)
+	if code, _, stderr := runCLI(t, dir, "run", "job.yaml"); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for name, text := range mine {
+		os.MkdirAll(filepath.Dir(filepath.Join(ck, name)), 0o755)
+		os.WriteFile(filepath.Join(ck, name), []byte(text), 0o644)
+	}
+	for run := 0; run < 2; run++ {
+		if code, _, stderr := runCLI(t, dir, "run", "job.yaml"); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+	}
+	for name, text := range mine {
+		if b, err := os.ReadFile(filepath.Join(ck, name)); err != nil || string(b) != text {
+			t.Errorf("ck/%s: %q, %v", name, b, err)
+		}
+	}
+	entries, _ := os.ReadDir(ck)
+	var chk []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "chk-") {
+			chk = append(chk, e.Name())
+		}
+	}
+	if len(chk) != 1 {
+		t.Errorf("checkpoints kept with keep: 1: %v", chk)
+	}
+}
+
 // weir savepoint never signals a process a killed run left in weir.pid, and
 // two runs cannot share a checkpoint directory.
 func TestSavepointStalePidAndOneRunPerDirectory(t *testing.T) {

@@ -102,7 +102,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
-	httpAddr := fs.String("http", "", "serve /metrics, /api/status and the web console on `host:port` (overrides the job file's http)")
+	httpAddr := fs.String("http", "", "serve /metrics, /api/status, /healthz and the web console on `host:port` (overrides the job file's http address; its token and allowed hosts stay)")
 	acceptChanged := fs.Bool("accept-changed-input", false, "read an input file that is not the one the restored checkpoint read (regenerated or replaced since) from its start, instead of refusing to resume")
 	force := fs.Bool("force", false, "take existing output files over even when weir has no record of writing them (weir never overwrites or cuts back a file it cannot prove it wrote, unless told so)")
 	fs.Usage = func() {
@@ -119,6 +119,22 @@ the instances share the topic's partitions, a task each, with the state in
 the changelog topic. It runs until SIGTERM or Ctrl-C; then every task takes
 a last checkpoint and the instance leaves the group.
 
+Every string of the job file may read the environment: ${NAME}, or
+${NAME:-default} when NAME is unset or empty; $$ is a dollar. An unset NAME
+without a default is a bad job file (exit 2).
+
+The console (http, or --http) answers only requests that name this machine
+(localhost, an IP address, its listen host, or http.allowed_hosts); with
+http.token every request but /healthz must carry the token (Authorization:
+Bearer TOKEN, or open a page once with ?token=TOKEN). weir warns when it
+listens beyond loopback without a token. Secrets (passwords, tokens, what
+came from a variable into them) are never printed or served.
+
+Files weir creates are its user's alone (0600, directories 0700);
+file_mode: "0640" in the job file widens the outputs. weir deletes or
+empties only what it wrote: its checkpoint directory must be new, empty or
+marked by weir (WEIR-CHECKPOINTS).
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -127,6 +143,8 @@ Flags:
 	if !ok {
 		return code
 	}
+	// Nothing the run says shows a secret of the job file.
+	stderr = j.RedactWriter(stderr)
 	if *from != "" {
 		if st, err := os.Stat(*from); err != nil || !st.IsDir() {
 			fmt.Fprintf(stderr, "weir: --from %s: not a checkpoint directory\n", *from)
@@ -183,6 +201,9 @@ Flags:
 			return 1
 		}
 		fmt.Fprintf(stderr, "weir: the console is on http://%s/ (metrics on /metrics, status on /api/status)\n", addr)
+		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
+			fmt.Fprintln(stderr, "weir:", w)
+		}
 	}
 	if j.Checkpoint.Dir != "" {
 		pidFile := writePID(j.Checkpoint.Dir)
@@ -217,6 +238,9 @@ func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintf(stderr, "weir: the instance's status is on http://%s/api/status (metrics on /metrics)\n", addr)
+		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
+			fmt.Fprintln(stderr, "weir:", w)
+		}
 	}
 	term := make(chan os.Signal, 2)
 	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
@@ -236,13 +260,11 @@ func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
 	return 0
 }
 
-// pidName is the file in the checkpoint directory that holds the running
-// job's process id, for people and scripts (weir savepoint asks the lock).
-const pidName = "weir.pid"
-
+// writePID writes the running job's process id into the checkpoint
+// directory, for people and scripts (weir savepoint asks the lock).
 func writePID(dir string) string {
-	p := filepath.Join(dir, pidName)
-	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	p := filepath.Join(dir, checkpoint.PIDName)
+	_ = os.WriteFile(p, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600)
 	return p
 }
 

@@ -62,6 +62,7 @@ Flags:
 	if !ok {
 		return code
 	}
+	stderr = j.RedactWriter(stderr)
 	o := reconcile.Options{Ledger: ledger, From: mtime.MinTime, To: mtime.MaxTime, Reason: *reason, Output: *output,
 		Log: func(s string) { fmt.Fprintln(stderr, "weir:", s) }}
 	for _, f := range []struct {

@@ -40,7 +40,15 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cl := &http.Client{Timeout: 5 * time.Second}
-	resp, err := cl.Get("http://" + *addr + "/api/status")
+	req, err := http.NewRequest("GET", "http://"+*addr+"/api/status", nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "weir: --http %s: %v\n", *addr, err)
+		return 2
+	}
+	if j.HTTPToken != "" {
+		req.Header.Set("Authorization", "Bearer "+j.HTTPToken)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		fmt.Fprintf(stderr, "weir: no job answers on %s: %v\n", *addr, err)
 		return 1

@@ -143,3 +143,57 @@ func freePort() (int, error) {
 
 // FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
 func FreePort() (int, error) { return freePort() }
+
+// AddUser makes a login role user with password, authenticated by
+// password (SCRAM) when it connects over TCP, and gives it the database
+// (it owns it, and may create tables in it). dsn is the cluster's, as
+// Start returned it; dir the directory given to Start. It returns once a
+// wrong password is refused: the rule is in force.
+func AddUser(dsn, dir, database, user, password string) error {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close(ctx)
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+	for _, q := range []string{
+		fmt.Sprintf(`CREATE ROLE %q LOGIN PASSWORD %s`, user, quote(password)),
+		fmt.Sprintf(`ALTER DATABASE %q OWNER TO %q`, database, user),
+	} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	hba := filepath.Join(dir, "data", "pg_hba.conf")
+	old, err := os.ReadFile(hba)
+	if err != nil {
+		return err
+	}
+	rule := fmt.Sprintf("host all %s 127.0.0.1/32 scram-sha-256\n", user)
+	if err := os.WriteFile(hba, append([]byte(rule), old...), 0o600); err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return err
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	cfg.User, cfg.Password, cfg.Database = user, password+"-wrong", database
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		wrong, err := pgx.ConnectConfig(cctx, cfg)
+		cancel()
+		if err != nil {
+			return nil
+		}
+		wrong.Close(ctx)
+		if time.Now().After(deadline) {
+			return errors.New("a wrong password is still accepted 30 s after the server reloaded pg_hba.conf")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
