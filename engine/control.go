@@ -220,6 +220,9 @@ type SinkStatus struct {
 	Guarantee string `json:"guarantee"`
 	// CommitLatency is how long its last commit took (ms).
 	CommitLatency float64 `json:"commit_latency_ms"`
+	// Refused counts the items it refused for a reason of their own (a
+	// value it cannot store): not written there, sent to its dead letter.
+	Refused int64 `json:"refused"`
 }
 
 // makeStatus runs in the source loop.

@@ -23,6 +23,7 @@ const (
 	ReasonFuture       = "future_event_time"
 	ReasonNoKey        = "no_key"
 	ReasonBadKey       = "bad_key"
+	ReasonKeyTooLong   = "key_too_long"
 	ReasonNoID         = "no_id"
 	ReasonNoArrival    = "no_arrival_time"
 	ReasonBadArrival   = "bad_arrival_time"
@@ -32,8 +33,9 @@ const (
 	ReasonLineTooLong  = "line_too_long"
 )
 
-// maxLine is the longest line accepted; longer lines are quarantined.
-const maxLine = 16 << 20
+// maxLine is the longest line accepted; longer lines are quarantined, read
+// past by the source without being held (source.Lines.SetMaxLine).
+const maxLine = source.DefaultMaxLine
 
 // parsed is one line, read.
 type parsed struct {
@@ -115,6 +117,11 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		return
 	}
 	lp.recTS = r.Timestamp
+	if r.Cut != nil {
+		d.Kind, d.Reason, d.Detail = engine.Rejected, ReasonLineTooLong, fmt.Sprintf("%d bytes, longer than the %d a line may have", r.Cut.Length, maxLine)
+		d.Arrival = mtime.MinTime
+		return
+	}
 	p := lp.parse(r.Value, r.Arrival)
 	d.Arrival = mtime.MinTime
 	if p.hasArrival {
@@ -271,6 +278,14 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
 			}
 			return out
+		}
+		if k.Type() == fastjson.TypeString {
+			if n := len(k.GetStringBytes()); int64(n) > j.maxKeyBytes() {
+				// An output may hold a key of a bounded size only (an
+				// index, a message): the line is set aside, not the output.
+				out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes, more than max_key_bytes (%d)", j.Key.String(), n, j.maxKeyBytes())
+				return out
+			}
 		}
 		key, ok := lp.keys.intern(k)
 		if !ok {

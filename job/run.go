@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -111,6 +113,10 @@ type Summary struct {
 	// by the windows, when a job stopped at once (a failure, or a stop that
 	// could not wait): the next run reads them again from its checkpoint.
 	InFlight int64 `json:"in_flight,omitempty"`
+	// Refused counts, by output, the panes and too-late events an output
+	// refused for a reason of their own (a value it cannot store): not
+	// written there, but to dead_letter if the job has one.
+	Refused map[string]int64 `json:"refused,omitempty"`
 	// Lost counts the records the source skipped knowing they were there
 	// (Kafka records deleted before they were read, on_gap: skip): never
 	// read, so not in Read.
@@ -195,6 +201,13 @@ func (s *Summary) Text() string {
 	if s.HavingErrors > 0 {
 		text += fmt.Sprintf("weir: %s: the having expression failed on %d panes; they were written unfiltered\n", name, s.HavingErrors)
 	}
+	if len(s.Refused) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(s.Refused)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, s.Refused[k]))
+		}
+		text += fmt.Sprintf("weir: %s: refused by an output, for a value it cannot store (not written there; kept in dead_letter, if set): %s\n", name, strings.Join(parts, ", "))
+	}
 	if s.Lost > 0 {
 		text += fmt.Sprintf("weir: %s: %d records were lost: deleted from the input before they were read, and skipped (on_gap: skip)\n", name, s.Lost)
 	}
@@ -222,6 +235,7 @@ type Runnable struct {
 	head    *engine.Head[string, record]
 	win     *engine.Window[string, record, acc, []outVal]
 	out     *engine.SinkNode[pane]
+	outs    []*engine.SinkNode[pane] // every results output, in order
 	late    *engine.SinkNode[lateEvent]
 	having  *havingFilter
 	db      *state.DB
@@ -424,6 +438,7 @@ func (rn *Runnable) build() error {
 		if i == 0 {
 			rn.out = n
 		}
+		rn.outs = append(rn.outs, n)
 		fan.Subscribe(n)
 	}
 	if j.Acceptance != "" {
@@ -484,6 +499,21 @@ func (rn *Runnable) build() error {
 			return err
 		}
 		rn.win.Late.Subscribe(rn.late)
+	}
+	if j.DeadLetter != nil {
+		// What the outputs refuse, in the order of their checkpoints.
+		df := newFormat(j)
+		dn, err := newSink(rn, j.DeadLetter, df.appendDead, df.deadKafka, deadID)
+		if err != nil {
+			return err
+		}
+		dl, ff := newDeadLetters(dn), newFormat(j)
+		for _, n := range rn.outs {
+			dl.addPanes(n, ff)
+		}
+		if rn.late != nil {
+			dl.addLate(rn.late, ff)
+		}
 	}
 	if j.FileMode != 0 && o.FS == nil {
 		// The sinks opened (and created) their files first: until here
@@ -591,7 +621,7 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 func recordName(j *Job, o *Output) engine.SinkOption {
 	role := "results"
 	switch o.Field {
-	case "late_output", "quarantine":
+	case "late_output", "quarantine", "dead_letter":
 		role = o.Field
 	}
 	rel := func(p string) string {
@@ -789,6 +819,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	}
 	s.TooLateByWindow = dropsByWindow(st)
 	s.OutputsAdded = rn.e.AddedSinks()
+	s.Refused = rn.refused()
 	if rn.fileSrc != nil {
 		s.InputRestarted = rn.fileSrc.Restarted
 	}

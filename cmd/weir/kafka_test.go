@@ -126,6 +126,7 @@ func withoutEmittedAt(line string) string {
 		return line
 	}
 	delete(m, "emitted_at")
+	delete(m, "set_aside_at")
 	if off, ok := m["offset"].(float64); ok {
 		delete(m, "offset")
 		delete(m, "partition")

@@ -87,7 +87,15 @@ type Sink[T any] struct {
 	// committedTo is, per partition, the offset after the records of the
 	// last committed transaction (commit side): the sink's mark.
 	committedTo map[int32]int64
+	// maxRecord is the largest record the topic takes (max.message.bytes,
+	// and the client's own limit): a larger one is refused, never produced,
+	// since one record the broker refuses would lose its whole transaction.
+	maxRecord int
 }
+
+// recordOverhead is what a record takes besides its key, value and
+// headers, in a batch of its own (at most).
+const recordOverhead = 128
 
 // header is the name of the header that identifies a record of a weir sink.
 const header = "weir"
@@ -182,6 +190,7 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	if err := s.checkTopic(ctx); err != nil {
 		return err
 	}
+	s.maxRecord = s.topicMaxRecord(ctx)
 	if s.Txn != nil {
 		s.mem = s.Txn.join()
 		return nil
@@ -212,6 +221,36 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	// The producers start (and fence what a previous run left open) in
 	// Start, once the restored checkpoint's transaction is committed.
 	return nil
+}
+
+// topicMaxRecord is the largest record the topic takes: its
+// max.message.bytes, and no more than the client sends in one batch.
+func (s *Sink[T]) topicMaxRecord(ctx context.Context) int {
+	max := 1_000_012 // the client's default max record batch bytes, and Kafka's max.message.bytes
+	rcs, err := kadm.NewClient(s.admin).DescribeTopicConfigs(ctx, s.Topic)
+	if err != nil {
+		return max
+	}
+	if rc, err := rcs.On(s.Topic, nil); err == nil {
+		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil {
+				var v int
+				if _, err := fmt.Sscan(*c.Value, &v); err == nil && v > 0 && v < max {
+					max = v
+				}
+			}
+		}
+	}
+	return max
+}
+
+// size is what a record takes in a batch of its own, at most.
+func size(key, value []byte, hdr []kgo.RecordHeader) int {
+	n := len(key) + len(value) + recordOverhead
+	for _, h := range hdr {
+		n += len(h.Key) + len(h.Value) + 8
+	}
+	return n
 }
 
 // fail records the error that ends the sink's transactions: a record of a
@@ -456,20 +495,41 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 	if err := s.err(); err != nil {
 		return err
 	}
+	var refused []connector.RefusedItem
+	tooLarge := func(i, n int) bool {
+		if n <= s.maxRecord {
+			return false
+		}
+		refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("kafka %s: a record of %d bytes, larger than the topic takes (%d)", s.Topic, n, s.maxRecord)})
+		return true
+	}
+	refusal := func() error {
+		if refused == nil {
+			return nil
+		}
+		return &connector.RefusedError{Items: refused}
+	}
 	if s.Txn != nil {
-		recs := make([]*kgo.Record, len(items))
+		recs := make([]*kgo.Record, 0, len(items))
 		for i := range items {
 			k, v := s.Encode(items[i])
-			recs[i] = &kgo.Record{Topic: s.Topic, Key: k, Value: v}
+			if !tooLarge(i, size(k, v, nil)) {
+				recs = append(recs, &kgo.Record{Topic: s.Topic, Key: k, Value: v})
+			}
 		}
-		return s.Txn.produce(ctx, s.mem, recs)
+		if err := s.Txn.produce(ctx, s.mem, recs); err != nil {
+			return err
+		}
+		return refusal()
 	}
 	if s.once != nil {
 		for i := range items {
 			k, v := s.Encode(items[i])
-			s.once.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
+			if !tooLarge(i, size(k, v, nil)) {
+				s.once.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
+			}
 		}
-		return nil
+		return refusal()
 	}
 	s.mu.Lock()
 	sl := s.slots[s.cur]
@@ -492,6 +552,10 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 			binary.BigEndian.PutUint64(v[4:], id)
 			hdr = []kgo.RecordHeader{{Key: header, Value: v}}
 		}
+		k, v := s.Encode(items[i])
+		if tooLarge(i, size(k, v, hdr)) {
+			continue
+		}
 		if !sl.inTxn {
 			// The transaction begins with its first record: one that
 			// would hold none is never begun.
@@ -503,10 +567,9 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 			}
 			sl.inTxn = true
 		}
-		k, v := s.Encode(items[i])
 		sl.cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v, Headers: hdr}, sl.promise)
 	}
-	return nil
+	return refusal()
 }
 
 // Flush implements connector.Sink: at least once, the records go out.

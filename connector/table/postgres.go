@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -96,6 +97,48 @@ func (f failing) Driver() driver.Driver                        { return nil }
 
 // stageTable is the temporary table a commit copies its rows into.
 const stageTable = "weir_stage"
+
+// pgMaxKeyBytes is the most bytes the key values of a row may take: the
+// primary key's index holds a row of at most 2704 bytes (a third of a page),
+// with the window's bounds beside the key.
+const pgMaxKeyBytes = 2600
+
+// refuses implements backend: PostgreSQL text holds neither NUL nor bytes
+// that are not UTF-8, and the primary key's index takes rows of a bounded
+// size.
+func (b *pgBackend) refuses(r *Row) string {
+	keyBytes := 0
+	for _, v := range r.Key {
+		if s, ok := v.(string); ok {
+			keyBytes += len(s)
+			if why := pgText(s); why != "" {
+				return "the key " + why
+			}
+		}
+	}
+	if keyBytes > pgMaxKeyBytes {
+		return fmt.Sprintf("the key takes %d bytes, more than PostgreSQL's index on it takes (%d)", keyBytes, pgMaxKeyBytes)
+	}
+	for _, v := range r.Values {
+		if s, ok := v.(string); ok {
+			if why := pgText(s); why != "" {
+				return "a value " + why
+			}
+		}
+	}
+	return ""
+}
+
+// pgText says why PostgreSQL text cannot hold s, or "".
+func pgText(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "holds a NUL character, which PostgreSQL text cannot store"
+	}
+	if !utf8.ValidString(s) {
+		return "is not UTF-8, which PostgreSQL text needs"
+	}
+	return ""
+}
 
 type pgBackend struct {
 	s      *Sink

@@ -59,6 +59,9 @@ var sqliteDialect = &dialect{
 
 func (b *sqliteBackend) handle() (*dialect, *sql.DB) { return sqliteDialect, b.db }
 
+// refuses implements backend: SQLite stores any text, NULs included.
+func (b *sqliteBackend) refuses(*Row) string { return "" }
+
 // affinity is the type affinity of a column declared as decl
 // (https://www.sqlite.org/datatype3.html#determination_of_column_affinity).
 func affinity(decl string) string {

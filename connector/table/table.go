@@ -251,6 +251,9 @@ type backend interface {
 	apply(ctx context.Context, rows []prow, m marker) (done bool, err error)
 	// classify marks err transient or permanent.
 	classify(err error) error
+	// refuses says why the database cannot store a row, for a reason of the
+	// row's own (a value it does not take), or "".
+	refuses(r *Row) string
 	// handle is the database through database/sql, for reading rows back and
 	// correcting them.
 	handle() (*dialect, *sql.DB)
@@ -341,13 +344,22 @@ func (s *Sink) Write(ctx context.Context, items []Row) error {
 		}
 	}
 	start, n := len(s.buf), s.rows
+	var refused []connector.RefusedItem
 	for i := range items {
+		if why := s.backend.refuses(&items[i]); why != "" {
+			// One row the database cannot store must not stop the others.
+			refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("%s: %s", s.name, why)})
+			continue
+		}
 		var err error
 		if s.buf, err = s.appendRow(s.buf, &items[i]); err != nil {
 			s.buf, s.rows = s.buf[:start], n
 			return s.wrap("write", connector.Permanent(err))
 		}
 		s.rows++
+	}
+	if refused != nil {
+		return &connector.RefusedError{Items: refused}
 	}
 	return nil
 }

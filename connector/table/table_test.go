@@ -607,3 +607,40 @@ func TestReadAndCorrect(t *testing.T) {
 func resumeWith(pre []byte) connector.Resume {
 	return connector.Resume{From: 7, Pending: []connector.PreCommit{{Checkpoint: 7, Data: pre}}}
 }
+
+// A row the database cannot store for a reason of its own (PostgreSQL text
+// holds no NUL, its primary key's index takes rows of a bounded size) is
+// refused, by its index, and the others are written and committed; the
+// refusal is never retried. SQLite takes them all.
+func TestRowsTheDatabaseCannotStore(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		ctx := context.Background()
+		long := strings.Repeat("k", 3000)
+		err := k.Write(ctx, []Row{pane("line-1", 1, "ON_TIME", 2), pane("nul\x00key", 1, "ON_TIME", 1), pane(long, 1, "ON_TIME", 3), pane("line-2", 1, "ON_TIME", 4)})
+		var re *connector.RefusedError
+		if d.kind == "sqlite" {
+			if err != nil {
+				t.Fatalf("SQLite refused: %v", err)
+			}
+		} else if !errors.As(err, &re) || len(re.Items) != 2 || re.Items[0].Index != 1 || re.Items[1].Index != 2 ||
+			!strings.Contains(re.Items[0].Reason, "the key holds a NUL character, which PostgreSQL text cannot store") ||
+			!strings.Contains(re.Items[1].Reason, "the key takes 3000 bytes, more than PostgreSQL's index on it takes (2600)") || connector.Retryable(err) {
+			t.Fatalf("refused: %v", err)
+		}
+		pre, err := k.PreCommit(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Commit(ctx, 1, pre); err != nil {
+			t.Fatalf("the commit of the rows it took: %v", err)
+		}
+		n := 4
+		if d.kind == "postgres" {
+			n = 2
+		}
+		if got := d.rows(t, "SELECT count(*) FROM alerts"); len(got) != 1 || got[0] != fmt.Sprint(n) {
+			t.Errorf("rows: %v, want %d", got, n)
+		}
+	})
+}

@@ -502,7 +502,7 @@ func (op *WindowOp[K, T, A, O]) Aside(step uint64, key K, ts, now mtime.Time, v 
 	}
 	op.out = append(op.out, Out[K, T, O]{
 		Step: op.step, At: none, Kind: OutLate,
-		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: reason},
+		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: reason, At: op.now},
 	})
 }
 
@@ -512,7 +512,7 @@ func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Tim
 		w := op.wbuf[len(op.wbuf)-1]
 		op.out = append(op.out, Out[K, T, O]{
 			Step: op.step, At: none, Kind: OutLate,
-			Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v},
+			Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, At: op.now},
 		})
 		return
 	}
