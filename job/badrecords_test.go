@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -173,5 +174,63 @@ func TestQuarantineTopicNeverWedges(t *testing.T) {
 	recs := committedRecords(t, addr, "quarantine")
 	if sum.Quarantined != 1 || len(recs) != 1 || !strings.Contains(recs[0], fmt.Sprintf(`"raw_bytes":%d`, len(big))) {
 		t.Errorf("quarantined %d, records %d", sum.Quarantined, len(recs))
+	}
+}
+
+// Keys 1 and "1" (and true and "true") are different keys: they are two
+// rows of a table, as they are two panes of a file. A string that reads as
+// nothing else is written as itself.
+func TestKeysOfTwoTypesAreTwoRows(t *testing.T) {
+	at := int64(1_780_000_000_000)
+	var b strings.Builder
+	for i, k := range []string{`1`, `"1"`, `true`, `"true"`, `"c1"`, `"\"q\""`} {
+		fmt.Fprintf(&b, `{"card":%s,"ts":%d,"arrival":%d}`+"\n", k, at+int64(i), at+int64(i))
+	}
+	dir, _ := runJob(t, badJob+"output: [results.jsonl, {sqlite: {path: results.db, table: alerts}}]\n", b.String())
+	db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query("SELECT card, orders FROM alerts ORDER BY card")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var k string
+		var n int
+		rows.Scan(&k, &n)
+		got = append(got, fmt.Sprintf("%s=%d", k, n))
+	}
+	if want := `"1"=1 "\"q\""=1 "true"=1 1=1 c1=1 true=1`; strings.Join(got, " ") != want {
+		t.Errorf("rows %s\nwant %s", strings.Join(got, " "), want)
+	}
+}
+
+// A number a sum could not add up without becoming infinite is rejected
+// (bad_value, overflow), and so is an event whose window would end after
+// the last instant weir writes: no pane is ever null or Inf, and no
+// accepted event is missing from every output.
+func TestValuesAndTimesOutOfRange(t *testing.T) {
+	at := int64(1_780_000_000_000)
+	in := fmt.Sprintf(`{"card":"c","amount":1e308,"ts":%d,"arrival":%d}
+{"card":"c","amount":1e308,"ts":%d,"arrival":%d}
+{"card":"c","amount":2.5,"ts":%d,"arrival":%d}
+{"card":"c","amount":1,"ts":"9999-12-31T23:59:59Z","arrival":%d}
+`, at, at, at, at, at, at, at)
+	job := strings.Replace(badJob, "aggregates: {orders: count}", "aggregates: {orders: count, spent: sum(amount), mean: avg(amount)}", 1) + "output: results.jsonl\nmax_future: none\n"
+	dir, sum := runJob(t, job, in)
+	if sum.Accepted != 1 || sum.QuarantineReasons["bad_value"] != 2 || sum.QuarantineReasons["implausible_event_time"] != 1 {
+		t.Errorf("summary: %+v", sum)
+	}
+	if r := read(t, dir, "results.jsonl"); !strings.Contains(r, `"orders":1,"spent":2.5,"mean":2.5`) || strings.Contains(r, "null") {
+		t.Errorf("results: %s", r)
+	}
+	q := read(t, dir, "quarantine.jsonl")
+	if !strings.Contains(q, `"detail":"overflow: amount is too large to be added up (1e308): a sum of such numbers could be infinite"`) ||
+		!strings.Contains(q, `"reason":"implausible_event_time","line":4,"detail":"its windows would end after 9999-12-31, the last instant weir writes"`) {
+		t.Errorf("quarantine:\n%s", q)
 	}
 }

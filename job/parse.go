@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
+	"github.com/weirstream/weir/window"
 )
 
 // Quarantine reasons, as written in the quarantine file and the summary.
@@ -32,6 +33,11 @@ const (
 	ReasonBadWatermark = "bad_watermark"
 	ReasonLineTooLong  = "line_too_long"
 )
+
+// maxSummed bounds the numbers a sum or an average adds up: no sum of
+// fewer than 10^58 numbers below it reaches a float's range, so a pane's sum
+// is never infinite (which JSON cannot write and tables would keep as Inf).
+const maxSummed = 1e250
 
 // maxLine is the longest line accepted; longer lines are quarantined, read
 // past by the source without being held (source.Lines.SetMaxLine).
@@ -63,7 +69,11 @@ type lineParser struct {
 	p       fastjson.Parser
 	fields  []Path // the distinct fields the aggregates read
 	numeric []bool // whether a field must be a number
-	agg     *aggs
+	summed  []bool // whether a sum or an average adds it up
+	// latest is the latest event time whose windows, and their allowed
+	// lateness, end before the last instant weir can write (9999-12-31).
+	latest mtime.Time
+	agg    *aggs
 
 	recTS    mtime.Time // the record's own timestamp (Kafka), for record_timestamp
 	keys     *keyTable
@@ -97,13 +107,34 @@ func newLineParser(j *Job) *lineParser {
 			idx = len(lp.fields)
 			lp.fields = append(lp.fields, a.Field)
 			lp.numeric = append(lp.numeric, false)
+			lp.summed = append(lp.summed, false)
 		}
 		if a.Kind != AggCountDistinct && a.Kind != AggCountField {
 			lp.numeric[idx] = true
 		}
+		if a.Kind == AggSum || a.Kind == AggAvg {
+			lp.summed[idx] = true
+		}
 		lp.agg.field = append(lp.agg.field, idx)
 	}
+	lp.latest = latestEventTime(j)
 	return lp
+}
+
+// latestEventTime is the latest event time of a job whose every window ends,
+// with its allowed lateness, before the last instant weir can write: a
+// later one would be counted in a window that no output can hold.
+func latestEventTime(j *Job) mtime.Time {
+	extent := mtime.Time(0)
+	switch a := j.Window.Assigner.(type) {
+	case window.Tumbling:
+		extent = a.Size
+	case window.Sliding:
+		extent = a.Size
+	case window.Session:
+		extent = a.Gap
+	}
+	return mtime.MaxTime - extent - j.Window.AllowedLateness - 1
 }
 
 func get(v *fastjson.Value, p Path) *fastjson.Value { return source.Get(v, p) }
@@ -262,6 +293,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		}
 		out.ts = t
 	}
+	if out.ts > lp.latest {
+		out.reason, out.detail = ReasonImplausible, "its windows would end after 9999-12-31, the last instant weir writes"
+		return out
+	}
 	if arrivalReason != "" {
 		out.reason = arrivalReason
 		return out
@@ -334,6 +369,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			fl := fv.GetFloat64()
 			if math.IsInf(fl, 0) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
+				return out
+			}
+			if lp.summed[i] && math.Abs(fl) >= maxSummed {
+				out.reason, out.detail = ReasonBadValue, "overflow: "+f.String()+" is too large to be added up ("+string(raw)+"): a sum of such numbers could be infinite"
 				return out
 			}
 			// Int64 only for integer text: on "12.5" it fails, and its error
