@@ -430,6 +430,10 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 	}
 	if b.Kind != checkpoint.Savepoint {
 		e.store.Prune()
+	} else if k := e.cfg.Checkpoint.KeepSavepoints; k > 0 {
+		for _, gone := range e.store.PruneSavepoints(k, path) {
+			e.log(fmt.Sprintf("removed the savepoint %s: keep_savepoints keeps the newest %d", gone, k))
+		}
 	}
 	if b.reply != nil {
 		b.reply <- savepointResult{path: path}

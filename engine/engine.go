@@ -52,9 +52,12 @@ type Config struct {
 
 // Checkpointing configures durable checkpoints.
 type Checkpointing struct {
-	Dir               string
-	Interval          time.Duration
-	Keep              int
+	Dir      string
+	Interval time.Duration
+	Keep     int
+	// KeepSavepoints is how many savepoints stay: a new one prunes the
+	// oldest beyond it, and logs what it removed (0: every one stays).
+	KeepSavepoints    int
 	TolerableFailures int
 	// Fingerprint identifies what the job computes; a checkpoint with
 	// another fingerprint is refused on restore.

@@ -310,3 +310,35 @@ func TestStopAfterTheEndOfInput(t *testing.T) {
 		}
 	})
 }
+
+// lateSink is a sink whose database is not up for its first opens.
+type lateSink struct {
+	memSink
+	fails int
+}
+
+func (s *lateSink) Open(context.Context, connector.Resume) error {
+	if s.fails > 0 {
+		s.fails--
+		return connector.Transient(errors.New("connection refused"))
+	}
+	return nil
+}
+
+// A sink whose database is down when the job starts is waited for, as its
+// writes are: its Open is retried with backoff.
+func TestSinkOpenRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1), bounded: true}
+		src.add("a 1000", "a 9000")
+		var log syncBuffer
+		sink := &lateSink{fails: 3}
+		e := build(t, engine.Config{Name: "late", Log: &log}, src, sink)
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v\n%s", err, log.String())
+		}
+		if !strings.Contains(log.String(), "output open: connection refused; retrying in") || !strings.Contains(log.String(), "output open: succeeded after 3 retries") || sink.String() == "" {
+			t.Errorf("log:\n%s\noutput: %q", log.String(), sink.String())
+		}
+	})
+}

@@ -140,7 +140,9 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 		return pre, items, err
 	}
 	e.OnStart(func(ctx context.Context) error {
-		if err := s.Open(ctx, resume); err != nil {
+		// A database or broker that is not up yet is waited for, as a
+		// write waits for it.
+		if err := e.Retry(name+" open", func() error { return s.Open(ctx, resume) }); err != nil {
 			return n.wrap("open", err)
 		}
 		p.committed.Store(committed)

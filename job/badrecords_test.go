@@ -234,3 +234,25 @@ func TestValuesAndTimesOutOfRange(t *testing.T) {
 		t.Errorf("quarantine:\n%s", q)
 	}
 }
+
+// Too-late events of windows of their own (a session each) are counted per
+// window for the latest windows only: the count of the others is kept, in
+// one entry, so that what every checkpoint writes stays bounded.
+func TestTooLateCountsAreBounded(t *testing.T) {
+	var b strings.Builder
+	at := int64(1_780_000_000_000)
+	fmt.Fprintf(&b, `{"card":"c","ts":%d,"arrival":%d}`+"\n", at+4_000_000, at+4_000_000)
+	for i := range 3000 {
+		ts := at + int64(i)*1000
+		fmt.Fprintf(&b, `{"card":"k%d","ts":%d,"arrival":%d}`+"\n", i, ts, at+4_000_001)
+	}
+	job := strings.Replace(badJob, "window: {tumbling: 10s}", "window: {session: {gap: 1s}}", 1) + "output: results.jsonl\n"
+	_, sum := runJob(t, job, b.String())
+	total := int64(0)
+	for _, w := range sum.TooLateByWindow {
+		total += w.Dropped
+	}
+	if sum.TooLate != 3000 || total != 3000 || len(sum.TooLateByWindow) != 1025 || sum.TooLateByWindow[0].Before != "2026-05-28T20:59:36.000Z" || sum.TooLateByWindow[0].Dropped != 3000-1024 {
+		t.Errorf("too late %d, %d entries summing to %d, the first %+v", sum.TooLate, len(sum.TooLateByWindow), total, sum.TooLateByWindow[0])
+	}
+}

@@ -117,9 +117,12 @@ const DefaultMaxFuture mtime.Time = 3_600_000
 
 // Checkpoint configures durable checkpoints.
 type Checkpoint struct {
-	Dir               string // empty: no checkpoints
-	Interval          mtime.Time
-	Keep              int
+	Dir      string // empty: no checkpoints
+	Interval mtime.Time
+	Keep     int
+	// KeepSavepoints is how many savepoints stay (keep_savepoints,
+	// default 3): a new one prunes the oldest beyond, and says so.
+	KeepSavepoints    int
 	TolerableFailures int
 }
 
@@ -1070,7 +1073,7 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	if err != nil || c == nil {
 		return err
 	}
-	if err := c.strict("dir", "interval", "keep", "tolerable_failures"); err != nil {
+	if err := c.strict("dir", "interval", "keep", "keep_savepoints", "tolerable_failures"); err != nil {
 		return err
 	}
 	dir, n, err := c.str("dir")
@@ -1086,7 +1089,7 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	} else {
 		dir = p.resolve(dir)
 	}
-	j.Checkpoint = Checkpoint{Dir: dir, Interval: 10000, Keep: 3, TolerableFailures: 3}
+	j.Checkpoint = Checkpoint{Dir: dir, Interval: 10000, Keep: 3, KeepSavepoints: 3, TolerableFailures: 3}
 	if j.Grouped() {
 		j.Checkpoint.Interval = 1000
 	}
@@ -1105,6 +1108,14 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 			return c.errf(c.get("keep"), "checkpoint.keep", "must be at least 1")
 		}
 		j.Checkpoint.Keep = k
+	}
+	if k, ok, err := c.integer("keep_savepoints"); err != nil {
+		return err
+	} else if ok {
+		if k < 1 {
+			return c.errf(c.get("keep_savepoints"), "checkpoint.keep_savepoints", "must be at least 1 (the one a stop takes is the one the next run resumes from)")
+		}
+		j.Checkpoint.KeepSavepoints = k
 	}
 	if k, ok, err := c.integer("tolerable_failures"); err != nil {
 		return err

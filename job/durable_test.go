@@ -95,7 +95,7 @@ func setupDurable(t *testing.T) (dir, refDir string) {
 	refDir, _ = runJob(t, durableJob, in)
 	dir = t.TempDir()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in), 0o644)
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 2}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 2, keep_savepoints: 100}\n"), 0o644)
 	return dir, refDir
 }
 
@@ -197,7 +197,7 @@ func TestTornAndCorruptCheckpoints(t *testing.T) {
 	for _, damage := range []string{"truncate window.op-0", "flip sink:results:file:results.jsonl", "flip MANIFEST", "delete source:input"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, refDir := setupDurable(t)
-			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5}\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5, keep_savepoints: 100}\n"), 0o644)
 			// Take savepoints, then make the job look as if it crashed after
 			// the third: remove everything later, and the output after it.
 			_, paths, err := runWithSavepoints(t, dir, checkpoint.OSFS)
@@ -267,4 +267,23 @@ func TestFailedRunSummaryAddsUp(t *testing.T) {
 	if text := sum.Text(); !strings.Contains(text, fmt.Sprintf("read %d lines", sum.Read)) {
 		t.Errorf("text: %s", text)
 	}
+}
+
+// Savepoints do not pile up: keep_savepoints (3 by default) stay, and each
+// one removed is said.
+func TestSavepointsKept(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	var log strings.Builder
+	var mu sync.Mutex
+	if _, err := Run(context.Background(), j, Options{Log: &syncWriter{&mu, &log}, savepointEvery: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sps, _ := filepath.Glob(filepath.Join(dir, "ckpt", "savepoints", "sp-*"))
+	removed := strings.Count(log.String(), "removed the savepoint ")
+	if len(sps) != 3 || removed < 10 || !strings.Contains(log.String(), ": keep_savepoints keeps the newest 3") {
+		t.Errorf("%d savepoints left, %d removed:\n%.600s", len(sps), removed, log.String())
+	}
+	sameOutputs(t, dir, refDir)
 }

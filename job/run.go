@@ -31,6 +31,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
 )
 
 // Options are the parts of a run that do not come from the job file.
@@ -151,9 +152,14 @@ type Summary struct {
 // WindowDrops is the number of too-late events dropped for one window (over
 // all keys). An event of a sliding window is counted in every window it was
 // too late for.
+//
+// The summary counts the latest windows with drops one by one (1,024 at
+// most per operator instance); the drops of older ones come first, summed,
+// with Before the end of the latest of them.
 type WindowDrops struct {
 	Start   string `json:"window_start,omitempty"`
 	End     string `json:"window_end,omitempty"`
+	Before  string `json:"before,omitempty"`
 	Dropped int64  `json:"dropped"`
 }
 
@@ -348,7 +354,7 @@ func (rn *Runnable) build() error {
 	if j.Checkpoint.Dir != "" {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
-			Keep: j.Checkpoint.Keep, TolerableFailures: j.Checkpoint.TolerableFailures,
+			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
 			Fingerprint: fingerprint(j), From: o.From, FS: o.FS,
 		}
 		if o.task != nil {
@@ -884,7 +890,10 @@ func dropsByWindow(st exec.Stats) []WindowDrops {
 	})
 	for _, e := range list {
 		wd := WindowDrops{Dropped: e.n}
-		if !e.global {
+		switch {
+		case exec.IsEarlierWindows(window.Window{Start: e.start, End: e.end}):
+			wd.Before = e.end.String()
+		case !e.global:
 			wd.Start, wd.End = e.start.String(), e.end.String()
 		}
 		out = append(out, wd)

@@ -184,6 +184,9 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 			s.fail(err)
 		}
 	}
+	if s.admin != nil {
+		s.admin.Close() // an Open tried again
+	}
 	if s.admin, err = kgo.NewClient(opts...); err != nil {
 		return err
 	}
@@ -204,6 +207,7 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	}
 	tag := sha256.Sum256([]byte(s.TransactionalID))
 	copy(s.tag[:], tag[:])
+	s.slots = s.slots[:0]
 	for i := range Pool {
 		sl := &slot{id: fmt.Sprintf("%s-%d", s.TransactionalID, i)}
 		sl.promise = func(r *kgo.Record, err error) {

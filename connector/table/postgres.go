@@ -314,6 +314,11 @@ func (b *pgBackend) apply(ctx context.Context, rows []prow, m marker) (done bool
 		if tag.RowsAffected() == 0 {
 			return true, nil
 		}
+		if m.checkpoint%pruneEvery == 0 && m.checkpoint > keepMarkers {
+			if _, err := tx.Exec(ctx, pruneMarkersSQL(pgDialect), m.sink, m.checkpoint-keepMarkers); err != nil {
+				return false, err
+			}
+		}
 	}
 	if _, err := b.conn.PgConn().CopyFrom(ctx, bytes.NewReader(b.buf), b.copy); err != nil {
 		return false, err

@@ -263,6 +263,11 @@ func (b *sqliteBackend) apply(ctx context.Context, rows []prow, m marker) (done 
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err == nil, err
 		}
+		if m.checkpoint%pruneEvery == 0 && m.checkpoint > keepMarkers {
+			if _, err := tx.ExecContext(ctx, pruneMarkersSQL(sqliteDialect), m.sink, m.checkpoint-keepMarkers); err != nil {
+				return false, err
+			}
+		}
 	}
 	w := len(b.args) / sqliteChunk
 	if len(rows) >= sqliteChunk {

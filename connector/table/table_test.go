@@ -644,3 +644,28 @@ func TestRowsTheDatabaseCannotStore(t *testing.T) {
 		}
 	})
 }
+
+// Commit markers do not pile up: every 64 checkpoints, the commit deletes
+// the sink's markers more than 1,000 checkpoints old (other sinks' stay).
+func TestMarkersPruned(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		commit(t, k, 1, pane("line-1", 1, "ON_TIME", 1))
+		// The markers of checkpoints 2 to 1151, as if committed, and one
+		// of another sink.
+		for id := 2; id < 1152; id += 50 {
+			var b strings.Builder
+			for i := id; i < id+50 && i < 1152; i++ {
+				if i > id {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "('alerts-sink', %d, 'r', '2026-01-01T00:00:00.000Z')", i)
+			}
+			d.exec(t, `INSERT INTO weir_commits (sink, checkpoint, run, committed_at) VALUES `+b.String())
+		}
+		d.exec(t, `INSERT INTO weir_commits (sink, checkpoint, run, committed_at) VALUES ('other', 3, 'r', '2026-01-01T00:00:00.000Z')`)
+		commit(t, k, 1152, pane("line-1", 2, "LATE", 2))
+		expect(t, "markers left", d.rows(t, "SELECT count(*), min(checkpoint) FROM weir_commits WHERE sink = 'alerts-sink'"), []string{"1001|152"})
+		expect(t, "the other sink's", d.rows(t, "SELECT count(*) FROM weir_commits WHERE sink = 'other'"), []string{"1"})
+	})
+}
