@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -398,9 +399,16 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		c.last.Failures = c.failures
 		c.last.Failed++
 		c.mu.Unlock()
-		e.log(fmt.Sprintf("%s (%d in a row, %d tolerated)", errText(err), c.failures, e.cfg.Checkpoint.TolerableFailures))
-		if c.failures > e.cfg.Checkpoint.TolerableFailures {
+		if storageFull(err) {
+			// An output's disk is full: the job stops now, its output
+			// committed up to the last checkpoint; the next run, once
+			// there is room, commits this one again.
 			e.Fail(err)
+		} else {
+			e.log(fmt.Sprintf("%s (%d in a row, %d tolerated)", errText(err), c.failures, e.cfg.Checkpoint.TolerableFailures))
+			if c.failures > e.cfg.Checkpoint.TolerableFailures {
+				e.Fail(err)
+			}
 		}
 		if b.reply != nil {
 			b.reply <- savepointResult{path: path, err: err}
@@ -726,12 +734,15 @@ type SetupError struct {
 func (e *SetupError) Error() string { return e.Msg }
 func (e *SetupError) Unwrap() error { return e.Err }
 
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
+// errText is err for a log line: whole, the path of a file it names
+// included (a disk that is full is a disk somewhere).
+func errText(err error) string { return err.Error() }
+
+// storageFull reports whether err says a disk is full or cannot be written
+// (no space, a quota, a read-only file system): it does not heal by a
+// retry at the next checkpoint.
+func storageFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 
 // Checkpoints describes the last checkpoint this run wrote, with the counts
