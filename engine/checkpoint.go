@@ -248,6 +248,42 @@ type coordinator struct {
 	mu   sync.Mutex
 	last CheckpointInfo
 	open map[*CheckpointBarrier]bool // started, not handled yet
+
+	// stalled says why a commit is being retried (nil: none is): the
+	// source loop stops reading meanwhile, so that what waits for the
+	// commit does not grow with the outage. unstalled wakes it.
+	stalled   atomic.Pointer[string]
+	unstalled chan struct{}
+}
+
+// stall notes that a sink's commit failed and is being retried.
+func (c *coordinator) stall(sink string, err error) {
+	why := fmt.Sprintf("%s cannot commit (%s): reading is paused until it can", strings.TrimPrefix(sink, "sink:"), errText(err))
+	if c.stalled.Swap(&why) == nil {
+		c.e.log("warning: " + why)
+	}
+}
+
+// unstall notes that the commits go through again.
+func (c *coordinator) unstall() {
+	if c.stalled.Swap(nil) != nil {
+		c.e.log("the commits go through again: reading goes on")
+		select {
+		case c.unstalled <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Stalled says why reading is paused, or "".
+func (c *coordinator) Stalled() string {
+	if c == nil {
+		return ""
+	}
+	if s := c.stalled.Load(); s != nil {
+		return *s
+	}
+	return ""
 }
 
 // CheckpointInfo describes the last checkpoint written.
@@ -264,7 +300,7 @@ type CheckpointInfo struct {
 }
 
 func newCoordinator(e *Engine) *coordinator {
-	c := &coordinator{e: e, done: make(chan *CheckpointBarrier, 16), open: map[*CheckpointBarrier]bool{}}
+	c := &coordinator{e: e, done: make(chan *CheckpointBarrier, 16), open: map[*CheckpointBarrier]bool{}, unstalled: make(chan struct{}, 1)}
 	if e.resumed != nil {
 		c.lastGood = e.resumed.Path
 	}
@@ -500,7 +536,18 @@ func (c *coordinator) commitAll(id uint64) error {
 		}
 		t0 := time.Now()
 		for _, pc := range p.pending {
-			if err := retry(c.e, p.name+" commit", func() error { return p.commit(c.e.sinkCtx, pc.id, pc.data) }); err != nil {
+			commit := func() error {
+				err := p.commit(c.e.sinkCtx, pc.id, pc.data)
+				if err != nil && connector.Retryable(err) {
+					c.stall(p.name, err)
+				}
+				return err
+			}
+			err := retry(c.e, p.name+" commit", commit)
+			if err == nil {
+				c.unstall()
+			}
+			if err != nil {
 				if c.e.cfg.Checkpoint.Publish != nil {
 					// The checkpoint and its output are one transaction:
 					// when it cannot commit, neither is visible, and the

@@ -157,6 +157,9 @@ type Status struct {
 	PanesByTiming map[string]int64 `json:"panes_by_timing"`
 	// StateBytes estimates the memory and disk the state takes.
 	StateBytes int64 `json:"state_bytes"`
+	// Backpressure says why reading is paused (a sink that cannot commit),
+	// or is empty.
+	Backpressure string `json:"backpressure,omitempty"`
 	// PaneLatency is how long after its firing a pane reached the sinks in
 	// a live job (wall clock), as a histogram.
 	PaneLatency Histogram `json:"pane_latency"`
@@ -233,6 +236,7 @@ func (e *Engine) makeStatus() Status {
 	}
 	if e.coord != nil {
 		s.Checkpoint = e.coord.Last()
+		s.Backpressure = e.coord.Stalled()
 	}
 	e.statusMu.Lock()
 	e.lastStatus = s

@@ -397,8 +397,20 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 	}
 	dirty := false
 	var nbatch, ticks int64
+	var unstalled chan struct{}
+	if e.coord != nil {
+		unstalled = e.coord.unstalled
+	}
 	for {
+		// While a sink's commit is retried (a database down), nothing more
+		// is read: what waits for the commit stays as it is, however long
+		// the outage (backpressure).
+		in := batches
+		if e.coord.Stalled() != "" {
+			in = nil
+		}
 		select {
+		case <-unstalled:
 		case <-e.failed:
 			return reasonFailed, nil
 		case <-ctx.Done():
@@ -406,7 +418,7 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 				return reasonStopped, nil
 			}
 			return reasonFailed, nil
-		case b := <-batches:
+		case b := <-in:
 			if b.err != nil {
 				if errors.Is(b.err, io.EOF) {
 					b.in.ended = true

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -339,6 +341,93 @@ func TestSinkOpenRetried(t *testing.T) {
 		}
 		if !strings.Contains(log.String(), "output open: connection refused; retrying in") || !strings.Contains(log.String(), "output open: succeeded after 3 retries") || sink.String() == "" {
 			t.Errorf("log:\n%s\noutput: %q", log.String(), sink.String())
+		}
+	})
+}
+
+// chunked is a bounded source of n records, ten a batch every 10 ms, that
+// counts its reads.
+type chunked struct {
+	n, next int
+	reads   atomic.Int64
+}
+
+func (s *chunked) Open(ctx context.Context, pos []byte) error {
+	if len(pos) > 0 {
+		s.next, _ = strconv.Atoi(string(pos))
+	}
+	return nil
+}
+
+func (s *chunked) Read(ctx context.Context, b *connector.Batch) error {
+	s.reads.Add(1)
+	time.Sleep(10 * time.Millisecond) // records come in time
+	if s.next == 0 && b.Partitions == nil {
+		b.Partitions = []connector.Partition{{Name: "mem"}}
+	}
+	for i := 0; i < 10 && s.next < s.n; i++ {
+		b.Records = append(b.Records, connector.Record{Value: []byte(fmt.Sprintf("k%d %d", s.next%7, 1_780_000_000_000+s.next*100)), Offset: int64(s.next + 1), Arrival: mtime.MinTime})
+		s.next++
+	}
+	b.Position = []byte(strconv.Itoa(s.next))
+	if s.next >= s.n {
+		return io.EOF
+	}
+	return nil
+}
+
+func (s *chunked) Close() error { return nil }
+
+// flakySink is an exactly-once sink whose commits fail, as a database that
+// is down does, while down is set.
+type flakySink struct {
+	memSink
+	down atomic.Bool
+}
+
+func (s *flakySink) Commit(context.Context, uint64, []byte) error {
+	if s.down.Load() {
+		return connector.Transient(errors.New("connection refused"))
+	}
+	return nil
+}
+func (s *flakySink) Guarantee() connector.Guarantee { return connector.ExactlyOnce }
+
+// While a sink cannot commit, nothing more is read (backpressure): what
+// waits for the commit stays as it is, however long the outage; the status
+// says why. Once the commits go through, the job goes on and ends.
+func TestBackpressureWhileCommitsStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &chunked{n: 5000}
+		sink := &flakySink{}
+		sink.down.Store(true)
+		var log syncBuffer
+		fs := vfs.NewCrashable() // checkpoints in memory
+		fs.MkdirAll("/ckpt")
+		cfg := engine.Config{Name: "bp", Log: &log, Checkpoint: engine.Checkpointing{Dir: "/ckpt", FS: fs, Interval: 20 * time.Millisecond, TolerableFailures: 1000}}
+		e := build(t, cfg, src, sink)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		for !strings.Contains(log.String(), "reading is paused until it can") {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		paused := src.reads.Load()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if n := src.reads.Load(); n != paused || paused >= 500 {
+			t.Errorf("reads while the sink was down: %d after a minute, %d ten minutes later", paused, n)
+		}
+		if st := e.Control().Status(context.Background(), time.Second); !strings.Contains(st.Backpressure, "output cannot commit (connection refused): reading is paused") {
+			t.Errorf("status: %q", st.Backpressure)
+		}
+		sink.down.Store(false)
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v\n%s", err, log.String())
+		}
+		if src.next != 5000 || !strings.Contains(log.String(), "the commits go through again: reading goes on") {
+			t.Errorf("read %d of 5000\n%s", src.next, log.String())
 		}
 	})
 }

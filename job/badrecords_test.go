@@ -11,7 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -254,5 +257,37 @@ func TestTooLateCountsAreBounded(t *testing.T) {
 	}
 	if sum.TooLate != 3000 || total != 3000 || len(sum.TooLateByWindow) != 1025 || sum.TooLateByWindow[0].Before != "2026-05-28T20:59:36.000Z" || sum.TooLateByWindow[0].Dropped != 3000-1024 {
 		t.Errorf("too late %d, %d entries summing to %d, the first %+v", sum.TooLate, len(sum.TooLateByWindow), total, sum.TooLateByWindow[0])
+	}
+}
+
+// The memory backend cannot spill: memory_budget is a threshold it warns of
+// when its state passes it, with the keys it holds, and again each time the
+// state doubles; the Pebble backend holds to it.
+func TestMemoryBudgetWarns(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(events(10)), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(badJob+"output: results.jsonl\nstate: {backend: memory, memory_budget: 1KiB}\n"), 0o644)
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var out strings.Builder
+	log := &syncWriter{&mu, &out}
+	rn, err := Build(j, Options{Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.e.Discard()
+	synctest.Test(t, func(t *testing.T) {
+		stop := rn.watchMemory(1 << 10)
+		time.Sleep(memoryCheck + time.Second)
+		synctest.Wait()
+		stop()
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if got := out.String(); strings.Count(got, "warning: the state takes about") != 1 || !strings.Contains(got, "more than memory_budget (0 MiB), with 0 keys: the memory backend keeps every key in memory") {
+		t.Errorf("log:\n%s", got)
 	}
 }

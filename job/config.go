@@ -128,9 +128,12 @@ type Checkpoint struct {
 
 // State configures where window state lives.
 type State struct {
-	Backend      string // "memory" or "pebble"
-	Dir          string
-	MemoryBudget int64 // bytes; the Pebble cache and memtables stay within it
+	Backend string // "memory" or "pebble"
+	Dir     string
+	// MemoryBudget (bytes): the Pebble backend's cache, memtables and
+	// decoded state stay within it; the memory backend, which cannot spill,
+	// warns when its state passes it.
+	MemoryBudget int64
 }
 
 // Path is a JSON field path: "amount", or "payment.amount" for a nested field.

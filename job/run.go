@@ -717,6 +717,43 @@ func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
 	return rn.Run(ctx)
 }
 
+// memoryCheck is how often the memory backend's state is compared with its
+// budget.
+const memoryCheck = 5 * time.Second
+
+// watchMemory compares the memory backend's state with the job's
+// memory_budget while it runs, and warns when it passes it (and each time
+// it doubles): the memory backend keeps every key in memory and cannot
+// spill, so the budget is a threshold to hear of, not a bound (the Pebble
+// backend holds to it). It returns how to stop watching.
+func (rn *Runnable) watchMemory(budget int64) func() {
+	done := make(chan struct{})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		t := time.NewTicker(memoryCheck)
+		defer t.Stop()
+		next := budget
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				continue
+			}
+			if used := int64(sample[0].Value.Uint64()); used > next {
+				rn.logf("warning: the state takes about %d MiB, more than memory_budget (%d MiB), with %d keys: the memory backend keeps every key in memory; state: {backend: pebble} holds to the budget", used>>20, budget>>20, rn.win.Stats().Keys)
+				for next < used {
+					next *= 2
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 	sum, err := rn.run(ctx)
@@ -725,6 +762,10 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 
 func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
+	if b := rn.j.State.MemoryBudget; b > 0 && rn.db == nil {
+		stop := rn.watchMemory(b)
+		defer stop()
+	}
 	var progress *progressReporter
 	if rn.o.Progress != nil {
 		progress = startProgress(rn.o.Progress, rn.e.Control())
