@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,6 +92,9 @@ type Sink[T any] struct {
 	// and the client's own limit): a larger one is refused, never produced,
 	// since one record the broker refuses would lose its whole transaction.
 	maxRecord int
+	// compacted: the topic is compacted, and refuses a record without a
+	// key (INVALID_RECORD), which would lose its transaction as well.
+	compacted bool
 }
 
 // recordOverhead is what a record takes besides its key, value and
@@ -193,7 +197,7 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	if err := s.checkTopic(ctx); err != nil {
 		return err
 	}
-	s.maxRecord = s.topicMaxRecord(ctx)
+	s.maxRecord, s.compacted = s.topicLimits(ctx)
 	if s.Txn != nil {
 		s.mem = s.Txn.join()
 		return nil
@@ -227,25 +231,30 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	return nil
 }
 
-// topicMaxRecord is the largest record the topic takes: its
-// max.message.bytes, and no more than the client sends in one batch.
-func (s *Sink[T]) topicMaxRecord(ctx context.Context) int {
-	max := 1_000_012 // the client's default max record batch bytes, and Kafka's max.message.bytes
+// topicLimits is what the topic takes: its largest record (its
+// max.message.bytes, and no more than the client sends in one batch), and
+// whether it is compacted (then every record needs a key).
+func (s *Sink[T]) topicLimits(ctx context.Context) (maxRecord int, compacted bool) {
+	maxRecord = 1_000_012 // the client's default max record batch bytes, and Kafka's max.message.bytes
 	rcs, err := kadm.NewClient(s.admin).DescribeTopicConfigs(ctx, s.Topic)
 	if err != nil {
-		return max
+		return maxRecord, false
 	}
 	if rc, err := rcs.On(s.Topic, nil); err == nil {
 		for _, c := range rc.Configs {
-			if c.Key == "max.message.bytes" && c.Value != nil {
+			switch {
+			case c.Value == nil:
+			case c.Key == "max.message.bytes":
 				var v int
-				if _, err := fmt.Sscan(*c.Value, &v); err == nil && v > 0 && v < max {
-					max = v
+				if _, err := fmt.Sscan(*c.Value, &v); err == nil && v > 0 && v < maxRecord {
+					maxRecord = v
 				}
+			case c.Key == "cleanup.policy":
+				compacted = strings.Contains(*c.Value, "compact")
 			}
 		}
 	}
-	return max
+	return maxRecord, compacted
 }
 
 // size is what a record takes in a batch of its own, at most.
@@ -500,11 +509,15 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 		return err
 	}
 	var refused []connector.RefusedItem
-	tooLarge := func(i, n int) bool {
-		if n <= s.maxRecord {
+	refuse := func(i int, key []byte, n int) bool {
+		switch {
+		case n > s.maxRecord:
+			refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("kafka %s: a record of %d bytes, larger than the topic takes (%d)", s.Topic, n, s.maxRecord)})
+		case s.compacted && len(key) == 0:
+			refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("kafka %s: a record without a key, which a compacted topic does not take", s.Topic)})
+		default:
 			return false
 		}
-		refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("kafka %s: a record of %d bytes, larger than the topic takes (%d)", s.Topic, n, s.maxRecord)})
 		return true
 	}
 	refusal := func() error {
@@ -517,7 +530,7 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 		recs := make([]*kgo.Record, 0, len(items))
 		for i := range items {
 			k, v := s.Encode(items[i])
-			if !tooLarge(i, size(k, v, nil)) {
+			if !refuse(i, k, size(k, v, nil)) {
 				recs = append(recs, &kgo.Record{Topic: s.Topic, Key: k, Value: v})
 			}
 		}
@@ -529,7 +542,7 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 	if s.once != nil {
 		for i := range items {
 			k, v := s.Encode(items[i])
-			if !tooLarge(i, size(k, v, nil)) {
+			if !refuse(i, k, size(k, v, nil)) {
 				s.once.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
 			}
 		}
@@ -557,7 +570,7 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 			hdr = []kgo.RecordHeader{{Key: header, Value: v}}
 		}
 		k, v := s.Encode(items[i])
-		if tooLarge(i, size(k, v, hdr)) {
+		if refuse(i, k, size(k, v, hdr)) {
 			continue
 		}
 		if !sl.inTxn {

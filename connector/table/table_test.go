@@ -669,3 +669,30 @@ func TestMarkersPruned(t *testing.T) {
 		expect(t, "the other sink's", d.rows(t, "SELECT count(*) FROM weir_commits WHERE sink = 'other'"), []string{"1"})
 	})
 }
+
+// A row PostgreSQL refuses at the commit for a value of its own (here a key
+// longer than a column the table's owner narrowed: SQLSTATE 22001, a data
+// exception) is left out, alone, and said; the commit's other rows and its
+// marker are written. An error of the table's own (a missing column, 42703)
+// still fails the commit.
+func TestPostgresRefusesRowsAtCommit(t *testing.T) {
+	d := newPostgresDB(t)
+	var log []string
+	o := checkpointed()
+	o.Log = func(s string) { log = append(log, s) }
+	k := d.sink(t, alerts, o)
+	d.exec(t, `ALTER TABLE alerts ALTER COLUMN line TYPE varchar(8)`)
+	commit(t, k, 1, pane("line-1", 1, "ON_TIME", 1), pane("a-key-too-long", 1, "ON_TIME", 2), pane("line-2", 1, "ON_TIME", 3))
+	expect(t, "rows", d.rows(t, "SELECT line, orders FROM alerts ORDER BY line"), []string{"line-1|1", "line-2|3"})
+	expect(t, "markers", d.rows(t, "SELECT checkpoint FROM weir_commits"), []string{"1"})
+	if l := log[len(log)-1]; !strings.Contains(l, "the database refused a row of checkpoint 1 for a value of its own, left out") || !strings.Contains(l, "22001") || strings.Count(strings.Join(log, "\n"), "refused") != 1 {
+		t.Errorf("log: %q", log)
+	}
+	d.exec(t, `ALTER TABLE alerts DROP COLUMN orders`)
+	ctx := context.Background()
+	k.Write(ctx, []Row{pane("line-3", 1, "ON_TIME", 1)})
+	pre, _ := k.PreCommit(ctx, 2)
+	if err := k.Commit(ctx, 2, pre); err == nil || !strings.Contains(err.Error(), "42703") {
+		t.Errorf("a commit into a table without its column: %v", err)
+	}
+}
