@@ -60,6 +60,13 @@ func Transient(err error) error { return &retryableError{err, true} }
 // rows), whatever its cause looks like.
 func Permanent(err error) error { return &retryableError{err, false} }
 
+// StorageFull reports whether err says a disk is full or cannot be written:
+// no space, a quota, a read-only file system. Such an error does not heal
+// by a retry; the job stops at once and names the path.
+func StorageFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
+}
+
 // Retryable reports whether an operation that failed with err may succeed if
 // tried again: the one place weir decides it. In order:
 //
@@ -81,7 +88,7 @@ func Retryable(err error) bool {
 		return r.Retryable()
 	}
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES),
+	case StorageFull(err), errors.Is(err, syscall.EACCES),
 		errors.Is(err, syscall.EPERM), errors.Is(err, os.ErrPermission):
 		return false
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),

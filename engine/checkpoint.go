@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -435,7 +434,7 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		c.last.Failures = c.failures
 		c.last.Failed++
 		c.mu.Unlock()
-		if storageFull(err) {
+		if connector.StorageFull(err) {
 			// An output's disk is full: the job stops now, its output
 			// committed up to the last checkpoint; the next run, once
 			// there is room, commits this one again.
@@ -784,13 +783,6 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // errText is err for a log line: whole, the path of a file it names
 // included (a disk that is full is a disk somewhere).
 func errText(err error) string { return err.Error() }
-
-// storageFull reports whether err says a disk is full or cannot be written
-// (no space, a quota, a read-only file system): it does not heal by a
-// retry at the next checkpoint.
-func storageFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
-}
 
 // Checkpoints describes the last checkpoint this run wrote, with the counts
 // of checkpoints taken and failed (the zero CheckpointInfo without

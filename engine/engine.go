@@ -576,8 +576,12 @@ func (e *Engine) shutdown(reason stopReason, req *savepointReq) error {
 // cascade delivers End or Stop down the tree of stages, each waiting for its
 // operators. A stop gets StopGrace to finish (the savepoint's barrier reaches
 // every stage), then the stages are aborted.
+//
+// A stop after a failure (the stages aborted already) waits StopWait at
+// most: a stage stuck where no abort reaches (a write to a full state disk
+// that does not return) is left behind, so that the job stops and says why.
 func (e *Engine) cascade(s Signal, grace bool) {
-	if !grace {
+	if s.Kind == End {
 		e.signal(s)
 		return
 	}
@@ -586,15 +590,21 @@ func (e *Engine) cascade(s Signal, grace bool) {
 		defer close(done)
 		e.signal(s)
 	}()
+	if grace {
+		select {
+		case <-done:
+			return
+		case <-time.After(e.cfg.StopGrace):
+		case <-e.failed:
+		}
+		e.log(fmt.Sprintf("the job did not reach a consistent point within %s of the stop: stopping at once, without a savepoint", e.cfg.StopGrace))
+		e.abortAll()
+	}
 	select {
 	case <-done:
-		return
-	case <-time.After(e.cfg.StopGrace):
-	case <-e.failed:
+	case <-time.After(e.cfg.StopWait):
+		e.log(fmt.Sprintf("a stage did not stop within %s of being aborted (a write that does not return: a full disk?); the job stops without it", e.cfg.StopWait))
 	}
-	e.log(fmt.Sprintf("the job did not reach a consistent point within %s of the stop: stopping at once, without a savepoint", e.cfg.StopGrace))
-	e.abortAll()
-	<-done
 }
 
 // abortAll makes every stage drop its work and every sink call return.

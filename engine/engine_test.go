@@ -431,3 +431,45 @@ func TestBackpressureWhileCommitsStall(t *testing.T) {
 		}
 	})
 }
+
+// stuckSink's Write does not return, whatever its context, until release is
+// closed: a write to a full disk that hangs in the kernel.
+type stuckSink struct {
+	blockingSink
+	release chan struct{}
+}
+
+func (s *stuckSink) Write(ctx context.Context, _ []window.Pane[string, int64]) error {
+	close(s.started)
+	<-s.release
+	return nil
+}
+
+// A job that fails stops within StopWait even when a stage is stuck where
+// no abort reaches it: the stage is left behind, and the log says so.
+func TestFailureWithAStageThatDoesNotReturn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1)}
+		sink := &stuckSink{blockingSink{started: make(chan struct{})}, make(chan struct{})}
+		defer close(sink.release)
+		var log bytes.Buffer
+		e := build(t, engine.Config{Name: "stuck", Live: true, Log: &log, StopWait: 3 * time.Second}, src, sink)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		base := mtime.Now()
+		src.add(fmt.Sprintf("a %d", base), fmt.Sprintf("a %d", base+5000))
+		<-sink.started
+		start := time.Now()
+		e.Abort(errors.New("the state disk is full"))
+		err := <-done
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Errorf("the job stopped %s after the failure, want StopWait (3s)", waited)
+		}
+		if err == nil || err.Error() != "the state disk is full" {
+			t.Errorf("Run: %v", err)
+		}
+		if !strings.Contains(log.String(), "a stage did not stop within 3s of being aborted") {
+			t.Errorf("log: %s", log.String())
+		}
+	})
+}

@@ -754,6 +754,26 @@ func (rn *Runnable) watchMemory(budget int64) func() {
 	return func() { close(done) }
 }
 
+// watchState stops the job when the state database cannot write (a full
+// disk under state.dir): Pebble would hold the job's writes back for ever.
+// It returns how to stop watching.
+func (rn *Runnable) watchState() func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-rn.db.Failed():
+			err := rn.db.Err()
+			hint := ""
+			if connector.StorageFull(err) {
+				hint = " (the disk is full: free room there, or set state.dir on a larger disk; the job resumes from its last checkpoint)"
+			}
+			rn.e.Abort(&RuntimeError{Msg: err.Error() + hint, Err: err})
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 	sum, err := rn.run(ctx)
@@ -769,6 +789,10 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	var progress *progressReporter
 	if rn.o.Progress != nil {
 		progress = startProgress(rn.o.Progress, rn.e.Control())
+	}
+	if rn.db != nil {
+		stop := rn.watchState()
+		defer stop()
 	}
 	err := rn.e.Run(ctx)
 	if progress != nil {

@@ -34,11 +34,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // DefaultBudget is the memory budget when a job names none: 512 MiB.
@@ -53,6 +55,10 @@ type DB struct {
 	created bool // the directory was made by Open: Close removes it
 	budget  int64
 	cache   interface{ Unref() }
+
+	failOnce sync.Once
+	failed   chan struct{} // closed at the first background error
+	failErr  error
 }
 
 // MarkerName is the file that marks a directory as a weir state directory:
@@ -83,6 +89,10 @@ func CheckDir(dir string) error {
 // (DefaultBudget if 0). dir is made if it does not exist; an existing one
 // must be empty or weir's (CheckDir), and is emptied.
 func Open(dir string, budget int64) (*DB, error) {
+	return open(dir, budget, vfs.Default)
+}
+
+func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
@@ -101,8 +111,11 @@ func Open(dir string, budget int64) (*DB, error) {
 	if err := os.WriteFile(filepath.Join(dir, MarkerName), []byte("weir state: emptied at every start\n"), 0o600); err != nil {
 		return nil, err
 	}
+	d := &DB{dir: dir, created: created, budget: budget, failed: make(chan struct{})}
 	cache := pebble.NewCache(budget / 2)
 	opts := &pebble.Options{
+		FS:                          fs,
+		EventListener:               &pebble.EventListener{BackgroundError: d.fail},
 		Cache:                       cache,
 		MemTableSize:                uint64(max(budget/16, 4<<20)),
 		MemTableStopWritesThreshold: 2,
@@ -121,7 +134,34 @@ func Open(dir string, budget int64) (*DB, error) {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return &DB{DB: db, id: hex.EncodeToString(id[:]), dir: dir, created: created, budget: budget, cache: cache}, nil
+	d.DB, d.id, d.cache = db, hex.EncodeToString(id[:]), cache
+	return d, nil
+}
+
+// fail records a background error: a flush or a compaction that could not
+// write (a full disk). Pebble retries such work for ever and holds writes
+// back once its memtables are full, so the database is of no more use to
+// the job: Failed tells it to stop.
+func (db *DB) fail(err error) {
+	db.failOnce.Do(func() {
+		db.failErr = fmt.Errorf("the state database in %s cannot write: %w", db.dir, err)
+		close(db.failed)
+	})
+}
+
+// Failed is closed when the database could not write in the background (a
+// flush or a compaction failed: a full disk); Err then says why. A job must
+// stop: writes wait for room that does not come.
+func (db *DB) Failed() <-chan struct{} { return db.failed }
+
+// Err is the background error that closed Failed, or nil.
+func (db *DB) Err() error {
+	select {
+	case <-db.failed:
+		return db.failErr
+	default:
+		return nil
+	}
 }
 
 // emptyDir removes what is in a directory weir's marker says is weir's.
@@ -233,9 +273,18 @@ func (db *DB) Budget() int64 { return db.budget }
 
 // Close closes the database and deletes what it wrote: the directory
 // itself if Open made it, else its contents.
+//
+// A database that failed (Failed) is not closed: Pebble would wait for a
+// flush that cannot finish. Its files are deleted all the same, which gives
+// the disk its room back, and Close returns the background error.
 func (db *DB) Close() error {
-	err := db.DB.Close()
-	db.cache.Unref()
+	var err error
+	if db.Err() == nil {
+		err = db.DB.Close()
+		db.cache.Unref()
+	} else {
+		err = db.failErr
+	}
 	var rmErr error
 	if db.created {
 		rmErr = os.RemoveAll(db.dir)
