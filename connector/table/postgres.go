@@ -145,12 +145,12 @@ type pgBackend struct {
 	// refused counts the rows the database refused at a commit, for a
 	// value of their own (rowsAlone).
 	refused atomic.Int64
-	s      *Sink
-	dsn    string
-	cfg    *pgx.ConnConfig
-	conn   *pgx.Conn
-	staged bool // the stage table exists in conn's session
-	lost   bool // the last error closed the connection
+	s       *Sink
+	dsn     string
+	cfg     *pgx.ConnConfig
+	conn    *pgx.Conn
+	staged  bool // the stage table exists in conn's session
+	lost    bool // the last error closed the connection
 
 	stage, copy, upsert, mark string
 	buf                       []byte
