@@ -673,12 +673,6 @@ func setupError(j *Job, err error) error {
 	return &RuntimeError{Msg: err.Error(), Err: err}
 }
 
-// heapHeadroom is what the Go heap may take beyond the memory budget before
-// the collector works hard to keep it there: the budget bounds the state,
-// and output on its way to a checkpoint (an exactly-once file's pending
-// lines, a table's rows) comes on top of it.
-const heapHeadroom = 128 << 20
-
 // openState opens the Pebble backend, in state.dir or a temporary directory,
 // and holds the Go heap to the memory budget with a soft limit.
 func (rn *Runnable) openState(lp *lineParser) error {
@@ -695,7 +689,7 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
 	}
 	rn.db = db
-	debug.SetMemoryLimit(db.Budget() + heapHeadroom)
+	debug.SetMemoryLimit(db.HeapLimit())
 	// Keys come and go: keep only a few at hand.
 	lp.keys.max = 1 << 16
 	return nil

@@ -22,8 +22,9 @@
 // CacheBudget); the rest is headroom for the Go heap. Blocks are not
 // compressed: state is read back at random, one key at a time, and a
 // compressed block costs a decompression per key. The Go garbage
-// collector is given a soft limit of B + 128 MiB (weir run sets it): output
-// on its way to a checkpoint comes on top of the state.
+// collector is given a soft limit (HeapLimit, which weir run sets) of the
+// part of B that is in the Go heap plus 128 MiB: output on its way to a
+// checkpoint comes on top of the state.
 package state
 
 import (
@@ -45,6 +46,10 @@ import (
 
 // DefaultBudget is the memory budget when a job names none: 512 MiB.
 const DefaultBudget = 512 << 20
+
+// maxOpenFiles bounds the file descriptors Pebble keeps open (its table
+// cache); a table file beyond them is opened when read.
+const maxOpenFiles = 500
 
 // DB is an open state database.
 type DB struct {
@@ -119,6 +124,7 @@ func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
 		Cache:                       cache,
 		MemTableSize:                uint64(max(budget/16, 4<<20)),
 		MemTableStopWritesThreshold: 2,
+		MaxOpenFiles:                maxOpenFiles,
 		DisableWAL:                  true,
 		Logger:                      quietLogger{},
 	}
@@ -270,6 +276,23 @@ func (db *DB) CacheBudget() int64 { return db.budget / 8 }
 
 // Budget is the memory budget the database was opened with.
 func (db *DB) Budget() int64 { return db.budget }
+
+// HeapHeadroom is what the Go heap may take beyond its share of the budget
+// before the collector works hard to keep it there: output on its way to a
+// checkpoint (an exactly-once file's pending lines, a table's rows) comes on
+// top of the state.
+const HeapHeadroom = 128 << 20
+
+// HeapLimit is the soft limit for the Go heap that holds the process to the
+// budget (runtime/debug.SetMemoryLimit): the budget less what Pebble keeps
+// outside the Go heap (its block cache and memtables, when built with cgo),
+// plus HeapHeadroom.
+func (db *DB) HeapLimit() int64 {
+	if offHeap {
+		return db.budget - db.budget/2 - db.budget/8 + HeapHeadroom
+	}
+	return db.budget + HeapHeadroom
+}
 
 // Close closes the database and deletes what it wrote: the directory
 // itself if Open made it, else its contents.

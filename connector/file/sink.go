@@ -357,6 +357,9 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 const (
 	pendingChunk = 1 << 20
 	pendingRoom  = 16 << 10
+	// spareChunks is how many chunks a sink keeps for the next checkpoint's
+	// output (8 MiB): more is allocated when needed and let go.
+	spareChunks = 8
 )
 
 func (s *Sink[T]) chunk() []byte {
@@ -388,7 +391,7 @@ func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, err
 	s.mu.Unlock()
 	for _, c := range s.pending {
 		pre = append(pre, c...)
-		if cap(c) == pendingChunk && len(s.spare) < 64 {
+		if cap(c) == pendingChunk && len(s.spare) < spareChunks {
 			s.spare = append(s.spare, c[:0])
 		}
 	}

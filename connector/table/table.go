@@ -343,6 +343,7 @@ func (s *Sink) Write(ctx context.Context, items []Row) error {
 			return err
 		}
 	}
+	s.buf = s.rowBuf()
 	start, n := len(s.buf), s.rows
 	var refused []connector.RefusedItem
 	for i := range items {
@@ -383,15 +384,16 @@ func (s *Sink) flush(ctx context.Context) error {
 	if err := s.commit(ctx, 0, pre, "flush"); err != nil {
 		return err
 	}
-	s.buf, s.rows = s.buf[:0], 0
+	s.buf, s.rows = s.buf[:headerRoom], 0
 	return nil
 }
 
 // PreCommit implements connector.Sink: it returns the rows written since
-// the last PreCommit, encoded, and empties the buffer.
+// the last PreCommit, encoded: the buffer itself, which the checkpoint
+// keeps; the next rows go to a new one.
 func (s *Sink) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, error) {
 	pre := s.encode()
-	s.buf, s.rows = s.buf[:0], 0
+	s.buf, s.rows = nil, 0
 	return pre, nil
 }
 
@@ -413,6 +415,7 @@ func (s *Sink) commit(ctx context.Context, checkpoint uint64, pre []byte, op str
 		return s.wrap(op, connector.Permanent(errors.New("the sink is not open")))
 	}
 	run, rows, err := s.sc.decode(pre, &s.schema)
+	defer s.sc.release()
 	if err != nil {
 		return s.wrap(op, connector.Permanent(fmt.Errorf("the pre-committed rows of checkpoint %d do not decode: %w", checkpoint, err)))
 	}

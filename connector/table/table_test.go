@@ -381,8 +381,8 @@ func TestWriteRefuses(t *testing.T) {
 			t.Errorf("got %q, want ...%q", err, want)
 		}
 	}
-	if k.rows != 0 || len(k.buf) != 0 {
-		t.Errorf("refused batches left %d rows in the buffer", k.rows)
+	if k.rows != 0 || len(k.buf) != headerRoom {
+		t.Errorf("refused batches left %d rows (%d bytes) in the buffer", k.rows, len(k.buf)-headerRoom)
 	}
 }
 
