@@ -33,11 +33,11 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "postgres" {
 		where = "dsn"
 	}
-	known := []string{where, "table", "key_column"}
+	known := sqliteShape
 	if driver == "postgres" {
-		known = append(known, "password")
+		known = postgresShape
 	}
-	if err := k.strict(known...); err != nil {
+	if err := k.strict(known.names()...); err != nil {
 		return err
 	}
 	t := &TableOutput{Driver: driver}
