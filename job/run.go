@@ -63,6 +63,10 @@ type Options struct {
 	// instead of refusing it (weir run --accept-changed-input); the summary
 	// says so.
 	AcceptChangedInput bool
+	// AllowAllQuarantined runs a job whose first AllQuarantinedLines lines
+	// are all quarantined to its end, instead of stopping it (weir run
+	// --allow-all-quarantined).
+	AllowAllQuarantined bool
 
 	// CheckpointAfter, when set, is asked after every batch of the input
 	// (numbered from 1) whether to take a checkpoint or a savepoint there:
@@ -503,7 +507,7 @@ func (rn *Runnable) build() error {
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
 	}
-	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine}
+	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: rn.decoder(lp), Window: rn.win, Dedup: dd, Quarantine: quarantine}
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {
