@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -28,8 +27,7 @@ func (f *files) Set(v string) error {
 
 // cmdReconcile corrects a job's table from a retained ledger.
 func cmdReconcile(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir reconcile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir reconcile", stderr)
 	var ledger files
 	fs.Var(&ledger, "ledger", "a `file` of the retained ledger: the input, the late output, a dead-letter queue (repeat the flag, or separate with commas)")
 	from := fs.String("from", "", "reconcile the windows that start at or after this `time` (RFC 3339; default: every window)")
@@ -40,6 +38,7 @@ func cmdReconcile(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	acceptance := fs.String("acceptance", "", "write the acceptance record to this .json `file` (and a .md beside it)")
 	output := fs.Int("output", -1, "the `index` of the table in the job's output list; -1 takes the first table")
+	addSetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir reconcile --ledger FILE [--ledger FILE...] [flags] JOB.yaml
 
@@ -51,8 +50,9 @@ written only if its row is still as it was read: a row that changed in between
 (a pane of the stream came first) is left alone and reported, and the command
 exits 1; run it again. The stream never overwrites a reconciled row.
 
-Exit status: 0 done, 1 a window raced or the reconciliation failed, 2 bad flags
-or a bad job file.
+Exit status: 0 done, 1 a window raced or the reconciliation failed, 2 bad flags,
+a bad job file, a job that writes no table, or a ledger file that does not
+exist.
 
 Flags:
 `)
@@ -82,6 +82,10 @@ Flags:
 	if len(ledger) == 0 {
 		fmt.Fprintln(stderr, "weir: --ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
 		return 2
+	}
+	if err := reconcile.Check(j, o); err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 2 // nothing to reconcile as asked: a usage mistake
 	}
 	ctx := context.Background()
 	p, err := reconcile.Prepare(ctx, j, o)
