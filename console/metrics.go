@@ -2,11 +2,9 @@ package console
 
 import (
 	"context"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -48,7 +46,7 @@ const (
 // collector turns a job's status into metrics at each scrape: it costs the
 // job nothing between scrapes.
 type collector struct {
-	ctl *engine.Control
+	s *Server
 }
 
 // Describe implements prometheus.Collector (an unchecked collector: the
@@ -63,7 +61,7 @@ func seconds(t mtime.Time) float64 { return float64(t) / 1000 }
 
 // Collect implements prometheus.Collector.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.ctl.Status(context.Background(), 2*time.Second)
+	st := c.s.jobStatus(context.Background())
 	job := st.Job
 	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, t, v, append([]string{job}, labels...)...)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -36,8 +35,7 @@ Flags:
 
 // cmdKafka runs the development broker until Ctrl-C.
 func cmdKafka(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir kafka", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir kafka", stderr)
 	port := fs.Int("port", 9092, "the port to listen on (127.0.0.1 only)")
 	orders := fs.Bool("orders", false, "produce the fraud job's orders live into the orders topic, and print the alerts")
 	speed := fs.Float64("speed", 60, "with --orders: how many times faster than real time the orders come")

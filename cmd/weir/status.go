@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,10 +19,10 @@ import (
 
 // cmdStatus prints the diagnosis of a running job, from its console.
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir status", stderr)
 	addr := fs.String("http", "", "the job's console at `host:port` (default: the job file's http)")
 	asJSON := fs.Bool("json", false, "print /api/status as it is")
+	addSetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: weir status [flags] JOB.yaml\n\nAsks the running job (which serves its console: http in the job file, or weir run --http) where it stands:\nits watermark, every partition's diagnosis and which one holds the watermark back, the counts and the last checkpoint.\nAn instance of a consumer-group job says which partitions it owns, and each one's task.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -31,6 +30,10 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	j, pos, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
+	}
+	if *addr == "" {
+		// A weir run --http of this file says where it listens.
+		*addr = recordedAddress(pos[0])
 	}
 	if *addr == "" {
 		*addr = j.HTTP
@@ -173,8 +176,7 @@ func groupText(g console.GroupStatus) string {
 
 // cmdSimulator serves seed 000's watermark simulator alone.
 func cmdSimulator(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir simulator", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir simulator", stderr)
 	addr := fs.String("http", "127.0.0.1:8080", "serve on `host:port`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: weir simulator [flags]\n\nServes seed 000's watermark simulator on /simulator: the taps of a toy stream replayed\nthrough weir's engine (windows, watermark delay, phones in a tunnel, late policy, periodic\nwatermarks, partitions with an idle one). Ctrl-C stops it.\n\nFlags:\n")
