@@ -465,7 +465,7 @@ func (rn *Runnable) build() error {
 			b = lf.appendLate(b, *l)
 			return b[:len(b)-1]
 		})
-		rn.win.Panes.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add})
+		fan.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add}) // what the outputs get: after having
 		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
 	}
 	if rn.db != nil {
