@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -62,15 +63,36 @@ func seconds(t mtime.Time) float64 { return float64(t) / 1000 }
 // Collect implements prometheus.Collector.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.jobStatus(context.Background())
-	job := st.Job
-	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, t, v, append([]string{job}, labels...)...)
-	}
 	up := 1.0
 	if st.Stale {
 		up = 0
 	}
-	put(desc(MetricUp, "1 while the job answers its status, 0 when the last answer is stale"), prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(desc(MetricUp, upHelp), prometheus.GaugeValue, up, st.Job)
+	ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000, st.Job)
+	jobMetrics(ch, st, st.Job, "")
+}
+
+const (
+	upHelp    = "1 while the job answers its status, 0 when the last answer is stale"
+	delayHelp = "The watermark's bounded out-of-orderness (delay), seconds"
+)
+
+// jobMetrics sends the metrics of a job's status: every series labelled
+// with the job's name, and in a group with the task's partition (task).
+func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string) {
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		if task != "" {
+			labels = append(labels, "task")
+		}
+		return desc(name, help, labels...)
+	}
+	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		labels = append([]string{job}, labels...)
+		if task != "" {
+			labels = append(labels, task)
+		}
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	}
 	cnt := st.Counts
 	rec := desc(MetricRecords, "Records, by outcome: every record read is accepted, a duplicate, too late or quarantined; lost counts those a source skipped (deleted before they were read, on_gap: skip)", "outcome")
 	put(rec, prometheus.CounterValue, float64(cnt.Accepted), "accepted")
@@ -89,7 +111,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
 		put(desc(MetricWatermarkGap, "Processing time minus the watermark, seconds"), prometheus.GaugeValue, float64(st.WatermarkGap)/1000)
 	}
-	put(desc(MetricWatermarkDelay, "The watermark's bounded out-of-orderness (delay), seconds"), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000)
 	put(desc(MetricSkew, "The spread of the partitions' watermarks, seconds"), prometheus.GaugeValue, float64(st.EventTimeSkew)/1000)
 	pwm := desc(MetricPartitionWM, "A partition's watermark, Unix seconds", "partition")
 	idle := desc(MetricPartitionIdle, "1 when a partition is idle: it does not hold the watermark back", "partition")
@@ -142,8 +163,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			cum += uint64(h.Counts[i])
 			buckets[b/1000] = cum
 		}
+		labels := []string{job}
+		if task != "" {
+			labels = append(labels, task)
+		}
 		ch <- prometheus.MustNewConstHistogram(desc(MetricPaneLatency, "How long after its firing an on-time pane reached the sinks, seconds (live jobs)"),
-			uint64(h.Count), h.Sum/1000, buckets, job)
+			uint64(h.Count), h.Sum/1000, buckets, labels...)
 	}
 }
 

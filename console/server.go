@@ -58,6 +58,13 @@ type Server struct {
 	Redact func(doc []byte) []byte
 	// Access says who may use the console (Listen enforces it).
 	Access Access
+	// CheckpointInterval is the job's checkpoint interval (0: none): /readyz
+	// wants a checkpoint no older than three of them.
+	CheckpointInterval time.Duration
+	// Started is when the job started: /readyz waits three checkpoint
+	// intervals from then for the first checkpoint. Zero: when Handler is
+	// made.
+	Started time.Time
 
 	final atomic.Pointer[engine.Status] // the status at the job's end (Ended)
 }
@@ -84,7 +91,11 @@ func (s *Server) jobStatus(ctx context.Context) engine.Status {
 // Listen adds).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	if s.Started.IsZero() {
+		s.Started = time.Now()
+	}
 	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.Control != nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -295,6 +295,7 @@ Flags:
 		sctx, stopServer := context.WithCancel(context.Background())
 		defer stopServer()
 		srv = rn.Console()
+		srv.CheckpointInterval = time.Duration(j.Checkpoint.Interval) * time.Millisecond
 		if addr, err = console.Listen(sctx, j.HTTP, srv); err != nil {
 			log.Error(err.Error())
 			return 1

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -470,6 +471,37 @@ func TestGroupMisroutedInput(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The instance serves what a single job serves: /healthz, /readyz, a
+	// page of its tasks, each task's console and the job's metrics.
+	base := "http://" + addr
+	for deadline := time.Now().Add(time.Minute); ; {
+		if code, body := httpGet(base + "/readyz"); code == 200 && body == "ready\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %q", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := httpGet(base + "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, page := httpGet(base + "/"); code != 200 || !strings.Contains(page, "assets/group.js") {
+		t.Errorf("/: %d %.100s", code, page)
+	}
+	var task console.StatusReply
+	if code, body := httpGet(base + "/task/0/api/status"); code != 200 || json.Unmarshal([]byte(body), &task) != nil ||
+		task.Status.State != "running" || len(task.Status.Partitions) != 1 || task.Status.Partitions[0].Name != "clicks/0" || task.Status.Counts.Read != 3000 {
+		t.Errorf("/task/0/api/status: %d %s", code, body)
+	}
+	if code, page := httpGet(base + "/task/0/"); code != 200 || !strings.Contains(page, "assets/console.js") {
+		t.Errorf("/task/0/: %d %.100s", code, page)
+	}
+	_, metrics := httpGet(base + "/metrics")
+	for _, want := range []string{`weir_up{job_name="group-crash"} 1`, `weir_records_total{job_name="group-crash",outcome="accepted",task="clicks/0"} 3000`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	if n := strings.Count(stderr.String(), "the input is not keyed by the job's key"); n != 1 {
@@ -504,6 +536,20 @@ func TestGroupStopWithoutBroker(t *testing.T) {
 	checkOwnership(t, dir, inst.addrs, 2)
 	b.WaitCommitted("alerts", 1, time.Minute)
 	b.C.Close()
+	// Without its brokers the instance is alive, and not ready.
+	for deadline := time.Now().Add(time.Minute); ; {
+		code, body := httpGet("http://" + inst.addrs[0] + "/readyz")
+		if code == 503 && strings.HasPrefix(body, "not ready: ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz without brokers: %d %q", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := httpGet("http://" + inst.addrs[0] + "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz without brokers: %d %q", code, body)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -518,6 +564,17 @@ func TestGroupStopWithoutBroker(t *testing.T) {
 	if !strings.Contains(stderr.String(), "no last checkpoint within 10s: stopping at once") {
 		t.Errorf("weir did not say it stopped its tasks at once:\n%s", stderr)
 	}
+}
+
+// httpGet is the status and body of a GET, or -1 when nothing answers.
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // instances are weir run processes of the job file job.yaml in a directory,

@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,6 +216,7 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	}
 	b := clitest.StartBroker(t, "orders:1", "alerts:1")
 	dir := t.TempDir()
+	port := clitest.FreePort(t)
 	job := fmt.Sprintf(`name: restart
 source: {kafka: {brokers: [%[1]s], topic: orders}}
 time: {field: ts}
@@ -224,7 +227,27 @@ window: {tumbling: 1s}
 aggregates: {n: count}
 output: {kafka: {brokers: [%[1]s], topic: alerts}}
 checkpoint: {dir: ckpt, interval: 200ms}
-`, b.Addr)
+http: 127.0.0.1:%[2]d
+`, b.Addr, port)
+	ready := func(code int, prefix string) {
+		t.Helper()
+		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+		for deadline := time.Now().Add(time.Minute); ; {
+			c, body := -1, ""
+			if resp, err := http.Get(url); err == nil {
+				bb, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				c, body = resp.StatusCode, string(bb)
+			}
+			if c == code && strings.HasPrefix(body, prefix) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz: %d %q, want %d %q", c, body, code, prefix)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 	const t0 = 1_780_000_000_000
 	batch := func(from, to int) [][]byte {
@@ -253,7 +276,10 @@ checkpoint: {dir: ckpt, interval: 200ms}
 		t.Fatalf("fewer than %d panes after a minute\n%s", n, stderr.String())
 	}
 	wait(9)
+	ready(200, "ready\n")
 	b.C.Close()
+	// The source cannot read and the checkpoints cannot commit: not ready.
+	ready(503, "not ready: ")
 	time.Sleep(3 * time.Second)
 	select {
 	case err := <-exited:
@@ -263,6 +289,7 @@ checkpoint: {dir: ckpt, interval: 200ms}
 	b.Start("orders:1", "alerts:1")
 	b.ProduceLines("orders", 0, batch(10, 20))
 	wait(19)
+	ready(200, "ready\n")
 	cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
 	got := b.Committed("alerts")
