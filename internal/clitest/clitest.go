@@ -56,17 +56,37 @@ func Main(m *testing.M) {
 }
 
 // Start starts weir with args in dir; its standard error goes to the
-// buffer returned (read it once the command has exited).
-func Start(t testing.TB, dir string, args ...string) (*exec.Cmd, *bytes.Buffer) {
+// buffer returned, which may be read while it runs.
+func Start(t testing.TB, dir string, args ...string) (*exec.Cmd, *Buffer) {
 	t.Helper()
 	cmd := exec.Command(Bin, args...)
 	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &Buffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd, &stderr
+	return cmd, stderr
+}
+
+// Buffer is what a process writes, safe to read while it writes.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String is what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // StartRun starts weir run --quiet on a job file, to be killed.

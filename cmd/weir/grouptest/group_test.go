@@ -584,7 +584,7 @@ type instances struct {
 	t     *testing.T
 	dir   string
 	cmds  []*exec.Cmd
-	logs  []*bytes.Buffer
+	logs  []*clitest.Buffer
 	addrs []string
 }
 
