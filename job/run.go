@@ -142,6 +142,10 @@ type Summary struct {
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
+	// ReadThisRun counts the lines this run read, when it resumed from a
+	// checkpoint: Read counts every run's. Not in the summary file, which
+	// is the same whatever the restarts.
+	ReadThisRun int64 `json:"-"`
 
 	elapsed time.Duration
 }
@@ -174,8 +178,11 @@ func (s *Summary) Text() string {
 		q += ")"
 	}
 	rate := ""
-	if secs := s.elapsed.Seconds(); secs > 0 {
+	if secs := s.elapsed.Seconds(); secs > 0 && s.ReadThisRun == s.Read {
 		rate = fmt.Sprintf(" in %.2fs (%.0f lines/s)", secs, float64(s.Read+s.WatermarkLines)/secs)
+	} else if secs > 0 {
+		// A run that resumed: what it read itself, and its rate.
+		rate = fmt.Sprintf(" (%d of them in this run, which resumed from a checkpoint) in %.2fs (%.0f lines/s)", s.ReadThisRun, secs, float64(s.ReadThisRun)/secs)
 	}
 	name := s.Job
 	if name == "" {
@@ -235,7 +242,10 @@ type Runnable struct {
 	recLate *console.Recent[lateEvent] // too-late events, for the console
 	warn    []string
 	fileSrc *file.Source // the input, when it is a file
-	ended   bool         // the summary and acceptance record are written
+	// restoredRead is what the runs before this one read (the restored
+	// checkpoint's count).
+	restoredRead int64
+	ended        bool // the summary and acceptance record are written
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -518,6 +528,7 @@ func (rn *Runnable) build() error {
 	if rn.head, err = engine.NewHead(e, hcfg); err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
+	rn.restoredRead = rn.head.Counts().Read // what earlier runs read
 	var src connector.Source
 	switch {
 	case j.Kafka != nil:
@@ -695,7 +706,7 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
 	var progress *progressReporter
 	if rn.o.Progress != nil {
-		progress = startProgress(rn.o.Progress, rn.e.Control())
+		progress = rn.startProgress()
 	}
 	err := rn.e.Run(ctx)
 	if progress != nil {
@@ -785,6 +796,7 @@ func (rn *Runnable) summary(err error) *Summary {
 		PanesWritten: rn.out.Written(),
 	}
 	s.InFlight = s.Read - (s.Accepted + s.Duplicates + s.TooLate + s.BeyondDedupHorizon + s.Quarantined)
+	s.ReadThisRun = s.Read - rn.restoredRead
 	if rn.late != nil {
 		s.LateWritten = rn.late.Written()
 	}
