@@ -217,7 +217,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 func NewAcceptance(j *Job) *Acceptance {
 	a := &Acceptance{Job: j.Name, JobFile: j.File, Version: j.Version}
 	s := &a.Settings
-	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.String()
+	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.Describe()
 	s.AllowedLateness, s.Mode = mtime.FormatDuration(j.Window.AllowedLateness), j.Window.Mode.String()
 	s.Watermark = describeWatermark(j)
 	if j.ID != nil {

@@ -292,7 +292,7 @@ func (rn *Runnable) Console() *console.Server {
 	}
 	add("window", j.Window.Assigner.String())
 	add("watermark", describeWatermark(j))
-	add("trigger", j.Window.Trigger.String())
+	add("trigger", j.Window.Trigger.Describe())
 	add("allowed lateness", mtime.FormatDuration(j.Window.AllowedLateness))
 	add("mode", j.Window.Mode.String())
 	for _, o := range j.AllOutputs() {
