@@ -132,13 +132,13 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string)
 	}
 	put(desc(MetricOpenWindows, "Windows holding state"), prometheus.GaugeValue, float64(st.OpenWindows))
 	put(desc(MetricKeys, "Keys holding state"), prometheus.GaugeValue, float64(st.Keys))
-	put(desc(MetricStateBytes, "The memory (and, with Pebble, disk) state takes, estimated"), prometheus.GaugeValue, float64(st.StateBytes))
+	put(desc(MetricStateBytes, "What the state takes at most: with the memory backend the Go heap in use (the state and more), with Pebble its files and cache"), prometheus.GaugeValue, float64(st.StateBytes))
 	fired := desc(MetricPanesFired, "Panes fired, retractions included, by timing", "timing")
 	for _, tm := range []string{"EARLY", "ON_TIME", "LATE"} {
 		put(fired, prometheus.CounterValue, float64(st.PanesByTiming[tm]), tm)
 	}
-	wr := desc(MetricSinkWritten, "Records a sink was given to write", "sink")
-	cm := desc(MetricSinkCommitted, "Records that reached readers: committed at a checkpoint, or flushed", "sink")
+	wr := desc(MetricSinkWritten, "Records a sink was given to write by this run", "sink")
+	cm := desc(MetricSinkCommitted, "Records that reached readers, by every run since the job started: committed at a checkpoint, or flushed", "sink")
 	cl := desc(MetricSinkCommit, "How long the sink's last commit took, seconds", "sink")
 	for _, s := range st.Sinks {
 		put(wr, prometheus.CounterValue, float64(s.Written), s.Name)

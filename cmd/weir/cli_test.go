@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/clitest"
 )
 
@@ -368,5 +369,14 @@ func TestUsageExitCodes(t *testing.T) {
 	// A ledger that does not exist is a missing input, as anywhere else.
 	if code, _, stderr := runCLI(t, fraudDir(t), "reconcile", "--ledger", "nowhere.jsonl", "job.yaml"); code != 2 || stderr != "weir: --ledger nowhere.jsonl: no such file or directory\n" {
 		t.Errorf("a missing ledger: exit %d %q", code, stderr)
+	}
+}
+
+// weir status says what a sink's counts are: committed by every run,
+// written by this one (after a resume the first may be the larger).
+func TestStatusTextSinks(t *testing.T) {
+	text := statusText(engine.Status{Job: "j", State: "running", Sinks: []engine.SinkStatus{{Name: "output", Guarantee: "exactly_once", Written: 13, Committed: 15}}})
+	if !strings.Contains(text, "\nsink output (exactly_once): 15 committed in all, 13 written by this run\n") {
+		t.Errorf("status:\n%s", text)
 	}
 }

@@ -122,7 +122,9 @@ func statusText(s engine.Status) string {
 	c := s.Counts
 	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, c.Duplicates, c.TooLate, c.Quarantined)
 	for _, k := range s.Sinks {
-		fmt.Fprintf(&b, "sink %s (%s): %d written, %d committed\n", k.Name, k.Guarantee, k.Written, k.Committed)
+		// Committed counts every run's, written this run's: after a
+		// resume the first may be the larger.
+		fmt.Fprintf(&b, "sink %s (%s): %d committed in all, %d written by this run\n", k.Name, k.Guarantee, k.Committed, k.Written)
 	}
 	if ck := s.Checkpoint; !ck.At.IsZero() {
 		fmt.Fprintf(&b, "last checkpoint %d at %s (%s ago, took %s, %d bytes); %d failed\n", ck.ID, ck.At.UTC().Format(time.RFC3339), s.At.Sub(ck.At).Round(time.Millisecond), ck.Duration.Round(time.Millisecond), ck.Bytes, ck.Failed)
