@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/clitest"
+	"github.com/weirstream/weir/reconcile"
 )
 
 // fraudDir copies the fraud example into a new directory, with its job
@@ -378,5 +379,63 @@ func TestStatusTextSinks(t *testing.T) {
 	text := statusText(engine.Status{Job: "j", State: "running", Sinks: []engine.SinkStatus{{Name: "output", Guarantee: "exactly_once", Written: 13, Committed: 15}}})
 	if !strings.Contains(text, "\nsink output (exactly_once): 15 committed in all, 13 written by this run\n") {
 		t.Errorf("status:\n%s", text)
+	}
+}
+
+// weir reconcile --report lists the corrected windows only (every window
+// with --all), and sums up ranges of windows alike in a line each.
+func TestReconcileReport(t *testing.T) {
+	r := &reconcile.Report{Table: "alerts", LedgerLines: 9, LedgerFiles: []string{"a", "b"}, LedgerEvents: 8, LedgerFirst: "f", LedgerLast: "l", Applied: true}
+	add := func(start string, o reconcile.Outcome) {
+		w := reconcile.Window{Key: "k", WindowStart: start, WindowEnd: start + "+1m", Outcome: o}
+		switch o {
+		case reconcile.Corrected:
+			w.Base, w.Revision, w.Changes = 1, 2, "orders 3 -> 4"
+		case reconcile.NotCorrectable:
+			w.Note = "the ledger holds no event of it"
+		}
+		r.Windows = append(r.Windows, w)
+	}
+	for _, s := range []string{"00", "01", "02"} {
+		add("t"+s, reconcile.AlreadyRight)
+	}
+	add("t03", reconcile.Corrected)
+	add("t04", reconcile.AlreadyRight)
+	add("t05", reconcile.AlreadyRight)
+	add("t06", reconcile.NotCorrectable)
+	add("t07", reconcile.NotCorrectable)
+	r.Corrected, r.AlreadyRight, r.NotCorrectable = 1, 5, 2
+	for _, w := range r.Windows {
+		g := reconcile.Range{WindowStart: w.WindowStart, WindowEnd: w.WindowEnd}
+		switch w.Outcome {
+		case reconcile.Corrected:
+			g.Corrected = 1
+		case reconcile.AlreadyRight:
+			g.AlreadyRight = 1
+		case reconcile.NotCorrectable:
+			g.NotCorrectable = 1
+		}
+		r.Ranges = append(r.Ranges, g)
+	}
+	want := `ledger: 9 lines in 2 files: 8 events from f to l, 0 duplicates dropped, 0 lines not events
+corrected  k [t03, t03+1m): revision 1 -> 2: orders 3 -> 4
+window_start               window_end                 corrected already_right not_correctable raced
+t00                        t02+1m                             0             3               0     0
+t03                        t03+1m                             1             0               0     0
+t04                        t05+1m                             0             2               0     0
+t06                        t07+1m                             0             0               2     0
+table alerts: 1 windows corrected, 5 already right, 2 not correctable (the ledger lacks their events), 0 raced
+`
+	if got := reconcileText(r, true, false); got != want {
+		t.Errorf("--report:\n%s\nwant:\n%s", got, want)
+	}
+	got := reconcileText(r, false, true)
+	for _, line := range []string{"already right  k [t00, t00+1m)\n", "not correctable  k [t06, t06+1m): the ledger holds no event of it\n", "corrected  k [t03, t03+1m): revision 1 -> 2"} {
+		if !strings.Contains(got, line) {
+			t.Errorf("--all lacks %q:\n%s", line, got)
+		}
+	}
+	if strings.Count(got, "\n") != 10 {
+		t.Errorf("--all: %d lines:\n%s", strings.Count(got, "\n"), got)
 	}
 }
