@@ -101,7 +101,10 @@ func statusText(s engine.Status) string {
 	}
 	fmt.Fprintf(&b, "job %s, %s%s\n", s.Job, s.State, stale)
 	fmt.Fprintf(&b, "watermark %s, %.1f s behind processing time; %d open windows, %d keys\n", showTime(s.Watermark), float64(s.WatermarkGap)/1000, s.OpenWindows, s.Keys)
-	if s.HeldBy != "" {
+	// A partition holds the watermark back when it is behind the others by
+	// more than the delay (and a second), as the console says it.
+	held := s.HeldBy != "" && s.EventTimeSkew >= max(s.WatermarkDelay, 1000)
+	if held {
 		fmt.Fprintf(&b, "held back by %s since %s\n", s.HeldBy, showTime(s.HeldBySince))
 	}
 	fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s\n", "partition", "diagnosis", "watermark", "backlog", "last event")
@@ -111,7 +114,7 @@ func statusText(s engine.Status) string {
 			back = fmt.Sprint(p.Backlog)
 		}
 		mark := ""
-		if p.HoldsBack {
+		if p.HoldsBack && held {
 			mark = "  <- holds the watermark back"
 		}
 		if p.Err != "" {
