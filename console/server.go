@@ -1,7 +1,7 @@
 // Package console serves a running job over HTTP: /metrics in the
 // Prometheus format, /api/status (the same as JSON, with each partition's
 // diagnosis and the partition that holds the watermark back), a web console
-// that updates live (/), the watermark simulator of seed 000 computed by
+// that updates live (/), the watermark simulator computed by
 // weir's own engine (/simulator), and /healthz. Every asset is embedded in
 // the binary. Listen serves it safe by default (see Access): local host
 // names only, a token when one is set, and bounded connections.

@@ -16,7 +16,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-// Acceptance is the acceptance record of seed 004: what a run (or a
+// Acceptance is the acceptance record of a run: what a run (or a
 // reconciliation) covered, with which settings, what it produced, how it
 // recovered, and whether the tables hold what it wrote. weir run writes it
 // when the job file names acceptance: (a .json file, and a .md beside it).

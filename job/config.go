@@ -82,7 +82,7 @@ type Job struct {
 	// Acceptance is where weir run writes the acceptance record (JSON, and
 	// Markdown beside it); empty: nowhere.
 	Acceptance string
-	// Version is the version of the job's metric definitions (seed 004):
+	// Version is the version of the job's metric definitions:
 	// every pane carries it, and a table keeps a new version's rows over an
 	// old one's whatever their revisions. 1 when the file does not say.
 	Version int64

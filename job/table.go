@@ -278,7 +278,7 @@ func tableValue(v outVal) any {
 	return nil
 }
 
-// paneStatus is seed 004's status of a pane: provisional until the final
+// paneStatus is the status of a pane a business reads: provisional until the final
 // pane, which is closed; a retraction withdraws its pane.
 func paneStatus(p *pane) string {
 	switch {

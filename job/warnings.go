@@ -11,8 +11,8 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-// Warnings are what a job's settings risk, in the words of seed 001's
-// anti-patterns: none stops the job; weir says them at start.
+// Warnings are what a job's settings risk, the common mistakes of
+// windowed jobs: none stops the job; weir says them at start (and weir lint).
 func (j *Job) Warnings() []string {
 	var w []string
 	if msg := latenessWarning(j.Window); msg != "" {

@@ -1,5 +1,5 @@
 // Package reconcile corrects a job's upsert table from a retained ledger
-// (seed 004): it recomputes the job's windows from the events the ledger
+// it recomputes the job's windows from the events the ledger
 // holds (the original input, the late output, a dead-letter queue),
 // de-duplicated, with a perfect watermark, through weir's own engine;
 // compares them with the rows the table holds; and publishes, for every

@@ -179,12 +179,12 @@ func groupText(g console.GroupStatus) string {
 	return b.String()
 }
 
-// cmdSimulator serves seed 000's watermark simulator alone.
+// cmdSimulator serves the watermark simulator alone.
 func cmdSimulator(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("weir simulator", stderr)
 	addr := fs.String("http", "127.0.0.1:8080", "serve on `host:port`")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir simulator [flags]\n\nServes seed 000's watermark simulator on /simulator: the taps of a toy stream replayed\nthrough weir's engine (windows, watermark delay, phones in a tunnel, late policy, periodic\nwatermarks, partitions with an idle one). Ctrl-C stops it.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weir simulator [flags]\n\nServes the watermark simulator on /simulator: the taps of a toy stream replayed\nthrough weir's engine (windows, watermark delay, phones in a tunnel, late policy, periodic\nwatermarks, partitions with an idle one). Ctrl-C stops it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	pos, code, ok := parseInterspersed(fs, args)
