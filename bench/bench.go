@@ -46,6 +46,9 @@ type Bench struct {
 	// Setup, when set, prepares the run (a broker filled with the input)
 	// outside the measured time, and returns Run's work and the teardown.
 	Setup func() (run func(d time.Duration) (int64, map[string]float64, string, error), teardown func(), err error)
+	// Explicit benchmarks (the soak, which runs for minutes) run only when
+	// weir bench --only names them.
+	Explicit bool
 }
 
 var registry []Bench

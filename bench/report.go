@@ -173,6 +173,13 @@ func Targets(rs []Result) string {
 		r := c.Wall / w.Wall
 		check("steep job on Pebble, checkpoints every 500 ms: within 1.5x of none", r, r <= 1.5, okw && okc, "x")
 	}
+	{
+		s, ok := find(rs, "soak")
+		rss := float64(s.PeakRSS) / (1 << 20)
+		check("soak: peak RSS < budget + 256 MiB (MiB)", rss, rss < s.Extra["budget_mib"]+256, ok, "")
+		accounted := strings.HasPrefix(s.Note, "every line accounted for")
+		check("soak: every line accounted for (lines read)", s.Extra["read"], accounted, ok, "")
+	}
 	l, okl := find(rs, "latency-100k")
 	p99 := l.Extra["p99_ms"]
 	check("on-time panes reach the sink within 10 ms (p99)", p99, p99 <= 10, okl && l.Extra["panes"] > 0, "ms")

@@ -755,6 +755,39 @@ func (s *Store) Prune() {
 	s.pruneObjects(gone)
 }
 
+// PruneSavepoints deletes the savepoints of weir's beyond the newest keep,
+// never the one at path (the job may resume from it), and returns the
+// paths it deleted, oldest first. A savepoint with a manifest that does not
+// read is left alone.
+func (s *Store) PruneSavepoints(keep int, path string) []string {
+	var sps []entry
+	for _, e := range s.list() {
+		if s.isSavepoint(e) {
+			sps = append(sps, e)
+		}
+	}
+	var gone []string
+	var objects []string
+	for i := len(sps) - 1; i >= keep; i-- {
+		e := sps[i]
+		if e.path == path {
+			continue
+		}
+		m, sound := soundManifest(s.fs, e.path)
+		if !sound {
+			continue
+		}
+		objects = append(objects, objectsOf(m)...)
+		if err := s.fs.RemoveAll(e.path); err == nil {
+			gone = append(gone, e.path)
+		}
+	}
+	if len(objects) > 0 {
+		s.pruneObjects(objects)
+	}
+	return gone
+}
+
 func (s *Store) isSavepoint(e entry) bool {
 	return strings.HasPrefix(e.path, filepath.Join(s.dir, "savepoints"))
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/source"
 )
 
 // Record is one record read from a source: its bytes, and where and when it
@@ -51,7 +52,14 @@ type Record struct {
 	// Offset is the record's place in its partition: the line number
 	// (1-based) of a file, the offset of a Kafka record.
 	Offset int64
+	// Cut, for a record longer than its source holds, says so: Value is its
+	// first bytes only, and the record is rejected (line_too_long).
+	Cut *Cut
 }
+
+// Cut describes a record cut to its first bytes: its whole length and the
+// SHA-256 of all of it.
+type Cut = source.Cut
 
 // Partition is one partition of a source: a unit with an order of its own
 // and, by default, a watermark of its own.

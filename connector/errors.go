@@ -3,6 +3,7 @@ package connector
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -59,6 +60,13 @@ func Transient(err error) error { return &retryableError{err, true} }
 // rows), whatever its cause looks like.
 func Permanent(err error) error { return &retryableError{err, false} }
 
+// StorageFull reports whether err says a disk is full or cannot be written:
+// no space, a quota, a read-only file system. Such an error does not heal
+// by a retry; the job stops at once and names the path.
+func StorageFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
+}
+
 // Retryable reports whether an operation that failed with err may succeed if
 // tried again: the one place weir decides it. In order:
 //
@@ -80,7 +88,7 @@ func Retryable(err error) bool {
 		return r.Retryable()
 	}
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES),
+	case StorageFull(err), errors.Is(err, syscall.EACCES),
 		errors.Is(err, syscall.EPERM), errors.Is(err, os.ErrPermission):
 		return false
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
@@ -96,3 +104,31 @@ func Retryable(err error) bool {
 	var oe *net.OpError
 	return errors.As(err, &oe)
 }
+
+// RefusedError is what a sink's Write returns when it has written every
+// item it was given but some it refuses for a reason of their own: a value
+// the database cannot store (a NUL in a text, a key longer than its index
+// takes), a record larger than the topic takes. Retrying cannot mend them,
+// and they must not stop the job: the engine counts them and hands them to
+// the sink's dead-letter output, if it has one.
+type RefusedError struct {
+	// Items are the refused items, by their index in the slice given to
+	// Write, in order.
+	Items []RefusedItem
+}
+
+// RefusedItem is one item a sink refused, and why.
+type RefusedItem struct {
+	Index  int
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	if len(e.Items) == 1 {
+		return "1 item refused: " + e.Items[0].Reason
+	}
+	return fmt.Sprintf("%d items refused; the first: %s", len(e.Items), e.Items[0].Reason)
+}
+
+// Retryable implements the rule of Retryable: a refusal is never retried.
+func (e *RefusedError) Retryable() bool { return false }

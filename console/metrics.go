@@ -32,6 +32,8 @@ const (
 	MetricPanesFired       = "weir_panes_fired_total"           // counter, by timing
 	MetricSinkWritten      = "weir_sink_records_written_total"  // counter, by sink
 	MetricSinkCommitted    = "weir_sink_records_committed_total"
+	MetricSinkRefused      = "weir_sink_records_refused_total"      // counter, by sink: items it could not store (dead letters)
+	MetricBackpressure     = "weir_reading_paused"                  // gauge 0/1: reading paused while a sink cannot commit
 	MetricSinkCommit       = "weir_sink_commit_seconds"             // gauge, by sink: the last commit's duration
 	MetricCkptDuration     = "weir_checkpoint_duration_seconds"     // gauge: the last checkpoint's
 	MetricCkptBytes        = "weir_checkpoint_size_bytes"           // gauge: the last checkpoint's
@@ -140,11 +142,18 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string)
 	wr := desc(MetricSinkWritten, "Records a sink was given to write by this run", "sink")
 	cm := desc(MetricSinkCommitted, "Records that reached readers, by every run since the job started: committed at a checkpoint, or flushed", "sink")
 	cl := desc(MetricSinkCommit, "How long the sink's last commit took, seconds", "sink")
+	rf := desc(MetricSinkRefused, "Records a sink refused for a value it cannot store: not written there, sent to dead_letter if the job has one", "sink")
 	for _, s := range st.Sinks {
 		put(wr, prometheus.CounterValue, float64(s.Written), s.Name)
 		put(cm, prometheus.CounterValue, float64(s.Committed), s.Name)
 		put(cl, prometheus.GaugeValue, s.CommitLatency/1000, s.Name)
+		put(rf, prometheus.CounterValue, float64(s.Refused), s.Name)
 	}
+	backpressure := 0.0
+	if st.Backpressure != "" {
+		backpressure = 1
+	}
+	put(desc(MetricBackpressure, "1 while reading is paused because a sink cannot commit (backpressure): what waits for the commit does not grow"), prometheus.GaugeValue, backpressure)
 	ck := st.Checkpoint
 	put(desc(MetricCkptTotal, "Checkpoints taken, failed ones included"), prometheus.CounterValue, float64(ck.Total))
 	put(desc(MetricCkptFailed, "Checkpoints that failed"), prometheus.CounterValue, float64(ck.Failed))

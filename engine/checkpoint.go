@@ -247,6 +247,42 @@ type coordinator struct {
 	mu   sync.Mutex
 	last CheckpointInfo
 	open map[*CheckpointBarrier]bool // started, not handled yet
+
+	// stalled says why a commit is being retried (nil: none is): the
+	// source loop stops reading meanwhile, so that what waits for the
+	// commit does not grow with the outage. unstalled wakes it.
+	stalled   atomic.Pointer[string]
+	unstalled chan struct{}
+}
+
+// stall notes that a sink's commit failed and is being retried.
+func (c *coordinator) stall(sink string, err error) {
+	why := fmt.Sprintf("%s cannot commit (%s): reading is paused until it can", strings.TrimPrefix(sink, "sink:"), errText(err))
+	if c.stalled.Swap(&why) == nil {
+		c.e.log("warning: " + why)
+	}
+}
+
+// unstall notes that the commits go through again.
+func (c *coordinator) unstall() {
+	if c.stalled.Swap(nil) != nil {
+		c.e.log("the commits go through again: reading goes on")
+		select {
+		case c.unstalled <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Stalled says why reading is paused, or "".
+func (c *coordinator) Stalled() string {
+	if c == nil {
+		return ""
+	}
+	if s := c.stalled.Load(); s != nil {
+		return *s
+	}
+	return ""
 }
 
 // CheckpointInfo describes the last checkpoint written.
@@ -263,7 +299,7 @@ type CheckpointInfo struct {
 }
 
 func newCoordinator(e *Engine) *coordinator {
-	c := &coordinator{e: e, done: make(chan *CheckpointBarrier, 16), open: map[*CheckpointBarrier]bool{}}
+	c := &coordinator{e: e, done: make(chan *CheckpointBarrier, 16), open: map[*CheckpointBarrier]bool{}, unstalled: make(chan struct{}, 1)}
 	if e.resumed != nil {
 		c.lastGood = e.resumed.Path
 	}
@@ -398,9 +434,16 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		c.last.Failures = c.failures
 		c.last.Failed++
 		c.mu.Unlock()
-		e.log(fmt.Sprintf("%s (%d in a row, %d tolerated)", errText(err), c.failures, e.cfg.Checkpoint.TolerableFailures))
-		if c.failures > e.cfg.Checkpoint.TolerableFailures {
+		if connector.StorageFull(err) {
+			// An output's disk is full: the job stops now, its output
+			// committed up to the last checkpoint; the next run, once
+			// there is room, commits this one again.
 			e.Fail(err)
+		} else {
+			e.log(fmt.Sprintf("%s (%d in a row, %d tolerated)", errText(err), c.failures, e.cfg.Checkpoint.TolerableFailures))
+			if c.failures > e.cfg.Checkpoint.TolerableFailures {
+				e.Fail(err)
+			}
 		}
 		if b.reply != nil {
 			b.reply <- savepointResult{path: path, err: err}
@@ -430,6 +473,10 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 	}
 	if b.Kind != checkpoint.Savepoint {
 		e.store.Prune()
+	} else if k := e.cfg.Checkpoint.KeepSavepoints; k > 0 {
+		for _, gone := range e.store.PruneSavepoints(k, path) {
+			e.log(fmt.Sprintf("removed the savepoint %s: keep_savepoints keeps the newest %d", gone, k))
+		}
 	}
 	if b.reply != nil {
 		b.reply <- savepointResult{path: path}
@@ -488,7 +535,18 @@ func (c *coordinator) commitAll(id uint64) error {
 		}
 		t0 := time.Now()
 		for _, pc := range p.pending {
-			if err := retry(c.e, p.name+" commit", func() error { return p.commit(c.e.sinkCtx, pc.id, pc.data) }); err != nil {
+			commit := func() error {
+				err := p.commit(c.e.sinkCtx, pc.id, pc.data)
+				if err != nil && connector.Retryable(err) {
+					c.stall(p.name, err)
+				}
+				return err
+			}
+			err := retry(c.e, p.name+" commit", commit)
+			if err == nil {
+				c.unstall()
+			}
+			if err != nil {
 				if c.e.cfg.Checkpoint.Publish != nil {
 					// The checkpoint and its output are one transaction:
 					// when it cannot commit, neither is visible, and the
@@ -722,13 +780,9 @@ type SetupError struct {
 func (e *SetupError) Error() string { return e.Msg }
 func (e *SetupError) Unwrap() error { return e.Err }
 
-func errText(err error) string {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
+// errText is err for a log line: whole, the path of a file it names
+// included (a disk that is full is a disk somewhere).
+func errText(err error) string { return err.Error() }
 
 // Checkpoints describes the last checkpoint this run wrote, with the counts
 // of checkpoints taken and failed (the zero CheckpointInfo without

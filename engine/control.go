@@ -157,6 +157,9 @@ type Status struct {
 	PanesByTiming map[string]int64 `json:"panes_by_timing"`
 	// StateBytes estimates the memory and disk the state takes.
 	StateBytes int64 `json:"state_bytes"`
+	// Backpressure says why reading is paused (a sink that cannot commit),
+	// or is empty.
+	Backpressure string `json:"backpressure,omitempty"`
 	// PaneLatency is how long after its firing a pane reached the sinks in
 	// a live job (wall clock), as a histogram.
 	PaneLatency Histogram `json:"pane_latency"`
@@ -220,6 +223,9 @@ type SinkStatus struct {
 	Guarantee string `json:"guarantee"`
 	// CommitLatency is how long its last commit took (ms).
 	CommitLatency float64 `json:"commit_latency_ms"`
+	// Refused counts the items it refused for a reason of their own (a
+	// value it cannot store): not written there, sent to its dead letter.
+	Refused int64 `json:"refused"`
 }
 
 // makeStatus runs in the source loop.
@@ -230,6 +236,7 @@ func (e *Engine) makeStatus() Status {
 	}
 	if e.coord != nil {
 		s.Checkpoint = e.coord.Last()
+		s.Backpressure = e.coord.Stalled()
 	}
 	e.statusMu.Lock()
 	e.lastStatus = s

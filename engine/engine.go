@@ -52,9 +52,12 @@ type Config struct {
 
 // Checkpointing configures durable checkpoints.
 type Checkpointing struct {
-	Dir               string
-	Interval          time.Duration
-	Keep              int
+	Dir      string
+	Interval time.Duration
+	Keep     int
+	// KeepSavepoints is how many savepoints stay: a new one prunes the
+	// oldest beyond it, and logs what it removed (0: every one stays).
+	KeepSavepoints    int
 	TolerableFailures int
 	// Fingerprint identifies what the job computes; a checkpoint with
 	// another fingerprint is refused on restore.
@@ -394,8 +397,20 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 	}
 	dirty := false
 	var nbatch, ticks int64
+	var unstalled chan struct{}
+	if e.coord != nil {
+		unstalled = e.coord.unstalled
+	}
 	for {
+		// While a sink's commit is retried (a database down), nothing more
+		// is read: what waits for the commit stays as it is, however long
+		// the outage (backpressure).
+		in := batches
+		if e.coord.Stalled() != "" {
+			in = nil
+		}
 		select {
+		case <-unstalled:
 		case <-e.failed:
 			return reasonFailed, nil
 		case <-ctx.Done():
@@ -403,7 +418,7 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 				return reasonStopped, nil
 			}
 			return reasonFailed, nil
-		case b := <-batches:
+		case b := <-in:
 			if b.err != nil {
 				if errors.Is(b.err, io.EOF) {
 					b.in.ended = true
@@ -561,8 +576,12 @@ func (e *Engine) shutdown(reason stopReason, req *savepointReq) error {
 // cascade delivers End or Stop down the tree of stages, each waiting for its
 // operators. A stop gets StopGrace to finish (the savepoint's barrier reaches
 // every stage), then the stages are aborted.
+//
+// A stop after a failure (the stages aborted already) waits StopWait at
+// most: a stage stuck where no abort reaches (a write to a full state disk
+// that does not return) is left behind, so that the job stops and says why.
 func (e *Engine) cascade(s Signal, grace bool) {
-	if !grace {
+	if s.Kind == End {
 		e.signal(s)
 		return
 	}
@@ -571,15 +590,21 @@ func (e *Engine) cascade(s Signal, grace bool) {
 		defer close(done)
 		e.signal(s)
 	}()
+	if grace {
+		select {
+		case <-done:
+			return
+		case <-time.After(e.cfg.StopGrace):
+		case <-e.failed:
+		}
+		e.log(fmt.Sprintf("the job did not reach a consistent point within %s of the stop: stopping at once, without a savepoint", e.cfg.StopGrace))
+		e.abortAll()
+	}
 	select {
 	case <-done:
-		return
-	case <-time.After(e.cfg.StopGrace):
-	case <-e.failed:
+	case <-time.After(e.cfg.StopWait):
+		e.log(fmt.Sprintf("a stage did not stop within %s of being aborted (a write that does not return: a full disk?); the job stops without it", e.cfg.StopWait))
 	}
-	e.log(fmt.Sprintf("the job did not reach a consistent point within %s of the stop: stopping at once, without a savepoint", e.cfg.StopGrace))
-	e.abortAll()
-	<-done
 }
 
 // abortAll makes every stage drop its work and every sink call return.

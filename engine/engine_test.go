@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -307,6 +309,167 @@ func TestStopAfterTheEndOfInput(t *testing.T) {
 			}
 		case <-time.After(time.Minute):
 			t.Fatalf("the job did not stop a minute after its context was cancelled:\n%s", log.String())
+		}
+	})
+}
+
+// lateSink is a sink whose database is not up for its first opens.
+type lateSink struct {
+	memSink
+	fails int
+}
+
+func (s *lateSink) Open(context.Context, connector.Resume) error {
+	if s.fails > 0 {
+		s.fails--
+		return connector.Transient(errors.New("connection refused"))
+	}
+	return nil
+}
+
+// A sink whose database is down when the job starts is waited for, as its
+// writes are: its Open is retried with backoff.
+func TestSinkOpenRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1), bounded: true}
+		src.add("a 1000", "a 9000")
+		var log syncBuffer
+		sink := &lateSink{fails: 3}
+		e := build(t, engine.Config{Name: "late", Log: &log}, src, sink)
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v\n%s", err, log.String())
+		}
+		if !strings.Contains(log.String(), "output open: connection refused; retrying in") || !strings.Contains(log.String(), "output open: succeeded after 3 retries") || sink.String() == "" {
+			t.Errorf("log:\n%s\noutput: %q", log.String(), sink.String())
+		}
+	})
+}
+
+// chunked is a bounded source of n records, ten a batch every 10 ms, that
+// counts its reads.
+type chunked struct {
+	n, next int
+	reads   atomic.Int64
+}
+
+func (s *chunked) Open(ctx context.Context, pos []byte) error {
+	if len(pos) > 0 {
+		s.next, _ = strconv.Atoi(string(pos))
+	}
+	return nil
+}
+
+func (s *chunked) Read(ctx context.Context, b *connector.Batch) error {
+	s.reads.Add(1)
+	time.Sleep(10 * time.Millisecond) // records come in time
+	if s.next == 0 && b.Partitions == nil {
+		b.Partitions = []connector.Partition{{Name: "mem"}}
+	}
+	for i := 0; i < 10 && s.next < s.n; i++ {
+		b.Records = append(b.Records, connector.Record{Value: []byte(fmt.Sprintf("k%d %d", s.next%7, 1_780_000_000_000+s.next*100)), Offset: int64(s.next + 1), Arrival: mtime.MinTime})
+		s.next++
+	}
+	b.Position = []byte(strconv.Itoa(s.next))
+	if s.next >= s.n {
+		return io.EOF
+	}
+	return nil
+}
+
+func (s *chunked) Close() error { return nil }
+
+// flakySink is an exactly-once sink whose commits fail, as a database that
+// is down does, while down is set.
+type flakySink struct {
+	memSink
+	down atomic.Bool
+}
+
+func (s *flakySink) Commit(context.Context, uint64, []byte) error {
+	if s.down.Load() {
+		return connector.Transient(errors.New("connection refused"))
+	}
+	return nil
+}
+func (s *flakySink) Guarantee() connector.Guarantee { return connector.ExactlyOnce }
+
+// While a sink cannot commit, nothing more is read (backpressure): what
+// waits for the commit stays as it is, however long the outage; the status
+// says why. Once the commits go through, the job goes on and ends.
+func TestBackpressureWhileCommitsStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &chunked{n: 5000}
+		sink := &flakySink{}
+		sink.down.Store(true)
+		var log syncBuffer
+		fs := vfs.NewCrashable() // checkpoints in memory
+		fs.MkdirAll("/ckpt")
+		cfg := engine.Config{Name: "bp", Log: &log, Checkpoint: engine.Checkpointing{Dir: "/ckpt", FS: fs, Interval: 20 * time.Millisecond, TolerableFailures: 1000}}
+		e := build(t, cfg, src, sink)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		for !strings.Contains(log.String(), "reading is paused until it can") {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		paused := src.reads.Load()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if n := src.reads.Load(); n != paused || paused >= 500 {
+			t.Errorf("reads while the sink was down: %d after a minute, %d ten minutes later", paused, n)
+		}
+		if st := e.Control().Status(context.Background(), time.Second); !strings.Contains(st.Backpressure, "output cannot commit (connection refused): reading is paused") {
+			t.Errorf("status: %q", st.Backpressure)
+		}
+		sink.down.Store(false)
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v\n%s", err, log.String())
+		}
+		if src.next != 5000 || !strings.Contains(log.String(), "the commits go through again: reading goes on") {
+			t.Errorf("read %d of 5000\n%s", src.next, log.String())
+		}
+	})
+}
+
+// stuckSink's Write does not return, whatever its context, until release is
+// closed: a write to a full disk that hangs in the kernel.
+type stuckSink struct {
+	blockingSink
+	release chan struct{}
+}
+
+func (s *stuckSink) Write(ctx context.Context, _ []window.Pane[string, int64]) error {
+	close(s.started)
+	<-s.release
+	return nil
+}
+
+// A job that fails stops within StopWait even when a stage is stuck where
+// no abort reaches it: the stage is left behind, and the log says so.
+func TestFailureWithAStageThatDoesNotReturn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lines{more: make(chan struct{}, 1)}
+		sink := &stuckSink{blockingSink{started: make(chan struct{})}, make(chan struct{})}
+		defer close(sink.release)
+		var log bytes.Buffer
+		e := build(t, engine.Config{Name: "stuck", Live: true, Log: &log, StopWait: 3 * time.Second}, src, sink)
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		base := mtime.Now()
+		src.add(fmt.Sprintf("a %d", base), fmt.Sprintf("a %d", base+5000))
+		<-sink.started
+		start := time.Now()
+		e.Abort(errors.New("the state disk is full"))
+		err := <-done
+		if waited := time.Since(start); waited != 3*time.Second {
+			t.Errorf("the job stopped %s after the failure, want StopWait (3s)", waited)
+		}
+		if err == nil || err.Error() != "the state disk is full" {
+			t.Errorf("Run: %v", err)
+		}
+		if !strings.Contains(log.String(), "a stage did not stop within 3s of being aborted") {
+			t.Errorf("log: %s", log.String())
 		}
 	})
 }

@@ -99,6 +99,10 @@ type Target[K comparable, T any] interface {
 type RejectedRecord struct {
 	Reason string
 	Detail string
+	// At is the processing time at which it was set aside; Arrival the
+	// record's arrival time, when it says one (a replay's arrival field),
+	// else mtime.MinTime.
+	At, Arrival mtime.Time
 	// Source names the source; Record is the record as read (its Offset is
 	// the line number of a file).
 	Source string
@@ -138,6 +142,7 @@ type Head[K comparable, T any] struct {
 	holder  int        // the partition holding the watermark back at the last report, -1 none
 	since   mtime.Time // since when
 	paused  []bool     // source partitions paused by the alignment
+	now     mtime.Time // processing time, as the head last moved it
 
 	c Counts
 }
@@ -182,7 +187,7 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	if err != nil {
 		return nil, err
 	}
-	h := &Head[K, T]{cfg: cfg, e: e, p: p, c: Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}, holder: -1}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, c: Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}, holder: -1}
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
 	}
@@ -292,6 +297,7 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 		return
 	}
 	if d.Arrival != mtime.MinTime {
+		h.now = max(h.now, d.Arrival)
 		if h.announ {
 			// The source's partitions hold the watermark back from the
 			// first record on, even those that never get one (until they
@@ -309,7 +315,7 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 		h.c.Quarantined++
 		h.c.QuarantineReasons[d.Reason]++
 		if q := h.cfg.Quarantine; q != nil {
-			q.Push(RejectedRecord{Reason: d.Reason, Detail: d.Detail, Source: h.cfg.Source, Record: *r})
+			q.Push(RejectedRecord{Reason: d.Reason, Detail: d.Detail, Source: h.cfg.Source, Record: *r, At: h.now, Arrival: d.Arrival})
 		}
 	case WatermarkOnly:
 		h.c.WatermarkLines++
@@ -350,6 +356,7 @@ func (h *Head[K, T]) Signal(s Signal) {
 	w, q := h.cfg.Window, h.cfg.Quarantine
 	switch s.Kind {
 	case Proc:
+		h.now = max(h.now, s.Now)
 		w.Advance(s.Now)
 		return
 	case Barrier:

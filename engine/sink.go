@@ -13,18 +13,33 @@ import (
 // batches, and takes part in checkpoints: at a barrier it pre-commits the
 // sink, and the coordinator commits it once the checkpoint is durable.
 type SinkNode[T any] struct {
-	e     *Engine
-	name  string
-	s     connector.Sink[T]
-	p     *Participant
-	buf   []T
-	ckpt  bool
-	batch int
-	since int64 // items written since the last pre-commit or flush
-	dead  bool
+	e      *Engine
+	name   string
+	s      connector.Sink[T]
+	p      *Participant
+	buf    []T
+	ckpt   bool
+	batch  int
+	since  int64 // items written since the last pre-commit or flush
+	failed bool
 
 	flushed atomic.Int64 // without checkpoints: items written and flushed
 	pushed  atomic.Int64
+
+	// Items the sink refused (connector.RefusedError): counted, and handed
+	// to the dead-letter stream in the order of the stream.
+	refused atomic.Int64
+	dead    Stream[Refused[T]]
+}
+
+// Refused is an item a sink refused for a reason of its own, as its
+// dead-letter output gets it.
+type Refused[T any] struct {
+	// Sink names the sink that refused it (its job-file field).
+	Sink string
+	// Reason is the sink's error for this item.
+	Reason string
+	Item   T
 }
 
 // sinkBatch is how many items a SinkNode gathers before it writes them.
@@ -125,7 +140,9 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 		return pre, items, err
 	}
 	e.OnStart(func(ctx context.Context) error {
-		if err := s.Open(ctx, resume); err != nil {
+		// A database or broker that is not up yet is waited for, as a
+		// write waits for it.
+		if err := e.Retry(name+" open", func() error { return s.Open(ctx, resume) }); err != nil {
 			return n.wrap("open", err)
 		}
 		p.committed.Store(committed)
@@ -162,7 +179,7 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 	}
 	e.OnStatus(func(st *Status) {
 		st.Sinks = append(st.Sinks, SinkStatus{Name: name, Written: n.pushed.Load(), Committed: n.Written(), Guarantee: s.Guarantee().String(),
-			CommitLatency: float64(p.commitNs.Load()) / 1e6})
+			CommitLatency: float64(p.commitNs.Load()) / 1e6, Refused: n.refused.Load()})
 	})
 	e.closers = append(e.closers, func() error { return s.Close() })
 	return n, nil
@@ -174,6 +191,31 @@ func (n *SinkNode[T]) wrap(op string, err error) error {
 		return err
 	}
 	return &connector.Error{Connector: n.name, Op: op, Err: err}
+}
+
+// Refusals is the stream of the items the sink refuses, with why, in the
+// order of its own stream: subscribe a dead-letter sink to it (before the
+// job runs). Every signal the sink gets goes on to it, after the sink has
+// handled it, so that a refusal belongs to the same checkpoint as the
+// items around it.
+func (n *SinkNode[T]) Refusals() *Stream[Refused[T]] { return &n.dead }
+
+// RefusedCount is how many items the sink has refused.
+func (n *SinkNode[T]) RefusedCount() int64 { return n.refused.Load() }
+
+// refuse accounts for the items a Write refused and passes them on.
+func (n *SinkNode[T]) refuse(items []T, re *connector.RefusedError) {
+	for _, it := range re.Items {
+		if it.Index < 0 || it.Index >= len(items) {
+			continue
+		}
+		total := n.refused.Add(1)
+		if n.dead.Consumers() > 0 {
+			n.dead.Push(Refused[T]{Sink: n.name, Reason: it.Reason, Item: items[it.Index]})
+		} else if total <= 10 || total%1000 == 0 {
+			n.e.log(fmt.Sprintf("warning: %s refused an item (%d so far): %s; it is not written there (a dead_letter on the output keeps what it refuses)", n.name, total, it.Reason))
+		}
+	}
 }
 
 // SetBatch sets how many items the node gathers before it writes them
@@ -201,14 +243,22 @@ func (n *SinkNode[T]) write() {
 	if len(n.buf) == 0 {
 		return
 	}
-	if !n.dead {
+	if !n.failed {
+		var refused *connector.RefusedError
 		err := n.s.Write(n.e.sinkCtx, n.buf)
-		if err != nil {
+		if err != nil && !errors.As(err, &refused) {
 			err = retryAfter(n.e, n.name+" write", err, func() error { return n.s.Write(n.e.sinkCtx, n.buf) })
+			errors.As(err, &refused)
 		}
-		if err != nil {
+		switch {
+		case refused != nil:
+			n.refuse(n.buf, refused)
+			written := int64(len(n.buf) - len(refused.Items))
+			n.since += written
+			n.pushed.Add(written)
+		case err != nil:
 			n.fail("write", err)
-		} else {
+		default:
 			n.since += int64(len(n.buf))
 			n.pushed.Add(int64(len(n.buf)))
 		}
@@ -218,7 +268,7 @@ func (n *SinkNode[T]) write() {
 }
 
 func (n *SinkNode[T]) fail(op string, err error) {
-	n.dead = true
+	n.failed = true
 	if n.e.sinkCtx.Err() != nil && (n.e.Err() != nil || n.e.stopAsked.Load()) {
 		return // the job is aborting: the cause is reported already, or it is a stop
 	}
@@ -227,7 +277,7 @@ func (n *SinkNode[T]) fail(op string, err error) {
 
 func (n *SinkNode[T]) flush() {
 	n.write()
-	if n.dead || n.ckpt {
+	if n.failed || n.ckpt {
 		return
 	}
 	flush := func() error { return n.s.Flush(n.e.sinkCtx) }
@@ -250,7 +300,7 @@ func (n *SinkNode[T]) flush() {
 }
 
 func (n *SinkNode[T]) preCommit(id uint64) ([]byte, error) {
-	if n.dead {
+	if n.failed {
 		return nil, errors.New("the sink failed")
 	}
 	var pre []byte
@@ -262,8 +312,14 @@ func (n *SinkNode[T]) preCommit(id uint64) ([]byte, error) {
 	return pre, err
 }
 
-// Signal implements Consumer.
+// Signal implements Consumer: the sink handles s, then its dead-letter
+// stream gets it.
 func (n *SinkNode[T]) Signal(s Signal) {
+	n.signal(s)
+	n.dead.Signal(s)
+}
+
+func (n *SinkNode[T]) signal(s Signal) {
 	switch s.Kind {
 	case Flush:
 		n.flush()

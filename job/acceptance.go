@@ -142,7 +142,7 @@ func newAcceptanceTracker() *acceptanceTracker {
 
 func (t *acceptanceTracker) Push(p pane) {
 	t.counts[PaneCount{Timing: p.Timing.String(), Revision: int(p.Revision), Retract: p.Retract}]++
-	k := keyValue(p.Key)
+	k := TableKeyText(p.Key)
 	end := p.Window.End
 	if p.Window.IsGlobal() {
 		end = mtime.MaxTime

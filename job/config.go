@@ -60,9 +60,11 @@ type Job struct {
 	// Outputs are where panes go (output: one, or a list).
 	Outputs []Output
 	// Late is where too-late events go (nil: dropped, and counted);
-	// Rejects where rejected lines go (nil: only counted).
-	Late, Rejects *Output
-	Summary       string
+	// Rejects where rejected lines go (nil: only counted); DeadLetter where
+	// the panes and too-late events an output refused go (a value it
+	// cannot store; nil: logged and counted).
+	Late, Rejects, DeadLetter *Output
+	Summary                   string
 
 	Checkpoint Checkpoint
 	State      State
@@ -79,6 +81,15 @@ type Job struct {
 	// default, creates them for their owner alone (0600). Checkpoints and
 	// state are working storage, their owner's alone whatever it says.
 	FileMode os.FileMode
+	// MaxKeyBytes is the longest key, in bytes, an event may have
+	// (max_key_bytes; 0: the default, DefaultMaxKeyBytes): a longer one is
+	// quarantined as key_too_long.
+	MaxKeyBytes int64
+	// DeadLetterMax is the most bytes of a line or an event a quarantine or
+	// late_output record keeps (dead_letter_max_bytes; 0: the default,
+	// DefaultDeadLetterMax): beyond, its first bytes, its length and its
+	// SHA-256.
+	DeadLetterMax int64
 	// Acceptance is where weir run writes the acceptance record (JSON, and
 	// Markdown beside it); empty: nowhere.
 	Acceptance string
@@ -107,17 +118,23 @@ const DefaultMaxFuture mtime.Time = 3_600_000
 
 // Checkpoint configures durable checkpoints.
 type Checkpoint struct {
-	Dir               string // empty: no checkpoints
-	Interval          mtime.Time
-	Keep              int
+	Dir      string // empty: no checkpoints
+	Interval mtime.Time
+	Keep     int
+	// KeepSavepoints is how many savepoints stay (keep_savepoints,
+	// default 3): a new one prunes the oldest beyond, and says so.
+	KeepSavepoints    int
 	TolerableFailures int
 }
 
 // State configures where window state lives.
 type State struct {
-	Backend      string // "memory" or "pebble"
-	Dir          string
-	MemoryBudget int64 // bytes; the Pebble cache and memtables stay within it
+	Backend string // "memory" or "pebble"
+	Dir     string
+	// MemoryBudget (bytes): the Pebble backend's cache, memtables and
+	// decoded state stay within it; the memory backend, which cannot spill,
+	// warns when its state passes it.
+	MemoryBudget int64
 }
 
 // Path is a JSON field path: "amount", or "payment.amount" for a nested field.
@@ -292,7 +309,7 @@ func (p *parser) resolve(path string) string {
 // job file, so the first error reported is the first a reader would meet.
 func (p *parser) job(root *node) (*Job, error) {
 	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9), lines: map[string]int{}}
-	for _, f := range []string{"output", "late_output", "quarantine", "summary", "checkpoint", "state", "aggregates"} {
+	for _, f := range []string{"output", "late_output", "quarantine", "dead_letter", "summary", "checkpoint", "state", "aggregates"} {
 		if v := root.get(f); v != nil {
 			j.lines[f] = v.Line
 		}
@@ -405,7 +422,48 @@ func (p *parser) job(root *node) (*Job, error) {
 		}
 		j.FileMode = os.FileMode(v)
 	}
+	if m, mn, err := root.str("max_key_bytes"); err != nil {
+		return nil, err
+	} else if mn != nil {
+		v, err := parseBytes(m)
+		if err != nil || v < 1 || v > 1<<20 {
+			return nil, root.errf(mn, "max_key_bytes", "expected a size from 1B to 1MiB such as 1KiB, got %q", m)
+		}
+		j.MaxKeyBytes = v
+	}
+	if m, mn, err := root.str("dead_letter_max_bytes"); err != nil {
+		return nil, err
+	} else if mn != nil {
+		v, err := parseBytes(m)
+		if err != nil || v < 256 || v > 16<<20 {
+			return nil, root.errf(mn, "dead_letter_max_bytes", "expected a size from 256B to 16MiB such as 64KiB, got %q", m)
+		}
+		j.DeadLetterMax = v
+	}
 	return j, nil
+}
+
+// DefaultMaxKeyBytes is the longest key when the job file does not say:
+// 1 KiB, which every output takes (a PostgreSQL index, a Kafka message).
+const DefaultMaxKeyBytes = 1 << 10
+
+func (j *Job) maxKeyBytes() int64 {
+	if j.MaxKeyBytes > 0 {
+		return j.MaxKeyBytes
+	}
+	return DefaultMaxKeyBytes
+}
+
+// DefaultDeadLetterMax is how much of a line or an event a dead-letter
+// record keeps when the job file does not say: 64 KiB, so that a record,
+// escaped, always fits a Kafka message (1 MiB by default).
+const DefaultDeadLetterMax = 64 << 10
+
+func (j *Job) deadLetterMax() int64 {
+	if j.DeadLetterMax > 0 {
+		return j.DeadLetterMax
+	}
+	return DefaultDeadLetterMax
 }
 
 // http reads where the console listens and who may use it: http:
@@ -1039,7 +1097,7 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	} else {
 		dir = p.resolve(dir)
 	}
-	j.Checkpoint = Checkpoint{Dir: dir, Interval: 10000, Keep: 3, TolerableFailures: 3}
+	j.Checkpoint = Checkpoint{Dir: dir, Interval: 10000, Keep: 3, KeepSavepoints: 3, TolerableFailures: 3}
 	if j.Grouped() {
 		j.Checkpoint.Interval = 1000
 	}
@@ -1058,6 +1116,14 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 			return c.errf(c.get("keep"), "checkpoint.keep", "must be at least 1")
 		}
 		j.Checkpoint.Keep = k
+	}
+	if k, ok, err := c.integer("keep_savepoints"); err != nil {
+		return err
+	} else if ok {
+		if k < 1 {
+			return c.errf(c.get("keep_savepoints"), "checkpoint.keep_savepoints", "must be at least 1 (the one a stop takes is the one the next run resumes from)")
+		}
+		j.Checkpoint.KeepSavepoints = k
 	}
 	if k, ok, err := c.integer("tolerable_failures"); err != nil {
 		return err

@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/vfs"
 )
 
-// fullFS is the real file system, except that writes fail with ENOSPC while
-// full is set: a checkpoint disk that fills up.
+// fullFS is the real file system, except that writes of checkpoint files
+// (under a directory named ckpt) fail with ENOSPC while full is set: a
+// checkpoint disk that fills up, the outputs' disk beside it still fine.
 type fullFS struct {
 	checkpoint.FS // the real one
 	mu            sync.Mutex
@@ -25,6 +27,9 @@ type fullFS struct {
 }
 
 func (f *fullFS) WriteFile(path string, data []byte) error {
+	if !strings.Contains(path, string(filepath.Separator)+"ckpt"+string(filepath.Separator)) {
+		return checkpoint.OSFS.WriteFile(path, data)
+	}
 	f.mu.Lock()
 	f.writes++
 	n := f.writes
@@ -95,7 +100,7 @@ func setupDurable(t *testing.T) (dir, refDir string) {
 	refDir, _ = runJob(t, durableJob, in)
 	dir = t.TempDir()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in), 0o644)
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 2}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 2, keep_savepoints: 100}\n"), 0o644)
 	return dir, refDir
 }
 
@@ -197,7 +202,7 @@ func TestTornAndCorruptCheckpoints(t *testing.T) {
 	for _, damage := range []string{"truncate window.op-0", "flip sink:results:file:results.jsonl", "flip MANIFEST", "delete source:input"} {
 		t.Run(damage, func(t *testing.T) {
 			dir, refDir := setupDurable(t)
-			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5}\n"), 0o644)
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 5, keep_savepoints: 100}\n"), 0o644)
 			// Take savepoints, then make the job look as if it crashed after
 			// the third: remove everything later, and the output after it.
 			_, paths, err := runWithSavepoints(t, dir, checkpoint.OSFS)
@@ -267,4 +272,70 @@ func TestFailedRunSummaryAddsUp(t *testing.T) {
 	if text := sum.Text(); !strings.Contains(text, fmt.Sprintf("read %d lines", sum.Read)) {
 		t.Errorf("text: %s", text)
 	}
+}
+
+// Savepoints do not pile up: keep_savepoints (3 by default) stay, and each
+// one removed is said.
+func TestSavepointsKept(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	var log strings.Builder
+	var mu sync.Mutex
+	if _, err := Run(context.Background(), j, Options{Log: &syncWriter{&mu, &log}, savepointEvery: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sps, _ := filepath.Glob(filepath.Join(dir, "ckpt", "savepoints", "sp-*"))
+	removed := strings.Count(log.String(), "removed the savepoint ")
+	if len(sps) != 3 || removed < 10 || !strings.Contains(log.String(), ": keep_savepoints keeps the newest 3") {
+		t.Errorf("%d savepoints left, %d removed:\n%.600s", len(sps), removed, log.String())
+	}
+	sameOutputs(t, dir, refDir)
+}
+
+// outputFull is the real file system, except that the output results.jsonl
+// takes no more than room bytes: an outputs' disk that fills up.
+type outputFull struct {
+	checkpoint.FS
+	room int64
+}
+
+func (f *outputFull) OpenFile(path string, flag int) (vfs.File, error) {
+	file, err := f.FS.OpenFile(path, flag)
+	if err != nil || filepath.Base(path) != "results.jsonl" {
+		return file, err
+	}
+	return &fullFile{File: file, room: f.room}, nil
+}
+
+type fullFile struct {
+	vfs.File
+	room int64
+}
+
+func (f *fullFile) WriteAt(b []byte, off int64) (int, error) {
+	if off+int64(len(b)) > f.room {
+		n := max(0, int(f.room-off))
+		f.File.WriteAt(b[:n], off)
+		return n, &os.PathError{Op: "write", Path: "results.jsonl", Err: syscall.ENOSPC}
+	}
+	return f.File.WriteAt(b, off)
+}
+
+// An output's disk that fills up stops the job at once, with an error that
+// names the file; the next run, once there is room, resumes and the outputs
+// are an uninterrupted run's.
+func TestOutputDiskFull(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, tolerable_failures: 100}\n"), 0o644)
+	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	ref := read(t, refDir, "results.jsonl")
+	_, err := Run(context.Background(), j, Options{FS: &outputFull{FS: checkpoint.OSFS, room: int64(len(ref) / 2)}, checkpointEvery: 1})
+	if err == nil || !strings.Contains(err.Error(), "write results.jsonl: no space left on device") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Run(context.Background(), j, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	sameOutputs(t, dir, refDir)
 }

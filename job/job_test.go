@@ -86,19 +86,19 @@ func TestQuarantineAndAccounting(t *testing.T) {
 	)
 	dir, sum := runJob(t, fraudJob, in)
 	wantQ := lines(
-		`{"reason":"not_json","line":2,"raw":"this is not json"}`,
-		`{"reason":"no_event_time","line":3,"raw":"{\"event_id\": \"e2\", \"card\": \"c1\", \"arrival\": \"2026-09-07T12:00:03Z\", \"amount\": 1}"}`,
-		`{"reason":"bad_event_time","line":4,"raw":"{\"event_id\": \"e3\", \"card\": \"c1\", \"ts\": \"yesterday\", \"arrival\": \"2026-09-07T12:00:04Z\", \"amount\": 1}"}`,
-		`{"reason":"implausible_event_time","line":5,"raw":"{\"event_id\": \"e4\", \"card\": \"c1\", \"ts\": 1788782405, \"arrival\": \"2026-09-07T12:00:05Z\", \"amount\": 1}"}`,
-		`{"reason":"future_event_time","line":6,"raw":"{\"event_id\": \"e5\", \"card\": \"c1\", \"ts\": \"2026-09-07T13:00:00Z\", \"arrival\": \"2026-09-07T12:00:06Z\", \"amount\": 1}"}`,
-		`{"reason":"no_key","line":7,"raw":"{\"event_id\": \"e6\", \"ts\": \"2026-09-07T12:00:06Z\", \"arrival\": \"2026-09-07T12:00:07Z\", \"amount\": 1}"}`,
-		`{"reason":"no_id","line":8,"raw":"{\"card\": \"c1\", \"ts\": \"2026-09-07T12:00:07Z\", \"arrival\": \"2026-09-07T12:00:08Z\", \"amount\": 1}"}`,
-		`{"reason":"bad_value","line":11,"detail":"amount is not a number","raw":"{\"event_id\": \"e8\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:11Z\", \"arrival\": \"2026-09-07T12:00:12Z\", \"amount\": \"seven\"}"}`,
-		`{"reason":"no_arrival_time","line":12,"raw":"{\"event_id\": \"e9\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:12Z\", \"amount\": 1}"}`,
-		`{"reason":"no_key","line":13,"raw":"{\"event_id\": \"e10\", \"card\": {\"n\": 1}, \"ts\": \"2026-09-07T12:00:12Z\", \"arrival\": \"2026-09-07T12:00:13Z\"}"}`,
-		`{"reason":"not_json","line":14,"raw":"[1, 2]"}`,
-		`{"reason":"bad_arrival_time","line":18,"raw":"{\"event_id\": \"e13\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:13Z\", \"arrival\": \"not a time\"}"}`,
-		`{"reason":"not_json","line":19,"raw":"{\"event_id\": \"e14\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:14Z\", \"arrival\": \"2026-09-07T12:00:14Z\", \"amount\": 1"}`,
+		`{"reason":"not_json","line":2,"set_aside_at":"2026-09-07T12:00:02.000Z","raw":"this is not json"}`,
+		`{"reason":"no_event_time","line":3,"set_aside_at":"2026-09-07T12:00:03.000Z","arrival":"2026-09-07T12:00:03.000Z","raw":"{\"event_id\": \"e2\", \"card\": \"c1\", \"arrival\": \"2026-09-07T12:00:03Z\", \"amount\": 1}"}`,
+		`{"reason":"bad_event_time","line":4,"set_aside_at":"2026-09-07T12:00:04.000Z","arrival":"2026-09-07T12:00:04.000Z","raw":"{\"event_id\": \"e3\", \"card\": \"c1\", \"ts\": \"yesterday\", \"arrival\": \"2026-09-07T12:00:04Z\", \"amount\": 1}"}`,
+		`{"reason":"implausible_event_time","line":5,"set_aside_at":"2026-09-07T12:00:05.000Z","arrival":"2026-09-07T12:00:05.000Z","raw":"{\"event_id\": \"e4\", \"card\": \"c1\", \"ts\": 1788782405, \"arrival\": \"2026-09-07T12:00:05Z\", \"amount\": 1}"}`,
+		`{"reason":"future_event_time","line":6,"set_aside_at":"2026-09-07T12:00:06.000Z","arrival":"2026-09-07T12:00:06.000Z","raw":"{\"event_id\": \"e5\", \"card\": \"c1\", \"ts\": \"2026-09-07T13:00:00Z\", \"arrival\": \"2026-09-07T12:00:06Z\", \"amount\": 1}"}`,
+		`{"reason":"no_key","line":7,"set_aside_at":"2026-09-07T12:00:07.000Z","arrival":"2026-09-07T12:00:07.000Z","raw":"{\"event_id\": \"e6\", \"ts\": \"2026-09-07T12:00:06Z\", \"arrival\": \"2026-09-07T12:00:07Z\", \"amount\": 1}"}`,
+		`{"reason":"no_id","line":8,"set_aside_at":"2026-09-07T12:00:08.000Z","arrival":"2026-09-07T12:00:08.000Z","raw":"{\"card\": \"c1\", \"ts\": \"2026-09-07T12:00:07Z\", \"arrival\": \"2026-09-07T12:00:08Z\", \"amount\": 1}"}`,
+		`{"reason":"bad_value","line":11,"detail":"amount is not a number","set_aside_at":"2026-09-07T12:00:12.000Z","arrival":"2026-09-07T12:00:12.000Z","raw":"{\"event_id\": \"e8\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:11Z\", \"arrival\": \"2026-09-07T12:00:12Z\", \"amount\": \"seven\"}"}`,
+		`{"reason":"no_arrival_time","line":12,"set_aside_at":"2026-09-07T12:00:12.000Z","raw":"{\"event_id\": \"e9\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:12Z\", \"amount\": 1}"}`,
+		`{"reason":"no_key","line":13,"set_aside_at":"2026-09-07T12:00:13.000Z","arrival":"2026-09-07T12:00:13.000Z","raw":"{\"event_id\": \"e10\", \"card\": {\"n\": 1}, \"ts\": \"2026-09-07T12:00:12Z\", \"arrival\": \"2026-09-07T12:00:13Z\"}"}`,
+		`{"reason":"not_json","line":14,"set_aside_at":"2026-09-07T12:00:13.000Z","raw":"[1, 2]"}`,
+		`{"reason":"bad_arrival_time","line":18,"set_aside_at":"2026-09-07T12:01:32.000Z","raw":"{\"event_id\": \"e13\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:13Z\", \"arrival\": \"not a time\"}"}`,
+		`{"reason":"not_json","line":19,"set_aside_at":"2026-09-07T12:01:32.000Z","raw":"{\"event_id\": \"e14\", \"card\": \"c1\", \"ts\": \"2026-09-07T12:00:14Z\", \"arrival\": \"2026-09-07T12:00:14Z\", \"amount\": 1"}`,
 	)
 	if got := read(t, dir, "quarantine.jsonl"); got != wantQ {
 		t.Errorf("quarantine:\n%s\nwant:\n%s", got, wantQ)
@@ -110,7 +110,7 @@ func TestQuarantineAndAccounting(t *testing.T) {
 	if got := read(t, dir, "results.jsonl"); got != wantR {
 		t.Errorf("results:\n%s\nwant:\n%s", got, wantR)
 	}
-	wantL := lines(`{"reason":"too_late","key":"c2","window_start":"2026-09-07T11:59:00.000Z","window_end":"2026-09-07T12:00:00.000Z","watermark":"2026-09-07T12:01:27.999Z","event_time":"2026-09-07T11:59:59.000Z","line":16,"event":{"event_id": "e12", "card": "c2", "ts": "2026-09-07T11:59:59Z", "arrival": "2026-09-07T12:01:32Z", "amount": 1}}`)
+	wantL := lines(`{"reason":"too_late","key":"c2","window_start":"2026-09-07T11:59:00.000Z","window_end":"2026-09-07T12:00:00.000Z","watermark":"2026-09-07T12:01:27.999Z","event_time":"2026-09-07T11:59:59.000Z","line":16,"set_aside_at":"2026-09-07T12:01:32.000Z","event":{"event_id": "e12", "card": "c2", "ts": "2026-09-07T11:59:59Z", "arrival": "2026-09-07T12:01:32Z", "amount": 1}}`)
 	if got := read(t, dir, "late.jsonl"); got != wantL {
 		t.Errorf("late:\n%s\nwant:\n%s", got, wantL)
 	}
@@ -183,8 +183,8 @@ late_output: late.jsonl
 		t.Errorf("results: %s", got)
 	}
 	want := lines(
-		`{"reason":"beyond_dedup_horizon","key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","watermark":"2026-01-01T00:00:15.000Z","event_time":"2026-01-01T00:00:05.000Z","line":8,"event":{"id": "a", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:18Z"}}`,
-		`{"reason":"beyond_dedup_horizon","key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","watermark":"2026-01-01T00:00:15.000Z","event_time":"2026-01-01T00:00:05.000Z","line":10,"event":{"id": "c", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:20Z"}}`,
+		`{"reason":"beyond_dedup_horizon","key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","watermark":"2026-01-01T00:00:15.000Z","event_time":"2026-01-01T00:00:05.000Z","line":8,"set_aside_at":"2026-01-01T00:00:18.000Z","event":{"id": "a", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:18Z"}}`,
+		`{"reason":"beyond_dedup_horizon","key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","watermark":"2026-01-01T00:00:15.000Z","event_time":"2026-01-01T00:00:05.000Z","line":10,"set_aside_at":"2026-01-01T00:00:20.000Z","event":{"id": "c", "ts": "2026-01-01T00:00:05Z", "arrival": "2026-01-01T00:00:20Z"}}`,
 	)
 	if got := read(t, dir, "late.jsonl"); got != want {
 		t.Errorf("late output:\n%s\nwant:\n%s", got, want)

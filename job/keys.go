@@ -156,3 +156,32 @@ func (t *keyTable) grow() {
 		t.slots[i] = s
 	}
 }
+
+// TableKeyText is how a key, given as its JSON text (a pane's key), is
+// written to a table's key column: a string as itself, unless it would read
+// as another JSON value (a number, true, false, null) or starts with a
+// quote, in which case it is written as its JSON text; any other key as its
+// JSON text. So keys 1 and "1" are two rows, while a key like "card_7" is
+// written as card_7, as people read it.
+func TableKeyText(jsonKey string) string {
+	if len(jsonKey) < 2 || jsonKey[0] != '"' {
+		return jsonKey
+	}
+	s := keyValue(jsonKey)
+	if readsAsOther(s) {
+		return jsonKey
+	}
+	return s
+}
+
+// readsAsOther reports whether a string's text would be read as a JSON
+// value that is not that string.
+func readsAsOther(s string) bool {
+	switch {
+	case s == "true", s == "false", s == "null":
+		return true
+	case len(s) > 0 && s[0] == '"':
+		return true
+	}
+	return validNumber([]byte(s))
+}

@@ -276,7 +276,7 @@ func (p *parser) outputs(root *node, j *Job) error {
 	for _, f := range []struct {
 		name string
 		dst  **Output
-	}{{"late_output", &j.Late}, {"quarantine", &j.Rejects}} {
+	}{{"late_output", &j.Late}, {"quarantine", &j.Rejects}, {"dead_letter", &j.DeadLetter}} {
 		v := root.get(f.name)
 		if v == nil || v.Kind == yaml.ScalarNode && v.Value == "" {
 			continue
@@ -373,7 +373,7 @@ func (j *Job) AllOutputs() []*Output {
 	for i := range j.Outputs {
 		all = append(all, &j.Outputs[i])
 	}
-	for _, o := range []*Output{j.Late, j.Rejects} {
+	for _, o := range []*Output{j.Late, j.Rejects, j.DeadLetter} {
 		if o != nil {
 			all = append(all, o)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
+	"github.com/weirstream/weir/window"
 )
 
 // Quarantine reasons, as written in the quarantine file and the summary.
@@ -23,6 +24,7 @@ const (
 	ReasonFuture       = "future_event_time"
 	ReasonNoKey        = "no_key"
 	ReasonBadKey       = "bad_key"
+	ReasonKeyTooLong   = "key_too_long"
 	ReasonNoID         = "no_id"
 	ReasonNoArrival    = "no_arrival_time"
 	ReasonBadArrival   = "bad_arrival_time"
@@ -32,8 +34,14 @@ const (
 	ReasonLineTooLong  = "line_too_long"
 )
 
-// maxLine is the longest line accepted; longer lines are quarantined.
-const maxLine = 16 << 20
+// maxSummed bounds the numbers a sum or an average adds up: no sum of
+// fewer than 10^58 numbers below it reaches a float's range, so a pane's sum
+// is never infinite (which JSON cannot write and tables would keep as Inf).
+const maxSummed = 1e250
+
+// maxLine is the longest line accepted; longer lines are quarantined, read
+// past by the source without being held (source.Lines.SetMaxLine).
+const maxLine = source.DefaultMaxLine
 
 // parsed is one line, read.
 type parsed struct {
@@ -61,7 +69,11 @@ type lineParser struct {
 	p       fastjson.Parser
 	fields  []Path // the distinct fields the aggregates read
 	numeric []bool // whether a field must be a number
-	agg     *aggs
+	summed  []bool // whether a sum or an average adds it up
+	// latest is the latest event time whose windows, and their allowed
+	// lateness, end before the last instant weir can write (9999-12-31).
+	latest mtime.Time
+	agg    *aggs
 
 	recTS    mtime.Time // the record's own timestamp (Kafka), for record_timestamp
 	keys     *keyTable
@@ -95,13 +107,34 @@ func newLineParser(j *Job) *lineParser {
 			idx = len(lp.fields)
 			lp.fields = append(lp.fields, a.Field)
 			lp.numeric = append(lp.numeric, false)
+			lp.summed = append(lp.summed, false)
 		}
 		if a.Kind != AggCountDistinct && a.Kind != AggCountField {
 			lp.numeric[idx] = true
 		}
+		if a.Kind == AggSum || a.Kind == AggAvg {
+			lp.summed[idx] = true
+		}
 		lp.agg.field = append(lp.agg.field, idx)
 	}
+	lp.latest = latestEventTime(j)
 	return lp
+}
+
+// latestEventTime is the latest event time of a job whose every window ends,
+// with its allowed lateness, before the last instant weir can write: a
+// later one would be counted in a window that no output can hold.
+func latestEventTime(j *Job) mtime.Time {
+	extent := mtime.Time(0)
+	switch a := j.Window.Assigner.(type) {
+	case window.Tumbling:
+		extent = a.Size
+	case window.Sliding:
+		extent = a.Size
+	case window.Session:
+		extent = a.Gap
+	}
+	return mtime.MaxTime - extent - j.Window.AllowedLateness - 1
 }
 
 func get(v *fastjson.Value, p Path) *fastjson.Value { return source.Get(v, p) }
@@ -115,6 +148,11 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		return
 	}
 	lp.recTS = r.Timestamp
+	if r.Cut != nil {
+		d.Kind, d.Reason, d.Detail = engine.Rejected, ReasonLineTooLong, fmt.Sprintf("%d bytes, longer than the %d a line may have", r.Cut.Length, maxLine)
+		d.Arrival = mtime.MinTime
+		return
+	}
 	p := lp.parse(r.Value, r.Arrival)
 	d.Arrival = mtime.MinTime
 	if p.hasArrival {
@@ -255,6 +293,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		}
 		out.ts = t
 	}
+	if out.ts > lp.latest {
+		out.reason, out.detail = ReasonImplausible, "its windows would end after 9999-12-31, the last instant weir writes"
+		return out
+	}
 	if arrivalReason != "" {
 		out.reason = arrivalReason
 		return out
@@ -271,6 +313,14 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
 			}
 			return out
+		}
+		if k.Type() == fastjson.TypeString {
+			if n := len(k.GetStringBytes()); int64(n) > j.maxKeyBytes() {
+				// An output may hold a key of a bounded size only (an
+				// index, a message): the line is set aside, not the output.
+				out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes, more than max_key_bytes (%d)", j.Key.String(), n, j.maxKeyBytes())
+				return out
+			}
 		}
 		key, ok := lp.keys.intern(k)
 		if !ok {
@@ -319,6 +369,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			fl := fv.GetFloat64()
 			if math.IsInf(fl, 0) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
+				return out
+			}
+			if lp.summed[i] && math.Abs(fl) >= maxSummed {
+				out.reason, out.detail = ReasonBadValue, "overflow: "+f.String()+" is too large to be added up ("+string(raw)+"): a sum of such numbers could be infinite"
 				return out
 			}
 			// Int64 only for integer text: on "12.5" it fails, and its error

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
 )
 
 // Options are the parts of a run that do not come from the job file.
@@ -115,6 +118,10 @@ type Summary struct {
 	// by the windows, when a job stopped at once (a failure, or a stop that
 	// could not wait): the next run reads them again from its checkpoint.
 	InFlight int64 `json:"in_flight,omitempty"`
+	// Refused counts, by output, the panes and too-late events an output
+	// refused for a reason of their own (a value it cannot store): not
+	// written there, but to dead_letter if the job has one.
+	Refused map[string]int64 `json:"refused,omitempty"`
 	// Lost counts the records the source skipped knowing they were there
 	// (Kafka records deleted before they were read, on_gap: skip): never
 	// read, so not in Read.
@@ -153,9 +160,14 @@ type Summary struct {
 // WindowDrops is the number of too-late events dropped for one window (over
 // all keys). An event of a sliding window is counted in every window it was
 // too late for.
+//
+// The summary counts the latest windows with drops one by one (1,024 at
+// most per operator instance); the drops of older ones come first, summed,
+// with Before the end of the latest of them.
 type WindowDrops struct {
 	Start   string `json:"window_start,omitempty"`
 	End     string `json:"window_end,omitempty"`
+	Before  string `json:"before,omitempty"`
 	Dropped int64  `json:"dropped"`
 }
 
@@ -206,6 +218,13 @@ func (s *Summary) Text() string {
 	if s.HavingErrors > 0 {
 		text += fmt.Sprintf("weir: %s: the having expression failed on %d panes; they were written unfiltered\n", name, s.HavingErrors)
 	}
+	if len(s.Refused) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(s.Refused)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, s.Refused[k]))
+		}
+		text += fmt.Sprintf("weir: %s: refused by an output, for a value it cannot store (not written there; kept in dead_letter, if set): %s\n", name, strings.Join(parts, ", "))
+	}
 	if s.Lost > 0 {
 		text += fmt.Sprintf("weir: %s: %d records were lost: deleted from the input before they were read, and skipped (on_gap: skip)\n", name, s.Lost)
 	}
@@ -233,6 +252,7 @@ type Runnable struct {
 	head    *engine.Head[string, record]
 	win     *engine.Window[string, record, acc, []outVal]
 	out     *engine.SinkNode[pane]
+	outs    []*engine.SinkNode[pane] // every results output, in order
 	late    *engine.SinkNode[lateEvent]
 	having  *havingFilter
 	db      *state.DB
@@ -348,7 +368,7 @@ func (rn *Runnable) build() error {
 	if j.Checkpoint.Dir != "" {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
-			Keep: j.Checkpoint.Keep, TolerableFailures: j.Checkpoint.TolerableFailures,
+			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
 			Fingerprint: fingerprint(j), From: o.From, FS: o.FS,
 		}
 		if o.task != nil {
@@ -438,6 +458,7 @@ func (rn *Runnable) build() error {
 		if i == 0 {
 			rn.out = n
 		}
+		rn.outs = append(rn.outs, n)
 		fan.Subscribe(n)
 	}
 	if j.Acceptance != "" {
@@ -498,6 +519,21 @@ func (rn *Runnable) build() error {
 			return err
 		}
 		rn.win.Late.Subscribe(rn.late)
+	}
+	if j.DeadLetter != nil {
+		// What the outputs refuse, in the order of their checkpoints.
+		df := newFormat(j)
+		dn, err := newSink(rn, j.DeadLetter, df.appendDead, df.deadKafka, deadID)
+		if err != nil {
+			return err
+		}
+		dl, ff := newDeadLetters(dn), newFormat(j)
+		for _, n := range rn.outs {
+			dl.addPanes(n, ff)
+		}
+		if rn.late != nil {
+			dl.addLate(rn.late, ff)
+		}
 	}
 	if j.FileMode != 0 && o.FS == nil {
 		// The sinks opened (and created) their files first: until here
@@ -606,7 +642,7 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 func recordName(j *Job, o *Output) engine.SinkOption {
 	role := "results"
 	switch o.Field {
-	case "late_output", "quarantine":
+	case "late_output", "quarantine", "dead_letter":
 		role = o.Field
 	}
 	rel := func(p string) string {
@@ -652,12 +688,6 @@ func setupError(j *Job, err error) error {
 	return &RuntimeError{Msg: err.Error(), Err: err}
 }
 
-// heapHeadroom is what the Go heap may take beyond the memory budget before
-// the collector works hard to keep it there: the budget bounds the state,
-// and output on its way to a checkpoint (an exactly-once file's pending
-// lines, a table's rows) comes on top of it.
-const heapHeadroom = 128 << 20
-
 // openState opens the Pebble backend, in state.dir or a temporary directory,
 // and holds the Go heap to the memory budget with a soft limit.
 func (rn *Runnable) openState(lp *lineParser) error {
@@ -674,7 +704,7 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
 	}
 	rn.db = db
-	debug.SetMemoryLimit(db.Budget() + heapHeadroom)
+	debug.SetMemoryLimit(db.HeapLimit())
 	// Keys come and go: keep only a few at hand.
 	lp.keys.max = 1 << 16
 	return nil
@@ -696,6 +726,63 @@ func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
 	return rn.Run(ctx)
 }
 
+// memoryCheck is how often the memory backend's state is compared with its
+// budget.
+const memoryCheck = 5 * time.Second
+
+// watchMemory compares the memory backend's state with the job's
+// memory_budget while it runs, and warns when it passes it (and each time
+// it doubles): the memory backend keeps every key in memory and cannot
+// spill, so the budget is a threshold to hear of, not a bound (the Pebble
+// backend holds to it). It returns how to stop watching.
+func (rn *Runnable) watchMemory(budget int64) func() {
+	done := make(chan struct{})
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	go func() {
+		t := time.NewTicker(memoryCheck)
+		defer t.Stop()
+		next := budget
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			metrics.Read(sample)
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				continue
+			}
+			if used := int64(sample[0].Value.Uint64()); used > next {
+				rn.logf("warning: the state takes about %d MiB, more than memory_budget (%d MiB), with %d keys: the memory backend keeps every key in memory; state: {backend: pebble} holds to the budget", used>>20, budget>>20, rn.win.Stats().Keys)
+				for next < used {
+					next *= 2
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// watchState stops the job when the state database cannot write (a full
+// disk under state.dir): Pebble would hold the job's writes back for ever.
+// It returns how to stop watching.
+func (rn *Runnable) watchState() func() {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-rn.db.Failed():
+			err := rn.db.Err()
+			hint := ""
+			if connector.StorageFull(err) {
+				hint = " (the disk is full: free room there, or set state.dir on a larger disk; the job resumes from its last checkpoint)"
+			}
+			rn.e.Abort(&RuntimeError{Msg: err.Error() + hint, Err: err})
+		}
+	}()
+	return func() { close(done) }
+}
+
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 	sum, err := rn.run(ctx)
@@ -704,9 +791,17 @@ func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 
 func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	start := time.Now()
+	if b := rn.j.State.MemoryBudget; b > 0 && rn.db == nil {
+		stop := rn.watchMemory(b)
+		defer stop()
+	}
 	var progress *progressReporter
 	if rn.o.Progress != nil {
 		progress = rn.startProgress()
+	}
+	if rn.db != nil {
+		stop := rn.watchState()
+		defer stop()
 	}
 	err := rn.e.Run(ctx)
 	if progress != nil {
@@ -805,6 +900,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	}
 	s.TooLateByWindow = dropsByWindow(st)
 	s.OutputsAdded = rn.e.AddedSinks()
+	s.Refused = rn.refused()
 	if rn.fileSrc != nil {
 		s.InputRestarted = rn.fileSrc.Restarted
 	}
@@ -869,7 +965,10 @@ func dropsByWindow(st exec.Stats) []WindowDrops {
 	})
 	for _, e := range list {
 		wd := WindowDrops{Dropped: e.n}
-		if !e.global {
+		switch {
+		case exec.IsEarlierWindows(window.Window{Start: e.start, End: e.end}):
+			wd.Before = e.end.String()
+		case !e.global:
 			wd.Start, wd.End = e.start.String(), e.end.String()
 		}
 		out = append(out, wd)

@@ -188,13 +188,14 @@ var checkpointShape = object("Durable checkpoints: exactly-once outputs and resu
 	field{"dir", str("The checkpoint directory, weir's own (not in a consumer group).")},
 	field{"interval", dur("How often a checkpoint is taken (default 10s; 1s in a group).")},
 	field{"keep", &shape{Kind: kInt, Min: 1, Doc: "Checkpoints kept (default 3)."}},
+	field{"keep_savepoints", &shape{Kind: kInt, Min: 1, Doc: "Savepoints kept (the one a stop takes is the one the next run resumes from)."}},
 	field{"tolerable_failures", &shape{Kind: kInt, Doc: "Failed checkpoints in a row before the job stops (default 3)."}},
 )
 
 var stateShape = object("Where windows, timers and de-duplication ids live.", nil,
 	field{"backend", enum("memory (default) or pebble (on disk, within memory_budget).", "memory", "pebble")},
 	field{"dir", str("Pebble's working directory (emptied at start; weir's own).")},
-	field{"memory_budget", &shape{Kind: kString, Doc: "Pebble's memory, such as 512MiB.", Pattern: `^[0-9.]+\s*(GiB|MiB|KiB|GB|MB|KB|B)?$`}},
+	field{"memory_budget", &shape{Kind: kString, Doc: "Pebble's memory, such as 512MiB.", Pattern: sizePattern}},
 )
 
 var httpObject = object("The console's address and who may use it.", nil,
@@ -223,6 +224,9 @@ var jobShape = object("A weir job: a windowed aggregation over a stream of JSON 
 	field{"output", oneOf("Where panes go: one output or a list.", outputShape, &shape{Kind: kList, Min: 1, Item: outputShape})},
 	field{"late_output", sideOutputShape},
 	field{"quarantine", sideOutputShape},
+	field{"dead_letter", sideOutputShape},
+	field{"dead_letter_max_bytes", &shape{Kind: kString, Doc: "The most of a line or an event a quarantine or late record keeps, 256B to 16MiB (default 64KiB).", Pattern: sizePattern}},
+	field{"max_key_bytes", &shape{Kind: kString, Doc: "A longer key quarantines its line as key_too_long, 1B to 1MiB (default 1KiB).", Pattern: sizePattern}},
 	field{"summary", str("A JSON file for the summary.")},
 	field{"parallelism", &shape{Kind: kInt, Min: 1, Max: 256, Doc: "Operator instances (default 1)."}},
 	field{"checkpoint", checkpointShape},
@@ -232,6 +236,9 @@ var jobShape = object("A weir job: a windowed aggregation over a stream of JSON 
 	field{"acceptance", &shape{Kind: kString, Doc: "A JSON file for the acceptance record (a Markdown copy beside it).", Pattern: `\.json$`}},
 	field{"file_mode", oneOf("The outputs' mode, from 0600 to 0777 (default 0600).", &shape{Kind: kString, Pattern: `^(0o?)?[67][0-7]{2}$`}, &shape{Kind: kInt})},
 )
+
+// sizePattern is what parseBytes reads.
+const sizePattern = `^[0-9.]+\s*(GiB|MiB|KiB|GB|MB|KB|B)?$`
 
 // durationPattern is what mtime.ParseDuration reads, less its range checks.
 const durationPattern = `^(0|[0-9]+(\.[0-9]*)?d|([0-9]*(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`

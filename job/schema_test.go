@@ -58,6 +58,8 @@ var schemaContext = map[string][]string{
 	"output":            {"output={file: o.jsonl}"},
 	"late_output":       {"late_output={file: l.jsonl}"},
 	"quarantine":        {"quarantine={file: q.jsonl}"},
+	"dead_letter.kafka": {"dead_letter={kafka: {brokers: [b:9092], topic: refused}}"},
+	"dead_letter":       {"dead_letter={file: d.jsonl}"},
 	"http":              {"http={listen: 127.0.0.1:1}"},
 	"checkpoint":        {"checkpoint={dir: ck}"},
 }

@@ -1,14 +1,20 @@
 package job
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
 
@@ -217,9 +223,69 @@ func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	b = append(b, `,"event_time":`...)
 	b = appendTime(b, l.Timestamp)
 	b = f.appendPosition(b, l.Value.part, l.Value.line)
-	b = append(b, `,"event":`...)
-	b = append(b, l.Value.raw...)
+	b = append(b, `,"set_aside_at":`...)
+	b = appendTime(b, l.At)
+	b = f.appendRecord(b, "event", l.Value.raw, nil, true)
 	return append(b, '}', '\n')
+}
+
+// appendRecord appends a record as read, under name: a too-late event's
+// JSON as it is (object), a rejected line as a JSON string. It is exact and
+// bounded, so that a dead-letter record is valid JSON, says what was read,
+// and always fits its output: bytes that are not UTF-8 go as base64
+// (name_base64), and a record longer than dead_letter_max_bytes keeps its
+// first bytes, with its whole length (name_bytes) and the SHA-256 of all of
+// it (name_sha256). cut, when the source itself cut the record, gives those.
+func (f *format) appendRecord(b []byte, name string, data []byte, cut *connector.Cut, object bool) []byte {
+	limit := f.j.deadLetterMax()
+	whole := int64(len(data))
+	if cut != nil {
+		whole = cut.Length
+	}
+	keep := data
+	if int64(len(keep)) > limit {
+		keep = keep[:limit]
+		// Not in the middle of a character.
+		for i := 0; i < utf8.UTFMax && len(keep) > 0 && !utf8.RuneStart(data[len(keep)]); i++ {
+			keep = keep[:len(keep)-1]
+		}
+	}
+	short := int64(len(keep)) < whole
+	switch {
+	case utf8.Valid(keep) && !(object && (short || !json.Valid(keep))):
+		// (An event weir accepted may hold what it did not read, such as
+		// a string escape JSON does not have.)
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		if object {
+			b = append(b, keep...)
+		} else {
+			b = appendJSONString(b, keep)
+		}
+	default:
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, `_base64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, keep)
+		b = append(b, '"')
+	}
+	if short {
+		sum := sha256.Sum256(data)
+		if cut != nil {
+			sum = cut.SHA256
+		}
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, `_bytes":`...)
+		b = strconv.AppendInt(b, whole, 10)
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, `_sha256":"`...)
+		b = hex.AppendEncode(b, sum[:])
+		b = append(b, '"')
+	}
+	return b
 }
 
 // appendPosition says where in the input a record was: its line in a file,
@@ -248,7 +314,12 @@ func (f *format) appendRejected(b []byte, r engine.RejectedRecord) []byte {
 		b = append(b, `,"detail":`...)
 		b = appendJSONString(b, []byte(r.Detail))
 	}
-	b = append(b, `,"raw":`...)
-	b = appendJSONString(b, r.Record.Value)
+	b = append(b, `,"set_aside_at":`...)
+	b = appendTime(b, r.At)
+	if r.Arrival != mtime.MinTime {
+		b = append(b, `,"arrival":`...)
+		b = appendTime(b, r.Arrival)
+	}
+	b = f.appendRecord(b, "raw", r.Record.Value, r.Record.Cut, false)
 	return append(b, '}', '\n')
 }

@@ -24,6 +24,7 @@ func perfectWatermarks(j *Job) ([]mtime.Time, error) {
 	defer f.Close()
 	lp := newLineParser(j)
 	lines := source.NewLines(f, 0, 0, 0)
+	lines.SetMaxLine(maxLine)
 	ts := []mtime.Time{mtime.MaxTime} // ts[n]: event time of line n
 	for {
 		ln, ok := lines.Next()
@@ -31,7 +32,7 @@ func perfectWatermarks(j *Job) ([]mtime.Time, error) {
 			break
 		}
 		t := mtime.MaxTime
-		if !isBlank(ln.Text) {
+		if !isBlank(ln.Text) && ln.Cut == nil {
 			if p := lp.parse(ln.Text, mtime.Now()); p.reason == "" && !p.wmOnly {
 				t = p.ts
 			}

@@ -244,7 +244,7 @@ func (s *tableSink) Write(ctx context.Context, items []pane) error {
 		p := &items[i]
 		vals := anys[i*per : (i+1)*per : (i+1)*per]
 		if nk == 1 {
-			vals[0] = keyValue(p.Key)
+			vals[0] = TableKeyText(p.Key)
 		}
 		for k, v := range p.Value {
 			vals[nk+k] = tableValue(v)

@@ -27,7 +27,7 @@ type producer func(p *pool, emit func(*batch) bool) error
 var errStopped = errors.New("lateness: stopped")
 
 // maxLine is the longest JSON line weir run accepts.
-const maxLine = 16 << 20
+const maxLine = source.DefaultMaxLine
 
 // openInput opens the input of c, checks that the fields it names exist
 // where a schema says so (CSV header, Parquet schema), and returns its
@@ -102,6 +102,7 @@ func readJSON(r io.Reader, c *config, p *pool, emit func(*batch) bool) error {
 	go func() {
 		defer close(in)
 		lines := source.NewLines(r, 4<<20, 0, 0)
+		lines.SetMaxLine(maxLine)
 		seq := 0
 		w := &work{lines: make([]source.Line, 0, batchSize)}
 		flush := func() bool {
@@ -192,6 +193,10 @@ func (jp *jsonParser) parse(lines []source.Line, b *batch) {
 	for _, ln := range lines {
 		if isBlank(ln.Text) {
 			b.blank++
+			continue
+		}
+		if ln.Cut != nil {
+			b.recs = append(b.recs, record{w: 1, why: rLineTooLong})
 			continue
 		}
 		b.recs = append(b.recs, jp.line(ln.Text, b))

@@ -25,6 +25,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +67,11 @@ type Options struct {
 	Now func() mtime.Time
 	// Log, if set, receives what the table sink has to say.
 	Log func(string)
+	// AllowLower publishes corrections that lower a count the stream
+	// published; without it they are refused as LedgerIncomplete (a late
+	// event can only add to a count: a lower one means the ledger lacks
+	// events).
+	AllowLower bool
 }
 
 // Outcome is what became of one window.
@@ -84,6 +90,10 @@ const (
 	// Raced: the row changed after it was read (a pane of the stream or
 	// another correction came first): nothing was written for it.
 	Raced Outcome = "raced"
+	// LedgerIncomplete: the ledger's values would lower a count the
+	// stream published, which more events can never do: the ledger lacks
+	// events (the late output alone, say), and nothing was written.
+	LedgerIncomplete Outcome = "ledger_incomplete"
 )
 
 // Window is one key and window, and what reconciling it found.
@@ -111,6 +121,7 @@ type Range struct {
 	AlreadyRight   int    `json:"already_right"`
 	NotCorrectable int    `json:"not_correctable"`
 	Raced          int    `json:"raced"`
+	Incomplete     int    `json:"ledger_incomplete"`
 }
 
 // Report is the outcome of a reconciliation.
@@ -124,14 +135,18 @@ type Report struct {
 	LedgerEvents     int64    `json:"ledger_events"`
 	LedgerDuplicates int64    `json:"ledger_duplicates"`
 	LedgerUnreadable int64    `json:"ledger_unreadable"`
-	LedgerFirst      string   `json:"ledger_first_event_time,omitempty"`
-	LedgerLast       string   `json:"ledger_last_event_time,omitempty"`
-	Windows          []Window `json:"windows"`
-	Ranges           []Range  `json:"ranges"`
-	Corrected        int      `json:"corrected"`
-	AlreadyRight     int      `json:"already_right"`
-	NotCorrectable   int      `json:"not_correctable"`
-	Raced            int      `json:"raced"`
+	// Unreadable counts the lines that are not events, by why: not_json,
+	// no_event_time, no_id.
+	Unreadable     map[string]int64 `json:"ledger_unreadable_reasons,omitempty"`
+	LedgerFirst    string           `json:"ledger_first_event_time,omitempty"`
+	LedgerLast     string           `json:"ledger_last_event_time,omitempty"`
+	Windows        []Window         `json:"windows"`
+	Ranges         []Range          `json:"ranges"`
+	Corrected      int              `json:"corrected"`
+	AlreadyRight   int              `json:"already_right"`
+	NotCorrectable int              `json:"not_correctable"`
+	Raced          int              `json:"raced"`
+	Incomplete     int              `json:"ledger_incomplete"`
 	// Applied is false for a plan not applied (a dry run).
 	Applied bool `json:"applied"`
 }
@@ -334,6 +349,11 @@ func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []tab
 			if !passes {
 				changes += "; no longer passes having"
 			}
+			if lower := lowered(j, st, live, res); lower != "" && !o.AllowLower {
+				w.Outcome, w.Changes = LedgerIncomplete, changes
+				w.Note = "the ledger would lower " + lower + ", which no late event can: it lacks events (--allow-lower publishes it anyway)"
+				break
+			}
 			w.Outcome, w.Changes = Corrected, changes
 			w.Revision = w.Base + 1
 			c := table.Correction{Base: st, WindowStart: k.start, WindowEnd: k.end, Revision: w.Revision,
@@ -376,6 +396,29 @@ func diff(j *job.Job, st *table.Stored, live bool, res result) string {
 	}
 	if !live && len(parts) > 0 {
 		return "new row: " + strings.Join(parts, ", ")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// lowered names the counts the recomputed values would lower ("orders 3 ->
+// 1"), or "": a count only grows as events come.
+func lowered(j *job.Job, st *table.Stored, live bool, res result) string {
+	if !live {
+		return ""
+	}
+	var parts []string
+	for i, a := range j.Aggregates {
+		switch a.Kind {
+		case job.AggCount, job.AggCountField, job.AggCountDistinct:
+		default:
+			continue
+		}
+		have := st.Values[i]
+		h, err1 := strconv.ParseFloat(have.String, 64)
+		w, err2 := strconv.ParseFloat(res.vals[i], 64)
+		if have.Valid && err1 == nil && err2 == nil && w < h {
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", a.Name, have.String, res.vals[i]))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
@@ -432,7 +475,7 @@ func parseDecimal(s string) (table.Decimal, bool) {
 }
 
 func (r *Report) count() {
-	r.Corrected, r.AlreadyRight, r.NotCorrectable, r.Raced = 0, 0, 0, 0
+	r.Corrected, r.AlreadyRight, r.NotCorrectable, r.Raced, r.Incomplete = 0, 0, 0, 0, 0
 	r.Ranges = r.Ranges[:0]
 	for i := range r.Windows {
 		w := &r.Windows[i]
@@ -450,11 +493,44 @@ func (r *Report) count() {
 		case NotCorrectable:
 			r.NotCorrectable++
 			g.NotCorrectable++
+		case LedgerIncomplete:
+			r.Incomplete++
+			g.Incomplete++
 		case Raced:
 			r.Raced++
 			g.Raced++
 		}
 	}
+}
+
+// deadLetter reports whether v is a record weir set aside (its late output,
+// its quarantine, its dead letters) and returns the event it holds as read,
+// or nil when it holds none whole (it was cut, or is not there).
+func deadLetter(v *fastjson.Value) ([]byte, bool) {
+	if v.Get("reason") == nil {
+		return nil, false
+	}
+	for _, name := range []string{"event", "raw"} {
+		if v.Get(name+"_bytes") != nil {
+			return nil, true // only its first bytes were kept
+		}
+		if f := v.Get(name); f != nil {
+			if f.Type() == fastjson.TypeObject {
+				return f.MarshalTo(nil), true
+			}
+			if f.Type() == fastjson.TypeString {
+				return slices.Clone(f.GetStringBytes()), true
+			}
+		}
+		if f := v.Get(name + "_base64"); f != nil && f.Type() == fastjson.TypeString {
+			b, err := base64.StdEncoding.DecodeString(string(f.GetStringBytes()))
+			if err != nil {
+				return nil, true
+			}
+			return b, true
+		}
+	}
+	return nil, true
 }
 
 // writeLedger merges the ledger's files into one file of events in
@@ -481,26 +557,42 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 				continue
 			}
 			rep.LedgerLines++
-			v, err := p.ParseBytes(line)
-			if err != nil {
+			unreadable := func(why string) {
 				rep.LedgerUnreadable++
+				if rep.Unreadable == nil {
+					rep.Unreadable = map[string]int64{}
+				}
+				rep.Unreadable[why]++
+			}
+			v, err := p.ParseBytes(line)
+			if err != nil || v.Type() != fastjson.TypeObject {
+				unreadable("not_json")
 				continue
 			}
 			raw := line
-			if ev := v.Get("event"); ev != nil && v.Get("reason") != nil && ev.Type() == fastjson.TypeObject {
-				raw = ev.MarshalTo(nil) // a record of the late output or the quarantine
-				v = ev
+			if inner, ok := deadLetter(v); ok {
+				// A record of the late output or the quarantine: the
+				// event it holds.
+				if inner == nil {
+					unreadable("not_json")
+					continue
+				}
+				if v, err = p.ParseBytes(inner); err != nil || v.Type() != fastjson.TypeObject {
+					unreadable("not_json")
+					continue
+				}
+				raw = inner
 			}
 			ts, ok := source.Time(source.Get(v, j.TimeField))
 			if !ok {
-				rep.LedgerUnreadable++
+				unreadable("no_event_time")
 				continue
 			}
 			id := string(raw)
 			if j.ID != nil {
 				idv := source.Get(v, j.ID)
 				if idv == nil {
-					rep.LedgerUnreadable++
+					unreadable("no_id")
 					continue
 				}
 				id = string(idv.MarshalTo(nil))
@@ -603,13 +695,8 @@ func readPanes(j *job.Job, path string) (map[wkey]result, error) {
 			}
 		}
 		if j.Key != nil {
-			raw := p["key"]
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				k.key = s
-			} else {
-				k.key = string(raw)
-			}
+			// As the table holds it.
+			k.key = job.TableKeyText(string(p["key"]))
 		}
 		r := result{}
 		for _, a := range j.Aggregates {

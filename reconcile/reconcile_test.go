@@ -306,3 +306,59 @@ func TestIncompleteLedgerAndRange(t *testing.T) {
 		t.Errorf("range %+v", g)
 	}
 }
+
+// A ledger that holds only the late events (an easy mistake) would lower a
+// count the stream published: the window is not corrected but reported as
+// ledger_incomplete, and a later pane of the stream may still replace the
+// row. With AllowLower the correction is published.
+func TestPartialLedgerNeverLowersACount(t *testing.T) {
+	for _, c := range cases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			dir, j := setup(t, c)
+			runJob(t, j)
+			db := c.query(t, dir)
+			before := rows(t, db)
+			o := options(dir)
+			o.Ledger = []string{filepath.Join(dir, "late.jsonl")}
+			rep, err := reconcile.Run(context.Background(), j, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Incomplete != 1 || rep.Corrected != 0 {
+				t.Fatalf("incomplete %d, corrected %d: %+v", rep.Incomplete, rep.Corrected, rep.Windows)
+			}
+			w := rep.Windows[0]
+			if w.Outcome != reconcile.LedgerIncomplete || !strings.Contains(w.Note, "the ledger would lower orders 3 -> 1") {
+				t.Errorf("window: %+v", w)
+			}
+			same(t, "the table after the refused correction", rows(t, db), before)
+			o.AllowLower = true
+			if rep, err = reconcile.Run(context.Background(), j, o); err != nil || rep.Corrected != 1 {
+				t.Fatalf("with AllowLower: %v, %+v", err, rep)
+			}
+		})
+	}
+}
+
+// Ledger lines without the time field (the job's input with its watermark
+// lines, weir's quarantine file) are counted as unreadable, with their
+// reason; records of the quarantine are read as the lines they hold.
+func TestLedgerLinesWithoutTime(t *testing.T) {
+	c := cases(t)[0]
+	dir, j := setup(t, c)
+	runJob(t, j)
+	quarantine := filepath.Join(dir, "quarantine.jsonl")
+	os.WriteFile(quarantine, []byte(`{"reason":"not_json","line":9,"raw":"not json"}
+{"reason":"no_event_time","line":10,"raw":"{\"id\":\"Z\",\"shop\":\"s1\"}"}
+{"wm":"2026-09-07T12:05:00Z"}
+`), 0o644)
+	o := options(dir)
+	o.Ledger = append(o.Ledger, quarantine)
+	rep, err := reconcile.Run(context.Background(), j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LedgerUnreadable != 3 || rep.Unreadable["not_json"] != 1 || rep.Unreadable["no_event_time"] != 2 {
+		t.Errorf("unreadable %d: %v", rep.LedgerUnreadable, rep.Unreadable)
+	}
+}

@@ -18,6 +18,9 @@ const PlausibleFrom mtime.Time = 946684800000
 // else, and for numbers beyond mtime's range. Every weir command reads event
 // and arrival times with it, so they agree on which lines have a time.
 func Time(v *fastjson.Value) (t mtime.Time, ok bool) {
+	if v == nil {
+		return 0, false // no such field
+	}
 	switch v.Type() {
 	case fastjson.TypeString:
 		t, err := mtime.Parse(v.GetStringBytes())

@@ -22,8 +22,9 @@
 // CacheBudget); the rest is headroom for the Go heap. Blocks are not
 // compressed: state is read back at random, one key at a time, and a
 // compressed block costs a decompression per key. The Go garbage
-// collector is given a soft limit of B + 128 MiB (weir run sets it): output
-// on its way to a checkpoint comes on top of the state.
+// collector is given a soft limit (HeapLimit, which weir run sets) of the
+// part of B that is in the Go heap plus 128 MiB: output on its way to a
+// checkpoint comes on top of the state.
 package state
 
 import (
@@ -34,15 +35,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // DefaultBudget is the memory budget when a job names none: 512 MiB.
 const DefaultBudget = 512 << 20
+
+// maxOpenFiles bounds the file descriptors Pebble keeps open (its table
+// cache); a table file beyond them is opened when read.
+const maxOpenFiles = 500
 
 // DB is an open state database.
 type DB struct {
@@ -53,6 +60,10 @@ type DB struct {
 	created bool // the directory was made by Open: Close removes it
 	budget  int64
 	cache   interface{ Unref() }
+
+	failOnce sync.Once
+	failed   chan struct{} // closed at the first background error
+	failErr  error
 }
 
 // MarkerName is the file that marks a directory as a weir state directory:
@@ -83,6 +94,10 @@ func CheckDir(dir string) error {
 // (DefaultBudget if 0). dir is made if it does not exist; an existing one
 // must be empty or weir's (CheckDir), and is emptied.
 func Open(dir string, budget int64) (*DB, error) {
+	return open(dir, budget, vfs.Default)
+}
+
+func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
@@ -101,11 +116,15 @@ func Open(dir string, budget int64) (*DB, error) {
 	if err := os.WriteFile(filepath.Join(dir, MarkerName), []byte("weir state: emptied at every start\n"), 0o600); err != nil {
 		return nil, err
 	}
+	d := &DB{dir: dir, created: created, budget: budget, failed: make(chan struct{})}
 	cache := pebble.NewCache(budget / 2)
 	opts := &pebble.Options{
+		FS:                          fs,
+		EventListener:               &pebble.EventListener{BackgroundError: d.fail},
 		Cache:                       cache,
 		MemTableSize:                uint64(max(budget/16, 4<<20)),
 		MemTableStopWritesThreshold: 2,
+		MaxOpenFiles:                maxOpenFiles,
 		DisableWAL:                  true,
 		Logger:                      quietLogger{},
 	}
@@ -121,7 +140,34 @@ func Open(dir string, budget int64) (*DB, error) {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	return &DB{DB: db, id: hex.EncodeToString(id[:]), dir: dir, created: created, budget: budget, cache: cache}, nil
+	d.DB, d.id, d.cache = db, hex.EncodeToString(id[:]), cache
+	return d, nil
+}
+
+// fail records a background error: a flush or a compaction that could not
+// write (a full disk). Pebble retries such work for ever and holds writes
+// back once its memtables are full, so the database is of no more use to
+// the job: Failed tells it to stop.
+func (db *DB) fail(err error) {
+	db.failOnce.Do(func() {
+		db.failErr = fmt.Errorf("the state database in %s cannot write: %w", db.dir, err)
+		close(db.failed)
+	})
+}
+
+// Failed is closed when the database could not write in the background (a
+// flush or a compaction failed: a full disk); Err then says why. A job must
+// stop: writes wait for room that does not come.
+func (db *DB) Failed() <-chan struct{} { return db.failed }
+
+// Err is the background error that closed Failed, or nil.
+func (db *DB) Err() error {
+	select {
+	case <-db.failed:
+		return db.failErr
+	default:
+		return nil
+	}
 }
 
 // emptyDir removes what is in a directory weir's marker says is weir's.
@@ -231,11 +277,37 @@ func (db *DB) CacheBudget() int64 { return db.budget / 8 }
 // Budget is the memory budget the database was opened with.
 func (db *DB) Budget() int64 { return db.budget }
 
+// HeapHeadroom is what the Go heap may take beyond its share of the budget
+// before the collector works hard to keep it there: output on its way to a
+// checkpoint (an exactly-once file's pending lines, a table's rows) comes on
+// top of the state.
+const HeapHeadroom = 128 << 20
+
+// HeapLimit is the soft limit for the Go heap that holds the process to the
+// budget (runtime/debug.SetMemoryLimit): the budget less what Pebble keeps
+// outside the Go heap (its block cache and memtables, when built with cgo),
+// plus HeapHeadroom.
+func (db *DB) HeapLimit() int64 {
+	if offHeap {
+		return db.budget - db.budget/2 - db.budget/8 + HeapHeadroom
+	}
+	return db.budget + HeapHeadroom
+}
+
 // Close closes the database and deletes what it wrote: the directory
 // itself if Open made it, else its contents.
+//
+// A database that failed (Failed) is not closed: Pebble would wait for a
+// flush that cannot finish. Its files are deleted all the same, which gives
+// the disk its room back, and Close returns the background error.
 func (db *DB) Close() error {
-	err := db.DB.Close()
-	db.cache.Unref()
+	var err error
+	if db.Err() == nil {
+		err = db.DB.Close()
+		db.cache.Unref()
+	} else {
+		err = db.failErr
+	}
 	var rmErr error
 	if db.created {
 		rmErr = os.RemoveAll(db.dir)

@@ -64,6 +64,8 @@ type LateEvent[K comparable, T any] struct {
 	// ReasonBeyondDedupHorizon for one the de-duplication state could no
 	// longer check: it is routed aside instead of risking a second count.
 	Reason string
+	// At is the processing time at which it was set aside.
+	At mtime.Time
 }
 
 // ReasonBeyondDedupHorizon is the Reason of a LateEvent whose event time is

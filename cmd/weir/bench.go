@@ -73,7 +73,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	var results []bench.Result
 	start := time.Now()
 	for _, b := range bench.All() {
-		if re != nil && !re.MatchString(b.Name) {
+		if re != nil && !re.MatchString(b.Name) || re == nil && b.Explicit {
 			continue
 		}
 		fmt.Fprintf(stderr, "weir bench: %s ...", b.Name)

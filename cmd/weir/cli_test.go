@@ -190,7 +190,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 		"lateness":   {[]string{"input.jsonl", "--arrival", "at", "--format", "csv"}, 0, "delay"},
 		"reconcile":  {[]string{"job.yaml", "--ledger", "input.jsonl"}, 2, "writes to no table"},
 		"bench":      {[]string{"--list"}, 0, "tumbling"},
-		"kafka":      {[]string{"--speed", "0"}, 2, "Usage: weir kafka"},
+		"kafka":      {[]string{"--rate", "0"}, 2, "Usage: weir kafka"},
 		"schema":     {nil, 0, `"title": "weir job file"`},
 		"completion": {[]string{"fish"}, 0, "complete -c weir"},
 		"version":    {[]string{"--deps"}, 0, "weir " + version},

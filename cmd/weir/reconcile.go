@@ -39,6 +39,7 @@ func cmdReconcile(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	acceptance := fs.String("acceptance", "", "write the acceptance record to this .json `file` (and a .md beside it)")
 	output := fs.Int("output", -1, "the `index` of the table in the job's output list; -1 takes the first table")
+	allowLower := fs.Bool("allow-lower", false, "publish corrections that lower a count the stream published (refused by default: a late event can only add, so a lower count means the ledger lacks events)")
 	addSetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir reconcile --ledger FILE [--ledger FILE...] [flags] JOB.yaml
@@ -68,7 +69,7 @@ Flags:
 		return code
 	}
 	stderr = j.RedactWriter(stderr)
-	o := reconcile.Options{Ledger: ledger, From: mtime.MinTime, To: mtime.MaxTime, Reason: *reason, Output: *output,
+	o := reconcile.Options{Ledger: ledger, From: mtime.MinTime, To: mtime.MaxTime, Reason: *reason, Output: *output, AllowLower: *allowLower,
 		Log: func(s string) { fmt.Fprintln(stderr, "weir:", s) }}
 	for _, f := range []struct {
 		name, v string

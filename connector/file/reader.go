@@ -33,6 +33,7 @@ func (r *Reader) Open(ctx context.Context, position []byte) error {
 		return ErrNotReplayable
 	}
 	r.lines = source.NewLines(r.R, 64<<10, 0, 0)
+	r.lines.SetMaxLine(source.DefaultMaxLine)
 	return nil
 }
 
@@ -51,7 +52,7 @@ func (r *Reader) Read(ctx context.Context, b *connector.Batch) error {
 			}
 			return io.EOF
 		}
-		b.Records = append(b.Records, connector.Record{Value: ln.Text, Offset: ln.No, Arrival: mtime.MinTime})
+		b.Records = append(b.Records, connector.Record{Value: ln.Text, Offset: ln.No, Arrival: mtime.MinTime, Cut: ln.Cut})
 		if !r.lines.Buffered() {
 			break
 		}

@@ -2,6 +2,7 @@ package file
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -268,9 +269,32 @@ type writerAt struct {
 
 func (w *writerAt) Write(b []byte) (int, error) {
 	n, err := w.f.WriteAt(b, w.off)
+	if err != nil {
+		// A write cut short (a full disk): the file ends after its last
+		// whole line, not in the middle of one.
+		if end, lerr := lastLineEnd(w.f, w.off+int64(n)); lerr == nil && w.f.Truncate(end) == nil {
+			return 0, err
+		}
+	}
 	w.off += int64(n)
 	w.t.add(b[:n])
 	return n, err
+}
+
+// lastLineEnd is the offset after the last line ending before off.
+func lastLineEnd(f io.ReaderAt, off int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for off > 0 {
+		n := min(off, int64(len(buf)))
+		if _, err := f.ReadAt(buf[:n], off-n); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return off - n + int64(i) + 1, nil
+		}
+		off -= n
+	}
+	return 0, nil
 }
 
 // DamagedError is an output file that no longer holds what the checkpoint
@@ -333,6 +357,9 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 const (
 	pendingChunk = 1 << 20
 	pendingRoom  = 16 << 10
+	// spareChunks is how many chunks a sink keeps for the next checkpoint's
+	// output (8 MiB): more is allocated when needed and let go.
+	spareChunks = 8
 )
 
 func (s *Sink[T]) chunk() []byte {
@@ -364,7 +391,7 @@ func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, err
 	s.mu.Unlock()
 	for _, c := range s.pending {
 		pre = append(pre, c...)
-		if cap(c) == pendingChunk && len(s.spare) < 64 {
+		if cap(c) == pendingChunk && len(s.spare) < spareChunks {
 			s.spare = append(s.spare, c[:0])
 		}
 	}

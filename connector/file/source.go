@@ -129,6 +129,7 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 	}
 	s.lines = source.NewLines(s.f, 0, offset, s.line)
 	s.lines.HoldPartial(s.Follow)
+	s.lines.SetMaxLine(source.DefaultMaxLine)
 	return nil
 }
 
@@ -287,7 +288,7 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 				break
 			}
 			s.line = ln.No
-			b.Records = append(b.Records, connector.Record{Value: ln.Text, Partition: 0, Offset: ln.No, Arrival: mtime.MinTime})
+			b.Records = append(b.Records, connector.Record{Value: ln.Text, Partition: 0, Offset: ln.No, Arrival: mtime.MinTime, Cut: ln.Cut})
 			if !s.lines.Buffered() {
 				break
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +88,18 @@ type Sink[T any] struct {
 	// committedTo is, per partition, the offset after the records of the
 	// last committed transaction (commit side): the sink's mark.
 	committedTo map[int32]int64
+	// maxRecord is the largest record the topic takes (max.message.bytes,
+	// and the client's own limit): a larger one is refused, never produced,
+	// since one record the broker refuses would lose its whole transaction.
+	maxRecord int
+	// compacted: the topic is compacted, and refuses a record without a
+	// key (INVALID_RECORD), which would lose its transaction as well.
+	compacted bool
 }
+
+// recordOverhead is what a record takes besides its key, value and
+// headers, in a batch of its own (at most).
+const recordOverhead = 128
 
 // header is the name of the header that identifies a record of a weir sink.
 const header = "weir"
@@ -176,12 +188,16 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 			s.fail(err)
 		}
 	}
+	if s.admin != nil {
+		s.admin.Close() // an Open tried again
+	}
 	if s.admin, err = kgo.NewClient(opts...); err != nil {
 		return err
 	}
 	if err := s.checkTopic(ctx); err != nil {
 		return err
 	}
+	s.maxRecord, s.compacted = s.topicLimits(ctx)
 	if s.Txn != nil {
 		s.mem = s.Txn.join()
 		return nil
@@ -195,6 +211,7 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	}
 	tag := sha256.Sum256([]byte(s.TransactionalID))
 	copy(s.tag[:], tag[:])
+	s.slots = s.slots[:0]
 	for i := range Pool {
 		sl := &slot{id: fmt.Sprintf("%s-%d", s.TransactionalID, i)}
 		sl.promise = func(r *kgo.Record, err error) {
@@ -212,6 +229,41 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	// The producers start (and fence what a previous run left open) in
 	// Start, once the restored checkpoint's transaction is committed.
 	return nil
+}
+
+// topicLimits is what the topic takes: its largest record (its
+// max.message.bytes, and no more than the client sends in one batch), and
+// whether it is compacted (then every record needs a key).
+func (s *Sink[T]) topicLimits(ctx context.Context) (maxRecord int, compacted bool) {
+	maxRecord = 1_000_012 // the client's default max record batch bytes, and Kafka's max.message.bytes
+	rcs, err := kadm.NewClient(s.admin).DescribeTopicConfigs(ctx, s.Topic)
+	if err != nil {
+		return maxRecord, false
+	}
+	if rc, err := rcs.On(s.Topic, nil); err == nil {
+		for _, c := range rc.Configs {
+			switch {
+			case c.Value == nil:
+			case c.Key == "max.message.bytes":
+				var v int
+				if _, err := fmt.Sscan(*c.Value, &v); err == nil && v > 0 && v < maxRecord {
+					maxRecord = v
+				}
+			case c.Key == "cleanup.policy":
+				compacted = strings.Contains(*c.Value, "compact")
+			}
+		}
+	}
+	return maxRecord, compacted
+}
+
+// size is what a record takes in a batch of its own, at most.
+func size(key, value []byte, hdr []kgo.RecordHeader) int {
+	n := len(key) + len(value) + recordOverhead
+	for _, h := range hdr {
+		n += len(h.Key) + len(h.Value) + 8
+	}
+	return n
 }
 
 // fail records the error that ends the sink's transactions: a record of a
@@ -456,20 +508,45 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 	if err := s.err(); err != nil {
 		return err
 	}
+	var refused []connector.RefusedItem
+	refuse := func(i int, key []byte, n int) bool {
+		switch {
+		case n > s.maxRecord:
+			refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("kafka %s: a record of %d bytes, larger than the topic takes (%d)", s.Topic, n, s.maxRecord)})
+		case s.compacted && len(key) == 0:
+			refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("kafka %s: a record without a key, which a compacted topic does not take", s.Topic)})
+		default:
+			return false
+		}
+		return true
+	}
+	refusal := func() error {
+		if refused == nil {
+			return nil
+		}
+		return &connector.RefusedError{Items: refused}
+	}
 	if s.Txn != nil {
-		recs := make([]*kgo.Record, len(items))
+		recs := make([]*kgo.Record, 0, len(items))
 		for i := range items {
 			k, v := s.Encode(items[i])
-			recs[i] = &kgo.Record{Topic: s.Topic, Key: k, Value: v}
+			if !refuse(i, k, size(k, v, nil)) {
+				recs = append(recs, &kgo.Record{Topic: s.Topic, Key: k, Value: v})
+			}
 		}
-		return s.Txn.produce(ctx, s.mem, recs)
+		if err := s.Txn.produce(ctx, s.mem, recs); err != nil {
+			return err
+		}
+		return refusal()
 	}
 	if s.once != nil {
 		for i := range items {
 			k, v := s.Encode(items[i])
-			s.once.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
+			if !refuse(i, k, size(k, v, nil)) {
+				s.once.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v}, s.promise)
+			}
 		}
-		return nil
+		return refusal()
 	}
 	s.mu.Lock()
 	sl := s.slots[s.cur]
@@ -492,6 +569,10 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 			binary.BigEndian.PutUint64(v[4:], id)
 			hdr = []kgo.RecordHeader{{Key: header, Value: v}}
 		}
+		k, v := s.Encode(items[i])
+		if refuse(i, k, size(k, v, hdr)) {
+			continue
+		}
 		if !sl.inTxn {
 			// The transaction begins with its first record: one that
 			// would hold none is never begun.
@@ -503,10 +584,9 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 			}
 			sl.inTxn = true
 		}
-		k, v := s.Encode(items[i])
 		sl.cl.Produce(ctx, &kgo.Record{Topic: s.Topic, Key: k, Value: v, Headers: hdr}, sl.promise)
 	}
-	return nil
+	return refusal()
 }
 
 // Flush implements connector.Sink: at least once, the records go out.

@@ -133,3 +133,80 @@ func TestSourceGapWhileReading(t *testing.T) {
 		}
 	}
 }
+
+// A record larger than the topic takes is refused, never produced (the
+// broker's refusal would lose the whole transaction), and the others are
+// committed.
+func TestSinkRefusesRecordsTooLarge(t *testing.T) {
+	c := cluster(t)
+	cl := client(t, c)
+	max := "5000"
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{"max.message.bytes": &max}, "alerts"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := strSink(c)
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err := s.Write(ctx, []string{"p1", strings.Repeat("x", 6000), "p2"})
+	var re *connector.RefusedError
+	if !errors.As(err, &re) || len(re.Items) != 1 || re.Items[0].Index != 1 || !strings.Contains(err.Error(), "a record of 6128 bytes, larger than the topic takes (5000)") {
+		t.Fatalf("write: %v", err)
+	}
+	pre, err := s.PreCommit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, 1, pre); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, c, "alerts"); strings.Join(got, " ") != "p1 p2" {
+		t.Errorf("committed: %v", got)
+	}
+}
+
+// A compacted topic refuses records without a key (INVALID_RECORD), which
+// would lose the whole transaction: the sink refuses them itself.
+func TestSinkRefusesKeylessRecordsOfACompactedTopic(t *testing.T) {
+	c := cluster(t)
+	cl := client(t, c)
+	compact := "compact"
+	if _, err := kadm.NewClient(cl).CreateTopic(context.Background(), 1, 1, map[string]*string{"cleanup.policy": &compact}, "alerts"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s := strSink(c)
+	s.Encode = func(v string) ([]byte, []byte) {
+		if v == "nokey" {
+			return nil, []byte(v)
+		}
+		return []byte("k-" + v), []byte(v)
+	}
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err := s.Write(ctx, []string{"p1", "nokey", "p2"})
+	var re *connector.RefusedError
+	if !errors.As(err, &re) || len(re.Items) != 1 || re.Items[0].Index != 1 || !strings.Contains(err.Error(), "a record without a key, which a compacted topic does not take") {
+		t.Fatalf("write: %v", err)
+	}
+	pre, err := s.PreCommit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, 1, pre); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, c, "alerts"); strings.Join(got, " ") != "p1 p2" {
+		t.Errorf("committed: %v", got)
+	}
+}

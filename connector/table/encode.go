@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -246,13 +247,29 @@ func mismatch(c Column, v any) error {
 
 // encode returns the pre-commit of the buffered rows.
 func (s *Sink) encode() []byte {
-	pre := make([]byte, 0, 24+len(s.run)+len(s.buf))
-	pre = append(pre, preVersion)
-	pre = enc.AppendString(pre, s.run)
-	pre = enc.AppendUvarint(pre, uint64(len(s.schema.Keys)))
-	pre = enc.AppendUvarint(pre, uint64(len(s.schema.Values)))
-	pre = enc.AppendUvarint(pre, uint64(s.rows))
-	return append(pre, s.buf...)
+	var h [headerRoom]byte
+	hdr := append(h[:0], preVersion)
+	hdr = enc.AppendString(hdr, s.run)
+	hdr = enc.AppendUvarint(hdr, uint64(len(s.schema.Keys)))
+	hdr = enc.AppendUvarint(hdr, uint64(len(s.schema.Values)))
+	hdr = enc.AppendUvarint(hdr, uint64(s.rows))
+	b := s.rowBuf()
+	start := headerRoom - len(hdr)
+	copy(b[start:], hdr)
+	return b[start:]
+}
+
+// headerRoom is the room the row buffer keeps at its start for the header
+// of a pre-commit (the version, the run's identity of 16 hex digits, three
+// uvarints), so that a pre-commit is the buffer itself, never a copy of it.
+const headerRoom = 1 + binary.MaxVarintLen64 + 16 + 3*binary.MaxVarintLen64
+
+// rowBuf is the buffer of encoded rows, with its header room.
+func (s *Sink) rowBuf() []byte {
+	if len(s.buf) < headerRoom {
+		s.buf = make([]byte, headerRoom, headerRoom+4<<10)
+	}
+	return s.buf
 }
 
 type header struct {
@@ -293,6 +310,23 @@ type scratch struct {
 	vals  []val
 	ids   []byte
 	ident []byte
+}
+
+// keepRows is the most rows a scratch keeps room for between commits: a
+// commit of more (a window of a million keys) allocates what it needs, and
+// release lets it go once the commit is done, so that one large commit does
+// not hold its memory for the rest of the run.
+const keepRows = 1 << 14
+
+// release drops the room of a large commit, and every reference to the
+// pre-commit the rows alias.
+func (sc *scratch) release() {
+	if cap(sc.rows) > keepRows {
+		sc.rows, sc.vals, sc.ids = nil, nil, nil
+		return
+	}
+	clear(sc.rows[:cap(sc.rows)])
+	clear(sc.vals[:cap(sc.vals)])
 }
 
 // decode decodes a pre-commit into sc's rows; their bytes alias pre.

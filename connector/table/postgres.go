@@ -10,7 +10,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -97,13 +99,58 @@ func (f failing) Driver() driver.Driver                        { return nil }
 // stageTable is the temporary table a commit copies its rows into.
 const stageTable = "weir_stage"
 
+// pgMaxKeyBytes is the most bytes the key values of a row may take: the
+// primary key's index holds a row of at most 2704 bytes (a third of a page),
+// with the window's bounds beside the key.
+const pgMaxKeyBytes = 2600
+
+// refuses implements backend: PostgreSQL text holds neither NUL nor bytes
+// that are not UTF-8, and the primary key's index takes rows of a bounded
+// size.
+func (b *pgBackend) refuses(r *Row) string {
+	keyBytes := 0
+	for _, v := range r.Key {
+		if s, ok := v.(string); ok {
+			keyBytes += len(s)
+			if why := pgText(s); why != "" {
+				return "the key " + why
+			}
+		}
+	}
+	if keyBytes > pgMaxKeyBytes {
+		return fmt.Sprintf("the key takes %d bytes, more than PostgreSQL's index on it takes (%d)", keyBytes, pgMaxKeyBytes)
+	}
+	for _, v := range r.Values {
+		if s, ok := v.(string); ok {
+			if why := pgText(s); why != "" {
+				return "a value " + why
+			}
+		}
+	}
+	return ""
+}
+
+// pgText says why PostgreSQL text cannot hold s, or "".
+func pgText(s string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return "holds a NUL character, which PostgreSQL text cannot store"
+	}
+	if !utf8.ValidString(s) {
+		return "is not UTF-8, which PostgreSQL text needs"
+	}
+	return ""
+}
+
 type pgBackend struct {
-	s      *Sink
-	dsn    string
-	cfg    *pgx.ConnConfig
-	conn   *pgx.Conn
-	staged bool // the stage table exists in conn's session
-	lost   bool // the last error closed the connection
+	// refused counts the rows the database refused at a commit, for a
+	// value of their own (rowsAlone).
+	refused atomic.Int64
+	s       *Sink
+	dsn     string
+	cfg     *pgx.ConnConfig
+	conn    *pgx.Conn
+	staged  bool // the stage table exists in conn's session
+	lost    bool // the last error closed the connection
 
 	stage, copy, upsert, mark string
 	buf                       []byte
@@ -271,14 +318,86 @@ func (b *pgBackend) apply(ctx context.Context, rows []prow, m marker) (done bool
 		if tag.RowsAffected() == 0 {
 			return true, nil
 		}
+		if m.checkpoint%pruneEvery == 0 && m.checkpoint > keepMarkers {
+			if _, err := tx.Exec(ctx, pruneMarkersSQL(pgDialect), m.sink, m.checkpoint-keepMarkers); err != nil {
+				return false, err
+			}
+		}
 	}
 	if _, err := b.conn.PgConn().CopyFrom(ctx, bytes.NewReader(b.buf), b.copy); err != nil {
-		return false, err
+		return false, b.rowsAlone(ctx, tx, err, rows, m)
 	}
 	if _, err := tx.Exec(ctx, b.upsert); err != nil {
-		return false, err
+		return false, b.rowsAlone(ctx, tx, err, rows, m)
 	}
 	return false, tx.Commit(ctx)
+}
+
+// rowFault reports whether the database refused a statement for a value of
+// one of its rows (SQLSTATE class 22, data exception: a character it cannot
+// store, a number out of range, a string too long; class 54, program limit
+// exceeded: an index row too large), not for a reason of its own: the other
+// rows can be written.
+func rowFault(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || strings.HasPrefix(pe.Code, "54"))
+}
+
+// rowsAlone writes the rows of a commit the database refused for a value of
+// one of them, one at a time, each in a savepoint of the transaction: the
+// rows it refuses are left out (and said), the others committed with the
+// marker. Any other error is the commit's.
+func (b *pgBackend) rowsAlone(ctx context.Context, tx pgx.Tx, err error, rows []prow, m marker) error {
+	if !rowFault(err) {
+		return err
+	}
+	first := err
+	if err := tx.Rollback(ctx); err != nil {
+		return err
+	}
+	tx, err = b.conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if m.checkpoint != 0 {
+		if _, err := tx.Exec(ctx, b.mark, m.sink, m.checkpoint, m.run, time.Now()); err != nil {
+			return err
+		}
+	}
+	refused := 0
+	for i := range rows {
+		if _, err := tx.Exec(ctx, "SAVEPOINT weir_row"); err != nil {
+			return err
+		}
+		b.buf = appendCopyRow(b.buf[:0], &rows[i])
+		_, err := b.conn.PgConn().CopyFrom(ctx, bytes.NewReader(b.buf), b.copy)
+		if err == nil {
+			_, err = tx.Exec(ctx, b.upsert)
+		}
+		if _, terr := tx.Exec(ctx, "TRUNCATE "+stageTable); terr != nil && err == nil {
+			err = terr
+		}
+		switch {
+		case err == nil:
+			if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT weir_row"); err != nil {
+				return err
+			}
+		case rowFault(err):
+			refused++
+			b.refused.Add(1)
+			if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT weir_row"); err != nil {
+				return err
+			}
+			b.s.log(fmt.Sprintf("warning: the database refused a row of checkpoint %d for a value of its own, left out: %v", m.checkpoint, err))
+		default:
+			return err
+		}
+	}
+	if refused == 0 {
+		return first // not a row's fault after all
+	}
+	return tx.Commit(ctx)
 }
 
 // afterError notes that an error closed the connection (the next call

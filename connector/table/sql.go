@@ -150,6 +150,21 @@ func upsertTail(s *Schema) string {
 	return b.String()
 }
 
+// keepMarkers is how many checkpoints back a sink's commit markers are
+// kept: every pruneEvery checkpoints, the commit deletes the sink's older
+// ones. A commit run again without its marker (a savepoint older than that
+// restored) writes nothing new: the revision guard and the deltas' ids keep
+// the rows as they are.
+const (
+	keepMarkers = 1000
+	pruneEvery  = 64
+)
+
+// pruneMarkersSQL deletes a sink's markers before a checkpoint.
+func pruneMarkersSQL(d *dialect) string {
+	return fmt.Sprintf(`DELETE FROM %s WHERE "sink" = %s AND "checkpoint" < %s`, quote(markerTable), d.param(1), d.param(2))
+}
+
 // markerSQL inserts a commit marker, or takes over the marker of the same
 // checkpoint number left by another run (a job started afresh numbers its
 // checkpoints from 1 again). It affects no row when the marker of this run

@@ -59,6 +59,9 @@ var sqliteDialect = &dialect{
 
 func (b *sqliteBackend) handle() (*dialect, *sql.DB) { return sqliteDialect, b.db }
 
+// refuses implements backend: SQLite stores any text, NULs included.
+func (b *sqliteBackend) refuses(*Row) string { return "" }
+
 // affinity is the type affinity of a column declared as decl
 // (https://www.sqlite.org/datatype3.html#determination_of_column_affinity).
 func affinity(decl string) string {
@@ -259,6 +262,11 @@ func (b *sqliteBackend) apply(ctx context.Context, rows []prow, m marker) (done 
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 0 {
 			return err == nil, err
+		}
+		if m.checkpoint%pruneEvery == 0 && m.checkpoint > keepMarkers {
+			if _, err := tx.ExecContext(ctx, pruneMarkersSQL(sqliteDialect), m.sink, m.checkpoint-keepMarkers); err != nil {
+				return false, err
+			}
 		}
 	}
 	w := len(b.args) / sqliteChunk

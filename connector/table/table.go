@@ -251,6 +251,9 @@ type backend interface {
 	apply(ctx context.Context, rows []prow, m marker) (done bool, err error)
 	// classify marks err transient or permanent.
 	classify(err error) error
+	// refuses says why the database cannot store a row, for a reason of the
+	// row's own (a value it does not take), or "".
+	refuses(r *Row) string
 	// handle is the database through database/sql, for reading rows back and
 	// correcting them.
 	handle() (*dialect, *sql.DB)
@@ -340,14 +343,24 @@ func (s *Sink) Write(ctx context.Context, items []Row) error {
 			return err
 		}
 	}
+	s.buf = s.rowBuf()
 	start, n := len(s.buf), s.rows
+	var refused []connector.RefusedItem
 	for i := range items {
+		if why := s.backend.refuses(&items[i]); why != "" {
+			// One row the database cannot store must not stop the others.
+			refused = append(refused, connector.RefusedItem{Index: i, Reason: fmt.Sprintf("%s: %s", s.name, why)})
+			continue
+		}
 		var err error
 		if s.buf, err = s.appendRow(s.buf, &items[i]); err != nil {
 			s.buf, s.rows = s.buf[:start], n
 			return s.wrap("write", connector.Permanent(err))
 		}
 		s.rows++
+	}
+	if refused != nil {
+		return &connector.RefusedError{Items: refused}
 	}
 	return nil
 }
@@ -371,15 +384,16 @@ func (s *Sink) flush(ctx context.Context) error {
 	if err := s.commit(ctx, 0, pre, "flush"); err != nil {
 		return err
 	}
-	s.buf, s.rows = s.buf[:0], 0
+	s.buf, s.rows = s.buf[:headerRoom], 0
 	return nil
 }
 
 // PreCommit implements connector.Sink: it returns the rows written since
-// the last PreCommit, encoded, and empties the buffer.
+// the last PreCommit, encoded: the buffer itself, which the checkpoint
+// keeps; the next rows go to a new one.
 func (s *Sink) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, error) {
 	pre := s.encode()
-	s.buf, s.rows = s.buf[:0], 0
+	s.buf, s.rows = nil, 0
 	return pre, nil
 }
 
@@ -401,6 +415,7 @@ func (s *Sink) commit(ctx context.Context, checkpoint uint64, pre []byte, op str
 		return s.wrap(op, connector.Permanent(errors.New("the sink is not open")))
 	}
 	run, rows, err := s.sc.decode(pre, &s.schema)
+	defer s.sc.release()
 	if err != nil {
 		return s.wrap(op, connector.Permanent(fmt.Errorf("the pre-committed rows of checkpoint %d do not decode: %w", checkpoint, err)))
 	}

@@ -381,8 +381,8 @@ func TestWriteRefuses(t *testing.T) {
 			t.Errorf("got %q, want ...%q", err, want)
 		}
 	}
-	if k.rows != 0 || len(k.buf) != 0 {
-		t.Errorf("refused batches left %d rows in the buffer", k.rows)
+	if k.rows != 0 || len(k.buf) != headerRoom {
+		t.Errorf("refused batches left %d rows (%d bytes) in the buffer", k.rows, len(k.buf)-headerRoom)
 	}
 }
 
@@ -606,4 +606,93 @@ func TestReadAndCorrect(t *testing.T) {
 // one pending pre-commit is pre.
 func resumeWith(pre []byte) connector.Resume {
 	return connector.Resume{From: 7, Pending: []connector.PreCommit{{Checkpoint: 7, Data: pre}}}
+}
+
+// A row the database cannot store for a reason of its own (PostgreSQL text
+// holds no NUL, its primary key's index takes rows of a bounded size) is
+// refused, by its index, and the others are written and committed; the
+// refusal is never retried. SQLite takes them all.
+func TestRowsTheDatabaseCannotStore(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		ctx := context.Background()
+		long := strings.Repeat("k", 3000)
+		err := k.Write(ctx, []Row{pane("line-1", 1, "ON_TIME", 2), pane("nul\x00key", 1, "ON_TIME", 1), pane(long, 1, "ON_TIME", 3), pane("line-2", 1, "ON_TIME", 4)})
+		var re *connector.RefusedError
+		if d.kind == "sqlite" {
+			if err != nil {
+				t.Fatalf("SQLite refused: %v", err)
+			}
+		} else if !errors.As(err, &re) || len(re.Items) != 2 || re.Items[0].Index != 1 || re.Items[1].Index != 2 ||
+			!strings.Contains(re.Items[0].Reason, "the key holds a NUL character, which PostgreSQL text cannot store") ||
+			!strings.Contains(re.Items[1].Reason, "the key takes 3000 bytes, more than PostgreSQL's index on it takes (2600)") || connector.Retryable(err) {
+			t.Fatalf("refused: %v", err)
+		}
+		pre, err := k.PreCommit(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Commit(ctx, 1, pre); err != nil {
+			t.Fatalf("the commit of the rows it took: %v", err)
+		}
+		n := 4
+		if d.kind == "postgres" {
+			n = 2
+		}
+		if got := d.rows(t, "SELECT count(*) FROM alerts"); len(got) != 1 || got[0] != fmt.Sprint(n) {
+			t.Errorf("rows: %v, want %d", got, n)
+		}
+	})
+}
+
+// Commit markers do not pile up: every 64 checkpoints, the commit deletes
+// the sink's markers more than 1,000 checkpoints old (other sinks' stay).
+func TestMarkersPruned(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		commit(t, k, 1, pane("line-1", 1, "ON_TIME", 1))
+		// The markers of checkpoints 2 to 1151, as if committed, and one
+		// of another sink.
+		for id := 2; id < 1152; id += 50 {
+			var b strings.Builder
+			for i := id; i < id+50 && i < 1152; i++ {
+				if i > id {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "('alerts-sink', %d, 'r', '2026-01-01T00:00:00.000Z')", i)
+			}
+			d.exec(t, `INSERT INTO weir_commits (sink, checkpoint, run, committed_at) VALUES `+b.String())
+		}
+		d.exec(t, `INSERT INTO weir_commits (sink, checkpoint, run, committed_at) VALUES ('other', 3, 'r', '2026-01-01T00:00:00.000Z')`)
+		commit(t, k, 1152, pane("line-1", 2, "LATE", 2))
+		expect(t, "markers left", d.rows(t, "SELECT count(*), min(checkpoint) FROM weir_commits WHERE sink = 'alerts-sink'"), []string{"1001|152"})
+		expect(t, "the other sink's", d.rows(t, "SELECT count(*) FROM weir_commits WHERE sink = 'other'"), []string{"1"})
+	})
+}
+
+// A row PostgreSQL refuses at the commit for a value of its own (here a key
+// longer than a column the table's owner narrowed: SQLSTATE 22001, a data
+// exception) is left out, alone, and said; the commit's other rows and its
+// marker are written. An error of the table's own (a missing column, 42703)
+// still fails the commit.
+func TestPostgresRefusesRowsAtCommit(t *testing.T) {
+	d := newPostgresDB(t)
+	var log []string
+	o := checkpointed()
+	o.Log = func(s string) { log = append(log, s) }
+	k := d.sink(t, alerts, o)
+	d.exec(t, `ALTER TABLE alerts ALTER COLUMN line TYPE varchar(8)`)
+	commit(t, k, 1, pane("line-1", 1, "ON_TIME", 1), pane("a-key-too-long", 1, "ON_TIME", 2), pane("line-2", 1, "ON_TIME", 3))
+	expect(t, "rows", d.rows(t, "SELECT line, orders FROM alerts ORDER BY line"), []string{"line-1|1", "line-2|3"})
+	expect(t, "markers", d.rows(t, "SELECT checkpoint FROM weir_commits"), []string{"1"})
+	if l := log[len(log)-1]; !strings.Contains(l, "the database refused a row of checkpoint 1 for a value of its own, left out") || !strings.Contains(l, "22001") || strings.Count(strings.Join(log, "\n"), "refused") != 1 {
+		t.Errorf("log: %q", log)
+	}
+	d.exec(t, `ALTER TABLE alerts DROP COLUMN orders`)
+	ctx := context.Background()
+	k.Write(ctx, []Row{pane("line-3", 1, "ON_TIME", 1)})
+	pre, _ := k.PreCommit(ctx, 2)
+	if err := k.Commit(ctx, 2, pre); err == nil || !strings.Contains(err.Error(), "42703") {
+		t.Errorf("a commit into a table without its column: %v", err)
+	}
 }

@@ -143,7 +143,8 @@ func (b *Broker) WaitCommitted(topic string, n int, limit time.Duration) []strin
 	return got
 }
 
-// WithoutEmittedAt drops the processing time a live run differs in, and
+// WithoutEmittedAt drops the processing times a live run differs in (when
+// a pane was emitted, when a record was set aside), and
 // says where a record was as a file does: the line of a record is its offset
 // plus one (the records of one partition are the lines of the file).
 func WithoutEmittedAt(line string) string {
@@ -152,6 +153,7 @@ func WithoutEmittedAt(line string) string {
 		return line
 	}
 	delete(m, "emitted_at")
+	delete(m, "set_aside_at")
 	if off, ok := m["offset"].(float64); ok {
 		delete(m, "offset")
 		delete(m, "partition")

@@ -802,6 +802,7 @@ func normalize(l string, live bool) string {
 		return l
 	}
 	delete(m, "emitted_at")
+	delete(m, "set_aside_at")
 	b, _ := json.Marshal(m)
 	return string(b)
 }

@@ -648,6 +648,22 @@ func (r *Runner[K, T, A, O]) Stats() Stats {
 			s.Dropped[w] += n
 		}
 	}
+	// The instances' entries of earlier windows are one.
+	var earlier window.Window
+	var n int64
+	found := false
+	for w, c := range s.Dropped {
+		if IsEarlierWindows(w) {
+			if !found || w.End > earlier.End {
+				earlier = w
+			}
+			found, n = true, n+c
+			delete(s.Dropped, w)
+		}
+	}
+	if found {
+		s.Dropped[earlier] = n
+	}
 	return s
 }
 

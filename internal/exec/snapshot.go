@@ -237,6 +237,9 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		for range nd {
 			w := window.Window{Start: mtime.Time(d.Varint()), End: mtime.Time(d.Varint())}
 			o0.Dropped[w] += d.Varint()
+			if len(o0.Dropped) > MaxDropped {
+				foldDropped(o0.Dropped)
+			}
 		}
 		if v == snapshotPebbleVersion {
 			inst := d.Count(1 << 16)

@@ -93,7 +93,10 @@ type Stats struct {
 	Open    int64
 	// Dropped counts too-late drops per window, across keys. An event of a
 	// sliding window too late for some of its windows is counted in each of
-	// those, even when it was added to the others.
+	// those, even when it was added to the others. It keeps MaxDropped
+	// windows at most: the drops of older ones are summed under one entry,
+	// EarlierWindows(end), so that it stays bounded however many windows
+	// get too-late events (a session of its own each).
 	Dropped map[window.Window]int64
 	// Keys is the number of keys holding state.
 	Keys int64
@@ -317,7 +320,7 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 	accepted, late := false, false
 	for _, w := range op.wbuf {
 		if op.tooLate(w) {
-			op.Dropped[w]++
+			op.drop(w)
 			continue
 		}
 		if ks == nil {
@@ -339,6 +342,56 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 	op.account(accepted, late, key, ts, v)
 }
 
+// MaxDropped is the most windows Stats.Dropped counts drops of one by one.
+const MaxDropped = 1024
+
+// EarlierWindows is the entry of Stats.Dropped that sums the drops of
+// windows older than those it counts one by one, the latest of which ended
+// at end.
+func EarlierWindows(end mtime.Time) window.Window {
+	return window.Window{Start: mtime.MinTime, End: end}
+}
+
+// IsEarlierWindows reports whether w is an EarlierWindows entry.
+func IsEarlierWindows(w window.Window) bool {
+	return w.Start == mtime.MinTime && w.End != mtime.MaxTime
+}
+
+// drop counts a too-late event of window w; beyond MaxDropped windows, the
+// oldest is folded into the entry of earlier windows.
+func (op *WindowOp[K, T, A, O]) drop(w window.Window) {
+	op.Dropped[w]++
+	if len(op.Dropped) > MaxDropped {
+		foldDropped(op.Dropped)
+	}
+}
+
+// foldDropped folds the oldest window of m into its entry of earlier
+// windows.
+func foldDropped(m map[window.Window]int64) {
+	var oldest, earlier window.Window
+	found, hasEarlier := false, false
+	for w := range m {
+		switch {
+		case IsEarlierWindows(w):
+			earlier, hasEarlier = w, true
+		case !found || w.End < oldest.End || (w.End == oldest.End && w.Start < oldest.Start):
+			oldest, found = w, true
+		}
+	}
+	if !found {
+		return
+	}
+	n, end := m[oldest], oldest.End
+	delete(m, oldest)
+	if hasEarlier {
+		n += m[earlier]
+		end = max(end, earlier.End)
+		delete(m, earlier)
+	}
+	m[EarlierWindows(end)] = n
+}
+
 // getOrCreate is state.getOrCreate, without the interface call for memory.
 func (op *WindowOp[K, T, A, O]) getOrCreate(key K) *keyState[A, O] {
 	if op.mem != nil {
@@ -353,7 +406,7 @@ func (op *WindowOp[K, T, A, O]) tumblingEvent(key K, ts mtime.Time, v T) {
 	start := op.tumble.Start(ts)
 	w := window.Window{Start: start, End: start + op.tumble.Size}
 	if op.tooLate(w) {
-		op.Dropped[w]++
+		op.drop(w)
 		op.wbuf = append(op.wbuf[:0], w)
 		op.account(false, false, key, ts, v)
 		return
@@ -381,7 +434,7 @@ func (op *WindowOp[K, T, A, O]) slicedEvent(key K, ts mtime.Time, v T) {
 	accepted := false
 	for _, w := range op.wbuf {
 		if op.tooLate(w) {
-			op.Dropped[w]++
+			op.drop(w)
 		} else {
 			accepted = true
 		}
@@ -502,7 +555,7 @@ func (op *WindowOp[K, T, A, O]) Aside(step uint64, key K, ts, now mtime.Time, v 
 	}
 	op.out = append(op.out, Out[K, T, O]{
 		Step: op.step, At: none, Kind: OutLate,
-		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: reason},
+		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: reason, At: op.now},
 	})
 }
 
@@ -512,7 +565,7 @@ func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Tim
 		w := op.wbuf[len(op.wbuf)-1]
 		op.out = append(op.out, Out[K, T, O]{
 			Step: op.step, At: none, Kind: OutLate,
-			Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v},
+			Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, At: op.now},
 		})
 		return
 	}
@@ -830,7 +883,7 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 		// proto-session is too late: a live session it overlapped would
 		// have ended later and so not be too late either.
 		if op.tooLate(proto) {
-			op.Dropped[proto]++
+			op.drop(proto)
 			op.account(false, false, key, ts, v)
 			return
 		}

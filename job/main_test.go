@@ -1,0 +1,66 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/weirstream/weir/internal/pgtest"
+)
+
+// One PostgreSQL cluster for the package's tests, started when one first
+// needs it; each gets a database of its own.
+var pg struct {
+	once sync.Once
+	dsn  string
+	err  error
+	stop func()
+	dir  string
+	mu   sync.Mutex
+	n    int
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if pg.stop != nil {
+		pg.stop()
+	}
+	if pg.dir != "" {
+		os.RemoveAll(pg.dir)
+	}
+	os.Exit(code)
+}
+
+// pgDatabase makes a database for t and returns its DSN. Without
+// PostgreSQL the test fails: CI installs it.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	pg.once.Do(func() {
+		if pg.dir, pg.err = os.MkdirTemp("", "weir-job-pg-"); pg.err != nil {
+			return
+		}
+		pg.dsn, pg.stop, pg.err = pgtest.Start(pg.dir)
+	})
+	if pg.err != nil {
+		t.Fatalf("PostgreSQL is needed for this test and could not be started: %v", pg.err)
+	}
+	pg.mu.Lock()
+	pg.n++
+	name := fmt.Sprintf("job%d", pg.n)
+	pg.mu.Unlock()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, pg.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(pg.dsn, "/postgres?", "/"+name+"?", 1)
+}
