@@ -62,6 +62,9 @@ func TestConsoleWalkthrough(t *testing.T) {
 	if fmt.Sprint(cmds) != fmt.Sprint(want) {
 		t.Fatalf("the README's walkthrough is %q; this test runs %q", cmds, want)
 	}
+	if testing.Short() {
+		t.Skip("the walkthrough waits for a live job's first minutes: not in -short")
+	}
 	// The repository's example, in a directory of the test's own: the job
 	// writes its checkpoints beside it.
 	dir := t.TempDir()
