@@ -45,18 +45,18 @@ var commands []command
 func init() {
 	commands = []command{
 		{"run", "[flags] JOB.yaml", "run a job file (see README.md for its fields)", cmdRun},
-		{"lint", "[flags] JOB.yaml", "check a job file and a sample of its input: typos, fields that\nnever occur, aggregates of fields that are never numbers", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLint(a, o, e) }},
+		{"lint", "[flags] JOB.yaml", "check a job file and the first lines of its\ninput: typos, fields that never occur", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLint(a, o, e) }},
 		{"savepoint", "JOB.yaml", "ask the running job for a savepoint", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSavepoint(a, o, e) }},
-		{"status", "JOB.yaml", "the running job's partitions, watermark and counts (from its\nconsole)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdStatus(a, o, e) }},
+		{"status", "JOB.yaml", "the running job's partitions, watermark and\ncounts (from its console)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdStatus(a, o, e) }},
 		{"simulator", "[flags]", "serve the watermark simulator, computed by weir", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSimulator(a, o, e) }},
 		{"gen", "steep|orders|nexmark|ledger|ledger-events [flags]", "write a realistic stream of JSON lines", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdGen(a, o, e) }},
-		{"lateness", "[flags] FILE", "measure how late a recorded stream is: travel times, Table 1\nand a recommended watermark", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLateness(a, o, e) }},
+		{"lateness", "[flags] FILE", "measure how late a recorded stream is, and\nrecommend a watermark delay", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLateness(a, o, e) }},
 		{"reconcile", "--ledger FILE... JOB.yaml", "correct the job's table from a retained ledger", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdReconcile(a, o, e) }},
 		{"bench", "[flags]", "run the benchmarks (from the repository's root)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdBench(a, o, e) }},
-		{"kafka", "[flags]", "a development Kafka broker on 127.0.0.1, with the fraud demo's\ntopics (and --orders, its orders live)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdKafka(a, o, e) }},
+		{"kafka", "[flags]", "a development Kafka broker on 127.0.0.1 with\nthe fraud demo's topics (--orders: orders live)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdKafka(a, o, e) }},
 		{"schema", "", "print the JSON schema of job files, for editors", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSchema(a, o, e) }},
 		{"completion", "bash|zsh|fish", "print the shell completion script", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdCompletion(a, o, e) }},
-		{"version", "[--deps]", "print the version, the commit and the Go version it was built with", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdVersion(a, o, e) }},
+		{"version", "[--deps]", "the version, commit and Go it was built with", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdVersion(a, o, e) }},
 		{"help", "", "this text", func(_ []string, _ io.Reader, o, _ io.Writer) int { fmt.Fprint(o, usageText()); return 0 }},
 	}
 }
