@@ -32,6 +32,7 @@ type Finding struct {
 	Msg   string
 }
 
+// String is the finding as a log line says it: "key: ...".
 func (f Finding) String() string { return f.Field + ": " + f.Msg }
 
 // Sample is what the first lines of a job's input show: which of the
