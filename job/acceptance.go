@@ -16,7 +16,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-// Acceptance is the acceptance record of seed 004: what a run (or a
+// Acceptance is the acceptance record of a run: what a run (or a
 // reconciliation) covered, with which settings, what it produced, how it
 // recovered, and whether the tables hold what it wrote. weir run writes it
 // when the job file names acceptance: (a .json file, and a .md beside it).
@@ -217,7 +217,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 func NewAcceptance(j *Job) *Acceptance {
 	a := &Acceptance{Job: j.Name, JobFile: j.File, Version: j.Version}
 	s := &a.Settings
-	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.String()
+	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.Describe()
 	s.AllowedLateness, s.Mode = mtime.FormatDuration(j.Window.AllowedLateness), j.Window.Mode.String()
 	s.Watermark = describeWatermark(j)
 	if j.ID != nil {

@@ -33,11 +33,11 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "postgres" {
 		where = "dsn"
 	}
-	known := []string{where, "table", "key_column"}
+	known := sqliteShape
 	if driver == "postgres" {
-		known = append(known, "password")
+		known = postgresShape
 	}
-	if err := k.strict(known...); err != nil {
+	if err := k.strict(known.names()...); err != nil {
 		return err
 	}
 	t := &TableOutput{Driver: driver}
@@ -278,7 +278,7 @@ func tableValue(v outVal) any {
 	return nil
 }
 
-// paneStatus is seed 004's status of a pane: provisional until the final
+// paneStatus is the status of a pane a business reads: provisional until the final
 // pane, which is closed; a retraction withdraws its pane.
 func paneStatus(p *pane) string {
 	switch {
