@@ -31,7 +31,7 @@ import (
 // marker. A connection lost is opened again at the next commit.
 func Postgres(dsn string, s Schema, o Options) *Sink {
 	k := newSink(s, o)
-	k.backend = &pgBackend{s: k, dsn: dsn}
+	k.backend, k.dialect = &pgBackend{s: k, dsn: dsn}, pgDialect
 	return k
 }
 
@@ -71,14 +71,36 @@ var pgDialect = &dialect{
 	},
 	param:   func(i int) string { return "$" + strconv.Itoa(i) },
 	text:    func(c string) string { return c + "::text" },
+	value:   func(c Column) string { return quote(c.Name) + "::text" }, // numeric is exact
+	arg:     pgArg,
 	millis:  func(c string) string { return "(extract(epoch from " + c + ") * 1000)::bigint" },
 	timeArg: func(t mtime.Time) any { return t.Time() },
 	boolArg: func(v bool) any { return v },
 }
 
+// pgArg is v as an argument of PostgreSQL through database/sql: a decimal
+// as its text, which numeric reads exactly.
+func pgArg(v *val) any {
+	switch v.tag {
+	case tagText:
+		return string(v.s)
+	case tagInt:
+		return v.i
+	case tagReal:
+		return v.f
+	case tagDecimal:
+		return v.decimal().String()
+	case tagFalse:
+		return false
+	case tagTrue:
+		return true
+	}
+	return nil
+}
+
 // handle opens, the first time, a database/sql handle on the same server (pgx's
 // stdlib driver), for reading rows back and correcting them.
-func (b *pgBackend) handle() (*dialect, *sql.DB) {
+func (b *pgBackend) handle() *sql.DB {
 	if b.sqlDB == nil {
 		cfg, err := pgx.ParseConfig(b.dsn)
 		if err == nil {
@@ -87,7 +109,7 @@ func (b *pgBackend) handle() (*dialect, *sql.DB) {
 			b.sqlDB = sql.OpenDB(failing{err})
 		}
 	}
-	return pgDialect, b.sqlDB
+	return b.sqlDB
 }
 
 // failing is a database/sql connector that reports why it cannot connect.
@@ -190,7 +212,7 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 		return err
 	}
 	sc := &b.s.schema
-	cs := sc.columns()
+	cs := sc.columns(pgDialect)
 	unique := ""
 	if sc.Mode == Discarding {
 		unique = "delta_id"
@@ -216,7 +238,7 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 	b.stage = st.String()
 	cols := quoteAll(names(cs))
 	b.copy = fmt.Sprintf("COPY %s (%s) FROM STDIN", stageTable, cols)
-	b.upsert = fmt.Sprintf("INSERT INTO %s AS cur (%s) SELECT %[2]s FROM %s%s", quote(sc.Table), cols, stageTable, upsertTail(sc))
+	b.upsert = fmt.Sprintf("INSERT INTO %s AS cur (%s) SELECT %[2]s FROM %s%s", quote(sc.Table), cols, stageTable, upsertTail(sc, cs))
 	return nil
 }
 
