@@ -159,7 +159,9 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 			return err
 		}
 	}
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cs)), ", ") + ")"
+	// reason, last, is NULL in the rows the sink writes: a literal, one
+	// parameter less to bind a row.
+	one := "(" + strings.Repeat("?, ", len(cs)-1) + "NULL)"
 	insert := func(rows int) (*sql.Stmt, error) {
 		values := strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
 		q := fmt.Sprintf("INSERT INTO %s AS cur (%s) VALUES %s%s", quote(sc.Table), quoteAll(names(cs)), values, upsertTail(sc, cs))
@@ -171,7 +173,7 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 	if b.insertN, err = insert(sqliteChunk); err != nil {
 		return err
 	}
-	b.args = make([]any, len(cs)*sqliteChunk)
+	b.args = make([]any, (len(cs)-1)*sqliteChunk)
 	b.exact = make([]bool, len(sc.Keys), len(sc.Keys)+len(sc.Values))
 	for _, c := range sc.Values {
 		b.exact = append(b.exact, c.Type == Numeric)
@@ -386,7 +388,6 @@ func (b *sqliteBackend) fill(r *prow, a []any) {
 	if r.deltaID != nil {
 		a[n+8] = string(r.deltaID)
 	}
-	a[len(a)-1] = nil // reason
 }
 
 // time formats t; the rows of a commit share few windows, so the last
