@@ -12,7 +12,9 @@ import (
 
 // A commit's rows travel to PostgreSQL as the parameters of one statement
 // per chunk of rows: an array per column in the binary format (nothing for
-// the server to parse), unnested into the rows of an INSERT ... SELECT.
+// the server to parse), unnested side by side in the select list of an
+// INSERT ... SELECT (set-returning functions there run in step, one row at a
+// time; in FROM, each would fill a tuplestore first).
 
 // Object ids of the types of the arrays' elements, and of the arrays.
 const (
@@ -82,20 +84,17 @@ func pgColumns(s *Schema) []pgColumn {
 // of s: its parameters are the arrays of pgColumns(s), in order.
 func pgUpsertSQL(s *Schema) string {
 	cs := s.columns(pgDialect)
-	var params, alias, sel []string
+	var sel []string
 	for i, c := range pgColumns(s) {
-		n := strconv.Itoa(i + 1)
-		params = append(params, "$"+n+"::"+pgElementType(c.typ)+"[]")
-		alias = append(alias, "c"+n)
+		v := "unnest($" + strconv.Itoa(i+1) + "::" + pgElementType(c.typ) + "[])"
 		if c.typ == Numeric {
-			sel = append(sel, "c"+n+"::numeric") // sent as text, exactly
-		} else {
-			sel = append(sel, "c"+n)
+			v += "::numeric" // sent as text, exactly
 		}
+		sel = append(sel, v)
 	}
 	sel = append(sel, "NULL") // reason
-	return fmt.Sprintf("INSERT INTO %s AS cur (%s) SELECT %s FROM unnest(%s) AS u(%s)%s", quote(s.Table), quoteAll(names(cs)),
-		strings.Join(sel, ", "), strings.Join(params, ", "), strings.Join(alias, ", "), upsertTail(s, cs))
+	return fmt.Sprintf("INSERT INTO %s AS cur (%s) SELECT %s%s", quote(s.Table), quoteAll(names(cs)),
+		strings.Join(sel, ", "), upsertTail(s, cs))
 }
 
 // pgElementType is the SQL type of the elements a column of type t travels

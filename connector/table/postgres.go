@@ -26,8 +26,8 @@ import (
 // key=value pairs, as pgx takes them).
 //
 // A commit sends its rows as parameters, an array per column in the binary
-// format, of one INSERT ... SELECT ... FROM unnest(...) ON CONFLICT per
-// chunk of pgChunk rows, in one transaction with the commit marker, in two
+// format, of one INSERT ... SELECT unnest($1), unnest($2), ... ON CONFLICT
+// per chunk of pgChunk rows, in one transaction with the commit marker, in two
 // round trips (the marker, then the rows and the commit). A table it
 // creates for upserts keeps half of each page free (fillfactor 50), so that
 // a row's next revision fits beside it (a HOT update: no new index entry).
