@@ -143,6 +143,35 @@ func (p *parser) checkTables(j *Job) error {
 			return &Error{File: p.file, Line: o.Line, Field: field + ".key_column",
 				Msg: fmt.Sprintf("%q is a column weir adds to the table: name the key's column, e.g. key_column: %s_key", t.KeyColumn, t.KeyColumn)}
 		}
+		if t.Driver == "sqlite" {
+			if err := p.checkExactColumns(j, t, field, o.Line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkExactColumns refuses an aggregate or key column named as the column
+// in which SQLite keeps another aggregate's exact value (x_exact beside a sum
+// x: table.ExactColumn); line is the output's.
+func (p *parser) checkExactColumns(j *Job, t *TableOutput, field string, line int) error {
+	s := t.schema(j)
+	for _, c := range s.Values {
+		if c.Type != table.Numeric {
+			continue
+		}
+		e := table.ExactColumn(c.Name)
+		if e == t.KeyColumn {
+			return &Error{File: p.file, Line: line, Field: field + ".key_column",
+				Msg: fmt.Sprintf("%q is the column that keeps the exact values of aggregate %s in SQLite table %s: name the key's column otherwise", e, c.Name, t.Table)}
+		}
+		for _, a := range j.Aggregates {
+			if a.Name == e {
+				return &Error{File: p.file, Line: j.lines["aggregates"], Field: "aggregates." + e,
+					Msg: fmt.Sprintf("is the name of the column that keeps the exact values of aggregate %s in SQLite table %s: rename one", c.Name, t.Table)}
+			}
+		}
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *list {
 		for _, b := range bench.All() {
-			fmt.Fprintf(stdout, "%-26s %s\n", b.Name, b.About)
+			fmt.Fprintf(stdout, "%-28s %s\n", b.Name, b.About)
 		}
 		return 0
 	}
