@@ -306,31 +306,86 @@ func readHeader(pre []byte, sc *Schema) (*enc.Decoder, header, error) {
 
 // scratch is what Commit decodes into, reused from one commit to the next.
 type scratch struct {
-	rows  []prow
+	refs  []rowRef // the commit's index
+	rows  []prow   // one chunk of decoded rows
 	vals  []val
+	one   []val // a row's values while indexing
 	ids   []byte
 	ident []byte
+	d     enc.Decoder
 }
 
-// keepRows is the most rows a scratch keeps room for between commits: a
-// commit of more (a window of a million keys) allocates what it needs, and
-// release lets it go once the commit is done, so that one large commit does
-// not hold its memory for the rest of the run.
+// rowRef is a row of a pre-commit as a commit's index holds it: where it
+// starts and where its primary key ends, and what coalesce orders by. A
+// commit indexes every row (40 bytes each) and decodes only commitChunk of
+// them at a time, so that a commit of a million rows does not hold a million
+// decoded rows with their values (about 300 bytes each).
+type rowRef struct {
+	at, pkEnd         int // offsets in the pre-commit
+	version, revision int64
+	retract           bool
+}
+
+// commitChunk is how many rows of a commit are decoded at a time.
+const commitChunk = 8192
+
+// keepRows is the largest index a scratch keeps between commits: a commit of
+// more rows (a window of a million keys) allocates what it needs, and release
+// lets it go once the commit is done, so that one large commit does not hold
+// its memory for the rest of the run.
 const keepRows = 1 << 14
 
-// release drops the room of a large commit, and every reference to the
+// release drops the index of a large commit, and every reference to the
 // pre-commit the rows alias.
 func (sc *scratch) release() {
-	if cap(sc.rows) > keepRows {
-		sc.rows, sc.vals, sc.ids = nil, nil, nil
-		return
+	if cap(sc.refs) > keepRows {
+		sc.refs = nil
 	}
 	clear(sc.rows[:cap(sc.rows)])
 	clear(sc.vals[:cap(sc.vals)])
+	clear(sc.one[:cap(sc.one)])
+	sc.d.Reset(nil)
 }
 
-// decode decodes a pre-commit into sc's rows; their bytes alias pre.
-func (sc *scratch) decode(pre []byte, schema *Schema) (run string, rows []prow, err error) {
+// rowSet is the rows of one commit, in the order they are written, decoded a
+// chunk at a time.
+type rowSet struct {
+	pre    []byte
+	refs   []rowRef
+	sc     *scratch
+	schema *Schema
+	job    string // with deltas: the job whose delta ids the rows get
+	deltas bool
+}
+
+// len is the number of rows.
+func (s *rowSet) len() int { return len(s.refs) }
+
+// rows decodes rows i to j (j excluded, at most commitChunk of them) and
+// returns them; their bytes alias the pre-commit, and they are valid until
+// the next call.
+func (s *rowSet) rows(i, j int) []prow {
+	sc := s.sc
+	width := len(s.schema.Keys) + len(s.schema.Values)
+	n := j - i
+	sc.rows = slices.Grow(sc.rows[:0], n)[:n]
+	sc.vals = slices.Grow(sc.vals[:0], n*width)[:n*width]
+	for k := range n {
+		r := &sc.rows[k]
+		*r = prow{vals: sc.vals[k*width : (k+1)*width : (k+1)*width]}
+		sc.d.Reset(s.pre[s.refs[i+k].at:])
+		// The index decoded every row once: this cannot fail.
+		decodeRow(&sc.d, s.pre, r, len(s.schema.Keys))
+	}
+	if s.deltas {
+		sc.deltaIDs(sc.rows, s.job)
+	}
+	return sc.rows
+}
+
+// index checks that every row of pre decodes and indexes them, in the order
+// written.
+func (sc *scratch) index(pre []byte, schema *Schema) (run string, rows []rowRef, err error) {
 	if len(pre) == 0 {
 		return "", nil, nil
 	}
@@ -338,40 +393,43 @@ func (sc *scratch) decode(pre []byte, schema *Schema) (run string, rows []prow, 
 	if err != nil {
 		return "", nil, err
 	}
-	nk, nv := len(schema.Keys), len(schema.Values)
-	width := nk + nv
-	clear(sc.rows)
-	sc.rows = slices.Grow(sc.rows[:0], h.rows)[:h.rows]
-	clear(sc.vals)
-	sc.vals = slices.Grow(sc.vals[:0], h.rows*width)[:h.rows*width]
-	pos := func() int { return len(pre) - d.Len() }
-	for i := range sc.rows {
-		r := &sc.rows[i]
-		r.vals = sc.vals[i*width : (i+1)*width : (i+1)*width]
-		start := pos()
-		for k := 0; k < nk; k++ {
-			decodeValue(d, &r.vals[k])
-		}
-		r.ws, r.we = mtime.Time(d.Varint()), mtime.Time(d.Varint())
-		r.pk = pre[start:pos()]
-		r.revision, r.version, r.emitted = d.Varint(), d.Varint(), mtime.Time(d.Varint())
-		flags := d.Count(63)
-		r.final, r.retract = flags&flagFinal != 0, flags&flagRetract != 0
-		r.timing, r.status = uint8(flags>>2&3), uint8(flags>>4&3)
-		if int(r.timing) >= len(timings) || int(r.status) >= len(statuses) {
-			d.Fail()
-		}
-		for k := nk; k < width; k++ {
-			decodeValue(d, &r.vals[k])
-		}
+	nk, width := len(schema.Keys), len(schema.Keys)+len(schema.Values)
+	sc.refs = slices.Grow(sc.refs[:0], h.rows)[:h.rows]
+	sc.one = slices.Grow(sc.one[:0], width)[:width]
+	for i := range sc.refs {
+		at := len(pre) - d.Len()
+		r := prow{vals: sc.one}
+		decodeRow(d, pre, &r, nk)
 		if d.Err() != nil {
 			return "", nil, d.Err()
 		}
+		sc.refs[i] = rowRef{at: at, pkEnd: at + len(r.pk), version: r.version, revision: r.revision, retract: r.retract}
 	}
 	if d.Len() != 0 {
 		return "", nil, fmt.Errorf("%d bytes after the last row", d.Len())
 	}
-	return h.run, sc.rows, nil
+	return h.run, sc.refs, nil
+}
+
+// decodeRow decodes one row of pre from d into r, whose vals has room for
+// its key values and values (nk of them key values); r.pk aliases pre.
+func decodeRow(d *enc.Decoder, pre []byte, r *prow, nk int) {
+	start := len(pre) - d.Len()
+	for k := 0; k < nk; k++ {
+		decodeValue(d, &r.vals[k])
+	}
+	r.ws, r.we = mtime.Time(d.Varint()), mtime.Time(d.Varint())
+	r.pk = pre[start : len(pre)-d.Len()]
+	r.revision, r.version, r.emitted = d.Varint(), d.Varint(), mtime.Time(d.Varint())
+	flags := d.Count(63)
+	r.final, r.retract = flags&flagFinal != 0, flags&flagRetract != 0
+	r.timing, r.status = uint8(flags>>2&3), uint8(flags>>4&3)
+	if int(r.timing) >= len(timings) || int(r.status) >= len(statuses) {
+		d.Fail()
+	}
+	for k := nk; k < len(r.vals); k++ {
+		decodeValue(d, &r.vals[k])
+	}
 }
 
 func decodeValue(d *enc.Decoder, v *val) {
@@ -398,9 +456,10 @@ func decodeValue(d *enc.Decoder, v *val) {
 // it withdraws, and of equal rows the last. It returns the winners ordered by
 // their encoded key (the same order in every commit and every sink, which
 // keeps concurrent writers from deadlocking on each other's rows).
-func coalesce(rows []prow) []prow {
-	slices.SortStableFunc(rows, func(a, b prow) int {
-		if c := bytes.Compare(a.pk, b.pk); c != 0 {
+func coalesce(pre []byte, rows []rowRef) []rowRef {
+	pk := func(r *rowRef) []byte { return pre[r.at:r.pkEnd] }
+	slices.SortStableFunc(rows, func(a, b rowRef) int {
+		if c := bytes.Compare(pk(&a), pk(&b)); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.version, b.version); c != 0 {
@@ -413,7 +472,7 @@ func coalesce(rows []prow) []prow {
 	})
 	out := rows[:0]
 	for i := range rows {
-		if i+1 < len(rows) && bytes.Equal(rows[i].pk, rows[i+1].pk) {
+		if i+1 < len(rows) && bytes.Equal(pk(&rows[i]), pk(&rows[i+1])) {
 			continue
 		}
 		out = append(out, rows[i])

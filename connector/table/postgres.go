@@ -27,8 +27,9 @@ import (
 //
 // A commit sends its rows as parameters, an array per column in the binary
 // format, of one INSERT ... SELECT unnest($1), unnest($2), ... ON CONFLICT
-// per chunk of pgChunk rows, in one transaction with the commit marker, in two
-// round trips (the marker, then the rows and the commit). A table it
+// per chunk of pgChunk rows, in one transaction with the commit marker: a
+// round trip for the marker, then one per chunk (the last with the commit).
+// The rows are decoded from the checkpoint a chunk at a time. A table it
 // creates for upserts keeps half of each page free (fillfactor 50), so that
 // a row's next revision fits beside it (a HOT update: no new index entry).
 // A connection lost is opened again at the next commit.
@@ -316,7 +317,7 @@ func (b *pgBackend) existing(ctx context.Context, table string) (existing, error
 	return e, nil
 }
 
-func (b *pgBackend) apply(ctx context.Context, rows []prow, m marker) (done bool, err error) {
+func (b *pgBackend) apply(ctx context.Context, rows *rowSet, m marker) (done bool, err error) {
 	b.lost = false
 	defer b.afterError(&err)
 	if err := b.connect(ctx); err != nil {
@@ -335,9 +336,9 @@ func (b *pgBackend) apply(ctx context.Context, rows []prow, m marker) (done bool
 		}
 	}()
 	batch := &pgconn.Batch{}
+	batch.ExecParams("BEGIN", nil, nil, nil, nil)
 	if m.checkpoint != 0 {
 		// The marker first: if it is there, nothing is sent.
-		batch.ExecParams("BEGIN", nil, nil, nil, nil)
 		b.queueMarker(batch, m)
 		res, err := pc.ExecBatch(ctx, batch).ReadAll()
 		if err != nil {
@@ -348,12 +349,17 @@ func (b *pgBackend) apply(ctx context.Context, rows []prow, m marker) (done bool
 		}
 		batch = &pgconn.Batch{}
 	}
-	b.queueRows(batch, rows)
-	if m.checkpoint != 0 {
-		batch.ExecParams("COMMIT", nil, nil, nil, nil)
-	} // else the batch is a transaction of its own
-	if _, err := pc.ExecBatch(ctx, batch).ReadAll(); err != nil {
-		return false, b.rowsAlone(ctx, err, rows, m)
+	// A chunk of rows a round trip, decoded when it is sent: what the
+	// connection buffers is one chunk, whatever the size of the commit.
+	for at := 0; at < rows.len(); at += pgChunk {
+		b.queueRows(batch, rows.rows(at, min(at+pgChunk, rows.len())))
+		if at+pgChunk >= rows.len() {
+			batch.ExecParams("COMMIT", nil, nil, nil, nil)
+		}
+		if _, err := pc.ExecBatch(ctx, batch).ReadAll(); err != nil {
+			return false, b.rowsAlone(ctx, err, rows, m)
+		}
+		batch = &pgconn.Batch{}
 	}
 	return false, nil
 }
@@ -416,7 +422,7 @@ func rowFault(err error) bool {
 // one of them, one at a time, each in a savepoint of a new transaction: the
 // rows it refuses are left out (and said), the others committed with the
 // marker. Any other error is the commit's.
-func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows []prow, m marker) error {
+func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows *rowSet, m marker) error {
 	if !rowFault(err) {
 		return err
 	}
@@ -437,10 +443,10 @@ func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows []prow, m mar
 		return err
 	}
 	refused := 0
-	for i := range rows {
+	for i := range rows.len() {
 		row := &pgconn.Batch{}
 		row.ExecParams("SAVEPOINT weir_row", nil, nil, nil, nil)
-		b.queueRows(row, rows[i:i+1])
+		b.queueRows(row, rows.rows(i, i+1))
 		row.ExecParams("RELEASE SAVEPOINT weir_row", nil, nil, nil, nil)
 		switch err := exec(row); {
 		case err == nil:

@@ -311,7 +311,7 @@ func (b *sqliteBackend) existing(ctx context.Context, table string) (existing, e
 	return e, nil
 }
 
-func (b *sqliteBackend) apply(ctx context.Context, rows []prow, m marker) (done bool, err error) {
+func (b *sqliteBackend) apply(ctx context.Context, rows *rowSet, m marker) (done bool, err error) {
 	tx, err := b.db.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
@@ -336,23 +336,23 @@ func (b *sqliteBackend) apply(ctx context.Context, rows []prow, m marker) (done 
 		}
 	}
 	w := len(b.args) / sqliteChunk
-	if len(rows) >= sqliteChunk {
-		st := tx.StmtContext(ctx, b.insertN)
-		for len(rows) >= sqliteChunk {
+	insertN, insert := tx.StmtContext(ctx, b.insertN), tx.StmtContext(ctx, b.insert)
+	for at := 0; at < rows.len(); at += commitChunk {
+		chunk := rows.rows(at, min(at+commitChunk, rows.len()))
+		for len(chunk) >= sqliteChunk {
 			for i := range sqliteChunk {
-				b.fill(&rows[i], b.args[i*w:(i+1)*w])
+				b.fill(&chunk[i], b.args[i*w:(i+1)*w])
 			}
-			if _, err := st.ExecContext(ctx, b.args...); err != nil {
+			if _, err := insertN.ExecContext(ctx, b.args...); err != nil {
 				return false, err
 			}
-			rows = rows[sqliteChunk:]
+			chunk = chunk[sqliteChunk:]
 		}
-	}
-	st := tx.StmtContext(ctx, b.insert)
-	for i := range rows {
-		b.fill(&rows[i], b.args[:w])
-		if _, err := st.ExecContext(ctx, b.args[:w]...); err != nil {
-			return false, err
+		for i := range chunk {
+			b.fill(&chunk[i], b.args[:w])
+			if _, err := insert.ExecContext(ctx, b.args[:w]...); err != nil {
+				return false, err
+			}
 		}
 	}
 	clear(b.args) // keep nothing of the rows alive

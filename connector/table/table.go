@@ -254,8 +254,8 @@ type backend interface {
 	open(ctx context.Context) error
 	// apply writes rows in one transaction, with the marker m unless
 	// m.checkpoint is 0; done reports that the marker was there already
-	// (nothing was written).
-	apply(ctx context.Context, rows []prow, m marker) (done bool, err error)
+	// (nothing was written). It decodes the rows a chunk at a time.
+	apply(ctx context.Context, rows *rowSet, m marker) (done bool, err error)
 	// classify marks err transient or permanent.
 	classify(err error) error
 	// refuses says why the database cannot store a row, for a reason of the
@@ -421,18 +421,19 @@ func (s *Sink) commit(ctx context.Context, checkpoint uint64, pre []byte, op str
 	if !s.opened {
 		return s.wrap(op, connector.Permanent(errors.New("the sink is not open")))
 	}
-	run, rows, err := s.sc.decode(pre, &s.schema)
+	run, refs, err := s.sc.index(pre, &s.schema)
 	defer s.sc.release()
 	if err != nil {
 		return s.wrap(op, connector.Permanent(fmt.Errorf("the pre-committed rows of checkpoint %d do not decode: %w", checkpoint, err)))
 	}
-	if len(rows) == 0 {
+	if len(refs) == 0 {
 		return nil
 	}
+	rows := &rowSet{pre: pre, refs: refs, sc: &s.sc, schema: &s.schema}
 	if s.schema.Mode == Discarding {
-		s.sc.deltaIDs(rows, s.schema.Job)
+		rows.deltas, rows.job = true, s.schema.Job
 	} else {
-		rows = coalesce(rows)
+		rows.refs = coalesce(pre, refs)
 	}
 	m := marker{sink: s.marker, run: run}
 	if s.opts.Checkpointed {

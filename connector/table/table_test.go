@@ -246,12 +246,13 @@ func TestCoalesce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre, _ := k.PreCommit(ctx, 1)
-	_, rows, err := k.sc.decode(pre, &k.schema)
+	_, refs, err := k.sc.index(pre, &k.schema)
 	if err != nil {
 		t.Fatal(err)
 	}
+	rs := &rowSet{pre: pre, refs: coalesce(pre, refs), sc: &k.sc, schema: &k.schema}
 	var got []string
-	for _, r := range coalesce(rows) {
+	for _, r := range rs.rows(0, rs.len()) {
 		got = append(got, fmt.Sprintf("%s r%d %s %s %d", r.vals[0].s, r.revision, r.timingText(), r.statusText(), r.vals[1].i))
 	}
 	expect(t, "winners", got, []string{"a r3 LATE retracted 3", "b r2 ON_TIME provisional 2", "c r1 EARLY provisional 11"})
@@ -724,6 +725,28 @@ func TestLargeCommit(t *testing.T) {
 		expect(t, "rows", d.rows(t, "SELECT count(*), sum(orders), min(line), max(line) FROM alerts"),
 			[]string{fmt.Sprintf("%d|%d|line-00000|line-%05d", len(rows), len(rows)*(len(rows)-1)/2, len(rows)-1)})
 		expect(t, "markers", d.rows(t, "SELECT checkpoint FROM weir_commits"), []string{"1"})
+	})
+}
+
+// A commit of rows of many keys with several revisions each, the revisions
+// of a key far apart in the pre-commit: each key's highest revision is
+// written, and the commit never holds more than one chunk of decoded rows.
+func TestLargeCommitCoalesced(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		keys := commitChunk + 3
+		var rows []Row
+		for rev := int64(1); rev <= 3; rev++ {
+			for i := range keys {
+				rows = append(rows, pane(fmt.Sprintf("line-%05d", i), rev, "ON_TIME", rev*int64(i)))
+			}
+		}
+		commit(t, k, 1, rows...)
+		expect(t, "rows", d.rows(t, "SELECT count(*), sum(orders), min(revision), max(revision) FROM alerts"),
+			[]string{fmt.Sprintf("%d|%d|3|3", keys, 3*keys*(keys-1)/2)})
+		if c := cap(k.sc.rows); c > commitChunk {
+			t.Errorf("a commit of %d rows decoded %d rows at once, more than a chunk of %d", len(rows), c, commitChunk)
+		}
 	})
 }
 

@@ -53,6 +53,9 @@ type Decoder struct {
 // NewDecoder reads b.
 func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
 
+// Reset makes d read b, as a new Decoder would, without allocating one.
+func (d *Decoder) Reset(b []byte) { *d = Decoder{b: b} }
+
 // Err is the first error, if any.
 func (d *Decoder) Err() error { return d.err }
 
