@@ -122,6 +122,13 @@ func status(t *testing.T, s *Server) engine.Status {
 	return r.Status
 }
 
+// serves reports whether a scrape has a series of the metric name: a
+// histogram's name stands for its _bucket, _sum and _count series.
+func serves(scrape, name string) bool {
+	name = strings.TrimSuffix(name, "_bucket")
+	return strings.Contains(scrape, "\n"+name+"{") || strings.Contains(scrape, "\n"+name+"_bucket{")
+}
+
 // metricLines are the lines of /metrics for the given metric names.
 func metricLines(t *testing.T, s *Server, names ...string) []string {
 	var out []string
@@ -215,6 +222,23 @@ func TestMetricsAndDiagnoses(t *testing.T) {
 			`weir_late_records_dropped_total{job_name="orders"} 1`,
 			`weir_partition_backlog{job_name="orders",partition="orders/0"} 250`)
 		has(t, metricLines(t, srv, MetricWatermarkDelay), `weir_watermark_delay_seconds{job_name="orders"} 0`)
+		// The event delays by partition: on p0 a at 1 s read at 1 s and a at
+		// 12 s read at 2 s (ahead of the clock: 0); on p1 b at 1 s read at
+		// 1 s, and b at 0.5 s read at 7 s (6.5 s), which came 11.499 s behind
+		// the watermark (t0+11.999 s).
+		has(t, metricLines(t, srv, MetricEventDelay+"_bucket", MetricEventDelay+"_sum", MetricEventDelay+"_count", MetricBehindWatermark+"_bucket", MetricBehindWatermark+"_sum"),
+			`weir_event_delay_seconds_bucket{job_name="orders",partition="orders/0",le="0.1"} 2`,
+			`weir_event_delay_seconds_count{job_name="orders",partition="orders/0"} 2`,
+			`weir_event_delay_seconds_bucket{job_name="orders",partition="orders/1",le="0.1"} 1`,
+			`weir_event_delay_seconds_bucket{job_name="orders",partition="orders/1",le="5"} 1`,
+			`weir_event_delay_seconds_bucket{job_name="orders",partition="orders/1",le="10"} 2`,
+			`weir_event_delay_seconds_sum{job_name="orders",partition="orders/1"} 6.5`,
+			`weir_event_behind_watermark_seconds_bucket{job_name="orders",le="10"} 0`,
+			`weir_event_behind_watermark_seconds_bucket{job_name="orders",le="30"} 1`,
+			`weir_event_behind_watermark_seconds_sum{job_name="orders"} 11.499`)
+		if d := st.Partitions[1].EventDelay; d == nil || d.Count != 2 || d.Sum != 6500 {
+			t.Errorf("the event delay of orders/1 in the status: %+v", d)
+		}
 		// Every metric the shipped alert rules name is served.
 		rules, err := os.ReadFile("../monitoring/weir-alerts.yml")
 		if err != nil {
@@ -226,7 +250,7 @@ func TestMetricsAndDiagnoses(t *testing.T) {
 			t.Fatalf("the rules name %d metrics", len(names))
 		}
 		for _, n := range names {
-			if !strings.Contains(scrape, "\n"+n+"{") {
+			if !serves(scrape, n) {
 				t.Errorf("the alert rules use %s, which /metrics does not serve", n)
 			}
 		}

@@ -73,7 +73,9 @@ func TestGroupServerLikeAJob(t *testing.T) {
 	running := func(p int32, ck time.Time) TaskStatus {
 		return TaskStatus{Partition: p, State: "running", Status: engine.Status{State: "running", At: at, WatermarkDelay: 2000,
 			Watermark: 1_780_000_000_000, WatermarkGap: 3000, Counts: engine.Counts{Read: 10, Accepted: 9, TooLate: 1},
-			Partitions: []engine.PartitionStatus{{Name: fmt.Sprintf("orders/%d", p), Watermark: 1_780_000_000_000, Diagnosis: engine.DiagActive}},
+			Partitions: []engine.PartitionStatus{{Name: fmt.Sprintf("orders/%d", p), Watermark: 1_780_000_000_000, Diagnosis: engine.DiagActive,
+				EventDelay: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{7, 3, 0}, Sum: 900, Count: 10}}},
+			BehindWatermark: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{0, 1, 0}, Sum: 500, Count: 1},
 			Checkpoint: engine.CheckpointInfo{At: ck, Total: 3}}}
 	}
 	st := GroupStatus{Group: "fraud", Member: "m1", Generation: 4, Topic: "orders", Changelog: "fraud-changelog", Partitions: 3, Owned: []int32{0, 2},
@@ -97,6 +99,9 @@ func TestGroupServerLikeAJob(t *testing.T) {
 		`weir_records_total{job_name="j",outcome="accepted",task="orders/0"} 9`,
 		`weir_late_records_dropped_total{job_name="j",task="orders/2"} 1`,
 		`weir_partition_watermark_seconds{job_name="j",partition="orders/2",task="orders/2"} 1.78e+09`,
+		`weir_event_delay_seconds_bucket{job_name="j",partition="orders/0",task="orders/0",le="0.1"} 7`,
+		`weir_event_delay_seconds_count{job_name="j",partition="orders/2",task="orders/2"} 10`,
+		`weir_event_behind_watermark_seconds_sum{job_name="j",task="orders/0"} 0.5`,
 	} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
@@ -107,7 +112,7 @@ func TestGroupServerLikeAJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range regexp.MustCompile(`weir_[a-z_]+`).FindAllString(string(rules), -1) {
-		if !strings.Contains(metrics, "\n"+n+"{") {
+		if !serves(metrics, n) {
 			t.Errorf("the alert rules use %s, which a group instance's /metrics does not serve", n)
 		}
 	}

@@ -43,6 +43,8 @@ const (
 	MetricCkptFailed       = "weir_checkpoint_failures_total"       // counter
 	MetricCkptFailing      = "weir_checkpoint_failures_in_a_row"    // gauge
 	MetricPaneLatency      = "weir_pane_latency_seconds"            // histogram: an on-time pane at the sinks after its firing
+	MetricEventDelay       = "weir_event_delay_seconds"             // histogram, by partition: arrival (or processing) time minus event time
+	MetricBehindWatermark  = "weir_event_behind_watermark_seconds"  // histogram: watermark minus event time, of the events that came behind it
 	MetricUp               = "weir_up"                              // gauge: 1 while the job answers, 0 when it is stale
 )
 
@@ -164,21 +166,28 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string)
 		put(desc(MetricCkptLast, "When the last checkpoint succeeded, Unix seconds"), prometheus.GaugeValue, float64(ck.At.UnixMilli())/1000)
 		put(desc(MetricCkptAge, "Seconds since the last checkpoint succeeded"), prometheus.GaugeValue, st.At.Sub(ck.At).Seconds())
 	}
-	h := st.PaneLatency
-	if h.Bounds != nil {
-		buckets := map[float64]uint64{}
+	hist := func(d *prometheus.Desc, h *engine.Histogram, labels ...string) {
+		if h == nil || h.Bounds == nil {
+			return
+		}
+		buckets := make(map[float64]uint64, len(h.Bounds))
 		var cum uint64
 		for i, b := range h.Bounds {
 			cum += uint64(h.Counts[i])
 			buckets[b/1000] = cum
 		}
-		labels := []string{job}
+		labels = append([]string{job}, labels...)
 		if task != "" {
 			labels = append(labels, task)
 		}
-		ch <- prometheus.MustNewConstHistogram(desc(MetricPaneLatency, "How long after its firing an on-time pane reached the sinks, seconds (live jobs)"),
-			uint64(h.Count), h.Sum/1000, buckets, labels...)
+		ch <- prometheus.MustNewConstHistogram(d, uint64(h.Count), h.Sum/1000, buckets, labels...)
 	}
+	hist(desc(MetricPaneLatency, "How long after its firing an on-time pane reached the sinks, seconds (live jobs)"), &st.PaneLatency)
+	delay := desc(MetricEventDelay, "How long after its event time an event arrived (its arrival time, or the processing time when it was read, minus its event time), seconds, by partition: what the watermark's delay has to cover", "partition")
+	for i := range st.Partitions {
+		hist(delay, st.Partitions[i].EventDelay, st.Partitions[i].Name)
+	}
+	hist(desc(MetricBehindWatermark, "How far behind the watermark an event came (the watermark at its arrival minus its event time), seconds, for the events that came behind it, late and too late: what an allowed lateness has to cover"), st.BehindWatermark)
 }
 
 func b2f(b bool) float64 {

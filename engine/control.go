@@ -163,6 +163,11 @@ type Status struct {
 	// PaneLatency is how long after its firing a pane reached the sinks in
 	// a live job (wall clock), as a histogram.
 	PaneLatency Histogram `json:"pane_latency"`
+	// BehindWatermark is how far behind the watermark each event that came
+	// behind it was (event time to watermark at its arrival), late and too
+	// late alike: what an allowed lateness would have to cover. Nil before
+	// the first.
+	BehindWatermark *Histogram `json:"behind_watermark,omitempty"`
 	// Sinks: items written and committed per sink.
 	Sinks      []SinkStatus   `json:"sinks,omitempty"`
 	Checkpoint CheckpointInfo `json:"checkpoint"`
@@ -190,6 +195,11 @@ type PartitionStatus struct {
 	// Paused is set while the watermark alignment (max_drift) keeps the
 	// partition from being read: it ran too far ahead of the others.
 	Paused bool `json:"paused,omitempty"`
+	// EventDelay is how long after its event time each event of the
+	// partition arrived (its arrival time, or the processing time when it
+	// was read, minus its event time): what the watermark's delay has to
+	// cover, measured on the running job. Nil before the first event.
+	EventDelay *Histogram `json:"event_delay,omitempty"`
 }
 
 // The diagnoses of a partition.

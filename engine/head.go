@@ -143,6 +143,8 @@ type Head[K comparable, T any] struct {
 	since   mtime.Time // since when
 	paused  []bool     // source partitions paused by the alignment
 	now     mtime.Time // processing time, as the head last moved it
+	delay   []delays   // by watermark partition: arrival minus event time
+	behind  delays     // watermark minus event time, of events behind it
 
 	c Counts
 }
@@ -328,6 +330,7 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 		if part < 0 {
 			part = r.Partition
 		}
+		h.observe(part, d.Time, w.Watermark())
 		switch {
 		case h.cfg.Dedup == nil:
 			w.Event(part, d.Key, d.Time, d.Value)
@@ -347,6 +350,20 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 	}
 	if h.cfg.Dedup != nil {
 		h.cfg.Dedup.Expire(w.Watermark())
+	}
+}
+
+// observe adds an event of partition part at event time t, read with the
+// watermark at wm, to the delay histograms.
+func (h *Head[K, T]) observe(part int, t, wm mtime.Time) {
+	if h.now != mtime.MinTime && part >= 0 && part < 1<<16 {
+		if part >= len(h.delay) {
+			h.delay = append(h.delay, make([]delays, part+1-len(h.delay))...)
+		}
+		h.delay[part].observe(max(int64(h.now-t), 0))
+	}
+	if t < wm && wm != mtime.MaxTime {
+		h.behind.observe(int64(wm - t))
 	}
 }
 
@@ -547,6 +564,9 @@ func (h *Head[K, T]) status(s *Status) {
 			ps.Backlog, ps.Err = r.Backlog, r.Err
 		}
 		ps.Paused = !h.logic && h.Paused(i)
+		if i < len(h.delay) {
+			ps.EventDelay = h.delay[i].histogram()
+		}
 		switch {
 		case ps.Err != "":
 			ps.Diagnosis = DiagInterrupted
@@ -583,6 +603,16 @@ func (h *Head[K, T]) status(s *Status) {
 	}
 	if wm := w.Watermark(); wm > mtime.MinTime && now > mtime.MinTime {
 		s.WatermarkGap = int64(now - wm)
+	}
+	if b := h.behind.histogram(); b != nil {
+		if s.BehindWatermark == nil {
+			s.BehindWatermark = &Histogram{Bounds: b.Bounds, Counts: make([]int64, len(b.Counts))}
+		}
+		for i, n := range b.Counts {
+			s.BehindWatermark.Counts[i] += n
+		}
+		s.BehindWatermark.Sum += b.Sum
+		s.BehindWatermark.Count += b.Count
 	}
 	if h.reports != nil {
 		s.Sources = append(s.Sources, SourceStatus{Name: h.cfg.Source, Partitions: h.reports})

@@ -63,3 +63,45 @@ func (h Histogram) Quantile(q float64) float64 {
 	}
 	return h.Bounds[len(h.Bounds)-1]
 }
+
+// delayBounds are the buckets (ms) of the event delay histograms: from a
+// tenth of a second, what a live source shows, to a day, what a phone that
+// was offline or a backfill shows.
+var delayBounds = []float64{100, 250, 500, 1000, 2000, 5000, 10000, 30000, 60000, 120000, 300000, 600000, 1800000, 3600000, 21600000, 86400000}
+
+// delayMs are delayBounds as integers, for observe.
+var delayMs = func() (ms [16]int64) {
+	for i, b := range delayBounds {
+		ms[i] = int64(b)
+	}
+	return ms
+}()
+
+// delays counts delays (ms) in delayBounds' buckets, in the head's goroutine
+// only: the head observes every event, and status reports are made in the
+// same goroutine, so it takes no atomic operation.
+type delays struct {
+	counts [17]int64 // len(delayBounds)+1
+	sum, n int64
+}
+
+func (h *delays) observe(ms int64) {
+	i := len(delayBounds) // a replay's events: beyond a day, at once
+	if ms <= delayMs[len(delayMs)-1] {
+		i = 0
+		for ms > delayMs[i] {
+			i++
+		}
+	}
+	h.counts[i]++
+	h.sum += ms
+	h.n++
+}
+
+// histogram is h as a status reports it, or nil when it has nothing.
+func (h *delays) histogram() *Histogram {
+	if h.n == 0 {
+		return nil
+	}
+	return &Histogram{Bounds: delayBounds, Counts: append([]int64(nil), h.counts[:]...), Sum: float64(h.sum), Count: h.n}
+}
