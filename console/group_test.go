@@ -76,7 +76,7 @@ func TestGroupServerLikeAJob(t *testing.T) {
 			Partitions: []engine.PartitionStatus{{Name: fmt.Sprintf("orders/%d", p), Watermark: 1_780_000_000_000, Diagnosis: engine.DiagActive,
 				EventDelay: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{7, 3, 0}, Sum: 900, Count: 10}}},
 			BehindWatermark: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{0, 1, 0}, Sum: 500, Count: 1},
-			Checkpoint: engine.CheckpointInfo{At: ck, Total: 3}}}
+			Checkpoint:      engine.CheckpointInfo{At: ck, Total: 3}}}
 	}
 	st := GroupStatus{Group: "fraud", Member: "m1", Generation: 4, Topic: "orders", Changelog: "fraud-changelog", Partitions: 3, Owned: []int32{0, 2},
 		Tasks: []TaskStatus{running(0, at.Add(-time.Second)), running(2, at.Add(-time.Minute))}}
