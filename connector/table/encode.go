@@ -316,14 +316,25 @@ type scratch struct {
 }
 
 // rowRef is a row of a pre-commit as a commit's index holds it: where it
-// starts and where its primary key ends, and what coalesce orders by. A
-// commit indexes every row (40 bytes each) and decodes only commitChunk of
-// them at a time, so that a commit of a million rows does not hold a million
-// decoded rows with their values (about 300 bytes each).
+// starts and how long its primary key is. A commit indexes every row (16
+// bytes each) and decodes only commitChunk of them at a time, so that a
+// commit of a million rows does not hold a million decoded rows with their
+// values (about 300 bytes each).
 type rowRef struct {
-	at, pkEnd         int // offsets in the pre-commit
-	version, revision int64
-	retract           bool
+	at    int // offset in the pre-commit
+	pkLen uint32
+}
+
+func (r rowRef) pk(pre []byte) []byte { return pre[r.at : r.at+int(r.pkLen)] }
+
+// order is what coalesce orders the rows of one key by: their version,
+// revision and retract flag, which follow the key in the encoding.
+func (r rowRef) order(pre []byte) (version, revision int64, retract bool) {
+	var d enc.Decoder
+	d.Reset(pre[r.at+int(r.pkLen):])
+	revision, version = d.Varint(), d.Varint()
+	d.Varint() // emitted at
+	return version, revision, d.Count(63)&flagRetract != 0
 }
 
 // commitChunk is how many rows of a commit are decoded at a time.
@@ -403,7 +414,10 @@ func (sc *scratch) index(pre []byte, schema *Schema) (run string, rows []rowRef,
 		if d.Err() != nil {
 			return "", nil, d.Err()
 		}
-		sc.refs[i] = rowRef{at: at, pkEnd: at + len(r.pk), version: r.version, revision: r.revision, retract: r.retract}
+		if len(r.pk) > math.MaxUint32 {
+			return "", nil, fmt.Errorf("a row's key of %d bytes", len(r.pk))
+		}
+		sc.refs[i] = rowRef{at: at, pkLen: uint32(len(r.pk))}
 	}
 	if d.Len() != 0 {
 		return "", nil, fmt.Errorf("%d bytes after the last row", d.Len())
@@ -457,22 +471,23 @@ func decodeValue(d *enc.Decoder, v *val) {
 // their encoded key (the same order in every commit and every sink, which
 // keeps concurrent writers from deadlocking on each other's rows).
 func coalesce(pre []byte, rows []rowRef) []rowRef {
-	pk := func(r *rowRef) []byte { return pre[r.at:r.pkEnd] }
 	slices.SortStableFunc(rows, func(a, b rowRef) int {
-		if c := bytes.Compare(pk(&a), pk(&b)); c != 0 {
+		if c := bytes.Compare(a.pk(pre), b.pk(pre)); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.version, b.version); c != 0 {
+		av, ar, ax := a.order(pre)
+		bv, br, bx := b.order(pre)
+		if c := cmp.Compare(av, bv); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.revision, b.revision); c != 0 {
+		if c := cmp.Compare(ar, br); c != 0 {
 			return c
 		}
-		return cmpBool(a.retract, b.retract)
+		return cmpBool(ax, bx)
 	})
 	out := rows[:0]
 	for i := range rows {
-		if i+1 < len(rows) && bytes.Equal(pk(&rows[i]), pk(&rows[i+1])) {
+		if i+1 < len(rows) && bytes.Equal(rows[i].pk(pre), rows[i+1].pk(pre)) {
 			continue
 		}
 		out = append(out, rows[i])
