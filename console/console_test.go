@@ -177,14 +177,27 @@ func TestMetricsAndDiagnoses(t *testing.T) {
 		go func() { done <- e.Run(context.Background()) }()
 
 		t0 := mtime.Now() // 2000-01-01T00:00:00Z in the bubble
+		// Before any record, both partitions are there, as the source
+		// reports them: one with records waiting.
+		src.setBacklog(1, 7)
 		time.Sleep(time.Second)
+		synctest.Wait()
+		st := status(t, srv)
+		if len(st.Partitions) != 2 || st.Partitions[0].Diagnosis != engine.DiagInactive || st.Partitions[1].Diagnosis != engine.DiagBacklogged || st.Partitions[1].Backlog != 7 || st.HeldBy != "" {
+			t.Errorf("before the first record: %+v, held by %q", st.Partitions, st.HeldBy)
+		}
+		has(t, metricLines(t, srv, MetricPartitionState, MetricPartitionBacklog),
+			`weir_partition_diagnosis{diagnosis="inactive",job_name="orders",partition="orders/0"} 1`,
+			`weir_partition_diagnosis{diagnosis="backlogged",job_name="orders",partition="orders/1"} 1`,
+			`weir_partition_backlog{job_name="orders",partition="orders/1"} 7`)
+		src.setBacklog(1, 0)
 		src.add(0, "a", t0+1000)
 		src.add(1, "b", t0+1000)
 		time.Sleep(time.Second) // t0+2s: p0 moves on, p1 is quiet
 		src.add(0, "a", t0+12_000)
 		time.Sleep(2 * time.Second) // t0+4s
 		synctest.Wait()
-		st := status(t, srv)
+		st = status(t, srv)
 		if d0, d1 := st.Partitions[0].Diagnosis, st.Partitions[1].Diagnosis; d0 != engine.DiagActive || d1 != engine.DiagInactive {
 			t.Errorf("at 4 s: %s, %s", d0, d1)
 		}
