@@ -195,11 +195,11 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 	if sc.Mode == Discarding {
 		unique = "delta_id"
 	}
-	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique); err != nil {
+	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, b.s.opts.AddColumns); err != nil {
 		return err
 	}
 	if b.s.opts.Checkpointed {
-		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, ""); err != nil {
+		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", nil); err != nil {
 			return err
 		}
 		b.mark = markerSQL(pgDialect)
@@ -220,11 +220,23 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 	return nil
 }
 
-// ensure creates the table if absent, and checks it.
-func (b *pgBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique string) error {
+// ensure creates the table if absent, adds the value columns of add it
+// lacks, and checks it.
+func (b *pgBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique string, add []string) error {
 	e, err := b.existing(ctx, table)
 	if err != nil {
 		return err
+	}
+	if stmts, names := addColumns(pgDialect, table, &b.s.schema, e, add); e.cols != nil && len(stmts) > 0 {
+		for _, q := range stmts {
+			if _, err := b.conn.Exec(ctx, q); err != nil {
+				return err
+			}
+		}
+		b.s.log(fmt.Sprintf("added the columns %s to table %s (aggregates added to the job)", strings.Join(names, ", "), table))
+		if e, err = b.existing(ctx, table); err != nil {
+			return err
+		}
 	}
 	if e.cols == nil {
 		if _, err := b.conn.Exec(ctx, createTable(pgDialect, table, cs, pk, unique, "")); err != nil {

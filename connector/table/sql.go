@@ -175,6 +175,19 @@ func markerSQL(d *dialect) string {
 		` WHERE cur."run" <> excluded."run"`, quote(markerTable), d.param(1), d.param(2), d.param(3), d.param(4))
 }
 
+// addColumns are the statements that add to an existing table the value
+// columns named in add that it lacks.
+func addColumns(d *dialect, table string, s *Schema, e existing, add []string) (stmts, names []string) {
+	for _, c := range s.Values {
+		if _, ok := e.cols[c.Name]; ok || !slices.Contains(add, c.Name) {
+			continue
+		}
+		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", quote(table), quote(c.Name), d.typeName(c.Type)))
+		names = append(names, c.Name)
+	}
+	return stmts, names
+}
+
 // existing is what a database says of a table that exists.
 type existing struct {
 	cols   map[string]string // name: declared type

@@ -130,11 +130,11 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 	if sc.Mode == Discarding {
 		unique, suffix = "delta_id", ""
 	}
-	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix); err != nil {
+	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix, b.s.opts.AddColumns); err != nil {
 		return err
 	}
 	if b.s.opts.Checkpointed {
-		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", " WITHOUT ROWID"); err != nil {
+		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", " WITHOUT ROWID", nil); err != nil {
 			return err
 		}
 		if b.mark, err = db.PrepareContext(ctx, markerSQL(sqliteDialect)); err != nil {
@@ -157,11 +157,23 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 	return nil
 }
 
-// ensure creates the table if absent, and checks it.
-func (b *sqliteBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string) error {
+// ensure creates the table if absent, adds the value columns of add it
+// lacks, and checks it.
+func (b *sqliteBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string, add []string) error {
 	e, err := b.existing(ctx, table)
 	if err != nil {
 		return err
+	}
+	if stmts, names := addColumns(sqliteDialect, table, &b.s.schema, e, add); e.cols != nil && len(stmts) > 0 {
+		for _, q := range stmts {
+			if _, err := b.db.ExecContext(ctx, q); err != nil {
+				return err
+			}
+		}
+		b.s.log(fmt.Sprintf("added the columns %s to table %s in %s (aggregates added to the job)", strings.Join(names, ", "), table, b.path))
+		if e, err = b.existing(ctx, table); err != nil {
+			return err
+		}
 	}
 	if e.cols == nil {
 		if _, err := b.db.ExecContext(ctx, createTable(sqliteDialect, table, cs, pk, unique, suffix)); err != nil {

@@ -210,6 +210,11 @@ type Options struct {
 	// Log, if set, receives what the sink has to say (a table created, a
 	// commit found done already, a reconnection).
 	Log func(string)
+	// AddColumns names value columns an existing table may lack, which the
+	// sink adds to it (ALTER TABLE ... ADD COLUMN, NULL in the rows written
+	// before): the aggregates added to a job since the checkpoint it
+	// resumes from. Any other column missing is an error.
+	AddColumns []string
 }
 
 // autoFlushRows is how many rows a sink without checkpoints buffers before
