@@ -66,6 +66,13 @@ type Options struct {
 	// instead of refusing it (weir run --accept-changed-input); the summary
 	// says so.
 	AcceptChangedInput bool
+	// DropState names the kinds of state (engine.StateWindows,
+	// engine.StateDedup) that a restore starts afresh when the checkpoint's
+	// cannot carry over into the job as it is now (its window, key, time or
+	// id field changed): weir run --drop-state. Positions and the rest
+	// carry over; the summary and the acceptance record say what was
+	// dropped.
+	DropState []string
 
 	// CheckpointAfter, when set, is asked after every batch of the input
 	// (numbered from 1) whether to take a checkpoint or a savepoint there:
@@ -140,8 +147,14 @@ type Summary struct {
 	// OutputsAdded names the outputs added to the job since the checkpoint
 	// it resumed from: they hold only the results from there on.
 	OutputsAdded []string `json:"outputs_added,omitempty"`
-	Interrupted  bool     `json:"interrupted,omitempty"`
-	Savepoint    string   `json:"savepoint,omitempty"`
+	// RestoreChanges says what the restore did with a checkpoint of the
+	// job as it was before a change (an aggregate added, the lateness
+	// changed), a line per change; DroppedState what it started afresh,
+	// as Options.DropState said.
+	RestoreChanges []string `json:"restore_changes,omitempty"`
+	DroppedState   []string `json:"dropped_state,omitempty"`
+	Interrupted    bool     `json:"interrupted,omitempty"`
+	Savepoint      string   `json:"savepoint,omitempty"`
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
@@ -223,6 +236,12 @@ func (s *Summary) Text() string {
 	if len(s.OutputsAdded) > 0 {
 		text += fmt.Sprintf("weir: %s: %s added since the checkpoint: only the results from there on\n", name, strings.Join(s.OutputsAdded, ", "))
 	}
+	for _, c := range s.RestoreChanges {
+		text += fmt.Sprintf("weir: %s: restored into the changed job: %s\n", name, c)
+	}
+	if len(s.DroppedState) > 0 {
+		text += fmt.Sprintf("weir: %s: started afresh, as --drop-state said: %s; the positions and the rest of the state carried over\n", name, strings.Join(s.DroppedState, ", "))
+	}
 	if s.Interrupted {
 		text += fmt.Sprintf("weir: %s: stopped before the end of the input", name)
 		if s.Savepoint != "" {
@@ -252,6 +271,9 @@ type Runnable struct {
 	warn    []string
 	fileSrc *file.Source // the input, when it is a file
 	ended   bool         // the summary and acceptance record are written
+	// restored says what the restore did with a changed job's checkpoint
+	// (Summary.RestoreChanges), dropped what it started afresh.
+	restored, dropped []string
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -325,6 +347,9 @@ func describeWatermark(j *Job) string {
 	if w.Idle > 0 {
 		s += ", idle after " + mtime.FormatDuration(w.Idle)
 	}
+	if w.MaxDrift > 0 {
+		s += ", max drift " + mtime.FormatDuration(w.MaxDrift)
+	}
 	return s
 }
 
@@ -355,7 +380,7 @@ func (rn *Runnable) build() error {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
 			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
-			Fingerprint: fingerprint(j), From: o.From, FS: o.FS,
+			Fingerprint: fingerprint(j), Shape: shape(j), DropState: o.DropState, From: o.From, FS: o.FS,
 		}
 		if o.task != nil {
 			ecfg.Checkpoint.Publish = o.task.publish
@@ -401,6 +426,15 @@ func (rn *Runnable) build() error {
 		},
 		Hash: hashString, Codec: codec{},
 	}
+	// A checkpoint of the job before a change of its aggregates (or of an
+	// earlier format) is read by a codec of its own.
+	var partial []string
+	if r := e.Restore(); r != nil {
+		var rc *codec
+		if rc, partial = restoreCodec(j, r); rc != nil {
+			wcfg.RestoreCodec = *rc
+		}
+	}
 	var dd state.Dedup
 	if j.State.Backend == "pebble" {
 		if err := rn.openState(lp); err != nil {
@@ -434,7 +468,7 @@ func (rn *Runnable) build() error {
 		var n *engine.SinkNode[pane]
 		var err error
 		if o := &j.Outputs[i]; o.Table != nil {
-			ts := newTableSink(j, o, e.Checkpointed(), func(s string) { rn.logf("%s", s) })
+			ts := newTableSink(j, o, e.Checkpointed(), partial, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
 				return setupError(j, err)
 			}
@@ -568,6 +602,17 @@ func (rn *Runnable) build() error {
 	if err := e.AddSource("input", src, rn.head); err != nil {
 		return err
 	}
+	if r := e.Restore(); r != nil {
+		rn.restored = restoreNotes(r)
+		for _, name := range r.Dropped {
+			switch name {
+			case partWindow:
+				rn.dropped = append(rn.dropped, fmt.Sprintf("the open windows of %d keys", rn.win.DroppedKeys()))
+			case partHead:
+				rn.dropped = append(rn.dropped, "the de-duplication ids")
+			}
+		}
+	}
 	e.OnSignal(rn.head)
 	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
 		line := int64(0)
@@ -625,6 +670,13 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 // each record with its output. Checkpoints of an older weir named it by
 // the field.
 func recordName(j *Job, o *Output) engine.SinkOption {
+	key, former := recordKey(j, o)
+	return engine.RecordName(key, former...)
+}
+
+// recordKey is the name of an output's commit record (recordName), and
+// the names checkpoints of an older weir gave it.
+func recordKey(j *Job, o *Output) (key string, former []string) {
 	role := "results"
 	switch o.Field {
 	case "late_output", "quarantine", "dead_letter":
@@ -649,12 +701,12 @@ func recordName(j *Job, o *Output) engine.SinkOption {
 	default:
 		target = "file:" + rel(o.File)
 	}
-	former := []string{o.Field}
+	former = []string{o.Field}
 	if o.Field == "output[0]" {
 		former = append(former, "output")
 	}
 	// A checkpoint's files are named by their records: no slashes.
-	return engine.RecordName(url.PathEscape(role+":"+target), former...)
+	return url.PathEscape(role + ":" + target), former
 }
 
 // transactionalID is the prefix of a Kafka sink's transactional ids: the
@@ -884,6 +936,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	}
 	s.TooLateByWindow = dropsByWindow(st)
 	s.OutputsAdded = rn.e.AddedSinks()
+	s.RestoreChanges, s.DroppedState = rn.restored, rn.dropped
 	s.Refused = rn.refused()
 	if rn.fileSrc != nil {
 		s.InputRestarted = rn.fileSrc.Restarted
