@@ -25,17 +25,37 @@ const (
 	tableBatch = 2000
 )
 
+// tableWriter is what a table benchmark writes its rows with.
+type tableWriter uint8
+
+const (
+	// viaSink: table.Sink, upserts with the revision guard and a commit
+	// marker.
+	viaSink tableWriter = iota
+	// appendFloor: plain appends to a table with no key at all.
+	appendFloor
+	// keyedFloor, the fair floor: plain inserts into a table with the
+	// sink's primary key (so that every row updates its index, as an upsert
+	// probes it), each revision a row of its own, with no guard or marker.
+	keyedFloor
+)
+
 func init() {
 	for _, db := range []string{"sqlite", "postgres"} {
 		register(Bench{
 			Name: "upsert-" + db, Group: "table",
 			About: fmt.Sprintf("accumulating upserts into %s through table.Sink.Commit, %d rows a commit (with its marker), revisions 1..3 of %d keys", db, tableBatch, tableKeys),
-			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tableRun(d, db, true) },
+			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tableRun(d, db, viaSink) },
 		})
 		register(Bench{
-			Name: "insert-" + db + "-floor", Group: "table",
-			About: fmt.Sprintf("the floor for upsert-%s: the same rows appended in the same transactions to a table without a key, guard or marker", db),
-			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tableRun(d, db, false) },
+			Name: "keyed-insert-" + db + "-floor", Group: "table",
+			About: fmt.Sprintf("the fair floor for upsert-%s: the same rows plainly inserted in the same transactions into a table with the same primary key (each revision its own row: its window shifted by revision-1 ms), no guard, no marker", db),
+			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tableRun(d, db, keyedFloor) },
+		})
+		register(Bench{
+			Name: "append-" + db + "-floor", Group: "table",
+			About: fmt.Sprintf("the lowest floor for upsert-%s: the same rows appended in the same transactions to a table without a key, guard or marker", db),
+			Run:   func(d time.Duration) (int64, map[string]float64, string, error) { return tableRun(d, db, appendFloor) },
 		})
 	}
 }
@@ -75,10 +95,9 @@ func (g *tableRows) fill(batch []table.Row, i int64) {
 	}
 }
 
-// tableRun writes rows for about d, through the sink (upsert) or plainly
-// (floor), and reports rows per second of the writing alone (the cluster's
-// start is not in it) as write_rows_per_s.
-func tableRun(d time.Duration, db string, upsert bool) (int64, map[string]float64, string, error) {
+// tableRun writes rows for about d with w, and reports rows per second of
+// the writing alone (the cluster's start is not in it) as write_rows_per_s.
+func tableRun(d time.Duration, db string, w tableWriter) (int64, map[string]float64, string, error) {
 	setup := time.Now()
 	dir, err := os.MkdirTemp("", "weir-bench-table-")
 	if err != nil {
@@ -97,7 +116,8 @@ func tableRun(d time.Duration, db string, upsert bool) (int64, map[string]float6
 	var count func(ctx context.Context) (int64, error)
 	var closeFn func() error
 	ctx := context.Background()
-	if upsert {
+	keyed := w == keyedFloor
+	if w == viaSink {
 		var k *table.Sink
 		o := table.Options{Checkpointed: true, SinkName: "bench"}
 		if db == "sqlite" {
@@ -124,13 +144,13 @@ func tableRun(d time.Duration, db string, upsert bool) (int64, map[string]float6
 			return k.Commit(ctx, id, pre)
 		}
 	} else if db == "sqlite" {
-		f, err := newSQLiteFloor(ctx, filepath.Join(dir, "bench.db"))
+		f, err := newSQLiteFloor(ctx, filepath.Join(dir, "bench.db"), keyed)
 		if err != nil {
 			return 0, nil, "", err
 		}
 		write, closeFn = f.write, f.db.Close
 	} else {
-		f, err := newPostgresFloor(ctx, dsn)
+		f, err := newPostgresFloor(ctx, dsn, keyed)
 		if err != nil {
 			return 0, nil, "", err
 		}
@@ -182,11 +202,36 @@ func countRows(ctx context.Context, db, dir, dsn string) (int64, error) {
 // The columns the floors write, as the sink's table has them.
 const tableColumns = "card, orders, amount, window_start, window_end, revision, timing, final, status, version, updated_at"
 
-// sqliteFloor appends rows with prepared INSERTs of 32 rows (as the sink
+// floorDDL is the CREATE TABLE of a floor's table, with the types of db
+// (text, integer, real, boolean, timestamp): with the sink's primary key if
+// keyed, else without any, as SQLite's tables without a key keep a rowid.
+func floorDDL(keyed bool, text, integer, real, boolean, ts, suffix string) string {
+	ddl := fmt.Sprintf(`CREATE TABLE panes (card %[1]s NOT NULL, orders %[2]s, amount %[3]s, window_start %[5]s NOT NULL, window_end %[5]s NOT NULL,
+		revision %[2]s NOT NULL, timing %[1]s NOT NULL, final %[4]s NOT NULL, status %[1]s NOT NULL, version %[2]s NOT NULL, updated_at %[5]s NOT NULL`,
+		text, integer, real, boolean, ts)
+	if !keyed {
+		return ddl + ")"
+	}
+	return ddl + ", PRIMARY KEY (card, window_start, window_end))" + suffix
+}
+
+// floorWindow is the window a floor writes row r in: its own, or in the
+// keyed floor its own shifted by revision-1 ms, so that no insert conflicts.
+func floorWindow(r *table.Row, keyed bool) (start, end mtime.Time) {
+	if !keyed {
+		return r.WindowStart, r.WindowEnd
+	}
+	shift := mtime.Time(r.Revision - 1)
+	return r.WindowStart + shift, r.WindowEnd + shift
+}
+
+// sqliteFloor inserts rows with prepared INSERTs of 32 rows (as the sink
 // writes them), a transaction a batch, with the sink's settings (WAL, full
-// syncs).
+// syncs): into a table without a key, or keyed as the sink's (WITHOUT
+// ROWID).
 type sqliteFloor struct {
 	db       *sql.DB
+	keyed    bool
 	insert32 *sql.Stmt
 	insert1  *sql.Stmt
 	args     []any
@@ -195,21 +240,20 @@ type sqliteFloor struct {
 
 const sqliteFloorChunk = 32
 
-func newSQLiteFloor(ctx context.Context, path string) (*sqliteFloor, error) {
+func newSQLiteFloor(ctx context.Context, path string, keyed bool) (*sqliteFloor, error) {
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
 	if err != nil {
 		return nil, err
 	}
 	db.SetMaxOpenConns(1)
-	if _, err := db.ExecContext(ctx, `CREATE TABLE panes (card TEXT NOT NULL, orders INTEGER, amount REAL, window_start TEXT NOT NULL, window_end TEXT NOT NULL,
-		revision INTEGER NOT NULL, timing TEXT NOT NULL, final INTEGER NOT NULL, status TEXT NOT NULL, version INTEGER NOT NULL, updated_at TEXT NOT NULL)`); err != nil {
+	if _, err := db.ExecContext(ctx, floorDDL(keyed, "TEXT", "INTEGER", "REAL", "INTEGER", "TEXT", " WITHOUT ROWID")); err != nil {
 		return nil, err
 	}
 	prepare := func(rows int) (*sql.Stmt, error) {
 		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", rows), ", ")
 		return db.PrepareContext(ctx, "INSERT INTO panes ("+tableColumns+") VALUES "+values)
 	}
-	f := &sqliteFloor{db: db, args: make([]any, 11*sqliteFloorChunk)}
+	f := &sqliteFloor{db: db, keyed: keyed, args: make([]any, 11*sqliteFloorChunk)}
 	if f.insert1, err = prepare(1); err != nil {
 		return nil, err
 	}
@@ -247,28 +291,30 @@ func (f *sqliteFloor) fill(r *table.Row, a []any) {
 	if r.Final {
 		final, status = 1, "closed"
 	}
-	a[0], a[1], a[2], a[3], a[4] = r.Key[0], r.Values[0], r.Values[1], str(r.WindowStart), str(r.WindowEnd)
+	ws, we := floorWindow(r, f.keyed)
+	a[0], a[1], a[2], a[3], a[4] = r.Key[0], r.Values[0], r.Values[1], str(ws), str(we)
 	a[5], a[6], a[7], a[8], a[9], a[10] = r.Revision, r.Timing, final, status, int64(1), str(r.EmittedAt)
 }
 
-// postgresFloor appends rows with COPY (pgx's binary CopyFrom), a
-// transaction a batch.
+// postgresFloor inserts rows with COPY (pgx's binary CopyFrom), a
+// transaction a batch: into a table without a key, or with the sink's
+// primary key.
 type postgresFloor struct {
-	conn *pgx.Conn
-	cols []string
+	conn  *pgx.Conn
+	keyed bool
+	cols  []string
 }
 
-func newPostgresFloor(ctx context.Context, dsn string) (*postgresFloor, error) {
+func newPostgresFloor(ctx context.Context, dsn string, keyed bool) (*postgresFloor, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE panes (card text NOT NULL, orders bigint, amount double precision, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL,
-		revision bigint NOT NULL, timing text NOT NULL, final boolean NOT NULL, status text NOT NULL, version bigint NOT NULL, updated_at timestamptz NOT NULL)`); err != nil {
+	if _, err := conn.Exec(ctx, floorDDL(keyed, "text", "bigint", "double precision", "boolean", "timestamptz", "")); err != nil {
 		conn.Close(ctx)
 		return nil, err
 	}
-	return &postgresFloor{conn: conn, cols: strings.Split(strings.ReplaceAll(tableColumns, " ", ""), ",")}, nil
+	return &postgresFloor{conn: conn, keyed: keyed, cols: strings.Split(strings.ReplaceAll(tableColumns, " ", ""), ",")}, nil
 }
 
 func (f *postgresFloor) write(ctx context.Context, _ uint64, rows []table.Row) error {
@@ -284,8 +330,9 @@ func (f *postgresFloor) write(ctx context.Context, _ uint64, rows []table.Row) e
 		if r.Final {
 			status = "closed"
 		}
+		ws, we := floorWindow(r, f.keyed)
 		vals[0], vals[1], vals[2] = r.Key[0], r.Values[0], r.Values[1]
-		vals[3], vals[4], vals[5] = r.WindowStart.Time(), r.WindowEnd.Time(), r.Revision
+		vals[3], vals[4], vals[5] = ws.Time(), we.Time(), r.Revision
 		vals[6], vals[7], vals[8], vals[9], vals[10] = r.Timing, r.Final, status, int64(1), r.EmittedAt.Time()
 		return vals, nil
 	})

@@ -130,17 +130,17 @@ type Reporter interface {
 // PartitionReport is what a source knows of one partition's reading.
 type PartitionReport struct {
 	// Partition is the index in Batch.Partitions; Name its name.
-	Partition int
-	Name      string
+	Partition int    `json:"partition"`
+	Name      string `json:"name"`
 	// Backlog is how many records (or, for a file, bytes) are waiting to be
 	// read; -1 when the source cannot tell.
-	Backlog int64
+	Backlog int64 `json:"backlog"`
 	// CaughtUp is true when the source has read everything there was when it
 	// last looked.
-	CaughtUp bool
+	CaughtUp bool `json:"caught_up"`
 	// Err is the last error reaching the partition's data (a lost
 	// connection), or empty while reading works.
-	Err string
+	Err string `json:"error,omitempty"`
 }
 
 // Guarantee is what a sink promises about its output when the job restarts

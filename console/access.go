@@ -127,7 +127,7 @@ func ExposureWarning(addr string, a Access) string {
 	return fmt.Sprintf("warning: the console on %s listens on %s without a token: whoever reaches it reads the job's status and settings; set http.token (or listen on 127.0.0.1)", addr, where)
 }
 
-// guard applies an Access to every request but /healthz.
+// guard applies an Access to every request but /healthz and /readyz.
 type guard struct {
 	next   http.Handler
 	access Access
@@ -136,7 +136,7 @@ type guard struct {
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	if r.URL.Path == "/healthz" {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 		g.next.ServeHTTP(w, r)
 		return
 	}

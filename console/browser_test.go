@@ -34,7 +34,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-var updateScreenshots = flag.Bool("update-screenshots", false, "write the browser tests' screenshots to docs/console.png and docs/simulator.png")
+var updateScreenshots = flag.Bool("update-screenshots", false, "write the README's screenshots to docs/console.png (the console walkthrough) and docs/simulator.png")
 
 // deadline bounds each browser test: every wait is "until the page shows
 // this", within it.
@@ -160,11 +160,22 @@ func fieldDiff(got, want any) string {
 // with -update-screenshots.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
+	screenshotOf(t, ctx, name, true)
+}
+
+// screenshotOf is screenshot of the whole page (full) or of what the
+// window shows.
+func screenshotOf(t *testing.T, ctx context.Context, name string, full bool) {
+	t.Helper()
 	// Let a frame be drawn after the last update.
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, chromedp.EvalAwaitPromise)); err != nil {
 		t.Fatal(err)
 	}
-	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.FullScreenshot(100)
+	if !full {
+		shot = chromedp.CaptureScreenshot()
+	}
+	buf, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +190,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 		t.Errorf("the screenshot is %dx%d, want 1280 wide", cfg.Width, cfg.Height)
 	}
 	path := filepath.Join(t.TempDir(), name)
-	if *updateScreenshots {
+	if *updateScreenshots && (name == "console.png" || name == "simulator.png") {
 		path = filepath.Join("..", "docs", name)
 		if len(buf) > 400<<10 {
 			t.Errorf("%s: %d KB, more than 400 KB", name, len(buf)>>10)
@@ -823,7 +834,10 @@ func wantConsolePage(t *testing.T, s jobState) consolePage {
 	if len(w.Warnings) == 0 {
 		w.Warnings = []string{"None."}
 	}
+	held := st.HeldBy != "" && st.EventTimeSkew >= max(st.WatermarkDelay, 1000)
 	switch {
+	case st.HeldBy != "" && !held:
+		w.HeldBy = fmt.Sprintf("The partitions are level: the slowest, %s, is within %s of the others.", st.HeldBy, fmtDuration(st.EventTimeSkew))
 	case st.HeldBy != "":
 		w.HeldBy, w.HeldSince = st.HeldBy, fmtTime(st.HeldBySince)
 	case len(st.Partitions) > 1:
@@ -836,7 +850,7 @@ func wantConsolePage(t *testing.T, s jobState) consolePage {
 		if p.Backlog >= 0 {
 			backlog = fmt.Sprint(p.Backlog)
 		}
-		if p.HoldsBack {
+		if p.HoldsBack && held {
 			holds = "holds back"
 		}
 		w.Partitions = append(w.Partitions, []string{p.Name, p.Diagnosis, fmtTime(p.Watermark), fmtTime(p.MaxEventTime), fmtTime(p.LastEvent), backlog, holds})
@@ -1021,7 +1035,7 @@ func TestBrowserConsole(t *testing.T) {
 			t.Errorf("partition %s: %s", p[0], d)
 		}
 	}
-	screenshot(t, ctx, "console.png")
+	screenshot(t, ctx, "console-phases.png") // the README's is the walkthrough's (TestConsoleWalkthrough)
 
 	// Stop the job, as Ctrl-C does: with a savepoint.
 	stop()

@@ -2,8 +2,12 @@ package console
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -86,15 +90,28 @@ type GroupReply struct {
 	Group GroupStatus `json:"group"`
 }
 
-// GroupServer serves an instance of a consumer-group job: /api/status (a
-// GroupReply), /metrics and /healthz.
+// GroupServer serves an instance of a consumer-group job: the same console,
+// status and metrics as a single job, for each of its tasks, and a page
+// listing them: / (the tasks), /task/P/ (the console of the task of
+// partition P, with its api/status, api/panes and api/late), /api/status
+// (a GroupReply), /metrics (the instance's and every task's, labelled with
+// task), /healthz and /readyz.
 type GroupServer struct {
 	Job    JobInfo
 	Status func(ctx context.Context) GroupStatus
+	// Task is the console of the task of partition p while this instance
+	// runs it, or nil.
+	Task func(p int32) *Server
 	// Redact, when set, takes the secrets out of every JSON reply.
 	Redact func(doc []byte) []byte
 	// Access says who may use the console (Listen enforces it).
 	Access Access
+	// CheckpointInterval is the tasks' checkpoint interval: /readyz wants
+	// each task's last checkpoint no older than three of them.
+	CheckpointInterval time.Duration
+
+	mu       sync.Mutex
+	handlers map[*Server]http.Handler // each task console's routes, made once
 }
 
 // Handler is the instance's routes (without the checks of Access, which
@@ -102,13 +119,72 @@ type GroupServer struct {
 func (s *GroupServer) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(groupCollector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, GroupReply{Job: s.Job, Group: s.Status(r.Context())}, s.Redact)
 	})
+	static, _ := fs.Sub(assets, "assets")
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { serveFile(w, r, static, "group.html") })
+	mux.HandleFunc("GET /simulator", func(w http.ResponseWriter, r *http.Request) { serveFile(w, r, static, "simulator.html") })
+	mux.HandleFunc("GET /api/simulate", simulate)
+	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
+	mux.HandleFunc("/task/{p}/", s.task)
 	return mux
+}
+
+// task serves the console of one task, under /task/P/.
+func (s *GroupServer) task(w http.ResponseWriter, r *http.Request) {
+	p, err := strconv.ParseInt(r.PathValue("p"), 10, 32)
+	var srv *Server
+	if err == nil && s.Task != nil {
+		srv = s.Task(int32(p))
+	}
+	if srv == nil {
+		http.Error(w, fmt.Sprintf("weir: this instance runs no task of partition %s", r.PathValue("p")), http.StatusNotFound)
+		return
+	}
+	s.mu.Lock()
+	if s.handlers == nil {
+		s.handlers = map[*Server]http.Handler{}
+	}
+	h, ok := s.handlers[srv]
+	if !ok {
+		h = http.StripPrefix("/task/"+r.PathValue("p"), srv.Handler())
+		s.handlers[srv] = h
+	}
+	s.mu.Unlock()
+	h.ServeHTTP(w, r)
+}
+
+// readyz is ready when the instance is a member of its group and every
+// task it owns runs, reads and checkpoints as a single job must (readyReasons).
+func (s *GroupServer) readyz(w http.ResponseWriter, r *http.Request) {
+	g := s.Status(r.Context())
+	var why []string
+	if g.Member == "" {
+		why = append(why, "not a member of group "+g.Group+" yet")
+	}
+	now := time.Now()
+	for _, t := range g.Tasks {
+		name := fmt.Sprintf("%s/%d", g.Topic, t.Partition)
+		if t.State != "running" {
+			why = append(why, name+": "+t.State)
+			continue
+		}
+		started := now
+		if s.Task != nil {
+			if srv := s.Task(t.Partition); srv != nil && !srv.Started.IsZero() {
+				started = srv.Started
+			}
+		}
+		for _, reason := range readyReasons(t.Status, s.CheckpointInterval, started, now) {
+			why = append(why, name+": "+reason)
+		}
+	}
+	answerReady(w, why)
 }
 
 // The metrics of an instance of a group job.
@@ -129,6 +205,19 @@ func (c groupCollector) Describe(chan<- *prometheus.Desc) {}
 func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Status(context.Background())
 	job := c.s.Job.Name
+	ch <- prometheus.MustNewConstMetric(desc(MetricUp, upHelp), prometheus.GaugeValue, 1, job)
+	delay, delayKnown := 0.0, false
+	for _, t := range st.Tasks {
+		if t.State == "running" {
+			// The job's metrics of every task, as a single job serves
+			// them, with the task's partition.
+			jobMetrics(ch, t.Status, job, fmt.Sprintf("%s/%d", st.Topic, t.Partition))
+			delay, delayKnown = float64(t.Status.WatermarkDelay)/1000, true
+		}
+	}
+	if delayKnown {
+		ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, delay, job)
+	}
 	ch <- prometheus.MustNewConstMetric(desc(MetricGroupOwned, "Partitions of the input this instance owns.", "group"), prometheus.GaugeValue, float64(len(st.Owned)), job, st.Group)
 	for _, t := range st.Tasks {
 		p := strconv.Itoa(int(t.Partition))

@@ -2,7 +2,6 @@ package console
 
 import (
 	"context"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -50,7 +49,7 @@ const (
 // collector turns a job's status into metrics at each scrape: it costs the
 // job nothing between scrapes.
 type collector struct {
-	ctl *engine.Control
+	s *Server
 }
 
 // Describe implements prometheus.Collector (an unchecked collector: the
@@ -65,16 +64,37 @@ func seconds(t mtime.Time) float64 { return float64(t) / 1000 }
 
 // Collect implements prometheus.Collector.
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	st := c.ctl.Status(context.Background(), 2*time.Second)
-	job := st.Job
-	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, t, v, append([]string{job}, labels...)...)
-	}
+	st := c.s.jobStatus(context.Background())
 	up := 1.0
 	if st.Stale {
 		up = 0
 	}
-	put(desc(MetricUp, "1 while the job answers its status, 0 when the last answer is stale"), prometheus.GaugeValue, up)
+	ch <- prometheus.MustNewConstMetric(desc(MetricUp, upHelp), prometheus.GaugeValue, up, st.Job)
+	ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000, st.Job)
+	jobMetrics(ch, st, st.Job, "")
+}
+
+const (
+	upHelp    = "1 while the job answers its status, 0 when the last answer is stale"
+	delayHelp = "The watermark's bounded out-of-orderness (delay), seconds"
+)
+
+// jobMetrics sends the metrics of a job's status: every series labelled
+// with the job's name, and in a group with the task's partition (task).
+func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string) {
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		if task != "" {
+			labels = append(labels, "task")
+		}
+		return desc(name, help, labels...)
+	}
+	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		labels = append([]string{job}, labels...)
+		if task != "" {
+			labels = append(labels, task)
+		}
+		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
+	}
 	cnt := st.Counts
 	rec := desc(MetricRecords, "Records, by outcome: every record read is accepted, a duplicate, too late or quarantined; lost counts those a source skipped (deleted before they were read, on_gap: skip)", "outcome")
 	put(rec, prometheus.CounterValue, float64(cnt.Accepted), "accepted")
@@ -93,7 +113,6 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
 		put(desc(MetricWatermarkGap, "Processing time minus the watermark, seconds"), prometheus.GaugeValue, float64(st.WatermarkGap)/1000)
 	}
-	put(desc(MetricWatermarkDelay, "The watermark's bounded out-of-orderness (delay), seconds"), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000)
 	put(desc(MetricSkew, "The spread of the partitions' watermarks, seconds"), prometheus.GaugeValue, float64(st.EventTimeSkew)/1000)
 	pwm := desc(MetricPartitionWM, "A partition's watermark, Unix seconds", "partition")
 	idle := desc(MetricPartitionIdle, "1 when a partition is idle: it does not hold the watermark back", "partition")
@@ -115,13 +134,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	put(desc(MetricOpenWindows, "Windows holding state"), prometheus.GaugeValue, float64(st.OpenWindows))
 	put(desc(MetricKeys, "Keys holding state"), prometheus.GaugeValue, float64(st.Keys))
-	put(desc(MetricStateBytes, "The memory (and, with Pebble, disk) state takes, estimated"), prometheus.GaugeValue, float64(st.StateBytes))
+	put(desc(MetricStateBytes, "What the state takes at most: with the memory backend the Go heap in use (the state and more), with Pebble its files and cache"), prometheus.GaugeValue, float64(st.StateBytes))
 	fired := desc(MetricPanesFired, "Panes fired, retractions included, by timing", "timing")
 	for _, tm := range []string{"EARLY", "ON_TIME", "LATE"} {
 		put(fired, prometheus.CounterValue, float64(st.PanesByTiming[tm]), tm)
 	}
-	wr := desc(MetricSinkWritten, "Records a sink was given to write", "sink")
-	cm := desc(MetricSinkCommitted, "Records that reached readers: committed at a checkpoint, or flushed", "sink")
+	wr := desc(MetricSinkWritten, "Records a sink was given to write by this run", "sink")
+	cm := desc(MetricSinkCommitted, "Records that reached readers, by every run since the job started: committed at a checkpoint, or flushed", "sink")
 	cl := desc(MetricSinkCommit, "How long the sink's last commit took, seconds", "sink")
 	rf := desc(MetricSinkRefused, "Records a sink refused for a value it cannot store: not written there, sent to dead_letter if the job has one", "sink")
 	for _, s := range st.Sinks {
@@ -153,8 +172,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			cum += uint64(h.Counts[i])
 			buckets[b/1000] = cum
 		}
+		labels := []string{job}
+		if task != "" {
+			labels = append(labels, task)
+		}
 		ch <- prometheus.MustNewConstHistogram(desc(MetricPaneLatency, "How long after its firing an on-time pane reached the sinks, seconds (live jobs)"),
-			uint64(h.Count), h.Sum/1000, buckets, job)
+			uint64(h.Count), h.Sum/1000, buckets, labels...)
 	}
 }
 

@@ -1,18 +1,20 @@
 // Package console serves a running job over HTTP: /metrics in the
 // Prometheus format, /api/status (the same as JSON, with each partition's
 // diagnosis and the partition that holds the watermark back), a web console
-// that updates live (/), the watermark simulator of seed 000 computed by
+// that updates live (/), the watermark simulator computed by
 // weir's own engine (/simulator), and /healthz. Every asset is embedded in
 // the binary. Listen serves it safe by default (see Access): local host
 // names only, a token when one is set, and bounded connections.
 package console
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"io/fs"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,16 +58,47 @@ type Server struct {
 	Redact func(doc []byte) []byte
 	// Access says who may use the console (Listen enforces it).
 	Access Access
+	// CheckpointInterval is the job's checkpoint interval (0: none): /readyz
+	// wants a checkpoint no older than three of them.
+	CheckpointInterval time.Duration
+	// Started is when the job started: /readyz waits three checkpoint
+	// intervals from then for the first checkpoint. Zero: when Handler is
+	// made.
+	Started time.Time
+
+	final atomic.Pointer[engine.Status] // the status at the job's end (Ended)
+}
+
+// Ended tells the console that the job's Run has returned: from then on
+// it shows the status the job had at its end.
+func (s *Server) Ended(e *engine.Engine) {
+	st := e.StatusAfterRun()
+	s.final.Store(&st)
+}
+
+// jobStatus is the job's status: asked of the running job, or the one it
+// had at its end.
+func (s *Server) jobStatus(ctx context.Context) engine.Status {
+	if st := s.final.Load(); st != nil {
+		r := *st
+		r.At = time.Now()
+		return r
+	}
+	return s.Control.Status(ctx, 2*time.Second)
 }
 
 // Handler is the console's routes (without the checks of Access, which
 // Listen adds).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	if s.Started.IsZero() {
+		s.Started = time.Now()
+	}
 	mux.HandleFunc("GET /healthz", healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
 	if s.Control != nil {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(collector{s.Control}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg.MustRegister(collector{s}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /api/status", s.status)
@@ -109,7 +142,7 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no job", http.StatusNotFound)
 		return
 	}
-	writeJSON(w, newStatusReply(s.Job, s.Control.Status(r.Context(), 2*time.Second)), s.Redact)
+	writeJSON(w, newStatusReply(s.Job, s.jobStatus(r.Context())), s.Redact)
 }
 
 // newStatusReply is the reply of /api/status for a job's status.

@@ -16,10 +16,10 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-// The watermark simulator of seed 000: a toy stream of taps, with time
+// The watermark simulator: a toy stream of taps (a game's taps on a phone), with time
 // shrunk to seconds, cut into windows by event time, replayed in arrival
 // order through weir's own engine (weirtest.Harness), so that what it shows
-// is what weir does. It goes past the seed's toy in two ways: the watermark
+// is what weir does. It goes past a one-partition toy in two ways: the watermark
 // may be emitted periodically, as Flink does, instead of after every tap;
 // and the taps may come on several partitions, one of which goes quiet.
 
@@ -46,7 +46,7 @@ type SimParams struct {
 	Policy string  `json:"policy"` // drop, side or lateness
 	Seed   uint32  `json:"seed"`   // the stream (81 shows every effect)
 	// Interval is the periodic watermark's interval, seconds; 0 emits a
-	// watermark after every tap, as the seed's toy does.
+	// watermark after every tap, as the simplest toy does.
 	Interval float64 `json:"interval"`
 	// Partitions spreads the taps over this many partitions (1 to 4), each
 	// with its own watermark; with IdleAfter > 0, the last partition gets no
@@ -106,8 +106,8 @@ type SimResult struct {
 	Summary string       `json:"summary"`
 }
 
-// mulberry32 is the seed's small generator, so that a stream number gives
-// the seed's stream.
+// mulberry32 is a small generator, so that a stream number always gives
+// the same stream.
 func mulberry32(seed uint32) func() float64 {
 	return func() float64 {
 		seed += 0x6D2B79F5
@@ -120,7 +120,7 @@ func mulberry32(seed uint32) func() float64 {
 
 func imul(a, b uint32) uint32 { return a * b }
 
-// makeStream draws the taps as the seed's toy does: every tap draws the same
+// makeStream draws the taps: every tap draws the same
 // four numbers, so the controls change only what they control.
 func makeStream(p SimParams) []Tap {
 	r := mulberry32(p.Seed)

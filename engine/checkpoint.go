@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -724,7 +725,7 @@ func (e *Engine) openCheckpoints() error {
 	}
 	store, err := checkpoint.Open(fs, ck.Dir, ck.Keep)
 	if err != nil {
-		return &SetupError{Field: "checkpoint.dir", Msg: fmt.Sprintf("cannot open the checkpoint directory %s: %s", ck.Dir, errText(err)), Err: err}
+		return &SetupError{Field: "checkpoint.dir", Msg: fmt.Sprintf("cannot open the checkpoint directory %s: %s", ck.Dir, errAbout(ck.Dir, err)), Err: err}
 	}
 	e.store = store
 	var c *checkpoint.Checkpoint
@@ -794,6 +795,17 @@ func (e *SetupError) Unwrap() error { return e.Err }
 // errText is err for a log line: whole, the path of a file it names
 // included (a disk that is full is a disk somewhere).
 func errText(err error) string { return err.Error() }
+
+// errAbout is err in a message that names path already: the path is not
+// said twice ("cannot open DIR: not a directory"). An error about another
+// file keeps its path.
+func errAbout(path string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && filepath.Clean(pe.Path) == filepath.Clean(path) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
 
 // Checkpoints describes the last checkpoint this run wrote, with the counts
 // of checkpoints taken and failed (the zero CheckpointInfo without

@@ -14,7 +14,7 @@
 //     never late (arrival is 0 to 50 ms after the event time), most cards pay
 //     rarely, and a few stolen cards an hour pay 5 to 30 times within a
 //     minute or two.
-//   - [Ledger] and [LedgerEvents]: seed 000's question "late, or lost?". The
+//   - [Ledger] and [LedgerEvents]: the question "late, or lost?". The
 //     ledger is Steep's order database, one line per order; the events are
 //     the order_completed events its app sent for those orders, in arrival
 //     order, by the same options: never sent for 1% of the iOS orders and 4%

@@ -17,7 +17,7 @@ var writers = []struct {
 	golden string // sha256 of the first 10,000 lines with seed 1
 }{
 	{"steep", Steep, "6b06a8531fe23e6ed227e59af39e3052a9bde68c585badbc64f02e5198cbe4b5"},
-	{"orders", Orders, "2eb14384a0f851269a6f4c9cf3663de9e7b44dbf762428f507b821a85d10cdae"},
+	{"orders", Orders, "7c3cfec2891c84f1a3b6aa892329856cdeba1bbde0da929c965b9f09c2512d16"},
 	{"nexmark", NexmarkJSON, "1e2bfaeaab37591bbb504030195ace740b6e5d39ed10d425e71157cee79578d2"},
 }
 

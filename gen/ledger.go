@@ -111,7 +111,7 @@ func (g *ledgerGen) next() ledgerOrder {
 //
 // LedgerEvents writes, with the same options, the order_completed events
 // the app sent for these orders: joined by order_id (weir lateness
-// --ledger), they show seed 000's figure 2.
+// --ledger), they show the late-or-lost figure.
 func Ledger(w io.Writer, o Options) error {
 	o = o.withDefaults()
 	g := newLedgerGen(o)

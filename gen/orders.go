@@ -65,8 +65,10 @@ type ordersGen struct {
 	nnormal    int     // ordinary orders so far
 	nextNormal mtime.Time
 	burstGap   float64 // mean gap between stolen cards, ms
+	burstsHour float64 // stolen cards an hour
 	nextBurst  mtime.Time
 	nbursts    uint64
+	end        mtime.Time // the end of the days: no order at or after it
 
 	bursts   minHeap[burst, *burst]
 	arrivals minHeap[orderRow, *orderRow]
@@ -109,7 +111,7 @@ func newOrdersGen(w io.Writer, o Options) *ordersGen {
 	g.fakes = max(9_000_000, 10*g.users)
 	hours := float64(o.Days) * 24
 	perHour := min(ordersBurstsHour, ordersFraudShare*float64(o.Events)/hours/ordersBurstMean)
-	g.burstGap = float64(hour) / perHour
+	g.burstGap, g.burstsHour = float64(hour)/perHour, perHour
 	normal := max(float64(o.Events)-perHour*hours*ordersBurstMean, 1)
 	span := float64(int64(o.Days) * int64(day))
 	g.gapW = span / normal
@@ -117,6 +119,7 @@ func newOrdersGen(w io.Writer, o Options) *ordersGen {
 	g.warped = teaShop.warp(o.Start)
 	g.spanW = span
 	g.endW = g.warped + span
+	g.end = o.Start + mtime.Time(int64(o.Days)*int64(day))
 	g.advanceNormal()
 	g.nextBurst = o.Start + mtime.Time(g.r.exp()*g.burstGap)
 	return g
@@ -128,12 +131,26 @@ func newOrdersGen(w io.Writer, o Options) *ordersGen {
 func (g *ordersGen) advanceNormal() {
 	gap := g.gapW
 	if due := g.normal * (g.endW - g.warped) / g.spanW; due > 0 {
-		gap /= min(max((g.normal-float64(g.nnormal))/due, 0.5), 2)
+		// The ordinary orders still to write: those the stream has left,
+		// less the stolen cards' to come in the time left.
+		rest := float64(g.endW-g.warped) / float64(day) * 24
+		left := max(float64(g.n-g.lines)-float64(g.bursts.len())*ordersBurstMean/2-rest*g.burstsHour*ordersBurstMean, 1)
+		f := max(left/due, 0.5)
+		if g.endW-g.warped > g.spanW/50 {
+			f = min(f, 2) // in the last 2% of the days, as fast as the orders left need
+		}
+		gap /= f
 	} else {
 		gap /= 2
 	}
-	g.warped += g.r.exp() * gap
-	g.nextNormal = teaShop.unwarp(g.warped)
+	step := g.r.exp() * gap
+	if rest := g.endW - g.warped; step >= rest && rest > 0 {
+		// Never past the end of the days (a long draw, when there are
+		// few orders to spread over them): the rest of the way, shortened.
+		step = rest * (1 - math.Exp(-step/rest))
+	}
+	g.warped += step
+	g.nextNormal = min(teaShop.unwarp(g.warped), g.end-1)
 }
 
 func (g *ordersGen) run() {
@@ -141,6 +158,9 @@ func (g *ordersGen) run() {
 		switch {
 		case g.bursts.len() > 0 && g.bursts.min().next <= g.nextNormal && g.bursts.min().next <= g.nextBurst:
 			b := g.bursts.pop()
+			if b.next >= g.end {
+				continue // a stolen card at the end of the days: it stops there
+			}
 			u := b.user + int64(g.r.intn(b.nusers))
 			g.order(b.next, b.card, u, g.cents(2+g.r.intn(5), 3))
 			if b.left--; b.left > 0 {
@@ -173,6 +193,11 @@ func (g *ordersGen) run() {
 	}
 }
 
+// ordersBurstRoom is the longest a stolen card's orders last (30 orders in
+// at most 2 minutes, 300 ms apart at least): no burst starts closer to the
+// end of the days.
+const ordersBurstRoom mtime.Time = 3 * 60_000
+
 // startBurst starts using a stolen card: 5 to 30 orders within 30 s to 2 min.
 func (g *ordersGen) startBurst() {
 	g.nbursts++
@@ -190,6 +215,9 @@ func (g *ordersGen) startBurst() {
 	g.fakes += int64(b.nusers)
 	g.bursts.push(b)
 	g.nextBurst += mtime.Time(g.r.exp() * g.burstGap)
+	if g.nextBurst > g.end-ordersBurstRoom {
+		g.nextBurst = mtime.MaxTime // none that would run past the end of the days
+	}
 }
 
 // cents prices an order of items teas; the first pricey ones come from the

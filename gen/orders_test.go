@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -91,5 +93,27 @@ func TestOrdersShape(t *testing.T) {
 	}
 	if counts[len(counts)/2] > 3 {
 		t.Errorf("the median card pays %d times: cards should pay rarely", counts[len(counts)/2])
+	}
+}
+
+// Every order's event time is within the days the stream covers, however
+// few orders they hold, and there are exactly as many as asked.
+func TestOrdersWithinTheirDays(t *testing.T) {
+	for _, days := range []int{1, 2} {
+		for _, n := range []int{1, 2, 3, 10, 100, 10_000} {
+			o := Options{Events: n, Seed: 1, Days: days}.withDefaults()
+			end := o.Start + mtime.Time(int64(days)*int64(day))
+			lines := strings.Split(strings.TrimSuffix(string(generate(t, Orders, o)), "\n"), "\n")
+			if len(lines) != n {
+				t.Errorf("%d orders over %d days: %d lines", n, days, len(lines))
+			}
+			for _, l := range lines {
+				ts, err := mtime.Parse([]byte(fastjson.GetString([]byte(l), "ts")))
+				if err != nil || ts < o.Start || ts >= end {
+					t.Errorf("%d orders over %d days: %s is not within [%s, %s)", n, days, l, o.Start, end)
+					break
+				}
+			}
+		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-// Acceptance is the acceptance record of seed 004: what a run (or a
+// Acceptance is the acceptance record of a run: what a run (or a
 // reconciliation) covered, with which settings, what it produced, how it
 // recovered, and whether the tables hold what it wrote. weir run writes it
 // when the job file names acceptance: (a .json file, and a .md beside it).
@@ -223,7 +223,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 func NewAcceptance(j *Job) *Acceptance {
 	a := &Acceptance{Job: j.Name, JobFile: j.File, Version: j.Version}
 	s := &a.Settings
-	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.String()
+	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.Describe()
 	s.AllowedLateness, s.Mode = mtime.FormatDuration(j.Window.AllowedLateness), j.Window.Mode.String()
 	s.Watermark = describeWatermark(j)
 	if j.ID != nil {
@@ -322,13 +322,52 @@ func differs(j *Job, r *table.Stored, p *lastPane) string {
 			}
 			continue
 		}
-		f, err := strconv.ParseFloat(have.String, 64)
-		w := want.number()
-		if !have.Valid || err != nil || (f != w && math.Abs(f-w) > 1e-9*math.Max(math.Abs(f), math.Abs(w))) {
+		if !have.Valid || !sameNumber(have.String, want) {
 			return fmt.Sprintf("%s %s, the last pane %s", g.Name, have.String, string(appendOutVal(nil, want)))
 		}
 	}
 	return ""
+}
+
+// sameNumber reports whether have, a value as a table gives it back in
+// text, is want: digit for digit for an integer or a decimal, which the
+// tables keep exactly ("473.50" is 473.5), within rounding for a float.
+func sameNumber(have string, want outVal) bool {
+	if want.kind == vInt || want.kind == vDec {
+		if d, ok := plainDecimal(have); ok {
+			return d == string(appendOutVal(nil, want))
+		}
+	}
+	f, err := strconv.ParseFloat(have, 64)
+	w := want.number()
+	return err == nil && (f == w || math.Abs(f-w) <= 1e-9*math.Max(math.Abs(f), math.Abs(w)))
+}
+
+// plainDecimal is s without the zeros that end its fraction (and without
+// the point, if nothing is left after it), when s is a plain decimal such
+// as "-473.50".
+func plainDecimal(s string) (string, bool) {
+	point, digit := false, false
+	for _, c := range strings.TrimPrefix(s, "-") {
+		switch {
+		case c == '.' && !point:
+			point = true
+		case c >= '0' && c <= '9':
+			digit = true
+		default:
+			return "", false
+		}
+	}
+	if !digit {
+		return "", false
+	}
+	if point {
+		s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s, true
 }
 
 // WriteAcceptance writes the record as JSON to path and as Markdown beside

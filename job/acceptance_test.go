@@ -3,6 +3,7 @@ package job
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,5 +93,99 @@ acceptance: acceptance.json
 	if s.Equal != 2 || s.Differ != 1 || s.Verdict != "1 windows differ" || len(s.Differences) != 1 ||
 		s.Differences[0] != "s1 [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z): orders 99, the last pane 3" {
 		t.Errorf("after the change: %+v", s)
+	}
+}
+
+// Sums of money beyond the 15 significant digits of SQLite's NUMERIC are
+// stored exactly (in the exact companion column) and verified exactly: a
+// cent changed by hand is found.
+func TestExactSumsInSQLite(t *testing.T) {
+	job := `name: spend
+source: {file: input.jsonl}
+time: {field: ts}
+key: shop
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 1m}
+aggregates: {spent: sum(amount)}
+output: [results.jsonl, {sqlite: {path: results.db, table: spend}}]
+acceptance: acceptance.json
+`
+	var in strings.Builder
+	var cents int64
+	for i := range 3000 {
+		c := int64(9_876_543_210_900 + i%99 + 1) // 98,765,432,109.01 to .99
+		cents += c
+		fmt.Fprintf(&in, `{"shop":"s1","amount":%d.%02d,"ts":"2026-09-07T12:00:%02dZ"}`+"\n", c/100, c%100, i%60)
+	}
+	want := fmt.Sprintf("%d.%02d", cents/100, cents%100)
+	if want != "296296296328489.65" { // 17 significant digits
+		t.Fatalf("the total is %s", want)
+	}
+	dir, _ := runJob(t, job, in.String())
+	db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var exact, number string
+	if err := db.QueryRow(`SELECT spent_exact, CAST(spent AS TEXT) FROM spend WHERE shop = 's1'`).Scan(&exact, &number); err != nil {
+		t.Fatal(err)
+	}
+	if exact != want {
+		t.Errorf("spent_exact %s, want %s (the number column: %s)", exact, want, number)
+	}
+	var a Acceptance
+	json.Unmarshal([]byte(read(t, dir, "acceptance.json")), &a)
+	if s := a.Sinks[0]; s.Equal != 1 || s.Differ != 0 {
+		t.Errorf("verified %+v", s)
+	}
+
+	// A cent less, which the number column cannot tell: the next run's
+	// verification finds it.
+	if _, err := db.Exec(`UPDATE spend SET spent_exact = '296296296328489.64'`); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(t.Context(), j, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	a = Acceptance{}
+	json.Unmarshal([]byte(read(t, dir, "acceptance.json")), &a)
+	if s := a.Sinks[0]; s.Differ != 1 || len(s.Differences) != 1 ||
+		s.Differences[0] != "s1 [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z): spent 296296296328489.64, the last pane 296296296328489.65" {
+		t.Errorf("after the change: %+v", s)
+	}
+}
+
+// A table's value is the pane's digit for digit when the pane's is exact,
+// within rounding when it is a float.
+func TestSameNumber(t *testing.T) {
+	dec := func(i int64, scale int8) outVal { return outVal{kind: vDec, i: i, scale: scale} }
+	cases := []struct {
+		have string
+		want outVal
+		same bool
+	}{
+		{"473.50", dec(4735, 1), true},
+		{"473.5", dec(47350, 2), true},
+		{"12345678901234567.89", dec(1234567890123456789, 2), true},
+		{"12345678901234567.88", dec(1234567890123456789, 2), false},
+		{"12345678901234568", dec(1234567890123456789, 2), false},
+		{"0.00", dec(0, 2), true},
+		{"-0.05", dec(-5, 2), true},
+		{"10", outVal{kind: vInt, i: 10}, true},
+		{"10.0", outVal{kind: vInt, i: 10}, true},
+		{"9223372036854775806", outVal{kind: vInt, i: 9223372036854775807}, false},
+		{"0.3", outVal{kind: vFloat, f: 0.1 + 0.2}, true},
+		{"1.0e+21", outVal{kind: vFloat, f: 1e21}, true},
+		{"2.5", outVal{kind: vFloat, f: 2.6}, false},
+	}
+	for _, c := range cases {
+		if got := sameNumber(c.have, c.want); got != c.same {
+			t.Errorf("sameNumber(%q, %s) = %v", c.have, appendOutVal(nil, c.want), got)
+		}
 	}
 }

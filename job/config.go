@@ -93,12 +93,13 @@ type Job struct {
 	// Acceptance is where weir run writes the acceptance record (JSON, and
 	// Markdown beside it); empty: nowhere.
 	Acceptance string
-	// Version is the version of the job's metric definitions (seed 004):
+	// Version is the version of the job's metric definitions:
 	// every pane carries it, and a table keeps a new version's rows over an
 	// old one's whatever their revisions. 1 when the file does not say.
 	Version int64
 
 	text    []byte      // the job file as read
+	doc     *yaml.Node  // the job file as resolved: --set applied, variables expanded
 	vars    []expansion // the values that came from environment variables
 	secrets *secret.Set // what weir never shows (Redact)
 
@@ -176,13 +177,6 @@ type Aggregate struct {
 	Field Path // empty for count
 }
 
-var topFields = []string{
-	"name", "source", "time", "key", "id", "dedup_horizon", "max_future", "watermark", "window",
-	"trigger", "allowed_lateness", "mode", "aggregates", "having", "output", "late_output",
-	"quarantine", "summary", "parallelism", "checkpoint", "state", "http", "version", "acceptance", "file_mode",
-	"dead_letter_max_bytes", "max_key_bytes", "dead_letter",
-}
-
 // Reserved output fields: aggregates may not take these names.
 var reserved = map[string]bool{
 	"key": true, "window_start": true, "window_end": true, "revision": true, "timing": true,
@@ -192,7 +186,10 @@ var reserved = map[string]bool{
 
 // Load reads and validates a job file. The input file must exist (unless it
 // is "-"). Every error is an *Error.
-func Load(path string) (*Job, error) {
+func Load(path string) (*Job, error) { return LoadWith(path, LoadOptions{}) }
+
+// LoadWith is Load with the file changed as o says (--set).
+func LoadWith(path string, o LoadOptions) (*Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &Error{File: path, Msg: "cannot read the job file: " + errText(err)}
@@ -201,7 +198,7 @@ func Load(path string) (*Job, error) {
 	if err != nil {
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
-	j, err := Parse(data, path, dir)
+	j, err := ParseWith(data, path, dir, o)
 	if err != nil {
 		return nil, err
 	}
@@ -230,6 +227,11 @@ func errText(err error) string {
 // Parse reads a job file's text. dir is the directory relative paths are
 // resolved against; file names the file in errors.
 func Parse(data []byte, file, dir string) (*Job, error) {
+	return ParseWith(data, file, dir, LoadOptions{})
+}
+
+// ParseWith is Parse with the file changed as o says (--set).
+func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
@@ -249,6 +251,9 @@ func Parse(data []byte, file, dir string) (*Job, error) {
 		return nil, &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if err := noDuplicates(file, "", doc.Content[0]); err != nil {
+		return nil, err
+	}
+	if err := applySets(file, &doc, o.Set); err != nil {
 		return nil, err
 	}
 	exps, err := expandVars(file, "", doc.Content[0], os.LookupEnv)
@@ -276,7 +281,7 @@ func Parse(data []byte, file, dir string) (*Job, error) {
 		}
 		return nil, secrets.RedactError(err)
 	}
-	j.text, j.vars, j.secrets = data, exps, secrets
+	j.text, j.vars, j.secrets, j.doc = data, exps, secrets, &doc
 	addSecrets(secrets, "", doc.Content[0])
 	for _, o := range j.Outputs {
 		if t := o.Table; t != nil && t.DSN != "" {
@@ -310,7 +315,7 @@ func (p *parser) job(root *node) (*Job, error) {
 		}
 	}
 	// Unknown fields first: a typo explains every later error.
-	if err := root.strict(topFields...); err != nil {
+	if err := root.strict(jobShape.names()...); err != nil {
 		return nil, err
 	}
 	var err error
@@ -474,7 +479,7 @@ func (p *parser) http(root *node, j *Job) error {
 		if err != nil {
 			return err
 		}
-		if err := h.strict("listen", "token", "allowed_hosts"); err != nil {
+		if err := h.strict(httpObject.names()...); err != nil {
 			return err
 		}
 		if listen, ln, err = h.str("listen"); err != nil {
@@ -590,7 +595,7 @@ func (p *parser) source(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := s.strict("file", "follow", "kafka"); err != nil {
+	if err := s.strict(sourceShape.names()...); err != nil {
 		return err
 	}
 	if s.get("kafka") != nil {
@@ -622,7 +627,7 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := k.strict(append([]string{"start", "group", "changelog", "session_timeout", "repartition", "on_gap"}, kafkaConnFields...)...); err != nil {
+	if err := k.strict(kafkaSourceShape.names()...); err != nil {
 		return err
 	}
 	ki := &KafkaInput{SessionTimeout: 10_000}
@@ -697,7 +702,7 @@ func (p *parser) time(root *node, j *Job) error {
 	if t == nil {
 		return root.errf(nil, "time", "missing: name the event-time field, e.g. time: {field: ts}")
 	}
-	if err := t.strict("field", "record_timestamp", "arrival_field", "partition_field"); err != nil {
+	if err := t.strict(timeShape.names()...); err != nil {
 		return err
 	}
 	f, n, err := t.str("field")
@@ -735,7 +740,7 @@ func (p *parser) watermark(root *node, j *Job) error {
 	if err != nil || w == nil {
 		return err
 	}
-	if err := w.strict("delay", "interval", "idle", "max_drift", "perfect", "from_field"); err != nil {
+	if err := w.strict(watermarkShape.names()...); err != nil {
 		return err
 	}
 	perfect, err := w.boolean("perfect")
@@ -806,7 +811,7 @@ func (p *parser) window(root *node, j *Job) error {
 	if w == nil {
 		return root.errf(nil, "window", "missing: e.g. window: {tumbling: 1m}, {sliding: {size: 10m, slide: 1m}}, {session: {gap: 30m}} or {global: true}")
 	}
-	if err := w.strict("tumbling", "sliding", "session", "global", "offset"); err != nil {
+	if err := w.strict(windowShape.names()...); err != nil {
 		return err
 	}
 	var offset mtime.Time
@@ -847,7 +852,7 @@ func (p *parser) window(root *node, j *Job) error {
 		if err != nil {
 			return err
 		}
-		if err := s.strict("size", "slide", "offset"); err != nil {
+		if err := s.strict(slidingShape.names()...); err != nil {
 			return err
 		}
 		size, hasSize, err := s.duration("size")
@@ -896,7 +901,7 @@ func (p *parser) window(root *node, j *Job) error {
 			if err != nil {
 				return err
 			}
-			if err := s.strict("gap"); err != nil {
+			if err := s.strict(sessionShape.names()...); err != nil {
 				return err
 			}
 			g, ok, err := s.duration("gap")
@@ -962,7 +967,7 @@ func (p *parser) trigger(root *node, j *Job) error {
 	if err != nil || t == nil {
 		return err
 	}
-	if err := t.strict("early", "early_aligned", "early_count", "late", "final_only"); err != nil {
+	if err := t.strict(triggerShape.names()...); err != nil {
 		return err
 	}
 	var tr trigger.Trigger
@@ -1076,7 +1081,7 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	if err != nil || c == nil {
 		return err
 	}
-	if err := c.strict("dir", "interval", "keep", "keep_savepoints", "tolerable_failures"); err != nil {
+	if err := c.strict(checkpointShape.names()...); err != nil {
 		return err
 	}
 	dir, n, err := c.str("dir")
@@ -1142,7 +1147,7 @@ func (p *parser) state(root *node, j *Job) error {
 	if err != nil || s == nil {
 		return err
 	}
-	if err := s.strict("backend", "dir", "memory_budget"); err != nil {
+	if err := s.strict(stateShape.names()...); err != nil {
 		return err
 	}
 	b, n, err := s.str("backend")

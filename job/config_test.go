@@ -174,6 +174,10 @@ func TestParseErrors(t *testing.T) {
 			`job.yaml:6: output[1]: is the same file as output[0].sqlite.path`},
 		{"aggregate named like the key column", strings.Replace(strings.Replace(minimal, "output: results.jsonl", "output: {sqlite: {path: r.db, table: t}}", 1), "time: {field: ts}", "time: {field: ts}\nkey: n", 1),
 			`job.yaml:6: aggregates.n: is also the key's column in table t: rename one, or set output.sqlite.key_column`},
+		{"aggregate named as another's exact column", strings.Replace(strings.Replace(minimal, "output: results.jsonl", "output: {sqlite: {path: r.db, table: t}}", 1), "{n: count}", "{spent: sum(x), spent_exact: count}", 1),
+			`job.yaml:5: aggregates.spent_exact: is the name of the column that keeps the exact values of aggregate spent in SQLite table t: rename one`},
+		{"key column named as an exact column", strings.Replace(strings.Replace(strings.Replace(minimal, "output: results.jsonl", "output: {sqlite: {path: r.db, table: t, key_column: spent_exact}}", 1), "time: {field: ts}", "time: {field: ts}\nkey: card", 1), "{n: count}", "{spent: sum(x)}", 1),
+			`job.yaml:7: output.sqlite.key_column: "spent_exact" is the column that keeps the exact values of aggregate spent in SQLite table t: name the key's column otherwise`},
 		{"aggregate named status", strings.Replace(minimal, "{n: count}", "{status: count}", 1),
 			`job.yaml:5: aggregates.status: "status" is a field of every result; choose another name`},
 		{"version", minimal + "version: 0\n",
@@ -282,14 +286,42 @@ output: results.jsonl
 		t.Fatal(err)
 	}
 	want := []string{
-		"allowed_lateness 48h0m0s keeps every window's state for days (an hourly window is 49 windows per key at once): prefer minutes to hours, and a late_output (a dead-letter output) for what comes later",
+		"allowed_lateness 48h0m0s keeps every window's state for days (sliding 24h0m0s every 1m0s: up to 4320 windows per key at once): prefer minutes to hours, and a late_output for what comes later",
 		"no late_output: too-late events are dropped; they are counted, but they are lost (send them to a late_output to correct the results later)",
 		"dedup_horizon 1m0s is shorter than the watermark delay 30s plus the allowed lateness 48h0m0s: events the windows still accept but older than the watermark minus 1m0s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being counted",
 		"window sliding 24h0m0s every 1m0s puts every event in 1440 windows, and each event costs that many updates: a longer slide, or a tumbling window, costs less",
+		"output (results.jsonl) gets more than one pane per window (late panes within the allowed lateness of 48h0m0s): a reader that does not keep each key and window's highest revision counts a window more than once; trigger: {final_only: true} writes one pane per window, and a table (sqlite, postgres) upserts",
 	}
 	got := j.Warnings()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A lateness of many windows, with the window the job has; early
+	// panes into standard output, late ones into a table (no warning).
+	job = `name: t
+source: {file: input.jsonl}
+time: {field: ts}
+window: {tumbling: 1m}
+allowed_lateness: 2h
+trigger: {early: 10s}
+aggregates: {n: count}
+output: ["-", {sqlite: {path: r.db, table: r}}]
+late_output: late.jsonl
+`
+	if j, err = Parse([]byte(job), "job.yaml", "/jobs"); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{
+		"allowed_lateness 2h0m0s is 120 times the window (tumbling 1m0s): a key keeps up to 121 windows open at once, each fired again by every late event: prefer a lateness of a few windows, and a late_output for what comes later",
+		"output[0] (standard output) gets more than one pane per window (early panes every 10s, late panes within the allowed lateness of 2h0m0s): a reader that does not keep each key and window's highest revision counts a window more than once; trigger: {final_only: true} writes one pane per window, and a table (sqlite, postgres) upserts",
+	}
+	if got := j.Warnings(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// One pane per window: nothing to say.
+	j, _ = Parse([]byte(strings.Replace(strings.Replace(job, "allowed_lateness: 2h", "allowed_lateness: 5m", 1), "{early: 10s}", "{early: 10s, final_only: true}", 1)), "job.yaml", "/jobs")
+	if got := j.Warnings(); len(got) != 0 {
+		t.Errorf("warnings: %v", got)
 	}
 }
 

@@ -66,6 +66,7 @@ type task struct {
 	mu       sync.Mutex
 	state    string // restoring, running, stopping, failed
 	rn       *Runnable
+	console  *console.Server // the task's console, when the instance serves one
 	log      *kafka.Changelog
 	route    *routeCheck
 	restored TaskRestore
@@ -327,7 +328,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	j, k := gr.j, gr.j.Kafka
 	t0 := time.Now()
 	t.mu.Lock()
-	t.state, t.rn = "restoring", nil
+	t.state, t.rn, t.console = "restoring", nil, nil
 	t.starts++
 	t.mu.Unlock()
 	timeout := DefaultGroupTransactionTimeout
@@ -381,7 +382,7 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	tj.Kafka = &tk
 	o := gr.o
 	o.Log = &prefixLog{w: gr.o.Log, prefix: fmt.Sprintf("%s/%d: ", tk.Topic, t.p)}
-	o.Progress, o.From, o.Console = nil, "", false
+	o.Progress, o.From = nil, ""
 	route := &routeCheck{part: t.p, parts: int32(len(gr.parts)), part0: kgo.StickyKeyPartitioner(nil).ForTopic(tk.Topic)}
 	// A task's last checkpoint has the group's budget to commit; the group
 	// stops it at once after that (stop).
@@ -405,8 +406,13 @@ func (gr *Group) runOnce(ctx context.Context, t *task) error {
 	if r != nil {
 		res.Keys = rn.win.RestoredKeys()
 	}
+	var srv *console.Server
+	if o.Console {
+		srv = rn.Console()
+		srv.Started, srv.CheckpointInterval = time.Now(), time.Duration(j.Checkpoint.Interval)*time.Millisecond
+	}
 	t.mu.Lock()
-	t.state, t.rn, t.log, t.route, t.restored, t.lastErr = "running", rn, cl, route, res, ""
+	t.state, t.rn, t.log, t.route, t.restored, t.lastErr, t.console = "running", rn, cl, route, res, "", srv
 	t.mu.Unlock()
 	if r != nil {
 		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", tk.Topic, t.p, res.Checkpoint, k.Changelog, res.Records, res.Bytes, res.Millis)
@@ -502,7 +508,24 @@ type TaskRestore = console.TaskRestore
 func (gr *Group) Console() *console.GroupServer {
 	j := gr.j
 	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(j.Warnings())}
-	return &console.GroupServer{Job: info, Status: gr.Status, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
+	return &console.GroupServer{Job: info, Status: gr.Status, Task: gr.taskConsole, Redact: j.RedactJSON, Access: j.ConsoleAccess(),
+		CheckpointInterval: time.Duration(j.Checkpoint.Interval) * time.Millisecond}
+}
+
+// taskConsole is the console of the task of partition p while it runs here.
+func (gr *Group) taskConsole(p int32) *console.Server {
+	gr.mu.Lock()
+	t := gr.tasks[p]
+	gr.mu.Unlock()
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != "running" {
+		return nil
+	}
+	return t.console
 }
 
 // Status reports the instance's membership and its tasks.

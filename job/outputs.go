@@ -112,9 +112,6 @@ const DefaultRestartBudget mtime.Time = 5 * 60_000
 // no instance is left to take it.
 const DefaultGroupTransactionTimeout mtime.Time = 60_000
 
-var kafkaConnFields = []string{"brokers", "topic", "client.id", "security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
-	"ssl.ca.location", "ssl.certificate.location", "ssl.key.location"}
-
 // kafkaConn reads the connection settings of a kafka mapping.
 func (p *parser) kafkaConn(k *node, field string, c *KafkaConn) error {
 	bn := k.get("brokers")
@@ -178,7 +175,7 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 	if err != nil {
 		return err
 	}
-	if err := m.strict("file", "kafka", "sqlite", "postgres"); err != nil {
+	if err := m.strict(outputObject.names()...); err != nil {
 		return err
 	}
 	kinds := 0
@@ -208,7 +205,7 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 		if err != nil {
 			return err
 		}
-		if err := k.strict(append([]string{"delivery", "transaction_timeout", "restart_budget"}, kafkaConnFields...)...); err != nil {
+		if err := k.strict(kafkaOutputShape.names()...); err != nil {
 			return err
 		}
 		ko := &KafkaOutput{TransactionTimeout: DefaultTransactionTimeout, RestartBudget: DefaultRestartBudget}

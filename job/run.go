@@ -73,6 +73,10 @@ type Options struct {
 	// carry over; the summary and the acceptance record say what was
 	// dropped.
 	DropState []string
+	// AllowAllQuarantined runs a job whose first AllQuarantinedLines lines
+	// are all quarantined to its end, instead of stopping it (weir run
+	// --allow-all-quarantined).
+	AllowAllQuarantined bool
 
 	// CheckpointAfter, when set, is asked after every batch of the input
 	// (numbered from 1) whether to take a checkpoint or a savepoint there:
@@ -158,6 +162,10 @@ type Summary struct {
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
+	// ReadThisRun counts the lines this run read, when it resumed from a
+	// checkpoint: Read counts every run's. Not in the summary file, which
+	// is the same whatever the restarts.
+	ReadThisRun int64 `json:"-"`
 
 	elapsed time.Duration
 }
@@ -195,8 +203,11 @@ func (s *Summary) Text() string {
 		q += ")"
 	}
 	rate := ""
-	if secs := s.elapsed.Seconds(); secs > 0 {
+	if secs := s.elapsed.Seconds(); secs > 0 && s.ReadThisRun == s.Read {
 		rate = fmt.Sprintf(" in %.2fs (%.0f lines/s)", secs, float64(s.Read+s.WatermarkLines)/secs)
+	} else if secs > 0 {
+		// A run that resumed: what it read itself, and its rate.
+		rate = fmt.Sprintf(" (%d of them in this run, which resumed from a checkpoint) in %.2fs (%.0f lines/s)", s.ReadThisRun, secs, float64(s.ReadThisRun)/secs)
 	}
 	name := s.Job
 	if name == "" {
@@ -270,7 +281,10 @@ type Runnable struct {
 	recLate *console.Recent[lateEvent] // too-late events, for the console
 	warn    []string
 	fileSrc *file.Source // the input, when it is a file
-	ended   bool         // the summary and acceptance record are written
+	// restoredRead is what the runs before this one read (the restored
+	// checkpoint's count).
+	restoredRead int64
+	ended        bool // the summary and acceptance record are written
 	// restored says what the restore did with a changed job's checkpoint
 	// (Summary.RestoreChanges), dropped what it started afresh.
 	restored, dropped []string
@@ -320,7 +334,7 @@ func (rn *Runnable) Console() *console.Server {
 	}
 	add("window", j.Window.Assigner.String())
 	add("watermark", describeWatermark(j))
-	add("trigger", j.Window.Trigger.String())
+	add("trigger", j.Window.Trigger.Describe())
 	add("allowed lateness", mtime.FormatDuration(j.Window.AllowedLateness))
 	add("mode", j.Window.Mode.String())
 	for _, o := range j.AllOutputs() {
@@ -380,7 +394,7 @@ func (rn *Runnable) build() error {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
 			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
-			Fingerprint: fingerprint(j), Shape: shape(j), DropState: o.DropState, From: o.From, FS: o.FS,
+			Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: o.DropState, From: o.From, FS: o.FS,
 		}
 		if o.task != nil {
 			ecfg.Checkpoint.Publish = o.task.publish
@@ -516,7 +530,7 @@ func (rn *Runnable) build() error {
 			b = lf.appendLate(b, *l)
 			return b[:len(b)-1]
 		})
-		rn.win.Panes.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add})
+		fan.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add}) // what the outputs get: after having
 		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
 	}
 	if rn.db != nil {
@@ -573,7 +587,7 @@ func (rn *Runnable) build() error {
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
 	}
-	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: lp, Window: rn.win, Dedup: dd, Quarantine: quarantine}
+	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: rn.decoder(lp), Window: rn.win, Dedup: dd, Quarantine: quarantine}
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {
@@ -584,6 +598,7 @@ func (rn *Runnable) build() error {
 	if rn.head, err = engine.NewHead(e, hcfg); err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
+	rn.restoredRead = rn.head.Counts().Read // what earlier runs read
 	var src connector.Source
 	switch {
 	case j.Kafka != nil:
@@ -834,7 +849,7 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	}
 	var progress *progressReporter
 	if rn.o.Progress != nil {
-		progress = startProgress(rn.o.Progress, rn.e.Control())
+		progress = rn.startProgress()
 	}
 	if rn.db != nil {
 		stop := rn.watchState()
@@ -928,6 +943,7 @@ func (rn *Runnable) summary(err error) *Summary {
 		PanesWritten: rn.out.Written(),
 	}
 	s.InFlight = s.Read - (s.Accepted + s.Duplicates + s.TooLate + s.BeyondDedupHorizon + s.Quarantined)
+	s.ReadThisRun = s.Read - rn.restoredRead
 	if rn.late != nil {
 		s.LateWritten = rn.late.Written()
 	}

@@ -3,8 +3,8 @@ package job
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,8 +64,19 @@ type progressReporter struct {
 	wg   sync.WaitGroup
 }
 
-// startProgress reports what the running job says of itself.
-func startProgress(w io.Writer, ctl *engine.Control) *progressReporter {
+// startProgress reports what the running job says of itself, a few times
+// a second: the lines read (this run's, after a resume), the rate, and for
+// a file of known size the share read and the time left at this run's
+// rate.
+func (rn *Runnable) startProgress() *progressReporter {
+	w, ctl := rn.o.Progress, rn.e.Control()
+	var size int64 = -1
+	if j := rn.j; j.Kafka == nil && j.Input != "-" && !j.Follow {
+		if st, err := os.Stat(j.Input); err == nil {
+			size = st.Size()
+		}
+	}
+	base := rn.restoredRead
 	p := &progressReporter{done: make(chan struct{})}
 	p.wg.Add(1)
 	go func() {
@@ -73,6 +84,8 @@ func startProgress(w io.Writer, ctl *engine.Control) *progressReporter {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		start := time.Now()
+		var read0 int64 = -1 // the bytes read at the first report, and when
+		var first time.Time
 		for {
 			select {
 			case <-p.done:
@@ -80,17 +93,60 @@ func startProgress(w io.Writer, ctl *engine.Control) *progressReporter {
 				return
 			case <-t.C:
 				st := ctl.Status(context.Background(), 200*time.Millisecond)
-				n := st.Counts.Read + st.Counts.WatermarkLines + st.Counts.BlankLines
-				wms := "none"
-				if st.Watermark > mtime.MinTime {
-					wms = st.Watermark.String()
+				read := int64(-1)
+				if size >= 0 {
+					read = size - inputBacklog(st)
 				}
-				rate := float64(n) / time.Since(start).Seconds()
-				fmt.Fprintf(w, "\r\033[Klines %d  %.0f/s  watermark %s  open windows %d", n, rate, wms, st.OpenWindows)
+				if read0 < 0 {
+					read0, first = read, time.Now()
+				}
+				fmt.Fprintf(w, "\r\033[K%s", progressLine(st, base, size, read, read0, time.Since(start), time.Since(first)))
 			}
 		}
 	}()
 	return p
+}
+
+// inputBacklog is what the job's input has waiting, in bytes for a file.
+func inputBacklog(st engine.Status) int64 {
+	var n int64
+	for _, src := range st.Sources {
+		for _, p := range src.Partitions {
+			n += max(p.Backlog, 0)
+		}
+	}
+	return n
+}
+
+// progressLine is the progress report of a status: the lines read, this
+// run's share of them after a resume (base lines were read before), the
+// rate, and with the input's size (size >= 0) the share of its bytes read
+// and the time left, at the rate of this run since its first report (read0
+// bytes read then, since ago); elapsed is the run's time.
+func progressLine(st engine.Status, base, size, read, read0 int64, elapsed, since time.Duration) string {
+	n := st.Counts.Read + st.Counts.WatermarkLines + st.Counts.BlankLines
+	var b strings.Builder
+	fmt.Fprintf(&b, "lines %d", n)
+	if base > 0 {
+		fmt.Fprintf(&b, " (%d this run)", st.Counts.Read-base)
+	}
+	secs := elapsed.Seconds()
+	if secs > 0 {
+		fmt.Fprintf(&b, "  %.0f/s", float64(st.Counts.Read-base)/secs)
+	}
+	if size > 0 && read >= 0 {
+		fmt.Fprintf(&b, "  %.1f%%", 100*float64(read)/float64(size))
+		if done := read - read0; done > 0 && since > 0 && read < size {
+			left := time.Duration(float64(size-read) / (float64(done) / since.Seconds()) * float64(time.Second))
+			fmt.Fprintf(&b, "  ETA %s", left.Round(time.Second))
+		}
+	}
+	wms := "none"
+	if st.Watermark > mtime.MinTime {
+		wms = st.Watermark.String()
+	}
+	fmt.Fprintf(&b, "  watermark %s  open windows %d", wms, st.OpenWindows)
+	return b.String()
 }
 
 func (p *progressReporter) stop() {

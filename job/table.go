@@ -33,11 +33,11 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 	if driver == "postgres" {
 		where = "dsn"
 	}
-	known := []string{where, "table", "key_column"}
+	known := sqliteShape
 	if driver == "postgres" {
-		known = append(known, "password")
+		known = postgresShape
 	}
-	if err := k.strict(known...); err != nil {
+	if err := k.strict(known.names()...); err != nil {
 		return err
 	}
 	t := &TableOutput{Driver: driver}
@@ -142,6 +142,35 @@ func (p *parser) checkTables(j *Job) error {
 		if reserved[t.KeyColumn] {
 			return &Error{File: p.file, Line: o.Line, Field: field + ".key_column",
 				Msg: fmt.Sprintf("%q is a column weir adds to the table: name the key's column, e.g. key_column: %s_key", t.KeyColumn, t.KeyColumn)}
+		}
+		if t.Driver == "sqlite" {
+			if err := p.checkExactColumns(j, t, field, o.Line); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkExactColumns refuses an aggregate or key column named as the column
+// in which SQLite keeps another aggregate's exact value (x_exact beside a sum
+// x: table.ExactColumn); line is the output's.
+func (p *parser) checkExactColumns(j *Job, t *TableOutput, field string, line int) error {
+	s := t.schema(j)
+	for _, c := range s.Values {
+		if c.Type != table.Numeric {
+			continue
+		}
+		e := table.ExactColumn(c.Name)
+		if e == t.KeyColumn {
+			return &Error{File: p.file, Line: line, Field: field + ".key_column",
+				Msg: fmt.Sprintf("%q is the column that keeps the exact values of aggregate %s in SQLite table %s: name the key's column otherwise", e, c.Name, t.Table)}
+		}
+		for _, a := range j.Aggregates {
+			if a.Name == e {
+				return &Error{File: p.file, Line: j.lines["aggregates"], Field: "aggregates." + e,
+					Msg: fmt.Sprintf("is the name of the column that keeps the exact values of aggregate %s in SQLite table %s: rename one", c.Name, t.Table)}
+			}
 		}
 	}
 	return nil
@@ -281,7 +310,7 @@ func tableValue(v outVal) any {
 	return nil
 }
 
-// paneStatus is seed 004's status of a pane: provisional until the final
+// paneStatus is the status of a pane a business reads: provisional until the final
 // pane, which is closed; a retraction withdraws its pane.
 func paneStatus(p *pane) string {
 	switch {

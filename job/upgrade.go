@@ -25,10 +25,10 @@ const (
 // a restore reports ("aggregates.spent").
 const aggPrefix = "aggregates."
 
-// shape describes the parts of a job's state for checkpoints: what a
+// restoreShape describes the parts of a job's state for checkpoints: what a
 // restore into a changed job compares (engine.CompareShapes), with the
 // job file's fields.
-func shape(j *Job) *engine.Shape {
+func restoreShape(j *Job) *engine.Shape {
 	s := &engine.Shape{}
 	src := engine.Part{Name: partSource, Label: "source", Kind: engine.StatePosition}
 	if j.Kafka != nil {
@@ -178,7 +178,7 @@ func CheckRestore(j *Job, from string, dropState []string) (*engine.RestoreRepor
 	if err != nil {
 		return nil, &RuntimeError{Msg: "cannot restore: " + err.Error(), Err: err}
 	}
-	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: shape(j), DropState: dropState})
+	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: dropState})
 	if err != nil {
 		return r, setupError(j, err)
 	}

@@ -2,19 +2,21 @@ package job
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
 
-// Warnings are what a job's settings risk, in the words of seed 001's
-// anti-patterns: none stops the job; weir says them at start.
+// Warnings are what a job's settings risk, the common mistakes of
+// windowed jobs: none stops the job; weir says them at start (and weir lint).
 func (j *Job) Warnings() []string {
 	var w []string
-	day := mtime.Time(24 * 3600 * 1000)
-	if l := j.Window.AllowedLateness; l >= day {
-		w = append(w, fmt.Sprintf("allowed_lateness %s keeps every window's state for days (an hourly window is %d windows per key at once): prefer minutes to hours, and a late_output (a dead-letter output) for what comes later", mtime.FormatDuration(l), l/(3600*1000)+1))
+	if msg := latenessWarning(j.Window); msg != "" {
+		w = append(w, msg)
 	}
 	if j.Late == nil {
 		w = append(w, "no late_output: too-late events are dropped; they are counted, but they are lost (send them to a late_output to correct the results later)")
@@ -29,6 +31,82 @@ func (j *Job) Warnings() []string {
 		if n := (sl.Size + sl.Slide - 1) / sl.Slide; n > 1000 {
 			w = append(w, fmt.Sprintf("window sliding %s every %s puts every event in %d windows, and each event costs that many updates: a longer slide, or a tumbling window, costs less", mtime.FormatDuration(sl.Size), mtime.FormatDuration(sl.Slide), n))
 		}
+	}
+	w = append(w, revisionWarnings(j)...)
+	return w
+}
+
+// latenessWarning warns of an allowed lateness that is many times the
+// window (ten or more), or days long: every key keeps that many windows
+// open, and each late event fires one again.
+func latenessWarning(ws window.Strategy) string {
+	l := ws.AllowedLateness
+	if l <= 0 {
+		return ""
+	}
+	const day = mtime.Time(24 * 3600 * 1000)
+	var size, open mtime.Time
+	switch a := ws.Assigner.(type) {
+	case window.Tumbling:
+		size, open = a.Size, l/a.Size+1
+	case window.Sliding:
+		size, open = a.Size, (a.Size+l+a.Slide-1)/a.Slide
+	case window.Session:
+		size = a.Gap
+	}
+	switch {
+	case size > 0 && l >= 10*size && open > 0:
+		return fmt.Sprintf("allowed_lateness %s is %d times the window (%s): a key keeps up to %d windows open at once, each fired again by every late event: prefer a lateness of a few windows, and a late_output for what comes later",
+			mtime.FormatDuration(l), l/size, ws.Assigner, open)
+	case size > 0 && l >= 10*size:
+		return fmt.Sprintf("allowed_lateness %s is %d times the window (%s): every session stays open that long after its end, fired again by every late event: prefer a lateness of a few gaps, and a late_output for what comes later",
+			mtime.FormatDuration(l), l/size, ws.Assigner)
+	case l >= day && open > 0:
+		return fmt.Sprintf("allowed_lateness %s keeps every window's state for days (%s: up to %d windows per key at once): prefer minutes to hours, and a late_output for what comes later",
+			mtime.FormatDuration(l), ws.Assigner, open)
+	case l >= day:
+		return fmt.Sprintf("allowed_lateness %s keeps every window's state for days (%s): prefer minutes to hours, and a late_output for what comes later",
+			mtime.FormatDuration(l), ws.Assigner)
+	}
+	return ""
+}
+
+// revisionWarnings warn of more than one pane per window going to a file
+// of JSON lines: a table upserts, and a Kafka topic is keyed by window, but
+// a reader of lines that does not keep each window's highest revision
+// counts a window more than once.
+func revisionWarnings(j *Job) []string {
+	ws, tr := j.Window, j.Window.Trigger
+	if tr.FinalOnly || ws.Mode == window.Discarding {
+		return nil // one pane per window; or deltas, to be added up
+	}
+	var why []string
+	switch {
+	case tr.EarlyDelay > 0:
+		why = append(why, "early panes every "+mtime.FormatDuration(tr.EarlyDelay))
+	case tr.EarlyElements > 0:
+		why = append(why, fmt.Sprintf("early panes every %d events", tr.EarlyElements))
+	}
+	if ws.AllowedLateness > 0 && tr.Late != trigger.LateNone {
+		why = append(why, "late panes within the allowed lateness of "+mtime.FormatDuration(ws.AllowedLateness))
+	}
+	if ws.Mode == window.Retracting {
+		why = append(why, "retractions")
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	var w []string
+	for _, o := range j.Outputs {
+		if o.File == "" {
+			continue
+		}
+		name := filepath.Base(o.File)
+		if o.File == "-" {
+			name = "standard output"
+		}
+		w = append(w, fmt.Sprintf("%s (%s) gets more than one pane per window (%s): a reader that does not keep each key and window's highest revision counts a window more than once; trigger: {final_only: true} writes one pane per window, and a table (sqlite, postgres) upserts",
+			o.Field, name, strings.Join(why, ", ")))
 	}
 	return w
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-// The seed's travel-time buckets: under 2 s, 2 s to 5 min, 5 min to 1 h,
+// The travel-time buckets: under 2 s, 2 s to 5 min, 5 min to 1 h,
 // 1 to 6 h, 6 h or more. bucketEdges are their lower ends, after the first.
 var bucketEdges = [...]int64{2000, 300000, 3600000, 21600000}
 
@@ -100,8 +100,8 @@ type analyzer struct {
 
 	// Margins: for an event, m = (largest earlier event time) - (end of its
 	// window). With one partition and no idleness, the event is too late
-	// for delay d and allowed lateness L exactly when m >= d + L (the seed's
-	// rule, e - 1 ms + L <= W with W = max - d - 1 ms). thresholds are the
+	// for delay d and allowed lateness L exactly when m >= d + L (the
+	// engine's rule, e - 1 ms + L <= W with W = max - d - 1 ms). thresholds are the
 	// d + L of the engines; marginN/W[k] count the events with exactly k
 	// thresholds <= m.
 	margins    bool

@@ -1,11 +1,11 @@
 // Package lateness measures how late a recorded stream really is, before
 // anyone chooses a watermark. It is the library behind `weir lateness`.
 //
-// Seed 000 ("Real Time Is Hard") ends on one habit: before you raise a
-// watermark delay, measure the travel time of your events. Its Table 1
-// replays a real stream, in the order it arrived, through one-minute windows
-// and shows, for each watermark delay, how many events arrive after their
-// window has already given its result, and how long each result waits. Analyze
+// One habit keeps a watermark honest: before you raise its delay, measure
+// the travel time of your events. The report's Table 1 replays a recorded
+// stream, in the order it arrived, through one-minute windows and shows, for
+// each watermark delay, how many events arrive after their window has
+// already given its result, and how long each result waits. Analyze
 // does the same for any recorded stream, in one pass and in constant memory,
 // and says what the numbers mean.
 //
@@ -15,7 +15,7 @@
 // reached the server (arrival, processing time). The report of Analyze has
 // four parts.
 //
-//  1. Travel time: arrival minus event time, as percentiles and in the seed's
+//  1. Travel time: arrival minus event time, as percentiles and in
 //     buckets (under 2 s, 2 s to 5 min, 5 min to 1 h, 1 to 6 h, 6 h or more),
 //     for all events and grouped by any field (Options.By). A stream whose
 //     late events are phones coming out of a tunnel shows a gap: almost
@@ -52,8 +52,8 @@
 //
 // # Weights
 //
-// A sample often stands for more events than it holds: the seed's Parquet
-// sample keeps every late event but only some on-time ones, and its column
+// A sample often stands for more events than it holds: a Parquet sample
+// may keep every late event but only some on-time ones, and its column
 // sample_weight says how many real events each row stands for. Every share
 // in the report is then a sum of weights, not a count of rows (Options.Weight;
 // a field named sample_weight is used by default: a CSV or Parquet column, or
@@ -64,7 +64,7 @@
 //
 // # Late, or lost?
 //
-// The seed's figure 2 asks another question of recorded events. Thousands of
+// Another question of recorded events: thousands of
 // orders had no order_completed event: were those events late (kept on
 // phones in tunnels, sent hours later) or lost (never sent)? A late event
 // arrives in the end; a lost one never does. AnalyzeLedger joins the stream
@@ -77,7 +77,7 @@
 // the duplicates and the events that match no entry (counted apart, in no
 // share). When the share arrived goes flat (FlatShare of the arrivals in)
 // at a wait shorter than the longest and stays below 100%, the report says
-// the seed's conclusion: the missing events are not late, they are lost.
+// so: the missing events are not late, they are lost.
 // Entries made less than the longest wait before the last arrival are
 // counted apart, since their events may still come; when they are a tenth
 // of the missing, the report asks for more data instead. The events are

@@ -31,7 +31,7 @@ var curveColors = []color.RGBA{
 // log axis.
 const curvePoints = 400
 
-// WritePlot draws the seed's figure 2 for the join: for each group (the
+// WritePlot draws the late-or-lost figure for the join: for each group (the
 // largest eight, or every entry without --by) the share of ledger entries
 // whose event has arrived against the time since the entry, on a log time
 // axis, up to the longest wait or the latest arrival. Where a curve goes
@@ -188,7 +188,7 @@ func yStep(span float64) float64 {
 	return 20
 }
 
-// plotTitle says what the figure shows: the seed's conclusion when it holds.
+// plotTitle says what the figure shows: late, or lost, when it can tell.
 func (r *LedgerReport) plotTitle() string {
 	groups := r.Groups
 	if len(groups) == 0 {

@@ -21,11 +21,11 @@ const (
 )
 
 // DefaultWeightField is the weight field used when Options.Weight is empty:
-// the column of the seed's sample. A CSV or Parquet file uses it when it has
+// the column of a weighted sample. A CSV or Parquet file uses it when it has
 // the column; JSON lines use it on every line that has the field.
 const DefaultWeightField = "sample_weight"
 
-// DefaultDelays are the watermark delays of the seed's Table 1: none, 2 s,
+// DefaultDelays are the watermark delays of Table 1: none, 2 s,
 // 5 min, 1 h, 3 h and 6 h.
 var DefaultDelays = []time.Duration{0, 2 * time.Second, 5 * time.Minute, time.Hour, 3 * time.Hour, 6 * time.Hour}
 

@@ -208,7 +208,7 @@ func (r *Report) travelPlot() (*plot.Plot, error) {
 	}
 	p.Y.Tick.Marker = yt
 	p.Add(plotter.NewGrid())
-	// The seed's bucket edges: 2 s, 5 min, 1 h, 6 h.
+	// The travel-time buckets' edges: 2 s, 5 min, 1 h, 6 h.
 	for _, e := range bucketEdges {
 		x := math.Log10(float64(e) / 1000)
 		if x > p.X.Max {

@@ -69,7 +69,7 @@ type Travel struct {
 	Buckets []Bucket `json:"buckets"`
 }
 
-// Bucket is one of the seed's travel-time buckets: from FromMS (inclusive;
+// Bucket is one of the travel-time buckets (Buckets): from FromMS (inclusive;
 // nil: no lower end) to ToMS (exclusive; nil: no upper end).
 type Bucket struct {
 	Label   string  `json:"label"`
@@ -101,7 +101,7 @@ type Group struct {
 	Weight  float64 `json:"weight"`
 	Percent float64 `json:"percent"` // of all events
 	// BucketPercent is the share of the group's events in each of the
-	// seed's buckets, in the order of Travel.Buckets.
+	// travel-time buckets, in the order of Travel.Buckets.
 	BucketPercent     []float64 `json:"bucket_percent"`
 	P50MS             int64     `json:"p50_ms"`
 	P99MS             int64     `json:"p99_ms"`

@@ -1,5 +1,5 @@
 // Package reconcile corrects a job's upsert table from a retained ledger
-// (seed 004): it recomputes the job's windows from the events the ledger
+// it recomputes the job's windows from the events the ledger
 // holds (the original input, the late output, a dead-letter queue),
 // de-duplicated, with a perfect watermark, through weir's own engine;
 // compares them with the rows the table holds; and publishes, for every
@@ -214,19 +214,36 @@ func tableOutput(j *job.Job, i int) (*job.Output, error) {
 	return nil, fmt.Errorf("%s writes to no table (sqlite or postgres): there is nothing to reconcile", j.File)
 }
 
+// Check says why the job cannot be reconciled as o asks, before anything is
+// read: it writes to no table, or deltas; no ledger is named, or a file of
+// it does not exist.
+func Check(j *job.Job, o Options) error {
+	if _, err := tableOutput(j, o.Output); err != nil {
+		return err
+	}
+	if j.Window.Mode == window.Discarding {
+		return fmt.Errorf("%s: mode discarding writes deltas, and a table of deltas has no row per window to correct", j.File)
+	}
+	if len(o.Ledger) == 0 {
+		return errors.New("no ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
+	}
+	for _, f := range o.Ledger {
+		if st, err := os.Stat(f); err != nil {
+			return fmt.Errorf("--ledger %s: %v", f, errors.Unwrap(err))
+		} else if st.IsDir() {
+			return fmt.Errorf("--ledger %s: a directory, not a file of events", f)
+		}
+	}
+	return nil
+}
+
 // Prepare reads the ledger, recomputes the job's windows from it, reads the
 // table and plans a correction for every window that differs.
 func Prepare(ctx context.Context, j *job.Job, o Options) (*Plan, error) {
-	out, err := tableOutput(j, o.Output)
-	if err != nil {
+	if err := Check(j, o); err != nil {
 		return nil, err
 	}
-	if j.Window.Mode == window.Discarding {
-		return nil, fmt.Errorf("%s: mode discarding writes deltas, and a table of deltas has no row per window to correct", j.File)
-	}
-	if len(o.Ledger) == 0 {
-		return nil, errors.New("no ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
-	}
+	out, _ := tableOutput(j, o.Output)
 	if o.Now == nil {
 		o.Now = mtime.Now
 	}

@@ -149,3 +149,34 @@ func (t Trigger) String() string {
 	}
 	return b.String()
 }
+
+// Describe says in words when the trigger fires panes, as a job file's
+// trigger field sets it: "at the watermark; early every 1m0s of processing
+// time, aligned to the clock; late: a pane per late event".
+func (t Trigger) Describe() string {
+	if t.FinalOnly {
+		return "once, when the window closes (final_only)"
+	}
+	var b strings.Builder
+	b.WriteString("at the watermark")
+	if t.EarlyDelay > 0 {
+		fmt.Fprintf(&b, "; early every %s of processing time", mtime.FormatDuration(t.EarlyDelay))
+		if t.EarlyAligned {
+			b.WriteString(", aligned to the clock")
+		} else {
+			b.WriteString(" after the first event of a pane")
+		}
+	}
+	if t.EarlyElements > 0 {
+		fmt.Fprintf(&b, "; early every %d events", t.EarlyElements)
+	}
+	switch t.Late {
+	case LateEach:
+		b.WriteString("; late: a pane per late event")
+	case LateThrottled:
+		fmt.Fprintf(&b, "; late: at most a pane per %s", mtime.FormatDuration(t.LatePeriod))
+	case LateNone:
+		b.WriteString("; late: none")
+	}
+	return b.String()
+}

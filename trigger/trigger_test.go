@@ -39,3 +39,20 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// Describe says what a job file's trigger does in words, not as Go code.
+func TestDescribe(t *testing.T) {
+	for _, c := range []struct {
+		t    Trigger
+		want string
+	}{
+		{AfterWatermark(), "at the watermark; late: a pane per late event"},
+		{AfterWatermark().EarlyEvery(time.Minute, true).LateThrottled(30 * time.Second), "at the watermark; early every 1m0s of processing time, aligned to the clock; late: at most a pane per 30s"},
+		{AfterWatermark().EarlyEvery(10*time.Second, false).LateNone(), "at the watermark; early every 10s of processing time after the first event of a pane; late: none"},
+		{OnClose(), "once, when the window closes (final_only)"},
+	} {
+		if got := c.t.Describe(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.t, got, c.want)
+		}
+	}
+}

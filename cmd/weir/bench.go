@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,8 +18,7 @@ import (
 // its peak memory is its own), and prints them side by side with the floor,
 // the peer and the targets.
 func cmdBench(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir bench", stderr)
 	only := fs.String("only", "", "run the benchmarks whose name matches this `regexp`")
 	dur := fs.Duration("duration", 8*time.Second, "how long each timed benchmark runs")
 	quick := fs.Bool("quick", false, "short runs (2 s each, 1M JSON lines): a smoke test, not a measurement")
@@ -63,7 +61,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if *list {
 		for _, b := range bench.All() {
-			fmt.Fprintf(stdout, "%-26s %s\n", b.Name, b.About)
+			fmt.Fprintf(stdout, "%-28s %s\n", b.Name, b.About)
 		}
 		return 0
 	}

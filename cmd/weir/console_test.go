@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/clitest"
 )
 
 // Clients of the console cannot stop the job: 5,000 idle keep-alive
@@ -25,7 +27,7 @@ import (
 func TestIdleConnectionsDoNotStopTheJob(t *testing.T) {
 	const conns = 5000
 	dir := t.TempDir()
-	port := freePort(t)
+	port := clitest.FreePort(t)
 	job := fmt.Sprintf(`name: idle
 source: {file: input.jsonl, follow: true}
 time: {field: ts}
@@ -49,7 +51,7 @@ http: 127.0.0.1:%d
 		}
 	}
 	addLines(100)
-	cmd := exec.Command("prlimit", "--nofile=4096:4096", weirBin, "run", "job.yaml")
+	cmd := exec.Command("prlimit", "--nofile=4096:4096", clitest.Bin, "run", "job.yaml")
 	cmd.Dir = dir
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr

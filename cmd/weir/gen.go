@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +36,7 @@ Flags:
 // cmdGen runs "weir gen": exit status 0 done, 1 the output could not be
 // written, 2 bad arguments.
 func cmdGen(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir gen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir gen", stderr)
 	events := fs.Int("events", gen.DefaultEvents, "number of lines to write (ledger, ledger-events: of orders in the ledger)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	days := fs.Int("days", 1, "days of event time the lines cover (steep, orders, ledger)")

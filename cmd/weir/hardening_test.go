@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/clitest"
 )
 
 // tinyInput is three events, one too late, one broken line.
@@ -180,8 +182,8 @@ func TestCheckpointDirIsNeverEmptied(t *testing.T) {
 // weir savepoint never signals a process a killed run left in weir.pid, and
 // two runs cannot share a checkpoint directory.
 func TestSavepointStalePidAndOneRunPerDirectory(t *testing.T) {
-	dir, _ := crashReference(t)
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+"checkpoint: {dir: ckpt, interval: 10s}\n"), 0o644)
+	dir, _ := clitest.CrashReference(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(clitest.CrashJob+"checkpoint: {dir: ckpt, interval: 10s}\n"), 0o644)
 	os.MkdirAll(filepath.Join(dir, "ckpt"), 0o755)
 	victim := exec.Command("sleep", "30")
 	if err := victim.Start(); err != nil {
@@ -198,7 +200,7 @@ func TestSavepointStalePidAndOneRunPerDirectory(t *testing.T) {
 		t.Fatalf("the unrelated process was signalled: %v", err)
 	}
 	// A run holds the directory; a second one is refused while it runs.
-	first := exec.Command(weirBin, "run", "--quiet", "job.yaml")
+	first := exec.Command(clitest.Bin, "run", "--quiet", "job.yaml")
 	first.Dir = dir
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -211,7 +213,7 @@ func TestSavepointStalePidAndOneRunPerDirectory(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	second := exec.Command(weirBin, "run", "--quiet", "job.yaml")
+	second := exec.Command(clitest.Bin, "run", "--quiet", "job.yaml")
 	second.Dir = dir
 	out, err := second.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "is in use by process "+strconv.Itoa(first.Process.Pid)) {
@@ -224,9 +226,9 @@ func TestSavepointStalePidAndOneRunPerDirectory(t *testing.T) {
 // Every checkpoint corrupt, or an output file cut short after a crash: the
 // job refuses to run, says what it found and how to start over, exit 1.
 func TestRefusesToStartOverSilently(t *testing.T) {
-	dir, _ := crashReference(t)
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(crashJob+"checkpoint: {dir: ckpt, interval: 100ms}\n"), 0o644)
-	cmd := weirRun(t, dir, "job.yaml")
+	dir, _ := clitest.CrashReference(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(clitest.CrashJob+"checkpoint: {dir: ckpt, interval: 100ms}\n"), 0o644)
+	cmd := clitest.StartRun(t, dir, "job.yaml")
 	time.Sleep(700 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
@@ -328,10 +330,10 @@ func TestStopABusyJob(t *testing.T) {
 		t.Skip("a 1M-event input")
 	}
 	dir := t.TempDir()
-	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
-	job := strings.Replace(crashJob, "window: {tumbling: 1m}", "window: {sliding: {size: 1h, slide: 1s}}", 1) + "checkpoint: {dir: ckpt, interval: 1h}\n"
+	clitest.WriteCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
+	job := strings.Replace(clitest.CrashJob, "window: {tumbling: 1m}", "window: {sliding: {size: 1h, slide: 1s}}", 1) + "checkpoint: {dir: ckpt, interval: 1h}\n"
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
-	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
+	cmd, stderr := clitest.Start(t, dir, "run", "job.yaml")
 	time.Sleep(2 * time.Second)
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -347,5 +349,19 @@ func TestStopABusyJob(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "stopped before the end of the input") {
 		t.Errorf("stderr: %s", stderr.String())
+	}
+}
+
+// A checkpoint directory that cannot be created: a clear error at start,
+// exit 1.
+func TestUnwritableCheckpointDir(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(`{"id":"a","card":"c","amount":1,"ts":1780000000000,"arrival":1780000000000}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "blocker"), []byte("a file, not a directory"), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(clitest.CrashJob+"checkpoint: {dir: blocker/ckpt}\n"), 0o644)
+	code, _, stderr := runCLI(t, dir, "run", "job.yaml")
+	if msg := "cannot open the checkpoint directory " + filepath.Join(dir, "blocker", "ckpt") + ": "; code != 1 || !strings.Contains(stderr, msg) ||
+		!strings.Contains(stderr[strings.Index(stderr, msg):], ": not a directory") {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }

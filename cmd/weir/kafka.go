@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,9 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
-
-	"github.com/weirstream/weir/gen"
-	"github.com/weirstream/weir/source"
 )
 
 const kafkaUsage = `Usage: weir kafka [flags]
@@ -26,22 +24,25 @@ nothing written to disk unless --data), with the topics of the fraud demo:
 orders (3 partitions), alerts, orders-late and orders-quarantine. It is for
 trying weir without a Kafka of your own, not for production.
 
-With --orders it also produces the orders stream of the fraud job live into
-the orders topic (a day of orders, --speed times faster than real time),
-and prints every alert the job commits to the alerts topic (read_committed).
-Run the job beside it: weir run examples/fraud/kafka.yaml
+With --orders it also produces the fraud job's orders live into the orders
+topic, --rate a second on average, keyed by card, until Ctrl-C: each order's
+event time is the moment it is sent, but 2% come from phones that were
+offline, 5 s to 1 minute late, and 0.3% 2 to 5 minutes late, so that the
+job has late events to accept and too-late ones to set aside; a stolen
+card every 10 seconds or so pays 5 to 30 times in 10 to 60 seconds. It
+prints every alert the job commits to the alerts topic (read_committed).
+Run the job beside
+it: weir run --http 127.0.0.1:8080 examples/fraud/kafka.yaml
 
 Flags:
 `
 
 // cmdKafka runs the development broker until Ctrl-C.
 func cmdKafka(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir kafka", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir kafka", stderr)
 	port := fs.Int("port", 9092, "the port to listen on (127.0.0.1 only)")
 	orders := fs.Bool("orders", false, "produce the fraud job's orders live into the orders topic, and print the alerts")
-	speed := fs.Float64("speed", 60, "with --orders: how many times faster than real time the orders come")
-	events := fs.Int("events", 200_000, "with --orders: how many orders the day holds")
+	rate := fs.Float64("rate", 50, "with --orders: orders a second, on average")
 	data := fs.String("data", "", "keep the broker's data in this `directory` across restarts")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kafkaUsage)
@@ -51,7 +52,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 || *speed <= 0 {
+	if len(pos) != 0 || *rate <= 0 {
 		fs.Usage()
 		return 2
 	}
@@ -71,68 +72,147 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *orders {
-		go produceOrders(ctx, addr, *events, *speed, stderr)
+		go produceOrders(ctx, addr, liveOrders{Rate: *rate}, stderr)
 		go printAlerts(ctx, addr, stdout)
 	}
 	<-ctx.Done()
 	return 0
 }
 
-// produceOrders writes a day of the fraud job's orders into the orders
-// topic, keyed by card, each at its arrival time divided by speed from now.
-// It returns how many it produced.
-func produceOrders(ctx context.Context, addr string, events int, speed float64, log io.Writer) int {
-	var buf bytes.Buffer
-	if err := gen.Orders(&buf, gen.Options{Events: events, Seed: 1}); err != nil {
-		fmt.Fprintln(log, "weir kafka: generating orders:", err)
-		return 0
-	}
+// liveOrders says how produceOrders produces.
+type liveOrders struct {
+	Rate  float64 // orders a second, on average
+	Limit int     // stop after so many (0: never)
+	Seed  uint64
+}
+
+// The demo's orders, in real time.
+const (
+	lateShare      = 0.02 // from phones that were offline, 5 s to 1 min late: some within the job's allowed lateness
+	tooLateShare   = 0.003
+	lateMin        = 5 * time.Second
+	lateMax        = time.Minute
+	tooLateMin     = 2 * time.Minute
+	tooLateMax     = 5 * time.Minute
+	orderSendSlop  = 300 * time.Millisecond // an order on time is sent within this of its event time
+	stolenEvery    = 10 * time.Second       // a stolen card, on average
+	stolenOrdersLo = 5                      // ... pays 5 to 30 times
+	stolenOrdersHi = 30
+	stolenSpanLo   = 10 * time.Second // ... within 10 s to 60 s
+	stolenSpanHi   = 60 * time.Second
+	customers      = 100_000
+)
+
+// produceOrders produces the fraud job's orders into the orders topic,
+// keyed by card, o.Rate a second on average, as they happen: an order's
+// event time (ts) and arrival are the moment it is sent, a little before,
+// and the late ones' event time is earlier (lateShare, tooLateShare). A
+// stolen card starts paying every stolenEvery on average, 5 to 30 times in
+// 10 to 60 seconds, which the job's alerts catch. It returns how many it
+// produced.
+func produceOrders(ctx context.Context, addr string, o liveOrders, log io.Writer) int {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerLinger(10*time.Millisecond))
 	if err != nil {
 		fmt.Fprintln(log, "weir kafka:", err)
 		return 0
 	}
 	defer cl.Close()
-	lines := source.NewLines(&buf, 0, 0, 0)
-	var p fastjson.Parser
-	start := time.Now()
-	first := int64(-1)
-	n := 0
+	r := rand.New(rand.NewPCG(o.Seed, 7))
+	type stolen struct {
+		card, user int64
+		left       int
+		gap        time.Duration
+		next       time.Time
+	}
+	var cards []*stolen
+	now := time.Now()
+	nextOrder, nextStolen := now, now.Add(time.Duration(r.ExpFloat64()*float64(stolenEvery)))
+	gap := float64(time.Second) / o.Rate
+	n, fakes := 0, int64(customers)
 	report := time.NewTicker(10 * time.Second)
 	defer report.Stop()
-	for {
-		ln, ok := lines.Next()
-		if !ok {
-			if err := cl.Flush(ctx); err != nil {
-				return n
+	var arena fastjson.Arena
+	for o.Limit == 0 || n < o.Limit {
+		// The next thing due: an ordinary order, a stolen card's, or a
+		// card that starts being used.
+		due, which := nextOrder, -1
+		for i, c := range cards {
+			if c.next.Before(due) {
+				due, which = c.next, i
 			}
-			fmt.Fprintf(log, "weir kafka: the day of %d orders is all produced\n", n)
+		}
+		if nextStolen.Before(due) {
+			due, which = nextStolen, -2
+		}
+		if o.Limit == 0 {
+			if wait := time.Until(due); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return n
+				case <-time.After(wait):
+				}
+			}
+		}
+		if ctx.Err() != nil {
 			return n
 		}
-		v, err := p.ParseBytes(ln.Text)
-		if err != nil {
+		var card, user, cents int64
+		switch which {
+		case -2:
+			k := stolenOrdersLo + r.IntN(stolenOrdersHi-stolenOrdersLo+1)
+			span := stolenSpanLo + time.Duration(r.Int64N(int64(stolenSpanHi-stolenSpanLo)))
+			cards = append(cards, &stolen{card: 2 * int64(r.IntN(customers)), user: fakes, left: k, gap: span / time.Duration(k), next: due})
+			fakes++
+			nextStolen = due.Add(time.Duration(r.ExpFloat64() * float64(stolenEvery)))
 			continue
-		}
-		arr, _ := source.Time(v.Get("arrival"))
-		if first < 0 {
-			first = int64(arr)
-		}
-		due := start.Add(time.Duration(float64(int64(arr)-first)/speed) * time.Millisecond)
-		if wait := time.Until(due); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return n
-			case <-time.After(wait):
+		case -1:
+			// Regulars order more often; some have a second card.
+			f := r.Float64()
+			user = int64(customers * f * math.Sqrt(f))
+			card = 2 * user
+			if user%4 == 0 && r.Float64() < 0.3 {
+				card++
+			}
+			cents = 350 + 10*r.Int64N(116) // 3.50 to 15.00
+			nextOrder = due.Add(time.Duration(r.ExpFloat64() * gap))
+		default:
+			c := cards[which]
+			card, user, cents = c.card, c.user, 800+10*r.Int64N(220) // dearer
+			if c.left--; c.left == 0 {
+				cards = append(cards[:which], cards[which+1:]...)
+			} else {
+				c.next = due.Add(c.gap/2 + time.Duration(r.Int64N(int64(c.gap))))
 			}
 		}
-		cl.Produce(ctx, orderRecord(v, ln.Text), nil)
+		sent := time.Now()
+		if o.Limit > 0 {
+			sent = due // as fast as it goes: the times it would have had
+		}
+		ts := sent.Add(-time.Duration(r.Int64N(int64(orderSendSlop))))
+		switch x := r.Float64(); {
+		case x < tooLateShare:
+			ts = sent.Add(-tooLateMin - time.Duration(r.Int64N(int64(tooLateMax-tooLateMin))))
+		case x < tooLateShare+lateShare:
+			ts = sent.Add(-lateMin - time.Duration(r.Int64N(int64(lateMax-lateMin))))
+		}
 		n++
+		arena.Reset()
+		v := arena.NewObject()
+		v.Set("order_id", arena.NewString(fmt.Sprintf("o%09d", n)))
+		v.Set("card", arena.NewString(fmt.Sprintf("card_%08d", card)))
+		v.Set("user_id", arena.NewString(fmt.Sprintf("u%07d", user)))
+		v.Set("amount", arena.NewNumberString(fmt.Sprintf("%d.%02d", cents/100, cents%100)))
+		v.Set("ts", arena.NewString(ts.UTC().Format("2006-01-02T15:04:05.000Z")))
+		v.Set("arrival", arena.NewString(sent.UTC().Format("2006-01-02T15:04:05.000Z")))
+		cl.Produce(ctx, orderRecord(v, v.MarshalTo(nil)), nil)
 		select {
 		case <-report.C:
 			fmt.Fprintf(log, "weir kafka: %d orders produced\n", n)
 		default:
 		}
 	}
+	cl.Flush(ctx)
+	return n
 }
 
 // orderRecord is the record of one order line, keyed by its card. The

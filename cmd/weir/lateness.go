@@ -72,8 +72,7 @@ func (l *listFlag) Set(s string) error {
 
 // cmdLateness runs "weir lateness".
 func cmdLateness(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir lateness", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir lateness", stderr)
 	jobFile := fs.String("job", "", "take the time fields (and window size) from this job `file`")
 	ledger := fs.String("ledger", "", "join FILE to this ledger `file` of what must have happened: late, or lost?")
 	match := fs.String("match", "", "with --ledger: the id `field` of the ledger's entries and of the events (order_id)")

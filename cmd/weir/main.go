@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,29 +30,72 @@ import (
 	"github.com/weirstream/weir/job"
 )
 
-const usage = `weir: event-time stream processing
+// command is one of weir's commands.
+type command struct {
+	name  string
+	args  string // what follows the name in its usage line
+	about string // what it does, in a line or two
+	run   func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
 
-Usage:
-  weir run [flags] JOB.yaml    run a job file (see README.md for its fields)
-  weir savepoint JOB.yaml      ask the running job for a savepoint
-  weir status JOB.yaml         the running job's partitions, watermark and counts
-                               (from its http address)
-  weir simulator [flags]       serve seed 000's watermark simulator, computed by weir
-  weir gen steep|orders|nexmark|ledger|ledger-events [flags]
-                               write a realistic stream of JSON lines
-  weir lateness [flags] FILE   measure how late a recorded stream is: travel
-                               times, Table 1 and a recommended watermark
-  weir reconcile --ledger FILE... JOB.yaml
-                               correct the job's table from a retained ledger
-  weir bench [flags]           run the benchmarks (from the repository's root)
-  weir kafka [flags]           a development Kafka broker on 127.0.0.1, with the
-                               fraud demo's topics (and --orders, its orders live)
-  weir version                 print the version
-  weir help                    this text
+// commands are weir's commands, in the order the usage lists them (set in
+// init: completion reads them).
+var commands []command
 
-Exit status: 0 done, 1 the job failed while running, 2 a bad job file or
-bad flags (nothing is written).
+func init() {
+	commands = []command{
+		{"run", "[flags] JOB.yaml", "run a job file (see README.md for its fields)", cmdRun},
+		{"lint", "[flags] JOB.yaml", "check a job file and the first lines of its\ninput: typos, fields that never occur", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLint(a, o, e) }},
+		{"savepoint", "JOB.yaml", "ask the running job for a savepoint", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSavepoint(a, o, e) }},
+		{"status", "JOB.yaml", "the running job's partitions, watermark and\ncounts (from its console)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdStatus(a, o, e) }},
+		{"simulator", "[flags]", "serve the watermark simulator, computed by weir", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSimulator(a, o, e) }},
+		{"gen", "steep|orders|nexmark|ledger|ledger-events [flags]", "write a realistic stream of JSON lines", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdGen(a, o, e) }},
+		{"lateness", "[flags] FILE", "measure how late a recorded stream is, and\nrecommend a watermark delay", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLateness(a, o, e) }},
+		{"reconcile", "--ledger FILE... JOB.yaml", "correct the job's table from a retained ledger", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdReconcile(a, o, e) }},
+		{"bench", "[flags]", "run the benchmarks (from the repository's root)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdBench(a, o, e) }},
+		{"kafka", "[flags]", "a development Kafka broker on 127.0.0.1 with\nthe fraud demo's topics (--orders: orders live)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdKafka(a, o, e) }},
+		{"schema", "", "print the JSON schema of job files, for editors", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSchema(a, o, e) }},
+		{"completion", "bash|zsh|fish", "print the shell completion script", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdCompletion(a, o, e) }},
+		{"version", "[--deps]", "the version, commit and Go it was built with", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdVersion(a, o, e) }},
+		{"help", "", "this text", func(_ []string, _ io.Reader, o, _ io.Writer) int { fmt.Fprint(o, usageText()); return 0 }},
+	}
+}
+
+// exitCodes is the one table of exit statuses, for every command.
+const exitCodes = `Exit status, for every command:
+  0  done
+  1  a failure while running: an output or a checkpoint that cannot be
+     written, a job stopped by its failure, a job that answers no status,
+     weir lint finding a problem in its sample
+  2  bad flags or arguments, or a bad job file (a one-line error naming the
+     file, line and field): nothing was run or written
 `
+
+// usageText is weir's usage, from the table of commands.
+func usageText() string {
+	var b strings.Builder
+	b.WriteString("weir: event-time stream processing\n\nUsage:\n")
+	for _, c := range commands {
+		head := "  weir " + c.name
+		if c.args != "" {
+			head += " " + c.args
+		}
+		lines := strings.Split(c.about, "\n")
+		if len(head) > 30 {
+			fmt.Fprintf(&b, "%s\n", head)
+			head = ""
+		}
+		for i, l := range lines {
+			if i > 0 {
+				head = ""
+			}
+			fmt.Fprintf(&b, "%-31s%s\n", head, l)
+		}
+	}
+	b.WriteString("\nFlags may come before or after the arguments. weir COMMAND --help says\nwhat a command's flags are.\n\n")
+	b.WriteString(exitCodes)
+	return b.String()
+}
 
 var version = "0.1.0-dev"
 
@@ -61,50 +105,77 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText())
 		return 2
 	}
 	switch args[0] {
-	case "run":
-		return cmdRun(args[1:], stdin, stdout, stderr)
-	case "savepoint":
-		return cmdSavepoint(args[1:], stdout, stderr)
-	case "status":
-		return cmdStatus(args[1:], stdout, stderr)
-	case "simulator":
-		return cmdSimulator(args[1:], stdout, stderr)
-	case "gen":
-		return cmdGen(args[1:], stdout, stderr)
-	case "bench":
-		return cmdBench(args[1:], stdout, stderr)
-	case "lateness":
-		return cmdLateness(args[1:], stdout, stderr)
-	case "kafka":
-		return cmdKafka(args[1:], stdout, stderr)
-	case "reconcile":
-		return cmdReconcile(args[1:], stdout, stderr)
-	case "version", "--version":
-		fmt.Fprintln(stdout, "weir", version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+	case "--version":
+		return cmdVersion(args[1:], stdout, stderr)
+	case "-h", "--help":
+		fmt.Fprint(stdout, usageText())
 		return 0
 	}
-	fmt.Fprintf(stderr, "weir: unknown command %q\n\n%s", args[0], usage)
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdin, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "weir: unknown command %q\n\n%s", args[0], usageText())
 	return 2
 }
 
-func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir run", flag.ContinueOnError)
+// flagsOf runs a command with --help and returns its flag set: completion
+// and the tests read a command's flags from the one place that defines
+// them. Not safe to call concurrently.
+func flagsOf(c command) *flag.FlagSet {
+	capturing, captured = true, nil
+	defer func() { capturing = false }()
+	c.run([]string{"--help"}, strings.NewReader(""), io.Discard, io.Discard)
+	return captured
+}
+
+var (
+	capturing bool          // flagsOf is asking
+	captured  *flag.FlagSet // the first flag set the command made
+)
+
+// newFlagSet is a command's flag set, its errors and usage on stderr.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if capturing && captured == nil {
+		captured = fs
+	}
+	return fs
+}
+
+// setFlag collects --set path=value, repeatable.
+type setFlag []string
+
+func (s *setFlag) String() string     { return strings.Join(*s, " ") }
+func (s *setFlag) Set(v string) error { *s = append(*s, v); return nil }
+
+// addSetFlag adds --set to a command that reads a job file.
+func addSetFlag(fs *flag.FlagSet) {
+	fs.Var(new(setFlag), "set", "override a field of the job file: `path=value`, such as window.tumbling=5m or output[1].sqlite.path=x.db (repeat for more)")
+}
+
+func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("weir run", stderr)
 	quiet := fs.Bool("quiet", false, "do not print the summary on standard error")
 	progress := fs.Bool("progress", isTerminal(stderr), "show progress on standard error (default: when it is a terminal)")
 	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
-	httpAddr := fs.String("http", "", "serve /metrics, /api/status, /healthz and the web console on `host:port` (overrides the job file's http address; its token and allowed hosts stay)")
+	httpAddr := fs.String("http", "", "serve /metrics, /api/status, /healthz, /readyz and the web console on `host:port` (overrides the job file's http address; its token and allowed hosts stay); the console stays up after the input ends, until Ctrl-C")
 	acceptChanged := fs.Bool("accept-changed-input", false, "read an input file that is not the one the restored checkpoint read (regenerated or replaced since) from its start, instead of refusing to resume")
 	force := fs.Bool("force", false, "take existing output files over even when weir has no record of writing them (weir never overwrites or cuts back a file it cannot prove it wrote, unless told so)")
+	check := fs.Bool("check", false, "check the job file and a sample of its input as weir lint does, and exit without running")
+	sample := fs.Int("sample", job.DefaultSample, "with --check: how many lines of the input to read")
+	printConfig := fs.Bool("print-config", false, "print the job file as weir reads it (--set applied, ${NAME} expanded, secrets hidden) and exit")
+	allowAll := fs.Bool("allow-all-quarantined", false, fmt.Sprintf("run to its end a job whose first %d lines are all quarantined (by default it stops: a misspelt key or time field rejects every line)", job.AllQuarantinedLines))
+	addSetFlag(fs)
+	lf := addLogFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir run [flags] JOB.yaml
 
@@ -121,29 +192,53 @@ a last checkpoint and the instance leaves the group.
 
 Every string of the job file may read the environment: ${NAME}, or
 ${NAME:-default} when NAME is unset or empty; $$ is a dollar. An unset NAME
-without a default is a bad job file (exit 2).
+without a default is a bad job file (exit 2). --set path=value overrides a
+field (applied before ${NAME} is read); --print-config shows the result.
+
+After its first %d lines the job says what they show, as weir lint does (a
+field it names that never occurs, an aggregate whose field is never a
+number); a job whose first %d lines are all quarantined stops (exit 1),
+naming the commonest reason.
+
+Logs go to standard error, one record a line with its time and level
+(--log-format text or json); warnings are at level warn.
 
 The console (http, or --http) answers only requests that name this machine
 (localhost, an IP address, its listen host, or http.allowed_hosts); with
-http.token every request but /healthz must carry the token (Authorization:
-Bearer TOKEN, or open a page once with ?token=TOKEN). weir warns when it
-listens beyond loopback without a token. Secrets (passwords, tokens, what
-came from a variable into them) are never printed or served.
+http.token every request but /healthz and /readyz must carry the token
+(Authorization: Bearer TOKEN, or open a page once with ?token=TOKEN). weir
+warns when it listens beyond loopback without a token. Secrets (passwords,
+tokens, what came from a variable into them) are never printed or served.
 
 Files weir creates are its user's alone (0600, directories 0700);
 file_mode: "0640" in the job file widens the outputs. weir deletes or
 empties only what it wrote: its checkpoint directory must be new, empty or
 marked by weir (WEIR-CHECKPOINTS).
 
+%s
 Flags:
-`)
+`, job.DefaultSample, job.AllQuarantinedLines, exitCodes)
 		fs.PrintDefaults()
 	}
-	j, _, code, ok := loadJobArg(fs, args, stderr)
+	j, pos, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
 	}
+	if *printConfig {
+		stdout.Write(j.Resolved())
+		return 0
+	}
+	if *check {
+		return lint(j, pos[0], *sample, false, stdout)
+	}
+	logger, err := lf.logger(stderr, j.Name)
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 2
+	}
 	// Nothing the run says shows a secret of the job file.
+	log := newLogWriter(logger, j.Name, j.Redact)
+	defer log.Flush()
 	stderr = j.RedactWriter(stderr)
 	if *from != "" {
 		if st, err := os.Stat(*from); err != nil || !st.IsDir() {
@@ -154,37 +249,39 @@ Flags:
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(stderr, "weir:", err)
+			fmt.Fprintln(stderr, "weir: --cpuprofile:", err)
 			return 2
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			fmt.Fprintln(stderr, "weir:", err)
+			fmt.Fprintln(stderr, "weir: --cpuprofile:", err)
 			return 2
 		}
 		defer pprof.StopCPUProfile()
 	}
+	keepConsole := false
 	if *httpAddr != "" {
-		j.HTTP = *httpAddr
+		j.HTTP, keepConsole = *httpAddr, true
 	}
-	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: stderr, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "", Force: *force, AcceptChangedInput: *acceptChanged}
+	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: log, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "",
+		Force: *force, AcceptChangedInput: *acceptChanged, AllowAllQuarantined: *allowAll}
 	if j.Grouped() {
 		if *from != "" {
 			fmt.Fprintln(stderr, "weir: --from: a job in a consumer group starts each partition from its changelog topic")
 			return 2
 		}
-		return runGroup(j, opts, stderr)
+		return runGroup(j, pos[0], opts, log)
 	}
 	if *progress {
 		opts.Progress = stderr
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sig := handleSignals(ctx, cancel, stderr)
+	sig := handleSignals(ctx, cancel, log)
 	defer sig.stop()
 	rn, err := job.Build(j, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
+		log.Error(err.Error())
 		var je *job.Error
 		if errors.As(err, &je) {
 			return 2 // a file the job names is not its to write
@@ -192,18 +289,22 @@ Flags:
 		return 1
 	}
 	sig.attach(rn.Engine().Control())
+	var srv *console.Server
+	var addr net.Addr
 	if j.HTTP != "" {
 		sctx, stopServer := context.WithCancel(context.Background())
 		defer stopServer()
-		addr, err := console.Listen(sctx, j.HTTP, rn.Console())
-		if err != nil {
-			fmt.Fprintln(stderr, "weir:", err)
+		srv = rn.Console()
+		srv.CheckpointInterval = time.Duration(j.Checkpoint.Interval) * time.Millisecond
+		if addr, err = console.Listen(sctx, j.HTTP, srv); err != nil {
+			log.Error(err.Error())
 			return 1
 		}
-		fmt.Fprintf(stderr, "weir: the console is on http://%s/ (metrics on /metrics, status on /api/status)\n", addr)
+		log.Info("the console is on http://%s/ (metrics on /metrics, status on /api/status)", addr)
 		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
-			fmt.Fprintln(stderr, "weir:", w)
+			log.Warn("%s", w)
 		}
+		defer recordAddress(pos[0], addr)()
 	}
 	if j.Checkpoint.Dir != "" {
 		pidFile := writePID(j.Checkpoint.Dir)
@@ -211,11 +312,18 @@ Flags:
 	}
 	sum, err := rn.Run(ctx)
 	if sum != nil && !*quiet {
-		fmt.Fprint(stderr, sum.Text())
+		log.Lines(sum.Text())
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
+		log.Error(err.Error())
 		return 1
+	}
+	if keepConsole && ctx.Err() == nil {
+		// weir run --http: the console stays up, with the job's last
+		// status, until Ctrl-C.
+		srv.Ended(rn.Engine())
+		log.Info("the input has ended; the console stays up on http://%s/ until Ctrl-C", addr)
+		<-ctx.Done()
 	}
 	return 0
 }
@@ -223,10 +331,10 @@ Flags:
 // runGroup runs an instance of a consumer-group job until SIGTERM or
 // Ctrl-C: then each of its tasks takes a last checkpoint and it leaves the
 // group.
-func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
+func runGroup(j *job.Job, jobFile string, opts job.Options, log *logWriter) int {
 	gr, err := job.NewGroup(j, opts)
 	if err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
+		log.Error(err.Error())
 		return 1
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -234,27 +342,29 @@ func runGroup(j *job.Job, opts job.Options, stderr io.Writer) int {
 	if j.HTTP != "" {
 		addr, err := console.Listen(ctx, j.HTTP, gr.Console())
 		if err != nil {
-			fmt.Fprintln(stderr, "weir:", err)
+			log.Error(err.Error())
 			return 1
 		}
-		fmt.Fprintf(stderr, "weir: the instance's status is on http://%s/api/status (metrics on /metrics)\n", addr)
+		log.Info("the console is on http://%s/ (metrics on /metrics, status on /api/status)", addr)
 		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
-			fmt.Fprintln(stderr, "weir:", w)
+			log.Warn("%s", w)
 		}
+		defer recordAddress(jobFile, addr)()
 	}
 	term := make(chan os.Signal, 2)
 	signal.Notify(term, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(term)
 	go func() {
 		<-term
-		fmt.Fprintln(stderr, "weir: stopping: every task takes a last checkpoint, then the instance leaves the group")
+		log.Info("stopping: every task takes a last checkpoint, then the instance leaves the group")
 		cancel()
 		<-term
-		fmt.Fprintln(stderr, "weir: second signal: exiting at once; the partitions resume from their changelog")
+		log.Info("second signal: exiting at once; the partitions resume from their changelog")
+		log.Flush()
 		os.Exit(1)
 	}()
 	if err := gr.Run(ctx); err != nil {
-		fmt.Fprintln(stderr, "weir:", err)
+		log.Error(err.Error())
 		return 1
 	}
 	return 0
@@ -278,9 +388,9 @@ func removePID(p string) {
 // cmdSavepoint asks the job running with a checkpoint directory for a
 // savepoint and waits for it.
 func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir savepoint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir savepoint", stderr)
 	wait := fs.Duration("timeout", time.Minute, "how long to wait for the savepoint")
+	addSetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: weir savepoint [flags] JOB.yaml\n\nAsks the running job (which must have checkpoint.dir) for a savepoint and prints its directory.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -341,12 +451,10 @@ func newestSavepoint(dir string) string {
 	return newest
 }
 
-// parseInterspersed parses flags that may come before, between or after the
-// positional arguments, and returns those. When parsing stops (bad flags, or
-// -h), ok is false and code is the exit status: 0 for help, 2 otherwise.
 // loadJobArg parses a command's flags and its one argument, the job file, and
-// loads the job; when ok is false the command exits with code (2: a usage
-// or job-file error, said on stderr; 0: --help).
+// loads the job (with the command's --set, if it has the flag); when ok is
+// false the command exits with code (2: a usage or job-file error, said on
+// stderr; 0: --help).
 func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *job.Job, pos []string, code int, ok bool) {
 	pos, code, ok = parseInterspersed(fs, args)
 	if !ok {
@@ -356,7 +464,11 @@ func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *job.Job, 
 		fs.Usage()
 		return nil, nil, 2, false
 	}
-	j, err := job.Load(pos[0])
+	var o job.LoadOptions
+	if f := fs.Lookup("set"); f != nil {
+		o.Set = *f.Value.(*setFlag)
+	}
+	j, err := job.LoadWith(pos[0], o)
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return nil, nil, 2, false
@@ -364,6 +476,9 @@ func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *job.Job, 
 	return j, pos, 0, true
 }
 
+// parseInterspersed parses flags that may come before, between or after the
+// positional arguments, and returns those. When parsing stops (bad flags, or
+// -h), ok is false and code is the exit status: 0 for help, 2 otherwise.
 func parseInterspersed(fs *flag.FlagSet, args []string) (positional []string, code int, ok bool) {
 	for {
 		if err := fs.Parse(args); err != nil {

@@ -7,25 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/internal/clitest"
 )
 
-// buildWeir builds the command once per test binary.
-var weirBin string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "weir-bin-")
-	if err != nil {
-		panic(err)
-	}
-	weirBin = filepath.Join(dir, "weir")
-	if out, err := exec.Command("go", "build", "-o", weirBin, ".").CombinedOutput(); err != nil {
-		panic("go build: " + err.Error() + "\n" + string(out))
-	}
-	code := m.Run()
-	stopPostgres()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+// TestMain builds the weir command once, for the tests that run it as a
+// process (clitest.Bin); the others call run in this process.
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 // The conformance scenarios: the copy in testdata, and the shared suite
 // beside the repository when it is there (it may hold more scenarios).
@@ -38,7 +26,7 @@ func TestConformance(t *testing.T) {
 		suites = append(suites, "../../../shared/conformance")
 	}
 	for _, s := range suites {
-		cmd := exec.Command("python3", filepath.Join(s, "check"), "--weir", weirBin)
+		cmd := exec.Command("python3", filepath.Join(s, "check"), "--weir", clitest.Bin)
 		out, err := cmd.CombinedOutput()
 		t.Logf("%s:\n%s", s, out)
 		if err != nil {
@@ -146,7 +134,7 @@ func TestUsage(t *testing.T) {
 func TestStdinToStdout(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: \"-\"}\ntime: {field: ts, arrival_field: at}\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: \"-\"\n"), 0o644)
-	cmd := exec.Command(weirBin, "run", "--quiet", "job.yaml")
+	cmd := exec.Command(clitest.Bin, "run", "--quiet", "job.yaml")
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(`{"ts":"2026-01-01T00:00:00Z","at":"2026-01-01T00:00:01Z"}` + "\n")
 	out, err := cmd.Output()

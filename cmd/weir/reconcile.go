@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -28,19 +27,20 @@ func (f *files) Set(v string) error {
 
 // cmdReconcile corrects a job's table from a retained ledger.
 func cmdReconcile(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir reconcile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir reconcile", stderr)
 	var ledger files
 	fs.Var(&ledger, "ledger", "a `file` of the retained ledger: the input, the late output, a dead-letter queue (repeat the flag, or separate with commas)")
 	from := fs.String("from", "", "reconcile the windows that start at or after this `time` (RFC 3339; default: every window)")
 	to := fs.String("to", "", "... and before this `time`")
 	reason := fs.String("reason", "", "why: said in every correction's reason, before the values that changed")
-	report := fs.Bool("report", false, "print, per window range, how many windows were corrected, already right or not correctable")
+	report := fs.Bool("report", false, "print, by range of window starts, how many windows were corrected, already right or not correctable (consecutive ranges alike in one line)")
+	all := fs.Bool("all", false, "list every window with what became of it, not only the corrected ones")
 	dry := fs.Bool("dry-run", false, "compare and say what would be corrected, without writing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	acceptance := fs.String("acceptance", "", "write the acceptance record to this .json `file` (and a .md beside it)")
 	output := fs.Int("output", -1, "the `index` of the table in the job's output list; -1 takes the first table")
 	allowLower := fs.Bool("allow-lower", false, "publish corrections that lower a count the stream published (refused by default: a late event can only add, so a lower count means the ledger lacks events)")
+	addSetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: weir reconcile --ledger FILE [--ledger FILE...] [flags] JOB.yaml
 
@@ -52,8 +52,13 @@ written only if its row is still as it was read: a row that changed in between
 (a pane of the stream came first) is left alone and reported, and the command
 exits 1; run it again. The stream never overwrites a reconciled row.
 
-Exit status: 0 done, 1 a window raced or the reconciliation failed, 2 bad flags
-or a bad job file.
+The report lists the corrected windows (--all: every window and what became
+of it), then with --report the ranges of window starts alike (corrected,
+already right, not correctable) a line each, and the totals.
+
+Exit status: 0 done, 1 a window raced or the reconciliation failed, 2 bad flags,
+a bad job file, a job that writes no table, or a ledger file that does not
+exist.
 
 Flags:
 `)
@@ -83,6 +88,10 @@ Flags:
 	if len(ledger) == 0 {
 		fmt.Fprintln(stderr, "weir: --ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
 		return 2
+	}
+	if err := reconcile.Check(j, o); err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 2 // nothing to reconcile as asked: a usage mistake
 	}
 	ctx := context.Background()
 	p, err := reconcile.Prepare(ctx, j, o)
@@ -119,7 +128,7 @@ Flags:
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		fmt.Fprint(stdout, reconcileText(rep, *report))
+		fmt.Fprint(stdout, reconcileText(rep, *report, *all))
 	}
 	if rep.Raced > 0 {
 		fmt.Fprintf(stderr, "weir: %d windows changed in the table after they were read and were not corrected: run weir reconcile again\n", rep.Raced)
@@ -128,8 +137,10 @@ Flags:
 	return 0
 }
 
-// reconcileText is the report for a person.
-func reconcileText(r *reconcile.Report, ranges bool) string {
+// reconcileText is the report for a person: the ledger, the corrected
+// windows (every window, with all), the ranges of windows alike (with
+// ranges), and the totals.
+func reconcileText(r *reconcile.Report, ranges, all bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "ledger: %d lines in %d files: %d events", r.LedgerLines, len(r.LedgerFiles), r.LedgerEvents)
 	if r.LedgerEvents > 0 {
@@ -145,20 +156,44 @@ func reconcileText(r *reconcile.Report, ranges bool) string {
 		if key == "" {
 			key = "-"
 		}
-		switch w.Outcome {
-		case reconcile.Corrected:
+		switch {
+		case w.Outcome == reconcile.Corrected:
 			fmt.Fprintf(&b, "%s  %s [%s, %s): revision %d -> %d: %s\n", verb, key, w.WindowStart, w.WindowEnd, w.Base, w.Revision, w.Changes)
-		case reconcile.NotCorrectable, reconcile.Raced:
+		case all && w.Note != "":
 			fmt.Fprintf(&b, "%s  %s [%s, %s): %s\n", strings.ReplaceAll(string(w.Outcome), "_", " "), key, w.WindowStart, w.WindowEnd, w.Note)
+		case all:
+			fmt.Fprintf(&b, "%s  %s [%s, %s)\n", strings.ReplaceAll(string(w.Outcome), "_", " "), key, w.WindowStart, w.WindowEnd)
 		}
 	}
 	if ranges {
 		fmt.Fprintf(&b, "%-26s %-26s %9s %13s %15s %5s\n", "window_start", "window_end", "corrected", "already_right", "not_correctable", "raced")
-		for _, g := range r.Ranges {
+		for _, g := range mergeRanges(r.Ranges) {
 			fmt.Fprintf(&b, "%-26s %-26s %9d %13d %15d %5d\n", g.WindowStart, g.WindowEnd, g.Corrected, g.AlreadyRight, g.NotCorrectable, g.Raced)
 		}
 	}
 	fmt.Fprintf(&b, "table %s: %d windows %s, %d already right, %d not correctable (the ledger lacks their events), %d raced\n",
 		r.Table, r.Corrected, verb, r.AlreadyRight, r.NotCorrectable, r.Raced)
 	return b.String()
+}
+
+// mergeRanges joins consecutive ranges of windows alike, those with the
+// same outcomes present (corrected, not correctable, raced; or only
+// already right), into one: from the first's start to the last's end,
+// their counts summed.
+func mergeRanges(rs []reconcile.Range) []reconcile.Range {
+	kind := func(g reconcile.Range) [3]bool { return [3]bool{g.Corrected > 0, g.NotCorrectable > 0, g.Raced > 0} }
+	var out []reconcile.Range
+	for _, g := range rs {
+		if n := len(out); n > 0 && kind(out[n-1]) == kind(g) {
+			m := &out[n-1]
+			m.WindowEnd = g.WindowEnd
+			m.Corrected += g.Corrected
+			m.AlreadyRight += g.AlreadyRight
+			m.NotCorrectable += g.NotCorrectable
+			m.Raced += g.Raced
+			continue
+		}
+		out = append(out, g)
+	}
+	return out
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/weirstream/weir/console"
-	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/clitest"
 )
 
 // The secrets of the run below, and the job that uses them: a PostgreSQL
@@ -60,19 +60,17 @@ http: {listen: "127.0.0.1:%[4]d", token: "${WEIR_TEST_TOKEN}"}
 // PostgreSQL through password authentication, the records reach a broker
 // that requires SCRAM.
 func TestSecretsAreNeverShown(t *testing.T) {
-	dsn := pgDatabase(t)
+	dsn := clitest.PGDatabase(t)
 	u, _ := url.Parse(dsn)
 	database := strings.TrimPrefix(u.Path, "/")
-	if err := pgtest.AddUser(pg.dsn, pg.dir, database, "secretuser", pgPassword); err != nil {
-		t.Fatal(err)
-	}
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(freePort(t)), kfake.EnableSASL(),
+	clitest.PGAddUser(t, database, "secretuser", pgPassword)
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(clitest.FreePort(t)), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "weir", saslPassword), kfake.SeedTopics(1, "counts"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	httpPort := freePort(t)
+	httpPort := clitest.FreePort(t)
 	dir := t.TempDir()
 	now := time.Now().UTC().Truncate(time.Second)
 	var input strings.Builder
@@ -83,7 +81,7 @@ func TestSecretsAreNeverShown(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(input.String()), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(secretsJob, u.Port(), database, c.ListenAddrs()[0], httpPort)), 0o644)
 
-	cmd := exec.Command(weirBin, "run", "job.yaml")
+	cmd := exec.Command(clitest.Bin, "run", "job.yaml")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "WEIR_TEST_PGPASSWORD="+pgPassword, "WEIR_TEST_TOKEN="+consoleToken)
 	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}

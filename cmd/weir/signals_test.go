@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/clitest"
 )
 
 // A stop signal is handled from the first instant: SIGTERM while the job
@@ -38,10 +40,10 @@ output: results.jsonl
 checkpoint: {dir: ckpt, interval: 1h}
 http: 127.0.0.1:%d
 `
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, freePort(t))), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, clitest.FreePort(t))), 0o644)
 	// The first run reads everything, waits for more, and is stopped: a
 	// savepoint of 400,000 open windows.
-	first := exec.Command(weirBin, "run", "--quiet", "job.yaml")
+	first := exec.Command(clitest.Bin, "run", "--quiet", "job.yaml")
 	first.Dir = dir
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
@@ -63,7 +65,7 @@ http: 127.0.0.1:%d
 		t.Fatalf("savepoints: %v", sps)
 	}
 	// The second run is stopped while it restores.
-	second := exec.Command(weirBin, "run", "job.yaml")
+	second := exec.Command(clitest.Bin, "run", "job.yaml")
 	second.Dir = dir
 	var stderr strings.Builder
 	second.Stderr = &stderr

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,10 +19,10 @@ import (
 
 // cmdStatus prints the diagnosis of a running job, from its console.
 func cmdStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir status", stderr)
 	addr := fs.String("http", "", "the job's console at `host:port` (default: the job file's http)")
 	asJSON := fs.Bool("json", false, "print /api/status as it is")
+	addSetFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: weir status [flags] JOB.yaml\n\nAsks the running job (which serves its console: http in the job file, or weir run --http) where it stands:\nits watermark, every partition's diagnosis and which one holds the watermark back, the counts and the last checkpoint.\nAn instance of a consumer-group job says which partitions it owns, and each one's task.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -31,6 +30,10 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 	j, pos, code, ok := loadJobArg(fs, args, stderr)
 	if !ok {
 		return code
+	}
+	if *addr == "" {
+		// A weir run --http of this file says where it listens.
+		*addr = recordedAddress(pos[0])
 	}
 	if *addr == "" {
 		*addr = j.HTTP
@@ -98,7 +101,10 @@ func statusText(s engine.Status) string {
 	}
 	fmt.Fprintf(&b, "job %s, %s%s\n", s.Job, s.State, stale)
 	fmt.Fprintf(&b, "watermark %s, %.1f s behind processing time; %d open windows, %d keys\n", showTime(s.Watermark), float64(s.WatermarkGap)/1000, s.OpenWindows, s.Keys)
-	if s.HeldBy != "" {
+	// A partition holds the watermark back when it is behind the others by
+	// more than the delay (and a second), as the console says it.
+	held := s.HeldBy != "" && s.EventTimeSkew >= max(s.WatermarkDelay, 1000)
+	if held {
 		fmt.Fprintf(&b, "held back by %s since %s\n", s.HeldBy, showTime(s.HeldBySince))
 	}
 	fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s\n", "partition", "diagnosis", "watermark", "backlog", "last event")
@@ -108,7 +114,7 @@ func statusText(s engine.Status) string {
 			back = fmt.Sprint(p.Backlog)
 		}
 		mark := ""
-		if p.HoldsBack {
+		if p.HoldsBack && held {
 			mark = "  <- holds the watermark back"
 		}
 		if p.Err != "" {
@@ -119,7 +125,9 @@ func statusText(s engine.Status) string {
 	c := s.Counts
 	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, c.Duplicates, c.TooLate, c.Quarantined)
 	for _, k := range s.Sinks {
-		fmt.Fprintf(&b, "sink %s (%s): %d written, %d committed\n", k.Name, k.Guarantee, k.Written, k.Committed)
+		// Committed counts every run's, written this run's: after a
+		// resume the first may be the larger.
+		fmt.Fprintf(&b, "sink %s (%s): %d committed in all, %d written by this run\n", k.Name, k.Guarantee, k.Committed, k.Written)
 	}
 	if ck := s.Checkpoint; !ck.At.IsZero() {
 		fmt.Fprintf(&b, "last checkpoint %d at %s (%s ago, took %s, %d bytes); %d failed\n", ck.ID, ck.At.UTC().Format(time.RFC3339), s.At.Sub(ck.At).Round(time.Millisecond), ck.Duration.Round(time.Millisecond), ck.Bytes, ck.Failed)
@@ -171,13 +179,12 @@ func groupText(g console.GroupStatus) string {
 	return b.String()
 }
 
-// cmdSimulator serves seed 000's watermark simulator alone.
+// cmdSimulator serves the watermark simulator alone.
 func cmdSimulator(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("weir simulator", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("weir simulator", stderr)
 	addr := fs.String("http", "127.0.0.1:8080", "serve on `host:port`")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir simulator [flags]\n\nServes seed 000's watermark simulator on /simulator: the taps of a toy stream replayed\nthrough weir's engine (windows, watermark delay, phones in a tunnel, late policy, periodic\nwatermarks, partitions with an idle one). Ctrl-C stops it.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weir simulator [flags]\n\nServes the watermark simulator on /simulator: the taps of a toy stream replayed\nthrough weir's engine (windows, watermark delay, phones in a tunnel, late policy, periodic\nwatermarks, partitions with an idle one). Ctrl-C stops it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	pos, code, ok := parseInterspersed(fs, args)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -24,8 +25,9 @@ type Stored struct {
 	Revision, Version      int64
 	Timing, Status         string
 	Final                  bool
-	// Values holds each value column as the database writes it as text
-	// ("473.5", "12"); Valid is false for NULL.
+	// Values holds each value column as text, exactly as it was written
+	// ("473.5", "12345678901234567.89", "12"; in SQLite a Numeric column's
+	// exact companion, see Numeric); Valid is false for NULL.
 	Values []sql.NullString
 	Reason sql.NullString
 }
@@ -60,14 +62,14 @@ func (s *Sink) Read(ctx context.Context, from, to mtime.Time) ([]Stored, error) 
 		return nil, errors.New("the sink is not open")
 	}
 	sc := &s.schema
-	d, q := s.backend.handle()
+	d, q := s.dialect, s.backend.handle()
 	var cols []string
 	for _, c := range sc.Keys {
 		cols = append(cols, d.text(quote(c.Name)))
 	}
 	cols = append(cols, d.millis(`"window_start"`), d.millis(`"window_end"`), `"revision"`, `"version"`, `"timing"`, `"status"`, `"final"`, `"reason"`)
 	for _, c := range sc.Values {
-		cols = append(cols, d.text(quote(c.Name)))
+		cols = append(cols, d.value(c))
 	}
 	order := quoteAll(sc.primaryKey())
 	query := fmt.Sprintf(`SELECT %s FROM %s WHERE "window_start" >= %s AND "window_start" < %s ORDER BY %s`,
@@ -134,7 +136,7 @@ func (s *Sink) Correct(ctx context.Context, cs []Correction) (applied []bool, er
 	if !s.opened {
 		return nil, errors.New("the sink is not open")
 	}
-	d, db := s.backend.handle()
+	d, db := s.dialect, s.backend.handle()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, s.wrap("correct", err)
@@ -153,9 +155,12 @@ func (s *Sink) Correct(ctx context.Context, cs []Correction) (applied []bool, er
 		var q string
 		var args []any
 		if c.Base == nil {
-			q, args = s.insertCorrection(d, c)
+			q, args, err = s.insertCorrection(d, c)
 		} else {
-			q, args = s.updateCorrection(d, c)
+			q, args, err = s.updateCorrection(d, c)
+		}
+		if err != nil {
+			return nil, s.wrap("correct", err)
 		}
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
@@ -184,19 +189,28 @@ func (a *args) add(v any) string {
 	return a.d.param(len(a.list))
 }
 
-func (s *Sink) values(d *dialect, a *args, c *Correction) []string {
-	var out []string
+// values converts a correction's values as Write converts a row's, and
+// returns the value columns and what each is set to: the value cast to the
+// column's type, and its exact text in the companion where d keeps one.
+func (s *Sink) values(d *dialect, a *args, c *Correction) (cols, exprs []string, err error) {
+	var b []byte
 	for i, col := range s.schema.Values {
-		v := c.Values[i]
-		if dec, ok := v.(Decimal); ok {
-			v = dec.String()
+		if b, err = appendValue(b[:0], c.Values[i], col, false); err != nil {
+			return nil, nil, fmt.Errorf("table %s: a correction: %w", s.schema.Table, err)
 		}
-		out = append(out, fmt.Sprintf("CAST(%s AS %s)", a.add(v), d.typeName(col.Type)))
+		var v val
+		decodeValue(enc.NewDecoder(b), &v)
+		cols = append(cols, quote(col.Name))
+		exprs = append(exprs, fmt.Sprintf("CAST(%s AS %s)", a.add(d.arg(&v)), d.typeName(col.Type)))
+		if d.exact && col.Type == Numeric {
+			cols = append(cols, quote(ExactColumn(col.Name)))
+			exprs = append(exprs, a.add(exactText(&v)))
+		}
 	}
-	return out
+	return cols, exprs, nil
 }
 
-func (s *Sink) insertCorrection(d *dialect, c *Correction) (string, []any) {
+func (s *Sink) insertCorrection(d *dialect, c *Correction) (string, []any, error) {
 	sc := &s.schema
 	a := &args{d: d}
 	var cols, vals []string
@@ -204,24 +218,28 @@ func (s *Sink) insertCorrection(d *dialect, c *Correction) (string, []any) {
 		cols = append(cols, quote(k.Name))
 		vals = append(vals, a.add(c.Key[i]))
 	}
-	for _, k := range sc.Values {
-		cols = append(cols, quote(k.Name))
+	vcols, vexprs, err := s.values(d, a, c)
+	if err != nil {
+		return "", nil, err
 	}
-	vals = append(vals, s.values(d, a, c)...)
+	cols, vals = append(cols, vcols...), append(vals, vexprs...)
 	cols = append(cols, `"window_start"`, `"window_end"`, `"revision"`, `"timing"`, `"final"`, `"status"`, `"version"`, `"updated_at"`, `"reason"`)
 	vals = append(vals, a.add(d.timeArg(c.WindowStart)), a.add(d.timeArg(c.WindowEnd)), a.add(c.Revision), a.add(c.Timing),
 		a.add(d.boolArg(true)), a.add(StatusReconciled), a.add(c.Version), a.add(d.timeArg(c.At)), a.add(c.Reason))
 	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO NOTHING", quote(sc.Table), strings.Join(cols, ", "), strings.Join(vals, ", "), quoteAll(sc.primaryKey()))
-	return q, a.list
+	return q, a.list, nil
 }
 
-func (s *Sink) updateCorrection(d *dialect, c *Correction) (string, []any) {
+func (s *Sink) updateCorrection(d *dialect, c *Correction) (string, []any, error) {
 	sc := &s.schema
 	a := &args{d: d}
 	var set []string
-	vals := s.values(d, a, c)
-	for i, k := range sc.Values {
-		set = append(set, quote(k.Name)+" = "+vals[i])
+	cols, exprs, err := s.values(d, a, c)
+	if err != nil {
+		return "", nil, err
+	}
+	for i, col := range cols {
+		set = append(set, col+" = "+exprs[i])
 	}
 	set = append(set, `"revision" = `+a.add(c.Revision), `"timing" = `+a.add(c.Timing), `"final" = `+a.add(d.boolArg(true)),
 		`"status" = `+a.add(StatusReconciled), `"version" = `+a.add(c.Version), `"updated_at" = `+a.add(d.timeArg(c.At)), `"reason" = `+a.add(c.Reason))
@@ -233,5 +251,5 @@ func (s *Sink) updateCorrection(d *dialect, c *Correction) (string, []any) {
 	where = append(where, `"window_start" = `+a.add(d.timeArg(c.WindowStart)), `"window_end" = `+a.add(d.timeArg(c.WindowEnd)),
 		`"version" = `+a.add(b.Version), `"revision" = `+a.add(b.Revision), `"status" = `+a.add(b.Status))
 	q := fmt.Sprintf("UPDATE %s SET %s WHERE %s", quote(sc.Table), strings.Join(set, ", "), strings.Join(where, " AND "))
-	return q, a.list
+	return q, a.list, nil
 }

@@ -53,7 +53,11 @@
 // The table's columns are the key columns and the value columns (as the
 // Schema names them), then window_start, window_end, revision, timing,
 // final, status, version and updated_at (and delta_id in Discarding mode);
-// its primary key is (key columns..., window_start, window_end). The commit
+// its primary key is (key columns..., window_start, window_end). In SQLite
+// each Numeric value column c is followed by c_exact (ExactColumn), TEXT,
+// its exact value: SQLite's NUMERIC keeps 15 significant digits (see
+// Numeric). A table made without them (by an older weir) gets them when the
+// sink opens it, by ALTER TABLE ... ADD COLUMN, which the sink logs. The commit
 // markers are rows (sink, checkpoint, run, committed_at) of weir_commits,
 // primary key (sink, checkpoint); several sinks may share it.
 //

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 
 // pgDSN starts the cluster if needed, makes a database for t, and returns
 // its DSN. Without PostgreSQL the test fails: CI installs it.
-func pgDSN(t *testing.T) string {
+func pgDSN(t testing.TB) string {
 	t.Helper()
 	cluster.once.Do(func() {
 		dir, err := os.MkdirTemp("", "weir-table-pg-")

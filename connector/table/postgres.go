@@ -1,13 +1,12 @@
 package table
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,12 +25,16 @@ import (
 // database at dsn (a URL, postgres://user@host:port/db?sslmode=disable, or
 // key=value pairs, as pgx takes them).
 //
-// A commit copies the rows into a temporary table (COPY) and upserts them
-// from there with one INSERT ... SELECT, in one transaction with the commit
-// marker. A connection lost is opened again at the next commit.
+// A commit sends its rows as parameters, an array per column in the binary
+// format, of one INSERT ... SELECT unnest($1), unnest($2), ... ON CONFLICT
+// per chunk of pgChunk rows, in one transaction with the commit marker, in two
+// round trips (the marker, then the rows and the commit). A table it
+// creates for upserts keeps half of each page free (fillfactor 50), so that
+// a row's next revision fits beside it (a HOT update: no new index entry).
+// A connection lost is opened again at the next commit.
 func Postgres(dsn string, s Schema, o Options) *Sink {
 	k := newSink(s, o)
-	k.backend = &pgBackend{s: k, dsn: dsn}
+	k.backend, k.dialect = &pgBackend{s: k, dsn: dsn}, pgDialect
 	return k
 }
 
@@ -71,14 +74,36 @@ var pgDialect = &dialect{
 	},
 	param:   func(i int) string { return "$" + strconv.Itoa(i) },
 	text:    func(c string) string { return c + "::text" },
+	value:   func(c Column) string { return quote(c.Name) + "::text" }, // numeric is exact
+	arg:     pgArg,
 	millis:  func(c string) string { return "(extract(epoch from " + c + ") * 1000)::bigint" },
 	timeArg: func(t mtime.Time) any { return t.Time() },
 	boolArg: func(v bool) any { return v },
 }
 
+// pgArg is v as an argument of PostgreSQL through database/sql: a decimal
+// as its text, which numeric reads exactly.
+func pgArg(v *val) any {
+	switch v.tag {
+	case tagText:
+		return string(v.s)
+	case tagInt:
+		return v.i
+	case tagReal:
+		return v.f
+	case tagDecimal:
+		return v.decimal().String()
+	case tagFalse:
+		return false
+	case tagTrue:
+		return true
+	}
+	return nil
+}
+
 // handle opens, the first time, a database/sql handle on the same server (pgx's
 // stdlib driver), for reading rows back and correcting them.
-func (b *pgBackend) handle() (*dialect, *sql.DB) {
+func (b *pgBackend) handle() *sql.DB {
 	if b.sqlDB == nil {
 		cfg, err := pgx.ParseConfig(b.dsn)
 		if err == nil {
@@ -87,7 +112,7 @@ func (b *pgBackend) handle() (*dialect, *sql.DB) {
 			b.sqlDB = sql.OpenDB(failing{err})
 		}
 	}
-	return pgDialect, b.sqlDB
+	return b.sqlDB
 }
 
 // failing is a database/sql connector that reports why it cannot connect.
@@ -96,8 +121,14 @@ type failing struct{ err error }
 func (f failing) Connect(context.Context) (driver.Conn, error) { return nil, f.err }
 func (f failing) Driver() driver.Driver                        { return nil }
 
-// stageTable is the temporary table a commit copies its rows into.
-const stageTable = "weir_stage"
+// pgChunk is how many rows one statement of a commit upserts.
+const pgChunk = 8192
+
+// upsertStatement is the name of the prepared upsert in the sink's session.
+const upsertStatement = "weir_upsert"
+
+// pgUpsertFill is the fillfactor of the upsert tables the sink creates.
+const pgUpsertFill = 50
 
 // pgMaxKeyBytes is the most bytes the key values of a row may take: the
 // primary key's index holds a row of at most 2704 bytes (a third of a page),
@@ -144,17 +175,21 @@ func pgText(s string) string {
 type pgBackend struct {
 	// refused counts the rows the database refused at a commit, for a
 	// value of their own (rowsAlone).
-	refused atomic.Int64
-	s       *Sink
-	dsn     string
-	cfg     *pgx.ConnConfig
-	conn    *pgx.Conn
-	staged  bool // the stage table exists in conn's session
-	lost    bool // the last error closed the connection
+	refused  atomic.Int64
+	s        *Sink
+	dsn      string
+	cfg      *pgx.ConnConfig
+	conn     *pgx.Conn
+	prepared bool // the upsert is prepared in conn's session
+	lost     bool // the last error closed the connection
 
-	stage, copy, upsert, mark string
-	buf                       []byte
-	sqlDB                     *sql.DB // for reads and corrections
+	upsert, mark string
+	cols         []pgColumn // what the upsert's arrays hold
+	oids         []uint32   // the upsert's parameter types
+	params       [][]byte   // the upsert's arguments, reused
+	formats      []int16    // binary, for every parameter
+	buf          []byte
+	sqlDB        *sql.DB // for reads and corrections
 }
 
 func (b *pgBackend) connect(ctx context.Context) error {
@@ -164,7 +199,7 @@ func (b *pgBackend) connect(ctx context.Context) error {
 	if b.conn != nil {
 		b.s.log("reconnecting to the database after the connection was lost")
 	}
-	b.conn, b.staged = nil, false
+	b.conn, b.prepared = nil, false
 	if b.cfg == nil {
 		cfg, err := pgx.ParseConfig(b.dsn)
 		if err != nil {
@@ -190,56 +225,48 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 		return err
 	}
 	sc := &b.s.schema
-	cs := sc.columns()
+	cs := sc.columns(pgDialect)
 	unique := ""
 	if sc.Mode == Discarding {
 		unique = "delta_id"
 	}
-	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, b.s.opts.AddColumns); err != nil {
+	suffix := fmt.Sprintf(" WITH (fillfactor = %d)", pgUpsertFill)
+	if sc.Mode == Discarding {
+		suffix = "" // appended to, never updated
+	}
+	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix, b.s.opts.AddColumns); err != nil {
 		return err
 	}
 	if b.s.opts.Checkpointed {
-		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", nil); err != nil {
+		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", "", nil); err != nil {
 			return err
 		}
 		b.mark = markerSQL(pgDialect)
 	}
-	var st strings.Builder
-	fmt.Fprintf(&st, "CREATE TEMPORARY TABLE IF NOT EXISTS %s (", stageTable)
-	for i, c := range cs {
-		if i > 0 {
-			st.WriteString(", ")
-		}
-		fmt.Fprintf(&st, "%s %s", quote(c.name), pgDialect.typeName(c.typ))
+	b.upsert, b.cols = pgUpsertSQL(sc), pgColumns(sc)
+	b.oids, b.formats = make([]uint32, len(b.cols)), make([]int16, len(b.cols))
+	for i, c := range b.cols {
+		b.oids[i], b.formats[i] = arrayOID(c.typ), 1
 	}
-	st.WriteString(") ON COMMIT DELETE ROWS")
-	b.stage = st.String()
-	cols := quoteAll(names(cs))
-	b.copy = fmt.Sprintf("COPY %s (%s) FROM STDIN", stageTable, cols)
-	b.upsert = fmt.Sprintf("INSERT INTO %s AS cur (%s) SELECT %[2]s FROM %s%s", quote(sc.Table), cols, stageTable, upsertTail(sc))
+	b.params = make([][]byte, len(b.cols))
 	return nil
 }
 
-// ensure creates the table if absent, adds the value columns of add it
-// lacks, and checks it.
-func (b *pgBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique string, add []string) error {
+// ensure creates the table if absent (suffix ends its CREATE TABLE), and
+// checks it. A table that lacks the value columns of add gets them.
+func (b *pgBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string, add []string) error {
 	e, err := b.existing(ctx, table)
 	if err != nil {
 		return err
 	}
-	if stmts, names := addColumns(pgDialect, table, &b.s.schema, e, add); e.cols != nil && len(stmts) > 0 {
-		for _, q := range stmts {
-			if _, err := b.conn.Exec(ctx, q); err != nil {
-				return err
-			}
-		}
-		b.s.log(fmt.Sprintf("added the columns %s to table %s (aggregates added to the job)", strings.Join(names, ", "), table))
-		if e, err = b.existing(ctx, table); err != nil {
+	if e.cols != nil {
+		exec := func(ctx context.Context, q string) error { _, err := b.conn.Exec(ctx, q); return err }
+		if e, err = b.s.addMissing(ctx, pgDialect, table, cs, pk, unique, add, e, "", exec, b.existing); err != nil {
 			return err
 		}
 	}
 	if e.cols == nil {
-		if _, err := b.conn.Exec(ctx, createTable(pgDialect, table, cs, pk, unique, "")); err != nil {
+		if _, err := b.conn.Exec(ctx, createTable(pgDialect, table, cs, pk, unique, suffix)); err != nil {
 			return err
 		}
 		b.s.log(fmt.Sprintf("created table %s", table))
@@ -301,48 +328,84 @@ func (b *pgBackend) apply(ctx context.Context, rows []prow, m marker) (done bool
 	if err := b.connect(ctx); err != nil {
 		return false, err
 	}
-	if !b.staged {
-		if _, err := b.conn.Exec(ctx, b.stage); err != nil {
+	if !b.prepared {
+		if _, err := b.conn.PgConn().Prepare(ctx, upsertStatement, b.upsert, b.oids); err != nil {
 			return false, err
 		}
-		b.staged = true
+		b.prepared = true
 	}
-	b.buf = b.buf[:0]
-	for i := range rows {
-		b.buf = appendCopyRow(b.buf, &rows[i])
-	}
-	tx, err := b.conn.Begin(ctx)
-	if err != nil {
-		return false, err
-	}
+	pc := b.conn.PgConn()
 	defer func() {
 		if err != nil || done {
-			if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !b.conn.IsClosed() {
-				b.conn.Close(context.WithoutCancel(ctx)) // in an unknown state: start over
-			}
+			b.rollback(ctx)
 		}
 	}()
+	batch := &pgconn.Batch{}
 	if m.checkpoint != 0 {
-		tag, err := tx.Exec(ctx, b.mark, m.sink, m.checkpoint, m.run, time.Now())
+		// The marker first: if it is there, nothing is sent.
+		batch.ExecParams("BEGIN", nil, nil, nil, nil)
+		b.queueMarker(batch, m)
+		res, err := pc.ExecBatch(ctx, batch).ReadAll()
 		if err != nil {
 			return false, err
 		}
-		if tag.RowsAffected() == 0 {
+		if res[1].CommandTag.RowsAffected() == 0 {
 			return true, nil
 		}
-		if m.checkpoint%pruneEvery == 0 && m.checkpoint > keepMarkers {
-			if _, err := tx.Exec(ctx, pruneMarkersSQL(pgDialect), m.sink, m.checkpoint-keepMarkers); err != nil {
-				return false, err
-			}
+		batch = &pgconn.Batch{}
+	}
+	b.queueRows(batch, rows)
+	if m.checkpoint != 0 {
+		batch.ExecParams("COMMIT", nil, nil, nil, nil)
+	} // else the batch is a transaction of its own
+	if _, err := pc.ExecBatch(ctx, batch).ReadAll(); err != nil {
+		return false, b.rowsAlone(ctx, err, rows, m)
+	}
+	return false, nil
+}
+
+// queueMarker queues the statement that writes marker m (and, every
+// pruneEvery checkpoints, the one that deletes the sink's old markers).
+func (b *pgBackend) queueMarker(batch *pgconn.Batch, m marker) {
+	now := mtime.FromTime(time.Now())
+	batch.ExecParams(b.mark, [][]byte{[]byte(m.sink), int8Param(m.checkpoint), []byte(m.run), timeParam(now)},
+		[]uint32{oidText, oidInt8, oidText, oidTimestamptz}, []int16{1, 1, 1, 1}, nil)
+	if m.checkpoint%pruneEvery == 0 && m.checkpoint > keepMarkers {
+		batch.ExecParams(pruneMarkersSQL(pgDialect), [][]byte{[]byte(m.sink), int8Param(m.checkpoint - keepMarkers)},
+			[]uint32{oidText, oidInt8}, []int16{1, 1}, nil)
+	}
+}
+
+// queueRows queues the upserts of rows, pgChunk rows a statement.
+func (b *pgBackend) queueRows(batch *pgconn.Batch, rows []prow) {
+	for len(rows) > 0 {
+		n := min(len(rows), pgChunk)
+		b.buf = b.buf[:0]
+		at := make([]int, len(b.cols)+1)
+		for i, c := range b.cols {
+			at[i] = len(b.buf)
+			b.buf = appendArray(b.buf, rows[:n], c)
 		}
+		at[len(b.cols)] = len(b.buf)
+		for i := range b.cols {
+			b.params[i] = b.buf[at[i]:at[i+1]]
+		}
+		batch.ExecPrepared(upsertStatement, b.params, b.formats, nil) // copies the parameters
+		rows = rows[n:]
 	}
-	if _, err := b.conn.PgConn().CopyFrom(ctx, bytes.NewReader(b.buf), b.copy); err != nil {
-		return false, b.rowsAlone(ctx, tx, err, rows, m)
+	clear(b.params)
+}
+
+// rollback ends the transaction the connection is in, if any; a connection
+// that cannot is closed, as it is in an unknown state.
+func (b *pgBackend) rollback(ctx context.Context) {
+	pc := b.conn.PgConn()
+	if pc.IsClosed() || pc.TxStatus() == 'I' {
+		return
 	}
-	if _, err := tx.Exec(ctx, b.upsert); err != nil {
-		return false, b.rowsAlone(ctx, tx, err, rows, m)
+	if _, err := pc.Exec(context.WithoutCancel(ctx), "ROLLBACK").ReadAll(); err != nil {
+		pc.Close(context.WithoutCancel(ctx))
 	}
-	return false, tx.Commit(ctx)
 }
 
 // rowFault reports whether the database refused a statement for a value of
@@ -356,49 +419,43 @@ func rowFault(err error) bool {
 }
 
 // rowsAlone writes the rows of a commit the database refused for a value of
-// one of them, one at a time, each in a savepoint of the transaction: the
+// one of them, one at a time, each in a savepoint of a new transaction: the
 // rows it refuses are left out (and said), the others committed with the
 // marker. Any other error is the commit's.
-func (b *pgBackend) rowsAlone(ctx context.Context, tx pgx.Tx, err error, rows []prow, m marker) error {
+func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows []prow, m marker) error {
 	if !rowFault(err) {
 		return err
 	}
 	first := err
-	if err := tx.Rollback(ctx); err != nil {
+	b.rollback(ctx)
+	pc := b.conn.PgConn()
+	exec := func(batch *pgconn.Batch) error {
+		_, err := pc.ExecBatch(ctx, batch).ReadAll()
 		return err
 	}
-	tx, err = b.conn.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	begin := &pgconn.Batch{}
+	begin.ExecParams("BEGIN", nil, nil, nil, nil)
 	if m.checkpoint != 0 {
-		if _, err := tx.Exec(ctx, b.mark, m.sink, m.checkpoint, m.run, time.Now()); err != nil {
-			return err
-		}
+		b.queueMarker(begin, m)
+	}
+	defer b.rollback(ctx)
+	if err := exec(begin); err != nil {
+		return err
 	}
 	refused := 0
 	for i := range rows {
-		if _, err := tx.Exec(ctx, "SAVEPOINT weir_row"); err != nil {
-			return err
-		}
-		b.buf = appendCopyRow(b.buf[:0], &rows[i])
-		_, err := b.conn.PgConn().CopyFrom(ctx, bytes.NewReader(b.buf), b.copy)
-		if err == nil {
-			_, err = tx.Exec(ctx, b.upsert)
-		}
-		if _, terr := tx.Exec(ctx, "TRUNCATE "+stageTable); terr != nil && err == nil {
-			err = terr
-		}
-		switch {
+		row := &pgconn.Batch{}
+		row.ExecParams("SAVEPOINT weir_row", nil, nil, nil, nil)
+		b.queueRows(row, rows[i:i+1])
+		row.ExecParams("RELEASE SAVEPOINT weir_row", nil, nil, nil, nil)
+		switch err := exec(row); {
 		case err == nil:
-			if _, err := tx.Exec(ctx, "RELEASE SAVEPOINT weir_row"); err != nil {
-				return err
-			}
 		case rowFault(err):
 			refused++
 			b.refused.Add(1)
-			if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT weir_row"); err != nil {
+			back := &pgconn.Batch{}
+			back.ExecParams("ROLLBACK TO SAVEPOINT weir_row", nil, nil, nil, nil)
+			if err := exec(back); err != nil {
 				return err
 			}
 			b.s.log(fmt.Sprintf("warning: the database refused a row of checkpoint %d for a value of its own, left out: %v", m.checkpoint, err))
@@ -409,7 +466,9 @@ func (b *pgBackend) rowsAlone(ctx context.Context, tx pgx.Tx, err error, rows []
 	if refused == 0 {
 		return first // not a row's fault after all
 	}
-	return tx.Commit(ctx)
+	commit := &pgconn.Batch{}
+	commit.ExecParams("COMMIT", nil, nil, nil, nil)
+	return exec(commit)
 }
 
 // afterError notes that an error closed the connection (the next call
@@ -424,77 +483,11 @@ func (b *pgBackend) afterError(err *error) {
 	}
 }
 
-// appendCopyRow appends r in the text format of COPY.
-func appendCopyRow(b []byte, r *prow) []byte {
-	for i := range r.vals {
-		b = appendCopyValue(b, &r.vals[i])
-		b = append(b, '\t')
-	}
-	b = append(r.ws.AppendFormat(b), '\t')
-	b = append(r.we.AppendFormat(b), '\t')
-	b = append(strconv.AppendInt(b, r.revision, 10), '\t')
-	b = append(append(b, r.timingText()...), '\t')
-	if r.final {
-		b = append(b, 't', '\t')
-	} else {
-		b = append(b, 'f', '\t')
-	}
-	b = append(append(b, r.statusText()...), '\t')
-	b = append(strconv.AppendInt(b, r.version, 10), '\t')
-	b = r.emitted.AppendFormat(b)
-	if r.deltaID != nil {
-		b = append(append(b, '\t'), r.deltaID...)
-	}
-	return append(b, '\t', '\\', 'N', '\n') // reason: NULL
-}
+// int8Param is i as a binary bigint parameter.
+func int8Param(i int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }
 
-func appendCopyValue(b []byte, v *val) []byte {
-	switch v.tag {
-	case tagText:
-		return appendCopyText(b, v.s)
-	case tagInt:
-		return strconv.AppendInt(b, v.i, 10)
-	case tagReal:
-		switch {
-		case math.IsNaN(v.f):
-			return append(b, "NaN"...)
-		case math.IsInf(v.f, 1):
-			return append(b, "Infinity"...)
-		case math.IsInf(v.f, -1):
-			return append(b, "-Infinity"...)
-		}
-		return strconv.AppendFloat(b, v.f, 'g', -1, 64)
-	case tagDecimal:
-		return v.decimal().Append(b)
-	case tagFalse:
-		return append(b, 'f')
-	case tagTrue:
-		return append(b, 't')
-	}
-	return append(b, `\N`...)
-}
-
-// appendCopyText appends s escaped for COPY's text format.
-func appendCopyText(b, s []byte) []byte {
-	if bytes.IndexAny(s, "\\\t\n\r") < 0 {
-		return append(b, s...)
-	}
-	for _, c := range s {
-		switch c {
-		case '\\':
-			b = append(b, '\\', '\\')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
-}
+// timeParam is t as a binary timestamptz parameter.
+func timeParam(t mtime.Time) []byte { return int8Param((int64(t) - pgEpoch) * 1000) }
 
 // classify: a connection lost or refused, a server shutting down or
 // starting, too many connections, a serialization failure or a deadlock are

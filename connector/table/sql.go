@@ -1,10 +1,12 @@
 package table
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -20,44 +22,65 @@ type dialect struct {
 	compatible func(t ColumnType, decl string) bool
 	// param is the placeholder of the i-th parameter (from 1).
 	param func(i int) string
+	// exact says that each Numeric value column c has a companion TEXT
+	// column ExactColumn(c) holding its exact value (SQLite, whose NUMERIC
+	// keeps 15 significant digits).
+	exact bool
 
 	// For reading rows back and correcting them (corrections.go): text
 	// and millis select a column as text and as a window bound (Unix
-	// milliseconds, or text the reader parses); timeArg and boolArg are a
-	// window bound's and a boolean's argument.
+	// milliseconds, or text the reader parses); value selects a value
+	// column as text, exactly; arg is a value's argument, timeArg and
+	// boolArg a window bound's and a boolean's.
 	text, millis func(col string) string
+	value        func(c Column) string
+	arg          func(v *val) any
 	timeArg      func(mtime.Time) any
 	boolArg      func(bool) any
 }
+
+// ExactColumn is the name of the column that keeps, in SQLite, the exact
+// value of the Numeric value column named name: name + "_exact". SQLite's
+// NUMERIC keeps 15 significant digits; the companion, TEXT, keeps every
+// digit (see Numeric).
+func ExactColumn(name string) string { return name + "_exact" }
 
 // column is a column the sink writes.
 type column struct {
 	name    string
 	typ     ColumnType
 	notNull bool
+	// exactOf, in a companion column (dialect.exact), names the value
+	// column whose exact text it holds.
+	exactOf string
 }
 
 // columns lists the table's columns in the order the sink writes them:
-// keys, values, window_start, window_end, revision, timing, final, status,
-// version, updated_at, and in Discarding mode delta_id.
-func (s *Schema) columns() []column {
+// keys, values (each Numeric one followed by its exact companion where d
+// keeps one), window_start, window_end, revision, timing, final, status,
+// version, updated_at, in Discarding mode delta_id, and reason.
+func (s *Schema) columns(d *dialect) []column {
 	var cs []column
 	for _, c := range s.Keys {
-		cs = append(cs, column{c.Name, c.Type, true})
+		cs = append(cs, column{name: c.Name, typ: c.Type, notNull: true})
 	}
 	for _, c := range s.Values {
-		cs = append(cs, column{c.Name, c.Type, false})
+		cs = append(cs, column{name: c.Name, typ: c.Type})
+		if d.exact && c.Type == Numeric {
+			cs = append(cs, column{name: ExactColumn(c.Name), typ: Text, exactOf: c.Name})
+		}
 	}
 	cs = append(cs,
-		column{"window_start", timestamp, true}, column{"window_end", timestamp, true},
-		column{"revision", Integer, true}, column{"timing", Text, true}, column{"final", Boolean, true},
-		column{"status", Text, true}, column{"version", Integer, true}, column{"updated_at", timestamp, true})
+		column{name: "window_start", typ: timestamp, notNull: true}, column{name: "window_end", typ: timestamp, notNull: true},
+		column{name: "revision", typ: Integer, notNull: true}, column{name: "timing", typ: Text, notNull: true},
+		column{name: "final", typ: Boolean, notNull: true}, column{name: "status", typ: Text, notNull: true},
+		column{name: "version", typ: Integer, notNull: true}, column{name: "updated_at", typ: timestamp, notNull: true})
 	if s.Mode == Discarding {
-		cs = append(cs, column{"delta_id", Text, true})
+		cs = append(cs, column{name: "delta_id", typ: Text, notNull: true})
 	}
 	// reason is NULL in the rows the sink writes: a reconciliation (weir
 	// reconcile) says there why it corrected a row.
-	return append(cs, column{"reason", Text, false})
+	return append(cs, column{name: "reason", typ: Text})
 }
 
 // primaryKey is the primary key of the table: keys, window_start and
@@ -73,7 +96,8 @@ func (s *Schema) primaryKey() []string {
 	return append(pk, "window_start", "window_end")
 }
 
-var markerColumns = []column{{"sink", Text, true}, {"checkpoint", Integer, true}, {"run", Text, true}, {"committed_at", timestamp, true}}
+var markerColumns = []column{{name: "sink", typ: Text, notNull: true}, {name: "checkpoint", typ: Integer, notNull: true},
+	{name: "run", typ: Text, notNull: true}, {name: "committed_at", typ: timestamp, notNull: true}}
 
 var markerKey = []string{"sink", "checkpoint"}
 
@@ -123,8 +147,9 @@ func createTable(d *dialect, table string, cs []column, pk []string, unique stri
 
 // upsertTail is the ON CONFLICT clause of the rows' INSERT: in Discarding
 // mode a delta written again is nothing; else the row is replaced by a
-// higher (version, revision), or by a tombstone of the same one.
-func upsertTail(s *Schema) string {
+// higher (version, revision), or by a tombstone of the same one. cs are the
+// columns the INSERT writes.
+func upsertTail(s *Schema, cs []column) string {
 	if s.Mode == Discarding {
 		return ` ON CONFLICT ("delta_id") DO NOTHING`
 	}
@@ -132,7 +157,7 @@ func upsertTail(s *Schema) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, " ON CONFLICT (%s) DO UPDATE SET ", quoteAll(pk))
 	first := true
-	for _, c := range s.columns() {
+	for _, c := range cs {
 		if slices.Contains(pk, c.name) {
 			continue
 		}
@@ -175,17 +200,62 @@ func markerSQL(d *dialect) string {
 		` WHERE cur."run" <> excluded."run"`, quote(markerTable), d.param(1), d.param(2), d.param(3), d.param(4))
 }
 
-// addColumns are the statements that add to an existing table the value
-// columns named in add that it lacks.
-func addColumns(d *dialect, table string, s *Schema, e existing, add []string) (stmts, names []string) {
-	for _, c := range s.Values {
-		if _, ok := e.cols[c.Name]; ok || !slices.Contains(add, c.Name) {
+// missingColumns splits cs into the columns a table that exists (e) lacks
+// and that the sink adds to it, and the rest, which it must have: the value
+// columns named in add (aggregates added to a job since the checkpoint it
+// resumes from) with their exact companions, and the exact companions of a
+// table made by a weir that kept none.
+func missingColumns(cs []column, e existing, add []string) (missing, rest []column) {
+	rest = make([]column, 0, len(cs))
+	for _, c := range cs {
+		_, ok := e.cols[c.name]
+		if !ok && (c.exactOf != "" || slices.Contains(add, c.name)) {
+			missing = append(missing, c)
 			continue
 		}
-		stmts = append(stmts, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", quote(table), quote(c.Name), d.typeName(c.Type)))
-		names = append(names, c.Name)
+		rest = append(rest, c)
 	}
-	return stmts, names
+	return missing, rest
+}
+
+// addMissing adds to the table e, which exists, the columns it lacks that
+// the sink may add (missingColumns, with add), once it has checked the table has all
+// the others, and says so for each; it returns the table as it is then. The
+// rows already there hold NULL in them. where names the database in the
+// lines it logs (" in PATH", or nothing); exec runs a statement and reread
+// reads the table again.
+func (s *Sink) addMissing(ctx context.Context, d *dialect, table string, cs []column, pk []string, unique string, add []string, e existing, where string,
+	exec func(context.Context, string) error, reread func(context.Context, string) (existing, error)) (existing, error) {
+	missing, rest := missingColumns(cs, e, add)
+	if len(missing) == 0 {
+		return e, nil
+	}
+	if err := checkTable(d, table, rest, pk, unique, e); err != nil {
+		return e, connector.Permanent(err)
+	}
+	for _, c := range missing {
+		q := fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", quote(table), quote(c.name), d.typeName(c.typ))
+		if err := exec(ctx, q); err != nil {
+			// Another sink may have added it since.
+			if again, rerr := reread(ctx, table); rerr == nil {
+				if _, ok := again.cols[c.name]; ok {
+					continue
+				}
+			}
+			return e, err
+		}
+		if c.exactOf != "" && !slices.Contains(add, c.exactOf) {
+			s.log(fmt.Sprintf("added column %s to table %s%s: it keeps the exact values of %s, whose NUMERIC keeps 15 significant digits (the rows written before have none, and read as %[4]s holds them)",
+				c.name, table, where, c.exactOf))
+			continue
+		}
+		of := c.name
+		if c.exactOf != "" {
+			of = c.exactOf
+		}
+		s.log(fmt.Sprintf("added column %s to table %s%s: the aggregate %s was added to the job since its checkpoint (the rows written before have none)", c.name, table, where, of))
+	}
+	return reread(ctx, table)
 }
 
 // existing is what a database says of a table that exists.

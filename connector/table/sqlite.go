@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // that readers do not block the sink), with full syncs at each commit.
 func SQLite(path string, s Schema, o Options) *Sink {
 	k := newSink(s, o)
-	k.backend = &sqliteBackend{s: k, path: path}
+	k.backend, k.dialect = &sqliteBackend{s: k, path: path}, sqliteDialect
 	return k
 }
 
@@ -51,13 +52,29 @@ var sqliteDialect = &dialect{
 		return false
 	},
 	param:   func(int) string { return "?" },
+	exact:   true,
 	text:    func(c string) string { return "CAST(" + c + " AS TEXT)" },
+	value:   sqliteRead,
+	arg:     sqliteValue,
 	millis:  func(c string) string { return c }, // RFC 3339 text, parsed by the reader
 	timeArg: func(t mtime.Time) any { return t.String() },
 	boolArg: func(v bool) any { return boolInt(v) },
 }
 
-func (b *sqliteBackend) handle() (*dialect, *sql.DB) { return sqliteDialect, b.db }
+// sqliteRead selects value column c as text: a Numeric one from its exact
+// companion, unless the companion is NULL (a row written before it was
+// added) or no longer the number c holds (c changed by hand, or by a weir
+// that did not write the companion), where c's own text is all there is.
+func sqliteRead(c Column) string {
+	v := "CAST(" + quote(c.Name) + " AS TEXT)"
+	if c.Type != Numeric {
+		return v
+	}
+	e := quote(ExactColumn(c.Name))
+	return fmt.Sprintf("CASE WHEN CAST(%s AS NUMERIC) = %s THEN %[1]s ELSE %s END", e, quote(c.Name), v)
+}
+
+func (b *sqliteBackend) handle() *sql.DB { return b.db }
 
 // refuses implements backend: SQLite stores any text, NULs included.
 func (b *sqliteBackend) refuses(*Row) string { return "" }
@@ -87,6 +104,7 @@ type sqliteBackend struct {
 	insertN *sql.Stmt // sqliteChunk rows
 	mark    *sql.Stmt
 	args    []any
+	exact   []bool // per key and value: a Numeric value, with a companion column
 	ts      []byte
 	times   [4]struct {
 		t mtime.Time
@@ -125,7 +143,7 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", b.path, err)
 	}
 	sc := &b.s.schema
-	cs := sc.columns()
+	cs := sc.columns(sqliteDialect)
 	unique, suffix := "", " WITHOUT ROWID"
 	if sc.Mode == Discarding {
 		unique, suffix = "delta_id", ""
@@ -141,10 +159,12 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 			return err
 		}
 	}
-	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(cs)), ", ") + ")"
+	// reason, last, is NULL in the rows the sink writes: a literal, one
+	// parameter less to bind a row.
+	one := "(" + strings.Repeat("?, ", len(cs)-1) + "NULL)"
 	insert := func(rows int) (*sql.Stmt, error) {
 		values := strings.TrimSuffix(strings.Repeat(one+", ", rows), ", ")
-		q := fmt.Sprintf("INSERT INTO %s AS cur (%s) VALUES %s%s", quote(sc.Table), quoteAll(names(cs)), values, upsertTail(sc))
+		q := fmt.Sprintf("INSERT INTO %s AS cur (%s) VALUES %s%s", quote(sc.Table), quoteAll(names(cs)), values, upsertTail(sc, cs))
 		return db.PrepareContext(ctx, q)
 	}
 	if b.insert, err = insert(1); err != nil {
@@ -153,25 +173,26 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 	if b.insertN, err = insert(sqliteChunk); err != nil {
 		return err
 	}
-	b.args = make([]any, len(cs)*sqliteChunk)
+	b.args = make([]any, (len(cs)-1)*sqliteChunk)
+	b.exact = make([]bool, len(sc.Keys), len(sc.Keys)+len(sc.Values))
+	for _, c := range sc.Values {
+		b.exact = append(b.exact, c.Type == Numeric)
+	}
 	return nil
 }
 
-// ensure creates the table if absent, adds the value columns of add it
-// lacks, and checks it.
+// ensure creates the table if absent, and checks it. A table that lacks
+// columns the sink may add (the exact companions of its Numeric columns,
+// in a table made by a weir that kept none; the value columns of add) gets
+// them.
 func (b *sqliteBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string, add []string) error {
 	e, err := b.existing(ctx, table)
 	if err != nil {
 		return err
 	}
-	if stmts, names := addColumns(sqliteDialect, table, &b.s.schema, e, add); e.cols != nil && len(stmts) > 0 {
-		for _, q := range stmts {
-			if _, err := b.db.ExecContext(ctx, q); err != nil {
-				return err
-			}
-		}
-		b.s.log(fmt.Sprintf("added the columns %s to table %s in %s (aggregates added to the job)", strings.Join(names, ", "), table, b.path))
-		if e, err = b.existing(ctx, table); err != nil {
+	if e.cols != nil {
+		exec := func(ctx context.Context, q string) error { _, err := b.db.ExecContext(ctx, q); return err }
+		if e, err = b.s.addMissing(ctx, sqliteDialect, table, cs, pk, unique, add, e, " in "+b.path, exec, b.existing); err != nil {
 			return err
 		}
 	}
@@ -307,10 +328,22 @@ func (b *sqliteBackend) apply(ctx context.Context, rows []prow, m marker) (done 
 
 // fill sets the arguments a of one row of the insert to r's columns.
 func (b *sqliteBackend) fill(r *prow, a []any) {
+	n := 0
 	for i := range r.vals {
-		a[i] = sqliteValue(&r.vals[i])
+		v := &r.vals[i]
+		if !b.exact[i] {
+			a[n] = sqliteValue(v)
+			n++
+			continue
+		}
+		a[n+1] = exactText(v)
+		if v.tag == tagDecimal {
+			a[n] = a[n+1] // the same text: SQLite makes the number of it
+		} else {
+			a[n] = sqliteValue(v)
+		}
+		n += 2
 	}
-	n := len(r.vals)
 	a[n] = b.time(r.ws)
 	a[n+1] = b.time(r.we)
 	a[n+2] = r.revision
@@ -322,7 +355,6 @@ func (b *sqliteBackend) fill(r *prow, a []any) {
 	if r.deltaID != nil {
 		a[n+8] = string(r.deltaID)
 	}
-	a[len(a)-1] = nil // reason
 }
 
 // time formats t; the rows of a commit share few windows, so the last
@@ -347,6 +379,26 @@ func boolInt(v bool) int64 {
 	return 0
 }
 
+// exactText is v in text, exactly, for an exact companion column: a
+// decimal's digits, an integer's, a float's shortest text that reads back as
+// it; nil for NULL and for NaN (which SQLite stores as NULL).
+func exactText(v *val) any {
+	switch v.tag {
+	case tagInt:
+		return strconv.FormatInt(v.i, 10)
+	case tagDecimal:
+		return v.decimal().String()
+	case tagReal:
+		if math.IsNaN(v.f) {
+			return nil
+		}
+		return strconv.FormatFloat(v.f, 'g', -1, 64)
+	}
+	return nil
+}
+
+// sqliteValue is v as an argument of SQLite: a decimal as its text, which a
+// NUMERIC column makes a number of.
 func sqliteValue(v *val) any {
 	switch v.tag {
 	case tagText:

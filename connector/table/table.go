@@ -116,8 +116,14 @@ const (
 	// Real is PostgreSQL double precision, SQLite REAL: float64 (and
 	// integers, converted).
 	Real
-	// Numeric is PostgreSQL numeric, SQLite NUMERIC: Decimal exactly in
-	// PostgreSQL (SQLite keeps 15 significant digits), integers, float64.
+	// Numeric is PostgreSQL numeric, SQLite NUMERIC: Decimal, integers,
+	// float64. PostgreSQL keeps a Decimal exactly. SQLite's NUMERIC keeps
+	// 15 significant digits, so in SQLite a Numeric value column c has a
+	// companion column ExactColumn(c), TEXT, with the exact decimal text
+	// (Decimal.String, an integer's digits, a float's shortest text): c
+	// stays a number for SQL (ORDER BY, WHERE c > 100), c_exact is what the
+	// sink reads back (Read). A Numeric key column has no companion: in
+	// SQLite, keys that differ beyond 15 significant digits are one key.
 	Numeric
 	// Boolean is PostgreSQL boolean, SQLite INTEGER 0 or 1: bool.
 	Boolean
@@ -230,6 +236,7 @@ type Sink struct {
 	marker  string // the sink's name in weir_commits
 	run     string // this run's identity in weir_commits
 	backend backend
+	dialect *dialect
 
 	// The write side: Write, Flush and PreCommit, from the engine's sink
 	// goroutine.
@@ -261,7 +268,7 @@ type backend interface {
 	refuses(r *Row) string
 	// handle is the database through database/sql, for reading rows back and
 	// correcting them.
-	handle() (*dialect, *sql.DB)
+	handle() *sql.DB
 	close() error
 }
 
@@ -320,7 +327,7 @@ func (s *Sink) Guarantee() connector.Guarantee {
 // the higher revision of a row, and delta ids make a delta's insert
 // idempotent.
 func (s *Sink) Open(ctx context.Context, r connector.Resume) error {
-	if err := s.schema.check(); err != nil {
+	if err := s.schema.check(s.dialect); err != nil {
 		return s.wrap("open", connector.Permanent(err))
 	}
 	for _, pc := range r.Pending {
@@ -462,8 +469,8 @@ func (s *Sink) Close() error {
 // reserved are the columns the sink adds to the key and value columns.
 var reserved = []string{"window_start", "window_end", "revision", "timing", "final", "status", "version", "updated_at", "delta_id"}
 
-// check reports a schema that cannot make a table.
-func (s *Schema) check() error {
+// check reports a schema that cannot make a table in d.
+func (s *Schema) check(d *dialect) error {
 	if s.Table == "" {
 		return errors.New("no table name")
 	}
@@ -485,6 +492,13 @@ func (s *Schema) check() error {
 				return fmt.Errorf("table %s: column %q is named twice, or takes the name of a column the sink adds", s.Table, c.Name)
 			}
 			seen[c.Name] = true
+		}
+	}
+	if d.exact {
+		for _, c := range s.Values {
+			if e := ExactColumn(c.Name); c.Type == Numeric && seen[e] {
+				return fmt.Errorf("table %s: column %q takes the name of the column that keeps the exact values of %q", s.Table, e, c.Name)
+			}
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -688,6 +689,15 @@ func TestPostgresRefusesRowsAtCommit(t *testing.T) {
 	if l := log[len(log)-1]; !strings.Contains(l, "the database refused a row of checkpoint 1 for a value of its own, left out") || !strings.Contains(l, "22001") || strings.Count(strings.Join(log, "\n"), "refused") != 1 {
 		t.Errorf("log: %q", log)
 	}
+	// Without checkpoints, the same.
+	plain := d.sink(t, Schema{Table: "alerts", Keys: alerts.Keys, Values: alerts.Values}, Options{Log: o.Log})
+	if err := plain.Write(context.Background(), []Row{pane("line-3", 1, "ON_TIME", 4), pane("another-too-long", 1, "ON_TIME", 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := plain.Flush(context.Background()); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	expect(t, "rows without checkpoints", d.rows(t, "SELECT line, orders FROM alerts ORDER BY line"), []string{"line-1|1", "line-2|3", "line-3|4"})
 	d.exec(t, `ALTER TABLE alerts DROP COLUMN orders`)
 	ctx := context.Background()
 	k.Write(ctx, []Row{pane("line-3", 1, "ON_TIME", 1)})
@@ -695,4 +705,52 @@ func TestPostgresRefusesRowsAtCommit(t *testing.T) {
 	if err := k.Commit(ctx, 2, pre); err == nil || !strings.Contains(err.Error(), "42703") {
 		t.Errorf("a commit into a table without its column: %v", err)
 	}
+}
+
+// A commit of more rows than one statement takes is one transaction of
+// several statements: all its rows, its marker once; committed again, it
+// writes nothing.
+func TestLargeCommit(t *testing.T) {
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, alerts, checkpointed())
+		rows := make([]Row, 2*pgChunk+5)
+		for i := range rows {
+			rows[i] = pane(fmt.Sprintf("line-%05d", i), 1, "ON_TIME", int64(i))
+		}
+		pre := commit(t, k, 1, rows...)
+		if err := k.Commit(context.Background(), 1, pre); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "rows", d.rows(t, "SELECT count(*), sum(orders), min(line), max(line) FROM alerts"),
+			[]string{fmt.Sprintf("%d|%d|line-00000|line-%05d", len(rows), len(rows)*(len(rows)-1)/2, len(rows)-1)})
+		expect(t, "markers", d.rows(t, "SELECT checkpoint FROM weir_commits"), []string{"1"})
+	})
+}
+
+// Floats PostgreSQL stores as they are: NaN and the infinities, in double
+// precision and numeric columns, and -0.
+func TestPostgresSpecialFloats(t *testing.T) {
+	d := newPostgresDB(t)
+	s := Schema{Table: "f", Keys: []Column{{"k", Real}}, Values: []Column{{"x", Real}, {"n", Numeric}}}
+	k := d.sink(t, s, checkpointed())
+	nan, inf := math.NaN(), math.Inf(1)
+	var rows []Row
+	for i, v := range []float64{nan, inf, -inf, 1e300, 5e-324, math.Copysign(0, -1)} {
+		rows = append(rows, Row{Key: []any{float64(i)}, WindowStart: w0, WindowEnd: w1, Revision: 1, Timing: "ON_TIME", Values: []any{v, v}, EmittedAt: w1})
+	}
+	commit(t, k, 1, rows...)
+	expect(t, "rows", d.rows(t, "SELECT k::text, x::text, n::text FROM f ORDER BY k"), []string{
+		"0|NaN|NaN", "1|Infinity|Infinity", "2|-Infinity|-Infinity", "3|1e+300|" + "1" + strings.Repeat("0", 300),
+		"4|5e-324|0." + strings.Repeat("0", 323) + "5", "5|-0|0"})
+}
+
+// The tables the sink creates in PostgreSQL for upserts keep half of each
+// page free, for the rows' next revisions; an append table of deltas does
+// not.
+func TestPostgresFillFactor(t *testing.T) {
+	d := newPostgresDB(t)
+	d.sink(t, alerts, Options{})
+	d.sink(t, deltas, Options{})
+	expect(t, "reloptions", d.rows(t, "SELECT relname, coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname IN ('alerts', 'deltas') ORDER BY relname"),
+		[]string{"alerts|fillfactor=50", "deltas|"})
 }

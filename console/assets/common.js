@@ -4,7 +4,7 @@
 
 export const SVGNS = "http://www.w3.org/2000/svg";
 
-// The palette of seed 000's simulator, and colours for partitions.
+// The palette of the simulator, and colours for partitions.
 export const C = {
   ink: "#1d2b4f", teal: "#2a9d8f", tomato: "#e4572e", mustard: "#f2b134", muted: "#8a8f9e",
   grid: "#d9cfbd", white: "#fffdf8", indigo: "#3d5a98", plum: "#8e5ea2",

@@ -117,9 +117,20 @@ function renderTiles(st) {
   setText("keys", count(st.keys));
 }
 
+// held says whether a partition holds the combined watermark back: it is
+// behind the others by the watermark delay (and a second) or more. Closer,
+// the partitions are level.
+const held = st => st.held_back_by && (st.event_time_skew_ms || 0) >= Math.max(st.watermark_delay_ms || 0, 1000);
+
+// renderHeld says which partition holds the combined watermark back, or
+// that they are level, the slowest within the delay of the others.
 function renderHeld(st) {
   const el = $("held-by");
-  if (st.held_back_by) {
+  if (st.held_back_by && !held(st)) {
+    el.className = "banner ok";
+    el.replaceChildren(h("span", {id: "held-by-name"},
+      `The partitions are level: the slowest, ${st.held_back_by}, is within ${fmtDuration(st.event_time_skew_ms || 0)} of the others.`));
+  } else if (st.held_back_by) {
     el.className = "banner held";
     el.replaceChildren("Partition ", h("strong", {id: "held-by-name"}, st.held_back_by),
       " holds the combined watermark back, since ", h("span", {class: "mono", id: "held-by-since"}, fmtTime(st.held_back_since)),
@@ -140,7 +151,7 @@ function renderPartitions(st) {
     h("td", {class: "p-max mono"}, fmtTime(p.max_event_time)),
     h("td", {class: "p-last mono"}, fmtTime(p.last_event)),
     h("td", {class: "p-backlog num"}, p.backlog < 0 ? "–" : String(p.backlog)),
-    h("td", {class: "p-holds"}, p.holds_back ? badge("holds back", "holds") : (p.error ? h("span", {class: "error"}, p.error) : ""))));
+    h("td", {class: "p-holds"}, p.holds_back && held(st) ? badge("holds back", "holds") : (p.error ? h("span", {class: "error"}, p.error) : ""))));
   $("partitions").tBodies[0].replaceChildren(...(rows.length ? rows : [h("tr", {}, h("td", {class: "empty", colspan: 7}, "No partition yet."))]));
   $("wm-legend").replaceChildren(...parts.map(p => h("span", {},
     h("span", {class: "swatch", style: `background:${colorOf(p.name)}`}), p.name, " ",

@@ -1,4 +1,4 @@
-// The watermark simulator of seed 000. The page only draws: every result
+// The watermark simulator. The page only draws: every result
 // (each tap's fate, when each window closed, its counts, the trade-off curve
 // and the summary) comes from GET api/simulate, which replays the taps
 // through weir's own engine.

@@ -1,4 +1,9 @@
-package main
+// Package tabletest runs weir jobs that write SQLite and PostgreSQL tables
+// as processes: killed with SIGKILL at seeded points of a million-event
+// replay, a table the job cannot write, a lost connection, and weir
+// reconcile. It holds tests only; they run the weir command that TestMain
+// builds.
+package tabletest
 
 import (
 	"bufio"
@@ -13,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,53 +26,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx"
 	_ "modernc.org/sqlite"             // database/sql's "sqlite"
 
-	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/clitest"
 )
 
-// One PostgreSQL cluster for the tests of this binary that need one.
-var pg struct {
-	once sync.Once
-	dsn  string
-	stop func()
-	dir  string
-	err  error
-	n    int
-}
-
-// pgDatabase makes a database of its own for t in the test cluster, started
-// the first time. Without PostgreSQL the test fails: CI installs it.
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	pg.once.Do(func() {
-		if pg.dir, pg.err = os.MkdirTemp("", "weir-pg-"); pg.err == nil {
-			pg.dsn, pg.stop, pg.err = pgtest.Start(pg.dir)
-		}
-	})
-	if pg.err != nil {
-		t.Fatalf("this test needs PostgreSQL (apt-get install postgresql): %v", pg.err)
-	}
-	pg.n++
-	name := fmt.Sprintf("db%d", pg.n)
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, pg.dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Replace(pg.dsn, "/postgres?", "/"+name+"?", 1)
-}
-
-func stopPostgres() {
-	if pg.stop != nil {
-		pg.stop()
-	}
-	if pg.dir != "" {
-		os.RemoveAll(pg.dir)
-	}
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 // tableRow is one row of a result table, as text, for comparisons.
 type tableRow struct {
@@ -252,14 +213,14 @@ func TestTablesKillNine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 1M-event replay: not in -short")
 	}
-	dsn := pgDatabase(t)
+	dsn := clitest.PGDatabase(t)
 	dir := t.TempDir()
-	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
+	clitest.WriteCrashInput(t, filepath.Join(dir, "input.jsonl"), 1_000_000)
 	ref := filepath.Join(dir, "ref")
 	os.Mkdir(ref, 0o755)
 	refJob := strings.Replace(sessionJob, "input.jsonl", "../input.jsonl", 1) + "output: results.jsonl\n"
 	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(refJob), 0o644)
-	if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(clitest.Bin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
 	want := expectedTable(t, filepath.Join(ref, "results.jsonl"), sessionValues)
@@ -283,12 +244,12 @@ checkpoint: {dir: ckpt, interval: 150ms}
 	r := rand.New(rand.NewPCG(11, 11))
 	start := time.Now()
 	for i := 0; i < 10; i++ {
-		cmd := weirRun(t, dir, "job.yaml")
+		cmd := clitest.StartRun(t, dir, "job.yaml")
 		time.Sleep(time.Duration(150+r.IntN(900)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
-	cmd := exec.Command(weirBin, "run", "job.yaml")
+	cmd := exec.Command(clitest.Bin, "run", "job.yaml")
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -296,7 +257,7 @@ checkpoint: {dir: ckpt, interval: 150ms}
 	}
 	t.Logf("%d rows (%d tombstones); 10 crashes and the final run took %s; the final run said:\n%s",
 		len(want), tombstones, time.Since(start).Round(time.Millisecond), out)
-	sameAsReference(t, dir, ref)
+	clitest.SameAsReference(t, dir, ref)
 	sameRows(t, "sqlite", readSQLite(t, filepath.Join(dir, "results.db"), "sessions", "card", sessionValues), want)
 	sameRows(t, "postgres", readPostgres(t, dsn, "sessions", "card", sessionValues), want)
 }
@@ -306,7 +267,7 @@ checkpoint: {dir: ckpt, interval: 150ms}
 func TestDemoAlertsInSQLite(t *testing.T) {
 	dir := t.TempDir()
 	for _, f := range []string{"job.yaml", "orders.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("../../examples/fraud", f))
+		b, err := os.ReadFile(filepath.Join("../../../examples/fraud", f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -315,7 +276,7 @@ func TestDemoAlertsInSQLite(t *testing.T) {
 	values := []string{"orders", "spent", "biggest"}
 	var first []tableRow
 	for run := 0; run < 2; run++ {
-		code, stdout, stderr := runCLI(t, dir, "run", "job.yaml")
+		code, stdout, stderr := clitest.Run(t, dir, "run", "job.yaml")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, stderr)
 		}
@@ -375,7 +336,7 @@ func pgExec(t *testing.T, dsn string, stmts ...string) {
 // next run, once the table is writable, commits what the checkpoints kept:
 // nothing lost, nothing doubled.
 func TestTableNotWritable(t *testing.T) {
-	dsn := pgDatabase(t)
+	dsn := clitest.PGDatabase(t)
 	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
 	role := "reader_" + name
 	pgExec(t, dsn,
@@ -402,7 +363,7 @@ checkpoint: {dir: ckpt, interval: 10ms, tolerable_failures: 1}
 `, dsn)
 	}
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job(readerDSN)), 0o644)
-	code, _, stderr := runCLI(t, dir, "run", "job.yaml")
+	code, _, stderr := clitest.Run(t, dir, "run", "job.yaml")
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	last := lines[len(lines)-1]
 	if code != 1 || !strings.Contains(last, "permission denied for table") || !strings.Contains(stderr, "2 in a row, 1 tolerated") {
@@ -414,7 +375,7 @@ checkpoint: {dir: ckpt, interval: 10ms, tolerable_failures: 1}
 	// Writable again: the restart commits what the checkpoints kept, and the
 	// table is the uninterrupted run's.
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job(dsn)), 0o644)
-	if code, _, stderr := runCLI(t, dir, "run", "job.yaml"); code != 0 {
+	if code, _, stderr := clitest.Run(t, dir, "run", "job.yaml"); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	got := readPostgres(t, dsn, "counts", "k", []string{"n"})
@@ -452,10 +413,10 @@ output: {sqlite: {path: results.db, table: orders}}
 {"id":"X","shop":"s2","ts":"2026-09-07T12:02:30Z","at":"2026-09-07T12:02:30Z"}
 {"id":"D","shop":"s1","ts":"2026-09-07T12:00:50Z","at":"2026-09-07T12:02:40Z"}
 `), 0o644)
-	if code, _, stderr := runCLI(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
+	if code, _, stderr := clitest.Run(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
-	code, stdout, stderr := runCLI(t, dir, "reconcile", "--ledger", "input.jsonl,late.jsonl", "--reason", "nightly", "--report", "--acceptance", "acceptance.json", "job.yaml")
+	code, stdout, stderr := clitest.Run(t, dir, "reconcile", "--ledger", "input.jsonl,late.jsonl", "--reason", "nightly", "--report", "--acceptance", "acceptance.json", "job.yaml")
 	want := `ledger: 6 lines in 2 files: 5 events from 2026-09-07T12:00:10.000Z to 2026-09-07T12:02:30.000Z, 1 duplicates dropped, 0 lines not events
 corrected  s1 [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z): revision 1 -> 2: orders 3 -> 4
 window_start               window_end                 corrected already_right not_correctable raced
@@ -478,11 +439,11 @@ table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledge
 	if len(got) != 2 || got[0].Status != "reconciled" || got[0].Revision != 2 || got[0].Values[0] != 4 || got[1].Status != "closed" {
 		t.Fatalf("rows %v", got)
 	}
-	code, stdout, _ = runCLI(t, dir, "reconcile", "--ledger", "input.jsonl", "--ledger", "late.jsonl", "job.yaml")
+	code, stdout, _ = clitest.Run(t, dir, "reconcile", "--ledger", "input.jsonl", "--ledger", "late.jsonl", "job.yaml")
 	if code != 0 || !strings.HasSuffix(stdout, "table orders: 0 windows corrected, 2 already right, 0 not correctable (the ledger lacks their events), 0 raced\n") {
 		t.Fatalf("again: exit %d: %s", code, stdout)
 	}
-	if code, _, stderr := runCLI(t, dir, "reconcile", "job.yaml"); code != 2 || !strings.Contains(stderr, "--ledger") {
+	if code, _, stderr := clitest.Run(t, dir, "reconcile", "job.yaml"); code != 2 || !strings.Contains(stderr, "--ledger") {
 		t.Fatalf("without a ledger: exit %d: %s", code, stderr)
 	}
 }
@@ -492,10 +453,10 @@ table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledge
 // with backoff, said once each, and the table ends as the uninterrupted
 // run's panes make it, nothing lost and nothing doubled.
 func TestTableConnectionLost(t *testing.T) {
-	dsn := pgDatabase(t)
+	dsn := clitest.PGDatabase(t)
 	dir := t.TempDir()
-	writeCrashInput(t, filepath.Join(dir, "input.jsonl"), 200_000)
-	job := strings.Replace(crashJob, "output: results.jsonl\n", fmt.Sprintf("output: [results.jsonl, {postgres: {dsn: %q, table: alerts}}]\n", dsn), 1) +
+	clitest.WriteCrashInput(t, filepath.Join(dir, "input.jsonl"), 200_000)
+	job := strings.Replace(clitest.CrashJob, "output: results.jsonl\n", fmt.Sprintf("output: [results.jsonl, {postgres: {dsn: %q, table: alerts}}]\n", dsn), 1) +
 		"checkpoint: {dir: ckpt, interval: 20ms, tolerable_failures: 100}\n"
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 	db, err := sql.Open("pgx", dsn)
@@ -503,7 +464,7 @@ func TestTableConnectionLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cmd := exec.Command(weirBin, "run", "job.yaml")
+	cmd := exec.Command(clitest.Bin, "run", "job.yaml")
 	cmd.Dir = dir
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,11 +1,17 @@
 //go:build unix
 
-package main
+// Package grouptest runs weir jobs of a consumer group as several weir
+// processes against a broker in the test process (kfake): instances killed,
+// stopped, paused past their session and joining, input repartitioned or
+// misrouted, a stop without a broker. It holds tests only; they run the weir
+// command that TestMain builds.
+package grouptest
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,7 +28,10 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/console"
+	"github.com/weirstream/weir/internal/clitest"
 )
+
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 // groupJob is a job of a consumer group; %[1]s is the broker, %[2]s the
 // source's extra settings.
@@ -101,7 +110,7 @@ func groupReferenceOf(t *testing.T, dir, groupJob string, parts [][][]byte, clos
 			"quarantine: {kafka: {brokers: [%[1]s], topic: quarantine}}", "quarantine: quarantine.jsonl",
 			"checkpoint: {interval: 300ms}\n", "").Replace(groupJob)
 		os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(job), 0o644)
-		if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
+		if out, err := exec.Command(clitest.Bin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
 			t.Fatalf("reference run of partition %d: %v\n%s", p, err, out)
 		}
 		for _, f := range []string{"results", "late", "quarantine"} {
@@ -127,44 +136,9 @@ func groupReferenceOf(t *testing.T, dir, groupJob string, parts [][][]byte, clos
 func withPartition(line string, p int) string {
 	v, err := fastjson.Parse(line)
 	if err != nil || v.Get("line") == nil {
-		return withoutEmittedAt(line)
+		return clitest.WithoutEmittedAt(line)
 	}
-	return fmt.Sprintf("p%d ", p) + withoutEmittedAt(line)
-}
-
-// committedByPartition is b.committed for records that say where they came
-// from: each with its input partition in front, as withPartition does.
-func (b *broker) committedRecords(topic string) []string {
-	var out []string
-	for _, l := range b.committed(topic) {
-		_, p, ok := strings.Cut(fastjson.GetString([]byte(l), "partition"), "/")
-		if !ok {
-			out = append(out, withoutEmittedAt(l))
-			continue
-		}
-		out = append(out, "p"+p+" "+withoutEmittedAt(l))
-	}
-	return out
-}
-
-// produceKeyed writes lines to a partition, each with its key.
-func (b *broker) produceKeyed(topic string, part int32, lines, keys [][]byte) {
-	cl := b.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
-	ctx := b.t.Context()
-	var perr error
-	for i, l := range lines {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: part, Key: keys[i], Value: l}, func(_ *kgo.Record, err error) {
-			if err != nil && perr == nil {
-				perr = err
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		b.t.Fatal(err)
-	}
-	if perr != nil {
-		b.t.Fatal(perr)
-	}
+	return fmt.Sprintf("p%d ", p) + clitest.WithoutEmittedAt(line)
 }
 
 // sameRecords checks that got holds want's records, each exactly once.
@@ -206,19 +180,6 @@ func sameRecords(t *testing.T, name string, got, want []string) {
 	}
 }
 
-// waitCommitted polls topic until it holds n records.
-func (b *broker) waitCommitted(topic string, n int, limit time.Duration) []string {
-	deadline := time.Now().Add(limit)
-	var got []string
-	for time.Now().Before(deadline) {
-		if got = b.committedRecords(topic); len(got) >= n {
-			break
-		}
-		time.Sleep(time.Second)
-	}
-	return got
-}
-
 // Three instances of a group job share a 6-partition topic of 1M events with
 // late events, duplicates and bad lines; one is killed with SIGKILL in the
 // middle, a fourth joins later. A read_committed consumer sees every pane,
@@ -250,7 +211,7 @@ func TestGroupZombie(t *testing.T) {
 func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "input.jsonl")
-	writeCrashInput(t, in, events)
+	clitest.WriteCrashInput(t, in, events)
 	data, _ := os.ReadFile(in)
 	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	parts, keys, closers := partitionLines(lines, nparts)
@@ -259,20 +220,20 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 		t.Fatalf("the reference is not what the test needs: %d panes, %d late, %d rejected", len(want["results"]), len(want["late"]), len(want["quarantine"]))
 	}
 
-	b := startBroker(t, fmt.Sprintf("orders:%d", nparts), "alerts:3", "late:1", "quarantine:1")
+	b := clitest.StartBroker(t, fmt.Sprintf("orders:%d", nparts), "alerts:3", "late:1", "quarantine:1")
 	// The first half of every partition, then the instances.
 	for p := range nparts {
 		h := len(parts[p]) / 2
-		b.produceKeyed("orders", int32(p), parts[p][:h], keys[p][:h])
+		b.ProduceKeyed("orders", int32(p), parts[p][:h], keys[p][:h])
 	}
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.Addr, "")), 0o644)
 	inst := startInstances(t, dir, 2)
 	if sig == syscall.SIGKILL {
 		inst.start()
 	}
 	// Stop one once output flows, then give the rest of the input and
 	// another instance.
-	if got := b.waitCommitted("alerts", len(want["results"])/10, 3*time.Minute); len(got) < len(want["results"])/10 {
+	if got := b.WaitCommitted("alerts", len(want["results"])/10, 3*time.Minute); len(got) < len(want["results"])/10 {
 		t.Fatalf("no output after 3 minutes: %d panes", len(got))
 	}
 	inst.cmds[1].Process.Signal(sig)
@@ -285,7 +246,7 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	}
 	for p := range nparts {
 		h := len(parts[p]) / 2
-		b.produceKeyed("orders", int32(p), parts[p][h:], keys[p][h:])
+		b.ProduceKeyed("orders", int32(p), parts[p][h:], keys[p][h:])
 	}
 	if zombie {
 		inst.cmds[1].Process.Signal(syscall.SIGCONT)
@@ -293,7 +254,7 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 		time.Sleep(2 * time.Second)
 		inst.start()
 	}
-	got := b.waitCommitted("alerts", len(want["results"]), 5*time.Minute)
+	got := b.WaitCommitted("alerts", len(want["results"]), 5*time.Minute)
 	// The live instances own every partition between them, each once, as
 	// their status says.
 	var live []string
@@ -317,8 +278,8 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 		t.Errorf("the paused instance did not learn that it lost its partitions")
 	}
 	sameRecords(t, "results", got, want["results"])
-	sameRecords(t, "late", b.committedRecords("late"), want["late"])
-	sameRecords(t, "quarantine", b.committedRecords("quarantine"), want["quarantine"])
+	sameRecords(t, "late", b.CommittedRecords("late"), want["late"])
+	sameRecords(t, "quarantine", b.CommittedRecords("quarantine"), want["quarantine"])
 	all := ""
 	for _, l := range inst.logs {
 		all += l.String()
@@ -401,7 +362,7 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	cmd := exec.Command(weirBin, "status", "--http", addrs[0], "job.yaml")
+	cmd := exec.Command(clitest.Bin, "status", "--http", addrs[0], "job.yaml")
 	cmd.Dir = jobDir
 	out, err := cmd.CombinedOutput()
 	want := fmt.Sprintf("owns %d of the %d partitions of orders", len(owned[0]), n)
@@ -422,7 +383,7 @@ func TestGroupRepartition(t *testing.T) {
 	const nparts = 3
 	dir := t.TempDir()
 	in := filepath.Join(dir, "input.jsonl")
-	writeCrashInput(t, in, 60_000)
+	clitest.WriteCrashInput(t, in, 60_000)
 	data, _ := os.ReadFile(in)
 	var lines [][]byte
 	for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
@@ -434,7 +395,7 @@ func TestGroupRepartition(t *testing.T) {
 	job := strings.NewReplacer("watermark: {delay: 1s, interval: 0s}", "watermark: {delay: 1h, interval: 0s}", "dedup_horizon: 10m", "dedup_horizon: 2h").Replace(groupJob)
 	want := groupReferenceOf(t, dir, job, parts, closers)["results"]
 
-	b := startBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
+	b := clitest.StartBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
 	ids := make([][]byte, len(lines))
 	for i, l := range lines {
 		ids[i] = fastjson.GetBytes(l, "id")
@@ -444,20 +405,20 @@ func TestGroupRepartition(t *testing.T) {
 		for i := p; i < len(lines); i += nparts {
 			ls, ks = append(ls, lines[i]), append(ks, ids[i])
 		}
-		b.produceKeyed("clicks", int32(p), ls, ks)
+		b.ProduceKeyed("clicks", int32(p), ls, ks)
 	}
-	text := strings.Replace(fmt.Sprintf(job, b.addr, ", repartition: true"), "topic: orders", "topic: clicks", 1)
+	text := strings.Replace(fmt.Sprintf(job, b.Addr, ", repartition: true"), "topic: orders", "topic: clicks", 1)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
 	inst := startInstances(t, dir, 2)
-	if got := b.waitCommitted("fraud-repartition", len(lines), 3*time.Minute); len(got) != len(lines) {
+	if got := b.WaitCommitted("fraud-repartition", len(lines), 3*time.Minute); len(got) != len(lines) {
 		t.Fatalf("the repartition topic holds %d records; want the %d of the input, each once", len(got), len(lines))
 	}
 	// The last events, which close the windows.
 	for p := range nparts {
 		last := parts[p][len(parts[p])-1]
-		b.produceKeyed("clicks", int32(p), [][]byte{last}, [][]byte{fastjson.GetBytes(last, "id")})
+		b.ProduceKeyed("clicks", int32(p), [][]byte{last}, [][]byte{fastjson.GetBytes(last, "id")})
 	}
-	got := b.waitCommitted("alerts", len(want), 3*time.Minute)
+	got := b.WaitCommitted("alerts", len(want), 3*time.Minute)
 	for _, c := range inst.cmds {
 		c.Process.Signal(syscall.SIGTERM)
 	}
@@ -465,7 +426,7 @@ func TestGroupRepartition(t *testing.T) {
 		c.Wait()
 	}
 	sameRecords(t, "results", got, want)
-	if n := len(b.committed("late")); n != 0 {
+	if n := len(b.Committed("late")); n != 0 {
 		t.Errorf("%d too-late events; want none", n)
 	}
 }
@@ -474,15 +435,15 @@ func TestGroupRepartition(t *testing.T) {
 // events whose keys belong to other partitions, says so once, and counts
 // them in its status.
 func TestGroupMisroutedInput(t *testing.T) {
-	b := startBroker(t, "clicks:3", "alerts:3", "late:1", "quarantine:1")
+	b := clitest.StartBroker(t, "clicks:3", "alerts:3", "late:1", "quarantine:1")
 	var lines, ids [][]byte
 	for i := range 3000 {
 		lines = append(lines, fmt.Appendf(nil, `{"id":"e%d","card":"c%d","amount":1,"ts":%d}`, i, i%50, 1780000000000+int64(i)*10))
 		ids = append(ids, fmt.Appendf(nil, "e%d", i))
 	}
-	b.produceKeyed("clicks", 0, lines, ids) // every card in partition 0
+	b.ProduceKeyed("clicks", 0, lines, ids) // every card in partition 0
 	dir := t.TempDir()
-	text := strings.Replace(fmt.Sprintf(groupJob, b.addr, ""), "topic: orders", "topic: clicks", 1)
+	text := strings.Replace(fmt.Sprintf(groupJob, b.Addr, ""), "topic: orders", "topic: clicks", 1)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
 	inst := startInstances(t, dir, 1)
 	cmd, stderr, addr := inst.cmds[0], inst.logs[0], inst.addrs[0]
@@ -510,6 +471,37 @@ func TestGroupMisroutedInput(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The instance serves what a single job serves: /healthz, /readyz, a
+	// page of its tasks, each task's console and the job's metrics.
+	base := "http://" + addr
+	for deadline := time.Now().Add(time.Minute); ; {
+		if code, body := httpGet(base + "/readyz"); code == 200 && body == "ready\n" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("/readyz: %d %q", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := httpGet(base + "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	if code, page := httpGet(base + "/"); code != 200 || !strings.Contains(page, "assets/group.js") {
+		t.Errorf("/: %d %.100s", code, page)
+	}
+	var task console.StatusReply
+	if code, body := httpGet(base + "/task/0/api/status"); code != 200 || json.Unmarshal([]byte(body), &task) != nil ||
+		task.Status.State != "running" || len(task.Status.Partitions) != 1 || task.Status.Partitions[0].Name != "clicks/0" || task.Status.Counts.Read != 3000 {
+		t.Errorf("/task/0/api/status: %d %s", code, body)
+	}
+	if code, page := httpGet(base + "/task/0/"); code != 200 || !strings.Contains(page, "assets/console.js") {
+		t.Errorf("/task/0/: %d %.100s", code, page)
+	}
+	_, metrics := httpGet(base + "/metrics")
+	for _, want := range []string{`weir_up{job_name="group-crash"} 1`, `weir_records_total{job_name="group-crash",outcome="accepted",task="clicks/0"} 3000`} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 	if n := strings.Count(stderr.String(), "the input is not keyed by the job's key"); n != 1 {
@@ -522,7 +514,7 @@ func TestGroupMisroutedInput(t *testing.T) {
 // saying so, and exits; the partitions resume from their last committed
 // checkpoints.
 func TestGroupStopWithoutBroker(t *testing.T) {
-	b := startBroker(t, "orders:2", "alerts:3", "late:1", "quarantine:1")
+	b := clitest.StartBroker(t, "orders:2", "alerts:3", "late:1", "quarantine:1")
 	var lines, keys [][]byte
 	for i := range 2000 {
 		card := fmt.Sprintf("c%d", i%20)
@@ -535,15 +527,29 @@ func TestGroupStopWithoutBroker(t *testing.T) {
 		parts[p], pkeys[p] = append(parts[p], l), append(pkeys[p], keys[i])
 	}
 	for p := range 2 {
-		b.produceKeyed("orders", int32(p), parts[p], pkeys[p])
+		b.ProduceKeyed("orders", int32(p), parts[p], pkeys[p])
 	}
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.addr, "")), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.Addr, "")), 0o644)
 	inst := startInstances(t, dir, 1)
 	cmd, stderr := inst.cmds[0], inst.logs[0]
 	checkOwnership(t, dir, inst.addrs, 2)
-	b.waitCommitted("alerts", 1, time.Minute)
-	b.c.Close()
+	b.WaitCommitted("alerts", 1, time.Minute)
+	b.C.Close()
+	// Without its brokers the instance is alive, and not ready.
+	for deadline := time.Now().Add(time.Minute); ; {
+		code, body := httpGet("http://" + inst.addrs[0] + "/readyz")
+		if code == 503 && strings.HasPrefix(body, "not ready: ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz without brokers: %d %q", code, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := httpGet("http://" + inst.addrs[0] + "/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("/healthz without brokers: %d %q", code, body)
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -560,6 +566,17 @@ func TestGroupStopWithoutBroker(t *testing.T) {
 	}
 }
 
+// httpGet is the status and body of a GET, or -1 when nothing answers.
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // instances are weir run processes of the job file job.yaml in a directory,
 // each serving its status on a port of its own. They are killed when the
 // test ends, and what they said is shown when it failed (or with -v).
@@ -567,7 +584,7 @@ type instances struct {
 	t     *testing.T
 	dir   string
 	cmds  []*exec.Cmd
-	logs  []*bytes.Buffer
+	logs  []*clitest.Buffer
 	addrs []string
 }
 
@@ -592,7 +609,7 @@ func startInstances(t *testing.T, dir string, n int) *instances {
 
 // start starts one more instance.
 func (in *instances) start() {
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(in.t))
-	cmd, stderr := startWeir(in.t, in.dir, "run", "--quiet", "--http", addr, "job.yaml")
+	addr := fmt.Sprintf("127.0.0.1:%d", clitest.FreePort(in.t))
+	cmd, stderr := clitest.Start(in.t, in.dir, "run", "--quiet", "--http", addr, "job.yaml")
 	in.cmds, in.logs, in.addrs = append(in.cmds, cmd), append(in.logs, stderr), append(in.addrs, addr)
 }

@@ -1,4 +1,4 @@
-package main
+package crashtest
 
 import (
 	"bufio"
@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/weirstream/weir/internal/clitest"
 )
 
 // peakRSS runs weir and returns its peak resident memory and its output.
@@ -18,7 +20,7 @@ import (
 // a fork inherits before the exec.
 func peakRSS(t *testing.T, dir string, args ...string) (int64, string) {
 	t.Helper()
-	cmd := exec.Command(weirBin, args...)
+	cmd := exec.Command(clitest.Bin, args...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -1,13 +1,18 @@
-package main
+// Package kafkatest runs weir jobs that read and write Kafka topics of a
+// broker in the test process (kfake), as processes: killed with SIGKILL at
+// seeded points of a million-event stream, with idle and returning
+// partitions, a broker that goes away and comes back, and kcat on both ends.
+// It holds tests only; they run the weir command that TestMain builds.
+package kafkatest
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
-	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,124 +22,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/internal/clitest"
 )
 
-// broker is a kfake cluster on 127.0.0.1 for weir processes to talk to.
-type broker struct {
-	t    *testing.T
-	c    *kfake.Cluster
-	addr string
-	port int
-	dir  string
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startBroker starts a cluster with the topics (name:partitions), keeping
-// its data in a directory so that it can be stopped and started again.
-func startBroker(t *testing.T, topics ...string) *broker {
-	b := &broker{t: t, port: freePort(t), dir: t.TempDir()}
-	b.start(topics...)
-	t.Cleanup(func() { b.c.Close() })
-	return b
-}
-
-func (b *broker) start(topics ...string) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.port), kfake.DataDir(b.dir), kfake.GroupMinSessionTimeout(time.Second)}
-	for _, tp := range topics {
-		name, parts, _ := strings.Cut(tp, ":")
-		n := 1
-		fmt.Sscan(parts, &n)
-		opts = append(opts, kfake.SeedTopics(int32(n), name))
-	}
-	c, err := kfake.NewCluster(opts...)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.c, b.addr = c, c.ListenAddrs()[0]
-}
-
-func (b *broker) client(opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addr)}, opts...)...)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.t.Cleanup(cl.Close)
-	return cl
-}
-
-// produceLines writes lines to a partition of a topic, in order.
-func (b *broker) produceLines(topic string, part int32, lines [][]byte) {
-	cl := b.client(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
-	ctx := context.Background()
-	errc := make(chan error, 1)
-	for _, l := range lines {
-		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: part, Value: l}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				select {
-				case errc <- err:
-				default:
-				}
-			}
-		})
-	}
-	if err := cl.Flush(ctx); err != nil {
-		b.t.Fatal(err)
-	}
-	select {
-	case err := <-errc:
-		b.t.Fatal(err)
-	default:
-	}
-}
-
-// committed reads every committed record of a topic that is there now.
-func (b *broker) committed(topic string) []string {
-	cl := b.client(kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(100*time.Millisecond))
-	var out []string
-	idle := 0
-	for idle < 5 {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)); n++ })
-		if n == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-	}
-	return out
-}
-
-// withoutEmittedAt drops the processing time a live run differs in, and
-// says where a record was as a file does: the line of a record is its offset
-// plus one (the records of one partition are the lines of the file).
-func withoutEmittedAt(line string) string {
-	var m map[string]any
-	if json.Unmarshal([]byte(line), &m) != nil {
-		return line
-	}
-	delete(m, "emitted_at")
-	delete(m, "set_aside_at")
-	if off, ok := m["offset"].(float64); ok {
-		delete(m, "offset")
-		delete(m, "partition")
-		m["line"] = off + 1
-	}
-	b, _ := json.Marshal(m)
-	return string(b)
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 const kafkaJob = `name: kafka-crash
 source: {kafka: {brokers: [%[1]s], topic: orders}}
@@ -163,7 +54,7 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 	}
 	dir := t.TempDir()
 	in := filepath.Join(dir, "input.jsonl")
-	writeCrashInput(t, in, 1_000_000)
+	clitest.WriteCrashInput(t, in, 1_000_000)
 	data, _ := os.ReadFile(in)
 	// A last event a day later closes every window, as the end of a file
 	// would.
@@ -181,14 +72,14 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 		"quarantine: {kafka: {brokers: [%[1]s], topic: quarantine}}", "quarantine: quarantine.jsonl",
 		"checkpoint: {dir: ckpt, interval: 300ms}\n", "").Replace(kafkaJob)
 	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(fileJob), 0o644)
-	if out, err := exec.Command(weirBin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(clitest.Bin, "run", "--quiet", filepath.Join(ref, "job.yaml")).CombinedOutput(); err != nil {
 		t.Fatalf("reference run: %v\n%s", err, out)
 	}
 	want := map[string][]string{}
 	for _, f := range []string{"results", "late", "quarantine"} {
 		b, _ := os.ReadFile(filepath.Join(ref, f+".jsonl"))
 		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			want[f] = append(want[f], withoutEmittedAt(l))
+			want[f] = append(want[f], clitest.WithoutEmittedAt(l))
 		}
 	}
 	// The window of the last event fires only at the end of the file.
@@ -198,23 +89,23 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 		t.Fatalf("the reference is not what the test needs: %d panes, %d late, %d rejected, last %s", len(want["results"]), len(want["late"]), len(want["quarantine"]), last)
 	}
 
-	b := startBroker(t, "orders:1", "alerts:1", "late:1", "quarantine:1")
-	b.produceLines("orders", 0, lines)
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(kafkaJob, b.addr)), 0o644)
+	b := clitest.StartBroker(t, "orders:1", "alerts:1", "late:1", "quarantine:1")
+	b.ProduceLines("orders", 0, lines)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(kafkaJob, b.Addr)), 0o644)
 	r := rand.New(rand.NewPCG(16, 16))
 	for i := 0; i < 10; i++ {
-		cmd := weirRun(t, dir, "job.yaml")
+		cmd := clitest.StartRun(t, dir, "job.yaml")
 		time.Sleep(time.Duration(300+r.IntN(1500)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 	}
-	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
+	cmd, stderr := clitest.Start(t, dir, "run", "job.yaml")
 	// The stream does not end: wait until the output is complete (20 s on a
 	// quiet machine; minutes when it is busy).
 	deadline := time.Now().Add(5 * time.Minute)
 	var got []string
 	for time.Now().Before(deadline) {
-		got = b.committed("alerts")
+		got = b.Committed("alerts")
 		if len(got) >= len(want["results"]) {
 			break
 		}
@@ -228,7 +119,7 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 	check := func(name string, got []string) {
 		t.Helper()
 		for i := range got {
-			got[i] = withoutEmittedAt(got[i])
+			got[i] = clitest.WithoutEmittedAt(got[i])
 		}
 		seen := map[string]int{}
 		for _, g := range got {
@@ -248,8 +139,8 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 		}
 	}
 	check("results", got)
-	check("late", b.committed("late"))
-	check("quarantine", b.committed("quarantine"))
+	check("late", b.Committed("late"))
+	check("quarantine", b.Committed("quarantine"))
 	if t.Failed() {
 		t.Logf("the last run said:\n%s", stderr.String())
 	}
@@ -259,7 +150,7 @@ func TestKafkaKillNineExactlyOnce(t *testing.T) {
 // one never has a record (it never holds the watermark), and the quiet one
 // comes back with older records, late or too late by the rules.
 func TestKafkaIdlePartitions(t *testing.T) {
-	b := startBroker(t, "orders:3", "alerts:1", "late:1")
+	b := clitest.StartBroker(t, "orders:3", "alerts:1", "late:1")
 	dir := t.TempDir()
 	job := fmt.Sprintf(`name: idle
 source: {kafka: {brokers: [%[1]s], topic: orders}}
@@ -272,21 +163,21 @@ allowed_lateness: 30s
 aggregates: {n: count}
 output: {kafka: {brokers: [%[1]s], topic: alerts, delivery: at_least_once}}
 late_output: {kafka: {brokers: [%[1]s], topic: late, delivery: at_least_once}}
-`, b.addr)
+`, b.Addr)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 	ev := func(k string, ts int64) []byte { return []byte(fmt.Sprintf(`{"k":%q,"ts":%d}`, k, ts)) }
 	const t0 = 1_780_000_000_000
-	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
+	cmd, stderr := clitest.Start(t, dir, "run", "job.yaml")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	// Partition 1 has an event in [0, 10s); partition 0 moves on to 25 s;
 	// partition 2 never has one. Only once partition 1 is idle does the
 	// watermark pass 10 s.
-	b.produceLines("orders", 1, [][]byte{ev("b", t0+1000)})
-	b.produceLines("orders", 0, [][]byte{ev("a", t0+2000), ev("a", t0+12_000), ev("a", t0+25_000)})
+	b.ProduceLines("orders", 1, [][]byte{ev("b", t0+1000)})
+	b.ProduceLines("orders", 0, [][]byte{ev("a", t0+2000), ev("a", t0+12_000), ev("a", t0+25_000)})
 	waitFor := func(topic string, n int) []string {
 		deadline := time.Now().Add(30 * time.Second)
 		for time.Now().Before(deadline) {
-			if got := b.committed(topic); len(got) >= n {
+			if got := b.Committed(topic); len(got) >= n {
 				return got
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -306,7 +197,7 @@ late_output: {kafka: {brokers: [%[1]s], topic: late, delivery: at_least_once}}
 	}
 	// Partition 1 comes back with an event of [0, 10s), late but within the
 	// allowed lateness (W is 24.999 s), and one of [-40s, -30s), too late.
-	b.produceLines("orders", 1, [][]byte{ev("b", t0+3000), ev("b", t0-40_000)})
+	b.ProduceLines("orders", 1, [][]byte{ev("b", t0+3000), ev("b", t0-40_000)})
 	got = waitFor("alerts", 4)
 	if !strings.Contains(got[len(got)-1], `"key":"b"`) || !strings.Contains(got[len(got)-1], `"timing":"LATE"`) || !strings.Contains(got[len(got)-1], `"n":2`) {
 		t.Errorf("the late event's pane: %s", got[len(got)-1])
@@ -323,8 +214,9 @@ func TestKafkaBrokerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for reconnects")
 	}
-	b := startBroker(t, "orders:1", "alerts:1")
+	b := clitest.StartBroker(t, "orders:1", "alerts:1")
 	dir := t.TempDir()
+	port := clitest.FreePort(t)
 	job := fmt.Sprintf(`name: restart
 source: {kafka: {brokers: [%[1]s], topic: orders}}
 time: {field: ts}
@@ -335,7 +227,27 @@ window: {tumbling: 1s}
 aggregates: {n: count}
 output: {kafka: {brokers: [%[1]s], topic: alerts}}
 checkpoint: {dir: ckpt, interval: 200ms}
-`, b.addr)
+http: 127.0.0.1:%[2]d
+`, b.Addr, port)
+	ready := func(code int, prefix string) {
+		t.Helper()
+		url := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+		for deadline := time.Now().Add(time.Minute); ; {
+			c, body := -1, ""
+			if resp, err := http.Get(url); err == nil {
+				bb, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				c, body = resp.StatusCode, string(bb)
+			}
+			if c == code && strings.HasPrefix(body, prefix) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("/readyz: %d %q, want %d %q", c, body, code, prefix)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
 	const t0 = 1_780_000_000_000
 	batch := func(from, to int) [][]byte {
@@ -345,14 +257,14 @@ checkpoint: {dir: ckpt, interval: 200ms}
 		}
 		return out
 	}
-	b.produceLines("orders", 0, batch(0, 10))
-	cmd, stderr := startWeir(t, dir, "run", "job.yaml")
+	b.ProduceLines("orders", 0, batch(0, 10))
+	cmd, stderr := clitest.Start(t, dir, "run", "job.yaml")
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	wait := func(n int) {
 		deadline := time.Now().Add(60 * time.Second)
 		for time.Now().Before(deadline) {
-			if len(b.committed("alerts")) >= n {
+			if len(b.Committed("alerts")) >= n {
 				return
 			}
 			select {
@@ -364,22 +276,26 @@ checkpoint: {dir: ckpt, interval: 200ms}
 		t.Fatalf("fewer than %d panes after a minute\n%s", n, stderr.String())
 	}
 	wait(9)
-	b.c.Close()
+	ready(200, "ready\n")
+	b.C.Close()
+	// The source cannot read and the checkpoints cannot commit: not ready.
+	ready(503, "not ready: ")
 	time.Sleep(3 * time.Second)
 	select {
 	case err := <-exited:
 		t.Fatalf("the job exited while the broker was away: %v\n%s", err, stderr.String())
 	default:
 	}
-	b.start("orders:1", "alerts:1")
-	b.produceLines("orders", 0, batch(10, 20))
+	b.Start("orders:1", "alerts:1")
+	b.ProduceLines("orders", 0, batch(10, 20))
 	wait(19)
+	ready(200, "ready\n")
 	cmd.Process.Signal(syscall.SIGTERM)
 	<-exited
-	got := b.committed("alerts")
+	got := b.Committed("alerts")
 	seen := map[string]bool{}
 	for _, g := range got {
-		k := withoutEmittedAt(g)
+		k := clitest.WithoutEmittedAt(g)
 		if seen[k] {
 			t.Errorf("a pane twice: %s", g)
 		}
@@ -400,14 +316,14 @@ func TestKafkaWithKcat(t *testing.T) {
 	if err != nil {
 		t.Fatal("kcat is not installed (Debian's kcat package; .ci/run installs it)")
 	}
-	b := startBroker(t, "orders:1", "alerts:1")
+	b := clitest.StartBroker(t, "orders:1", "alerts:1")
 	dir := t.TempDir()
 	const t0 = 1_780_000_000_000
 	var in bytes.Buffer
 	for i := range 30 {
 		fmt.Fprintf(&in, `{"card":"c%d","ts":%d}`+"\n", i%2, t0+int64(i)*4000)
 	}
-	prod := exec.Command(kcat, "-b", b.addr, "-P", "-t", "orders")
+	prod := exec.Command(kcat, "-b", b.Addr, "-P", "-t", "orders")
 	prod.Stdin = &in
 	if out, err := prod.CombinedOutput(); err != nil {
 		t.Fatalf("kcat -P: %v\n%s", err, out)
@@ -422,14 +338,14 @@ window: {tumbling: 1m}
 aggregates: {n: count}
 output: {kafka: {brokers: [%[1]s], topic: alerts, delivery: exactly_once}}
 checkpoint: {dir: ckpt, interval: 200ms}
-`, b.addr)
+`, b.Addr)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
-	cmd := weirRun(t, dir, "job.yaml")
+	cmd := clitest.StartRun(t, dir, "job.yaml")
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	var lines []string
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		out, err := exec.Command(kcat, "-b", b.addr, "-C", "-t", "alerts", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%k %s\n").Output()
+		out, err := exec.Command(kcat, "-b", b.Addr, "-C", "-t", "alerts", "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%k %s\n").Output()
 		if err != nil {
 			t.Fatalf("kcat -C: %v", err)
 		}
@@ -463,36 +379,5 @@ checkpoint: {dir: ckpt, interval: 200ms}
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("kcat read:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// The development broker's orders are keyed by their own card: the
-// consumer-group example relies on it to keep each card's windows in one
-// task. A key read from the parser's buffer after the next line was parsed
-// named another order's card.
-func TestKafkaOrdersKeyedByCard(t *testing.T) {
-	b := startBroker(t, "orders:3")
-	var log bytes.Buffer
-	want := produceOrders(context.Background(), b.addr, 3000, 1e9, &log)
-	if want < 2900 {
-		t.Fatalf("%d orders produced: %s", want, log.String())
-	}
-	cl := b.client(kgo.ConsumeTopics("orders"), kgo.FetchMaxWait(100*time.Millisecond))
-	deadline := time.Now().Add(30 * time.Second)
-	n, wrong := 0, 0
-	for n < want && time.Now().Before(deadline) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			var o struct{ Card string }
-			if err := json.Unmarshal(r.Value, &o); err != nil || o.Card != string(r.Key) {
-				wrong++
-			}
-		})
-	}
-	if n != want || wrong != 0 {
-		t.Errorf("%d of %d orders read, %d of them keyed by another card", n, want, wrong)
 	}
 }

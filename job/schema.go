@@ -1,0 +1,438 @@
+package job
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// The shape of a job file: every field the parser reads, with what its
+// value may be. The parser takes the fields it knows from here (strict), and
+// Schema writes them as a JSON schema for editors: one definition for both,
+// so that they cannot disagree (TestSchemaFieldsAreRead checks that every
+// field named here is read).
+
+// kind is what a value of the job file is.
+type kind uint8
+
+const (
+	kString   kind = iota // any string
+	kField                // a field name of the input ("amount", "payment.amount")
+	kDuration             // 2s, 5m, 1h30m, 1d, or 0
+	kBool
+	kInt
+	kEnum   // one of Enum
+	kObject // a mapping of the known Fields
+	kMap    // a mapping of names (Pattern) to values of Item
+	kList   // a sequence of Item
+	kOneOf  // one of OneOf
+)
+
+// shape is what a value may be.
+type shape struct {
+	Kind     kind
+	Doc      string
+	Enum     []string // kEnum
+	Pattern  string   // kString: the value's; kMap: the names'
+	Min, Max int      // kInt (Max 0: no bound); kList, kMap: at least Min items
+	Fields   []field  // kObject, in the order of a job file
+	Required []string // kObject
+	Item     *shape   // kList, kMap
+	OneOf    []*shape // kOneOf
+}
+
+// field is one field of a mapping.
+type field struct {
+	Name  string
+	Shape *shape
+}
+
+// names are the fields of an object shape, in order.
+func (s *shape) names() []string {
+	out := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		out[i] = f.Name
+	}
+	return out
+}
+
+func str(doc string) *shape       { return &shape{Kind: kString, Doc: doc} }
+func fieldName(doc string) *shape { return &shape{Kind: kField, Doc: doc} }
+func dur(doc string) *shape       { return &shape{Kind: kDuration, Doc: doc} }
+func boolean(doc string) *shape   { return &shape{Kind: kBool, Doc: doc} }
+func enum(doc string, values ...string) *shape {
+	return &shape{Kind: kEnum, Doc: doc, Enum: values}
+}
+func oneOf(doc string, alts ...*shape) *shape { return &shape{Kind: kOneOf, Doc: doc, OneOf: alts} }
+func object(doc string, required []string, fields ...field) *shape {
+	return &shape{Kind: kObject, Doc: doc, Fields: fields, Required: required}
+}
+
+// The connection settings of a Kafka source or output, named as Kafka
+// clients name them.
+var kafkaConnShape = []field{
+	{"brokers", oneOf("The brokers to start from.", str("host:port[,host:port...]"), &shape{Kind: kList, Min: 1, Item: str("host:port")})},
+	{"topic", str("The topic.")},
+	{"client.id", str("The client id the brokers see (default weir-HOST-PID).")},
+	{"security.protocol", enum("How to talk to the brokers (default PLAINTEXT).", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")},
+	{"sasl.mechanism", enum("The SASL mechanism, with security.protocol SASL_*.", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")},
+	{"sasl.username", str("The SASL user.")},
+	{"sasl.password", str("The SASL password (never shown); ${NAME} reads it from the environment.")},
+	{"ssl.ca.location", str("A PEM file of the certificate authorities to trust.")},
+	{"ssl.certificate.location", str("A PEM file of the client's certificate.")},
+	{"ssl.key.location", str("A PEM file of the client's key.")},
+}
+
+func withConn(fields ...field) []field {
+	return append(append([]field(nil), kafkaConnShape...), fields...)
+}
+
+var kafkaSourceShape = object("A Kafka topic: every partition is read (read_committed), with its next offset in the checkpoint.", []string{"brokers", "topic"},
+	withConn(
+		field{"start", str("Where a job without a checkpoint starts: earliest (default), latest, or an RFC 3339 time.")},
+		field{"group", str("A consumer group: every weir run of this file is one instance of one job, a task per partition.")},
+		field{"changelog", str("The compacted topic of a group's task state (default GROUP-changelog).")},
+		field{"session_timeout", dur("How long a silent instance keeps its partitions (default 10s).")},
+		field{"repartition", boolean("Copy an input not keyed by the job's key into GROUP-repartition, keyed by it, first.")},
+		field{"on_gap", enum("Records deleted before they were read: fail (default) or skip (counted as lost).", "fail", "skip")},
+	)...)
+
+var sourceShape = object("Where events come from.", nil,
+	field{"file", str("JSON lines in arrival order; - is standard input.")},
+	field{"follow", boolean("Wait for more at the end of the file, across rotation, like tail -F.")},
+	field{"kafka", kafkaSourceShape},
+)
+
+var timeShape = object("Event time and arrival time.", nil,
+	field{"field", fieldName("The event time: RFC 3339, or epoch milliseconds.")},
+	field{"record_timestamp", boolean("The event time is the Kafka record's timestamp.")},
+	field{"arrival_field", fieldName("Each line's processing time (a replay); absent: the wall clock.")},
+	field{"partition_field", fieldName("Per-partition watermarks, by this field's value.")},
+)
+
+var watermarkShape = object("How far event time has progressed: bounded out-of-orderness (delay), perfect, or from a field.", nil,
+	field{"delay", dur("W = max(event time) - delay - 1 ms (default 0s).")},
+	field{"interval", dur("How often the watermark is emitted, in processing time (default 200ms; 0s: after every event).")},
+	field{"idle", dur("A partition with no event for this long stops holding the watermark back.")},
+	field{"max_drift", dur("Pause a Kafka partition whose watermark runs this far ahead of the slowest.")},
+	field{"perfect", boolean("Read a recorded file ahead: the smallest event time still to come.")},
+	field{"from_field", fieldName("A line with this field and no event time moves the watermark.")},
+)
+
+var slidingShape = object("Windows of size starting every slide.", []string{"size", "slide"},
+	field{"size", dur("The length of each window.")},
+	field{"slide", dur("How often a window starts.")},
+	field{"offset", dur("Windows start this much later.")},
+)
+
+var sessionShape = object("Sessions of one key's events, ended by a silence of gap.", []string{"gap"},
+	field{"gap", dur("The silence that ends a session.")},
+)
+
+var windowShape = object("Where in event time: one of tumbling, sliding, session and global.", nil,
+	field{"tumbling", dur("Windows of this size, one after the other.")},
+	field{"sliding", slidingShape},
+	field{"session", oneOf("Sessions ended by a silence of this gap.", dur("The gap."), sessionShape)},
+	field{"global", boolean("One window for all time: write global: true.")},
+	field{"offset", &shape{Kind: kString, Doc: "Windows start this much later (or earlier: -15s).", Pattern: `^-?` + durationPattern[1:]}},
+)
+
+var triggerShape = object("When panes fire besides the watermark.", nil,
+	field{"early", dur("An early pane every so much processing time.")},
+	field{"early_aligned", boolean("Early panes aligned to the clock; false: D after the first event of a pane.")},
+	field{"early_count", &shape{Kind: kInt, Doc: "An early pane every N events (0: none)."}},
+	field{"late", oneOf("Late panes: each (one per late event), none, or at most one per this duration.",
+		enum("each or none.", "each", "every", "none", "never"), &shape{Kind: kBool, Doc: "true: each; false: none."}, dur("A throttle: at most one late pane per this much processing time."))},
+	field{"final_only", boolean("Write only the final pane of each window (emit on window close).")},
+)
+
+var sqliteShape = object("An SQLite table, created when absent: the highest revision of each window wins.", []string{"path", "table"},
+	field{"path", str("The database file; created when absent.")},
+	field{"table", &shape{Kind: kString, Doc: "The table's name.", Pattern: `^[a-z_][a-z0-9_]{0,62}$`}},
+	field{"key_column", &shape{Kind: kString, Doc: "The key's column (default: the key field's name).", Pattern: `^[a-z_][a-z0-9_]{0,62}$`}},
+)
+
+var postgresShape = object("A PostgreSQL table, created when absent: the highest revision of each window wins.", []string{"dsn", "table"},
+	field{"dsn", str("The connection string, a URL or libpq's key=value settings; ${NAME} reads the environment.")},
+	field{"password", str("The password, apart from the dsn (never shown).")},
+	field{"table", &shape{Kind: kString, Doc: "The table's name.", Pattern: `^[a-z_][a-z0-9_]{0,62}$`}},
+	field{"key_column", &shape{Kind: kString, Doc: "The key's column (default: the key field's name).", Pattern: `^[a-z_][a-z0-9_]{0,62}$`}},
+)
+
+var kafkaOutputShape = object("A Kafka topic: a record per pane, keyed by [key, window_start, window_end].", []string{"brokers", "topic"},
+	withConn(
+		field{"delivery", enum("exactly_once (default with checkpoints: a transaction per checkpoint) or at_least_once.", "exactly_once", "at_least_once")},
+		field{"transaction_timeout", dur("Must exceed checkpoint.interval plus restart_budget (default 15m; 1m in a group).")},
+		field{"restart_budget", dur("How long a restart may take (default 5m).")},
+	)...)
+
+var outputObject = object("One output, of one kind.", nil,
+	field{"file", str("JSON lines; - is standard output.")},
+	field{"kafka", kafkaOutputShape},
+	field{"sqlite", sqliteShape},
+	field{"postgres", postgresShape},
+)
+
+// sideOutputObject is a late_output or a quarantine: a table holds results
+// only.
+var sideOutputObject = object("One output, of one kind.", nil,
+	field{"file", str("JSON lines; - is standard output.")},
+	field{"kafka", kafkaOutputShape},
+)
+
+var sideOutputShape = oneOf("A file (- is standard output), or one of {file}, {kafka}.", str("A file of JSON lines; - is standard output."), sideOutputObject)
+
+var outputShape = oneOf("A file (- is standard output), or one of {file}, {kafka}, {sqlite}, {postgres}.", str("A file of JSON lines; - is standard output."), outputObject)
+
+var checkpointShape = object("Durable checkpoints: exactly-once outputs and resuming after a crash.", nil,
+	field{"dir", str("The checkpoint directory, weir's own (not in a consumer group).")},
+	field{"interval", dur("How often a checkpoint is taken (default 10s; 1s in a group).")},
+	field{"keep", &shape{Kind: kInt, Min: 1, Doc: "Checkpoints kept (default 3)."}},
+	field{"keep_savepoints", &shape{Kind: kInt, Min: 1, Doc: "Savepoints kept (the one a stop takes is the one the next run resumes from)."}},
+	field{"tolerable_failures", &shape{Kind: kInt, Doc: "Failed checkpoints in a row before the job stops (default 3)."}},
+)
+
+var stateShape = object("Where windows, timers and de-duplication ids live.", nil,
+	field{"backend", enum("memory (default) or pebble (on disk, within memory_budget).", "memory", "pebble")},
+	field{"dir", str("Pebble's working directory (emptied at start; weir's own).")},
+	field{"memory_budget", &shape{Kind: kString, Doc: "Pebble's memory, such as 512MiB.", Pattern: sizePattern}},
+)
+
+var httpObject = object("The console's address and who may use it.", nil,
+	field{"listen", str("host:port, such as 127.0.0.1:8080.")},
+	field{"token", str("Every request but /healthz and /readyz needs Authorization: Bearer TOKEN.")},
+	field{"allowed_hosts", oneOf("Host names the console answers besides the local ones.", str("A host name."), &shape{Kind: kList, Item: str("A host name.")})},
+)
+
+// jobShape is the job file.
+var jobShape = object("A weir job: a windowed aggregation over a stream of JSON lines.", []string{"source", "time", "window", "aggregates", "output"},
+	field{"name", str("The job's name, in logs, metrics and outputs' records.")},
+	field{"source", oneOf("Where events come from.", str("A file of JSON lines in arrival order; - is standard input."), sourceShape)},
+	field{"time", timeShape},
+	field{"key", fieldName("The key field (a.b reads a nested field); absent: one global key.")},
+	field{"id", fieldName("De-duplicate events by this field.")},
+	field{"dedup_horizon", dur("How long ids are remembered, in event time (default 1h; needs id).")},
+	field{"max_future", oneOf("Events further ahead of their arrival are quarantined (default 1h).", dur("The bound."), enum("none: no bound.", "none", "off"))},
+	field{"watermark", watermarkShape},
+	field{"window", windowShape},
+	field{"trigger", triggerShape},
+	field{"allowed_lateness", dur("Late events within this much of a window's end are added, and the window fires again (default 0s).")},
+	field{"mode", enum("How panes relate (default accumulating).", "accumulating", "discarding", "retracting", "accumulating_and_retracting")},
+	field{"aggregates", &shape{Kind: kMap, Min: 1, Doc: "The results, by name: count, count(f), sum(f), min(f), max(f), avg(f), count_distinct(f).",
+		Pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, Item: &shape{Kind: kString, Doc: "An aggregate.", Pattern: aggPattern}}},
+	field{"having", str("An expr expression over the aggregates and key, revision, timing, final: only panes for which it holds are written.")},
+	field{"output", oneOf("Where panes go: one output or a list.", outputShape, &shape{Kind: kList, Min: 1, Item: outputShape})},
+	field{"late_output", sideOutputShape},
+	field{"quarantine", sideOutputShape},
+	field{"dead_letter", sideOutputShape},
+	field{"dead_letter_max_bytes", &shape{Kind: kString, Doc: "The most of a line or an event a quarantine or late record keeps, 256B to 16MiB (default 64KiB).", Pattern: sizePattern}},
+	field{"max_key_bytes", &shape{Kind: kString, Doc: "A longer key quarantines its line as key_too_long, 1B to 1MiB (default 1KiB).", Pattern: sizePattern}},
+	field{"summary", str("A JSON file for the summary.")},
+	field{"parallelism", &shape{Kind: kInt, Min: 1, Max: 256, Doc: "Operator instances (default 1)."}},
+	field{"checkpoint", checkpointShape},
+	field{"state", stateShape},
+	field{"http", oneOf("Serve /metrics, /api/status, /healthz, /readyz and the console.", str("host:port, such as 127.0.0.1:8080."), httpObject)},
+	field{"version", &shape{Kind: kInt, Min: 1, Doc: "The version of the metric definitions, in every pane and row (default 1)."}},
+	field{"acceptance", &shape{Kind: kString, Doc: "A JSON file for the acceptance record (a Markdown copy beside it).", Pattern: `\.json$`}},
+	field{"file_mode", oneOf("The outputs' mode, from 0600 to 0777 (default 0600).", &shape{Kind: kString, Pattern: `^(0o?)?[67][0-7]{2}$`}, &shape{Kind: kInt})},
+)
+
+// sizePattern is what parseBytes reads.
+const sizePattern = `^[0-9.]+\s*(GiB|MiB|KiB|GB|MB|KB|B)?$`
+
+// durationPattern is what mtime.ParseDuration reads, less its range checks.
+const durationPattern = `^(0|[0-9]+(\.[0-9]*)?d|([0-9]*(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+)$`
+
+// aggPattern is what an aggregate's value may be (aggRE, with the known
+// functions).
+const aggPattern = `^\s*(count|sum|min|max|avg|count_distinct)\s*(\(\s*[^()\s]*\s*\))?\s*$`
+
+// varPattern is a value that names an environment variable: any field may
+// take its value from one.
+const varPattern = `\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`
+
+// Schema is the job file's JSON schema (draft 2020-12), for editors: the
+// file docs/job.schema.json, and weir schema.
+func Schema() []byte {
+	root := jsonShape(jobShape)
+	doc := ordered{
+		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
+		{"$id", "https://github.com/weirstream/weir/docs/job.schema.json"},
+		{"title", "weir job file"},
+	}
+	doc = append(doc, root...)
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
+// ordered is a JSON object that keeps its keys in order.
+type ordered []kv
+
+type kv struct {
+	K string
+	V any
+}
+
+// MarshalJSON writes the object's keys in order.
+func (o ordered) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	b.WriteByte('{')
+	for i, e := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := enc.Encode(e.K); err != nil {
+			return nil, err
+		}
+		b.WriteByte(':')
+		if err := enc.Encode(e.V); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// orVar lets a typed value come from an environment variable too.
+func orVar(s ordered) ordered {
+	return ordered{{"anyOf", []any{s, ordered{{"type", "string"}, {"pattern", varPattern}}}}}
+}
+
+func jsonShape(s *shape) ordered {
+	var o ordered
+	doc := func() {
+		if s.Doc != "" {
+			o = append(o, kv{"description", s.Doc})
+		}
+	}
+	switch s.Kind {
+	case kString, kField:
+		doc()
+		o = append(o, kv{"type", "string"})
+		if s.Pattern != "" {
+			o = append(o, kv{"pattern", s.Pattern})
+		}
+		if s.Kind == kField {
+			o = append(o, kv{"minLength", 1})
+		}
+	case kDuration:
+		doc()
+		return append(o, orVar(ordered{{"anyOf", []any{
+			ordered{{"type", "string"}, {"pattern", durationPattern}},
+			ordered{{"const", 0}},
+		}}})...)
+	case kBool:
+		doc()
+		return append(o, orVar(ordered{{"type", "boolean"}})...)
+	case kInt:
+		doc()
+		n := ordered{{"type", "integer"}}
+		if s.Min > 0 {
+			n = append(n, kv{"minimum", s.Min})
+		} else {
+			n = append(n, kv{"minimum", 0})
+		}
+		if s.Max > 0 {
+			n = append(n, kv{"maximum", s.Max})
+		}
+		return append(o, orVar(n)...)
+	case kEnum:
+		doc()
+		o = append(o, kv{"enum", s.Enum})
+	case kObject:
+		doc()
+		o = append(o, kv{"type", "object"})
+		props := ordered{}
+		for _, f := range s.Fields {
+			props = append(props, kv{f.Name, jsonShape(f.Shape)})
+		}
+		o = append(o, kv{"properties", props}, kv{"additionalProperties", false})
+		if len(s.Required) > 0 {
+			o = append(o, kv{"required", s.Required})
+		}
+	case kMap:
+		doc()
+		o = append(o, kv{"type", "object"}, kv{"propertyNames", ordered{{"pattern", s.Pattern}}},
+			kv{"additionalProperties", jsonShape(s.Item)})
+		if s.Min > 0 {
+			o = append(o, kv{"minProperties", s.Min})
+		}
+	case kList:
+		doc()
+		o = append(o, kv{"type", "array"}, kv{"items", jsonShape(s.Item)})
+		if s.Min > 0 {
+			o = append(o, kv{"minItems", s.Min})
+		}
+	case kOneOf:
+		doc()
+		var alts []any
+		for _, a := range s.OneOf {
+			alts = append(alts, jsonShape(a))
+		}
+		o = append(o, kv{"anyOf", alts})
+	}
+	return o
+}
+
+// schemaAt is the shape of the field at a dotted path ("output.kafka.topic";
+// a list's items have the list's path), or nil.
+func schemaAt(path string) *shape {
+	s := jobShape
+	if path == "" {
+		return s
+	}
+	for _, name := range splitSchemaPath(path) {
+		s = fieldShape(s, name)
+		if s == nil {
+			return nil
+		}
+	}
+	return s
+}
+
+// splitSchemaPath cuts a field path into names; a Kafka setting's name holds
+// dots of its own (sasl.password).
+func splitSchemaPath(path string) []string {
+	var out []string
+	parts := strings.Split(path, ".")
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		for _, f := range kafkaConnShape {
+			if n := strings.Count(f.Name, "."); n > 0 && i+n < len(parts) && strings.Join(parts[i:i+n+1], ".") == f.Name {
+				p, i = f.Name, i+n
+				break
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// fieldShape is the shape of s's field name, looking through alternatives
+// and lists.
+func fieldShape(s *shape, name string) *shape {
+	switch s.Kind {
+	case kObject:
+		for _, f := range s.Fields {
+			if f.Name == name {
+				return f.Shape
+			}
+		}
+	case kMap:
+		return s.Item
+	case kList:
+		return fieldShape(s.Item, name)
+	case kOneOf:
+		for _, a := range s.OneOf {
+			if f := fieldShape(a, name); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+)
+
+// After a resume the summary says what this run read, and at what rate,
+// beside what every run read.
+func TestSummaryCountsThisRun(t *testing.T) {
+	dir, _ := setupDurable(t)
+	_, paths, err := runWithSavepoints(t, dir, nil)
+	if err != nil || len(paths) < 3 {
+		t.Fatalf("%v: %d savepoints", err, len(paths))
+	}
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), j, Options{From: paths[len(paths)/2], Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ReadThisRun <= 0 || sum.ReadThisRun >= sum.Read {
+		t.Fatalf("read %d, this run %d", sum.Read, sum.ReadThisRun)
+	}
+	want := fmt.Sprintf("weir: durable: read %d lines (%d of them in this run, which resumed from a checkpoint) in ", sum.Read, sum.ReadThisRun)
+	if text := sum.Text(); !strings.HasPrefix(text, want) {
+		t.Errorf("summary:\n%s\nwant it to start with\n%s", text, want)
+	}
+	// A run from the start says nothing of it.
+	fresh := &Summary{Job: "x", Read: 10, ReadThisRun: 10, elapsed: 2 * time.Second}
+	if text := fresh.Text(); !strings.HasPrefix(text, "weir: x: read 10 lines in 2.00s (5 lines/s): ") {
+		t.Errorf("summary: %s", text)
+	}
+}
+
+// The progress line: lines, rate, and for a file of known size the share
+// read and the time left.
+func TestProgressLine(t *testing.T) {
+	st := engine.Status{Watermark: mtime.Time(1_780_000_000_000), OpenWindows: 12, Counts: engine.Counts{Read: 3000, WatermarkLines: 10}}
+	cases := []struct {
+		base, size, read, read0 int64
+		want                    string
+	}{
+		{0, -1, -1, -1, "lines 3010  1500/s  watermark 2026-05-28T20:26:40.000Z  open windows 12"},
+		{0, 1000, 250, 50, "lines 3010  1500/s  25.0%  ETA 8s  watermark 2026-05-28T20:26:40.000Z  open windows 12"},
+		{2000, 1000, 1000, 50, "lines 3010 (1000 this run)  500/s  100.0%  watermark 2026-05-28T20:26:40.000Z  open windows 12"},
+	}
+	for _, c := range cases {
+		if got := progressLine(st, c.base, c.size, c.read, c.read0, 2*time.Second, 2*time.Second); got != c.want {
+			t.Errorf("%+v:\n%s\nwant\n%s", c, got, c.want)
+		}
+	}
+}
