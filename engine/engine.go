@@ -48,6 +48,11 @@ type Config struct {
 	// 1) whether to take a checkpoint or a savepoint there, and which: tests
 	// put them at known places with it.
 	CheckpointAfter func(batch int64) (checkpoint.Kind, bool)
+	// StopAfter, when set, is asked after every batch (numbered from 1)
+	// whether to stop the job there, as Control.Stop does (with a
+	// savepoint): tests stop a job at a known place with it, where a
+	// cancelled context stops it wherever the reading has got to.
+	StopAfter func(batch int64) bool
 }
 
 // Checkpointing configures durable checkpoints.
@@ -450,6 +455,9 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 				if kind, ok := e.cfg.CheckpointAfter(nbatch); ok {
 					e.barrier(kind, nil)
 				}
+			}
+			if e.cfg.StopAfter != nil && e.cfg.StopAfter(nbatch) {
+				return reasonStopped, &savepointReq{reply: make(chan savepointResult, 1)}
 			}
 			if e.cfg.Live {
 				e.signal(Signal{Kind: Flush})

@@ -92,6 +92,8 @@ type Options struct {
 	// every batch (tests).
 	savepointEvery, checkpointEvery int64
 	afterBatch                      func(batch int64)
+	// stopAfter stops the job after that batch, with a savepoint.
+	stopAfter int64
 	// task, for a task of a consumer-group job: its partition, its
 	// transactions and where its checkpoints go.
 	task *taskHooks
@@ -390,6 +392,9 @@ func (rn *Runnable) build() error {
 			return "", false
 		}
 	}
+	if n := o.stopAfter; n > 0 {
+		ecfg.StopAfter = func(b int64) bool { return b == n }
+	}
 	if j.Checkpoint.Dir != "" {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
@@ -442,8 +447,9 @@ func (rn *Runnable) build() error {
 	}
 	// A checkpoint of the job before a change of its aggregates (or of an
 	// earlier format) is read by a codec of its own.
-	var partial []string
+	var partial, former []string
 	if r := e.Restore(); r != nil {
+		former = formerValues(j, r)
 		var rc *codec
 		if rc, partial = restoreCodec(j, r); rc != nil {
 			wcfg.RestoreCodec = *rc
@@ -482,7 +488,7 @@ func (rn *Runnable) build() error {
 		var n *engine.SinkNode[pane]
 		var err error
 		if o := &j.Outputs[i]; o.Table != nil {
-			ts := newTableSink(j, o, e.Checkpointed(), partial, func(s string) { rn.logf("%s", s) })
+			ts := newTableSink(j, o, e.Checkpointed(), partial, former, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
 				return setupError(j, err)
 			}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -149,6 +150,29 @@ func restoreCodec(j *Job, r *engine.RestoreReport) (*codec, []string) {
 		}
 	}
 	return c, partial
+}
+
+// formerValues are the aggregates of the job at the checkpoint r restores,
+// in their order, when they differ from the job's: the value columns of
+// the table rows that checkpoint holds to commit again
+// (table.Options.FormerValues). nil when they are the same.
+func formerValues(j *Job, r *engine.RestoreReport) []string {
+	old := r.OldPart(partWindow)
+	if old == nil {
+		return nil
+	}
+	names := make([]string, len(old.Values))
+	for i, v := range old.Values {
+		names[i] = strings.TrimPrefix(v.Field, aggPrefix)
+	}
+	now := make([]string, len(j.Aggregates))
+	for i, a := range j.Aggregates {
+		now[i] = a.Name
+	}
+	if slices.Equal(names, now) {
+		return nil
+	}
+	return names
 }
 
 // restoreNotes are what the summary and the acceptance record say of a

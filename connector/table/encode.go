@@ -277,18 +277,21 @@ type header struct {
 	rows int
 }
 
-// decodeHeader decodes the start of a pre-commit.
-func decodeHeader(pre []byte, sc *Schema) (header, error) {
-	_, h, err := readHeader(pre, sc)
+// decodeHeader decodes the start of a pre-commit; former are the value
+// columns of a checkpoint the sink resumes from (Options.FormerValues).
+func decodeHeader(pre []byte, sc *Schema, former []string) (header, error) {
+	_, h, _, err := readHeader(pre, sc, former)
 	return h, err
 }
 
-func readHeader(pre []byte, sc *Schema) (*enc.Decoder, header, error) {
+// readHeader decodes the start of a pre-commit, and returns its number of
+// values.
+func readHeader(pre []byte, sc *Schema, former []string) (*enc.Decoder, header, int, error) {
 	if len(pre) == 0 {
-		return nil, header{}, errors.New("empty")
+		return nil, header{}, 0, errors.New("empty")
 	}
 	if pre[0] != preVersion {
-		return nil, header{}, fmt.Errorf("encoding version %d, this weir reads %d", pre[0], preVersion)
+		return nil, header{}, 0, fmt.Errorf("encoding version %d, this weir reads %d", pre[0], preVersion)
 	}
 	d := enc.NewDecoder(pre[1:])
 	var h header
@@ -296,12 +299,12 @@ func readHeader(pre []byte, sc *Schema) (*enc.Decoder, header, error) {
 	nk, nv := d.Count(1<<16), d.Count(1<<16)
 	h.rows = d.Items(math.MaxInt32)
 	if err := d.Err(); err != nil {
-		return nil, header{}, err
+		return nil, header{}, 0, err
 	}
-	if nk != len(sc.Keys) || nv != len(sc.Values) {
-		return nil, header{}, fmt.Errorf("the rows have %d key values and %d values, the table %d key columns and %d value columns: the job's output changed since the checkpoint", nk, nv, len(sc.Keys), len(sc.Values))
+	if nk != len(sc.Keys) || nv != len(sc.Values) && (former == nil || nv != len(former)) {
+		return nil, header{}, 0, fmt.Errorf("the rows have %d key values and %d values, the table %d key columns and %d value columns: the job's output changed since the checkpoint", nk, nv, len(sc.Keys), len(sc.Values))
 	}
-	return d, h, nil
+	return d, h, nv, nil
 }
 
 // scratch is what Commit decodes into, reused from one commit to the next.
@@ -329,14 +332,25 @@ func (sc *scratch) release() {
 	clear(sc.vals[:cap(sc.vals)])
 }
 
-// decode decodes a pre-commit into sc's rows; their bytes alias pre.
-func (sc *scratch) decode(pre []byte, schema *Schema) (run string, rows []prow, err error) {
+// decode decodes a pre-commit into sc's rows; their bytes alias pre. A
+// pre-commit of another run than own, with the values of former (the
+// checkpoint's, Options.FormerValues), has its values put in the columns
+// of their names: those of the columns added since are NULL, those of the
+// columns removed are left out.
+func (sc *scratch) decode(pre []byte, schema *Schema, former []string, own string) (run string, rows []prow, err error) {
 	if len(pre) == 0 {
 		return "", nil, nil
 	}
-	d, h, err := readHeader(pre, schema)
+	d, h, nv, err := readHeader(pre, schema, former)
 	if err != nil {
 		return "", nil, err
+	}
+	var to []int // the column of each value of the pre-commit, -1: none
+	if former != nil && h.run != own && nv == len(former) {
+		to = make([]int, nv)
+		for i, name := range former {
+			to[i] = slices.IndexFunc(schema.Values, func(c Column) bool { return c.Name == name })
+		}
 	}
 	nk, nv := len(schema.Keys), len(schema.Values)
 	width := nk + nv
@@ -361,8 +375,18 @@ func (sc *scratch) decode(pre []byte, schema *Schema) (run string, rows []prow, 
 		if int(r.timing) >= len(timings) || int(r.status) >= len(statuses) {
 			d.Fail()
 		}
-		for k := nk; k < width; k++ {
-			decodeValue(d, &r.vals[k])
+		if to == nil {
+			for k := nk; k < width; k++ {
+				decodeValue(d, &r.vals[k])
+			}
+		} else {
+			for _, k := range to {
+				var v val
+				decodeValue(d, &v)
+				if k >= 0 {
+					r.vals[nk+k] = v
+				}
+			}
 		}
 		if d.Err() != nil {
 			return "", nil, d.Err()

@@ -246,7 +246,7 @@ func TestCoalesce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre, _ := k.PreCommit(ctx, 1)
-	_, rows, err := k.sc.decode(pre, &k.schema)
+	_, rows, err := k.sc.decode(pre, &k.schema, nil, k.run)
 	if err != nil {
 		t.Fatal(err)
 	}
