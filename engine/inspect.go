@@ -97,8 +97,7 @@ func Inspect(c *checkpoint.Checkpoint, decoderState func(*enc.Decoder) error) (*
 	// and a sink are named so, the rest are heads.
 	names := map[string]bool{}
 	for _, f := range m.Files {
-		base, _, _ := strings.Cut(f.Name, ".")
-		names[base] = true
+		names[partOfFile(f.Name, meta.Participants)] = true
 	}
 	list := make([]string, 0, len(names))
 	for n := range names {
@@ -147,6 +146,24 @@ func Inspect(c *checkpoint.Checkpoint, decoderState func(*enc.Decoder) error) (*
 		}
 	}
 	return in, nil
+}
+
+// partOfFile is the participant whose file name is: the longest of
+// participants that it is, or begins with and a dot ("window" of
+// "window.op-0", "sink:results:file:out.jsonl" of itself); else what comes
+// before its first dot.
+func partOfFile(name string, participants []string) string {
+	best := ""
+	for _, p := range participants {
+		if (name == p || strings.HasPrefix(name, p+".")) && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best != "" {
+		return best
+	}
+	base, _, _ := strings.Cut(name, ".")
+	return base
 }
 
 // inspectWindow reads the window stage name of c: its instances and their

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/engine"
 )
 
 // The job of the upgrade matrix: a file source, a file and a SQLite
@@ -54,12 +59,14 @@ func upInput() string {
 		if i%251 == 0 {
 			b.WriteString("not json\n")
 		}
-	}
-	// Orders read before the savepoint delivered again after it: the
-	// restored ids drop them.
-	for i := 900; i < 1500; i += 150 {
-		arr := int64(t0 + 1499*400 + (i-899)*10)
-		fmt.Fprintf(&b, `{"order_id":"o%d","card":"c%d","amount":%d.%02d,"ts":%d,"arrival":%d}`+"\n", i-800, (i-800)%7, 1, 0, arr-100, arr)
+		// Orders read before the savepoint (at line 1024) delivered again
+		// after it, within the de-duplication horizon: the restored ids
+		// drop them.
+		if i >= 1100 && i < 1130 && i%10 == 0 {
+			j := i - 100
+			fmt.Fprintf(&b, `{"order_id":"o%d","card":"c%d","amount":%d.%02d,"ts":%d,"arrival":%d}`+"\n",
+				j, j%7, j%40, j%100, t0+int64(j)*400-int64(j%7)*150, arr+10)
+		}
 	}
 	return b.String()
 }
@@ -77,16 +84,23 @@ func upDir(t *testing.T, yaml string) string {
 // stops with a savepoint, and returns the directory and the savepoint.
 func upSavepoint(t *testing.T) (dir, sp string) {
 	t.Helper()
+	dir, sum := upStopped(t)
+	return dir, sum.Savepoint
+}
+
+// upStopped is upSavepoint with the stopped run's summary.
+func upStopped(t *testing.T) (dir string, sum *Summary) {
+	t.Helper()
 	dir = upDir(t, upJob)
 	j, err := Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), j, Options{stopAfter: 1})
+	sum, err = Run(context.Background(), j, Options{stopAfter: 1})
 	if err != nil || sum.Savepoint == "" {
 		t.Fatalf("the stopped run: %v, savepoint %q", err, sum.Savepoint)
 	}
-	return dir, sum.Savepoint
+	return dir, sum
 }
 
 // upAfter are the windows whose final pane comes after the first skip
@@ -292,5 +306,198 @@ func TestUpgradeCarriesOver(t *testing.T) {
 			}
 			expectLines(t, "table", upTable(t, dir, cols...), upTable(t, ref, cols...))
 		})
+	}
+}
+
+// The changes a restore refuses: one line naming the field, its values and
+// what would be lost, and nothing written, neither to the outputs nor to
+// the checkpoint directory.
+func TestUpgradeRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		repl []string
+		want string // the error, after the job file's path; SP the savepoint
+	}{
+		{"window size", []string{"{tumbling: 10s}", "{tumbling: 20s}"}, "window: tumbling 10s in SP, tumbling 20s now: restoring would lose the open windows of 7 keys; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids"},
+		{"window kind", []string{"{tumbling: 10s}", "{sliding: {size: 10s, slide: 5s}}"}, "window: tumbling 10s in SP, sliding 10s every 5s now: restoring would lose the open windows of 7 keys; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids"},
+		{"key", []string{"key: card", "key: order_id"}, "key: card in SP, order_id now: restoring would lose the open windows of 7 keys; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids"},
+		{"time field", []string{"field: ts,", "field: arrival,"}, "time.field: ts in SP, arrival now: restoring would lose the open windows of 7 keys; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids"},
+		{"id field", []string{"id: order_id", "id: card"}, "id: order_id in SP, card now: restoring would lose the 153 de-duplication ids; --drop-state=dedup starts them afresh, keeping the positions and the windows"},
+		{"mode", []string{"mode: accumulating", "mode: discarding"}, "mode: accumulating in SP, discarding now (the open windows of a discarding job hold only what came since their last pane): restoring would lose the open windows of 7 keys; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			yaml := strings.Replace(upJob, c.repl[0], c.repl[1], 1)
+			if yaml == upJob {
+				t.Fatalf("no %q in the job", c.repl[0])
+			}
+			dir, sp := upSavepoint(t)
+			snap := upSnapshot(t, dir)
+			_, log, err := upRestore(t, dir, sp, yaml, Options{})
+			want := filepath.Join(dir, "job.yaml") + ": " + strings.ReplaceAll(c.want, "SP", sp)
+			if err == nil || err.Error() != want {
+				t.Errorf("err = %v\nwant  %s\n%s", err, want, log)
+			}
+			if got := upSnapshot(t, dir); got != snap {
+				t.Errorf("the refused restore wrote:\n%s\nbefore:\n%s", got, snap)
+			}
+		})
+	}
+}
+
+// upSnapshot is every file under dir but the job file, with its size and
+// checksum, a line each.
+func upSnapshot(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "job.yaml" {
+			return err
+		}
+		data, _ := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(&b, "%s %d %x\n", rel, len(data), sha256.Sum256(data))
+		return nil
+	})
+	return b.String()
+}
+
+// upOpen are the windows (upPane.window) that events of the first n lines
+// of the input fall in: those the savepoint after them holds, unless their
+// final pane came before it.
+func upOpen(t *testing.T, n int64, size int64) map[string]bool {
+	t.Helper()
+	open := map[string]bool{}
+	for i, l := range strings.SplitN(upInput(), "\n", int(n)+1)[:n] {
+		var e struct {
+			Card string
+			TS   int64
+		}
+		if json.Unmarshal([]byte(l), &e) != nil {
+			continue
+		}
+		start := e.TS - e.TS%size
+		open[e.Card+" "+time.UnixMilli(start).UTC().Format("2006-01-02T15:04:05.000Z")] = true
+		_ = i
+	}
+	return open
+}
+
+// An aggregate added: the windows open at the savepoint start it from its
+// zero, and each of their panes says so (partial), their other aggregates
+// keeping their counts; the windows opened since have it whole. In the
+// table, the column is added, NULL in the rows written before.
+func TestUpgradeAggregateAdded(t *testing.T) {
+	dir, stopped := upStopped(t)
+	before := read(t, dir, "results.jsonl")
+	yaml := strings.Replace(upJob, "{orders: count, spent: sum(amount)}", "{orders: count, spent: sum(amount), biggest: max(amount)}", 1)
+	sum, log, err := upRestore(t, dir, stopped.Savepoint, yaml, Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	expectLines(t, "changes", sum.RestoreChanges, []string{"by rule aggregates.biggest: added: max(amount): the open windows start it from zero, and their panes say it is partial"})
+	ref := upRun(t, yaml)
+	whole := map[string]upPane{}
+	for _, p := range upPanes(t, ref, 0) {
+		if p["final"] == true {
+			whole[p.window()] = p
+		}
+	}
+	finalBefore := upAfter(t, dir, 0)
+	for w := range upAfter(t, dir, len(before)) {
+		delete(finalBefore, w)
+	}
+	open := upOpen(t, stopped.Read, 10_000)
+	partial, full, none := 0, 0, 0
+	for _, p := range upPanes(t, dir, len(before)) {
+		w := p.window()
+		wasOpen := open[w] && !finalBefore[w]
+		if got := p["partial"] != nil; got != wasOpen {
+			t.Errorf("%s: partial %v, open at the savepoint %v: %v", w, p["partial"], wasOpen, p)
+		}
+		if p["final"] != true {
+			continue
+		}
+		r := whole[w]
+		if p["orders"] != r["orders"] || p["spent"] != r["spent"] {
+			t.Errorf("%s: orders %v spent %v, an uninterrupted run %v %v", w, p["orders"], p["spent"], r["orders"], r["spent"])
+		}
+		if wasOpen {
+			partial++
+			if p["biggest"] == nil {
+				none++ // no order since the restore
+			}
+			if fmt.Sprint(p["partial"]) != "[biggest]" || p["biggest"] != nil && p["biggest"].(float64) > r["biggest"].(float64) {
+				t.Errorf("%s: biggest %v partial %v, an uninterrupted run %v", w, p["biggest"], p["partial"], r["biggest"])
+			}
+		} else {
+			full++
+			if p["biggest"] != r["biggest"] {
+				t.Errorf("%s: biggest %v, an uninterrupted run %v", w, p["biggest"], r["biggest"])
+			}
+		}
+	}
+	if partial != 13 || full != 134 {
+		t.Errorf("%d windows partial, %d whole", partial, full)
+	}
+	rows := upTable(t, dir, "card", "window_start", "biggest IS NULL")
+	nulls := 0
+	for _, r := range rows {
+		if strings.HasSuffix(r, " 1") {
+			nulls++
+		}
+	}
+	if nulls != len(finalBefore)+none {
+		t.Errorf("%d rows without biggest, want the %d of the windows closed before the savepoint and the %d with no order since", nulls, len(finalBefore), none)
+	}
+}
+
+// A shorter allowed lateness: the windows open at the savepoint that it
+// has already passed close at the restore, first of all, each with a final
+// pane of what it held; nothing is dropped silently.
+func TestUpgradeShorterLateness(t *testing.T) {
+	dir, sp := upSavepoint(t)
+	before := read(t, dir, "results.jsonl")
+	c, err := checkpoint.Load(checkpoint.OSFS, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := engine.Inspect(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm := in.Windows[0].Watermark
+	// The last pane of each window not closed before the savepoint whose
+	// end the watermark has passed: what the new lateness (none) closes.
+	due := map[string]upPane{}
+	for _, p := range upPanes(t, dir, 0) {
+		end, _ := time.Parse(time.RFC3339, p["window_end"].(string))
+		if p["final"] == true {
+			delete(due, p.window())
+		} else if end.UnixMilli() <= int64(wm) {
+			due[p.window()] = p
+		}
+	}
+	yaml := strings.Replace(upJob, "allowed_lateness: 5s", "allowed_lateness: 0s", 1)
+	sum, log, err := upRestore(t, dir, sp, yaml, Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	expectLines(t, "changes", sum.RestoreChanges, []string{"carries over allowed_lateness: 5s -> 0s: the open windows it has already passed close at the restore, with their final pane"})
+	after := upPanes(t, dir, len(before))
+	if len(due) != 7 || len(after) < len(due) {
+		t.Fatalf("%d windows due, %d panes after the restore", len(due), len(after))
+	}
+	for _, p := range after[:len(due)] {
+		last, ok := due[p.window()]
+		if !ok || p["final"] != true || p["status"] != "closed" || p.values() != last.values() || p["revision"].(float64) != last["revision"].(float64)+1 {
+			t.Errorf("the restore's first panes: %v, the last before the savepoint %v", p, last)
+		}
+		delete(due, p.window())
+	}
+	for _, p := range after {
+		if due[p.window()] != nil {
+			t.Errorf("%s had a pane after the restore: %v", p.window(), p)
+		}
 	}
 }
