@@ -703,31 +703,47 @@ func recordKey(j *Job, o *Output) (key string, former []string) {
 	case "late_output", "quarantine", "dead_letter":
 		role = o.Field
 	}
-	rel := func(p string) string {
-		if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+	// Relative to the job file's directory, however the job file and the
+	// output were named (a job run as /srv/job.yaml, then as job.yaml).
+	// Checkpoints of an earlier weir named the output relative to the job
+	// file's directory as given, when they could (dir).
+	base, _ := filepath.Abs(filepath.Dir(j.File))
+	rel := func(p string, dir bool) string {
+		if dir {
+			if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+				return filepath.ToSlash(r)
+			}
+			return p
+		}
+		abs, _ := filepath.Abs(p)
+		if r, err := filepath.Rel(base, abs); err == nil && filepath.IsLocal(r) {
 			return filepath.ToSlash(r)
 		}
 		return p
 	}
-	var target string
-	switch {
-	case o.Kafka != nil:
-		target = "kafka:" + o.Kafka.Topic
-	case o.Table != nil && o.Table.Driver == "sqlite":
-		target = "sqlite:" + rel(o.Table.Path) + "#" + o.Table.Table
-	case o.Table != nil:
-		target = "postgres:" + o.Table.Table
-	case o.File == "-":
-		target = "stdout"
-	default:
-		target = "file:" + rel(o.File)
+	target := func(dir bool) string {
+		switch {
+		case o.Kafka != nil:
+			return "kafka:" + o.Kafka.Topic
+		case o.Table != nil && o.Table.Driver == "sqlite":
+			return "sqlite:" + rel(o.Table.Path, dir) + "#" + o.Table.Table
+		case o.Table != nil:
+			return "postgres:" + o.Table.Table
+		case o.File == "-":
+			return "stdout"
+		}
+		return "file:" + rel(o.File, dir)
 	}
+	// A checkpoint's files are named by their records: no slashes.
+	key = url.PathEscape(role + ":" + target(false))
 	former = []string{o.Field}
 	if o.Field == "output[0]" {
 		former = append(former, "output")
 	}
-	// A checkpoint's files are named by their records: no slashes.
-	return url.PathEscape(role + ":" + target), former
+	if k := url.PathEscape(role + ":" + target(true)); k != key {
+		former = append(former, k)
+	}
+	return key, former
 }
 
 // transactionalID is the prefix of a Kafka sink's transactional ids: the

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -242,7 +243,11 @@ func inspectText(in *engine.Inspection) string {
 		if w.Watermark == mtime.MinTime {
 			wm = "none"
 		}
-		fmt.Fprintf(&b, "  %s: %d keys, %s in %d instances, watermark %s\n", w.Name, w.Keys, sizeText(w.Bytes), w.Instances, wm)
+		inst := "instances"
+		if w.Instances == 1 {
+			inst = "instance"
+		}
+		fmt.Fprintf(&b, "  %s: %d keys, %s in %d %s, watermark %s\n", w.Name, w.Keys, sizeText(w.Bytes), w.Instances, inst, wm)
 		if p := partOf(in.Shape, w.Name); p != nil {
 			fmt.Fprintf(&b, "    %s\n", describePart(p))
 		}
@@ -265,8 +270,11 @@ func inspectText(in *engine.Inspection) string {
 	b.WriteString("sinks:\n")
 	for _, s := range in.Sinks {
 		label := s.Name
+		if u, err := url.PathUnescape(s.Name); err == nil {
+			label = u
+		}
 		if p := partOf(in.Shape, "sink:"+s.Name); p != nil && p.Label != "" {
-			label = p.Label + " " + s.Name
+			label = p.Label + " " + label
 		}
 		if len(s.Pending) == 0 {
 			fmt.Fprintf(&b, "  %s: %d items committed, nothing pending\n", label, s.Committed)
