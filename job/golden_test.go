@@ -207,13 +207,7 @@ func writeGoldens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		sum, err := Run(ctx, j, Options{afterBatch: func(b int64) {
-			if b == 1 {
-				cancel()
-			}
-		}})
-		cancel()
+		sum, err := Run(context.Background(), j, Options{stopAfter: 1})
 		if err != nil || sum.Savepoint == "" {
 			t.Fatalf("%s: the stopped run: %v, savepoint %q", c.name, err, sum.Savepoint)
 		}
