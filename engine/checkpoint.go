@@ -21,9 +21,17 @@ import (
 )
 
 // layoutVersion is the version of the engine's files in a checkpoint: 3
-// added the sinks' marks to their commit records. Checkpoints of layout 2
-// still restore (their sinks have no marks).
-const layoutVersion = 3
+// added the sinks' marks to their commit records; 4 the job's shape to the
+// manifest (what its parts are, for a restore into a changed job), the late
+// limit to the window stages' snapshots (version 4 and 5), and the
+// de-duplication horizon to the head's state (version 5). Checkpoints of
+// layouts 2 and 3 still restore: their sinks have no marks (2), and they
+// restore only into a job with their fingerprint, which has not changed
+// (a restore into a changed job needs the shape; see CompareShapes).
+const layoutVersion = 4
+
+// Layout is the version of the engine's files in the checkpoints it writes.
+const Layout = layoutVersion
 
 // File is one file of a participant in a checkpoint: its bytes, or a file
 // on disk kept as a shared object of the checkpoint store (see
@@ -571,6 +579,8 @@ func (c *coordinator) commitAll(id uint64) error {
 type jobMeta struct {
 	Layout       int      `json:"layout"`
 	Participants []string `json:"participants"`
+	// Shape describes the state's parts (layout 4 on; nil before).
+	Shape *Shape `json:"shape,omitempty"`
 }
 
 // manifest is what b's checkpoint is made of: its manifest (without its
@@ -583,14 +593,15 @@ func (c *coordinator) manifest(b *CheckpointBarrier) (checkpoint.Manifest, []che
 	}
 	m := checkpoint.Manifest{
 		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
-		Parallelism: 0, Meta: e.meta(),
+		Parallelism: 0, Meta: e.meta(e.cfg.Checkpoint.Shape),
 	}
 	return m, in
 }
 
-// meta is the engine's part of a manifest of this run.
-func (e *Engine) meta() json.RawMessage {
-	meta := jobMeta{Layout: layoutVersion}
+// meta is the engine's part of a manifest of this run, whose state has
+// the given shape.
+func (e *Engine) meta(shape *Shape) json.RawMessage {
+	meta := jobMeta{Layout: layoutVersion, Shape: shape}
 	for _, p := range e.parts {
 		meta.Participants = append(meta.Participants, p.name)
 	}
@@ -746,25 +757,25 @@ func (e *Engine) openCheckpoints() error {
 		}
 	}
 	if c != nil {
-		if c.Manifest.Fingerprint != ck.Fingerprint {
+		r, err := CheckRestore(c, ck)
+		if err != nil {
 			store.Close()
-			return &SetupError{Msg: fmt.Sprintf("%s was taken by a job that computes something else (other window, trigger, aggregates or fields); move it away to start afresh", c.Path)}
+			return err
 		}
-		var meta jobMeta
-		if err := json.Unmarshal(c.Manifest.Meta, &meta); err != nil || meta.Layout < 2 || meta.Layout > layoutVersion {
-			store.Close()
-			return &SetupError{Msg: fmt.Sprintf("%s was written by another version of weir (layout %d, this one reads 2 to %d); move it away to start afresh", c.Path, meta.Layout, layoutVersion)}
-		}
-		e.resumed, e.resumedLayout = c, meta.Layout
+		e.resumed, e.resumedLayout, e.restore = c, r.Layout, r
 	}
 	e.nextID = store.NextID()
 	return nil
 }
 
-func (e *Engine) resumedFiles() []File {
+func (e *Engine) resumedFiles() []File { return checkpointFiles(e.resumed) }
+
+// checkpointFiles are the files of a loaded checkpoint, in the order it
+// lists them.
+func checkpointFiles(c *checkpoint.Checkpoint) []File {
 	var out []File
-	for _, f := range e.resumed.Manifest.Files {
-		out = append(out, File{Name: f.Name, Data: e.resumed.Files[f.Name], Path: e.resumed.Paths[f.Name]})
+	for _, f := range c.Manifest.Files {
+		out = append(out, File{Name: f.Name, Data: c.Files[f.Name], Path: c.Paths[f.Name]})
 	}
 	return out
 }
@@ -813,9 +824,14 @@ func (e *Engine) Checkpoints() CheckpointInfo {
 // names, and returns it ("" if there are none): a Pebble checkpoint to open.
 // Shared objects are hard-linked where the file system allows, else copied.
 func (e *Engine) materialize(p *Participant, prefix string) (string, error) {
-	prefix = p.FileName(prefix)
+	return materializeFiles(e.cfg.Checkpoint.FS, p.restored, p.FileName(prefix))
+}
+
+// materializeFiles puts the files whose names start with prefix into a new
+// temporary directory, as materialize does.
+func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, error) {
 	dir := ""
-	for _, f := range p.restored {
+	for _, f := range files {
 		name, ok := strings.CutPrefix(f.Name, prefix)
 		if !ok {
 			continue
@@ -838,7 +854,6 @@ func (e *Engine) materialize(p *Participant, prefix string) (string, error) {
 			}
 			continue
 		}
-		fs := e.cfg.Checkpoint.FS
 		if fs == nil || fs == checkpoint.OSFS {
 			if os.Link(f.Path, to) == nil {
 				continue
@@ -915,7 +930,12 @@ func (e *Engine) recordRecommitted() error {
 		// is to be read.
 		m.Kind = checkpoint.Periodic
 	}
-	m.Meta = e.meta()
+	// The state is still the restored checkpoint's: so is its shape.
+	var shape *Shape
+	if e.restore != nil {
+		shape = e.restore.Old
+	}
+	m.Meta = e.meta(shape)
 	e.nextID++
 	path, err := e.store.SaveFiles(m, in)
 	if err != nil {

@@ -48,6 +48,11 @@ type Config struct {
 	// 1) whether to take a checkpoint or a savepoint there, and which: tests
 	// put them at known places with it.
 	CheckpointAfter func(batch int64) (checkpoint.Kind, bool)
+	// StopAfter, when set, is asked after every batch (numbered from 1)
+	// whether to stop the job there, as Control.Stop does (with a
+	// savepoint): tests stop a job at a known place with it, where a
+	// cancelled context stops it wherever the reading has got to.
+	StopAfter func(batch int64) bool
 }
 
 // Checkpointing configures durable checkpoints.
@@ -59,9 +64,18 @@ type Checkpointing struct {
 	// oldest beyond it, and logs what it removed (0: every one stays).
 	KeepSavepoints    int
 	TolerableFailures int
-	// Fingerprint identifies what the job computes; a checkpoint with
-	// another fingerprint is refused on restore.
+	// Fingerprint identifies what the job computes: a checkpoint of an
+	// earlier layout, which has no shape, restores only into a job with its
+	// fingerprint.
 	Fingerprint string
+	// Shape describes the parts of the job that hold state: it is recorded
+	// in every checkpoint, and a restore compares the checkpoint's with it
+	// (CompareShapes), refusing what cannot carry over.
+	Shape *Shape
+	// DropState names the kinds of state (StateWindows, StateDedup) a
+	// restore starts afresh when the checkpoint's cannot carry over (weir
+	// run --drop-state), keeping the rest: positions, counts, other state.
+	DropState []string
 	// From restores this checkpoint or savepoint directory instead of the
 	// newest one in Dir.
 	From string
@@ -111,6 +125,7 @@ type Engine struct {
 	store         *checkpoint.Store
 	resumed       *checkpoint.Checkpoint
 	resumedLayout int
+	restore       *RestoreReport // what the restore of resumed does
 	nextID        uint64
 	// added names the sinks the restored checkpoint does not know.
 	added []string
@@ -197,6 +212,10 @@ func (e *Engine) Checkpointed() bool { return e.store != nil }
 
 // Resumed is the checkpoint the job resumes from, or nil.
 func (e *Engine) Resumed() *checkpoint.Checkpoint { return e.resumed }
+
+// Restore is what the restore of the checkpoint the job resumes from does
+// with its state, part by part, or nil when the job starts afresh.
+func (e *Engine) Restore() *RestoreReport { return e.restore }
 
 // Finishing reports whether the job resumes only to commit the output of a
 // run that had reached the end of its input (it crashed before its last
@@ -436,6 +455,9 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 				if kind, ok := e.cfg.CheckpointAfter(nbatch); ok {
 					e.barrier(kind, nil)
 				}
+			}
+			if e.cfg.StopAfter != nil && e.cfg.StopAfter(nbatch) {
+				return reasonStopped, &savepointReq{reply: make(chan savepointResult, 1)}
 			}
 			if e.cfg.Live {
 				e.signal(Signal{Kind: Flush})

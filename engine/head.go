@@ -145,6 +145,10 @@ type Head[K comparable, T any] struct {
 	now     mtime.Time // processing time, as the head last moved it
 	delay   []delays   // by watermark partition: arrival minus event time
 	behind  delays     // watermark minus event time, of events behind it
+	// forgotten is the event time up to which a run before the restore
+	// forgot its ids (with a shorter horizon than this job's): an event at
+	// or before it is beyond the de-duplication horizon.
+	forgotten mtime.Time
 
 	c Counts
 }
@@ -189,7 +193,7 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	if err != nil {
 		return nil, err
 	}
-	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, c: Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}, holder: -1}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}, holder: -1}
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
 	}
@@ -334,7 +338,7 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 		switch {
 		case h.cfg.Dedup == nil:
 			w.Event(part, d.Key, d.Time, d.Value)
-		case d.Time.Add(h.cfg.Dedup.Horizon()) <= w.Watermark():
+		case d.Time.Add(h.cfg.Dedup.Horizon()) <= w.Watermark() || d.Time <= h.forgotten:
 			// Its id would have expired: a duplicate cannot be told.
 			h.c.BeyondDedupHorizon++
 			w.Aside(part, d.Key, d.Time, d.Value, window.ReasonBeyondDedupHorizon)
@@ -420,8 +424,10 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 }
 
 // headVersion 2 added BeyondDedupHorizon to the counters, 3 the span of
-// event time, 4 the records lost.
-const headVersion = 4
+// event time, 4 the records lost, 5 the de-duplication horizon and what was
+// forgotten before (a restore into another horizon), and the decoder's
+// state with its length (a savepoint is inspected without the decoder).
+const headVersion = 5
 
 // appendState appends the head's state; the de-duplication ids, unless
 // idsInFiles (they are in a Pebble checkpoint beside it).
@@ -440,18 +446,23 @@ func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	b = enc.AppendBool(b, h.announ)
 	if sd, ok := h.cfg.Decoder.(StatefulDecoder); ok {
 		b = enc.AppendBool(b, true)
-		b = sd.AppendState(b)
+		b = enc.AppendBytes(b, sd.AppendState(nil))
 	} else {
 		b = enc.AppendBool(b, false)
 	}
-	// De-duplication: 0 none, 1 the ids follow, 2 the ids are in files.
+	// De-duplication: 0 none, 1 the ids follow, 2 the ids are in files;
+	// then the horizon and what was forgotten before.
 	switch {
 	case h.cfg.Dedup == nil:
-		b = enc.AppendUvarint(b, 0)
+		return enc.AppendUvarint(b, 0)
 	case idsInFiles:
 		b = enc.AppendUvarint(b, 2)
 	default:
 		b = enc.AppendUvarint(b, 1)
+	}
+	b = enc.AppendVarint(b, int64(h.cfg.Dedup.Horizon()))
+	b = enc.AppendVarint(b, int64(h.forgotten))
+	if !idsInFiles {
 		b = h.cfg.Dedup.AppendState(b)
 	}
 	return b
@@ -487,33 +498,16 @@ func (h *Head[K, T]) restore(data []byte) error {
 		if !ok {
 			return fmt.Errorf("the checkpoint has decoder state, this job's decoder has none")
 		}
-		if err := sd.RestoreState(d); err != nil {
+		st := d
+		if v >= 5 {
+			st = enc.NewDecoder(d.Bytes())
+		}
+		if err := sd.RestoreState(st); err != nil {
 			return err
 		}
 	}
-	if ids := d.Count(2); ids > 0 {
-		if h.cfg.Dedup == nil {
-			return fmt.Errorf("the checkpoint de-duplicates, this job does not")
-		}
-		if ids == 1 {
-			h.cfg.Dedup.RestoreState(d)
-		} else {
-			dir, err := h.e.materialize(h.p, "db.")
-			if err != nil {
-				return err
-			}
-			if dir == "" {
-				return fmt.Errorf("its de-duplication ids (%s) are missing", h.p.FileName("db.*"))
-			}
-			err = h.cfg.Dedup.RestoreSnapshot(dir)
-			os.RemoveAll(dir)
-			if err != nil {
-				return err
-			}
-		}
-		if err := h.cfg.Dedup.Err(); err != nil {
-			return err
-		}
+	if err := h.restoreIDs(d, v); err != nil {
+		return err
 	}
 	if err := d.Err(); err != nil {
 		return err
@@ -522,6 +516,57 @@ func (h *Head[K, T]) restore(data []byte) error {
 		return enc.ErrCorrupt
 	}
 	return nil
+}
+
+// restoreIDs reads the de-duplication ids of a head's state of version v.
+// They are left behind when the job no longer de-duplicates, or drops them
+// (its id field changed); they expire at their event time plus the job's
+// horizon, and what a shorter horizon forgot before stays forgotten.
+func (h *Head[K, T]) restoreIDs(d *enc.Decoder, v int) error {
+	ids := d.Count(2)
+	if ids == 0 {
+		return nil
+	}
+	dd := h.cfg.Dedup
+	was, forgotten := mtime.MinTime, mtime.MinTime
+	if v >= 5 {
+		was, forgotten = mtime.Time(d.Varint()), mtime.Time(d.Varint())
+	}
+	if dd == nil || h.e.restore.DroppedPart(h.p.name) {
+		if ids == 1 {
+			state.CountState(d)
+		}
+		return nil
+	}
+	var shift mtime.Time
+	if v >= 5 {
+		shift, h.forgotten = dd.Horizon()-was, forgotten
+		if shift > 0 {
+			h.forgotten = max(h.forgotten, h.cfg.Window.Watermark().Add(-was))
+		}
+	}
+	if ids == 1 {
+		dd.RestoreState(d, shift)
+	} else {
+		dir, err := h.e.materialize(h.p, "db.")
+		if err != nil {
+			return err
+		}
+		if dir == "" {
+			return fmt.Errorf("its de-duplication ids (%s) are missing", h.p.FileName("db.*"))
+		}
+		err = dd.RestoreSnapshot(dir, shift)
+		os.RemoveAll(dir)
+		if err != nil {
+			return err
+		}
+	}
+	if shift < 0 {
+		// Ids the shorter horizon has expired are forgotten before the
+		// first event.
+		dd.Expire(h.cfg.Window.Watermark())
+	}
+	return dd.Err()
 }
 
 // status fills in the partitions, their diagnoses and the counts, in the

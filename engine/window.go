@@ -34,6 +34,10 @@ type WindowConfig[K comparable, T, A, O any] struct {
 	Hash func(K) uint64
 	// Codec encodes state; required with checkpoints or State.
 	Codec Codec[K, A, O]
+	// RestoreCodec, when set, reads the checkpoint the job resumes from
+	// instead of Codec: its state was written by a job with other
+	// aggregates, or in an earlier format (see Engine.Restore).
+	RestoreCodec Codec[K, A, O]
 	// State keeps windows and timers in this database instead of memory.
 	State *state.DB
 	// Panes and Late, when set, are the streams the stage's outputs go to
@@ -105,8 +109,11 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 	}
 	xc := exec.Config[K, T, A, O]{
 		Strategy: cfg.Strategy, Agg: cfg.Agg, NewAgg: cfg.NewAgg, Parallelism: cfg.Parallelism,
-		BatchSize: cfg.BatchSize, Hash: cfg.Hash, Codec: cfg.Codec, State: cfg.State,
+		BatchSize: cfg.BatchSize, Hash: cfg.Hash, Codec: cfg.Codec, RestoreCodec: cfg.RestoreCodec, State: cfg.State,
 		Live: e.Live(), Progress: true, Emit: w.emit,
+		// A stage whose windows cannot carry over starts them afresh,
+		// keeping its clocks and counts (DropState).
+		DropRestored: e.restore.DroppedPart(p.name),
 	}
 	var driverState []byte
 	if files := p.Restored(); len(files) > 0 {
@@ -220,6 +227,11 @@ func (w *Window[K, T, A, O]) Progress() (mtime.Time, int64) { return w.r.Progres
 // Stats is what the operators did; call it once the stage has ended or
 // stopped.
 func (w *Window[K, T, A, O]) Stats() exec.Stats { return w.stats }
+
+// DroppedKeys is the number of keys whose windows the restore left behind:
+// their layout changed, and the job said to start them afresh
+// (Checkpointing.DropState).
+func (w *Window[K, T, A, O]) DroppedKeys() int64 { return w.r.DroppedKeys() }
 
 // RestoredKeys is the number of keys with state the stage restored from the
 // checkpoint the job resumes from; call it before Run.

@@ -99,6 +99,11 @@ type Recovery struct {
 	LastCheckpoint     string `json:"last_checkpoint,omitempty"`
 	EndedInterrupted   bool   `json:"interrupted,omitempty"`
 	EndedWithSavepoint string `json:"savepoint,omitempty"`
+	// Changes says what the restore did with a checkpoint of the job as it
+	// was before a change, DroppedState what it started afresh
+	// (--drop-state): Summary.RestoreChanges and Summary.DroppedState.
+	Changes      []string `json:"changes,omitempty"`
+	DroppedState []string `json:"dropped_state,omitempty"`
 }
 
 // SinkCheck is one table read back after the run.
@@ -185,6 +190,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 	ck := rn.e.Checkpoints()
 	a.Recovery.Checkpoints, a.Recovery.CheckpointsFailed, a.Recovery.LastCheckpoint = ck.Total, ck.Failed, ck.Path
 	a.Recovery.EndedInterrupted, a.Recovery.EndedWithSavepoint = sum.Interrupted, sum.Savepoint
+	a.Recovery.Changes, a.Recovery.DroppedState = sum.RestoreChanges, sum.DroppedState
 	t := rn.accept
 	for pc, n := range t.counts {
 		pc.Panes = n
@@ -452,6 +458,12 @@ func (a *Acceptance) Markdown() string {
 		fmt.Fprintf(&b, "- Resumed from `%s`\n", r.From)
 	} else {
 		fmt.Fprintf(&b, "- Started afresh\n")
+	}
+	for _, c := range r.Changes {
+		fmt.Fprintf(&b, "- Restored into the changed job: %s\n", c)
+	}
+	if len(r.DroppedState) > 0 {
+		fmt.Fprintf(&b, "- Started afresh (--drop-state): %s; the positions and the rest of the state carried over\n", strings.Join(r.DroppedState, ", "))
 	}
 	fmt.Fprintf(&b, "- Checkpoints taken: %d, failed: %d\n", r.Checkpoints, r.CheckpointsFailed)
 	if r.EndedInterrupted {

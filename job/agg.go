@@ -46,7 +46,10 @@ type slot struct {
 	float bool    // sum: an inexact number was added; extreme: the value is a float
 	has   bool    // extreme: a value was seen
 	scale int8    // sum: decimals of i
-	set   map[string]struct{}
+	// partial: the aggregate was added to the job after the window opened
+	// (a restore into a changed job): it holds only what came since.
+	partial bool
+	set     map[string]struct{}
 }
 
 // outVal is one result column of a pane.
@@ -55,6 +58,9 @@ type outVal struct {
 	i     int64
 	f     float64
 	scale int8 // vDec
+	// partial: the value covers only what came since the aggregate was
+	// added to the job (slot.partial).
+	partial bool
 }
 
 func (o outVal) number() float64 {
@@ -231,6 +237,7 @@ func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
 func (a *aggs) Merge(c, other acc) acc {
 	for k := range a.list {
 		s, o := c.slot(k), other.slot(k)
+		s.partial = s.partial || o.partial
 		switch a.list[k].Kind {
 		case AggCount, AggCountField:
 			s.n += o.n
@@ -295,6 +302,7 @@ func (a *aggs) Result(c acc) []outVal {
 		case AggCountDistinct:
 			out[k] = outVal{kind: vInt, i: int64(len(s.set))}
 		}
+		out[k].partial = s.partial
 	}
 	return out
 }

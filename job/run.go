@@ -66,6 +66,13 @@ type Options struct {
 	// instead of refusing it (weir run --accept-changed-input); the summary
 	// says so.
 	AcceptChangedInput bool
+	// DropState names the kinds of state (engine.StateWindows,
+	// engine.StateDedup) that a restore starts afresh when the checkpoint's
+	// cannot carry over into the job as it is now (its window, key, time or
+	// id field changed): weir run --drop-state. Positions and the rest
+	// carry over; the summary and the acceptance record say what was
+	// dropped.
+	DropState []string
 	// AllowAllQuarantined runs a job whose first AllQuarantinedLines lines
 	// are all quarantined to its end, instead of stopping it (weir run
 	// --allow-all-quarantined).
@@ -85,6 +92,8 @@ type Options struct {
 	// every batch (tests).
 	savepointEvery, checkpointEvery int64
 	afterBatch                      func(batch int64)
+	// stopAfter stops the job after that batch, with a savepoint.
+	stopAfter int64
 	// task, for a task of a consumer-group job: its partition, its
 	// transactions and where its checkpoints go.
 	task *taskHooks
@@ -144,8 +153,14 @@ type Summary struct {
 	// OutputsAdded names the outputs added to the job since the checkpoint
 	// it resumed from: they hold only the results from there on.
 	OutputsAdded []string `json:"outputs_added,omitempty"`
-	Interrupted  bool     `json:"interrupted,omitempty"`
-	Savepoint    string   `json:"savepoint,omitempty"`
+	// RestoreChanges says what the restore did with a checkpoint of the
+	// job as it was before a change (an aggregate added, the lateness
+	// changed), a line per change; DroppedState what it started afresh,
+	// as Options.DropState said.
+	RestoreChanges []string `json:"restore_changes,omitempty"`
+	DroppedState   []string `json:"dropped_state,omitempty"`
+	Interrupted    bool     `json:"interrupted,omitempty"`
+	Savepoint      string   `json:"savepoint,omitempty"`
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
@@ -234,6 +249,12 @@ func (s *Summary) Text() string {
 	if len(s.OutputsAdded) > 0 {
 		text += fmt.Sprintf("weir: %s: %s added since the checkpoint: only the results from there on\n", name, strings.Join(s.OutputsAdded, ", "))
 	}
+	for _, c := range s.RestoreChanges {
+		text += fmt.Sprintf("weir: %s: restored into the changed job: %s\n", name, c)
+	}
+	if len(s.DroppedState) > 0 {
+		text += fmt.Sprintf("weir: %s: started afresh, as --drop-state said: %s; the positions and the rest of the state carried over\n", name, strings.Join(s.DroppedState, ", "))
+	}
 	if s.Interrupted {
 		text += fmt.Sprintf("weir: %s: stopped before the end of the input", name)
 		if s.Savepoint != "" {
@@ -266,6 +287,9 @@ type Runnable struct {
 	// checkpoint's count).
 	restoredRead int64
 	ended        bool // the summary and acceptance record are written
+	// restored says what the restore did with a changed job's checkpoint
+	// (Summary.RestoreChanges), dropped what it started afresh.
+	restored, dropped []string
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -339,6 +363,9 @@ func describeWatermark(j *Job) string {
 	if w.Idle > 0 {
 		s += ", idle after " + mtime.FormatDuration(w.Idle)
 	}
+	if w.MaxDrift > 0 {
+		s += ", max drift " + mtime.FormatDuration(w.MaxDrift)
+	}
 	return s
 }
 
@@ -365,11 +392,14 @@ func (rn *Runnable) build() error {
 			return "", false
 		}
 	}
+	if n := o.stopAfter; n > 0 {
+		ecfg.StopAfter = func(b int64) bool { return b == n }
+	}
 	if j.Checkpoint.Dir != "" {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
 			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
-			Fingerprint: fingerprint(j), From: o.From, FS: o.FS,
+			Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: o.DropState, From: o.From, FS: o.FS,
 		}
 		if o.task != nil {
 			ecfg.Checkpoint.Publish = o.task.publish
@@ -415,6 +445,16 @@ func (rn *Runnable) build() error {
 		},
 		Hash: hashString, Codec: codec{},
 	}
+	// A checkpoint of the job before a change of its aggregates (or of an
+	// earlier format) is read by a codec of its own.
+	var partial, former []string
+	if r := e.Restore(); r != nil {
+		former = formerValues(j, r)
+		var rc *codec
+		if rc, partial = restoreCodec(j, r); rc != nil {
+			wcfg.RestoreCodec = *rc
+		}
+	}
 	var dd state.Dedup
 	if j.State.Backend == "pebble" {
 		if err := rn.openState(lp); err != nil {
@@ -448,7 +488,7 @@ func (rn *Runnable) build() error {
 		var n *engine.SinkNode[pane]
 		var err error
 		if o := &j.Outputs[i]; o.Table != nil {
-			ts := newTableSink(j, o, e.Checkpointed(), func(s string) { rn.logf("%s", s) })
+			ts := newTableSink(j, o, e.Checkpointed(), partial, former, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
 				return setupError(j, err)
 			}
@@ -583,6 +623,17 @@ func (rn *Runnable) build() error {
 	if err := e.AddSource("input", src, rn.head); err != nil {
 		return err
 	}
+	if r := e.Restore(); r != nil {
+		rn.restored = restoreNotes(r)
+		for _, name := range r.Dropped {
+			switch name {
+			case partWindow:
+				rn.dropped = append(rn.dropped, fmt.Sprintf("the open windows of %d keys", rn.win.DroppedKeys()))
+			case partHead:
+				rn.dropped = append(rn.dropped, "the de-duplication ids")
+			}
+		}
+	}
 	e.OnSignal(rn.head)
 	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
 		line := int64(0)
@@ -640,36 +691,59 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 // each record with its output. Checkpoints of an older weir named it by
 // the field.
 func recordName(j *Job, o *Output) engine.SinkOption {
+	key, former := recordKey(j, o)
+	return engine.RecordName(key, former...)
+}
+
+// recordKey is the name of an output's commit record (recordName), and
+// the names checkpoints of an older weir gave it.
+func recordKey(j *Job, o *Output) (key string, former []string) {
 	role := "results"
 	switch o.Field {
 	case "late_output", "quarantine", "dead_letter":
 		role = o.Field
 	}
-	rel := func(p string) string {
-		if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+	// Relative to the job file's directory, however the job file and the
+	// output were named (a job run as /srv/job.yaml, then as job.yaml).
+	// Checkpoints of an earlier weir named the output relative to the job
+	// file's directory as given, when they could (dir).
+	base, _ := filepath.Abs(filepath.Dir(j.File))
+	rel := func(p string, dir bool) string {
+		if dir {
+			if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+				return filepath.ToSlash(r)
+			}
+			return p
+		}
+		abs, _ := filepath.Abs(p)
+		if r, err := filepath.Rel(base, abs); err == nil && filepath.IsLocal(r) {
 			return filepath.ToSlash(r)
 		}
 		return p
 	}
-	var target string
-	switch {
-	case o.Kafka != nil:
-		target = "kafka:" + o.Kafka.Topic
-	case o.Table != nil && o.Table.Driver == "sqlite":
-		target = "sqlite:" + rel(o.Table.Path) + "#" + o.Table.Table
-	case o.Table != nil:
-		target = "postgres:" + o.Table.Table
-	case o.File == "-":
-		target = "stdout"
-	default:
-		target = "file:" + rel(o.File)
+	target := func(dir bool) string {
+		switch {
+		case o.Kafka != nil:
+			return "kafka:" + o.Kafka.Topic
+		case o.Table != nil && o.Table.Driver == "sqlite":
+			return "sqlite:" + rel(o.Table.Path, dir) + "#" + o.Table.Table
+		case o.Table != nil:
+			return "postgres:" + o.Table.Table
+		case o.File == "-":
+			return "stdout"
+		}
+		return "file:" + rel(o.File, dir)
 	}
-	former := []string{o.Field}
+	// A checkpoint's files are named by their records: no slashes.
+	key = url.PathEscape(role + ":" + target(false))
+	former = []string{o.Field}
 	if o.Field == "output[0]" {
 		former = append(former, "output")
 	}
-	// A checkpoint's files are named by their records: no slashes.
-	return engine.RecordName(url.PathEscape(role+":"+target), former...)
+	if k := url.PathEscape(role + ":" + target(true)); k != key {
+		former = append(former, k)
+	}
+	return key, former
 }
 
 // transactionalID is the prefix of a Kafka sink's transactional ids: the
@@ -900,6 +974,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	}
 	s.TooLateByWindow = dropsByWindow(st)
 	s.OutputsAdded = rn.e.AddedSinks()
+	s.RestoreChanges, s.DroppedState = rn.restored, rn.dropped
 	s.Refused = rn.refused()
 	if rn.fileSrc != nil {
 		s.InputRestarted = rn.fileSrc.Restarted

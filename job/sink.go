@@ -112,11 +112,29 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 	b = f.times.append(b, p.Watermark)
 	b = append(b, `,"emitted_at":`...)
 	b = f.times.append(b, p.EmittedAt)
+	partial := false
 	for k, a := range f.j.Aggregates {
 		b = append(b, ',', '"')
 		b = append(b, a.Name...)
 		b = append(b, '"', ':')
 		b = appendOutVal(b, p.Value[k])
+		partial = partial || p.Value[k].partial
+	}
+	if partial {
+		// Aggregates added to the job after the window opened: their
+		// values cover only what came since.
+		b = append(b, `,"partial":[`...)
+		n := 0
+		for k, a := range f.j.Aggregates {
+			if p.Value[k].partial {
+				if n > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, []byte(a.Name))
+				n++
+			}
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}', '\n')
 }

@@ -221,9 +221,13 @@ type tableSink struct {
 	anys []any // the rows' keys and values, reused from Write to Write
 }
 
-func newTableSink(j *Job, o *Output, checkpointed bool, log func(string)) *tableSink {
+// newTableSink makes the sink of a table output; added names the
+// aggregates added since the checkpoint the job resumes from, whose
+// columns a table made before lacks; former the aggregates at that
+// checkpoint, when they differ (table.Options.FormerValues).
+func newTableSink(j *Job, o *Output, checkpointed bool, added, former []string, log func(string)) *tableSink {
 	t := o.Table
-	opts := table.Options{Checkpointed: checkpointed, SinkName: jobName(j) + "/" + o.Field, Log: log}
+	opts := table.Options{Checkpointed: checkpointed, SinkName: jobName(j) + "/" + o.Field, Log: log, AddColumns: added, FormerValues: former}
 	s := &tableSink{j: j, o: o}
 	if t.Driver == "sqlite" {
 		s.Sink = table.SQLite(t.Path, t.schema(j), opts)
@@ -323,5 +327,5 @@ func paneStatus(p *pane) string {
 // the job writes it, not opened: weir reconcile reads the table's rows back
 // through it and publishes corrections.
 func (j *Job) TableSink(o *Output, log func(string)) *table.Sink {
-	return newTableSink(j, o, false, log).Sink
+	return newTableSink(j, o, false, nil, nil, log).Sink
 }

@@ -30,12 +30,15 @@ type Dedup interface {
 	// included, on disk).
 	Len() int
 	// AppendState appends every remembered id with its expiry, for a
-	// checkpoint; RestoreState reads them back.
+	// checkpoint; RestoreState reads them back, each expiry moved by
+	// shift (the new horizon minus the one the checkpoint was taken with:
+	// an id expires at its event time plus the horizon of the job that
+	// restores it).
 	AppendState(b []byte) []byte
-	RestoreState(d *enc.Decoder)
+	RestoreState(d *enc.Decoder, shift mtime.Time)
 	// RestoreSnapshot reads back the ids of a Pebble checkpoint taken by a
-	// SnapshotDedup (see ReadSnapshot).
-	RestoreSnapshot(dir string) error
+	// SnapshotDedup (see ReadSnapshot), each expiry moved by shift.
+	RestoreSnapshot(dir string, shift mtime.Time) error
 	// Err is the first failure of the storage underneath, if any.
 	Err() error
 }
@@ -47,6 +50,24 @@ type SnapshotDedup interface {
 	// Snapshot writes what is pending and takes a Pebble checkpoint of the
 	// ids; Dedup.RestoreSnapshot reads it back into either backend.
 	Snapshot() (*Snapshot, error)
+}
+
+// CountState is the number of ids in what AppendState wrote, read from
+// d (which it consumes).
+func CountState(d *enc.Decoder) int64 {
+	n := d.Items(1 << 34)
+	for range n {
+		d.Varint()
+		d.Bytes()
+	}
+	return int64(n)
+}
+
+// CountSnapshot is the number of ids in a Pebble checkpoint of a Dedup.
+func CountSnapshot(dir string) (int64, error) {
+	var n int64
+	err := readSnapshotIDs(dir, func([]byte, mtime.Time) { n++ })
+	return n, err
 }
 
 // readSnapshotIDs calls f for every id of a Pebble checkpoint of a Dedup,
@@ -107,23 +128,24 @@ func (d *memDedup) AppendState(b []byte) []byte {
 	return b
 }
 
-func (d *memDedup) RestoreState(dec *enc.Decoder) {
+func (d *memDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
 	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
 		id := dec.String()
 		d.ids[id] = struct{}{}
-		d.exp = append(d.exp, idExp{at, id}) // written in heap order
+		// Written in heap order; a shift of every expiry keeps it.
+		d.exp = append(d.exp, idExp{at.Add(shift), id})
 	}
 }
 
 // RestoreSnapshot implements Dedup. The ids come by expiry, which is an
 // order of a heap.
-func (d *memDedup) RestoreSnapshot(dir string) error {
+func (d *memDedup) RestoreSnapshot(dir string, shift mtime.Time) error {
 	return readSnapshotIDs(dir, func(id []byte, exp mtime.Time) {
 		s := string(id)
 		d.ids[s] = struct{}{}
-		d.exp = append(d.exp, idExp{exp, s})
+		d.exp = append(d.exp, idExp{exp.Add(shift), s})
 	})
 }
 
@@ -314,7 +336,7 @@ func (d *diskDedup) AppendState(b []byte) []byte {
 	return append(b, ents...)
 }
 
-func (d *diskDedup) RestoreState(dec *enc.Decoder) {
+func (d *diskDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
 	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
@@ -322,14 +344,14 @@ func (d *diskDedup) RestoreState(dec *enc.Decoder) {
 		if dec.Err() != nil {
 			return
 		}
-		d.add(id, at)
+		d.add(id, at.Add(shift))
 	}
 	d.commit()
 }
 
 // RestoreSnapshot implements Dedup.
-func (d *diskDedup) RestoreSnapshot(dir string) error {
-	err := readSnapshotIDs(dir, func(id []byte, exp mtime.Time) { d.add(id, exp) })
+func (d *diskDedup) RestoreSnapshot(dir string, shift mtime.Time) error {
+	err := readSnapshotIDs(dir, func(id []byte, exp mtime.Time) { d.add(id, exp.Add(shift)) })
 	d.commit()
 	if err == nil {
 		err = d.failed

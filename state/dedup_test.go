@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -33,7 +34,7 @@ func TestDedupSnapshotRestoresIntoEitherBackend(t *testing.T) {
 	d.Seen([]byte("later"), 60_000, 30_000)
 
 	mem := NewMemoryDedup(1000)
-	if err := mem.RestoreSnapshot(snap.Dir); err != nil {
+	if err := mem.RestoreSnapshot(snap.Dir, 0); err != nil {
 		t.Fatal(err)
 	}
 	db2, err := Open(filepath.Join(dir, "b"), 8<<20)
@@ -42,7 +43,7 @@ func TestDedupSnapshotRestoresIntoEitherBackend(t *testing.T) {
 	}
 	defer db2.Close()
 	disk := db2.Dedup(1000)
-	if err := disk.RestoreSnapshot(snap.Dir); err != nil {
+	if err := disk.RestoreSnapshot(snap.Dir, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := disk.AppendState(nil); !bytes.Equal(got, want) {
@@ -61,5 +62,46 @@ func TestDedupSnapshotRestoresIntoEitherBackend(t *testing.T) {
 	}
 	if mem.Seen([]byte("later"), 60_000, 30_000) {
 		t.Error("an id added after the checkpoint is in it")
+	}
+}
+
+// Restored ids expire at their event time plus the horizon of the job that
+// restores them: a shift moves every expiry, on either backend, from either
+// kind of checkpoint.
+func TestDedupRestoreShiftsExpiries(t *testing.T) {
+	db, err := Open(t.TempDir(), 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	src := NewMemoryDedup(1000)
+	for i := range 10 {
+		src.Seen(fmt.Appendf(nil, "id-%d", i), mtime.Time(i*100), 0) // expires at i*100 + 1000
+	}
+	state := src.AppendState(nil)
+	for _, c := range []struct {
+		name  string
+		d     Dedup
+		shift mtime.Time
+		want  string
+	}{
+		{"memory, the same", NewMemoryDedup(1000), 0, "[5 6 7 8 9]"},
+		{"memory, longer", NewMemoryDedup(3000), 2000, "[0 1 2 3 4 5 6 7 8 9]"},
+		{"memory, shorter", NewMemoryDedup(500), -500, "[]"},
+		{"pebble, longer", db.Dedup(3000), 2000, "[0 1 2 3 4 5 6 7 8 9]"},
+	} {
+		c.d.RestoreState(enc.NewDecoder(state), c.shift)
+		// At watermark 1450 the ids with expiry i*100+1000+shift <= 1450
+		// are forgotten.
+		c.d.Expire(1450)
+		var seen []int
+		for i := range 10 {
+			if c.d.Seen(fmt.Appendf(nil, "id-%d", i), mtime.Time(i*100), 1450) {
+				seen = append(seen, i)
+			}
+		}
+		if got := fmt.Sprint(seen); got != c.want {
+			t.Errorf("%s: seen %s, want %s", c.name, got, c.want)
+		}
 	}
 }

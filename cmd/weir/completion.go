@@ -86,6 +86,7 @@ var argWords = map[string][]string{
 // flagValues are the values of flags that take one of a few.
 var flagValues = map[string][]string{
 	"log-format":   {"text", "json"},
+	"drop-state":   {"windows", "dedup"},
 	"log-level":    {"debug", "info", "warn", "error"},
 	"format":       {"text", "json", "csv"},
 	"input-format": {"jsonl", "csv", "parquet"},

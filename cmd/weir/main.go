@@ -27,6 +27,7 @@ import (
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/console"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/job"
 )
 
@@ -46,7 +47,7 @@ func init() {
 	commands = []command{
 		{"run", "[flags] JOB.yaml", "run a job file (see README.md for its fields)", cmdRun},
 		{"lint", "[flags] JOB.yaml", "check a job file and the first lines of its\ninput: typos, fields that never occur", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLint(a, o, e) }},
-		{"savepoint", "JOB.yaml", "ask the running job for a savepoint", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSavepoint(a, o, e) }},
+		{"savepoint", "JOB.yaml | inspect DIR", "ask the running job for a savepoint; inspect:\nwhat a savepoint holds", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSavepoint(a, o, e) }},
 		{"status", "JOB.yaml", "the running job's partitions, watermark and\ncounts (from its console)", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdStatus(a, o, e) }},
 		{"simulator", "[flags]", "serve the watermark simulator, computed by weir", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSimulator(a, o, e) }},
 		{"gen", "steep|orders|nexmark|ledger|ledger-events [flags]", "write a realistic stream of JSON lines", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdGen(a, o, e) }},
@@ -170,7 +171,8 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	httpAddr := fs.String("http", "", "serve /metrics, /api/status, /healthz, /readyz and the web console on `host:port` (overrides the job file's http address; its token and allowed hosts stay); the console stays up after the input ends, until Ctrl-C")
 	acceptChanged := fs.Bool("accept-changed-input", false, "read an input file that is not the one the restored checkpoint read (regenerated or replaced since) from its start, instead of refusing to resume")
 	force := fs.Bool("force", false, "take existing output files over even when weir has no record of writing them (weir never overwrites or cuts back a file it cannot prove it wrote, unless told so)")
-	check := fs.Bool("check", false, "check the job file and a sample of its input as weir lint does, and exit without running")
+	check := fs.Bool("check", false, "check the job file and a sample of its input as weir lint does, and exit without running; with --from, say instead what of the checkpoint's state carries over into the job, what restarts and what is refused (exit 1)")
+	dropState := fs.String("drop-state", "", "on restoring a checkpoint whose windows or ids cannot carry over (window, key, time or id field changed), start them afresh: `windows`, dedup, or windows,dedup; the positions and the rest carry over")
 	sample := fs.Int("sample", job.DefaultSample, "with --check: how many lines of the input to read")
 	printConfig := fs.Bool("print-config", false, "print the job file as weir reads it (--set applied, ${NAME} expanded, secrets hidden) and exit")
 	allowAll := fs.Bool("allow-all-quarantined", false, fmt.Sprintf("run to its end a job whose first %d lines are all quarantined (by default it stops: a misspelt key or time field rejects every line)", job.AllQuarantinedLines))
@@ -228,6 +230,17 @@ Flags:
 		stdout.Write(j.Resolved())
 		return 0
 	}
+	var drop []string
+	if *dropState != "" {
+		drop = strings.Split(*dropState, ",")
+		if err := engine.CheckDropState(drop); err != nil {
+			fmt.Fprintln(stderr, "weir: --drop-state:", err)
+			return 2
+		}
+	}
+	if *check && *from != "" {
+		return checkRestore(j, *from, drop, stdout, stderr)
+	}
 	if *check {
 		return lint(j, pos[0], *sample, false, stdout)
 	}
@@ -264,7 +277,7 @@ Flags:
 		j.HTTP, keepConsole = *httpAddr, true
 	}
 	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: log, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "",
-		Force: *force, AcceptChangedInput: *acceptChanged, AllowAllQuarantined: *allowAll}
+		Force: *force, AcceptChangedInput: *acceptChanged, AllowAllQuarantined: *allowAll, DropState: drop}
 	if j.Grouped() {
 		if *from != "" {
 			fmt.Fprintln(stderr, "weir: --from: a job in a consumer group starts each partition from its changelog topic")
@@ -324,6 +337,27 @@ Flags:
 		srv.Ended(rn.Engine())
 		log.Info("the input has ended; the console stays up on http://%s/ until Ctrl-C", addr)
 		<-ctx.Done()
+	}
+	return 0
+}
+
+// checkRestore prints what restoring the checkpoint from into j does with
+// its state, running nothing and writing nothing (weir run --from DIR
+// --check): 0 when it restores, 1 when it is refused (the refusal on
+// stderr), 2 when from is not a checkpoint.
+func checkRestore(j *job.Job, from string, drop []string, stdout, stderr io.Writer) int {
+	if st, err := os.Stat(from); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "weir: --from %s: not a checkpoint directory\n", from)
+		return 2
+	}
+	r, err := job.CheckRestore(j, from, drop)
+	if r != nil {
+		fmt.Fprintf(stdout, "restoring %s (layout %d) into %s:\n", from, r.Layout, j.File)
+		fmt.Fprint(stdout, r.Text())
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
 	}
 	return 0
 }
@@ -388,11 +422,14 @@ func removePID(p string) {
 // cmdSavepoint asks the job running with a checkpoint directory for a
 // savepoint and waits for it.
 func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "inspect" {
+		return cmdInspect(args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("weir savepoint", stderr)
 	wait := fs.Duration("timeout", time.Minute, "how long to wait for the savepoint")
 	addSetFlag(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: weir savepoint [flags] JOB.yaml\n\nAsks the running job (which must have checkpoint.dir) for a savepoint and prints its directory.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: weir savepoint [flags] JOB.yaml\n       weir savepoint inspect DIR\n\nAsks the running job (which must have checkpoint.dir) for a savepoint and prints its directory.\nweir savepoint inspect prints what a savepoint or checkpoint holds (see weir savepoint inspect --help).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	j, pos, code, ok := loadJobArg(fs, args, stderr)
@@ -409,6 +446,42 @@ func cmdSavepoint(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, path)
+	return 0
+}
+
+// cmdInspect prints what a checkpoint or savepoint holds: its job and
+// fingerprint, every operator with its state's size and keys, every
+// source's position, every sink's pending commits.
+func cmdInspect(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("weir savepoint inspect", stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: weir savepoint inspect DIR
+
+Prints what the savepoint or checkpoint in DIR holds, reading nothing else
+and writing nothing: the job's name and fingerprint, every operator with the
+size of its state and its keys (and a window's layout and aggregates), every
+source's position and every sink's commits not known to be done.
+
+`+exitCodes)
+	}
+	pos, code, ok := parseInterspersed(fs, args)
+	if !ok {
+		return code
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return 2
+	}
+	if st, err := os.Stat(pos[0]); err != nil || !st.IsDir() {
+		fmt.Fprintf(stderr, "weir: %s: not a checkpoint directory\n", pos[0])
+		return 2
+	}
+	text, err := job.Inspect(pos[0])
+	if err != nil {
+		fmt.Fprintln(stderr, "weir:", err)
+		return 1
+	}
+	fmt.Fprint(stdout, text)
 	return 0
 }
 

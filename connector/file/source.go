@@ -469,6 +469,17 @@ func identify(f *os.File) (vfs.ID, error) {
 	return vfs.IDOf(st), nil
 }
 
+// DescribePosition describes a position Source returned, for a person
+// (weir savepoint inspect): the lines read before it and its byte offset.
+// ok is false for bytes that are not such a position.
+func DescribePosition(position []byte) (s string, ok bool) {
+	p, err := decodePos(position)
+	if err != nil || len(encodePos(p)) != len(position) && p.version == posVersion {
+		return "", false
+	}
+	return fmt.Sprintf("line %d (byte offset %d)", p.line, p.offset), true
+}
+
 // Line is the number of lines read before a position that Source returned
 // (0 for one it cannot read).
 func Line(position []byte) int64 {

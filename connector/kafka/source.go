@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -485,4 +487,23 @@ func decodePosition(b []byte) (map[int32]int64, [16]byte, error) {
 		copy(id[:], rest)
 	}
 	return m, id, nil
+}
+
+// DescribePosition describes a position Source returned, for a person
+// (weir savepoint inspect): the next offset of every partition. ok is false
+// for bytes that are not such a position.
+func DescribePosition(position []byte) (s string, ok bool) {
+	m, _, err := decodePosition(position)
+	if err != nil {
+		return "", false
+	}
+	parts := slices.Sorted(maps.Keys(m))
+	list := make([]string, len(parts))
+	for i, p := range parts {
+		list[i] = fmt.Sprintf("partition %d at offset %d", p, m[p])
+	}
+	if len(list) == 0 {
+		return "no partition read yet", true
+	}
+	return strings.Join(list, ", "), true
 }

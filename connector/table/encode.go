@@ -277,18 +277,21 @@ type header struct {
 	rows int
 }
 
-// decodeHeader decodes the start of a pre-commit.
-func decodeHeader(pre []byte, sc *Schema) (header, error) {
-	_, h, err := readHeader(pre, sc)
+// decodeHeader decodes the start of a pre-commit; former are the value
+// columns of a checkpoint the sink resumes from (Options.FormerValues).
+func decodeHeader(pre []byte, sc *Schema, former []string) (header, error) {
+	_, h, _, err := readHeader(pre, sc, former)
 	return h, err
 }
 
-func readHeader(pre []byte, sc *Schema) (*enc.Decoder, header, error) {
+// readHeader decodes the start of a pre-commit, and returns its number of
+// values.
+func readHeader(pre []byte, sc *Schema, former []string) (*enc.Decoder, header, int, error) {
 	if len(pre) == 0 {
-		return nil, header{}, errors.New("empty")
+		return nil, header{}, 0, errors.New("empty")
 	}
 	if pre[0] != preVersion {
-		return nil, header{}, fmt.Errorf("encoding version %d, this weir reads %d", pre[0], preVersion)
+		return nil, header{}, 0, fmt.Errorf("encoding version %d, this weir reads %d", pre[0], preVersion)
 	}
 	d := enc.NewDecoder(pre[1:])
 	var h header
@@ -296,12 +299,12 @@ func readHeader(pre []byte, sc *Schema) (*enc.Decoder, header, error) {
 	nk, nv := d.Count(1<<16), d.Count(1<<16)
 	h.rows = d.Items(math.MaxInt32)
 	if err := d.Err(); err != nil {
-		return nil, header{}, err
+		return nil, header{}, 0, err
 	}
-	if nk != len(sc.Keys) || nv != len(sc.Values) {
-		return nil, header{}, fmt.Errorf("the rows have %d key values and %d values, the table %d key columns and %d value columns: the job's output changed since the checkpoint", nk, nv, len(sc.Keys), len(sc.Values))
+	if nk != len(sc.Keys) || nv != len(sc.Values) && (former == nil || nv != len(former)) {
+		return nil, header{}, 0, fmt.Errorf("the rows have %d key values and %d values, the table %d key columns and %d value columns: the job's output changed since the checkpoint", nk, nv, len(sc.Keys), len(sc.Values))
 	}
-	return d, h, nil
+	return d, h, nv, nil
 }
 
 // scratch is what Commit decodes into, reused from one commit to the next.
@@ -365,6 +368,7 @@ type rowSet struct {
 	refs   []rowRef
 	sc     *scratch
 	schema *Schema
+	to     []int  // from index: where each value goes (nil: in order)
 	job    string // with deltas: the job whose delta ids the rows get
 	deltas bool
 }
@@ -381,12 +385,13 @@ func (s *rowSet) rows(i, j int) []prow {
 	n := j - i
 	sc.rows = slices.Grow(sc.rows[:0], n)[:n]
 	sc.vals = slices.Grow(sc.vals[:0], n*width)[:n*width]
+	clear(sc.vals) // a column the pre-commit has no value for is NULL
 	for k := range n {
 		r := &sc.rows[k]
 		*r = prow{vals: sc.vals[k*width : (k+1)*width : (k+1)*width]}
 		sc.d.Reset(s.pre[s.refs[i+k].at:])
 		// The index decoded every row once: this cannot fail.
-		decodeRow(&sc.d, s.pre, r, len(s.schema.Keys))
+		decodeRow(&sc.d, s.pre, r, len(s.schema.Keys), s.to)
 	}
 	if s.deltas {
 		sc.deltaIDs(sc.rows, s.job)
@@ -395,39 +400,50 @@ func (s *rowSet) rows(i, j int) []prow {
 }
 
 // index checks that every row of pre decodes and indexes them, in the order
-// written.
-func (sc *scratch) index(pre []byte, schema *Schema) (run string, rows []rowRef, err error) {
+// written. A pre-commit of another run than own, with the values of former
+// (the checkpoint's, Options.FormerValues), has its values put in the
+// columns of their names: to says where each goes (-1: a column removed
+// since, left out); the columns added since are NULL.
+func (sc *scratch) index(pre []byte, schema *Schema, former []string, own string) (run string, rows []rowRef, to []int, err error) {
 	if len(pre) == 0 {
-		return "", nil, nil
+		return "", nil, nil, nil
 	}
-	d, h, err := readHeader(pre, schema)
+	d, h, nv, err := readHeader(pre, schema, former)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	nk, width := len(schema.Keys), len(schema.Keys)+len(schema.Values)
+	if former != nil && h.run != own && nv == len(former) {
+		to = make([]int, nv)
+		for i, name := range former {
+			to[i] = slices.IndexFunc(schema.Values, func(c Column) bool { return c.Name == name })
+		}
+	}
+	nk := len(schema.Keys)
 	sc.refs = slices.Grow(sc.refs[:0], h.rows)[:h.rows]
-	sc.one = slices.Grow(sc.one[:0], width)[:width]
+	sc.one = slices.Grow(sc.one[:0], nk+len(schema.Values))[:nk+len(schema.Values)]
 	for i := range sc.refs {
 		at := len(pre) - d.Len()
 		r := prow{vals: sc.one}
-		decodeRow(d, pre, &r, nk)
+		decodeRow(d, pre, &r, nk, to)
 		if d.Err() != nil {
-			return "", nil, d.Err()
+			return "", nil, nil, d.Err()
 		}
 		if len(r.pk) > math.MaxUint32 {
-			return "", nil, fmt.Errorf("a row's key of %d bytes", len(r.pk))
+			return "", nil, nil, fmt.Errorf("a row's key of %d bytes", len(r.pk))
 		}
 		sc.refs[i] = rowRef{at: at, pkLen: uint32(len(r.pk))}
 	}
 	if d.Len() != 0 {
-		return "", nil, fmt.Errorf("%d bytes after the last row", d.Len())
+		return "", nil, nil, fmt.Errorf("%d bytes after the last row", d.Len())
 	}
-	return h.run, sc.refs, nil
+	return h.run, sc.refs, to, nil
 }
 
 // decodeRow decodes one row of pre from d into r, whose vals has room for
-// its key values and values (nk of them key values); r.pk aliases pre.
-func decodeRow(d *enc.Decoder, pre []byte, r *prow, nk int) {
+// the schema's key values and values (nk of them key values); r.pk aliases
+// pre. With to, the pre-commit's values go to the value columns it says
+// (-1: none).
+func decodeRow(d *enc.Decoder, pre []byte, r *prow, nk int, to []int) {
 	start := len(pre) - d.Len()
 	for k := 0; k < nk; k++ {
 		decodeValue(d, &r.vals[k])
@@ -441,8 +457,18 @@ func decodeRow(d *enc.Decoder, pre []byte, r *prow, nk int) {
 	if int(r.timing) >= len(timings) || int(r.status) >= len(statuses) {
 		d.Fail()
 	}
-	for k := nk; k < len(r.vals); k++ {
-		decodeValue(d, &r.vals[k])
+	if to == nil {
+		for k := nk; k < len(r.vals); k++ {
+			decodeValue(d, &r.vals[k])
+		}
+		return
+	}
+	for _, k := range to {
+		var v val
+		decodeValue(d, &v)
+		if k >= 0 {
+			r.vals[nk+k] = v
+		}
 	}
 }
 

@@ -189,3 +189,50 @@ func TestExactColumnNameTaken(t *testing.T) {
 		}
 	})
 }
+
+// A table made before an aggregate was added to the job gets its column
+// (and in SQLite the exact companion of a Numeric one) when the sink is told
+// the aggregate is new, in the one place that adds missing columns: the
+// rows already there hold NULL in it, and the sink says what it added. A
+// column missing that the sink was not told of is an error, and nothing is
+// added.
+func TestAddedAggregateColumn(t *testing.T) {
+	before := Schema{Table: "totals", Keys: []Column{{"shop", Text}}, Values: []Column{{"orders", Integer}}}
+	after := Schema{Table: "totals", Keys: []Column{{"shop", Text}}, Values: []Column{{"orders", Integer}, {"spent", Numeric}}}
+	both(t, func(t *testing.T, d *testDB) {
+		k := d.sink(t, before, checkpointed())
+		r := pane("old", 1, "ON_TIME", 1)
+		r.Key, r.Values = []any{"old"}, []any{int64(1)}
+		commit(t, k, 1, r)
+		k.Close()
+
+		err := d.newSink(after, checkpointed()).Open(context.Background(), connector.Resume{})
+		if err == nil || err.Error() != `alerts-sink: open: table totals: no column "spent"` {
+			t.Fatalf("open without AddColumns: %v", err)
+		}
+		var log []string
+		o := checkpointed()
+		o.AddColumns = []string{"spent"}
+		o.Log = func(s string) { log = append(log, s) }
+		k = d.sink(t, after, o)
+		where, want := "", []string{"alerts-sink: added column spent to table totals: the aggregate spent was added to the job since its checkpoint (the rows written before have none)"}
+		if d.kind == "sqlite" {
+			where = " in " + d.path
+			want = []string{"alerts-sink: added column spent to table totals" + where + ": the aggregate spent was added to the job since its checkpoint (the rows written before have none)",
+				"alerts-sink: added column spent_exact to table totals" + where + ": the aggregate spent was added to the job since its checkpoint (the rows written before have none)"}
+		}
+		expect(t, "log", log, want)
+		r = pane("new", 1, "ON_TIME", 1)
+		r.Key, r.Values = []any{"new"}, []any{int64(2), Decimal{1234567890123456789, 2}}
+		commit(t, k, 2, r)
+		got, err := k.Read(context.Background(), w0, w1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []string
+		for _, r := range got {
+			read = append(read, r.Key[0]+"|"+r.Values[0].String+"|"+nullText(r.Values[1].String, r.Values[1].Valid))
+		}
+		expect(t, "read back", read, []string{"new|2|12345678901234567.89", "old|1|NULL"})
+	})
+}

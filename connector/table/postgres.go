@@ -235,11 +235,11 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 	if sc.Mode == Discarding {
 		suffix = "" // appended to, never updated
 	}
-	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix); err != nil {
+	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix, b.s.opts.AddColumns); err != nil {
 		return err
 	}
 	if b.s.opts.Checkpointed {
-		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", ""); err != nil {
+		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", "", nil); err != nil {
 			return err
 		}
 		b.mark = markerSQL(pgDialect)
@@ -254,11 +254,17 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 }
 
 // ensure creates the table if absent (suffix ends its CREATE TABLE), and
-// checks it.
-func (b *pgBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string) error {
+// checks it. A table that lacks the value columns of add gets them.
+func (b *pgBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string, add []string) error {
 	e, err := b.existing(ctx, table)
 	if err != nil {
 		return err
+	}
+	if e.cols != nil {
+		exec := func(ctx context.Context, q string) error { _, err := b.conn.Exec(ctx, q); return err }
+		if e, err = b.s.addMissing(ctx, pgDialect, table, cs, pk, unique, add, e, "", exec, b.existing); err != nil {
+			return err
+		}
 	}
 	if e.cols == nil {
 		if _, err := b.conn.Exec(ctx, createTable(pgDialect, table, cs, pk, unique, suffix)); err != nil {

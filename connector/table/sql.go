@@ -1,10 +1,12 @@
 package table
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -196,6 +198,64 @@ func markerSQL(d *dialect) string {
 	return fmt.Sprintf(`INSERT INTO %s AS cur ("sink", "checkpoint", "run", "committed_at") VALUES (%s, %s, %s, %s)`+
 		` ON CONFLICT ("sink", "checkpoint") DO UPDATE SET "run" = excluded."run", "committed_at" = excluded."committed_at"`+
 		` WHERE cur."run" <> excluded."run"`, quote(markerTable), d.param(1), d.param(2), d.param(3), d.param(4))
+}
+
+// missingColumns splits cs into the columns a table that exists (e) lacks
+// and that the sink adds to it, and the rest, which it must have: the value
+// columns named in add (aggregates added to a job since the checkpoint it
+// resumes from) with their exact companions, and the exact companions of a
+// table made by a weir that kept none.
+func missingColumns(cs []column, e existing, add []string) (missing, rest []column) {
+	rest = make([]column, 0, len(cs))
+	for _, c := range cs {
+		_, ok := e.cols[c.name]
+		if !ok && (c.exactOf != "" || slices.Contains(add, c.name)) {
+			missing = append(missing, c)
+			continue
+		}
+		rest = append(rest, c)
+	}
+	return missing, rest
+}
+
+// addMissing adds to the table e, which exists, the columns it lacks that
+// the sink may add (missingColumns, with add), once it has checked the table has all
+// the others, and says so for each; it returns the table as it is then. The
+// rows already there hold NULL in them. where names the database in the
+// lines it logs (" in PATH", or nothing); exec runs a statement and reread
+// reads the table again.
+func (s *Sink) addMissing(ctx context.Context, d *dialect, table string, cs []column, pk []string, unique string, add []string, e existing, where string,
+	exec func(context.Context, string) error, reread func(context.Context, string) (existing, error)) (existing, error) {
+	missing, rest := missingColumns(cs, e, add)
+	if len(missing) == 0 {
+		return e, nil
+	}
+	if err := checkTable(d, table, rest, pk, unique, e); err != nil {
+		return e, connector.Permanent(err)
+	}
+	for _, c := range missing {
+		q := fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s %s", quote(table), quote(c.name), d.typeName(c.typ))
+		if err := exec(ctx, q); err != nil {
+			// Another sink may have added it since.
+			if again, rerr := reread(ctx, table); rerr == nil {
+				if _, ok := again.cols[c.name]; ok {
+					continue
+				}
+			}
+			return e, err
+		}
+		if c.exactOf != "" && !slices.Contains(add, c.exactOf) {
+			s.log(fmt.Sprintf("added column %s to table %s%s: it keeps the exact values of %s, whose NUMERIC keeps 15 significant digits (the rows written before have none, and read as %[4]s holds them)",
+				c.name, table, where, c.exactOf))
+			continue
+		}
+		of := c.name
+		if c.exactOf != "" {
+			of = c.exactOf
+		}
+		s.log(fmt.Sprintf("added column %s to table %s%s: the aggregate %s was added to the job since its checkpoint (the rows written before have none)", c.name, table, where, of))
+	}
+	return reread(ctx, table)
 }
 
 // existing is what a database says of a table that exists.

@@ -148,11 +148,11 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 	if sc.Mode == Discarding {
 		unique, suffix = "delta_id", ""
 	}
-	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix); err != nil {
+	if err := b.ensure(ctx, sc.Table, cs, sc.primaryKey(), unique, suffix, b.s.opts.AddColumns); err != nil {
 		return err
 	}
 	if b.s.opts.Checkpointed {
-		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", " WITHOUT ROWID"); err != nil {
+		if err := b.ensure(ctx, markerTable, markerColumns, markerKey, "", " WITHOUT ROWID", nil); err != nil {
 			return err
 		}
 		if b.mark, err = db.PrepareContext(ctx, markerSQL(sqliteDialect)); err != nil {
@@ -181,15 +181,18 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 	return nil
 }
 
-// ensure creates the table if absent, and checks it. A table without the
-// exact companions of its Numeric columns (made by an older weir) gets them.
-func (b *sqliteBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string) error {
+// ensure creates the table if absent, and checks it. A table that lacks
+// columns the sink may add (the exact companions of its Numeric columns,
+// in a table made by a weir that kept none; the value columns of add) gets
+// them.
+func (b *sqliteBackend) ensure(ctx context.Context, table string, cs []column, pk []string, unique, suffix string, add []string) error {
 	e, err := b.existing(ctx, table)
 	if err != nil {
 		return err
 	}
 	if e.cols != nil {
-		if e, err = b.addExact(ctx, table, cs, pk, unique, e); err != nil {
+		exec := func(ctx context.Context, q string) error { _, err := b.db.ExecContext(ctx, q); return err }
+		if e, err = b.s.addMissing(ctx, sqliteDialect, table, cs, pk, unique, add, e, " in "+b.path, exec, b.existing); err != nil {
 			return err
 		}
 	}
@@ -206,42 +209,6 @@ func (b *sqliteBackend) ensure(ctx context.Context, table string, cs []column, p
 		return connector.Permanent(err)
 	}
 	return nil
-}
-
-// addExact adds to a table that is otherwise as the sink writes it the exact
-// companion columns it lacks, and returns the table as it is then. The rows
-// already there have none (NULL), and are read from the number column.
-func (b *sqliteBackend) addExact(ctx context.Context, table string, cs []column, pk []string, unique string, e existing) (existing, error) {
-	var missing []column
-	rest := make([]column, 0, len(cs))
-	for _, c := range cs {
-		if _, ok := e.cols[c.name]; c.exactOf != "" && !ok {
-			missing = append(missing, c)
-			continue
-		}
-		rest = append(rest, c)
-	}
-	if len(missing) == 0 {
-		return e, nil
-	}
-	if err := checkTable(sqliteDialect, table, rest, pk, unique, e); err != nil {
-		return e, connector.Permanent(err)
-	}
-	for _, c := range missing {
-		q := fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s TEXT", quote(table), quote(c.name))
-		if _, err := b.db.ExecContext(ctx, q); err != nil {
-			// Another sink may have added it since.
-			if again, rerr := b.existing(ctx, table); rerr == nil {
-				if _, ok := again.cols[c.name]; ok {
-					continue
-				}
-			}
-			return e, err
-		}
-		b.s.log(fmt.Sprintf("added column %s to table %s in %s: it keeps the exact values of %s, whose NUMERIC keeps 15 significant digits (the rows written before have none, and read as %[4]s holds them)",
-			c.name, table, b.path, c.exactOf))
-	}
-	return b.existing(ctx, table)
 }
 
 // existing reads a table's columns, primary key and unique columns; cols is

@@ -216,6 +216,18 @@ type Options struct {
 	// Log, if set, receives what the sink has to say (a table created, a
 	// commit found done already, a reconnection).
 	Log func(string)
+	// AddColumns names value columns an existing table may lack, which the
+	// sink adds to it (ALTER TABLE ... ADD COLUMN, NULL in the rows written
+	// before): the aggregates added to a job since the checkpoint it
+	// resumes from. Any other column missing is an error.
+	AddColumns []string
+	// FormerValues, when set, are the value columns of the job at the
+	// checkpoint it resumes from, in their order, when they differ from
+	// the schema's (aggregates added or removed since): the pre-commits of
+	// that checkpoint, committed again at the restore, hold their values
+	// so, and each goes to the column of its name (none to a column added
+	// since, which is NULL in those rows).
+	FormerValues []string
 }
 
 // autoFlushRows is how many rows a sink without checkpoints buffers before
@@ -326,7 +338,7 @@ func (s *Sink) Open(ctx context.Context, r connector.Resume) error {
 		return s.wrap("open", connector.Permanent(err))
 	}
 	for _, pc := range r.Pending {
-		if _, err := decodeHeader(pc.Data, &s.schema); err != nil {
+		if _, err := decodeHeader(pc.Data, &s.schema, s.opts.FormerValues); err != nil {
 			return s.wrap("open", connector.Permanent(err))
 		}
 	}
@@ -421,7 +433,7 @@ func (s *Sink) commit(ctx context.Context, checkpoint uint64, pre []byte, op str
 	if !s.opened {
 		return s.wrap(op, connector.Permanent(errors.New("the sink is not open")))
 	}
-	run, refs, err := s.sc.index(pre, &s.schema)
+	run, refs, to, err := s.sc.index(pre, &s.schema, s.opts.FormerValues, s.run)
 	defer s.sc.release()
 	if err != nil {
 		return s.wrap(op, connector.Permanent(fmt.Errorf("the pre-committed rows of checkpoint %d do not decode: %w", checkpoint, err)))
@@ -429,7 +441,7 @@ func (s *Sink) commit(ctx context.Context, checkpoint uint64, pre []byte, op str
 	if len(refs) == 0 {
 		return nil
 	}
-	rows := &rowSet{pre: pre, refs: refs, sc: &s.sc, schema: &s.schema}
+	rows := &rowSet{pre: pre, refs: refs, sc: &s.sc, schema: &s.schema, to: to}
 	if s.schema.Mode == Discarding {
 		rows.deltas, rows.job = true, s.schema.Job
 	} else {

@@ -246,7 +246,7 @@ func TestCoalesce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pre, _ := k.PreCommit(ctx, 1)
-	_, refs, err := k.sc.index(pre, &k.schema)
+	_, refs, _, err := k.sc.index(pre, &k.schema, nil, k.run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func FuzzRestore(f *testing.F) {
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops := []*WindowOp[string, int, int64, int64]{NewWindowOp[string](s, aggregate.Count[int]()), NewWindowOp[string](s, aggregate.Count[int]())}
-		if err := Restore(ops, [][]byte{data}, nil, countCodec{}); err != nil {
+		if _, err := Restore(ops, [][]byte{data}, nil, countCodec{}, RestoreOptions{}); err != nil {
 			return
 		}
 		for _, op := range ops {

@@ -105,6 +105,13 @@ type Config[K comparable, T, A, O any] struct {
 	Hash func(K) uint64
 	// Codec encodes state for checkpoints; required for Barrier.
 	Codec Codec[K, A, O]
+	// RestoreCodec, when set, reads Restore instead of Codec: the state of a
+	// checkpoint taken by a job whose aggregates or format have changed
+	// since.
+	RestoreCodec Codec[K, A, O]
+	// DropRestored restores Restore's clocks and statistics only, leaving
+	// its keys' windows behind (see RestoreOptions.DropKeys).
+	DropRestored bool
 	// Restore holds the operator snapshots of a checkpoint to start from,
 	// taken with any parallelism; Step is the step number it reached. A
 	// snapshot taken with a state database has its keys in a Pebble
@@ -139,9 +146,10 @@ type Config[K comparable, T, A, O any] struct {
 // parallelism: each item gets a step number, and the outputs of the instances
 // are merged by (step, timer instant, window sequence).
 type Runner[K comparable, T, A, O any] struct {
-	cfg  Config[K, T, A, O]
-	ops  []*WindowOp[K, T, A, O]
-	step uint64
+	cfg     Config[K, T, A, O]
+	ops     []*WindowOp[K, T, A, O]
+	step    uint64
+	dropped int64 // keys left behind by the restore (DropRestored)
 
 	// pipelined mode
 	cur     [][]item[K, T]
@@ -187,7 +195,12 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 		r.ops = append(r.ops, op)
 	}
 	if len(cfg.Restore) > 0 {
-		if err := Restore(r.ops, cfg.Restore, cfg.RestoreDirs, cfg.Codec); err != nil {
+		c := cfg.Codec
+		if cfg.RestoreCodec != nil {
+			c = cfg.RestoreCodec
+		}
+		var err error
+		if r.dropped, err = Restore(r.ops, cfg.Restore, cfg.RestoreDirs, c, RestoreOptions{DropKeys: cfg.DropRestored}); err != nil {
 			r.fail(err)
 		}
 	}
@@ -210,6 +223,10 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	go r.sink()
 	return r
 }
+
+// DroppedKeys is the number of keys whose windows the restore left behind
+// (Config.DropRestored).
+func (r *Runner[K, T, A, O]) DroppedKeys() int64 { return r.dropped }
 
 // Ops gives access to the operator instances; only safe after Wait, or in
 // inline mode.

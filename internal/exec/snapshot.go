@@ -34,11 +34,19 @@ type Codec[K comparable, A, O any] interface {
 }
 
 // Snapshot versions: 2 has the keys in the snapshot; 3 has them in a Pebble
-// checkpoint beside it.
+// checkpoint beside it; 4 and 5 are 2 and 3 with the late limit in the
+// header (the end before which windows were closed, so that a restore with
+// a longer allowed lateness opens none of them again).
 const (
-	snapshotVersion       = 2
-	snapshotPebbleVersion = 3
+	snapshotVersion       = 4
+	snapshotPebbleVersion = 5
 )
+
+// isPebbleSnapshot reports whether a snapshot version keeps its keys in a
+// Pebble checkpoint, and hasLateLimit whether its header has the late
+// limit.
+func isPebbleSnapshot(v int) bool { return v == 3 || v == 5 }
+func hasLateLimit(v int) bool     { return v >= 4 }
 
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
@@ -62,6 +70,7 @@ func (op *WindowOp[K, T, A, O]) appendHeader(b []byte, version byte) []byte {
 	b = append(b, version)
 	b = enc.AppendVarint(b, int64(op.wm))
 	b = enc.AppendVarint(b, int64(op.now))
+	b = enc.AppendVarint(b, int64(op.lateLimit))
 	for _, v := range []int64{op.Accepted, op.TooLate, op.LateAccepted, op.Panes, op.Fired, op.Windows} {
 		b = enc.AppendVarint(b, v)
 	}
@@ -217,15 +226,31 @@ func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapsho
 	return enc.AppendUvarint(b, uint64(s.inst)), snap, nil
 }
 
-func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, dirs []string, c Codec[K, A, O]) error {
+// RestoreOptions say how Restore treats the state it reads.
+type RestoreOptions struct {
+	// DropKeys restores the clocks and statistics only, and leaves the
+	// keys' windows behind (a job whose windows changed, started afresh
+	// deliberately); Restore counts the keys it left.
+	DropKeys bool
+}
+
+// Restore loads the operator snapshots parts (and their Pebble checkpoints,
+// dirs) into ops, whatever the parallelism they were taken with. It returns
+// the number of keys it left behind (RestoreOptions.DropKeys).
+func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]byte, dirs []string, c Codec[K, A, O], ro RestoreOptions) (dropped int64, err error) {
 	for pi, part := range parts {
 		d := enc.NewDecoder(part)
 		v := d.Count(255)
-		if v != snapshotVersion && v != snapshotPebbleVersion {
-			return fmt.Errorf("operator snapshot %d: unknown version %d", pi, v)
+		if v < 2 || v > snapshotPebbleVersion {
+			return dropped, fmt.Errorf("operator snapshot %d: unknown version %d", pi, v)
 		}
 		wm, now := mtime.Time(d.Varint()), mtime.Time(d.Varint())
+		closed := mtime.MinTime
+		if hasLateLimit(v) {
+			closed = mtime.Time(d.Varint())
+		}
 		for _, op := range ops {
+			op.closed = max(op.closed, closed)
 			op.setWatermark(max(op.wm, wm))
 			op.now = max(op.now, now)
 		}
@@ -241,16 +266,20 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 				foldDropped(o0.Dropped)
 			}
 		}
-		if v == snapshotPebbleVersion {
+		if isPebbleSnapshot(v) {
 			inst := d.Count(1 << 16)
 			if err := d.Err(); err != nil || d.Len() != 0 {
-				return fmt.Errorf("operator snapshot %d: %w", pi, enc.ErrCorrupt)
+				return dropped, fmt.Errorf("operator snapshot %d: %w", pi, enc.ErrCorrupt)
 			}
 			if pi >= len(dirs) || dirs[pi] == "" {
-				return fmt.Errorf("operator snapshot %d: its Pebble checkpoint is missing", pi)
+				return dropped, fmt.Errorf("operator snapshot %d: its Pebble checkpoint is missing", pi)
 			}
-			if err := restorePebble(ops, dirs[pi], inst, c); err != nil {
-				return fmt.Errorf("operator snapshot %d: %w", pi, err)
+			restore := func(g int, entry []byte) error { return ops[instanceOf(g, len(ops))].restoreKey(entry, c) }
+			if ro.DropKeys {
+				restore = func(int, []byte) error { dropped++; return nil }
+			}
+			if err := readPebbleKeys(dirs[pi], inst, restore); err != nil {
+				return dropped, fmt.Errorf("operator snapshot %d: %w", pi, err)
 			}
 			continue
 		}
@@ -263,20 +292,90 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 			if d.Err() != nil {
 				break
 			}
+			if ro.DropKeys {
+				dropped++
+				continue
+			}
 			if err := ops[instanceOf(g, len(ops))].restoreKey(entry, c); err != nil {
-				return fmt.Errorf("operator snapshot %d: %w", pi, err)
+				return dropped, fmt.Errorf("operator snapshot %d: %w", pi, err)
 			}
 		}
 		if err := d.Err(); err != nil {
-			return fmt.Errorf("operator snapshot %d: %w", pi, err)
+			return dropped, fmt.Errorf("operator snapshot %d: %w", pi, err)
 		}
 	}
-	return nil
+	// The windows a shortened allowed lateness has already passed close
+	// now, with their final pane, before anything else happens.
+	for _, op := range ops {
+		op.closeDue()
+	}
+	return dropped, nil
 }
 
-// restorePebble loads the keys of instance inst from the Pebble checkpoint
-// in dir.
-func restorePebble[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], dir string, inst int, c Codec[K, A, O]) error {
+// SnapshotInfo is what a snapshot says of itself without its codec.
+type SnapshotInfo struct {
+	Watermark mtime.Time
+	// Keys holding state; Bytes the size of their state.
+	Keys, Bytes int64
+	// Accepted, TooLate and Panes are the statistics of the instance.
+	Accepted, TooLate, Panes int64
+}
+
+// InspectSnapshot reads the header of an operator snapshot and counts its
+// keys (in dir, its Pebble checkpoint, for a snapshot taken with a state
+// database).
+func InspectSnapshot(part []byte, dir string) (SnapshotInfo, error) {
+	var si SnapshotInfo
+	d := enc.NewDecoder(part)
+	v := d.Count(255)
+	if v < 2 || v > snapshotPebbleVersion {
+		return si, fmt.Errorf("unknown version %d", v)
+	}
+	si.Watermark = mtime.Time(d.Varint())
+	d.Varint() // processing time
+	if hasLateLimit(v) {
+		d.Varint()
+	}
+	si.Accepted, si.TooLate = d.Varint(), d.Varint()
+	d.Varint() // late accepted
+	si.Panes = d.Varint()
+	d.Varint() // fired
+	d.Varint() // windows
+	for range d.Items(1 << 40) {
+		d.Varint()
+		d.Varint()
+		d.Varint()
+	}
+	if isPebbleSnapshot(v) {
+		inst := d.Count(1 << 16)
+		if err := d.Err(); err != nil {
+			return si, err
+		}
+		if dir == "" {
+			return si, fmt.Errorf("its Pebble checkpoint is missing")
+		}
+		return si, readPebbleKeys(dir, inst, func(_ int, entry []byte) error {
+			si.Keys++
+			si.Bytes += int64(len(entry))
+			return nil
+		})
+	}
+	for {
+		g := d.Count(KeyGroups)
+		if g == KeyGroups || d.Err() != nil {
+			break
+		}
+		entry := d.Fixed32Bytes()
+		si.Keys++
+		si.Bytes += int64(len(entry))
+	}
+	return si, d.Err()
+}
+
+// readPebbleKeys calls f with the key group and the entry (as
+// appendKeyState wrote it) of every key of instance inst in the Pebble
+// checkpoint in dir.
+func readPebbleKeys(dir string, inst int, f func(group int, entry []byte) error) error {
 	lo := binary.BigEndian.AppendUint16([]byte{tagState}, uint16(inst))
 	hi := binary.BigEndian.AppendUint16([]byte{tagState}, uint16(inst+1))
 	return state.ReadSnapshot(dir, lo, hi, func(k, v []byte) error {
@@ -289,7 +388,7 @@ func restorePebble[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], dir s
 		}
 		// A new slice for every key: decoded state may keep parts of it.
 		entry := append(append(make([]byte, 0, len(k)+len(v)), k[len(lo)+2:]...), v...)
-		return ops[instanceOf(g, len(ops))].restoreKey(entry, c)
+		return f(g, entry)
 	})
 }
 
@@ -348,17 +447,40 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 	return d.Err()
 }
 
-// timersFor registers the timers a restored window needs.
+// timersFor registers the timers a restored window needs, as the
+// operator's strategy says now (its allowed lateness and trigger may have
+// changed since the checkpoint).
 func (op *WindowOp[K, T, A, O]) timersFor(k K, st *win[A, O]) {
 	if st.late {
 		op.et.add(st.w.MaxTimestamp().Add(op.lateness), timerRef[K]{k, st.w, st.seq, tCleanup})
 	} else {
 		op.et.add(st.w.MaxTimestamp(), timerRef[K]{k, st.w, st.seq, tOnTime})
+		if !op.early {
+			st.early = none // a trigger without early firings now
+		}
 		if st.early != none {
 			op.pt.add(st.early, timerRef[K]{k, st.w, st.seq, tEarly})
 		}
 	}
 	if st.lateAt != none {
 		op.pt.add(st.lateAt, timerRef[K]{k, st.w, st.seq, tLate})
+	}
+}
+
+// closeDue fires the event-time timers the restored watermark has already
+// passed: the cleanups of the windows whose allowed lateness, shortened
+// since the checkpoint, has run out. Each closes with its final pane; the
+// outputs go with the first batch, before those of any later item.
+func (op *WindowOp[K, T, A, O]) closeDue() {
+	for {
+		t, ok := op.et.next()
+		if !ok || t > op.wm {
+			return
+		}
+		t, b := op.et.pop()
+		for _, r := range b {
+			op.eventTimer(t, r)
+		}
+		op.et.recycle(b)
 	}
 }

@@ -195,9 +195,12 @@ type WindowOp[K comparable, T, A, O any] struct {
 	db       *state.DB
 
 	wm        mtime.Time
-	lateLimit mtime.Time // wm - lateness; see tooLate
-	now       mtime.Time
-	step      uint64
+	lateLimit mtime.Time // max(wm - lateness, closed); see tooLate
+	// closed is the end before which an earlier run closed every window (a
+	// restored late limit): a longer allowed lateness opens none again.
+	closed mtime.Time
+	now    mtime.Time
+	step   uint64
 
 	state keyStore[K, A, O]
 	et    timerStore[K] // event time: on-time firings and cleanups
@@ -225,6 +228,7 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 		merging:   s.Assigner.Merging(),
 		wm:        mtime.MinTime,
 		lateLimit: mtime.MinTime,
+		closed:    mtime.MinTime,
 		now:       mtime.MinTime,
 		state:     newMemStore[K, A, O](),
 		et:        newTimerQueue[K](),
@@ -582,10 +586,11 @@ func (op *WindowOp[K, T, A, O]) tooLate(w window.Window) bool {
 }
 
 // setWatermark sets the watermark and lateLimit = W - lateness: a window is
-// too late when End-1 <= lateLimit (End-1+lateness <= W, without overflow).
+// too late when End-1 <= lateLimit (End-1+lateness <= W, without overflow),
+// or when an earlier run closed it (closed).
 func (op *WindowOp[K, T, A, O]) setWatermark(w mtime.Time) {
 	op.wm = w
-	op.lateLimit = w.Add(-op.lateness)
+	op.lateLimit = max(w.Add(-op.lateness), op.closed)
 }
 
 // create adds an empty window to ks and registers its first timer: on time

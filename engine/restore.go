@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/weirstream/weir/checkpoint"
+)
+
+// CheckRestore says what restoring the checkpoint c into a job checkpointed
+// as ck does with its state: the report of every part, or a *SetupError
+// that refuses the restore in one line naming the field and what would be
+// lost. It writes nothing; a job's start (New) and weir run --check both
+// call it.
+func CheckRestore(c *checkpoint.Checkpoint, ck Checkpointing) (*RestoreReport, error) {
+	var meta jobMeta
+	if err := json.Unmarshal(c.Manifest.Meta, &meta); err != nil || meta.Layout < 2 || meta.Layout > layoutVersion {
+		return nil, &SetupError{Msg: fmt.Sprintf("%s was written by another version of weir (layout %d, this one reads 2 to %d); move it away to start afresh", c.Path, meta.Layout, layoutVersion)}
+	}
+	if meta.Shape == nil || ck.Shape == nil {
+		return legacyRestore(c, ck, meta)
+	}
+	r := CompareShapes(meta.Shape, ck.Shape, ck.DropState)
+	r.From, r.Layout = c.Path, meta.Layout
+	if refused := r.Refused(); len(refused) > 0 {
+		ch := refused[0]
+		return r, &SetupError{Field: ch.Field, Msg: refusal(c, ch, ck.Shape)}
+	}
+	return r, nil
+}
+
+// legacyRestore checks a checkpoint without a shape (of a weir before
+// layout 4, or of a front door that describes none): it restores only into
+// a job with its fingerprint, and everything in it carries over.
+func legacyRestore(c *checkpoint.Checkpoint, ck Checkpointing, meta jobMeta) (*RestoreReport, error) {
+	r := &RestoreReport{From: c.Path, Layout: meta.Layout, Legacy: true}
+	if c.Manifest.Fingerprint != ck.Fingerprint {
+		if meta.Shape == nil && ck.Shape != nil {
+			return nil, &SetupError{Msg: fmt.Sprintf("%s was taken by an earlier weir (layout %d), which recorded only a fingerprint of what the job computes, and the job has changed since (other window, trigger, aggregates or fields): restore it into the job as it was, take a savepoint, then change the job; or move it away to start afresh", c.Path, meta.Layout)}
+		}
+		return nil, &SetupError{Msg: fmt.Sprintf("%s was taken by a job that computes something else (other window, trigger, aggregates or fields); move it away to start afresh", c.Path)}
+	}
+	if ck.Shape == nil {
+		return r, nil
+	}
+	has := func(name string) bool {
+		for f := range c.Files {
+			if f == name || strings.HasPrefix(f, name+".") {
+				return true
+			}
+		}
+		return false
+	}
+	var names []string
+	for _, p := range ck.Shape.Parts {
+		names = append(names, p.Name)
+		if has(p.Name) {
+			r.Changes = append(r.Changes, Change{Verdict: Carried, Part: p.Name, Kind: p.Kind, Field: p.label(), Detail: stateNames[p.Kind]})
+		} else {
+			r.Changes = append(r.Changes, Change{Verdict: Restarted, Part: p.Name, Kind: p.Kind, Field: p.label(), Detail: "new since the checkpoint: starts afresh"})
+		}
+	}
+	for _, name := range meta.Participants {
+		if !slices.Contains(names, name) && has(name) && strings.HasPrefix(name, "sink:") {
+			r.Changes = append(r.Changes, Change{Verdict: Removed, Part: name, Kind: StateCommits, Field: name, Detail: "no longer in the job; not restored: " + stateNames[StateCommits]})
+		}
+	}
+	return r, nil
+}
+
+// refusal is the one line that refuses a restore for the change ch into a
+// job of the shape now: the field, its values, what would be lost and how
+// to go on deliberately.
+func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) string {
+	lost := stateNames[ch.Kind]
+	switch ch.Kind {
+	case StateWindows:
+		if keys, err := windowKeys(c, ch.Part); err == nil {
+			lost = fmt.Sprintf("the open windows of %d keys", keys)
+		}
+	case StateDedup:
+		if ids, err := headIDs(c, ch.Part, nil); err == nil && ids >= 0 {
+			lost = fmt.Sprintf("the %d de-duplication ids", ids)
+		}
+	}
+	var b strings.Builder
+	switch {
+	case ch.Was != "" || ch.Now != "":
+		fmt.Fprintf(&b, "%s in %s, %s now", orNone(ch.Was), c.Path, orNone(ch.Now))
+	default:
+		b.WriteString(c.Path)
+	}
+	if ch.Detail != "" && ch.Detail != stateNames[ch.Kind]+" would be lost" {
+		fmt.Fprintf(&b, " (%s)", ch.Detail)
+	}
+	fmt.Fprintf(&b, ": restoring would lose %s", lost)
+	dedup := slices.ContainsFunc(now.Parts, func(p Part) bool { return p.Kind == StateDedup })
+	switch {
+	case ch.Kind == StateWindows && dedup:
+		b.WriteString("; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids")
+	case ch.Kind == StateWindows:
+		b.WriteString("; --drop-state=windows starts them afresh, keeping the positions")
+	case ch.Kind == StateDedup:
+		b.WriteString("; --drop-state=dedup starts them afresh, keeping the positions and the windows")
+	}
+	return b.String()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// windowKeys counts the keys of the window stage name in c.
+func windowKeys(c *checkpoint.Checkpoint, name string) (int64, error) {
+	w, err := inspectWindow(c, checkpointFiles(c), name)
+	return w.Keys, err
+}
+
+// removeDir removes a temporary directory materializeFiles made.
+func removeDir(dir string) {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}

@@ -1,0 +1,351 @@
+package job
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
+)
+
+// The parts of a job's state, by their names in checkpoints.
+const (
+	partSource = "source:input"
+	partHead   = "head"
+	partWindow = "window"
+)
+
+// aggPrefix begins the field of an aggregate in a job's shape and in what
+// a restore reports ("aggregates.spent").
+const aggPrefix = "aggregates."
+
+// restoreShape describes the parts of a job's state for checkpoints: what a
+// restore into a changed job compares (engine.CompareShapes), with the
+// job file's fields.
+func restoreShape(j *Job) *engine.Shape {
+	s := &engine.Shape{}
+	src := engine.Part{Name: partSource, Label: "source", Kind: engine.StatePosition}
+	if j.Kafka != nil {
+		src.Settings = []engine.Setting{{Field: "source", Value: "kafka topic " + j.Kafka.Topic}}
+	} else {
+		src.Settings = []engine.Setting{{Field: "source", Value: j.inputName}}
+	}
+	s.Parts = append(s.Parts, src)
+	if j.ID != nil {
+		s.Parts = append(s.Parts, engine.Part{Name: partHead, Label: "de-duplication", Kind: engine.StateDedup,
+			Layout:   []engine.Setting{{Field: "id", Value: j.ID.String()}},
+			Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(j.DedupHorizon)}}})
+	}
+	w := engine.Part{Name: partWindow, Label: "window", Kind: engine.StateWindows, Format: codecFormat,
+		Layout: []engine.Setting{
+			{Field: "window", Value: describeWindow(j.Window.Assigner)},
+			{Field: "key", Value: orNone(j.Key.String())},
+			{Field: "time.field", Value: describeTime(j)},
+		},
+		Mode: j.Window.Mode.String(),
+		Settings: []engine.Setting{
+			{Field: "watermark", Value: describeWatermark(j)},
+			{Field: engine.SettingLateness, Value: mtime.FormatDuration(j.Window.AllowedLateness)},
+			{Field: engine.SettingTrigger, Value: j.Window.Trigger.String()},
+			{Field: "having", Value: orNone(j.Having)},
+			{Field: "parallelism", Value: strconv.Itoa(j.Parallelism)},
+			{Field: "state.backend", Value: j.State.Backend},
+			{Field: "version", Value: strconv.FormatInt(j.Version, 10)},
+		},
+	}
+	for _, a := range j.Aggregates {
+		w.Values = append(w.Values, engine.Setting{Field: aggPrefix + a.Name, Value: a.String()})
+	}
+	s.Parts = append(s.Parts, w)
+	for _, o := range j.AllOutputs() {
+		key, _ := recordKey(j, o)
+		s.Parts = append(s.Parts, engine.Part{Name: "sink:" + key, Label: o.Field, Kind: engine.StateCommits,
+			Settings: []engine.Setting{{Field: o.Field, Value: o.Kind()}}})
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// describeWindow is a window's kind, size and offset.
+func describeWindow(a window.Assigner) string {
+	s := a.String()
+	var off mtime.Time
+	switch w := a.(type) {
+	case window.Tumbling:
+		off = w.Offset
+	case window.Sliding:
+		off = w.Offset
+	}
+	if off != 0 {
+		s += " offset " + mtime.FormatDuration(off)
+	}
+	return s
+}
+
+// describeTime is where events get their time.
+func describeTime(j *Job) string {
+	if j.RecordTime {
+		return "the record's timestamp"
+	}
+	return j.TimeField.String()
+}
+
+// String is the aggregate as the job file writes it: count, sum(amount).
+func (a Aggregate) String() string {
+	name := map[AggKind]string{AggCount: "count", AggCountField: "count", AggSum: "sum", AggMin: "min", AggMax: "max",
+		AggAvg: "avg", AggCountDistinct: "count_distinct"}[a.Kind]
+	if a.Kind == AggCount {
+		return name
+	}
+	return name + "(" + a.Field.String() + ")"
+}
+
+// restoreCodec is the codec that reads the window state of the checkpoint
+// the engine resumes from: in the format it was written in, each aggregate
+// taken from the checkpoint's aggregate of its name and definition, and an
+// aggregate the checkpoint lacks started from its zero, partial. It
+// returns nil when the live codec reads it as it is.
+func restoreCodec(j *Job, r *engine.RestoreReport) (*codec, []string) {
+	old := r.OldPart(partWindow)
+	if old == nil {
+		if r.Legacy {
+			// A checkpoint of an earlier layout: the same aggregates (it
+			// has the job's fingerprint), in the first format.
+			return &codec{format: 1}, nil
+		}
+		return nil, nil
+	}
+	c := &codec{format: max(old.Format, 1), from: make([]int, len(j.Aggregates))}
+	var partial []string
+	same := len(old.Values) == len(j.Aggregates)
+	for k, a := range j.Aggregates {
+		c.from[k] = -1
+		for i, v := range old.Values {
+			if v.Field == aggPrefix+a.Name && v.Value == a.String() {
+				c.from[k] = i
+			}
+		}
+		if c.from[k] < 0 {
+			partial = append(partial, a.Name)
+		}
+		same = same && c.from[k] == k
+	}
+	if same {
+		c.from = nil
+		if c.format == codecFormat {
+			return nil, nil
+		}
+	}
+	return c, partial
+}
+
+// formerValues are the aggregates of the job at the checkpoint r restores,
+// in their order, when they differ from the job's: the value columns of
+// the table rows that checkpoint holds to commit again
+// (table.Options.FormerValues). nil when they are the same.
+func formerValues(j *Job, r *engine.RestoreReport) []string {
+	old := r.OldPart(partWindow)
+	if old == nil {
+		return nil
+	}
+	names := make([]string, len(old.Values))
+	for i, v := range old.Values {
+		names[i] = strings.TrimPrefix(v.Field, aggPrefix)
+	}
+	now := make([]string, len(j.Aggregates))
+	for i, a := range j.Aggregates {
+		now[i] = a.Name
+	}
+	if slices.Equal(names, now) {
+		return nil
+	}
+	return names
+}
+
+// restoreNotes are what the summary and the acceptance record say of a
+// restore into a changed job: every change that is not a setting carried
+// over as it is.
+func restoreNotes(r *engine.RestoreReport) []string {
+	if r == nil {
+		return nil
+	}
+	var notes []string
+	for _, c := range r.Changes {
+		if c.Verdict == engine.Carried && c.Was == c.Now {
+			continue
+		}
+		notes = append(notes, c.String())
+	}
+	return notes
+}
+
+// CheckRestore says, without running anything or writing anything, what
+// restoring the checkpoint or savepoint in the directory from into the
+// job j does with its state: what carries over, what restarts, what is
+// refused (weir run --from DIR --check). A refusal is the report and an
+// error naming the field.
+func CheckRestore(j *Job, from string, dropState []string) (*engine.RestoreReport, error) {
+	c, err := checkpoint.Load(checkpoint.OSFS, from)
+	if err != nil {
+		return nil, &RuntimeError{Msg: "cannot restore: " + err.Error(), Err: err}
+	}
+	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: dropState})
+	if err != nil {
+		return r, setupError(j, err)
+	}
+	return r, nil
+}
+
+// Inspect describes the checkpoint or savepoint in the directory path
+// (weir savepoint inspect): its job and fingerprint, every operator with
+// its state's size and keys, every source's position and every sink's
+// pending commits.
+func Inspect(path string) (string, error) {
+	c, err := checkpoint.Load(checkpoint.OSFS, path)
+	if err != nil {
+		return "", err
+	}
+	in, err := engine.Inspect(c, func(d *enc.Decoder) error {
+		lp := &lineParser{parts: map[string]int{}}
+		return lp.RestoreState(d)
+	})
+	if err != nil {
+		return "", err
+	}
+	return inspectText(in), nil
+}
+
+// inspectText is an inspection for a person.
+func inspectText(in *engine.Inspection) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %d of %s, layout %d, %s\n", in.Kind, in.ID, orNone(in.Job), in.Layout, sizeText(in.Bytes))
+	fmt.Fprintf(&b, "fingerprint %s\n", in.Fingerprint)
+	if in.Created != "" {
+		fmt.Fprintf(&b, "created %s\n", in.Created)
+	}
+	b.WriteString("operators:\n")
+	for _, w := range in.Windows {
+		wm := w.Watermark.String()
+		if w.Watermark == mtime.MinTime {
+			wm = "none"
+		}
+		inst := "instances"
+		if w.Instances == 1 {
+			inst = "instance"
+		}
+		fmt.Fprintf(&b, "  %s: %d keys, %s in %d %s, watermark %s\n", w.Name, w.Keys, sizeText(w.Bytes), w.Instances, inst, wm)
+		if p := partOf(in.Shape, w.Name); p != nil {
+			fmt.Fprintf(&b, "    %s\n", describePart(p))
+		}
+	}
+	for _, h := range in.Heads {
+		ids := "no de-duplication"
+		if h.IDs >= 0 {
+			ids = fmt.Sprintf("%d de-duplication ids", h.IDs)
+		}
+		fmt.Fprintf(&b, "  %s: %d events read, %s, %s\n", h.Name, h.Read, ids, sizeText(h.Bytes))
+	}
+	b.WriteString("sources:\n")
+	for _, s := range in.Sources {
+		kafkaTopic := false
+		if p := partOf(in.Shape, "source:"+s.Name); p != nil && len(p.Settings) > 0 {
+			kafkaTopic = strings.HasPrefix(p.Settings[0].Value, "kafka topic ")
+		}
+		fmt.Fprintf(&b, "  %s: %s\n", s.Name, describePosition(s.Position, kafkaTopic))
+	}
+	b.WriteString("sinks:\n")
+	for _, s := range in.Sinks {
+		label := s.Name
+		if u, err := url.PathUnescape(s.Name); err == nil {
+			label = u
+		}
+		if p := partOf(in.Shape, "sink:"+s.Name); p != nil && p.Label != "" {
+			label = p.Label + " " + label
+		}
+		if len(s.Pending) == 0 {
+			fmt.Fprintf(&b, "  %s: %d items committed, nothing pending\n", label, s.Committed)
+			continue
+		}
+		var pend []string
+		for _, pc := range s.Pending {
+			pend = append(pend, fmt.Sprintf("checkpoint %d (%d items, %s)", pc.Checkpoint, pc.Items, sizeText(int64(pc.Bytes))))
+		}
+		fmt.Fprintf(&b, "  %s: %d items committed, pending: %s\n", label, s.Committed, strings.Join(pend, ", "))
+	}
+	return b.String()
+}
+
+func partOf(s *engine.Shape, name string) *engine.Part {
+	if s == nil {
+		return nil
+	}
+	for i := range s.Parts {
+		if s.Parts[i].Name == name {
+			return &s.Parts[i]
+		}
+	}
+	return nil
+}
+
+// describePart is a window stage's layout, aggregates and mode, as the
+// job file says them.
+func describePart(p *engine.Part) string {
+	var parts []string
+	for _, s := range p.Layout {
+		parts = append(parts, s.Field+" "+s.Value)
+	}
+	var aggs []string
+	for _, v := range p.Values {
+		aggs = append(aggs, strings.TrimPrefix(v.Field, aggPrefix)+": "+v.Value)
+	}
+	if len(aggs) > 0 {
+		parts = append(parts, "aggregates {"+strings.Join(aggs, ", ")+"}")
+	}
+	if p.Mode != "" {
+		parts = append(parts, "mode "+p.Mode)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// describePosition is a source's position: a file's line and byte offset,
+// a Kafka topic's offsets (kafkaTopic: the job's shape says the source is
+// a topic; without a shape, the position that reads as one).
+func describePosition(pos []byte, kafkaTopic bool) string {
+	if len(pos) == 0 {
+		return "at the start (nothing read)"
+	}
+	if !kafkaTopic {
+		if s, ok := file.DescribePosition(pos); ok {
+			return s
+		}
+	}
+	if s, ok := kafka.DescribePosition(pos); ok {
+		return s
+	}
+	return fmt.Sprintf("%d bytes", len(pos))
+}
+
+// sizeText is a size for a person: 812 B, 14.2 KiB, 3.0 MiB.
+func sizeText(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
