@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/weirstream/weir"
@@ -224,4 +225,34 @@ func Example_ownSourceAndSink() {
 	// c1: 2 orders in the minute from 12:00 (ON_TIME)
 	// c2: 1 orders in the minute from 12:00 (ON_TIME)
 	// c1: 1 orders in the minute from 12:01 (ON_TIME)
+}
+
+// Every part of a checkpointed pipeline named: a restore finds each one's
+// state by its name, so a source, an aggregation or a sink can be added
+// ahead of another later. A part without a name would be checkpointed by
+// its position, and the log would warn of it when the pipeline starts.
+func ExampleNamed() {
+	dir, _ := os.MkdirTemp("", "weir-example")
+	defer os.RemoveAll(dir)
+	orders := []Order{
+		{"card-1", 12.5, at("2026-09-07T12:00:01Z"), at("2026-09-07T12:00:01Z")},
+		{"card-1", 30, at("2026-09-07T12:00:20Z"), at("2026-09-07T12:00:20Z")},
+		{"card-2", 8, at("2026-09-07T12:00:30Z"), at("2026-09-07T12:00:30Z")},
+	}
+	p := weir.NewPipeline(weir.Checkpoints(dir, time.Minute), weir.Delivery(connector.AtLeastOnce), weir.Log(os.Stdout))
+	src := weir.FromSlice(p, orders, weir.Named("orders"))
+	stamped := weir.WithTimestamps(src, func(o Order) mtime.Time { return o.At }, watermark.BoundedOutOfOrderness(2*time.Second))
+	spent, _ := weir.Aggregate(
+		weir.Window(weir.KeyBy(stamped, func(o Order) string { return o.Card }), window.NewStrategy(window.TumblingWindows(time.Minute))),
+		aggregate.Sum(func(o Order) float64 { return o.Amount }), weir.Named("spent"))
+	weir.Sink(spent, func(pn weir.Pane[string, float64]) error {
+		fmt.Printf("%s spent %.2f in the minute from %s\n", pn.Key, pn.Value, pn.Window.Start.Time().Format("15:04"))
+		return nil
+	}, weir.Named("print"))
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// card-1 spent 42.50 in the minute from 12:00
+	// card-2 spent 8.00 in the minute from 12:00
 }

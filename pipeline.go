@@ -33,6 +33,8 @@ type Pipeline struct {
 	feeds    int
 	sinks    int
 	stages   int
+	names    map[string]bool // kind and name of every part
+	unnamed  []string        // the positional names of the parts without a name
 	err      error
 	started  bool
 	ctl      chan *engine.Control
@@ -164,6 +166,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if c := e.Resumed(); c != nil {
 		e.Logf("resuming from %s", c.Path)
+	}
+	if w := p.warnUnnamed(); w != "" && e.Checkpointed() {
+		e.Logf("%s", w)
 	}
 	p.ctl <- e.Control()
 	err = e.Run(ctx)

@@ -94,12 +94,12 @@ func (b *typedBatch[T]) Release() {
 
 // addFeed registers a typed source: its root stream gets the source loop's
 // signals.
-func addFeed[T any](p *Pipeline, root *engine.Stream[T], mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) {
-	n := p.feeds
+func addFeed[T any](p *Pipeline, root *engine.Stream[T], opts []PartOption, mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) {
+	name := p.part("source", partOptions(opts), fmt.Sprintf("source-%d", p.feeds))
 	p.feeds++
 	p.build(func(e *engine.Engine) error {
 		e.OnSignal(rootSignals[T]{root})
-		return e.AddFeed(fmt.Sprintf("source-%d", n), mk(e, root))
+		return e.AddFeed(name, mk(e, root))
 	})
 }
 
@@ -109,10 +109,10 @@ type rootSignals[T any] struct{ s *engine.Stream[T] }
 func (r rootSignals[T]) Push(struct{})           {}
 func (r rootSignals[T]) Signal(sg engine.Signal) { r.s.Signal(sg) }
 
-// From reads a stream from a scripted source.
-func From[T any](p *Pipeline, src Source[T]) Stream[T] {
+// From reads a stream from a scripted source; Named names it.
+func From[T any](p *Pipeline, src Source[T], opts ...PartOption) Stream[T] {
 	root := &engine.Stream[T]{}
-	addFeed(p, root, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
+	addFeed(p, root, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
 		return &emitterFeed[T]{src: src, e: e, root: root, free: make(chan *typedBatch[T], 4)}
 	})
 	return Stream[T]{p: p, n: root}
@@ -204,24 +204,26 @@ func (em *emitter[T]) Watermark(w mtime.Time) { em.add(step[T]{kind: 2, t: w}) }
 // FromSeq reads the pairs (element, arrival time) of seq; an arrival of
 // mtime.MinTime means now, by the wall clock. With Checkpoints, a restore
 // iterates seq again and skips the elements the checkpoint had read: seq
-// must give the same elements each time.
-func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time]) Stream[T] {
+// must give the same elements each time. Named names the source: its
+// position then follows its name, whatever sources are added ahead of it.
+func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time], opts ...PartOption) Stream[T] {
 	root := &engine.Stream[T]{}
-	addFeed(p, root, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
+	addFeed(p, root, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
 		return &seqFeed[T]{seq: seq, e: e, root: root, free: make(chan *typedBatch[T], 4)}
 	})
 	return Stream[T]{p: p, n: root}
 }
 
-// FromSlice reads the elements of xs, arriving now by the wall clock.
-func FromSlice[T any](p *Pipeline, xs []T) Stream[T] {
+// FromSlice reads the elements of xs, arriving now by the wall clock;
+// Named names the source.
+func FromSlice[T any](p *Pipeline, xs []T, opts ...PartOption) Stream[T] {
 	return FromSeq(p, func(yield func(T, mtime.Time) bool) {
 		for _, x := range xs {
 			if !yield(x, mtime.MinTime) {
 				return
 			}
 		}
-	})
+	}, opts...)
 }
 
 type seqFeed[T any] struct {
@@ -296,10 +298,12 @@ type Rejected struct {
 // Read reads a connector source: decode turns each record into an element;
 // a record it fails on goes to the second stream with its error (and is
 // counted there, never dropped silently). name identifies the source in
-// checkpoints and errors.
+// checkpoints and errors: a restore finds the source's positions by it, so
+// it is unique among the pipeline's sources and stable from run to run.
 func Read[T any](p *Pipeline, name string, src connector.Source, decode func(connector.Record) (T, error)) (Stream[T], Stream[Rejected]) {
 	root := &engine.Stream[T]{}
 	rej := &engine.Stream[Rejected]{}
+	p.register("source", name)
 	p.feeds++
 	p.build(func(e *engine.Engine) error {
 		h := &recordHandler[T]{e: e, decode: decode, out: root, rej: rej}

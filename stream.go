@@ -57,17 +57,21 @@ func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
 // returns it. A function is an at-least-once sink: after a restore from a
 // checkpoint it sees again what came after that checkpoint, so a pipeline
 // with checkpoints accepts it only with Delivery(connector.AtLeastOnce).
-func Sink[T any](s Stream[T], f func(T) error) {
+// Named names the sink.
+func Sink[T any](s Stream[T], f func(T) error, opts ...PartOption) {
+	name := s.p.part("sink", partOptions(opts), fmt.Sprintf("sink-%d", s.p.sinks+1))
 	// A function sees each element as soon as it comes, in the order of
 	// every other function's: no batch.
-	sinkTo(s, fmt.Sprintf("sink-%d", s.p.sinks+1), &funcSink[T]{f: f}, 1)
+	sinkTo(s, name, &funcSink[T]{f: f}, 1)
 }
 
 // SinkTo writes a stream to a connector sink, which takes part in the
 // pipeline's checkpoints: it is pre-committed at each barrier and committed
 // once the checkpoint is durable. name identifies it in checkpoints and
 // errors; it must be unique and stable from run to run.
-func SinkTo[T any](s Stream[T], name string, sink connector.Sink[T]) { sinkTo(s, name, sink, 0) }
+func SinkTo[T any](s Stream[T], name string, sink connector.Sink[T]) {
+	sinkTo(s, s.p.register("sink", name), sink, 0)
+}
 
 func sinkTo[T any](s Stream[T], name string, sink connector.Sink[T], batch int) {
 	p := s.p

@@ -85,19 +85,28 @@ func Window[K comparable, T any](k Keyed[K, T], s window.Strategy) Windowed[K, T
 // Aggregate computes f over every window of every key. It returns the panes,
 // and the events too late for all of their windows (the side output). Both
 // streams come from the aggregation's own goroutine; an aggregation of them
-// (a windowed result windowed again) follows this one's clocks.
-func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, A, O]) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
+// (a windowed result windowed again) follows this one's clocks. Named names
+// the aggregation: its open windows then follow its name.
+func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, A, O], opts ...PartOption) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
 	t := w.k.t
 	p := t.s.p
 	p.stages++
 	id := p.stages
+	c := partOptions(opts)
+	name := p.part("aggregation", c, fmt.Sprintf("stage-%d", id))
+	// An unnamed aggregation keeps the participant name and the line of
+	// the fingerprint it always had.
+	label, stage := fmt.Sprint(id), name
+	if c.set {
+		label, stage = fmt.Sprintf("%q", name), "stage:"+name
+	}
 	panes := &engine.Stream[Pane[K, O]]{}
 	late := &engine.Stream[Late[K, T]]{}
 	in := later[T](t.s.n)
-	p.shape = append(p.shape, fmt.Sprintf("stage %d: %T%+v %+v %+v %T", id, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
+	p.shape = append(p.shape, fmt.Sprintf("stage %s: %T%+v %+v %+v %T", label, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
 	p.build(func(e *engine.Engine) error {
 		cfg := engine.WindowConfig[K, T, A, O]{
-			Name: fmt.Sprintf("stage-%d", id), Strategy: w.s, Watermark: t.wm, Agg: f,
+			Name: stage, Strategy: w.s, Watermark: t.wm, Agg: f,
 			Parallelism: p.parallelism, BatchSize: p.batchSize, Hash: stableHash[K](e.Checkpointed()),
 			Panes: panes, Late: late,
 		}
@@ -106,7 +115,7 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 		}
 		st, err := engine.NewWindow(e, cfg)
 		if err != nil {
-			return fmt.Errorf("weir: aggregation %d: %w", id, err)
+			return fmt.Errorf("weir: aggregation %s: %w", label, err)
 		}
 		in.c = &stageInput[K, T, A, O]{w: st, ts: t.ts, key: w.k.key, part: t.part}
 		return nil
@@ -135,9 +144,10 @@ func (s *stageInput[K, T, A, O]) Signal(sg engine.Signal) { s.w.Signal(sg) }
 // Process calls f with all the elements of each pane of each window, and
 // emits its result as the pane's value. Elements come in arrival order, by
 // part: a merged session's parts, and a sliding window's slices (of
-// gcd(size, slide)), in order of start. f must not keep elems.
-func Process[K comparable, T, O any](w Windowed[K, T], f func(key K, win window.Window, elems []T) O) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
-	all, late := Aggregate(w, aggregate.Collect[T]())
+// gcd(size, slide)), in order of start. f must not keep elems. Named names
+// the aggregation.
+func Process[K comparable, T, O any](w Windowed[K, T], f func(key K, win window.Window, elems []T) O, opts ...PartOption) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
+	all, late := Aggregate(w, aggregate.Collect[T](), opts...)
 	return Map(all, func(p Pane[K, []T]) Pane[K, O] {
 		return Pane[K, O]{
 			Key: p.Key, Window: p.Window, Revision: p.Revision, Timing: p.Timing, Final: p.Final,
