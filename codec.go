@@ -9,7 +9,8 @@ import (
 )
 
 // jsonCodec stores an aggregation's keys, accumulators and results as JSON
-// in checkpoints: any type with exported fields survives it.
+// in checkpoints; checkpointable refuses, when the aggregation is built, the
+// types it would not restore as they were.
 type jsonCodec[K comparable, A, O any] struct{}
 
 func appendJSON(b []byte, v any) []byte {

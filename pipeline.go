@@ -64,9 +64,12 @@ func Live() Option { return func(p *Pipeline) { p.live = true } }
 // Checkpoints takes a checkpoint into dir every interval: the sources'
 // positions, every windowed aggregation's state and the sinks' pre-commits.
 // Run resumes from the newest complete checkpoint in dir; a stopped pipeline
-// (ctx cancelled) takes a savepoint there. Elements must survive a JSON round
-// trip (exported fields), keys and accumulators too: that is how state is
-// stored.
+// (ctx cancelled) takes a savepoint there. An aggregation's keys and
+// accumulators (and, retracting, its results) are stored as JSON: one whose
+// types JSON cannot round-trip (unexported fields, channels, funcs, complex
+// numbers, interfaces) is refused when it is built, naming the field, unless
+// the type has MarshalJSON and UnmarshalJSON (or MarshalText and
+// UnmarshalText) of its own. Give Checkpoints before the aggregations.
 func Checkpoints(dir string, interval time.Duration) Option {
 	return func(p *Pipeline) {
 		p.cfg.Checkpoint.Dir, p.cfg.Checkpoint.Interval = dir, interval

@@ -2,6 +2,7 @@ package weir
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/engine"
@@ -86,7 +87,9 @@ func Window[K comparable, T any](k Keyed[K, T], s window.Strategy) Windowed[K, T
 // and the events too late for all of their windows (the side output). Both
 // streams come from the aggregation's own goroutine; an aggregation of them
 // (a windowed result windowed again) follows this one's clocks. Named names
-// the aggregation: its open windows then follow its name.
+// the aggregation: its open windows then follow its name. With Checkpoints,
+// a key, accumulator or retracted result type that the JSON state codec
+// cannot round-trip is an error of the pipeline (see Checkpoints).
 func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, A, O], opts ...PartOption) (Stream[Pane[K, O]], Stream[Late[K, T]]) {
 	t := w.k.t
 	p := t.s.p
@@ -99,6 +102,9 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	label, stage := fmt.Sprint(id), name
 	if c.set {
 		label, stage = fmt.Sprintf("%q", name), "stage:"+name
+	}
+	if p.cfg.Checkpoint.Dir != "" {
+		p.checkState(label, w.s.Mode, reflect.TypeFor[K](), reflect.TypeFor[A](), reflect.TypeFor[O]())
 	}
 	panes := &engine.Stream[Pane[K, O]]{}
 	late := &engine.Stream[Late[K, T]]{}
