@@ -69,7 +69,7 @@ func Live() Option { return func(p *Pipeline) { p.live = true } }
 // types JSON cannot round-trip (unexported fields, channels, funcs, complex
 // numbers, interfaces) is refused when it is built, naming the field, unless
 // the type has MarshalJSON and UnmarshalJSON (or MarshalText and
-// UnmarshalText) of its own. Give Checkpoints before the aggregations.
+// UnmarshalText) of its own.
 func Checkpoints(dir string, interval time.Duration) Option {
 	return func(p *Pipeline) {
 		p.cfg.Checkpoint.Dir, p.cfg.Checkpoint.Interval = dir, interval
