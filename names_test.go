@@ -95,7 +95,9 @@ func TestNamedSourceSurvivesASourceAddedAhead(t *testing.T) {
 		t.Errorf("the added source wrote %q", got)
 	}
 	wantLog := "weir: warning: clicks is new since " + stopped.Savepoint + ": it gets the results from there on, not those before\n" +
-		"weir: resuming from " + stopped.Savepoint + "\n"
+		"weir: resuming from " + stopped.Savepoint + "\n" +
+		"weir: restore: restarts source clicks: new since the checkpoint: starts afresh\n" +
+		"weir: restore: restarts sink clicks: new since the checkpoint: starts afresh\n"
 	if log.String() != wantLog {
 		t.Errorf("log:\n%s\nwant:\n%s", log.String(), wantLog)
 	}

@@ -29,7 +29,8 @@ type Pipeline struct {
 	live        bool
 
 	builders []func(e *engine.Engine) error
-	shape    []string // what the aggregations compute, for checkpoints
+	shape    []string      // what the aggregations compute: the fingerprint
+	parts    []engine.Part // the parts that hold state: the shape
 	feeds    int
 	sinks    int
 	stages   int
@@ -154,11 +155,22 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.cfg.Live = p.live
 	if p.cfg.Checkpoint.Dir != "" {
+		// A checkpoint of a weir before layout 4 restores by the
+		// fingerprint; a later one by the shape, part by part.
 		sum := sha256.Sum256([]byte(strings.Join(p.shape, "\n")))
 		p.cfg.Checkpoint.Fingerprint = hex.EncodeToString(sum[:8])
+		p.cfg.Checkpoint.Shape = &engine.Shape{Parts: p.parts}
+		if err := engine.CheckDropState(p.cfg.Checkpoint.DropState); err != nil {
+			return fmt.Errorf("weir: DropState: %w", err)
+		}
 	}
 	e, err := engine.New(p.cfg)
 	if err != nil {
+		var se *engine.SetupError
+		if errors.As(err, &se) {
+			// The engine's refusals name the job file's flag.
+			se.Msg = strings.ReplaceAll(se.Msg, "--drop-state=windows", `weir.DropState("windows")`)
+		}
 		return err
 	}
 	for _, b := range p.builders {
@@ -169,6 +181,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	if c := e.Resumed(); c != nil {
 		e.Logf("resuming from %s", c.Path)
+		for _, ch := range e.Restore().Changes {
+			if ch.Verdict != engine.Carried || ch.Was != ch.Now {
+				e.Logf("restore: %s", ch)
+			}
+		}
 	}
 	if w := p.warnUnnamed(); w != "" && e.Checkpointed() {
 		e.Logf("%s", w)

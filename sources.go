@@ -97,6 +97,7 @@ func (b *typedBatch[T]) Release() {
 func addFeed[T any](p *Pipeline, root *engine.Stream[T], opts []PartOption, mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) {
 	name := p.part("source", partOptions(opts), fmt.Sprintf("source-%d", p.feeds))
 	p.feeds++
+	p.addPart(engine.Part{Name: "source:" + name, Label: "source " + name, Kind: engine.StatePosition})
 	p.build(func(e *engine.Engine) error {
 		e.OnSignal(rootSignals[T]{root})
 		return e.AddFeed(name, mk(e, root))
@@ -305,6 +306,7 @@ func Read[T any](p *Pipeline, name string, src connector.Source, decode func(con
 	rej := &engine.Stream[Rejected]{}
 	p.register("source", name)
 	p.feeds++
+	p.addPart(engine.Part{Name: "source:" + name, Label: "source " + name, Kind: engine.StatePosition})
 	p.build(func(e *engine.Engine) error {
 		h := &recordHandler[T]{e: e, decode: decode, out: root, rej: rej}
 		e.OnSignal(rootSignals[T]{root})

@@ -76,6 +76,7 @@ func SinkTo[T any](s Stream[T], name string, sink connector.Sink[T]) {
 func sinkTo[T any](s Stream[T], name string, sink connector.Sink[T], batch int) {
 	p := s.p
 	p.sinks++
+	p.addPart(engine.Part{Name: "sink:" + name, Label: "sink " + name, Kind: engine.StateCommits})
 	at := later[T](s.n)
 	p.build(func(e *engine.Engine) error {
 		n, err := engine.NewSink(e, name, sink)

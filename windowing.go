@@ -110,6 +110,7 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	late := &engine.Stream[Late[K, T]]{}
 	in := later[T](t.s.n)
 	p.shape = append(p.shape, fmt.Sprintf("stage %s: %T%+v %+v %+v %T", label, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
+	p.addPart(stagePart(stage, label, w.s, t.wm, reflect.TypeFor[K]().String(), fmt.Sprintf("%T", f), p.parallelism))
 	p.build(func(e *engine.Engine) error {
 		cfg := engine.WindowConfig[K, T, A, O]{
 			Name: stage, Strategy: w.s, Watermark: t.wm, Agg: f,
