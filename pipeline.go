@@ -123,6 +123,12 @@ func (p *Pipeline) fail(format string, args ...any) {
 // built.
 func (p *Pipeline) build(f func(e *engine.Engine) error) { p.builders = append(p.builders, f) }
 
+// goWords puts what the engine says of a restore in the Go API's words: the
+// job file's flag is an option here.
+func goWords(s string) string {
+	return strings.ReplaceAll(s, "--drop-state=windows", `weir.DropState("windows")`)
+}
+
 // Control is the running pipeline's control handle (savepoint, status,
 // stop); it waits until Run has started the engine or ctx is done.
 func (p *Pipeline) Control(ctx context.Context) (*engine.Control, error) {
@@ -167,9 +173,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	e, err := engine.New(p.cfg)
 	if err != nil {
 		var se *engine.SetupError
-		if errors.As(err, &se) {
-			// The engine's refusals name the job file's flag.
-			se.Msg = strings.ReplaceAll(se.Msg, "--drop-state=windows", `weir.DropState("windows")`)
+		if errors.As(err, &se) && se.Field != "" {
+			// A refused restore, in the words of the Go API.
+			se.Msg = "weir: " + se.Field + ": " + goWords(se.Msg)
 		}
 		return err
 	}
@@ -183,7 +189,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		e.Logf("resuming from %s", c.Path)
 		for _, ch := range e.Restore().Changes {
 			if ch.Verdict != engine.Carried || ch.Was != ch.Now {
-				e.Logf("restore: %s", ch)
+				e.Logf("restore: %s", goWords(ch.String()))
 			}
 		}
 	}
