@@ -100,7 +100,10 @@ func TestPipelineRestoreAfterAChange(t *testing.T) {
 			`aggregate: aggregate.sum[github.com/weirstream/weir_test.tap,int] in SP, aggregate.count[github.com/weirstream/weir_test.tap] now: restoring would lose the open windows of 20 keys; weir.DropState("windows") starts them afresh, keeping the positions`, nil, false},
 		{"mode", func(c *change) { c.mode = window.Discarding },
 			`mode: accumulating in SP, discarding now (the open windows of a discarding job hold only what came since their last pane): restoring would lose the open windows of 20 keys; weir.DropState("windows") starts them afresh, keeping the positions`, nil, false},
-		{"mode, windows dropped", func(c *change) { c.mode = window.Discarding; c.opts = []weir.Option{weir.DropState(engine.StateWindows)} }, "",
+		{"mode, windows dropped", func(c *change) {
+			c.mode = window.Discarding
+			c.opts = []weir.Option{weir.DropState(engine.StateWindows)}
+		}, "",
 			[]string{`restore: restarts mode: accumulating -> discarding: the open windows of a discarding job hold only what came since their last pane; its open windows dropped (weir.DropState("windows"))`}, false},
 		{"retracting", func(c *change) { c.mode = window.Retracting }, "",
 			[]string{"restore: by rule mode: accumulating -> retracting: an open window's first pane after the restore retracts nothing (the pane before it was not kept); the panes after it retract as usual"}, false},
