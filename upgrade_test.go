@@ -159,3 +159,13 @@ func TestPipelineRestoreAfterAChange(t *testing.T) {
 		})
 	}
 }
+
+// DropState names only the kinds of state a restore may start afresh.
+func TestPipelineDropStateKinds(t *testing.T) {
+	p := weir.NewPipeline(weir.Checkpoints(t.TempDir(), time.Hour), weir.DropState("positions"))
+	weir.SinkTo(weir.FromSlice(p, []int{1}, weir.Named("in")), "out", &file.Sink[int]{Path: filepath.Join(t.TempDir(), "out")})
+	want := `weir: DropState: "positions" is not a kind of state a restore may drop: windows or dedup`
+	if err := p.Run(context.Background()); err == nil || err.Error() != want {
+		t.Errorf("err = %v\nwant %s", err, want)
+	}
+}
