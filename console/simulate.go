@@ -10,20 +10,23 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
-	"github.com/weirstream/weir/weirtest"
 	"github.com/weirstream/weir/window"
 )
 
-// The watermark simulator: a toy stream of taps (a game's taps on a phone), with time
-// shrunk to seconds, cut into windows by event time, replayed in arrival
-// order through weir's own engine (weirtest.Harness), so that what it shows
-// is what weir does. It goes past a one-partition toy in two ways: the watermark
-// may be emitted periodically, as Flink does, instead of after every tap;
-// and the taps may come on several partitions, one of which goes quiet.
+// The watermark simulator: a toy stream of taps (a game's taps on a phone),
+// with time shrunk to seconds, cut into windows by event time, replayed in
+// arrival order through weir's own window operator and watermark driver
+// (package internal/exec, what every job runs), so that what it shows is
+// what weir does. With the toy's own controls it shows exactly what the
+// reference simulator it is modelled on shows. It goes past a one-partition
+// toy in two ways: the watermark may be emitted periodically, as Flink
+// does, instead of after every tap; and the taps may come on several
+// partitions, one of which goes quiet.
 
-// The toy's constants, as the seed has them.
+// The toy's constants, as the reference simulator has them.
 const (
 	simSpan     = 90.0  // seconds of event time cut into windows
 	simHorizon  = 160.0 // taps keep coming after the last window
@@ -127,7 +130,7 @@ func makeStream(p SimParams) []Tap {
 	var taps []Tap
 	t := 0.0
 	for i := 0; ; i++ {
-		t += -math.Log(1-r()) / simRate
+		t += -jsLog(1-r()) / simRate
 		network := 0.2 + 2.3*r()
 		coin, tunnel := r(), 4+36*r()
 		if t > simHorizon {
@@ -307,8 +310,29 @@ func Simulate(p SimParams) (*SimResult, error) {
 	return res, nil
 }
 
+// simTarget passes the replay on to the window operator and tells closed
+// when the driver emits a watermark, so that a window's closing time is the
+// moment the watermark passed its end, whether or not it holds a tap.
+type simTarget struct {
+	*exec.Runner[string, int, []int, []int]
+	closed func(w, now mtime.Time)
+}
+
+// Watermark implements exec.Target.
+func (t simTarget) Watermark(w, now mtime.Time) {
+	t.Runner.Watermark(w, now)
+	t.closed(w, now)
+}
+
 // run is one replay: one window stage counting the taps (their index) per
 // window, with the watermark, lateness and partitions of p.
+//
+// A window closes when the watermark passes its end (W >= End-1 ms, as its
+// on-time pane fires): at the arrival of the tap that moved the watermark,
+// or at the periodic emission (or the idleness timeout) that did. A window
+// with no tap closes too, with a count of 0. Its first count is that of its
+// on-time pane; its updates are the late panes that added a tap, not the
+// pane that closes it once the allowed lateness is over.
 func run(p SimParams, stream []Tap) (*SimResult, error) {
 	taps := slices.Clone(stream)
 	order := make([]int, len(taps))
@@ -333,46 +357,41 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 	if p.Idle > 0 {
 		wm = wm.WithIdleness(time.Duration(p.Idle * float64(time.Second)))
 	}
-	h, err := weirtest.NewHarness[string](strategy, aggregate.Collect[int](), weirtest.WithWatermark(wm))
-	if err != nil {
+	if err := strategy.Validate(); err != nil {
 		return nil, err
 	}
-	for _, i := range order {
-		h.AdvanceProcessingTime(ms(taps[i].Arr))
-		h.AddOn(taps[i].Partition, "taps", ms(taps[i].TS), i)
+	if err := wm.Validate(); err != nil {
+		return nil, err
 	}
 	n := int(simSpan) / p.Size
 	wins := make([]SimWindow, n)
 	for k := range wins {
 		wins[k] = SimWindow{Start: float64(k * p.Size), End: float64((k + 1) * p.Size)}
 	}
-	for _, pn := range h.Panes() {
+	// Each pane and late tap is read as the operator emits it.
+	pane := func(pn *window.Pane[string, []int]) {
 		k := int(pn.Window.Start / 1000 / mtime.Time(p.Size))
 		if k < 0 || k >= n {
-			continue
+			return
 		}
 		w := &wins[k]
-		switch pn.Timing {
-		case window.OnTime:
-			c := float64(pn.EmittedAt) / 1000
-			w.Close = &c
+		switch {
+		case pn.Timing == window.OnTime:
 			w.First = len(pn.Value)
 			for _, i := range pn.Value {
-				if taps[i].TS < simSpan {
-					taps[i].Fate = "on time"
-				}
+				taps[i].Fate = "on time"
 			}
-		case window.Late:
+		case pn.Timing == window.Late && !pn.Final:
 			w.Updates++
 			for _, i := range pn.Value {
-				if taps[i].Fate == "" && taps[i].TS < simSpan {
+				if taps[i].Fate == "" {
 					taps[i].Fate = "added late"
 				}
 			}
 		}
 		w.Count = len(pn.Value)
 	}
-	for _, l := range h.Late() {
+	tooLate := func(l *window.LateEvent[string, int]) {
 		if taps[l.Value].TS < simSpan {
 			if p.Policy == PolicySide {
 				taps[l.Value].Fate = "side output"
@@ -381,16 +400,50 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 			}
 		}
 	}
+	r := exec.NewRunner(exec.Config[string, int, []int, []int]{
+		Strategy: strategy,
+		Agg:      aggregate.Collect[int](),
+		Emit: func(outs []exec.Out[string, int, []int]) error {
+			for i := range outs {
+				switch outs[i].Kind {
+				case exec.OutPane:
+					pane(&outs[i].Pane)
+				case exec.OutLate:
+					tooLate(&outs[i].Late)
+				}
+			}
+			return nil
+		},
+	})
+	cur := -1 // the tap being sent, if any
+	shut := 0 // the windows before it have closed
+	closed := func(w, now mtime.Time) {
+		for ; shut < n && w >= ms(wins[shut].End)-1; shut++ {
+			c := float64(now) / 1000
+			if cur >= 0 {
+				c = taps[cur].Arr
+			}
+			wins[shut].Close = &c
+		}
+	}
+	d := exec.NewDriver[string, int](simTarget{r, closed}, wm, strategy.Trigger.UsesProcessingTime())
+	for _, i := range order {
+		d.Advance(ms(taps[i].Arr))
+		cur = i
+		d.Event(taps[i].Partition, "taps", ms(taps[i].TS), i)
+		cur = -1
+	}
 	for i := range taps {
+		if taps[i].TS >= simSpan {
+			continue
+		}
 		// A tap whose window has not closed when the stream ends is in it,
 		// on time.
-		if taps[i].Fate == "" && taps[i].TS < simSpan {
+		if taps[i].Fate == "" {
 			taps[i].Fate = "on time"
 		}
-		if taps[i].TS < simSpan {
-			if w := &wins[int(taps[i].TS)/p.Size]; w.Close == nil {
-				w.Waiting++
-			}
+		if w := &wins[int(taps[i].TS)/p.Size]; w.Close == nil {
+			w.Waiting++
 		}
 	}
 	res := &SimResult{Params: p, Taps: taps, Windows: wins}
@@ -416,4 +469,84 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// jsLog is the natural logarithm as JavaScript's Math.log computes it in
+// V8 and in SpiderMonkey: fdlibm's __ieee754_log (e_log.c), step by step.
+// The reference simulator draws each tap's time with Math.log, and Go's
+// math.Log, another reduction of the same series, differs from it in the last
+// bit for some arguments (stream 98 has one), which moves a tap by 1e-14 s.
+// The float64 conversions keep each product rounded on its own, as in C,
+// where a compiler could fuse it into a multiply-add.
+func jsLog(x float64) float64 {
+	const (
+		ln2Hi = 6.93147180369123816490e-01 // 0x3fe62e42fee00000
+		ln2Lo = 1.90821492927058770002e-10 // 0x3dea39ef35793c76
+		two54 = 1.80143985094819840000e+16 // 0x4350000000000000
+		lg1   = 6.666666666666735130e-01   // 0x3FE5555555555593
+		lg2   = 3.999999999940941908e-01   // 0x3FD999999997FA04
+		lg3   = 2.857142874366239149e-01   // 0x3FD2492494229359
+		lg4   = 2.222219843214978396e-01   // 0x3FCC71C51D8E78AF
+		lg5   = 1.818357216161805012e-01   // 0x3FC7466496CB03DE
+		lg6   = 1.531383769920937332e-01   // 0x3FC39A09D078C69F
+		lg7   = 1.479819860511658591e-01   // 0x3FC2F112DF3E5244
+	)
+	bits := math.Float64bits(x)
+	hx, lx := int32(bits>>32), uint32(bits)
+	k := int32(0)
+	if hx < 0x00100000 { // x < 2**-1022
+		switch {
+		case hx&0x7fffffff == 0 && lx == 0:
+			return math.Inf(-1)
+		case hx < 0:
+			return math.NaN()
+		}
+		k -= 54
+		x *= two54 // subnormal: scale up
+		hx = int32(math.Float64bits(x) >> 32)
+	}
+	if hx >= 0x7ff00000 {
+		return x + x
+	}
+	k += hx>>20 - 1023
+	hx &= 0x000fffff
+	i := (hx + 0x95f64) & 0x100000
+	// normalize x or x/2
+	x = math.Float64frombits(uint64(uint32(hx|(i^0x3ff00000)))<<32 | math.Float64bits(x)&0xffffffff)
+	k += i >> 20
+	f := x - 1.0
+	dk := float64(k)
+	if 0x000fffff&(2+hx) < 3 { // -2**-20 <= f < 2**-20
+		if f == 0 {
+			if k == 0 {
+				return 0
+			}
+			return float64(dk*ln2Hi) + float64(dk*ln2Lo)
+		}
+		r := float64(float64(f*f) * (0.5 - float64(0.33333333333333333*f)))
+		if k == 0 {
+			return f - r
+		}
+		return float64(dk*ln2Hi) - ((r - float64(dk*ln2Lo)) - f)
+	}
+	s := f / (2.0 + f)
+	z := float64(s * s)
+	i = hx - 0x6147a
+	w := float64(z * z)
+	j := 0x6b851 - hx
+	t1 := float64(w * (lg2 + float64(w*(lg4+float64(w*lg6)))))
+	t2 := float64(z * (lg1 + float64(w*(lg3+float64(w*(lg5+float64(w*lg7)))))))
+	i |= j
+	r := t2 + t1
+	if i > 0 {
+		hfsq := float64(float64(0.5*f) * f)
+		if k == 0 {
+			return f - (hfsq - float64(s*(hfsq+r)))
+		}
+		return float64(dk*ln2Hi) - ((hfsq - (float64(s*(hfsq+r)) + float64(dk*ln2Lo))) - f)
+	}
+	if k == 0 {
+		return f - float64(s*(f-r))
+	}
+	return float64(dk*ln2Hi) - ((float64(s*(f-r)) - float64(dk*ln2Lo)) - f)
 }

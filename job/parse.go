@@ -10,6 +10,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/window"
@@ -18,19 +19,19 @@ import (
 // Quarantine reasons, as written in the quarantine file and the summary.
 const (
 	ReasonNotJSON      = "not_json"
-	ReasonNoEventTime  = "no_event_time"
-	ReasonBadEventTime = "bad_event_time"
-	ReasonImplausible  = "implausible_event_time"
-	ReasonFuture       = "future_event_time"
+	ReasonNoEventTime  = linedec.NoEventTime
+	ReasonBadEventTime = linedec.BadEventTime
+	ReasonImplausible  = linedec.Implausible
+	ReasonFuture       = linedec.Future
 	ReasonNoKey        = "no_key"
 	ReasonBadKey       = "bad_key"
 	ReasonKeyTooLong   = "key_too_long"
 	ReasonNoID         = "no_id"
-	ReasonNoArrival    = "no_arrival_time"
-	ReasonBadArrival   = "bad_arrival_time"
+	ReasonNoArrival    = linedec.NoArrival
+	ReasonBadArrival   = linedec.BadArrival
 	ReasonNoPartition  = "no_partition"
 	ReasonBadValue     = "bad_value"
-	ReasonBadWatermark = "bad_watermark"
+	ReasonBadWatermark = linedec.BadWatermark
 	ReasonLineTooLong  = "line_too_long"
 )
 
@@ -70,10 +71,11 @@ type lineParser struct {
 	fields  []Path // the distinct fields the aggregates read
 	numeric []bool // whether a field must be a number
 	summed  []bool // whether a sum or an average adds it up
-	// latest is the latest event time whose windows, and their allowed
-	// lateness, end before the last instant weir can write (9999-12-31).
-	latest mtime.Time
-	agg    *aggs
+	// times are the rules of the line's times; their latest event time is
+	// the latest whose windows, and their allowed lateness, end before the
+	// last instant weir can write (9999-12-31).
+	times linedec.Rules
+	agg   *aggs
 
 	recTS    mtime.Time // the record's own timestamp (Kafka), for record_timestamp
 	keys     *keyTable
@@ -117,7 +119,11 @@ func newLineParser(j *Job) *lineParser {
 		}
 		lp.agg.field = append(lp.agg.field, idx)
 	}
-	lp.latest = latestEventTime(j)
+	lp.times = linedec.Rules{
+		Time: j.TimeField, RecordTime: j.RecordTime, Arrival: j.ArrivalField, Watermark: j.WMField,
+		MaxFuture: j.MaxFuture,
+		Latest:    latestEventTime(j), LatestDetail: "its windows would end after 9999-12-31, the last instant weir writes",
+	}
 	return lp
 }
 
@@ -234,77 +240,18 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		out.reason = ReasonNotJSON
 		return out
 	}
-	// Arrival first (a rejected line still moves the processing clock), but
-	// reported after the event-time checks.
-	arrivalReason := ""
-	out.arrival, out.hasArrival = now, true
-	if j.ArrivalField != nil {
-		out.hasArrival = false
-		if a := get(v, j.ArrivalField); a == nil {
-			arrivalReason = ReasonNoArrival
-		} else if t, ok := source.Time(a); !ok {
-			arrivalReason = ReasonBadArrival
-		} else {
-			out.arrival, out.hasArrival = t, true
-		}
-	}
-	var tv *fastjson.Value
-	if !j.RecordTime {
-		tv = get(v, j.TimeField)
-	}
-	if j.WMField != nil && tv == nil {
-		if w := get(v, j.WMField); w != nil {
-			if arrivalReason != "" {
-				out.reason = arrivalReason
-				return out
-			}
-			t, ok := source.Time(w)
-			if !ok {
-				out.reason = ReasonBadWatermark
-				return out
-			}
-			out.wmOnly, out.wm = true, t
-			return out
-		}
-	}
-	switch {
-	case j.RecordTime:
-		if lp.recTS == mtime.MinTime {
-			out.reason = ReasonNoEventTime
-			return out
-		}
-		if lp.recTS < source.PlausibleFrom {
-			out.reason = ReasonImplausible
-			return out
-		}
-		out.ts = lp.recTS
-	case tv == nil:
-		out.reason = ReasonNoEventTime
+	var t linedec.Times
+	lp.times.Read(&t, v, now, lp.recTS)
+	out.arrival, out.hasArrival = t.Arrival, t.HasArrival
+	switch t.Kind {
+	case linedec.Rejected:
+		out.reason, out.detail = t.Reason, t.Detail
 		return out
-	default:
-		t, ok := source.Time(tv)
-		if !ok {
-			out.reason = ReasonBadEventTime
-			return out
-		}
-		if t < source.PlausibleFrom {
-			out.reason = ReasonImplausible
-			return out
-		}
-		out.ts = t
-	}
-	if out.ts > lp.latest {
-		out.reason, out.detail = ReasonImplausible, "its windows would end after 9999-12-31, the last instant weir writes"
+	case linedec.Watermark:
+		out.wmOnly, out.wm = true, t.Watermark
 		return out
 	}
-	if arrivalReason != "" {
-		out.reason = arrivalReason
-		return out
-	}
-	if j.MaxFuture > 0 && out.ts > out.arrival.Add(j.MaxFuture) {
-		out.reason = ReasonFuture
-		return out
-	}
+	out.ts = t.Time
 	if j.Key != nil {
 		k := get(v, j.Key)
 		if k == nil || !scalar(k) {

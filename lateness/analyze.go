@@ -85,7 +85,8 @@ type analyzer struct {
 	c *config
 
 	lines, blank int64
-	weighted     bool // an event had a weight field
+	watermarks   int64 // watermark lines
+	weighted     bool  // an event had a weight field
 	rejected     [nReasons]int64
 	all          tally
 	groups       []*grouping
@@ -169,6 +170,10 @@ func (a *analyzer) feed(b *batch) {
 	gi := 0
 	for i := range b.recs {
 		r := &b.recs[i]
+		if r.why == rWatermarkLine {
+			a.watermarks++
+			continue
+		}
 		a.lines++
 		if r.why != rOK {
 			a.rejected[r.why]++

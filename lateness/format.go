@@ -181,6 +181,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		sort.Strings(rs)
 		fmt.Fprintf(w, " (%s)", strings.Join(rs, ", "))
 	}
+	if r.WatermarkLines > 0 {
+		fmt.Fprintf(w, ", and %s watermark lines", fmtInt(r.WatermarkLines))
+	}
 	fmt.Fprintln(w)
 	if r.WeightField != "" {
 		fmt.Fprintf(w, "Weighted by %q: the events stand for %s real events; every share is a share of weight.\n", r.WeightField, fmtInt(int64(math.Round(r.Weight))))

@@ -100,11 +100,14 @@ type LedgerReport struct {
 	// EventLines = Events + EventsRejected; lines are rejected with weir
 	// run's rules (and do not count as arrived). Events = MatchedEvents +
 	// UnmatchedEvents + EventsWithoutMatch.
-	EventLines         int64            `json:"event_lines"`
-	EventBlankLines    int64            `json:"event_blank_lines"`
-	Events             int64            `json:"events"`
-	EventsRejected     int64            `json:"events_rejected"`
-	EventRejectReasons map[string]int64 `json:"event_reject_reasons"`
+	EventLines      int64 `json:"event_lines"`
+	EventBlankLines int64 `json:"event_blank_lines"`
+	// EventWatermarkLines only move a job's scripted watermark
+	// (Options.WatermarkField): not counted in EventLines.
+	EventWatermarkLines int64            `json:"event_watermark_lines,omitempty"`
+	Events              int64            `json:"events"`
+	EventsRejected      int64            `json:"events_rejected"`
+	EventRejectReasons  map[string]int64 `json:"event_reject_reasons"`
 	// MatchedEvents have the id of a ledger entry (duplicates included);
 	// DuplicateEvents are matched events whose id had another event (the
 	// first arrival counts); UnmatchedEvents have an id the ledger does not
@@ -264,6 +267,7 @@ type ledgerJoin struct {
 	ledgerRejected                                  [nReasons]int64
 
 	eventLines, eventBlank, events, eventNoID, matched int64
+	eventWatermarks                                    int64
 	eventRejected                                      [nReasons]int64
 	unmatched                                          []int64 // by group
 	lastArr                                            mtime.Time
@@ -393,10 +397,14 @@ func (j *ledgerJoin) addEvents(b *batch) {
 	gi := 0
 	for i := range b.recs {
 		r := &b.recs[i]
-		j.eventLines++
 		if r.hasArrival && (!j.hasArr || r.arr > j.lastArr) {
 			j.lastArr, j.hasArr = r.arr, true
 		}
+		if r.why == rWatermarkLine {
+			j.eventWatermarks++
+			continue
+		}
+		j.eventLines++
 		if r.why != rOK {
 			j.eventRejected[r.why]++
 			continue
@@ -448,7 +456,7 @@ func (j *ledgerJoin) report() *LedgerReport {
 		MatchField: ec.Match, LedgerTimeField: lc.TimeField, TimeField: ec.TimeField, ArrivalField: ec.ArrivalField,
 		LedgerLines: j.ledgerLines, LedgerBlankLines: j.ledgerBlank, LedgerEntries: int64(len(j.entries)),
 		LedgerDuplicates: j.ledgerDup, LedgerRejectReasons: map[string]int64{},
-		EventLines: j.eventLines, EventBlankLines: j.eventBlank, Events: j.events, EventRejectReasons: map[string]int64{},
+		EventLines: j.eventLines, EventBlankLines: j.eventBlank, EventWatermarkLines: j.eventWatermarks, Events: j.events, EventRejectReasons: map[string]int64{},
 		MatchedEvents: j.matched, EventsWithoutMatch: j.eventNoID,
 		lastArrival: j.lastArr, LastArrival: j.lastArr.String(),
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
@@ -62,6 +63,11 @@ type Options struct {
 	// MaxFuture, when positive, rejects events more than this far ahead of
 	// their arrival, as weir run's max_future does.
 	MaxFuture time.Duration
+	// WatermarkField, when set, names the field of a watermark line, as a
+	// job's watermark.from_field does: a JSON line with it and no event
+	// time only moves a scripted watermark, and is counted as a watermark
+	// line (Report.WatermarkLines), neither an event nor rejected.
+	WatermarkField string
 	// Weight names a numeric field saying how many real events each line
 	// stands for (a sample's weight); every line must have it. Empty:
 	// DefaultWeightField when a CSV or Parquet file has that column (a row
@@ -107,15 +113,19 @@ func IsUsage(err error) bool {
 }
 
 // FromJob fills in what a job file says about its input: the event-time,
-// arrival and partition fields, the idleness of the watermark, max_future,
-// and the window size when the job's windows are tumbling. Fields already
-// set in o are kept, except the time fields, which the job always names.
+// arrival and partition fields, the field of its watermark lines, the
+// idleness of the watermark, max_future, and the window size when the job's
+// windows are tumbling. Fields already set in o are kept, except the time
+// fields, which the job always names.
 func FromJob(o Options, j *job.Job) (Options, error) {
 	if len(j.ArrivalField) == 0 {
 		return o, usagef("%s has no time.arrival_field: weir lateness needs the arrival time of every event", j.File)
 	}
 	o.TimeField = j.TimeField.String()
 	o.ArrivalField = j.ArrivalField.String()
+	if j.WMField != nil {
+		o.WatermarkField = j.WMField.String()
+	}
 	if o.PartitionField == "" {
 		o.PartitionField = j.PartitionField.String()
 	}
@@ -134,10 +144,13 @@ func FromJob(o Options, j *job.Job) (Options, error) {
 // config is Options resolved against an input.
 type config struct {
 	Options
-	path    string
-	format  string
-	timeP   []string
-	arrP    []string
+	path   string
+	format string
+	timeP  []string
+	arrP   []string
+	// times are weir run's rules for the times of a line (package
+	// linedec), with the fields above.
+	times   linedec.Rules
 	partP   []string
 	weightP []string // nil: no weight field required
 	// defWeight: JSON lines with no weight named read DefaultWeightField
@@ -274,5 +287,9 @@ func (o Options) resolve(path string) (*config, error) {
 		return nil, usagef("idleness and max_future must not be negative")
 	}
 	c.maxWait, c.idle, c.future = mtime.Millis(c.MaxWait), mtime.Millis(c.Idle), mtime.Millis(c.MaxFuture)
+	c.times = linedec.Rules{Time: c.timeP, Arrival: c.arrP, MaxFuture: c.future}
+	if c.format == FormatJSON {
+		c.times.Watermark = splitPath(c.WatermarkField)
+	}
 	return c, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 )
@@ -203,10 +204,10 @@ func (jp *jsonParser) parse(lines []source.Line, b *batch) {
 	}
 }
 
-// line reads one line, in the order of weir run's checks (job/parse.go):
-// JSON object, arrival, event time, plausible event time, arrival again,
-// max_future, partition; then the weight and the groups, which weir run does
-// not read.
+// line reads one line, in the order of weir run's checks: JSON object, its
+// times (package linedec: arrival, watermark line, event time, plausible
+// event time, arrival again, max_future), partition; then the weight and
+// the groups, which weir run does not read.
 func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 	c := jp.c
 	rec.w = 1
@@ -219,24 +220,18 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		rec.why = rNotJSON
 		return rec
 	}
-	arrWhy := rOK
-	if a := source.Get(v, c.arrP); a == nil {
-		arrWhy = rNoArrival
-	} else if t, ok := source.Time(a); !ok {
-		arrWhy = rBadArrival
-	} else {
-		rec.arr, rec.hasArrival = t, true
-	}
-	tv := source.Get(v, c.timeP)
-	if tv == nil {
-		rec.why = rNoEventTime
+	var t linedec.Times
+	c.times.Read(&t, v, 0, mtime.MinTime)
+	rec.arr, rec.hasArrival = t.Arrival, t.HasArrival
+	switch t.Kind {
+	case linedec.Rejected:
+		rec.why = reasonOf(t.Reason)
+		return rec
+	case linedec.Watermark:
+		rec.why = rWatermarkLine
 		return rec
 	}
-	t, ok := source.Time(tv)
-	if rec.why = c.checkTimes(t, ok, arrWhy, rec.arr); rec.why != rOK {
-		return rec
-	}
-	rec.ts = t
+	rec.ts = t.Time
 	var part span
 	if c.partP != nil {
 		pv := source.Get(v, c.partP)
@@ -508,19 +503,21 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 	return rec
 }
 
-// checkTimes applies weir run's rules to a line's event time (parsed is false
-// when it did not parse) and arrival (arrWhy says what was wrong with it):
-// the reason the line is no event, in weir run's order, or rOK.
+// checkTimes applies weir run's rules (package linedec) to the event time
+// of a CSV or Parquet row (parsed is false when it did not parse) and its
+// arrival (arrWhy says what was wrong with it): the reason the row is no
+// event, in weir run's order, or rOK.
 func (c *config) checkTimes(t mtime.Time, parsed bool, arrWhy reason, arr mtime.Time) reason {
-	switch {
-	case !parsed:
+	if !parsed {
 		return rBadEventTime
-	case t < source.PlausibleFrom:
-		return rImplausible
-	case arrWhy != rOK:
-		return arrWhy
-	case c.future > 0 && t > arr.Add(c.future):
-		return rFuture
+	}
+	arrival := ""
+	if arrWhy != rOK {
+		arrival = reasonNames[arrWhy]
+	}
+	r := linedec.Times{Time: t, Arrival: arr}
+	if c.times.Check(&r, arrival); r.Kind == linedec.Rejected {
+		return reasonOf(r.Reason)
 	}
 	return rOK
 }

@@ -25,6 +25,10 @@ const (
 	rNoPartition
 	rBadWeight
 	rNotCSV
+	rBadWatermark
+	// rWatermarkLine is no rejection: the line only moves a scripted
+	// watermark (watermark.from_field), and is counted apart.
+	rWatermarkLine
 	nReasons
 )
 
@@ -41,6 +45,19 @@ var reasonNames = [nReasons]string{
 	rNoPartition:  job.ReasonNoPartition,
 	rBadWeight:    "bad_weight",
 	rNotCSV:       "not_csv",
+	rBadWatermark: job.ReasonBadWatermark,
+	// never a rejection reason
+	rWatermarkLine: "watermark_line",
+}
+
+// reasonOf is the reason of a line's times' name (package linedec's).
+func reasonOf(name string) reason {
+	for r, n := range reasonNames {
+		if n == name && reason(r) != rWatermarkLine {
+			return reason(r)
+		}
+	}
+	panic("lateness: no reason named " + name)
 }
 
 // record is one line of input, read.

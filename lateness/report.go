@@ -22,11 +22,14 @@ type Report struct {
 	WeightField string `json:"weight_field,omitempty"`
 	WindowMS    int64  `json:"window_ms"`
 
-	// Lines = Events + Rejected; BlankLines are not counted in them.
-	Lines      int64 `json:"lines"`
-	BlankLines int64 `json:"blank_lines"`
-	Events     int64 `json:"events"`
-	Rejected   int64 `json:"rejected"`
+	// Lines = Events + Rejected; BlankLines and WatermarkLines (lines that
+	// only move a job's scripted watermark, Options.WatermarkField) are not
+	// counted in them.
+	Lines          int64 `json:"lines"`
+	BlankLines     int64 `json:"blank_lines"`
+	WatermarkLines int64 `json:"watermark_lines,omitempty"`
+	Events         int64 `json:"events"`
+	Rejected       int64 `json:"rejected"`
 	// RejectReasons counts the rejected lines by weir run's quarantine
 	// reasons (plus bad_weight and not_csv).
 	RejectReasons map[string]int64 `json:"reject_reasons"`
@@ -204,7 +207,7 @@ func (a *analyzer) report() (*Report, error) {
 	r := &Report{
 		Input: c.path, Format: c.format, TimeField: c.TimeField, ArrivalField: c.ArrivalField,
 		PartitionField: c.PartitionField, WindowMS: int64(c.window.Size),
-		Lines: a.lines, BlankLines: a.blank, Events: a.all.n, Weight: a.all.w, RejectReasons: map[string]int64{},
+		Lines: a.lines, BlankLines: a.blank, WatermarkLines: a.watermarks, Events: a.all.n, Weight: a.all.w, RejectReasons: map[string]int64{},
 		FirstEventTime: a.minTS.String(), LastEventTime: a.maxTS.String(),
 		FirstArrival: a.firstArr.String(), LastArrival: a.maxArr.String(),
 		ArrivalDisorder: a.arrDisorder,

@@ -7,6 +7,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/heap"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -90,12 +91,7 @@ func NewMemoryDedup(horizon mtime.Time) Dedup {
 type memDedup struct {
 	horizon mtime.Time
 	ids     map[string]struct{}
-	exp     expHeap
-}
-
-type idExp struct {
-	at mtime.Time
-	id string
+	exp     heap.Heap[mtime.Time, string] // each id by its expiry
 }
 
 func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
@@ -105,13 +101,13 @@ func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
 	}
 	s := string(id)
 	d.ids[s] = struct{}{}
-	d.exp.push(idExp{ts.Add(d.horizon), s})
+	d.exp.Push(ts.Add(d.horizon), s)
 	return false
 }
 
 func (d *memDedup) Expire(w mtime.Time) {
-	for len(d.exp) > 0 && d.exp[0].at <= w {
-		delete(d.ids, d.exp.pop().id)
+	for len(d.exp) > 0 && d.exp[0].Key <= w {
+		delete(d.ids, d.exp.Pop().Value)
 	}
 }
 
@@ -122,8 +118,8 @@ func (d *memDedup) Err() error          { return nil }
 func (d *memDedup) AppendState(b []byte) []byte {
 	b = enc.AppendUvarint(b, uint64(len(d.exp)))
 	for _, e := range d.exp {
-		b = enc.AppendVarint(b, int64(e.at))
-		b = enc.AppendString(b, e.id)
+		b = enc.AppendVarint(b, int64(e.Key))
+		b = enc.AppendString(b, e.Value)
 	}
 	return b
 }
@@ -135,7 +131,7 @@ func (d *memDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
 		id := dec.String()
 		d.ids[id] = struct{}{}
 		// Written in heap order; a shift of every expiry keeps it.
-		d.exp = append(d.exp, idExp{at.Add(shift), id})
+		d.exp = append(d.exp, heap.Entry[mtime.Time, string]{Key: at.Add(shift), Value: id})
 	}
 }
 
@@ -145,48 +141,8 @@ func (d *memDedup) RestoreSnapshot(dir string, shift mtime.Time) error {
 	return readSnapshotIDs(dir, func(id []byte, exp mtime.Time) {
 		s := string(id)
 		d.ids[s] = struct{}{}
-		d.exp = append(d.exp, idExp{exp.Add(shift), s})
+		d.exp = append(d.exp, heap.Entry[mtime.Time, string]{Key: exp.Add(shift), Value: s})
 	})
-}
-
-type expHeap []idExp
-
-func (h *expHeap) push(e idExp) {
-	*h = append(*h, e)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if a[p].at <= a[i].at {
-			break
-		}
-		a[p], a[i] = a[i], a[p]
-		i = p
-	}
-}
-
-func (h *expHeap) pop() idExp {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a[n] = idExp{}
-	a = a[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && a[l].at < a[m].at {
-			m = l
-		}
-		if r < n && a[r].at < a[m].at {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
 }
 
 // Dedup returns a Dedup that keeps its ids in the database, under the tags

@@ -60,7 +60,7 @@ type timerStore[K comparable] interface {
 // while the snapshot is under way, never for all the keys it holds.
 type memStore[K comparable, A, O any] struct {
 	keys   map[K]*memEntry[K, A, O]
-	chunks [][]memEntry[K, A, O] // each of memChunk slots; all full but the last
+	chunks [][]memEntry[K, A, O] // all full but the last (see memChunk)
 	free   []*memEntry[K, A, O]
 	// gen is the number of the last snapshot started; every slot whose
 	// state that snapshot has (or needs not have) is marked with it.
@@ -68,8 +68,14 @@ type memStore[K comparable, A, O any] struct {
 	snap *memSnapshot[K, A, O] // the snapshot under way, or nil
 }
 
-// memChunk is the number of slots in a chunk of the slab.
-const memChunk = 1024
+// memChunk is the number of slots in a chunk of the slab. The first chunk
+// has memFirstChunk slots and each next one twice as many, up to memChunk,
+// so that an operator with a handful of keys (a test, the console's
+// simulator) does not allocate and clear a thousand slots.
+const (
+	memChunk      = 1024
+	memFirstChunk = 8
+)
 
 // memEntry is a slot of the slab.
 type memEntry[K comparable, A, O any] struct {
@@ -125,8 +131,8 @@ func (m *memStore[K, A, O]) slot() *memEntry[K, A, O] {
 		return e
 	}
 	last := len(m.chunks) - 1
-	if last < 0 || len(m.chunks[last]) == memChunk {
-		m.chunks = append(m.chunks, make([]memEntry[K, A, O], 0, memChunk))
+	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
+		m.chunks = append(m.chunks, make([]memEntry[K, A, O], 0, min(memChunk, memFirstChunk<<min(len(m.chunks), 8))))
 		last++
 	}
 	m.chunks[last] = m.chunks[last][:len(m.chunks[last])+1]

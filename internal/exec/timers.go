@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/weirstream/weir/internal/heap"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -33,7 +34,7 @@ type timerRef[K comparable] struct {
 // spread over parallel instances.
 type timerQueue[K comparable] struct {
 	buckets map[mtime.Time][]timerRef[K]
-	times   timeHeap
+	times   heap.Heap[mtime.Time, struct{}] // the instants of the buckets
 	free    [][]timerRef[K]
 }
 
@@ -44,7 +45,7 @@ func newTimerQueue[K comparable]() *timerQueue[K] {
 func (q *timerQueue[K]) add(t mtime.Time, r timerRef[K]) {
 	b, ok := q.buckets[t]
 	if !ok {
-		q.times.push(t)
+		q.times.Push(t, struct{}{})
 		if n := len(q.free); n > 0 {
 			b = q.free[n-1]
 			q.free = q.free[:n-1]
@@ -58,13 +59,13 @@ func (q *timerQueue[K]) next() (mtime.Time, bool) {
 	if len(q.times) == 0 {
 		return 0, false
 	}
-	return q.times[0], true
+	return q.times[0].Key, true
 }
 
 // pop removes and returns the earliest bucket, sorted by window sequence. The
 // caller hands it back with recycle when done.
 func (q *timerQueue[K]) pop() (mtime.Time, []timerRef[K]) {
-	t := q.times.pop()
+	t := q.times.Pop().Key
 	b := q.buckets[t]
 	delete(q.buckets, t)
 	if !slices.IsSortedFunc(b, cmpSeq[K]) {
@@ -104,43 +105,3 @@ func (q *timerQueue[K]) len() int {
 
 func (q *timerQueue[K]) error() error { return nil }
 func (q *timerQueue[K]) close() error { return nil }
-
-// timeHeap is a binary min-heap of instants (no boxing, unlike container/heap).
-type timeHeap []mtime.Time
-
-func (h *timeHeap) push(t mtime.Time) {
-	*h = append(*h, t)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if a[p] <= a[i] {
-			break
-		}
-		a[p], a[i] = a[i], a[p]
-		i = p
-	}
-}
-
-func (h *timeHeap) pop() mtime.Time {
-	a := *h
-	top := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && a[l] < a[m] {
-			m = l
-		}
-		if r < n && a[r] < a[m] {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return top
-}

@@ -1,0 +1,161 @@
+// Package linedec holds the rules by which weir reads the times of an input
+// line, in the one order every reader applies them: the arrival time, a
+// watermark line, the event time (a field, or the record's own timestamp),
+// its plausibility, the arrival's own faults, and max_future. weir run
+// (package job) and weir lateness both classify a line with it, so that a
+// line is an event, a watermark line or a rejected line, for the same
+// reason, in both.
+//
+// What a reader does with an event's other fields (keys, ids, values,
+// weights, groups), reading the lines themselves and where rejected lines
+// go belong to the reader, not here.
+package linedec
+
+import (
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/source"
+)
+
+// The reasons a line's times reject it, as the quarantine file and the
+// summaries name them.
+const (
+	NoEventTime  = "no_event_time"
+	BadEventTime = "bad_event_time"
+	Implausible  = "implausible_event_time"
+	Future       = "future_event_time"
+	NoArrival    = "no_arrival_time"
+	BadArrival   = "bad_arrival_time"
+	BadWatermark = "bad_watermark"
+)
+
+// Rules are the time fields of an input and the limits on its event times.
+type Rules struct {
+	// Time is the event-time field; unused when RecordTime is set, where
+	// the event time is the record's own timestamp (Kafka's).
+	Time       []string
+	RecordTime bool
+	// Arrival is the arrival-time field; without one a line arrives at the
+	// processing time it is read at.
+	Arrival []string
+	// Watermark is the field of a watermark line (watermark.from_field): a
+	// line that has it and not the event-time field moves a scripted
+	// watermark. Nil: no watermark lines.
+	Watermark []string
+	// MaxFuture, when positive, rejects an event time more than this far
+	// after the line's arrival.
+	MaxFuture mtime.Time
+	// Latest, when set, is the latest event time accepted (a later one is
+	// implausible, with LatestDetail as the detail): the zero value accepts
+	// every time.
+	Latest       mtime.Time
+	LatestDetail string
+}
+
+// Kind is what a line is, by its times.
+type Kind uint8
+
+const (
+	// Event is a line with a valid event time.
+	Event Kind = iota
+	// Watermark is a line that only moves a scripted watermark.
+	Watermark
+	// Rejected is a line its times reject (Times.Reason says why).
+	Rejected
+)
+
+// Times is what Read found in a line.
+type Times struct {
+	Kind   Kind
+	Reason string // why a Rejected line is
+	Detail string
+	// Arrival is the line's arrival, valid when HasArrival is: a rejected
+	// line with one still moves the processing clock.
+	Arrival    mtime.Time
+	HasArrival bool
+	Time       mtime.Time // an Event's event time
+	Watermark  mtime.Time // a Watermark line's watermark
+}
+
+// Read classifies the JSON object v by its times, into t (which it sets
+// whole). now is the arrival to use without an arrival field; recordTS is
+// the record's own timestamp (mtime.MinTime when it has none), for
+// RecordTime.
+func (r *Rules) Read(t *Times, v *fastjson.Value, now, recordTS mtime.Time) {
+	*t = Times{Arrival: now, HasArrival: true}
+	// Arrival first (a rejected line still moves the processing clock),
+	// but its faults are reported after the event time's.
+	arrival := ""
+	if r.Arrival != nil {
+		t.HasArrival = false
+		if a := source.Get(v, r.Arrival); a == nil {
+			arrival = NoArrival
+		} else if at, ok := source.Time(a); !ok {
+			arrival = BadArrival
+		} else {
+			t.Arrival, t.HasArrival = at, true
+		}
+	}
+	var tv *fastjson.Value
+	if !r.RecordTime {
+		tv = source.Get(v, r.Time)
+	}
+	if r.Watermark != nil && tv == nil {
+		if w := source.Get(v, r.Watermark); w != nil {
+			if arrival != "" {
+				t.reject(arrival, "")
+				return
+			}
+			wm, ok := source.Time(w)
+			if !ok {
+				t.reject(BadWatermark, "")
+				return
+			}
+			t.Kind, t.Watermark = Watermark, wm
+			return
+		}
+	}
+	switch {
+	case r.RecordTime:
+		if recordTS == mtime.MinTime {
+			t.reject(NoEventTime, "")
+			return
+		}
+		t.Time = recordTS
+	case tv == nil:
+		t.reject(NoEventTime, "")
+		return
+	default:
+		ts, ok := source.Time(tv)
+		if !ok {
+			t.reject(BadEventTime, "")
+			return
+		}
+		t.Time = ts
+	}
+	r.Check(t, arrival)
+}
+
+// Check applies the rules that follow the event time's reading to t, whose
+// Time and Arrival are read (by Read, or by a reader of CSV or Parquet):
+// plausibility, then the arrival's fault (arrival, "" when none), then
+// max_future. It makes t an Event or a Rejected line.
+func (r *Rules) Check(t *Times, arrival string) {
+	switch {
+	case t.Time < source.PlausibleFrom:
+		t.reject(Implausible, "")
+	case r.Latest != 0 && t.Time > r.Latest:
+		t.reject(Implausible, r.LatestDetail)
+	case arrival != "":
+		t.reject(arrival, "")
+	case r.MaxFuture > 0 && t.Time > t.Arrival.Add(r.MaxFuture):
+		t.reject(Future, "")
+	default:
+		t.Kind = Event
+	}
+}
+
+func (t *Times) reject(reason, detail string) {
+	t.Kind, t.Reason, t.Detail = Rejected, reason, detail
+}
