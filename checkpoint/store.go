@@ -18,6 +18,7 @@
 //	DIR/savepoints/sp-00000013/   savepoints, kept until deleted by hand
 //	DIR/shared/OBJECT             files kept once for every checkpoint that has them
 //	DIR/.tmp-00000014/            a checkpoint being written (removed on open)
+//	DIR/ABANDONED                 the ids a restore from an older one left behind
 //
 // weir deletes only what it wrote. A store is opened only in a directory
 // that is new, empty, or weir's: marked (MarkerName), or, written by a weir
@@ -251,7 +252,7 @@ func CheckDir(fs FS, dir string) error {
 		p := filepath.Join(dir, n)
 		switch _, chk := idOf(n, "chk-"); {
 		case chk:
-		case n == LockName || n == PIDName:
+		case n == LockName || n == PIDName || n == AbandonedName:
 			if isDir(p) {
 				return foreign(n)
 			}
@@ -706,11 +707,65 @@ func (s *Store) list() []entry {
 	return out
 }
 
+// AbandonedName is the file of a store that lists the checkpoints a restore
+// left behind (see Abandon).
+const AbandonedName = "ABANDONED"
+
+// Abandon records that the job resumes from checkpoint base while newer ones
+// are in the store: a restore from an older checkpoint or savepoint, or a
+// fallback past a corrupt one. The checkpoints between base and the next id
+// belong to a run whose outputs the restore is about to take back (files cut
+// back to base, transactions of theirs aborted), so they no longer describe
+// what the outputs hold: Latest never falls back to one of them. It is a
+// no-op when base is the newest. The record is durable before it returns.
+func (s *Store) Abandon(base uint64) error {
+	next := s.NextID()
+	if base+1 >= next {
+		return nil
+	}
+	p := filepath.Join(s.dir, AbandonedName)
+	b, err := s.fs.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	b = fmt.Appendf(b, "%d %d\n", base, next)
+	tmp := filepath.Join(s.dir, ".tmp-"+AbandonedName)
+	if err := s.fs.WriteFile(tmp, b); err != nil {
+		return err
+	}
+	if err := s.fs.Rename(tmp, p); err != nil {
+		return err
+	}
+	return s.fs.SyncDir(s.dir)
+}
+
+// abandoned reads the ranges Abandon recorded: each an id after which, and
+// one before which, the checkpoints were left behind.
+func (s *Store) abandoned() [][2]uint64 {
+	b, err := s.fs.ReadFile(filepath.Join(s.dir, AbandonedName))
+	if err != nil {
+		return nil
+	}
+	var out [][2]uint64
+	for _, line := range strings.Split(string(b), "\n") {
+		var r [2]uint64
+		if _, err := fmt.Sscanf(line, "%d %d", &r[0], &r[1]); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Latest returns the newest complete checkpoint or savepoint, or nil if there
-// is none. Every newer one that fails verification is reported to warn and
-// skipped.
+// is none. Every newer one that fails verification, or that a restore from an
+// older one abandoned (Abandon), is reported to warn and skipped.
 func (s *Store) Latest(warn func(string)) *Checkpoint {
+	gone := s.abandoned()
 	for _, e := range s.list() {
+		if i := slices.IndexFunc(gone, func(r [2]uint64) bool { return r[0] < e.id && e.id < r[1] }); i >= 0 {
+			warn(fmt.Sprintf("checkpoint %s was left behind by a run that resumed from the older checkpoint %d (its outputs were taken back to that one); falling back to an older checkpoint", e.path, gone[i][0]))
+			continue
+		}
 		c, err := Load(s.fs, e.path)
 		if err == nil {
 			return c

@@ -397,3 +397,50 @@ func TestOpenRemovesACrashedWritersObjects(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A restore from an older checkpoint or savepoint leaves the newer ones
+// behind: a later fallback past a corrupt checkpoint goes to the one the
+// restore started from, not to one of those, whose outputs the restore took
+// back. The record survives the store being opened again.
+func TestFallbackSkipsWhatARestoreLeftBehind(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(OSFS, dir, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, s, 1, Periodic, "one")
+	save(t, s, 2, Savepoint, "two")
+	save(t, s, 3, Periodic, "three")
+	if err := s.Abandon(3); err != nil { // resuming from the newest: nothing left behind
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, AbandonedName)); !os.IsNotExist(err) {
+		t.Fatalf("a restore from the newest checkpoint recorded something: %v", err)
+	}
+	if err := s.Abandon(2); err != nil { // a restore from the savepoint
+		t.Fatal(err)
+	}
+	newest := save(t, s, 4, Periodic, "four")
+	b, _ := os.ReadFile(filepath.Join(newest, ManifestName))
+	b[20] ^= 1
+	os.WriteFile(filepath.Join(newest, ManifestName), b, 0o644)
+	s.Close()
+
+	s, err = Open(OSFS, dir, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var warned []string
+	c := s.Latest(func(m string) { warned = append(warned, m) })
+	if c == nil || c.Manifest.ID != 2 {
+		t.Fatalf("latest = %+v", c)
+	}
+	want := []string{
+		"checkpoint " + newest + ": manifest checksum mismatch; falling back to an older checkpoint",
+		"checkpoint " + filepath.Join(dir, "chk-00000003") + " was left behind by a run that resumed from the older checkpoint 2 (its outputs were taken back to that one); falling back to an older checkpoint",
+	}
+	if strings.Join(warned, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warned, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -762,6 +762,12 @@ func (e *Engine) openCheckpoints() error {
 			store.Close()
 			return err
 		}
+		// Before any output is taken back to c: the checkpoints newer than
+		// c stop being ones to fall back to.
+		if err := store.Abandon(c.Manifest.ID); err != nil {
+			store.Close()
+			return &SetupError{Field: "checkpoint.dir", Msg: fmt.Sprintf("cannot record in %s that the checkpoints after %s are left behind: %s", ck.Dir, c.Path, errAbout(ck.Dir, err)), Err: err}
+		}
 		e.resumed, e.resumedLayout, e.restore = c, r.Layout, r
 	}
 	e.nextID = store.NextID()

@@ -554,22 +554,45 @@ func (s *schedule) before(t *testing.T, i int, st step, dir string, spec *runSpe
 	case "restart-broker":
 		restartKafka(t, 0)
 	case "delete-input":
-		// Retention deletes what the newest checkpoint has read, and no
-		// more: no gap.
+		// Retention deletes what every checkpoint and savepoint has read,
+		// and no more: no gap, whichever of them a later run restores
+		// (the newest, an older one past a corrupt one, a savepoint). It
+		// leaves each partition's last record: the development broker
+		// forgets a partition's end when it restarts with no record left,
+		// which a Kafka broker does not.
 		cks := checkpoints(dir)
 		if len(cks) == 0 || finished(cks[0]) {
 			return
 		}
-		b, err := os.ReadFile(filepath.Join(cks[0], "source:input"))
-		if err != nil {
-			return
+		offs := map[int32]int64{}
+		for _, ck := range cks {
+			b, err := os.ReadFile(filepath.Join(ck, "source:input"))
+			if err != nil {
+				return // a checkpoint whose position cannot be read: delete nothing
+			}
+			for p, o := range kafkaPosition(b) {
+				if cur, ok := offs[p]; !ok || o < cur {
+					offs[p] = o
+				}
+			}
 		}
-		offs := kafkaPosition(b)
 		cl := kafkaClient(t)
 		defer cl.Close()
+		ends, err := kadm.NewClient(cl).ListEndOffsets(context.Background(), s.topic("in", false))
+		if err != nil {
+			t.Fatalf("the input's end offsets: %v", err)
+		}
 		var del kadm.Offsets
 		for p, o := range offs {
-			del.Add(kadm.Offset{Topic: s.topic("in", false), Partition: p, At: o})
+			if end, ok := ends.Lookup(s.topic("in", false), p); ok && o >= end.Offset {
+				o = end.Offset - 1
+			}
+			if o > 0 {
+				del.Add(kadm.Offset{Topic: s.topic("in", false), Partition: p, At: o})
+			}
+		}
+		if len(del) == 0 {
+			return
 		}
 		if _, err := kadm.NewClient(cl).DeleteRecords(context.Background(), del); err != nil {
 			t.Fatalf("deleting the input: %v", err)
