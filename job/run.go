@@ -624,7 +624,11 @@ func (rn *Runnable) build() error {
 		return err
 	}
 	if r := e.Restore(); r != nil {
-		rn.restored = restoreNotes(r)
+		var howItRuns []string
+		rn.restored, howItRuns = restoreNotes(r)
+		for _, c := range howItRuns {
+			rn.logf("restored into the changed job: %s", c)
+		}
 		for _, name := range r.Dropped {
 			switch name {
 			case partWindow:

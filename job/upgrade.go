@@ -56,8 +56,8 @@ func restoreShape(j *Job) *engine.Shape {
 			{Field: engine.SettingLateness, Value: mtime.FormatDuration(j.Window.AllowedLateness)},
 			{Field: engine.SettingTrigger, Value: j.Window.Trigger.String()},
 			{Field: "having", Value: orNone(j.Having)},
-			{Field: "parallelism", Value: strconv.Itoa(j.Parallelism)},
-			{Field: "state.backend", Value: j.State.Backend},
+			{Field: fieldParallelism, Value: strconv.Itoa(j.Parallelism)},
+			{Field: fieldBackend, Value: j.State.Backend},
 			{Field: "version", Value: strconv.FormatInt(j.Version, 10)},
 		},
 	}
@@ -72,6 +72,13 @@ func restoreShape(j *Job) *engine.Shape {
 	}
 	return s
 }
+
+// The fields of how a job runs, which a restore carries over and no
+// output depends on.
+const (
+	fieldParallelism = "parallelism"
+	fieldBackend     = "state.backend"
+)
 
 func orNone(s string) string {
 	if s == "" {
@@ -176,21 +183,26 @@ func formerValues(j *Job, r *engine.RestoreReport) []string {
 	return names
 }
 
-// restoreNotes are what the summary and the acceptance record say of a
-// restore into a changed job: every change that is not a setting carried
-// over as it is.
-func restoreNotes(r *engine.RestoreReport) []string {
+// restoreNotes is what a restore into a changed job did, a line per
+// change: notes for the summary (Summary.RestoreChanges), and howItRuns
+// for the log alone. A change of how the job runs (parallelism, state
+// backend) changes no output, so the summary leaves it out: the summary
+// file of a job is the same however often it was stopped and restored,
+// and whatever it ran on in between.
+func restoreNotes(r *engine.RestoreReport) (notes, howItRuns []string) {
 	if r == nil {
-		return nil
+		return nil, nil
 	}
-	var notes []string
 	for _, c := range r.Changes {
-		if c.Verdict == engine.Carried && c.Was == c.Now {
-			continue
+		switch {
+		case c.Verdict == engine.Carried && c.Was == c.Now:
+		case c.Verdict == engine.Carried && (c.Field == fieldParallelism || c.Field == fieldBackend):
+			howItRuns = append(howItRuns, c.String())
+		default:
+			notes = append(notes, c.String())
 		}
-		notes = append(notes, c.String())
 	}
-	return notes
+	return notes, howItRuns
 }
 
 // CheckRestore says, without running anything or writing anything, what
