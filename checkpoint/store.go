@@ -44,6 +44,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -130,6 +131,11 @@ type Checkpoint struct {
 type Input struct {
 	Name string
 	Data []byte
+	// Parts, when Data is nil, are the file's bytes in pieces, written one
+	// after another without being joined (a commit record holds the sinks'
+	// pending output, which the caller keeps anyway: a joined copy would
+	// double it for as long as the checkpoint is being written).
+	Parts [][]byte
 	// Path is an immutable file with Object, a name no other file's object
 	// has: the store copies it into its shared directory unless a checkpoint
 	// has it there already (a savepoint copies it into its own directory).
@@ -454,12 +460,12 @@ func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 			m.Files = append(m.Files, f)
 			continue
 		}
-		data := in.Data
-		if err := s.fs.WriteFile(filepath.Join(tmp, in.Name), data); err != nil {
+		f, err := s.writeParts(filepath.Join(tmp, in.Name), in)
+		if err != nil {
 			return fail(err)
 		}
-		sum := sha256.Sum256(data)
-		m.Files = append(m.Files, File{Name: in.Name, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+		f.Name = in.Name
+		m.Files = append(m.Files, f)
 	}
 	if newObjects {
 		if err := s.fs.SyncDir(s.sharedDir()); err != nil {
@@ -490,6 +496,42 @@ func (s *Store) SaveFiles(m Manifest, files []Input) (string, error) {
 		return final, err
 	}
 	return final, nil
+}
+
+// Bytes is the file's bytes when it is given by Data or Parts (a copy,
+// joined, for Parts).
+func (in Input) Bytes() []byte {
+	if in.Parts == nil {
+		return in.Data
+	}
+	return bytes.Join(in.Parts, nil)
+}
+
+// writeParts writes in's bytes (Data, or else Parts) to path and syncs it,
+// and returns the file's size and checksum.
+func (s *Store) writeParts(path string, in Input) (File, error) {
+	if in.Parts == nil {
+		if err := s.fs.WriteFile(path, in.Data); err != nil {
+			return File{}, err
+		}
+		sum := sha256.Sum256(in.Data)
+		return File{Size: int64(len(in.Data)), SHA256: hex.EncodeToString(sum[:])}, nil
+	}
+	f, err := s.fs.OpenFile(path, os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return File{}, err
+	}
+	h := sha256.New()
+	var off int64
+	for _, b := range in.Parts {
+		if _, err := f.WriteAt(b, off); err != nil {
+			f.Close()
+			return File{}, err
+		}
+		h.Write(b)
+		off += int64(len(b))
+	}
+	return seal(f, off, h)
 }
 
 // mark writes the mark of the checkpoint being written in tmp, first. When
@@ -597,14 +639,20 @@ func (s *Store) copyFile(from, to string) (File, error) {
 			return File{}, rerr
 		}
 	}
-	if err := dst.Sync(); err != nil {
-		dst.Close()
+	return seal(dst, off, h)
+}
+
+// seal syncs and closes a file written with h, of size bytes, and returns
+// its entry.
+func seal(f vfs.File, size int64, h hash.Hash) (File, error) {
+	if err := f.Sync(); err != nil {
+		f.Close()
 		return File{}, err
 	}
-	if err := dst.Close(); err != nil {
+	if err := f.Close(); err != nil {
 		return File{}, err
 	}
-	return File{Size: off, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return File{Size: size, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // sealManifest appends a line with the manifest's own checksum, so that a

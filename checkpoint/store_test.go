@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/vfs"
 )
 
 func save(t *testing.T, s *Store, id uint64, kind Kind, data string) string {
@@ -442,5 +444,54 @@ func TestFallbackSkipsWhatARestoreLeftBehind(t *testing.T) {
 	}
 	if strings.Join(warned, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warned, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A file given in parts is the file of its joined bytes: same bytes, same
+// size and checksum in the manifest, on the real and the crashable file
+// system.
+func TestSaveFilesParts(t *testing.T) {
+	for _, fs := range []FS{OSFS, vfs.NewCrashable()} {
+		dir := t.TempDir()
+		if fs != OSFS {
+			dir = "/store"
+		}
+		s, err := Open(fs, dir, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := [][]byte{[]byte("head "), nil, []byte("pending output "), {}, []byte("tail")}
+		if _, err := s.SaveFiles(Manifest{ID: 1, Kind: Periodic, Job: "j"}, []Input{
+			{Name: "whole", Data: []byte("head pending output tail")},
+			{Name: "parts", Parts: parts},
+			{Name: "empty", Parts: [][]byte{}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		c := s.Latest(func(m string) { t.Errorf("warned: %s", m) })
+		if c == nil {
+			t.Fatal("no checkpoint")
+		}
+		if got := string(c.Files["parts"]); got != "head pending output tail" {
+			t.Errorf("parts read back as %q", got)
+		}
+		if got, ok := c.Files["empty"]; !ok || len(got) != 0 {
+			t.Errorf("empty parts read back as %q (present %v)", got, ok)
+		}
+		var whole, joined File
+		for _, f := range c.Manifest.Files {
+			switch f.Name {
+			case "whole":
+				whole = f
+			case "parts":
+				joined = f
+			}
+		}
+		if whole.Size != 24 || joined.Size != whole.Size || joined.SHA256 != whole.SHA256 {
+			t.Errorf("manifest entries differ: %+v and %+v", whole, joined)
+		}
+		if got := string((Input{Parts: parts}).Bytes()); got != "head pending output tail" {
+			t.Errorf("Bytes = %q", got)
+		}
 	}
 }

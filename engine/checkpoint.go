@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ type File struct {
 	Data   []byte
 	Path   string
 	Object string
+	// parts, for a commit record the coordinator writes, are its bytes in
+	// pieces (see checkpoint.Input.Parts), Data being nil.
+	parts [][]byte
 }
 
 // Participant is one part of a job that takes part in checkpoints: it
@@ -384,7 +388,7 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 		if pc, ok := b.pres[p]; ok {
 			p.pending = append(p.pending, pc)
 		}
-		b.files = append(b.files, File{Name: p.name, Data: encodeRecord(p.pending, p.committed.Load(), p.mark)})
+		b.files = append(b.files, File{Name: p.name, parts: recordParts(p.pending, p.committed.Load(), p.mark)})
 	}
 	m, in := c.manifest(b)
 	path, size, err := "", int64(0), b.err
@@ -589,7 +593,7 @@ func (c *coordinator) manifest(b *CheckpointBarrier) (checkpoint.Manifest, []che
 	e := c.e
 	in := make([]checkpoint.Input, len(b.files))
 	for i, f := range b.files {
-		in[i] = checkpoint.Input{Name: f.Name, Data: f.Data, Path: f.Path, Object: f.Object}
+		in[i] = checkpoint.Input{Name: f.Name, Data: f.Data, Parts: f.parts, Path: f.Path, Object: f.Object}
 	}
 	m := checkpoint.Manifest{
 		ID: b.ID, Kind: b.Kind, Job: e.cfg.Name, Fingerprint: e.cfg.Checkpoint.Fingerprint,
@@ -617,6 +621,9 @@ func (c *coordinator) write(b *CheckpointBarrier, m checkpoint.Manifest, in []ch
 	size := e.store.Copied - copied
 	for _, f := range b.files {
 		size += int64(len(f.Data))
+		for _, part := range f.parts {
+			size += int64(len(part))
+		}
 	}
 	return path, size, err
 }
@@ -670,18 +677,28 @@ func (e *Engine) finalCheckpoint() {
 // its committed item count, the pre-commits not known to be committed
 // (oldest first), and the sink's mark of what it has committed.
 func encodeRecord(list []preCommit, committed int64, mark []byte) []byte {
+	return bytes.Join(recordParts(list, committed, mark), nil)
+}
+
+// recordParts is encodeRecord's bytes in pieces: the pre-commits' data are
+// pieces of their own, not copied (they are kept until committed anyway,
+// and may be most of a job's memory while a sink is down).
+func recordParts(list []preCommit, committed int64, mark []byte) [][]byte {
+	parts := make([][]byte, 0, 2*len(list)+1)
 	b := enc.AppendVarint(nil, committed)
 	b = enc.AppendUvarint(b, uint64(len(list)))
 	for _, pc := range list {
 		b = enc.AppendUvarint(b, pc.id)
 		b = enc.AppendVarint(b, pc.items)
-		b = enc.AppendBytes(b, pc.data)
+		b = enc.AppendUvarint(b, uint64(len(pc.data)))
+		parts = append(parts, b, pc.data)
+		b = nil
 	}
 	b = enc.AppendBool(b, mark != nil)
 	if mark != nil {
 		b = enc.AppendBytes(b, mark)
 	}
-	return b
+	return append(parts, b)
 }
 
 // decodeRecord decodes a commit record of the given layout (2: no mark).

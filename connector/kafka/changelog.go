@@ -136,7 +136,7 @@ func (l *Changelog) Records(cm checkpoint.Manifest, files []checkpoint.Input, co
 	set := map[string]bool{}
 	var recs []*kgo.Record
 	for _, f := range files {
-		data := f.Data
+		data := f.Bytes()
 		if f.Object != "" { // as the store keeps it: the file at Path
 			b, err := os.ReadFile(f.Path)
 			if err != nil {
