@@ -1,7 +1,9 @@
 package job
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -58,5 +60,37 @@ func TestProgressLine(t *testing.T) {
 		if got := progressLine(st, c.base, c.size, c.read, c.read0, 2*time.Second, 2*time.Second); got != c.want {
 			t.Errorf("%+v:\n%s\nwant\n%s", c, got, c.want)
 		}
+	}
+}
+
+// summary.json keeps its fields in this order, whatever the code that
+// fills it becomes: readers that diff summaries, or read them by position,
+// see the same file. A field added goes where this list says.
+func TestSummaryFieldOrder(t *testing.T) {
+	s := &Summary{Job: "j", InFlight: 1, Refused: map[string]int64{"output": 1}, Lost: 1,
+		QuarantineReasons: map[string]int64{}, HavingErrors: 1, InputRestarted: "x",
+		OutputsAdded: []string{"x"}, RestoreChanges: []string{"x"}, DroppedState: []string{"x"},
+		Interrupted: true, Savepoint: "x", Failed: true}
+	data, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.Token() // {
+	var keys []string
+	for d.More() {
+		k, _ := d.Token()
+		keys = append(keys, k.(string))
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "job read accepted duplicates too_late beyond_dedup_horizon quarantined in_flight refused lost " +
+		"quarantine_reasons late_accepted panes_fired panes_written windows_fired late_written watermark_lines " +
+		"blank_lines having_errors too_late_by_window watermark input_restarted outputs_added restore_changes " +
+		"dropped_state interrupted savepoint failed"
+	if got := strings.Join(keys, " "); got != want {
+		t.Errorf("summary.json's fields:\n got %s\nwant %s", got, want)
 	}
 }
