@@ -69,6 +69,18 @@ func (e *Engine) AddFeed(name string, f Feed) error {
 	return nil
 }
 
+// RestoredPosition is the position of the input name in the checkpoint the
+// job resumes from, as its source wrote it (connector.Source.Position), or
+// nil when it starts afresh or the input was not added.
+func (e *Engine) RestoredPosition(name string) []byte {
+	for _, in := range e.inputs {
+		if in.name == name {
+			return in.pos
+		}
+	}
+	return nil
+}
+
 func (in *input) start(ctx context.Context) error {
 	if err := in.feed.Open(ctx, in.pos); err != nil {
 		var ce *connector.Error

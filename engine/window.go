@@ -62,6 +62,9 @@ type Window[K comparable, T, A, O any] struct {
 	r     *exec.Runner[K, T, A, O]
 	d     *exec.Driver[K, T]
 	ended bool
+	// restored is the number of operator instances of the checkpoint the
+	// stage was restored from, 0 when it started afresh.
+	restored int
 
 	// Panes receives the panes (retractions included), Late the events too
 	// late for all of their windows.
@@ -121,6 +124,7 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 		d := enc.NewDecoder(driverState)
 		xc.Step = d.Uvarint()
 		n := d.Count(exec.KeyGroups)
+		w.restored = n
 		for i := range n {
 			op := p.File(fmt.Sprintf("op-%d", i))
 			if op == nil {
@@ -155,6 +159,11 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 	e.OnStatus(w.status)
 	return w, nil
 }
+
+// RestoredInstances is the number of operator instances of the checkpoint
+// the stage was restored from (its parallelism then), 0 when it started
+// afresh.
+func (w *Window[K, T, A, O]) RestoredInstances() int { return w.restored }
 
 // LiveStats is what the operators did so far, as they last published it.
 func (w *Window[K, T, A, O]) LiveStats() exec.Stats { return w.r.LiveStats() }

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/vfs"
 )
 
@@ -175,8 +177,19 @@ func TestSavepointRestoreOtherParallelism(t *testing.T) {
 	if _, err := Run(context.Background(), j, Options{From: mid, Log: &syncWriter{&mu, &log}}); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log.String(), "resuming from "+mid+" (line ") || !strings.Contains(log.String(), "1 instances, now 3") {
-		t.Errorf("log: %s", log.String())
+	// The line the log names is the savepoint's position, as its
+	// inspection reads it.
+	c, err := checkpoint.Load(checkpoint.OSFS, mid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := engine.Inspect(c, nil)
+	if err != nil || len(in.Sources) != 1 {
+		t.Fatalf("inspect %s: %v, %d sources", mid, err, len(in.Sources))
+	}
+	line := file.Line(in.Sources[0].Position)
+	if want := fmt.Sprintf("resuming from %s (line %d, 1 instances, now 3)", mid, line); line <= 0 || !strings.Contains(log.String(), want) {
+		t.Errorf("log, want %q in it:\n%s", want, log.String())
 	}
 	sameOutputs(t, dir, refDir)
 }

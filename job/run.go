@@ -26,7 +26,6 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
-	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
@@ -640,22 +639,9 @@ func (rn *Runnable) build() error {
 	}
 	e.OnSignal(rn.head)
 	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
-		line := int64(0)
-		for _, fl := range c.Manifest.Files {
-			if fl.Name == "source:input" {
-				line = file.Line(c.Files[fl.Name])
-			}
-		}
-		rn.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, line, restoredInstances(c), j.Parallelism)
+		rn.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, file.Line(e.RestoredPosition("input")), rn.win.RestoredInstances(), j.Parallelism)
 	}
 	return nil
-}
-
-// restoredInstances is the parallelism a checkpoint was taken with.
-func restoredInstances(c *checkpoint.Checkpoint) int {
-	d := enc.NewDecoder(c.Files["window.clock"])
-	d.Uvarint()
-	return d.Count(exec.KeyGroups)
 }
 
 // newSink makes the sink of an output: a file (exactly once at each
