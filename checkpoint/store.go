@@ -204,6 +204,7 @@ type ForeignError struct {
 	Entry string
 }
 
+// Error names the directory, the foreign entry, and the way on.
 func (e *ForeignError) Error() string {
 	return fmt.Sprintf("%s holds %s, which weir did not write: weir deletes old checkpoints in its checkpoint directory, and keeps them only in a directory that is new, empty or marked %s by weir; choose another directory", e.Dir, e.Entry, MarkerName)
 }

@@ -123,6 +123,8 @@ type RefusedItem struct {
 	Reason string
 }
 
+// Error gives the reason of the refused item, or counts them and gives the
+// first one's.
 func (e *RefusedError) Error() string {
 	if len(e.Items) == 1 {
 		return "1 item refused: " + e.Items[0].Reason

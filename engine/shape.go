@@ -86,6 +86,7 @@ const (
 	NotRestorable
 )
 
+// String is the verdict as the restore's reports say it ("carries over").
 func (v Verdict) String() string {
 	switch v {
 	case Carried:

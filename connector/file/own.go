@@ -271,6 +271,7 @@ type ForeignError struct {
 	Why  string
 }
 
+// Error names the file, why weir cannot own it, and the way on.
 func (e *ForeignError) Error() string {
 	return fmt.Sprintf("%s %s: weir does not overwrite or cut back a file it cannot prove it wrote; choose another path, move the file away, or run with --force to take it over", e.Path, e.Why)
 }

@@ -323,6 +323,7 @@ type ChangedError struct {
 	What       string
 }
 
+// Error names the file, the checkpoint, what differs, and the way on.
 func (e *ChangedError) Error() string {
 	return fmt.Sprintf("%s is not the file checkpoint %d wrote: %s (replaced or edited since the job last ran); weir will not cut it back or append to it. Put weir's file back, or, to start over from the beginning, move the checkpoint directory away", e.Path, e.Checkpoint, e.What)
 }

@@ -88,6 +88,7 @@ type ChangedInputError struct {
 	Path, What string
 }
 
+// Error names the file, what differs, and the ways on.
 func (e *ChangedInputError) Error() string {
 	return fmt.Sprintf("%s is not the file the checkpoint read: %s; weir will not resume in the middle of another file. Put the file back, run with --accept-changed-input to read it from its start, or move the checkpoint directory away to start over", e.Path, e.What)
 }

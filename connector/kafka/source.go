@@ -82,6 +82,7 @@ type GapError struct {
 	What      string
 }
 
+// Error names the partition, the gap, and the ways on.
 func (e *GapError) Error() string {
 	return fmt.Sprintf("kafka %s: %s; weir does not skip records silently: set source.kafka.on_gap: skip to go on from the first record there is, counting the rest as lost, or start afresh", e.Partition, e.What)
 }

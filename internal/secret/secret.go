@@ -304,7 +304,10 @@ type Error struct {
 	Err error
 }
 
+// Error is the message, with no secret in it.
 func (e *Error) Error() string { return e.Msg }
+
+// Unwrap is the error it came from.
 func (e *Error) Unwrap() error { return e.Err }
 
 // RedactError returns err with its message redacted, or err itself when
