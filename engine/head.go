@@ -426,15 +426,17 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 // headVersion 2 added BeyondDedupHorizon to the counters, 3 the span of
 // event time, 4 the records lost, 5 the de-duplication horizon and what was
 // forgotten before (a restore into another horizon), and the decoder's
-// state with its length (a savepoint is inspected without the decoder).
-const headVersion = 5
+// state with its length (a savepoint is inspected without the decoder), 6
+// the processing time (a line set aside right after a restore, before any
+// line has an arrival, is dated as in an uninterrupted run).
+const headVersion = 6
 
 // appendState appends the head's state; the de-duplication ids, unless
 // idsInFiles (they are in a Pebble checkpoint beside it).
 func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	b = append(b, headVersion)
 	c := &h.c
-	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon, int64(c.FirstEventTime), int64(c.LastEventTime), c.Lost} {
+	for _, v := range []int64{c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines, c.BeyondDedupHorizon, int64(c.FirstEventTime), int64(c.LastEventTime), c.Lost, int64(h.now)} {
 		b = enc.AppendVarint(b, v)
 	}
 	keys := slices.Sorted(maps.Keys(c.QuarantineReasons))
@@ -486,6 +488,9 @@ func (h *Head[K, T]) restore(data []byte) error {
 	}
 	if v >= 4 {
 		c.Lost = d.Varint()
+	}
+	if v >= 6 {
+		h.now = mtime.Time(d.Varint())
 	}
 	n := d.Items(1 << 16)
 	for range n {

@@ -216,6 +216,9 @@ func headIDs(c *checkpoint.Checkpoint, name string, decoderState func(*enc.Decod
 	if v >= 4 {
 		counters++
 	}
+	if v >= 6 {
+		counters++ // the processing time
+	}
 	for range counters {
 		d.Varint()
 	}

@@ -291,3 +291,51 @@ func TestMemoryBudgetWarns(t *testing.T) {
 		t.Errorf("log:\n%s", got)
 	}
 }
+
+// A line set aside right after a restore, before any line of the resumed
+// run has an arrival, is dated by the processing time the checkpoint
+// recorded: its dead-letter record is the uninterrupted run's, byte for
+// byte (it was dated year 1, the processing clock not restored).
+func TestSetAsideRightAfterARestore(t *testing.T) {
+	// The first batch is 1,024 lines: the savepoint after it is at line
+	// 1024, and line 1025 is not JSON.
+	var b strings.Builder
+	for i := range 3000 {
+		if i == 1024 {
+			b.WriteString("not json at all\n")
+			continue
+		}
+		at := 1_780_000_000_000 + int64(i)*100
+		fmt.Fprintf(&b, `{"card":"c%d","ts":%d,"arrival":%d}`+"\n", i%3, at, at)
+	}
+	jobText := badJob + "output: results.jsonl\ncheckpoint: {dir: ckpt, interval: 1h}\n"
+	run := func(dir string, o Options) *Summary {
+		t.Helper()
+		j, err := Load(filepath.Join(dir, "job.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := Run(context.Background(), j, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	ref, dir := t.TempDir(), t.TempDir()
+	for _, d := range []string{ref, dir} {
+		os.WriteFile(filepath.Join(d, "input.jsonl"), []byte(b.String()), 0o644)
+		os.WriteFile(filepath.Join(d, "job.yaml"), []byte(jobText), 0o644)
+	}
+	run(ref, Options{})
+	if sum := run(dir, Options{stopAfter: 1}); sum.Savepoint == "" || sum.Read != 1024 {
+		t.Fatalf("the stopped run read %d lines, savepoint %q", sum.Read, sum.Savepoint)
+	}
+	run(dir, Options{})
+	want := read(t, ref, "quarantine.jsonl")
+	if !strings.Contains(want, `"set_aside_at":"2026-05-28T20:28:22.300Z"`) {
+		t.Fatalf("the uninterrupted run's quarantine:\n%s", want)
+	}
+	if got := read(t, dir, "quarantine.jsonl"); got != want {
+		t.Errorf("quarantine after the restore:\n%s\nthe uninterrupted run's:\n%s", got, want)
+	}
+}
