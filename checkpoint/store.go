@@ -805,14 +805,25 @@ func (s *Store) abandoned() [][2]uint64 {
 	return out
 }
 
+// Abandoned reports whether the checkpoint or savepoint id was left behind
+// by a restore from an older one (Abandon), and the id of that one: the
+// outputs no longer hold what it describes, so it is never restored.
+func (s *Store) Abandoned(id uint64) (base uint64, ok bool) {
+	for _, r := range s.abandoned() {
+		if r[0] < id && id < r[1] {
+			return r[0], true
+		}
+	}
+	return 0, false
+}
+
 // Latest returns the newest complete checkpoint or savepoint, or nil if there
 // is none. Every newer one that fails verification, or that a restore from an
 // older one abandoned (Abandon), is reported to warn and skipped.
 func (s *Store) Latest(warn func(string)) *Checkpoint {
-	gone := s.abandoned()
 	for _, e := range s.list() {
-		if i := slices.IndexFunc(gone, func(r [2]uint64) bool { return r[0] < e.id && e.id < r[1] }); i >= 0 {
-			warn(fmt.Sprintf("checkpoint %s was left behind by a run that resumed from the older checkpoint %d (its outputs were taken back to that one); falling back to an older checkpoint", e.path, gone[i][0]))
+		if base, gone := s.Abandoned(e.id); gone {
+			warn(fmt.Sprintf("checkpoint %s was left behind by a run that resumed from the older checkpoint %d (its outputs were taken back to that one); falling back to an older checkpoint", e.path, base))
 			continue
 		}
 		c, err := Load(s.fs, e.path)

@@ -445,6 +445,12 @@ func TestFallbackSkipsWhatARestoreLeftBehind(t *testing.T) {
 	if strings.Join(warned, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings\n%s\nwant\n%s", strings.Join(warned, "\n"), strings.Join(want, "\n"))
 	}
+	// Abandoned says the same of each id, for a restore named by hand.
+	for id, want := range map[uint64]bool{1: false, 2: false, 3: true, 4: false} {
+		if base, gone := s.Abandoned(id); gone != want || (gone && base != 2) {
+			t.Errorf("Abandoned(%d) = %d, %v; want %v", id, base, gone, want)
+		}
+	}
 }
 
 // A file given in parts is the file of its joined bytes: same bytes, same

@@ -751,6 +751,10 @@ func (e *Engine) openCheckpoints() error {
 			store.Close()
 			return &SetupError{Msg: "cannot restore: " + err.Error(), Err: err}
 		}
+		if base, gone := store.Abandoned(c.Manifest.ID); gone {
+			store.Close()
+			return &SetupError{Msg: fmt.Sprintf("cannot restore %s: a run resumed from the older checkpoint %d after it was taken, and took the outputs back to that one, so they no longer hold what it describes (restoring it would write results twice, or leave a hole). Resume without --from (from the newest checkpoint since), restore one taken since, or move the checkpoint directory and the outputs away to start over", ck.From, base)}
+		}
 	} else {
 		var bad []string
 		c = store.Latest(func(s string) {

@@ -529,3 +529,47 @@ func TestKafkaTopicCreatedAgain(t *testing.T) {
 		t.Fatalf("on_gap: skip: %v %+v\n%s", err, sum, log)
 	}
 }
+
+// A savepoint that a restore from an older one left behind is refused when
+// named with --from, in one line that says why and what to do, and nothing
+// is written: the outputs were taken back to the older one and hold that
+// run's results since, so going on from the newer one would write results
+// twice (a topic) or after a hole (a file). Found by the crash test.
+func TestRestoreOfALeftBehindSavepointRefused(t *testing.T) {
+	dir, refDir := setupDurable(t)
+	_, paths, err := runWithSavepoints(t, dir, nil)
+	if err != nil || len(paths) < 3 {
+		t.Fatalf("%v: %d savepoints", err, len(paths))
+	}
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), j, Options{From: paths[0]}); err != nil {
+		t.Fatal(err)
+	}
+	sameOutputs(t, dir, refDir)
+	before := map[string]string{}
+	for _, f := range []string{"results.jsonl", "late.jsonl", "quarantine.jsonl"} {
+		before[f] = read(t, dir, f)
+	}
+	ckpts, _ := os.ReadDir(filepath.Join(dir, "ckpt"))
+	newer := paths[len(paths)-1]
+	_, err = Run(context.Background(), j, Options{From: newer})
+	want := "cannot restore " + newer + ": a run resumed from the older checkpoint "
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("restore of %s: %v, want one line with %q", newer, err, want)
+	}
+	var re *RuntimeError
+	if !errors.As(err, &re) {
+		t.Errorf("the refusal is a %T, want a RuntimeError (exit 1)", err)
+	}
+	for f, b := range before {
+		if read(t, dir, f) != b {
+			t.Errorf("the refused restore changed %s", f)
+		}
+	}
+	if after, _ := os.ReadDir(filepath.Join(dir, "ckpt")); len(after) != len(ckpts) {
+		t.Errorf("the refused restore changed the checkpoint directory: %d entries, %d before", len(after), len(ckpts))
+	}
+}
