@@ -106,6 +106,23 @@ func setupDurable(t *testing.T) (dir, refDir string) {
 	return dir, refDir
 }
 
+// savepointsOfDurable runs the durable job to its end with a savepoint
+// every 2 batches (at least 3 of them), and returns its directory, the run
+// without checkpoints, the savepoints oldest first and the job, loaded
+// again to be run from one of them.
+func savepointsOfDurable(t *testing.T) (dir, refDir string, paths []string, j *Job) {
+	t.Helper()
+	dir, refDir = setupDurable(t)
+	_, paths, err := runWithSavepoints(t, dir, nil)
+	if err != nil || len(paths) < 3 {
+		t.Fatalf("%v: %d savepoints", err, len(paths))
+	}
+	if j, err = Load(filepath.Join(dir, "job.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return dir, refDir, paths, j
+}
+
 func sameOutputs(t *testing.T, dir, refDir string) {
 	t.Helper()
 	for _, f := range []string{"results.jsonl", "late.jsonl", "quarantine.jsonl"} {

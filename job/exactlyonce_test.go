@@ -536,15 +536,7 @@ func TestKafkaTopicCreatedAgain(t *testing.T) {
 // run's results since, so going on from the newer one would write results
 // twice (a topic) or after a hole (a file). Found by the crash test.
 func TestRestoreOfALeftBehindSavepointRefused(t *testing.T) {
-	dir, refDir := setupDurable(t)
-	_, paths, err := runWithSavepoints(t, dir, nil)
-	if err != nil || len(paths) < 3 {
-		t.Fatalf("%v: %d savepoints", err, len(paths))
-	}
-	j, err := Load(filepath.Join(dir, "job.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, refDir, paths, j := savepointsOfDurable(t)
 	if _, err := Run(context.Background(), j, Options{From: paths[0]}); err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +547,7 @@ func TestRestoreOfALeftBehindSavepointRefused(t *testing.T) {
 	}
 	ckpts, _ := os.ReadDir(filepath.Join(dir, "ckpt"))
 	newer := paths[len(paths)-1]
-	_, err = Run(context.Background(), j, Options{From: newer})
+	_, err := Run(context.Background(), j, Options{From: newer})
 	want := "cannot restore " + newer + ": a run resumed from the older checkpoint "
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("restore of %s: %v, want one line with %q", newer, err, want)

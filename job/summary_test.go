@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,15 +16,7 @@ import (
 // After a resume the summary says what this run read, and at what rate,
 // beside what every run read.
 func TestSummaryCountsThisRun(t *testing.T) {
-	dir, _ := setupDurable(t)
-	_, paths, err := runWithSavepoints(t, dir, nil)
-	if err != nil || len(paths) < 3 {
-		t.Fatalf("%v: %d savepoints", err, len(paths))
-	}
-	j, err := Load(filepath.Join(dir, "job.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, _, paths, j := savepointsOfDurable(t)
 	sum, err := Run(context.Background(), j, Options{From: paths[len(paths)/2], Force: true})
 	if err != nil {
 		t.Fatal(err)
