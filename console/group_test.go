@@ -22,7 +22,7 @@ func TestGroupServer(t *testing.T) {
 	st := GroupStatus{Group: "fraud", Topic: "orders", Changelog: "fraud-changelog", Partitions: 4, Owned: []int32{1, 3},
 		Tasks: []TaskStatus{
 			{Partition: 1, State: "running", Starts: 1, Restored: TaskRestore{Checkpoint: 7, Millis: 250}, ChangelogWritten: 1000, ChangelogReused: 5000,
-				Status: engine.Status{Watermark: 1_780_000_000_000, OpenWindows: 12, Counts: engine.Counts{Read: 99}}},
+				Status: engine.Status{Watermark: 1_780_000_000_000, OpenWindows: 12, Counts: engine.Counts{Accounting: engine.Accounting{Read: 99}}}},
 			{Partition: 3, State: "restoring", Starts: 2},
 		}}
 	s := &GroupServer{Job: JobInfo{Name: "j"}, Status: func(context.Context) GroupStatus { return st }}
@@ -72,7 +72,7 @@ func TestGroupServerLikeAJob(t *testing.T) {
 	at := time.Now()
 	running := func(p int32, ck time.Time) TaskStatus {
 		return TaskStatus{Partition: p, State: "running", Status: engine.Status{State: "running", At: at, WatermarkDelay: 2000,
-			Watermark: 1_780_000_000_000, WatermarkGap: 3000, Counts: engine.Counts{Read: 10, Accepted: 9, TooLate: 1},
+			Watermark: 1_780_000_000_000, WatermarkGap: 3000, Counts: engine.Counts{Accounting: engine.Accounting{Read: 10, Accepted: 9, TooLate: 1}},
 			Partitions: []engine.PartitionStatus{{Name: fmt.Sprintf("orders/%d", p), Watermark: 1_780_000_000_000, Diagnosis: engine.DiagActive,
 				EventDelay: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{7, 3, 0}, Sum: 900, Count: 10}}},
 			BehindWatermark: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{0, 1, 0}, Sum: 500, Count: 1},

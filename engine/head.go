@@ -153,12 +153,13 @@ type Head[K comparable, T any] struct {
 	c Counts
 }
 
-// Counts is the accounting of a job: every record read is accepted, a
-// duplicate, too late, beyond the de-duplication horizon, or quarantined
-// (Read = Accepted + Duplicates + TooLate + BeyondDedupHorizon +
-// Quarantined). Watermark-only records and blank lines are not events and
-// are counted apart.
-type Counts struct {
+// Accounting is where every record a job read went: accepted, a
+// duplicate, too late, beyond the de-duplication horizon, or quarantined;
+// what is left (InFlight) was read but not yet taken by the windows when
+// the job stopped at once. It is the one definition of the job's ledger:
+// the head counts it, the engine's status, weir run's summary and its
+// acceptance record report it, each embedding it.
+type Accounting struct {
 	Read       int64 `json:"read"`
 	Accepted   int64 `json:"accepted"`
 	Duplicates int64 `json:"duplicates"`
@@ -166,14 +167,31 @@ type Counts struct {
 	// BeyondDedupHorizon counts the events older than the watermark minus
 	// the de-duplication horizon: an earlier delivery would have been
 	// forgotten, so they go to the late events instead of being counted.
-	BeyondDedupHorizon int64            `json:"beyond_dedup_horizon"`
-	Quarantined        int64            `json:"quarantined"`
-	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
-	LateAccepted       int64            `json:"late_accepted"`
-	PanesFired         int64            `json:"panes_fired"`
-	WindowsFired       int64            `json:"windows_fired"`
-	WatermarkLines     int64            `json:"watermark_lines"`
-	BlankLines         int64            `json:"blank_lines"`
+	BeyondDedupHorizon int64 `json:"beyond_dedup_horizon"`
+	Quarantined        int64 `json:"quarantined"`
+}
+
+// InFlight is what was read but is not accounted for: the events read and
+// not yet taken by the windows.
+func (a Accounting) InFlight() int64 {
+	return a.Read - (a.Accepted + a.Duplicates + a.TooLate + a.BeyondDedupHorizon + a.Quarantined)
+}
+
+// Balanced says whether every record read is accounted for.
+func (a Accounting) Balanced() bool { return a.InFlight() == 0 }
+
+// Counts is the head's accounting (Accounting) with what it counts beside:
+// the quarantine's reasons, the accepted events that were late, the panes
+// and windows fired, and the records that are not events: watermark-only
+// records and blank lines, counted apart, and the records a source lost.
+type Counts struct {
+	Accounting
+	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
+	LateAccepted      int64            `json:"late_accepted"`
+	PanesFired        int64            `json:"panes_fired"`
+	WindowsFired      int64            `json:"windows_fired"`
+	WatermarkLines    int64            `json:"watermark_lines"`
+	BlankLines        int64            `json:"blank_lines"`
 	// Lost counts the records the source skipped knowing they were there
 	// (a Kafka partition's retention deleted them before they were read,
 	// and the job says on_gap: skip): never read, so not in Read.

@@ -71,15 +71,10 @@ type AcceptanceSettings struct {
 
 // AcceptanceAccounting is the accounting of every line.
 type AcceptanceAccounting struct {
-	Read               int64            `json:"read"`
-	Accepted           int64            `json:"accepted"`
-	LateAccepted       int64            `json:"late_accepted"`
-	Duplicates         int64            `json:"duplicates"`
-	TooLate            int64            `json:"too_late"`
-	BeyondDedupHorizon int64            `json:"beyond_dedup_horizon"`
-	Quarantined        int64            `json:"quarantined"`
-	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
-	Balanced           bool             `json:"balanced"`
+	engine.Accounting
+	LateAccepted      int64            `json:"late_accepted"`
+	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
+	Balanced          bool             `json:"balanced"`
 }
 
 // PaneCount is the number of panes of one timing and revision.
@@ -183,9 +178,8 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 	if c.FirstEventTime <= c.LastEventTime {
 		a.Input.FirstEventTime, a.Input.LastEventTime = c.FirstEventTime.String(), c.LastEventTime.String()
 	}
-	a.Accounting = AcceptanceAccounting{Read: sum.Read, Accepted: sum.Accepted, LateAccepted: sum.LateAccepted, Duplicates: sum.Duplicates,
-		TooLate: sum.TooLate, BeyondDedupHorizon: sum.BeyondDedupHorizon, Quarantined: sum.Quarantined, QuarantineReasons: sum.QuarantineReasons}
-	a.Accounting.Balanced = sum.Read == sum.Accepted+sum.Duplicates+sum.TooLate+sum.BeyondDedupHorizon+sum.Quarantined
+	a.Accounting = AcceptanceAccounting{Accounting: sum.Accounting, LateAccepted: sum.LateAccepted,
+		QuarantineReasons: sum.QuarantineReasons, Balanced: sum.Accounting.Balanced()}
 	a.TooLateByWindow = sum.TooLateByWindow
 	ck := rn.e.Checkpoints()
 	a.Recovery.Checkpoints, a.Recovery.CheckpointsFailed, a.Recovery.LastCheckpoint = ck.Total, ck.Failed, ck.Path

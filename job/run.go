@@ -112,16 +112,8 @@ func (e *RuntimeError) Unwrap() error { return e.Err }
 // + TooLate + BeyondDedupHorizon + Quarantined + InFlight. Watermark-only
 // lines and blank lines are not events and are counted apart.
 type Summary struct {
-	Job        string `json:"job"`
-	Read       int64  `json:"read"`
-	Accepted   int64  `json:"accepted"`
-	Duplicates int64  `json:"duplicates"`
-	TooLate    int64  `json:"too_late"`
-	// BeyondDedupHorizon counts the events older than the watermark minus
-	// dedup_horizon: they went to the late output (reason
-	// beyond_dedup_horizon), since a duplicate of them could not be told.
-	BeyondDedupHorizon int64 `json:"beyond_dedup_horizon"`
-	Quarantined        int64 `json:"quarantined"`
+	Job string `json:"job"`
+	engine.Accounting
 	// InFlight counts the events that had been read, but not yet taken
 	// by the windows, when a job stopped at once (a failure, or a stop that
 	// could not wait): the next run reads them again from its checkpoint.
@@ -948,13 +940,15 @@ func (rn *Runnable) summary(err error) *Summary {
 	c := rn.head.Counts()
 	st := rn.win.Stats()
 	s := &Summary{
-		Job: rn.j.Name, Read: c.Read, Duplicates: c.Duplicates, Quarantined: c.Quarantined, BeyondDedupHorizon: c.BeyondDedupHorizon,
+		Job: rn.j.Name, Accounting: c.Accounting,
 		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Lost: c.Lost,
-		Accepted: st.Accepted, TooLate: st.TooLate, LateAccepted: st.LateAccepted,
-		PanesFired: st.Panes, WindowsFired: st.Fired,
+		LateAccepted: st.LateAccepted, PanesFired: st.Panes, WindowsFired: st.Fired,
 		PanesWritten: rn.out.Written(),
 	}
-	s.InFlight = s.Read - (s.Accepted + s.Duplicates + s.TooLate + s.BeyondDedupHorizon + s.Quarantined)
+	// The windows' own counts are final once they have ended; the head's
+	// are as of its last status.
+	s.Accepted, s.TooLate = st.Accepted, st.TooLate
+	s.InFlight = s.Accounting.InFlight()
 	s.ReadThisRun = s.Read - rn.restoredRead
 	if rn.late != nil {
 		s.LateWritten = rn.late.Written()

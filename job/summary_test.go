@@ -29,7 +29,7 @@ func TestSummaryCountsThisRun(t *testing.T) {
 		t.Errorf("summary:\n%s\nwant it to start with\n%s", text, want)
 	}
 	// A run from the start says nothing of it.
-	fresh := &Summary{Job: "x", Read: 10, ReadThisRun: 10, elapsed: 2 * time.Second}
+	fresh := &Summary{Job: "x", Accounting: engine.Accounting{Read: 10}, ReadThisRun: 10, elapsed: 2 * time.Second}
 	if text := fresh.Text(); !strings.HasPrefix(text, "weir: x: read 10 lines in 2.00s (5 lines/s): ") {
 		t.Errorf("summary: %s", text)
 	}
@@ -38,7 +38,7 @@ func TestSummaryCountsThisRun(t *testing.T) {
 // The progress line: lines, rate, and for a file of known size the share
 // read and the time left.
 func TestProgressLine(t *testing.T) {
-	st := engine.Status{Watermark: mtime.Time(1_780_000_000_000), OpenWindows: 12, Counts: engine.Counts{Read: 3000, WatermarkLines: 10}}
+	st := engine.Status{Watermark: mtime.Time(1_780_000_000_000), OpenWindows: 12, Counts: engine.Counts{Accounting: engine.Accounting{Read: 3000}, WatermarkLines: 10}}
 	cases := []struct {
 		base, size, read, read0 int64
 		want                    string
