@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/group"
 )
 
 // Pipeline is a graph of streams from its sources to its sinks. Build it
@@ -39,6 +41,10 @@ type Pipeline struct {
 	err      error
 	started  bool
 	ctl      chan *engine.Control
+
+	mu      sync.Mutex
+	eng     *engine.Engine // while it runs
+	aborted error          // Abort before Run started the engine
 }
 
 // Option configures a Pipeline.
@@ -99,6 +105,31 @@ func Delivery(g connector.Guarantee) Option {
 // w.
 func Log(w io.Writer) Option { return func(p *Pipeline) { p.cfg.Log = w } }
 
+// InGroup makes the pipeline the task t of an instance of a consumer group
+// (package group: group.Config's Task function builds it). It checkpoints
+// every interval into t.Dir, resuming from the checkpoint the group read
+// back there from the task's partition of the changelog, and publishes each
+// checkpoint to that partition in the transaction that commits the
+// pipeline's Kafka sinks, which write through t.Txn (kafka.Sink's Txn): one
+// transaction per checkpoint holds the output, the state and the input
+// position, whichever instance runs the task. A checkpoint that fails stops
+// the task (the group starts it again from its last committed one), and
+// the pipeline is Live; its source reads t.Partition of t.Topic alone
+// (kafka.Source's Topic and Partitions). The pipeline logs to t.Log unless
+// Log says otherwise.
+func InGroup(t *group.Task, interval time.Duration) Option {
+	return func(p *Pipeline) {
+		Checkpoints(t.Dir, interval)(p)
+		p.cfg.Checkpoint.Publish = t.Publish
+		p.cfg.Checkpoint.TolerableFailures = 0
+		p.cfg.StopWait = t.StopWait
+		p.live = true
+		if p.cfg.Log == nil {
+			p.cfg.Log = t.Log
+		}
+	}
+}
+
 // Name names the pipeline in logs and checkpoints (default "pipeline").
 func Name(name string) Option { return func(p *Pipeline) { p.cfg.Name = name } }
 
@@ -139,6 +170,32 @@ func (p *Pipeline) Control(ctx context.Context) (*engine.Control, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Abort stops the pipeline at once, without a savepoint: with Checkpoints,
+// the next run resumes from the last checkpoint, and Run returns err. An
+// Abort before Run makes Run return err at once.
+func (p *Pipeline) Abort(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.eng != nil {
+		p.eng.Abort(err)
+	} else if p.aborted == nil {
+		p.aborted = err
+	}
+}
+
+// Status reports the running pipeline, waiting at most timeout for it;
+// before Run has started it, and after it ended, a Status with the state
+// "stopped".
+func (p *Pipeline) Status(ctx context.Context, timeout time.Duration) engine.Status {
+	p.mu.Lock()
+	e := p.eng
+	p.mu.Unlock()
+	if e == nil {
+		return engine.Status{Job: p.cfg.Name, State: "stopped"}
+	}
+	return e.Control().Status(ctx, timeout)
 }
 
 // Run executes the pipeline until its sources end (then every window fires
@@ -196,8 +253,19 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	if w := p.warnUnnamed(); w != "" && e.Checkpointed() {
 		e.Logf("%s", w)
 	}
+	p.mu.Lock()
+	if p.aborted != nil {
+		p.mu.Unlock()
+		e.Discard()
+		return p.aborted
+	}
+	p.eng = e
+	p.mu.Unlock()
 	p.ctl <- e.Control()
 	err = e.Run(ctx)
+	p.mu.Lock()
+	p.eng = nil
+	p.mu.Unlock()
 	if errors.Is(err, engine.ErrStopped) && ctx.Err() != nil {
 		return errors.Join(ctx.Err(), err)
 	}

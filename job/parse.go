@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/mtime"
@@ -88,7 +89,7 @@ type lineParser struct {
 	partIDs  []string       // identities, by number
 	partKeys []string       // names (canonical JSON), by number
 
-	route *routeCheck // in a task of a group job
+	route *group.Route // in a task of a group job
 }
 
 func newLineParser(j *Job) *lineParser {
@@ -176,8 +177,9 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		}
 		p.rec.line, p.rec.part = r.Offset, int32(r.Partition)
 		d.Value = p.rec
-		if lp.route != nil {
-			lp.route.check(p.key, r.Offset)
+		if lp.route != nil && lp.route.Sample() {
+			// As a producer keyed by it wrote it.
+			lp.route.Check([]byte(keyValue(p.key)), p.key, r.Offset)
 		}
 	}
 }

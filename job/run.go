@@ -426,8 +426,8 @@ func (rn *Runnable) build() error {
 	}
 	lp := newLineParser(j)
 	if o.task != nil && j.Key != nil {
-		lp.route = o.task.route
-		lp.route.log = func(s string) { rn.logf("%s", s) }
+		lp.route = o.task.t.Route
+		lp.route.Log = func(s string) { rn.logf("%s", s) }
 	}
 	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
 		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
@@ -602,7 +602,7 @@ func (rn *Runnable) build() error {
 		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if o.task != nil {
-			ks.Partitions = []int32{o.task.partition}
+			ks.Partitions = []int32{o.task.t.Partition}
 		}
 		src = ks
 	case j.Input == "-":
@@ -650,7 +650,7 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 			TransactionalID:    transactionalID(rn.j, o.Field)}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if rn.o.task != nil {
-			ks.Txn = rn.o.task.txn
+			ks.Txn = rn.o.task.t.Txn
 		}
 		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))
