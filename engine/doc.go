@@ -39,4 +39,15 @@
 // clock only in a live job, once per batch and at each tick, so that a replay
 // and a test produce exactly the same results as a live run with the same
 // arrivals. Tests of live behaviour run the engine inside testing/synctest.
+//
+// # What belongs here
+//
+// The run of one job on one machine: its flow, its checkpoints, its clocks,
+// its status, and its accounting (Accounting, the one ledger of every
+// record read, which the status, weir run's summary and its acceptance
+// record embed). The operators themselves are internal/exec's, the state
+// backends package state's, the storage of checkpoints package
+// checkpoint's. What a job computes belongs to its front door (package job
+// or package weir), and spreading one job over machines to package group,
+// which runs an engine per partition.
 package engine

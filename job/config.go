@@ -4,6 +4,14 @@
 //
 // Every mistake in a job file is reported before anything runs or is written,
 // as one line naming the file, the line, the field and what was expected.
+//
+// What belongs here is the translation of the file: its schema and checks,
+// the decoder of its lines (the rules of their times are
+// internal/linedec's), the formats of what it writes, the outputs it names,
+// its summary and acceptance record. The runtime does not: the engine runs
+// what Build makes, package group distributes a group job's partitions (a
+// Group is a group.Config whose tasks are Runnables), and the connectors
+// read and write.
 package job
 
 import (

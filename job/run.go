@@ -364,8 +364,41 @@ func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...
 
 func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
-	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop, StopWait: o.stopWait}
 	rn.warn = j.Warnings()
+	e, err := engine.New(rn.engineConfig())
+	if err != nil {
+		return setupError(j, err)
+	}
+	rn.e = e
+	if e.Resumed() == nil {
+		// Starting afresh replaces the outputs: only those weir wrote.
+		if err := claimOutputs(j, o.FS, o.Force); err != nil {
+			return err
+		}
+	}
+	for _, w := range rn.warn {
+		if o.task == nil { // a group's instance says them once for its tasks
+			rn.logf("warning: %s", w)
+		}
+	}
+	lp := newLineParser(j)
+	dd, partial, former, err := rn.buildWindow(lp)
+	if err != nil {
+		return err
+	}
+	quarantine, err := rn.buildOutputs(partial, former)
+	if err != nil {
+		return err
+	}
+	rn.reportStateBytes()
+	return rn.buildInput(lp, dd, quarantine)
+}
+
+// engineConfig is the engine's configuration: checkpoints, and what the
+// options ask of them.
+func (rn *Runnable) engineConfig() engine.Config {
+	j, o := rn.j, rn.o
+	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop, StopWait: o.stopWait}
 	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 || o.afterBatch != nil || o.CheckpointAfter != nil {
 		ecfg.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
 			if o.afterBatch != nil {
@@ -408,23 +441,14 @@ func (rn *Runnable) build() error {
 			return rn.writeEnd(context.Background(), rn.finalSummary(nil))
 		}
 	}
-	e, err := engine.New(ecfg)
-	if err != nil {
-		return setupError(j, err)
-	}
-	rn.e = e
-	if e.Resumed() == nil {
-		// Starting afresh replaces the outputs: only those weir wrote.
-		if err := claimOutputs(j, o.FS, o.Force); err != nil {
-			return err
-		}
-	}
-	for _, w := range rn.warn {
-		if o.task == nil { // a group's instance says them once for its tasks
-			rn.logf("warning: %s", w)
-		}
-	}
-	lp := newLineParser(j)
+	return ecfg
+}
+
+// buildWindow makes the window stage, its state backend and the
+// de-duplication ids; partial and former are the restored checkpoint's
+// aggregates the job computes no more, and their values.
+func (rn *Runnable) buildWindow(lp *lineParser) (dd state.Dedup, partial, former []string, err error) {
+	j, o, e := rn.j, rn.o, rn.e
 	if o.task != nil && j.Key != nil {
 		lp.route = o.task.t.Route
 		lp.route.Log = func(s string) { rn.logf("%s", s) }
@@ -438,7 +462,6 @@ func (rn *Runnable) build() error {
 	}
 	// A checkpoint of the job before a change of its aggregates (or of an
 	// earlier format) is read by a codec of its own.
-	var partial, former []string
 	if r := e.Restore(); r != nil {
 		former = formerValues(j, r)
 		var rc *codec
@@ -446,10 +469,9 @@ func (rn *Runnable) build() error {
 			wcfg.RestoreCodec = *rc
 		}
 	}
-	var dd state.Dedup
 	if j.State.Backend == "pebble" {
 		if err := rn.openState(lp); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 		wcfg.State = rn.db
 	}
@@ -461,15 +483,25 @@ func (rn *Runnable) build() error {
 		}
 	}
 	if rn.win, err = engine.NewWindow(e, wcfg); err != nil {
-		return &RuntimeError{Msg: err.Error(), Err: err}
+		return nil, nil, nil, &RuntimeError{Msg: err.Error(), Err: err}
 	}
+	return dd, partial, former, nil
+}
+
+// buildOutputs makes the outputs: the results (after having), the
+// acceptance record's tally, the console's recent panes, the too-late
+// events, the dead letters and the quarantine, which it returns for the
+// head.
+func (rn *Runnable) buildOutputs(partial, former []string) (engine.Consumer[engine.RejectedRecord], error) {
+	j, o, e := rn.j, rn.o, rn.e
+	var err error
 	// Sinks: the quarantine is written by the source loop, the results and
 	// the late events by the window stage.
 	var quarantine engine.Consumer[engine.RejectedRecord]
 	if j.Rejects != nil {
 		q, err := newSink(rn, j.Rejects, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		quarantine = q
 	}
@@ -481,10 +513,10 @@ func (rn *Runnable) build() error {
 		if o := &j.Outputs[i]; o.Table != nil {
 			ts := newTableSink(j, o, e.Checkpointed(), partial, former, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
-				return setupError(j, err)
+				return nil, setupError(j, err)
 			}
 		} else if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord, paneID); err != nil {
-			return err
+			return nil, err
 		}
 		if i == 0 {
 			rn.out = n
@@ -500,7 +532,7 @@ func (rn *Runnable) build() error {
 	if j.Having != "" {
 		h, err := compileHaving(j.Having, j.Aggregates)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rn.having = &havingFilter{j: j, h: h, next: results, log: func(s string) { rn.logf("%s", s) }}
 		results = rn.having
@@ -530,24 +562,9 @@ func (rn *Runnable) build() error {
 		fan.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add}) // what the outputs get: after having
 		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
 	}
-	if rn.db != nil {
-		db := rn.db
-		e.OnStatus(func(s *engine.Status) { s.StateBytes = int64(db.Metrics().DiskSpaceUsage()) + db.CacheBudget() })
-	} else {
-		// The memory backend: the Go heap's live objects, an upper bound,
-		// read without stopping the world (runtime.ReadMemStats would, at
-		// every scrape).
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		e.OnStatus(func(s *engine.Status) {
-			metrics.Read(sample)
-			if sample[0].Value.Kind() == metrics.KindUint64 {
-				s.StateBytes = int64(sample[0].Value.Uint64())
-			}
-		})
-	}
 	if j.Late != nil {
 		if rn.late, err = newSink(rn, j.Late, newFormat(j).appendLate, newFormat(j).lateRecord, lateID); err != nil {
-			return err
+			return nil, err
 		}
 		rn.win.Late.Subscribe(rn.late)
 	}
@@ -556,7 +573,7 @@ func (rn *Runnable) build() error {
 		df := newFormat(j)
 		dn, err := newSink(rn, j.DeadLetter, df.appendDead, df.deadKafka, deadID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		dl, ff := newDeadLetters(dn), newFormat(j)
 		for _, n := range rn.outs {
@@ -580,6 +597,34 @@ func (rn *Runnable) build() error {
 			return nil
 		})
 	}
+	return quarantine, nil
+}
+
+// reportStateBytes puts what the state takes in the status.
+func (rn *Runnable) reportStateBytes() {
+	e := rn.e
+	if rn.db != nil {
+		db := rn.db
+		e.OnStatus(func(s *engine.Status) { s.StateBytes = int64(db.Metrics().DiskSpaceUsage()) + db.CacheBudget() })
+	} else {
+		// The memory backend: the Go heap's live objects, an upper bound,
+		// read without stopping the world (runtime.ReadMemStats would, at
+		// every scrape).
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		e.OnStatus(func(s *engine.Status) {
+			metrics.Read(sample)
+			if sample[0].Value.Kind() == metrics.KindUint64 {
+				s.StateBytes = int64(sample[0].Value.Uint64())
+			}
+		})
+	}
+}
+
+// buildInput makes the head and the source, and says what the restore
+// did.
+func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine.Consumer[engine.RejectedRecord]) error {
+	j, o, e := rn.j, rn.o, rn.e
+	var err error
 	srcName := j.Input
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
