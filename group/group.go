@@ -148,6 +148,16 @@ type fatal struct{ err error }
 func (e *fatal) Error() string { return e.err.Error() }
 func (e *fatal) Unwrap() error { return e.err }
 
+// taskError is a task's error that stopped the instance, named by the
+// task's partition.
+type taskError struct {
+	msg string
+	err error
+}
+
+func (e *taskError) Error() string { return e.msg }
+func (e *taskError) Unwrap() error { return e.err }
+
 // Instance is one instance of a group job.
 type Instance struct {
 	c     Config
@@ -400,7 +410,7 @@ func (gr *Instance) runTask(ctx context.Context, t *task) {
 				err = ft.err
 			}
 			select {
-			case gr.failed <- fmt.Errorf("%s/%d: %s", gr.conn.Topic, t.p, errText(err)):
+			case gr.failed <- &taskError{msg: fmt.Sprintf("%s/%d: %s", gr.conn.Topic, t.p, errText(err)), err: err}:
 			default:
 			}
 			return
