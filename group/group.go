@@ -34,6 +34,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/text"
 )
 
 // Config is one instance of a group job.
@@ -262,7 +263,7 @@ func (gr *Instance) Run(ctx context.Context) error {
 			defer copied.Done()
 			for run.Err() == nil {
 				if err := rk.Run(run); err != nil {
-					gr.logf("repartition %s: %v; starting again in 1s", conn.Topic, errText(err))
+					gr.logf("repartition %s: %v; starting again in 1s", conn.Topic, text.ErrorText(err))
 					select {
 					case <-run.Done():
 					case <-time.After(time.Second):
@@ -410,7 +411,7 @@ func (gr *Instance) runTask(ctx context.Context, t *task) {
 				err = ft.err
 			}
 			select {
-			case gr.failed <- &taskError{msg: fmt.Sprintf("%s/%d: %s", gr.conn.Topic, t.p, errText(err)), err: err}:
+			case gr.failed <- &taskError{msg: fmt.Sprintf("%s/%d: %s", gr.conn.Topic, t.p, text.ErrorText(err)), err: err}:
 			default:
 			}
 			return
@@ -423,9 +424,9 @@ func (gr *Instance) runTask(ctx context.Context, t *task) {
 			wait = max(wait, gr.c.SessionTimeout)
 		}
 		t.mu.Lock()
-		t.state, t.lastErr = "failed", errText(err)
+		t.state, t.lastErr = "failed", text.ErrorText(err)
 		t.mu.Unlock()
-		gr.logf("%s/%d: %v; starting it again from its changelog in %s", gr.conn.Topic, t.p, errText(err), wait)
+		gr.logf("%s/%d: %v; starting it again from its changelog in %s", gr.conn.Topic, t.p, text.ErrorText(err), wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -555,7 +556,7 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 		ms, err := g.Members(mctx)
 		cancel()
 		if err != nil {
-			s.MembersErr = errText(err)
+			s.MembersErr = text.ErrorText(err)
 		}
 		for _, m := range ms {
 			s.Members = append(s.Members, console.GroupMember(m))
@@ -586,12 +587,4 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 		s.Tasks = append(s.Tasks, ts)
 	}
 	return s
-}
-
-// errText is an error's text without the path an *os.PathError repeats.
-func errText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }

@@ -29,6 +29,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weirstream/weir/internal/secret"
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
@@ -225,12 +226,7 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 	return j, nil
 }
 
-func errText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err.Error()
-	}
-	return err.Error()
-}
+func errText(err error) string { return text.ErrorText(err) }
 
 // Parse reads a job file's text. dir is the directory relative paths are
 // resolved against; file names the file in errors.

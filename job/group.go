@@ -10,7 +10,6 @@ import (
 
 	"github.com/valyala/fastjson"
 
-	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
@@ -26,11 +25,6 @@ type Group struct {
 	j *Job
 	o Options
 	g *group.Instance
-}
-
-// taskHooks make a Runnable one task of a consumer-group job.
-type taskHooks struct {
-	t *group.Task
 }
 
 // NewGroup prepares an instance of the group job j.
@@ -97,7 +91,7 @@ func (gr *Group) task(_ context.Context, t *group.Task) (group.Runner, error) {
 	o.Log = t.Log
 	o.Progress, o.From = nil, ""
 	o.stopWait = t.StopWait
-	o.task = &taskHooks{t: t}
+	o.task = t
 	rn, err := Build(&tj, o)
 	if err != nil {
 		return nil, err
@@ -141,11 +135,6 @@ func (g *groupTask) Console() *console.Server {
 	srv := g.rn.Console()
 	srv.Started, srv.CheckpointInterval = time.Now(), g.interval
 	return srv
-}
-
-// publish is the task's Checkpointing.Publish.
-func (h *taskHooks) publish(ctx context.Context, m checkpoint.Manifest, files []checkpoint.Input) error {
-	return h.t.Publish(ctx, m, files)
 }
 
 // RepartitionTopic is the topic a group job with source.kafka.repartition

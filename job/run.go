@@ -26,6 +26,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
@@ -95,7 +96,7 @@ type Options struct {
 	stopAfter int64
 	// task, for a task of a consumer-group job: its partition, its
 	// transactions and where its checkpoints go.
-	task *taskHooks
+	task *group.Task
 }
 
 // RuntimeError is a failure while a job runs (as opposed to a bad job
@@ -382,6 +383,10 @@ func (rn *Runnable) build() error {
 		}
 	}
 	lp := newLineParser(j)
+	if o.task != nil && j.Key != nil {
+		lp.route = o.task.Route
+		lp.route.Log = func(s string) { rn.logf("%s", s) }
+	}
 	dd, partial, former, err := rn.buildWindow(lp)
 	if err != nil {
 		return err
@@ -426,7 +431,7 @@ func (rn *Runnable) engineConfig() engine.Config {
 			Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: o.DropState, From: o.From, FS: o.FS,
 		}
 		if o.task != nil {
-			ecfg.Checkpoint.Publish = o.task.publish
+			ecfg.Checkpoint.Publish = o.task.Publish
 		}
 		// The record of the end of the input keeps the run's summary: a
 		// run that resumes only to commit that record's output reports it.
@@ -448,11 +453,7 @@ func (rn *Runnable) engineConfig() engine.Config {
 // de-duplication ids; partial and former are the restored checkpoint's
 // aggregates the job computes no more, and their values.
 func (rn *Runnable) buildWindow(lp *lineParser) (dd state.Dedup, partial, former []string, err error) {
-	j, o, e := rn.j, rn.o, rn.e
-	if o.task != nil && j.Key != nil {
-		lp.route = o.task.t.Route
-		lp.route.Log = func(s string) { rn.logf("%s", s) }
-	}
+	j, e := rn.j, rn.e
 	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
 		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
 		NewAgg: func() aggregate.Func[record, acc, []outVal] {
@@ -647,7 +648,7 @@ func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine
 		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if o.task != nil {
-			ks.Partitions = []int32{o.task.t.Partition}
+			ks.Partitions = []int32{o.task.Partition}
 		}
 		src = ks
 	case j.Input == "-":
@@ -695,7 +696,7 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 			TransactionalID:    transactionalID(rn.j, o.Field)}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if rn.o.task != nil {
-			ks.Txn = rn.o.task.t.Txn
+			ks.Txn = rn.o.task.Txn
 		}
 		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))

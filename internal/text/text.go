@@ -1,6 +1,17 @@
 // Package text holds small formatting helpers shared by weir's writers.
 package text
 
+import "os"
+
+// ErrorText is an error's text without the path an *os.PathError repeats,
+// for a message that names the file itself.
+func ErrorText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
 // AppendPadded appends v (not negative) in decimal, zero-padded to at least
 // width digits, without allocating.
 func AppendPadded(b []byte, v int64, width int) []byte {
