@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/aggregate"
-	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -18,8 +18,8 @@ import (
 
 // The watermark simulator: a toy stream of taps (a game's taps on a phone),
 // with time shrunk to seconds, cut into windows by event time, replayed in
-// arrival order through weir's own window operator and watermark driver
-// (package internal/exec, what every job runs), so that what it shows is
+// arrival order through weir's own window operator and its clocks
+// (engine.Operator, the core of every window stage), so that what it shows is
 // what weir does. With the toy's own controls it shows exactly what the
 // reference simulator it is modelled on shows. It goes past a one-partition
 // toy in two ways: the watermark may be emitted periodically, as Flink
@@ -310,20 +310,6 @@ func Simulate(p SimParams) (*SimResult, error) {
 	return res, nil
 }
 
-// simTarget passes the replay on to the window operator and tells closed
-// when the driver emits a watermark, so that a window's closing time is the
-// moment the watermark passed its end, whether or not it holds a tap.
-type simTarget struct {
-	*exec.Runner[string, int, []int, []int]
-	closed func(w, now mtime.Time)
-}
-
-// Watermark implements exec.Target.
-func (t simTarget) Watermark(w, now mtime.Time) {
-	t.Runner.Watermark(w, now)
-	t.closed(w, now)
-}
-
 // run is one replay: one window stage counting the taps (their index) per
 // window, with the watermark, lateness and partitions of p.
 //
@@ -356,12 +342,6 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 	wm := watermark.BoundedOutOfOrderness(time.Duration(p.Delay * float64(time.Second))).WithInterval(time.Duration(p.Interval * float64(time.Second)))
 	if p.Idle > 0 {
 		wm = wm.WithIdleness(time.Duration(p.Idle * float64(time.Second)))
-	}
-	if err := strategy.Validate(); err != nil {
-		return nil, err
-	}
-	if err := wm.Validate(); err != nil {
-		return nil, err
 	}
 	n := int(simSpan) / p.Size
 	wins := make([]SimWindow, n)
@@ -400,23 +380,10 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 			}
 		}
 	}
-	r := exec.NewRunner(exec.Config[string, int, []int, []int]{
-		Strategy: strategy,
-		Agg:      aggregate.Collect[int](),
-		Emit: func(outs []exec.Out[string, int, []int]) error {
-			for i := range outs {
-				switch outs[i].Kind {
-				case exec.OutPane:
-					pane(&outs[i].Pane)
-				case exec.OutLate:
-					tooLate(&outs[i].Late)
-				}
-			}
-			return nil
-		},
-	})
 	cur := -1 // the tap being sent, if any
 	shut := 0 // the windows before it have closed
+	// A window's closing time is the moment the watermark passed its end,
+	// whether or not it holds a tap.
 	closed := func(w, now mtime.Time) {
 		for ; shut < n && w >= ms(wins[shut].End)-1; shut++ {
 			c := float64(now) / 1000
@@ -426,11 +393,17 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 			wins[shut].Close = &c
 		}
 	}
-	d := exec.NewDriver[string, int](simTarget{r, closed}, wm, strategy.Trigger.UsesProcessingTime())
+	op, err := engine.NewOperator(engine.OperatorConfig[string, int, []int, []int]{
+		Strategy: strategy, Watermark: wm, Agg: aggregate.Collect[int](),
+		Pane: pane, Late: tooLate, Emitted: closed,
+	})
+	if err != nil {
+		return nil, err
+	}
 	for _, i := range order {
-		d.Advance(ms(taps[i].Arr))
+		op.Advance(ms(taps[i].Arr))
 		cur = i
-		d.Event(taps[i].Partition, "taps", ms(taps[i].TS), i)
+		op.Event(taps[i].Partition, "taps", ms(taps[i].TS), i)
 		cur = -1
 	}
 	for i := range taps {

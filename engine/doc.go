@@ -45,7 +45,10 @@
 // The run of one job on one machine: its flow, its checkpoints, its clocks,
 // its status, and its accounting (Accounting, the one ledger of every
 // record read, which the status, weir run's summary and its acceptance
-// record embed). The operators themselves are internal/exec's, the state
+// record embed), and Operator, the window operator with its clocks that
+// every window stage is built on and that a deterministic replay (weir
+// lateness, the console's simulator, weirtest's harness) drives by itself.
+// The operators' internals are internal/exec's, the state
 // backends package state's, the storage of checkpoints package
 // checkpoint's. What a job computes belongs to its front door (package job
 // or package weir), and spreading one job over machines to package group,

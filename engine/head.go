@@ -9,7 +9,6 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
-	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
@@ -91,7 +90,7 @@ type Target[K comparable, T any] interface {
 	Now() mtime.Time
 	Tracker() *watermark.Tracker
 	Progress() (mtime.Time, int64)
-	LiveStats() exec.Stats
+	LiveStats() WindowStats
 }
 
 // RejectedRecord is a record that was not a valid event: what a quarantine

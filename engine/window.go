@@ -59,8 +59,7 @@ type Window[K comparable, T, A, O any] struct {
 	e     *Engine
 	cfg   WindowConfig[K, T, A, O]
 	p     *Participant
-	r     *exec.Runner[K, T, A, O]
-	d     *exec.Driver[K, T]
+	op    *Operator[K, T, A, O]
 	ended bool
 	// restored is the number of operator instances of the checkpoint the
 	// stage was restored from, 0 when it started afresh.
@@ -74,7 +73,7 @@ type Window[K comparable, T, A, O any] struct {
 	// merge side
 	bars    []*exec.Barrier
 	acked   chan struct{} // closed when the last barrier's snapshots are acknowledged
-	stats   exec.Stats
+	stats   WindowStats
 	latency histogram // on-time panes: wall clock at the sinks - firing
 }
 
@@ -145,13 +144,12 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 		}
 		driverState = driverState[len(driverState)-d.Len():]
 	}
-	w.r = exec.NewRunner(xc)
-	if err := w.r.Err(); err != nil {
+	w.op = newOperator(xc, cfg.Watermark, nil)
+	if err := w.op.r.Err(); err != nil {
 		return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
 	}
-	w.d = exec.NewDriver[K, T](w.r, cfg.Watermark, cfg.Strategy.Trigger.UsesProcessingTime())
 	if driverState != nil {
-		if err := w.d.RestoreState(enc.NewDecoder(driverState)); err != nil {
+		if err := w.op.d.RestoreState(enc.NewDecoder(driverState)); err != nil {
 			return nil, fmt.Errorf("cannot restore %s: %s: %w", e.resumed.Path, p.FileName("clock"), err)
 		}
 	}
@@ -166,11 +164,11 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 func (w *Window[K, T, A, O]) RestoredInstances() int { return w.restored }
 
 // LiveStats is what the operators did so far, as they last published it.
-func (w *Window[K, T, A, O]) LiveStats() exec.Stats { return w.r.LiveStats() }
+func (w *Window[K, T, A, O]) LiveStats() WindowStats { return w.op.r.LiveStats() }
 
 // status adds the stage's windows, panes and latency to a report.
 func (w *Window[K, T, A, O]) status(s *Status) {
-	st := w.r.LiveStats()
+	st := w.op.r.LiveStats()
 	if s.WatermarkDelay == 0 && w.cfg.Watermark.Kind == watermark.Bounded {
 		s.WatermarkDelay = int64(w.cfg.Watermark.Delay)
 	}
@@ -187,60 +185,62 @@ func (w *Window[K, T, A, O]) status(s *Status) {
 
 // Event sends an event with event time ts, of input partition part, at the
 // current processing time.
-func (w *Window[K, T, A, O]) Event(part int, key K, ts mtime.Time, v T) { w.d.Event(part, key, ts, v) }
+func (w *Window[K, T, A, O]) Event(part int, key K, ts mtime.Time, v T) {
+	w.op.d.Event(part, key, ts, v)
+}
 
 // Observe tells the watermark of an event that is not sent on (a duplicate
 // still shows that its partition is alive and how far it got).
 // Aside implements Target.
 func (w *Window[K, T, A, O]) Aside(part int, key K, ts mtime.Time, v T, reason string) {
-	w.d.Aside(part, key, ts, v, reason)
+	w.op.d.Aside(part, key, ts, v, reason)
 }
 
 // Observe implements Target.
-func (w *Window[K, T, A, O]) Observe(part int, ts mtime.Time) { w.d.Observe(part, ts) }
+func (w *Window[K, T, A, O]) Observe(part int, ts mtime.Time) { w.op.d.Observe(part, ts) }
 
 // AddPartition declares partition part before its first event, at processing
 // time now, so that it holds the watermark back until it is idle.
 func (w *Window[K, T, A, O]) AddPartition(part int, now mtime.Time) {
-	w.d.Tracker().AddPartition(part, now)
+	w.op.d.Tracker().AddPartition(part, now)
 }
 
 // SetBacklog passes a source's report on partition part to the watermark
 // (see watermark.Tracker.SetBacklog) and has it looked at again.
 func (w *Window[K, T, A, O]) SetBacklog(part int, backlog int64, now mtime.Time) {
-	w.d.Tracker().SetBacklog(part, backlog, now)
-	w.d.Refresh()
+	w.op.d.Tracker().SetBacklog(part, backlog, now)
+	w.op.d.Refresh()
 }
 
 // Advance moves processing time to now (never back), firing first the
 // periodic watermarks, idleness timeouts and processing-time timers due by
 // then.
-func (w *Window[K, T, A, O]) Advance(now mtime.Time) { w.d.Advance(now) }
+func (w *Window[K, T, A, O]) Advance(now mtime.Time) { w.op.d.Advance(now) }
 
 // SetWatermark moves a scripted or perfect watermark to wm.
-func (w *Window[K, T, A, O]) SetWatermark(wm mtime.Time) { w.d.SetWatermark(wm) }
+func (w *Window[K, T, A, O]) SetWatermark(wm mtime.Time) { w.op.d.SetWatermark(wm) }
 
 // Watermark is the last watermark the stage's input emitted.
-func (w *Window[K, T, A, O]) Watermark() mtime.Time { return w.d.Watermark() }
+func (w *Window[K, T, A, O]) Watermark() mtime.Time { return w.op.d.Watermark() }
 
 // Now is the stage's processing time.
-func (w *Window[K, T, A, O]) Now() mtime.Time { return w.d.Now() }
+func (w *Window[K, T, A, O]) Now() mtime.Time { return w.op.d.Now() }
 
 // Tracker is the per-partition state of a bounded watermark.
-func (w *Window[K, T, A, O]) Tracker() *watermark.Tracker { return w.d.Tracker() }
+func (w *Window[K, T, A, O]) Tracker() *watermark.Tracker { return w.op.d.Tracker() }
 
 // Progress is the operator's watermark and open windows as of its last
 // batch; safe from any goroutine.
-func (w *Window[K, T, A, O]) Progress() (mtime.Time, int64) { return w.r.Progress() }
+func (w *Window[K, T, A, O]) Progress() (mtime.Time, int64) { return w.op.r.Progress() }
 
 // Stats is what the operators did; call it once the stage has ended or
 // stopped.
-func (w *Window[K, T, A, O]) Stats() exec.Stats { return w.stats }
+func (w *Window[K, T, A, O]) Stats() WindowStats { return w.stats }
 
 // DroppedKeys is the number of keys whose windows the restore left behind:
 // their layout changed, and the job said to start them afresh
 // (Checkpointing.DropState).
-func (w *Window[K, T, A, O]) DroppedKeys() int64 { return w.r.DroppedKeys() }
+func (w *Window[K, T, A, O]) DroppedKeys() int64 { return w.op.r.DroppedKeys() }
 
 // RestoredKeys is the number of keys with state the stage restored from the
 // checkpoint the job resumes from; call it before Run.
@@ -248,26 +248,26 @@ func (w *Window[K, T, A, O]) RestoredKeys() int64 {
 	if w.e.running.Load() {
 		return 0
 	}
-	return w.r.Stats().Keys
+	return w.op.r.Stats().Keys
 }
 
 // Signal implements Consumer[struct{}]: the upstream's signals.
 func (w *Window[K, T, A, O]) Signal(s Signal) {
 	switch s.Kind {
 	case Proc:
-		w.d.Advance(s.Now)
+		w.op.d.Advance(s.Now)
 	case Watermark:
-		w.d.Advance(s.Now)
+		w.op.d.Advance(s.Now)
 		if w.cfg.Watermark.Kind == watermark.Scripted {
-			w.d.SetWatermark(s.Watermark)
+			w.op.d.SetWatermark(s.Watermark)
 		}
 	case Flush:
-		w.r.Flush()
+		w.op.r.Flush()
 	case Barrier:
-		st := enc.AppendUvarint(nil, w.r.Step())
+		st := enc.AppendUvarint(nil, w.op.r.Step())
 		st = enc.AppendUvarint(st, uint64(w.cfg.Parallelism))
-		st = w.d.AppendState(st)
-		w.r.Barrier(&stageBarrier{b: s.Barrier, driver: st})
+		st = w.op.d.AppendState(st)
+		w.op.r.Barrier(&stageBarrier{b: s.Barrier, driver: st})
 	case End:
 		w.end(false)
 	case Stop:
@@ -286,17 +286,17 @@ func (w *Window[K, T, A, O]) end(stop bool) {
 	}
 	w.ended = true
 	if stop {
-		w.r.Stop()
+		w.op.r.Stop()
 	} else {
-		w.d.End()
+		w.op.d.End()
 	}
-	if err := w.r.Wait(); err != nil {
+	if err := w.op.r.Wait(); err != nil {
 		w.e.Fail(err)
 	}
 	if w.acked != nil {
 		<-w.acked // every barrier the operators took is acknowledged
 	}
-	w.stats = w.r.Stats()
+	w.stats = w.op.r.Stats()
 	s := Signal{Kind: End}
 	if stop {
 		s.Kind = Stop
@@ -305,7 +305,7 @@ func (w *Window[K, T, A, O]) end(stop bool) {
 	w.Late.Signal(s)
 }
 
-func (w *Window[K, T, A, O]) abort() { w.r.Abort() }
+func (w *Window[K, T, A, O]) abort() { w.op.r.Abort() }
 
 // ack acknowledges a checkpoint barrier with the operators' snapshots. A
 // snapshot written beside its operator may not be complete yet: then the

@@ -27,7 +27,6 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
-	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
@@ -1051,7 +1050,7 @@ func setFileMode(path string, mode os.FileMode) error {
 	return os.Chmod(path, mode)
 }
 
-func dropsByWindow(st exec.Stats) []WindowDrops {
+func dropsByWindow(st engine.WindowStats) []WindowDrops {
 	out := make([]WindowDrops, 0, len(st.Dropped))
 	type kv struct {
 		start, end mtime.Time
@@ -1071,7 +1070,7 @@ func dropsByWindow(st exec.Stats) []WindowDrops {
 	for _, e := range list {
 		wd := WindowDrops{Dropped: e.n}
 		switch {
-		case exec.IsEarlierWindows(window.Window{Start: e.start, End: e.end}):
+		case engine.IsEarlierWindows(window.Window{Start: e.start, End: e.end}):
 			wd.Before = e.end.String()
 		case !e.global:
 			wd.Start, wd.End = e.start.String(), e.end.String()

@@ -1,6 +1,7 @@
 package lateness
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -111,21 +112,23 @@ type analyzer struct {
 	marginW    []float64
 	marginHist hist // m >= 0
 
-	groupsE []*engineGroup
-	engines map[[2]mtime.Time]*engine
+	groupsE []*replayGroup
+	engines map[[2]mtime.Time]*replay
 }
 
-func newAnalyzer(c *config) *analyzer {
-	a := &analyzer{c: c, parts: map[string]int32{}, margins: c.partP == nil && c.idle == 0, engines: map[[2]mtime.Time]*engine{}}
+func newAnalyzer(c *config) (*analyzer, error) {
+	a := &analyzer{c: c, parts: map[string]int32{}, margins: c.partP == nil && c.idle == 0, engines: map[[2]mtime.Time]*replay{}}
 	for _, b := range c.By {
 		a.groups = append(a.groups, &grouping{field: b, index: map[string]int32{}, other: -1})
 	}
 	// The engines: every delay with no allowed lateness (Table 1), and every
 	// delay that can be recommended (at most the longest wait) with each
 	// allowed lateness.
-	var list []*engine
+	var list []*replay
+	var err error
 	add := func(d, l mtime.Time) {
-		e := newEngine(c, d, l)
+		e, eerr := newReplay(c, d, l)
+		err = cmp.Or(err, eerr)
 		a.engines[[2]mtime.Time{d, l}] = e
 		list = append(list, e)
 		a.thresholds = append(a.thresholds, d+l)
@@ -141,6 +144,9 @@ func newAnalyzer(c *config) *analyzer {
 			add(d, l)
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
 	slices.Sort(a.thresholds)
 	a.thresholds = slices.Compact(a.thresholds)
 	a.marginN = make([]int64, len(a.thresholds)+1)
@@ -149,14 +155,14 @@ func newAnalyzer(c *config) *analyzer {
 	// windows) dealt first.
 	n := max(1, min(runtime.GOMAXPROCS(0), len(list)))
 	for range n {
-		a.groupsE = append(a.groupsE, &engineGroup{in: make(chan *batch, 8), done: make(chan struct{})})
+		a.groupsE = append(a.groupsE, &replayGroup{in: make(chan *batch, 8), done: make(chan struct{})})
 	}
 	sort.SliceStable(list, func(i, j int) bool { return list[i].delay+list[i].lateness > list[j].delay+list[j].lateness })
 	for i, e := range list {
 		g := a.groupsE[i%n]
 		g.engines = append(g.engines, e)
 	}
-	return a
+	return a, nil
 }
 
 // feed takes the next batch: tallies it here, then hands it to the engines.
@@ -271,7 +277,10 @@ func AnalyzeFrom(path string, stdin io.Reader, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer closer.Close()
-	a := newAnalyzer(c)
+	a, err := newAnalyzer(c)
+	if err != nil {
+		return nil, err
+	}
 	p := newPool()
 	for _, g := range a.groupsE {
 		go g.run(p)

@@ -39,7 +39,8 @@
 // # The same rules as weir run
 //
 // Table 1 is not a formula: each delay is replayed through weir's own window
-// operator (internal/exec), with tumbling windows, a watermark of max event
+// operator (engine.Operator, what every window stage of weir run is built
+// on), with tumbling windows, a watermark of max event
 // time - delay - 1 ms emitted after every event (watermark.interval 0s) and
 // no allowed lateness, reading the lines with weir run's rules (RFC 3339 or
 // epoch-millisecond times, event times before 2000 rejected, lines without an

@@ -293,7 +293,7 @@ func (a *analyzer) report() (*Report, error) {
 	return r, nil
 }
 
-func (e *engine) openMean() float64 {
+func (e *replay) openMean() float64 {
 	if e.events == 0 {
 		return 0
 	}

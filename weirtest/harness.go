@@ -14,7 +14,7 @@ import (
 	"fmt"
 
 	"github.com/weirstream/weir/aggregate"
-	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -33,8 +33,7 @@ func At(s string) mtime.Time {
 // watermark is scripted (AdvanceWatermark); with WithWatermark it is computed
 // from the events as in a job, per partition.
 type Harness[K comparable, T, A, O any] struct {
-	r     *exec.Runner[K, T, A, O]
-	d     *exec.Driver[K, T]
+	op    *engine.Operator[K, T, A, O]
 	wm    watermark.Strategy
 	panes []window.Pane[K, O]
 	late  []window.LateEvent[K, T]
@@ -64,40 +63,35 @@ func WithWatermark(s watermark.Strategy) HarnessOption {
 // function. Processing time starts at mtime.MinTime; set it with
 // AdvanceProcessingTime.
 func NewHarness[K comparable, T, A, O any](s window.Strategy, f aggregate.Func[T, A, O], opts ...HarnessOption) (*Harness[K, T, A, O], error) {
-	if err := s.Validate(); err != nil {
-		return nil, err
-	}
 	cfg := harnessConfig{wm: watermark.ScriptedWatermark()}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if err := cfg.wm.Validate(); err != nil {
+	h := &Harness[K, T, A, O]{wm: cfg.wm}
+	op, err := engine.NewOperator(engine.OperatorConfig[K, T, A, O]{
+		Strategy: s, Watermark: cfg.wm, Agg: f,
+		Pane: func(p *window.Pane[K, O]) {
+			c := *p
+			h.panes = append(h.panes, c)
+			h.order = append(h.order, Output[K, T, O]{Pane: &c})
+		},
+		Late: func(l *window.LateEvent[K, T]) {
+			c := *l
+			h.late = append(h.late, c)
+			h.order = append(h.order, Output[K, T, O]{Late: &c})
+		},
+	})
+	if err != nil {
 		return nil, err
 	}
-	h := &Harness[K, T, A, O]{wm: cfg.wm}
-	h.r = exec.NewRunner(exec.Config[K, T, A, O]{Strategy: s, Agg: f, Emit: h.collect})
-	h.d = exec.NewDriver[K, T](h.r, cfg.wm, s.Trigger.UsesProcessingTime())
+	h.op = op
 	return h, nil
-}
-
-func (h *Harness[K, T, A, O]) collect(outs []exec.Out[K, T, O]) error {
-	for i := range outs {
-		o := outs[i]
-		if o.Kind == exec.OutLate {
-			h.late = append(h.late, o.Late)
-			h.order = append(h.order, Output[K, T, O]{Late: &o.Late})
-		} else {
-			h.panes = append(h.panes, o.Pane)
-			h.order = append(h.order, Output[K, T, O]{Pane: &o.Pane})
-		}
-	}
-	return nil
 }
 
 // AdvanceProcessingTime moves processing time to t (never backwards), firing
 // the processing-time triggers and periodic watermarks due by then.
 func (h *Harness[K, T, A, O]) AdvanceProcessingTime(t mtime.Time) *Harness[K, T, A, O] {
-	h.d.Advance(t)
+	h.op.Advance(t)
 	return h
 }
 
@@ -109,7 +103,7 @@ func (h *Harness[K, T, A, O]) Add(key K, ts mtime.Time, v T) *Harness[K, T, A, O
 
 // AddOn sends an event on an input partition (per-partition watermarks).
 func (h *Harness[K, T, A, O]) AddOn(part int, key K, ts mtime.Time, v T) *Harness[K, T, A, O] {
-	h.d.Event(part, key, ts, v)
+	h.op.Event(part, key, ts, v)
 	return h
 }
 
@@ -119,19 +113,19 @@ func (h *Harness[K, T, A, O]) AdvanceWatermark(w mtime.Time) *Harness[K, T, A, O
 	if h.wm.Kind != watermark.Scripted {
 		panic("weirtest: AdvanceWatermark needs a scripted watermark")
 	}
-	h.d.SetWatermark(w)
+	h.op.SetWatermark(w)
 	return h
 }
 
 // End ends the input: the watermark moves to the end of time and every window
 // fires and closes.
 func (h *Harness[K, T, A, O]) End() *Harness[K, T, A, O] {
-	h.d.End()
+	h.op.End()
 	return h
 }
 
 // Watermark is the current watermark.
-func (h *Harness[K, T, A, O]) Watermark() mtime.Time { return h.d.Watermark() }
+func (h *Harness[K, T, A, O]) Watermark() mtime.Time { return h.op.Watermark() }
 
 // Panes returns every pane emitted so far, in order.
 func (h *Harness[K, T, A, O]) Panes() []window.Pane[K, O] { return h.panes }
@@ -156,7 +150,7 @@ type Stats struct {
 
 // Stats returns the counts so far.
 func (h *Harness[K, T, A, O]) Stats() Stats {
-	s := h.r.Stats()
+	s := h.op.Stats()
 	return Stats{s.Accepted, s.TooLate, s.LateAccepted, s.Panes, s.Fired, s.Open, s.Dropped}
 }
 
