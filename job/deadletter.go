@@ -2,6 +2,7 @@ package job
 
 import (
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -18,9 +19,9 @@ type deadRecord struct {
 // appendDead formats a dead-letter record as a JSON line.
 func (f *format) appendDead(b []byte, d deadRecord) []byte {
 	b = append(b, `{"reason":"refused","output":`...)
-	b = appendJSONString(b, []byte(d.Sink))
+	b = text.AppendJSONString(b, []byte(d.Sink))
 	b = append(b, `,"error":`...)
-	b = appendJSONString(b, []byte(d.Reason))
+	b = text.AppendJSONString(b, []byte(d.Reason))
 	b = append(b, `,"set_aside_at":`...)
 	b = appendTime(b, d.At)
 	b = append(b, ',', '"')

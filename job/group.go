@@ -14,6 +14,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
+	"github.com/weirstream/weir/internal/linedec"
 )
 
 // Group runs a job as one instance of a consumer group (source.kafka.group),
@@ -159,7 +160,7 @@ func jsonKey(path Path) func([]byte) []byte {
 		case v.Type() == fastjson.TypeObject || v.Type() == fastjson.TypeArray:
 			return nil
 		}
-		return appendCanonical(nil, v)
+		return linedec.AppendCanonical(nil, v)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/internal/linedec"
 )
 
 // runJob writes a job file and its input into a fresh directory, runs it,
@@ -388,7 +390,7 @@ func TestExactDecimalSums(t *testing.T) {
 		acc := a.New()
 		for _, s := range c.in {
 			var v value
-			if d, sc, ok := parseDecimal([]byte(s)); ok && isIntText([]byte(s)) {
+			if d, sc, ok := parseDecimal([]byte(s)); ok && linedec.IsIntText([]byte(s)) {
 				v = value{kind: vInt, dec: d, exact: true}
 			} else {
 				var f float64

@@ -5,6 +5,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/internal/text"
 )
 
 // keyTable interns the keys of a job's events: it turns a key as read from a
@@ -66,7 +69,7 @@ func (t *keyTable) intern(v *fastjson.Value) (key string, ok bool) {
 			if !utf8.Valid(raw) {
 				return "", false
 			}
-			t.buf = appendJSONString(t.buf[:0], raw)
+			t.buf = text.AppendJSONString(t.buf[:0], raw)
 			if len(t.buf) == len(raw)+2 {
 				// Nothing to escape: the string's bytes find it.
 				return t.insert(h, lookupString, t.buf), true
@@ -77,7 +80,7 @@ func (t *keyTable) intern(v *fastjson.Value) (key string, ok bool) {
 			return "", false
 		}
 	}
-	t.buf = appendCanonical(t.buf[:0], v)
+	t.buf = linedec.AppendCanonical(t.buf[:0], v)
 	return t.canonical(t.buf), true
 }
 
@@ -183,5 +186,5 @@ func readsAsOther(s string) bool {
 	case len(s) > 0 && s[0] == '"':
 		return true
 	}
-	return validNumber([]byte(s))
+	return linedec.ValidNumber([]byte(s))
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/linedec"
 )
 
 // The key table gives every key its canonical text, one string per key,
@@ -23,7 +25,7 @@ func TestKeyTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := string(appendCanonical(nil, v))
+			want := string(linedec.AppendCanonical(nil, v))
 			got, ok := tab.intern(v)
 			if !ok || got != want {
 				t.Fatalf("round %d: %s: %q %v, want %q", round, text, got, ok, want)

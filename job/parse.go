@@ -3,7 +3,6 @@ package job
 import (
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/valyala/fastjson"
 
@@ -256,7 +255,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	out.ts = t.Time
 	if j.Key != nil {
 		k := get(v, j.Key)
-		if k == nil || !scalar(k) {
+		if k == nil || !linedec.Scalar(k) {
 			out.reason = ReasonNoKey
 			if k != nil && k.Type() == fastjson.TypeNumber {
 				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
@@ -281,16 +280,16 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	}
 	if j.ID != nil {
 		id := get(v, j.ID)
-		if id == nil || !scalar(id) {
+		if id == nil || !linedec.Scalar(id) {
 			out.reason = ReasonNoID
 			return out
 		}
-		lp.idBuf = appendIdentity(lp.idBuf[:0], id)
+		lp.idBuf = linedec.AppendIdentity(lp.idBuf[:0], id)
 		out.id = lp.idBuf
 	}
 	var part *fastjson.Value
 	if j.PartitionField != nil {
-		if part = get(v, j.PartitionField); part == nil || !scalar(part) {
+		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part) {
 			out.reason = ReasonNoPartition
 			return out
 		}
@@ -311,7 +310,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		case fastjson.TypeNumber:
 			raw := fv.MarshalTo(lp.numBuf[:0])
 			lp.numBuf = raw
-			if !validNumber(raw) {
+			if !linedec.ValidNumber(raw) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is not a JSON number ("+string(raw)+")"
 				return out
 			}
@@ -326,7 +325,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			}
 			// Int64 only for integer text: on "12.5" it fails, and its error
 			// costs two allocations.
-			if !isIntText(raw) {
+			if !linedec.IsIntText(raw) {
 				vals[i] = value{kind: vFloat, f: fl}
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			} else if n, err := fv.Int64(); err == nil {
@@ -336,18 +335,18 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			}
 			if !lp.numeric[i] {
-				lp.keyBuf = appendIdentity(lp.keyBuf[:0], fv)
+				lp.keyBuf = linedec.AppendIdentity(lp.keyBuf[:0], fv)
 				vals[i].text = lp.keepText(lp.keyBuf)
 			}
 		default:
-			if lp.numeric[i] || !scalar(fv) {
+			if lp.numeric[i] || !linedec.Scalar(fv) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is not a number"
 				if !lp.numeric[i] {
 					out.detail = f.String() + " is not a string, number or boolean"
 				}
 				return out
 			}
-			lp.keyBuf = appendIdentity(lp.keyBuf[:0], fv)
+			lp.keyBuf = linedec.AppendIdentity(lp.keyBuf[:0], fv)
 			vals[i] = value{kind: vText, text: lp.keepText(lp.keyBuf)}
 		}
 	}
@@ -362,86 +361,15 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 
 // partition numbers a partition value, in order of first appearance.
 func (lp *lineParser) partition(v *fastjson.Value) int {
-	lp.keyBuf = appendIdentity(lp.keyBuf[:0], v)
+	lp.keyBuf = linedec.AppendIdentity(lp.keyBuf[:0], v)
 	p, ok := lp.parts[string(lp.keyBuf)]
 	if !ok {
 		p = len(lp.partKeys)
 		lp.parts[string(lp.keyBuf)] = p
 		lp.partIDs = append(lp.partIDs, string(lp.keyBuf))
-		lp.partKeys = append(lp.partKeys, string(appendCanonical(nil, v)))
+		lp.partKeys = append(lp.partKeys, string(linedec.AppendCanonical(nil, v)))
 	}
 	return p
-}
-
-// scalar reports a string, a boolean or a JSON number (fastjson also takes
-// NaN and inf, which JSON has not).
-func scalar(v *fastjson.Value) bool {
-	switch v.Type() {
-	case fastjson.TypeString, fastjson.TypeTrue, fastjson.TypeFalse:
-		return true
-	case fastjson.TypeNumber:
-		var buf [32]byte
-		raw := v.MarshalTo(buf[:0])
-		return validNumber(raw) && !math.IsInf(v.GetFloat64(), 0)
-	}
-	return false
-}
-
-// validNumber reports whether b is a number as JSON writes them:
-// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-func validNumber(b []byte) bool {
-	i := 0
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	if i < len(b) && b[i] == '0' {
-		i++
-	} else if digits() == 0 {
-		return false
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(b)
-}
-
-// appendIdentity appends a scalar's identity: a type byte, then the
-// string's bytes as they are (invalid UTF-8 included) or the canonical
-// number. Two values have the same identity exactly when they are the same
-// value: for ids, partitions and distinct values, which are compared, never
-// written.
-func appendIdentity(b []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeString:
-		return append(append(b, 's'), v.GetStringBytes()...)
-	case fastjson.TypeNumber:
-		return appendCanonical(append(b, 'n'), v)
-	case fastjson.TypeTrue:
-		return append(b, 't')
-	case fastjson.TypeFalse:
-		return append(b, 'f')
-	}
-	return append(b, '?')
 }
 
 // parseDecimal reads a plain decimal number ("-12.50") as digits and a
@@ -476,39 +404,6 @@ func parseDecimal(b []byte) (d int64, scale int8, ok bool) {
 		d = -d
 	}
 	return d, scale, scale <= 18
-}
-
-func isIntText(b []byte) bool {
-	for _, c := range b {
-		if c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	return true
-}
-
-// appendCanonical appends the JSON text of a scalar in one canonical form, so
-// that "c1" and "\u0063\u0031" are one key and the string "1" is not the
-// number 1.
-func appendCanonical(b []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeString:
-		return appendJSONString(b, v.GetStringBytes())
-	case fastjson.TypeNumber:
-		start := len(b)
-		b = v.MarshalTo(b)
-		if isIntText(b[start:]) {
-			if n, err := v.Int64(); err == nil {
-				return strconv.AppendInt(b[:start], n, 10)
-			}
-		}
-		return appendFloat(b[:start], v.GetFloat64())
-	case fastjson.TypeTrue:
-		return append(b, "true"...)
-	case fastjson.TypeFalse:
-		return append(b, "false"...)
-	}
-	return v.MarshalTo(b)
 }
 
 func (lp *lineParser) keepText(b []byte) []byte {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -130,7 +131,7 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 				if n > 0 {
 					b = append(b, ',')
 				}
-				b = appendJSONString(b, []byte(a.Name))
+				b = text.AppendJSONString(b, []byte(a.Name))
 				n++
 			}
 		}
@@ -279,7 +280,7 @@ func (f *format) appendRecord(b []byte, name string, data []byte, cut *connector
 		if object {
 			b = append(b, keep...)
 		} else {
-			b = appendJSONString(b, keep)
+			b = text.AppendJSONString(b, keep)
 		}
 	default:
 		b = append(b, ',', '"')
@@ -314,7 +315,7 @@ func (f *format) appendPosition(b []byte, part int32, off int64) []byte {
 			part = f.j.task - 1
 		}
 		b = append(b, `,"partition":`...)
-		b = appendJSONString(b, []byte(f.j.Kafka.Topic+"/"+strconv.Itoa(int(part))))
+		b = text.AppendJSONString(b, []byte(f.j.Kafka.Topic+"/"+strconv.Itoa(int(part))))
 		b = append(b, `,"offset":`...)
 		return strconv.AppendInt(b, off, 10)
 	}
@@ -330,7 +331,7 @@ func (f *format) appendRejected(b []byte, r engine.RejectedRecord) []byte {
 	b = f.appendPosition(b, int32(r.Record.Partition), r.Record.Offset)
 	if r.Detail != "" {
 		b = append(b, `,"detail":`...)
-		b = appendJSONString(b, []byte(r.Detail))
+		b = text.AppendJSONString(b, []byte(r.Detail))
 	}
 	b = append(b, `,"set_aside_at":`...)
 	b = appendTime(b, r.At)

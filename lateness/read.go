@@ -235,11 +235,14 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 	var part span
 	if c.partP != nil {
 		pv := source.Get(v, c.partP)
-		if pv == nil || !scalar(pv) {
+		if pv == nil || !linedec.Scalar(pv) {
 			rec.why = rNoPartition
 			return rec
 		}
-		part = b.text(jp.value(pv))
+		// A partition is its value with its JSON type, as weir run numbers
+		// them: "1" and 1 are two.
+		jp.buf = linedec.AppendIdentity(jp.buf[:0], pv)
+		part = b.text(jp.buf)
 	}
 	// A weight field named: every line must have it. sample_weight by
 	// default: a line without it weighs 1. Either way a line with anything
@@ -277,7 +280,7 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		// The id of a ledger join: a string as is, a number as written;
 		// missing, null, "", an object or an array: no id.
 		mv := source.Get(v, c.matchP)
-		if mv == nil || !scalar(mv) || (mv.Type() == fastjson.TypeString && len(mv.GetStringBytes()) == 0) {
+		if mv == nil || !linedec.Scalar(mv) || (mv.Type() == fastjson.TypeString && len(mv.GetStringBytes()) == 0) {
 			b.groups = append(b.groups, noSpan)
 		} else {
 			b.groups = append(b.groups, b.text(jp.value(mv)))
@@ -297,14 +300,6 @@ func (jp *jsonParser) value(v *fastjson.Value) []byte {
 	}
 	jp.buf = v.MarshalTo(jp.buf[:0])
 	return jp.buf
-}
-
-func scalar(v *fastjson.Value) bool {
-	switch v.Type() {
-	case fastjson.TypeString, fastjson.TypeNumber, fastjson.TypeTrue, fastjson.TypeFalse:
-		return true
-	}
-	return false
 }
 
 func goodWeight(w float64) bool { return w >= 0 && !math.IsInf(w, 0) && !math.IsNaN(w) }

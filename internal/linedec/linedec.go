@@ -6,9 +6,13 @@
 // line is an event, a watermark line or a rejected line, for the same
 // reason, in both.
 //
-// What a reader does with an event's other fields (keys, ids, values,
-// weights, groups), reading the lines themselves and where rejected lines
-// go belong to the reader, not here.
+// It also holds what makes a value a key, an id or a partition (Scalar) and
+// when two such values are one (AppendIdentity: the value with its JSON type,
+// so that "1" and 1 are two partitions in both).
+//
+// What a reader does with an event's other fields (values, weights, groups),
+// reading the lines themselves and where rejected lines go belong to the
+// reader, not here.
 package linedec
 
 import (

@@ -1,4 +1,6 @@
-// Package text holds small formatting helpers shared by weir's writers.
+// Package text holds small formatting helpers shared by weir's writers:
+// zero-padded decimals, JSON strings and numbers as encoding/json writes
+// them, error texts without a repeated path.
 package text
 
 import "os"
