@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -487,13 +488,39 @@ func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	return b
 }
 
-func (h *Head[K, T]) restore(data []byte) error {
-	d := enc.NewDecoder(data)
+// headFile is a head's checkpoint file (appendState) read up to its
+// de-duplication ids: the one reading of its format, for a restore and for
+// Inspect.
+type headFile struct {
+	version  int
+	c        Counts
+	now      mtime.Time
+	announce bool
+	// ids says where the de-duplication ids are: 0 none, 1 they follow in
+	// the decoder, 2 in files beside it; horizon and forgotten (version 5 on)
+	// are the horizon they were kept for and what was forgotten before.
+	ids                int
+	horizon, forgotten mtime.Time
+}
+
+// errDecoderState is readHead's error when a file holds a decoder's state
+// that no one can read past (a version before 5, whose state has no length,
+// inspected without the decoder).
+var errDecoderState = errors.New("the decoder's state cannot be read without the decoder")
+
+// readHead reads a head's file from d, leaving d at its de-duplication ids.
+// A decoder's state is handed to decoderState, positioned at it; nil says
+// that the reader has no decoder to give it to.
+func readHead(d *enc.Decoder, decoderState func(*enc.Decoder) error) (headFile, error) {
+	f := headFile{now: mtime.MinTime, horizon: mtime.MinTime, forgotten: mtime.MinTime}
+	f.c.QuarantineReasons = map[string]int64{}
+	f.c.FirstEventTime, f.c.LastEventTime = mtime.MaxTime, mtime.MinTime
 	v := d.Count(255)
 	if v < 1 || v > headVersion {
-		return fmt.Errorf("unknown version %d", v)
+		return f, fmt.Errorf("unknown version %d", v)
 	}
-	c := &h.c
+	f.version = v
+	c := &f.c
 	for _, p := range []*int64{&c.Read, &c.Duplicates, &c.Quarantined, &c.WatermarkLines, &c.BlankLines} {
 		*p = d.Varint()
 	}
@@ -507,28 +534,57 @@ func (h *Head[K, T]) restore(data []byte) error {
 		c.Lost = d.Varint()
 	}
 	if v >= 6 {
-		h.now = mtime.Time(d.Varint())
+		f.now = mtime.Time(d.Varint())
 	}
-	n := d.Items(1 << 16)
-	for range n {
+	for range d.Items(1 << 16) {
 		k := d.String()
 		c.QuarantineReasons[k] = d.Varint()
 	}
-	h.announ = d.Bool()
+	f.announce = d.Bool()
 	if d.Bool() {
-		sd, ok := h.cfg.Decoder.(StatefulDecoder)
-		if !ok {
-			return fmt.Errorf("the checkpoint has decoder state, this job's decoder has none")
-		}
 		st := d
 		if v >= 5 {
 			st = enc.NewDecoder(d.Bytes())
 		}
-		if err := sd.RestoreState(st); err != nil {
-			return err
+		switch {
+		case decoderState != nil:
+			if err := decoderState(st); err != nil {
+				return f, err
+			}
+		case v < 5:
+			return f, errDecoderState
 		}
 	}
-	if err := h.restoreIDs(d, v); err != nil {
+	f.ids = d.Count(2)
+	if v >= 5 && f.ids > 0 {
+		f.horizon, f.forgotten = mtime.Time(d.Varint()), mtime.Time(d.Varint())
+	}
+	return f, d.Err()
+}
+
+func (h *Head[K, T]) restore(data []byte) error {
+	d := enc.NewDecoder(data)
+	var decoderState func(*enc.Decoder) error
+	if sd, ok := h.cfg.Decoder.(StatefulDecoder); ok {
+		decoderState = sd.RestoreState
+	} else {
+		decoderState = func(*enc.Decoder) error {
+			return fmt.Errorf("the checkpoint has decoder state, this job's decoder has none")
+		}
+	}
+	f, err := readHead(d, decoderState)
+	if err != nil {
+		return err
+	}
+	c, r := &h.c, &f.c
+	c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines = r.Read, r.Duplicates, r.Quarantined, r.WatermarkLines, r.BlankLines
+	c.BeyondDedupHorizon, c.FirstEventTime, c.LastEventTime, c.Lost = r.BeyondDedupHorizon, r.FirstEventTime, r.LastEventTime, r.Lost
+	maps.Copy(c.QuarantineReasons, r.QuarantineReasons)
+	h.announ = f.announce
+	if f.version >= 6 {
+		h.now = f.now
+	}
+	if err := h.restoreIDs(d, f); err != nil {
 		return err
 	}
 	if err := d.Err(); err != nil {
@@ -540,20 +596,17 @@ func (h *Head[K, T]) restore(data []byte) error {
 	return nil
 }
 
-// restoreIDs reads the de-duplication ids of a head's state of version v.
+// restoreIDs reads the de-duplication ids of a head's file f from d.
 // They are left behind when the job no longer de-duplicates, or drops them
 // (its id field changed); they expire at their event time plus the job's
 // horizon, and what a shorter horizon forgot before stays forgotten.
-func (h *Head[K, T]) restoreIDs(d *enc.Decoder, v int) error {
-	ids := d.Count(2)
+func (h *Head[K, T]) restoreIDs(d *enc.Decoder, f headFile) error {
+	ids, v := f.ids, f.version
 	if ids == 0 {
 		return nil
 	}
 	dd := h.cfg.Dedup
-	was, forgotten := mtime.MinTime, mtime.MinTime
-	if v >= 5 {
-		was, forgotten = mtime.Time(d.Varint()), mtime.Time(d.Varint())
-	}
+	was, forgotten := f.horizon, f.forgotten
 	if dd == nil || h.e.restore.DroppedPart(h.p.name) {
 		if ids == 1 {
 			state.CountState(d)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -129,14 +130,11 @@ func Inspect(c *checkpoint.Checkpoint, decoderState func(*enc.Decoder) error) (*
 			if c.Files[name] == nil {
 				continue
 			}
-			ids, err := headIDs(c, name, decoderState)
+			ids, read, err := headIDs(c, name, decoderState)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", c.Path, name, err)
 			}
-			h := HeadState{Name: name, IDs: ids}
-			d := enc.NewDecoder(c.Files[name])
-			d.Count(255)
-			h.Read = d.Varint()
+			h := HeadState{Name: name, IDs: ids, Read: read}
 			for _, f := range m.Files {
 				if f.Name == name || strings.HasPrefix(f.Name, name+".") {
 					h.Bytes += f.Size
@@ -198,66 +196,34 @@ func inspectWindow(c *checkpoint.Checkpoint, files []File, name string) (WindowS
 	return w, nil
 }
 
-// headIDs counts the de-duplication ids of the head name in c: -1 when it
-// keeps none, or when its decoder's state cannot be read past.
-func headIDs(c *checkpoint.Checkpoint, name string, decoderState func(*enc.Decoder) error) (int64, error) {
+// headIDs counts the de-duplication ids of the head name in c (-1 when it
+// keeps none, or when its decoder's state cannot be read past) and the
+// records it read.
+func headIDs(c *checkpoint.Checkpoint, name string, decoderState func(*enc.Decoder) error) (n, read int64, err error) {
 	d := enc.NewDecoder(c.Files[name])
-	v := d.Count(255)
-	if v < 1 || v > headVersion {
-		return -1, fmt.Errorf("unknown version %d", v)
+	f, err := readHead(d, decoderState)
+	if errors.Is(err, errDecoderState) {
+		return -1, f.c.Read, nil
 	}
-	counters := 5
-	if v >= 2 {
-		counters++
+	if err != nil {
+		return -1, 0, err
 	}
-	if v >= 3 {
-		counters += 2
-	}
-	if v >= 4 {
-		counters++
-	}
-	if v >= 6 {
-		counters++ // the processing time
-	}
-	for range counters {
-		d.Varint()
-	}
-	for range d.Items(1 << 16) {
-		d.Bytes()
-		d.Varint()
-	}
-	d.Bool() // partitions to announce
-	if d.Bool() {
-		switch {
-		case v >= 5:
-			d.Bytes()
-		case decoderState != nil:
-			if err := decoderState(d); err != nil {
-				return -1, err
-			}
-		default:
-			return -1, nil
-		}
-	}
-	ids := d.Count(2)
-	if v >= 5 && ids > 0 {
-		d.Varint()
-		d.Varint()
-	}
-	switch ids {
+	read = f.c.Read
+	switch f.ids {
 	case 0:
-		return -1, d.Err()
+		return -1, read, d.Err()
 	case 1:
 		n := state.CountState(d)
-		return n, d.Err()
+		return n, read, d.Err()
 	}
 	dir, err := materializeFiles(nil, checkpointFiles(c), name+".db.")
 	if err != nil {
-		return -1, err
+		return -1, read, err
 	}
 	defer removeDir(dir)
 	if dir == "" {
-		return -1, fmt.Errorf("its de-duplication ids are missing")
+		return -1, read, fmt.Errorf("its de-duplication ids are missing")
 	}
-	return state.CountSnapshot(dir)
+	n, err = state.CountSnapshot(dir)
+	return n, read, err
 }

@@ -82,7 +82,7 @@ func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) string {
 			lost = fmt.Sprintf("the open windows of %d keys", keys)
 		}
 	case StateDedup:
-		if ids, err := headIDs(c, ch.Part, nil); err == nil && ids >= 0 {
+		if ids, _, err := headIDs(c, ch.Part, nil); err == nil && ids >= 0 {
 			lost = fmt.Sprintf("the %d de-duplication ids", ids)
 		}
 	}
