@@ -39,6 +39,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
@@ -590,12 +591,15 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 			}
 			id := string(raw)
 			if j.ID != nil {
+				// The id as weir run reads it (its identity: 1 and 1.0 are
+				// one id, "1" and 1 two), so that what weir run counted as a
+				// duplicate is one here too.
 				idv := source.Get(v, j.ID)
-				if idv == nil {
+				if idv == nil || !linedec.Scalar(idv) {
 					unreadable("no_id")
 					continue
 				}
-				id = string(idv.MarshalTo(nil))
+				id = string(linedec.AppendIdentity(nil, idv))
 			}
 			if seen[id] {
 				rep.LedgerDuplicates++
