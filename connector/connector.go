@@ -260,6 +260,16 @@ type Sink[T any] interface {
 	Close() error
 }
 
+// Holder is a Sink that holds what it writes in memory until its next
+// PreCommit (an exactly-once file or table): HeldBytes says how much, so that
+// the engine takes a checkpoint early when it passes the job's bound
+// (engine.Checkpointing.MaxHeld) instead of letting it grow with the
+// checkpoint interval. It is called from the goroutine that writes, after
+// Write and PreCommit.
+type Holder interface {
+	HeldBytes() int64
+}
+
 // Pauser is a Source that can stop fetching some of its partitions for a
 // while (watermark alignment): the indexes are those of Batch.Partitions.
 // Records already fetched may still come. It is called from the engine's

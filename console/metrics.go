@@ -33,7 +33,7 @@ const (
 	MetricSinkWritten      = "weir_sink_records_written_total"  // counter, by sink
 	MetricSinkCommitted    = "weir_sink_records_committed_total"
 	MetricSinkRefused      = "weir_sink_records_refused_total"      // counter, by sink: items it could not store (dead letters)
-	MetricBackpressure     = "weir_reading_paused"                  // gauge 0/1: reading paused while a sink cannot commit
+	MetricBackpressure     = "weir_reading_paused"                  // gauge 0/1: reading paused while a sink cannot commit or holds its bound
 	MetricSinkCommit       = "weir_sink_commit_seconds"             // gauge, by sink: the last commit's duration
 	MetricCkptDuration     = "weir_checkpoint_duration_seconds"     // gauge: the last checkpoint's
 	MetricCkptBytes        = "weir_checkpoint_size_bytes"           // gauge: the last checkpoint's
@@ -155,7 +155,7 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string)
 	if st.Backpressure != "" {
 		backpressure = 1
 	}
-	put(desc(MetricBackpressure, "1 while reading is paused because a sink cannot commit (backpressure): what waits for the commit does not grow"), prometheus.GaugeValue, backpressure)
+	put(desc(MetricBackpressure, "1 while reading is paused because a sink cannot commit, or holds checkpoint.max_held_output until a checkpoint takes it (backpressure): what waits for the commit does not grow"), prometheus.GaugeValue, backpressure)
 	ck := st.Checkpoint
 	put(desc(MetricCkptTotal, "Checkpoints taken, failed ones included"), prometheus.CounterValue, float64(ck.Total))
 	put(desc(MetricCkptFailed, "Checkpoints that failed"), prometheus.CounterValue, float64(ck.Failed))

@@ -338,6 +338,9 @@ func (c *coordinator) run() {
 		delete(c.open, b)
 		c.mu.Unlock()
 		c.inflight.Add(-1)
+		// A sink that filled up while this checkpoint was under way waits
+		// for the next one.
+		c.e.wakeHeld()
 	}
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -246,7 +247,7 @@ func (e *Engine) makeStatus() Status {
 	}
 	if e.coord != nil {
 		s.Checkpoint = e.coord.Last()
-		s.Backpressure = e.coord.Stalled()
+		s.Backpressure = cmp.Or(e.coord.Stalled(), e.heldStatus())
 	}
 	e.statusMu.Lock()
 	e.lastStatus = s

@@ -60,6 +60,13 @@ type Checkpointing struct {
 	Dir      string
 	Interval time.Duration
 	Keep     int
+	// MaxHeld bounds the output a sink holds in memory for its next
+	// pre-commit (connector.Holder: an exactly-once file or table): when one
+	// holds this many bytes, a checkpoint is taken at once instead of at the
+	// interval, and reading pauses until the sink has handed its output to
+	// it, so that memory does not grow with the interval or with a burst of
+	// panes. 0 is DefaultMaxHeld; a negative value sets no bound.
+	MaxHeld int64
 	// KeepSavepoints is how many savepoints stay: a new one prunes the
 	// oldest beyond it, and logs what it removed (0: every one stays).
 	KeepSavepoints    int
@@ -107,6 +114,9 @@ type Checkpointing struct {
 	Publish func(ctx context.Context, m checkpoint.Manifest, files []checkpoint.Input) error
 }
 
+// DefaultMaxHeld is Checkpointing.MaxHeld's default: 64 MiB per sink.
+const DefaultMaxHeld = 64 << 20
+
 // Engine runs one job. Build it with New and the constructors of this
 // package (AddSource, NewWindow, NewSink, NewHead), then call Run once.
 type Engine struct {
@@ -137,6 +147,12 @@ type Engine struct {
 	recommitted bool
 	onStarted   []func(ctx context.Context) error // after starts: sinks that start producers (connector.Starter)
 	coord       *coordinator
+	// held is what each sink that holds its output (connector.Holder) holds
+	// now; heldWake wakes the source loop when one passes the bound or
+	// drops below it, and when a checkpoint completes.
+	held     []*heldOutput
+	heldWake chan struct{}
+	heldLog  bool // the first early checkpoint was logged
 
 	// failure
 	failOnce sync.Once
@@ -177,7 +193,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, names: map[string]bool{}, failed: make(chan struct{}),
-		control: make(chan controlReq), finished: make(chan struct{}), now: mtime.MinTime,
+		control: make(chan controlReq), finished: make(chan struct{}), now: mtime.MinTime, heldWake: make(chan struct{}, 1),
 	}
 	e.log = func(s string) {
 		if cfg.Log != nil {
@@ -425,11 +441,12 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 		// is read: what waits for the commit stays as it is, however long
 		// the outage (backpressure).
 		in := batches
-		if e.coord.Stalled() != "" {
+		if e.coord.Stalled() != "" || (e.coord != nil && !e.holdBack()) {
 			in = nil
 		}
 		select {
 		case <-unstalled:
+		case <-e.heldWake:
 		case <-e.failed:
 			return reasonFailed, nil
 		case <-ctx.Done():

@@ -22,6 +22,11 @@ type SinkNode[T any] struct {
 	batch  int
 	since  int64 // items written since the last pre-commit or flush
 	failed bool
+	// holder says how much of its output the sink holds in memory until
+	// its next pre-commit; held is that, for the source loop (nil without
+	// checkpoints, or for a sink that holds nothing).
+	holder connector.Holder
+	held   *heldOutput
 
 	flushed atomic.Int64 // without checkpoints: items written and flushed
 	pushed  atomic.Int64
@@ -103,6 +108,10 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 	}
 	n.p = p
 	p.marker, _ = s.(connector.Marker)
+	if h, ok := s.(connector.Holder); ok && n.ckpt {
+		n.holder, n.held = h, &heldOutput{name: name}
+		e.held = append(e.held, n.held)
+	}
 	var resume connector.Resume
 	var committed int64
 	var restored []preCommit
@@ -262,9 +271,17 @@ func (n *SinkNode[T]) write() {
 			n.since += int64(len(n.buf))
 			n.pushed.Add(int64(len(n.buf)))
 		}
+		n.noteHeld()
 	}
 	clear(n.buf)
 	n.buf = n.buf[:0]
+}
+
+// noteHeld tells the source loop how much the sink holds now.
+func (n *SinkNode[T]) noteHeld() {
+	if n.held != nil {
+		n.e.setHeld(n.held, n.holder.HeldBytes())
+	}
 }
 
 func (n *SinkNode[T]) fail(op string, err error) {
@@ -332,6 +349,7 @@ func (n *SinkNode[T]) signal(s Signal) {
 		}
 		s.Barrier.PreCommitted(n.p, pre, n.since)
 		n.since = 0
+		n.noteHeld()
 	case End:
 		if n.ckpt {
 			n.write() // pre-committed by the final checkpoint

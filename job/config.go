@@ -134,6 +134,11 @@ type Checkpoint struct {
 	// default 3): a new one prunes the oldest beyond, and says so.
 	KeepSavepoints    int
 	TolerableFailures int
+	// MaxHeld bounds the output an exactly-once file or table output holds
+	// in memory between two checkpoints (max_held_output, default
+	// engine.DefaultMaxHeld): one that reaches it has a checkpoint taken
+	// early.
+	MaxHeld int64
 }
 
 // State configures where window state lives.
@@ -1134,6 +1139,15 @@ func (p *parser) checkpoint(root *node, j *Job) error {
 	} else if ok {
 		j.Checkpoint.TolerableFailures = k
 	}
+	if m, mn, err := c.str("max_held_output"); err != nil {
+		return err
+	} else if m != "" {
+		v, err := parseBytes(m)
+		if err != nil || v < minHeld {
+			return c.errf(mn, "checkpoint.max_held_output", "expected a size of at least 64KiB such as 64MiB, got %q", m)
+		}
+		j.Checkpoint.MaxHeld = v
+	}
 	if j.Input == "-" {
 		return c.errf(n, "checkpoint", "standard input cannot be replayed after a crash; read a file")
 	}
@@ -1185,6 +1199,10 @@ func (p *parser) state(root *node, j *Job) error {
 	}
 	return nil
 }
+
+// minHeld is the least max_held_output: a checkpoint for less would cost
+// more than the memory it saves.
+const minHeld = 64 << 10
 
 func parseBytes(s string) (int64, error) {
 	s = strings.TrimSpace(s)

@@ -427,6 +427,7 @@ func (rn *Runnable) engineConfig() engine.Config {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
 			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
+			MaxHeld:     j.Checkpoint.MaxHeld,
 			Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: o.DropState, From: o.From, FS: o.FS,
 		}
 		if o.task != nil {

@@ -190,6 +190,7 @@ var checkpointShape = object("Durable checkpoints: exactly-once outputs and resu
 	field{"keep", &shape{Kind: kInt, Min: 1, Doc: "Checkpoints kept (default 3)."}},
 	field{"keep_savepoints", &shape{Kind: kInt, Min: 1, Doc: "Savepoints kept (the one a stop takes is the one the next run resumes from)."}},
 	field{"tolerable_failures", &shape{Kind: kInt, Doc: "Failed checkpoints in a row before the job stops (default 3)."}},
+	field{"max_held_output", &shape{Kind: kString, Doc: "The most an exactly-once file or table output holds in memory between checkpoints; one that reaches it has a checkpoint taken early (default 64MiB, at least 64KiB).", Pattern: sizePattern}},
 )
 
 var stateShape = object("Where windows, timers and de-duplication ids live.", nil,

@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -244,7 +245,7 @@ func Inspect(path string) (string, error) {
 // inspectText is an inspection for a person.
 func inspectText(in *engine.Inspection) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %d of %s, layout %d, %s\n", in.Kind, in.ID, orNone(in.Job), in.Layout, sizeText(in.Bytes))
+	fmt.Fprintf(&b, "%s %d of %s, layout %d, %s\n", in.Kind, in.ID, orNone(in.Job), in.Layout, text.Size(in.Bytes))
 	fmt.Fprintf(&b, "fingerprint %s\n", in.Fingerprint)
 	if in.Created != "" {
 		fmt.Fprintf(&b, "created %s\n", in.Created)
@@ -259,7 +260,7 @@ func inspectText(in *engine.Inspection) string {
 		if w.Instances == 1 {
 			inst = "instance"
 		}
-		fmt.Fprintf(&b, "  %s: %d keys, %s in %d %s, watermark %s\n", w.Name, w.Keys, sizeText(w.Bytes), w.Instances, inst, wm)
+		fmt.Fprintf(&b, "  %s: %d keys, %s in %d %s, watermark %s\n", w.Name, w.Keys, text.Size(w.Bytes), w.Instances, inst, wm)
 		if p := partOf(in.Shape, w.Name); p != nil {
 			fmt.Fprintf(&b, "    %s\n", describePart(p))
 		}
@@ -269,7 +270,7 @@ func inspectText(in *engine.Inspection) string {
 		if h.IDs >= 0 {
 			ids = fmt.Sprintf("%d de-duplication ids", h.IDs)
 		}
-		fmt.Fprintf(&b, "  %s: %d events read, %s, %s\n", h.Name, h.Read, ids, sizeText(h.Bytes))
+		fmt.Fprintf(&b, "  %s: %d events read, %s, %s\n", h.Name, h.Read, ids, text.Size(h.Bytes))
 	}
 	b.WriteString("sources:\n")
 	for _, s := range in.Sources {
@@ -294,7 +295,7 @@ func inspectText(in *engine.Inspection) string {
 		}
 		var pend []string
 		for _, pc := range s.Pending {
-			pend = append(pend, fmt.Sprintf("checkpoint %d (%d items, %s)", pc.Checkpoint, pc.Items, sizeText(int64(pc.Bytes))))
+			pend = append(pend, fmt.Sprintf("checkpoint %d (%d items, %s)", pc.Checkpoint, pc.Items, text.Size(int64(pc.Bytes))))
 		}
 		fmt.Fprintf(&b, "  %s: %d items committed, pending: %s\n", label, s.Committed, strings.Join(pend, ", "))
 	}
@@ -349,15 +350,4 @@ func describePosition(pos []byte, kafkaTopic bool) string {
 		return s
 	}
 	return fmt.Sprintf("%d bytes", len(pos))
-}
-
-// sizeText is a size for a person: 812 B, 14.2 KiB, 3.0 MiB.
-func sizeText(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

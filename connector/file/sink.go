@@ -74,7 +74,10 @@ type Sink[T any] struct {
 	committed tracker
 }
 
-var _ connector.Marker = (*Sink[int])(nil)
+var (
+	_ connector.Marker = (*Sink[int])(nil)
+	_ connector.Holder = (*Sink[int])(nil)
+)
 
 // Guarantee implements connector.Sink.
 func (s *Sink[T]) Guarantee() connector.Guarantee {
@@ -371,6 +374,9 @@ func (s *Sink[T]) chunk() []byte {
 	}
 	return make([]byte, 0, pendingChunk)
 }
+
+// HeldBytes implements connector.Holder: the output since the last barrier.
+func (s *Sink[T]) HeldBytes() int64 { return int64(s.size) }
 
 // Flush implements connector.Sink.
 func (s *Sink[T]) Flush(ctx context.Context) error {

@@ -258,7 +258,10 @@ type Sink struct {
 	sc     scratch
 }
 
-var _ connector.Sink[Row] = (*Sink)(nil)
+var (
+	_ connector.Sink[Row] = (*Sink)(nil)
+	_ connector.Holder    = (*Sink)(nil)
+)
 
 // backend is one database's side of a sink.
 type backend interface {
@@ -383,6 +386,10 @@ func (s *Sink) Write(ctx context.Context, items []Row) error {
 	}
 	return nil
 }
+
+// HeldBytes implements connector.Holder: the encoded rows since the last
+// barrier (with checkpoints) or flush.
+func (s *Sink) HeldBytes() int64 { return int64(len(s.buf)) }
 
 // Flush implements connector.Sink. With checkpoints it does nothing (rows
 // are written at Commit); without, it writes the rows buffered so far.
