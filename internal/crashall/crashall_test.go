@@ -201,6 +201,7 @@ type schedule struct {
 	quar      string
 	ckptEvery int64
 	spEvery   int64
+	held      string // checkpoint.max_held_output: early checkpoints when an output fills up
 	plan      []step
 	logs      []string // what each run said, for a failure's report
 }
@@ -280,6 +281,9 @@ func newSchedule(seed uint64) *schedule {
 		last.during = pick(r, "cut-db", "restart-broker")
 	}
 	s.plan = append(s.plan, last)
+	// Drawn last, so that the draws before it are those of the schedules
+	// of earlier versions of this test.
+	s.held = pick(r, "", "", "64KiB")
 	return s
 }
 
@@ -309,8 +313,12 @@ func (s *schedule) String() string {
 	for i, st := range s.plan {
 		runs = append(runs, fmt.Sprintf("run %d: %s", i+1, st))
 	}
-	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches, a savepoint every %d; %s",
-		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, s.spEvery, strings.Join(runs, "; "))
+	held := ""
+	if s.held != "" {
+		held = ", and whenever an output holds " + s.held
+	}
+	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
+		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
 }
 
 // input writes the schedule's events in arrival order: keys, jitter, late
@@ -411,7 +419,11 @@ func (s *schedule) jobFile(ref bool) string {
 	if s.quar != kNone {
 		fmt.Fprintf(&b, "quarantine: %s\n", s.output(s.quar, "quarantine", ref))
 	}
-	b.WriteString("summary: summary.json\ncheckpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100}\n")
+	b.WriteString("summary: summary.json\ncheckpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100")
+	if s.held != "" {
+		b.WriteString(", max_held_output: " + s.held)
+	}
+	b.WriteString("}\n")
 	return b.String()
 }
 
