@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/binary"
 	"errors"
+	"math"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -85,29 +87,96 @@ func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time)) error {
 
 // NewMemoryDedup returns a Dedup that keeps its ids in a map.
 func NewMemoryDedup(horizon mtime.Time) Dedup {
-	return &memDedup{horizon: horizon, ids: map[string]struct{}{}}
+	return &memDedup{horizon: horizon, width: max(horizon/expiryBuckets, 1), ids: map[string]mtime.Time{},
+		buckets: map[int64]*expiryBucket{}, swept: mtime.MinTime, lastK: math.MinInt64}
 }
 
+// expiryBuckets is how many buckets of expiry a horizon is cut into: an id
+// stays in memory at most a bucket's width (a 256th of the horizon) after it
+// expired.
+const expiryBuckets = 256
+
+// memDedup keeps every id with its expiry in a map, and, to forget them,
+// the ids by bucket of expiry: the watermark forgets a bucket whole once it
+// has passed the bucket's end, at the cost of a map lookup and an append per
+// id, where a heap ordered by expiry cost a sift through every level of
+// millions of entries. An id whose expiry the watermark has passed but whose
+// bucket is still there is forgotten all the same: Seen compares its expiry
+// with the watermark of the last Expire.
 type memDedup struct {
 	horizon mtime.Time
-	ids     map[string]struct{}
-	exp     heap.Heap[mtime.Time, string] // each id by its expiry
+	width   mtime.Time            // of a bucket
+	ids     map[string]mtime.Time // id -> expiry
+	buckets map[int64]*expiryBucket
+	order   heap.Heap[int64, struct{}] // the buckets' numbers
+	swept   mtime.Time                 // the watermark of the last Expire
+	lastK   int64                      // the bucket an id was last added to
+	last    *expiryBucket
 }
 
+// expiryBucket holds the ids whose expiry was in it when they were added
+// (an id seen again after it expired is in two).
+type expiryBucket struct{ ids []string }
+
 func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
-	if _, ok := d.ids[string(id)]; ok {
-		// Expire runs after every event, so an id still here is live.
+	old, ok := d.ids[string(id)]
+	if ok && old > d.swept {
+		// Expire runs after every event: an id it has not forgotten is live.
 		return true
 	}
 	s := string(id)
-	d.ids[s] = struct{}{}
-	d.exp.Push(ts.Add(d.horizon), s)
+	exp := ts.Add(d.horizon)
+	d.ids[s] = exp
+	if !ok || d.bucketOf(old) != d.bucketOf(exp) {
+		d.add(s, exp)
+	}
 	return false
 }
 
+// bucketOf is the number of the bucket of expiry exp.
+func (d *memDedup) bucketOf(exp mtime.Time) int64 {
+	k := int64(exp / d.width)
+	if exp%d.width < 0 {
+		k--
+	}
+	return k
+}
+
+func (d *memDedup) add(s string, exp mtime.Time) {
+	k := d.bucketOf(exp)
+	if k != d.lastK || d.last == nil {
+		b, ok := d.buckets[k]
+		if !ok {
+			b = &expiryBucket{}
+			d.buckets[k] = b
+			d.order.Push(k, struct{}{})
+		}
+		d.lastK, d.last = k, b
+	}
+	d.last.ids = append(d.last.ids, s)
+}
+
 func (d *memDedup) Expire(w mtime.Time) {
-	for len(d.exp) > 0 && d.exp[0].Key <= w {
-		delete(d.ids, d.exp.Pop().Value)
+	if w <= d.swept {
+		return
+	}
+	d.swept = w
+	for len(d.order) > 0 {
+		k := d.order[0].Key
+		// The bucket ends at start + width - 1: gone once w is there.
+		if start := mtime.Time(k) * d.width; w < start || w-start < d.width-1 {
+			break
+		}
+		d.order.Pop()
+		for _, s := range d.buckets[k].ids {
+			if exp, ok := d.ids[s]; ok && exp <= w {
+				delete(d.ids, s)
+			}
+		}
+		delete(d.buckets, k)
+		if k == d.lastK {
+			d.last = nil
+		}
 	}
 }
 
@@ -115,33 +184,56 @@ func (d *memDedup) Len() int            { return len(d.ids) }
 func (d *memDedup) Horizon() mtime.Time { return d.horizon }
 func (d *memDedup) Err() error          { return nil }
 
+// AppendState writes the live ids (those whose expiry is after the last
+// Expire's watermark) by bucket of expiry, each bucket in the order its ids
+// came: the same ids in the same order from run to run.
 func (d *memDedup) AppendState(b []byte) []byte {
-	b = enc.AppendUvarint(b, uint64(len(d.exp)))
-	for _, e := range d.exp {
-		b = enc.AppendVarint(b, int64(e.Key))
-		b = enc.AppendString(b, e.Value)
+	ks := make([]int64, 0, len(d.order))
+	for _, e := range d.order {
+		ks = append(ks, e.Key)
 	}
-	return b
+	slices.Sort(ks)
+	var ents []byte
+	n := 0
+	for _, k := range ks {
+		for _, s := range d.buckets[k].ids {
+			// An id seen again after it expired is in two buckets: it is
+			// written with the bucket of its expiry now.
+			if exp, ok := d.ids[s]; ok && exp > d.swept && d.bucketOf(exp) == k {
+				ents = enc.AppendVarint(ents, int64(exp))
+				ents = enc.AppendString(ents, s)
+				n++
+			}
+		}
+	}
+	b = enc.AppendUvarint(b, uint64(n))
+	return append(b, ents...)
 }
 
 func (d *memDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
 	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
-		id := dec.String()
-		d.ids[id] = struct{}{}
-		// Written in heap order; a shift of every expiry keeps it.
-		d.exp = append(d.exp, heap.Entry[mtime.Time, string]{Key: at.Add(shift), Value: id})
+		d.restore(dec.String(), at.Add(shift))
 	}
 }
 
-// RestoreSnapshot implements Dedup. The ids come by expiry, which is an
-// order of a heap.
+// restore adds an id of a checkpoint with its expiry.
+func (d *memDedup) restore(s string, exp mtime.Time) {
+	old, ok := d.ids[s]
+	if ok && old >= exp {
+		return
+	}
+	d.ids[s] = exp
+	if !ok || d.bucketOf(old) != d.bucketOf(exp) {
+		d.add(s, exp)
+	}
+}
+
+// RestoreSnapshot implements Dedup.
 func (d *memDedup) RestoreSnapshot(dir string, shift mtime.Time) error {
 	return readSnapshotIDs(dir, func(id []byte, exp mtime.Time) {
-		s := string(id)
-		d.ids[s] = struct{}{}
-		d.exp = append(d.exp, heap.Entry[mtime.Time, string]{Key: exp.Add(shift), Value: s})
+		d.restore(string(id), exp.Add(shift))
 	})
 }
 
