@@ -110,6 +110,12 @@ type Task struct {
 	StopWait time.Duration
 	// Route checks that the task's events belong to its partition.
 	Route *Route
+	// CommitOffsets commits offsets of the task's input as the group's
+	// (kafka.Source.Commit: those of each committed checkpoint), so that
+	// Kafka's tools show the group's lag as they do any consumer group's.
+	// It is nil when the task reads the repartition topic: the group's
+	// offsets are those of the input, which the instances copy.
+	CommitOffsets func(ctx context.Context, offsets map[int32]int64) error
 
 	log *kafka.Changelog
 }
@@ -484,6 +490,14 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 		StopWait: gr.stopBudget() + 5*time.Second,
 		log:      cl}
 	tk.Route = newRoute(tk)
+	if c.Repartition == nil {
+		tk.CommitOffsets = func(ctx context.Context, offsets map[int32]int64) error {
+			gr.mu.Lock()
+			g := gr.g
+			gr.mu.Unlock()
+			return g.CommitOffsets(ctx, offsets)
+		}
+	}
 	rn, err := c.Task(ctx, tk)
 	if err != nil {
 		return err

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
@@ -32,7 +35,8 @@ type order struct {
 func pipelineTask(brokers []string, start kafka.Start, decoded *atomic.Int64) func(context.Context, *group.Task) (group.Runner, error) {
 	return func(_ context.Context, t *group.Task) (group.Runner, error) {
 		p := weir.NewPipeline(weir.Name("orders"), weir.InGroup(t, 100*time.Millisecond))
-		src := &kafka.Source{Config: kafka.Config{Brokers: brokers, Topic: t.Topic}, Partitions: []int32{t.Partition}, Start: start}
+		src := &kafka.Source{Config: kafka.Config{Brokers: brokers, Topic: t.Topic}, Partitions: []int32{t.Partition}, Start: start,
+			Commit: t.CommitOffsets}
 		orders, _ := weir.Read(p, "orders", src, func(r connector.Record) (order, error) {
 			var o order
 			err := json.Unmarshal(r.Value, &o)
@@ -52,6 +56,27 @@ func pipelineTask(brokers []string, start kafka.Start, decoded *atomic.Int64) fu
 		})
 		return p, nil
 	}
+}
+
+// groupOffsets is the group's committed offsets, as Kafka's tools read
+// them.
+func groupOffsets(t *testing.T, brokers []string, group string) string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	offs.Each(func(o kadm.OffsetResponse) {
+		out = append(out, fmt.Sprintf("%s/%d %d", o.Topic, o.Partition, o.At))
+	})
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // A group of weir.Pipelines: an instance runs both partitions' tasks and
@@ -108,7 +133,11 @@ func TestPipelineTasksMoveWithTheirState(t *testing.T) {
 	second := instance(kafka.Start{Latest: true})
 	produce(0, "a", 70) // closes a's first minute
 	produce(1, "b", 65) // and b's
-	run(second, func() bool { return len(b.Committed("counts")) == 2 })
+	// Each checkpoint's offsets are the group's committed offsets too, as
+	// Kafka's tools read them: 3 records read on partition 0, 2 on 1.
+	run(second, func() bool {
+		return len(b.Committed("counts")) == 2 && groupOffsets(t, brokers, "counters") == "orders/0 3, orders/1 2"
+	})
 
 	got := b.Committed("counts")
 	slices.Sort(got)

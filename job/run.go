@@ -649,6 +649,7 @@ func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if o.task != nil {
 			ks.Partitions = []int32{o.task.Partition}
+			ks.Commit = o.task.CommitOffsets
 		}
 		src = ks
 	case j.Input == "-":

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Group is an instance's membership of a consumer group on a topic: the
@@ -180,6 +182,38 @@ func (g *Group) Member() (string, int32) {
 		return "", 0
 	}
 	return cl.GroupMetadata()
+}
+
+// CommitOffsets commits offsets (the next offset to read, per partition of
+// the topic) as the group's, with this member's generation: what Kafka's
+// tools read to show a group's lag. It is for monitoring only: the group's
+// tasks resume from their changelog, never from these.
+func (g *Group) CommitOffsets(ctx context.Context, offsets map[int32]int64) error {
+	g.mu.Lock()
+	cl := g.cl
+	g.mu.Unlock()
+	if cl == nil {
+		return errors.New("not in the group")
+	}
+	m := map[int32]kgo.EpochOffset{}
+	for p, off := range offsets {
+		m[p] = kgo.EpochOffset{Epoch: -1, Offset: off}
+	}
+	var err error
+	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{g.Topic: m}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
+		if cerr != nil {
+			err = cerr
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && err == nil {
+					err = fmt.Errorf("partition %d: %w", p.Partition, e)
+				}
+			}
+		}
+	})
+	return err
 }
 
 // Close leaves the group (after Revoked for what this instance still

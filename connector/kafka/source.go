@@ -60,6 +60,14 @@ type Source struct {
 	// topic created again, counting what was skipped, instead of stopping
 	// (on_gap: skip).
 	SkipGaps bool
+	// Commit, when set, is given the offsets of each checkpoint once it
+	// is committed (connector.Committer): the next offset to read, per
+	// partition. A task of a consumer group commits them as the group's
+	// offsets (Group.CommitOffsets), so that Kafka's tools show the
+	// group's lag as they do any consumer's; weir itself resumes from its
+	// checkpoints, never from these.
+	Commit func(ctx context.Context, offsets map[int32]int64) error
+	commit offsetCommits
 
 	cl     *kgo.Client
 	parts  []int32       // the topic's partitions, in order: Record.Partition indexes it
@@ -444,7 +452,111 @@ func (s *Source) topicParts(idx []int) []int32 {
 }
 
 // Close implements connector.Source.
+// Committed implements connector.Committer: the offsets of a committed
+// checkpoint go to Commit, if set, from a goroutine of the source's own, the
+// newest replacing any not yet sent, so that the commit of a checkpoint never
+// waits for the group (its coordinator busy with a rebalance). A failure is
+// logged once until the commits go through again: the next checkpoint's
+// makes up for it.
+func (s *Source) Committed(ctx context.Context, position []byte) {
+	if s.Commit == nil {
+		return
+	}
+	offsets, _, err := decodePosition(position)
+	if err != nil {
+		return // a position weir wrote itself, read back by Open
+	}
+	s.commit.mu.Lock()
+	defer s.commit.mu.Unlock()
+	if s.commit.wake == nil {
+		c := &s.commit
+		c.wake, c.stop, c.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go s.commitOffsets()
+	}
+	s.commit.next = offsets
+	select {
+	case s.commit.wake <- struct{}{}:
+	default:
+	}
+}
+
+// offsetCommits is the goroutine that commits a Source's offsets.
+type offsetCommits struct {
+	mu               sync.Mutex
+	next             map[int32]int64
+	wake, stop, done chan struct{}
+	failed           string // the last failure logged
+	closing          bool   // Close waits for this commit, the last
+	sent             map[int32]int64
+}
+
+func (s *Source) commitOffsets() {
+	c := &s.commit
+	defer close(c.done)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.wake:
+		}
+		c.mu.Lock()
+		offsets, closing := c.next, c.closing
+		c.mu.Unlock()
+		if maps.Equal(offsets, c.sent) {
+			if closing {
+				return
+			}
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		go func() {
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := s.Commit(ctx, offsets)
+		cancel()
+		if err == nil {
+			c.sent = offsets
+		}
+		switch {
+		case err != nil && err.Error() != c.failed:
+			c.failed = err.Error()
+			s.logf("kafka %s: cannot commit the group's offsets (%v): Kafka's tools show its lag as of the last commit; the next checkpoint tries again", s.Topic, err)
+		case err == nil && c.failed != "":
+			c.failed = ""
+			s.logf("kafka %s: the group's offsets are committed again", s.Topic)
+		}
+		if closing {
+			return
+		}
+	}
+}
+
 func (s *Source) Close() error {
+	c := &s.commit
+	c.mu.Lock()
+	started := c.wake != nil
+	c.mu.Unlock()
+	if started {
+		// The last checkpoint's offsets (a stop's savepoint) get a moment
+		// to be committed; then the goroutine is stopped.
+		c.mu.Lock()
+		c.closing = true
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		select {
+		case <-c.done:
+		case <-time.After(2 * time.Second):
+		}
+		close(c.stop)
+		<-c.done
+	}
 	if s.cl != nil {
 		s.cl.Close()
 	}
