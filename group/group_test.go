@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
@@ -56,27 +53,6 @@ func pipelineTask(brokers []string, start kafka.Start, decoded *atomic.Int64) fu
 		})
 		return p, nil
 	}
-}
-
-// groupOffsets is the group's committed offsets, as Kafka's tools read
-// them.
-func groupOffsets(t *testing.T, brokers []string, group string) string {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	offs.Each(func(o kadm.OffsetResponse) {
-		out = append(out, fmt.Sprintf("%s/%d %d", o.Topic, o.Partition, o.At))
-	})
-	slices.Sort(out)
-	return strings.Join(out, ", ")
 }
 
 // A group of weir.Pipelines: an instance runs both partitions' tasks and
@@ -136,7 +112,7 @@ func TestPipelineTasksMoveWithTheirState(t *testing.T) {
 	// Each checkpoint's offsets are the group's committed offsets too, as
 	// Kafka's tools read them: 3 records read on partition 0, 2 on 1.
 	run(second, func() bool {
-		return len(b.Committed("counts")) == 2 && groupOffsets(t, brokers, "counters") == "orders/0 3, orders/1 2"
+		return len(b.Committed("counts")) == 2 && b.GroupOffsets("counters") == "orders/0 3, orders/1 2"
 	})
 
 	got := b.Committed("counts")

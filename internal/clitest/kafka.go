@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
@@ -56,6 +58,26 @@ func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {
 	}
 	b.T.Cleanup(cl.Close)
 	return cl
+}
+
+// GroupOffsets is a consumer group's committed offsets as Kafka's tools
+// read them ("orders/0 3, orders/1 2"), or the error that prevents it.
+func (b *Broker) GroupOffsets(group string) string {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		return err.Error()
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	offs.Each(func(o kadm.OffsetResponse) {
+		out = append(out, fmt.Sprintf("%s/%d %d", o.Topic, o.Partition, o.At))
+	})
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // ProduceLines writes lines to a partition of a topic, in order.

@@ -9,7 +9,6 @@ package grouptest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
@@ -274,7 +272,7 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 	}
 	offsets := ""
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if offsets = groupOffsets(b.Addr, "fraud"); offsets == strings.Join(wantOffsets, ", ") {
+		if offsets = b.GroupOffsets("fraud"); offsets == strings.Join(wantOffsets, ", ") {
 			break
 		}
 	}
@@ -327,25 +325,6 @@ func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
 			t.Errorf("the task of partition %d read %d records at most; the partition holds %d", p, read[p], len(parts[p]))
 		}
 	}
-}
-
-// groupOffsets is a group's committed offsets, as Kafka's tools read them.
-func groupOffsets(addr, group string) string {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return err.Error()
-	}
-	defer cl.Close()
-	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
-	if err != nil {
-		return err.Error()
-	}
-	var out []string
-	offs.Each(func(o kadm.OffsetResponse) {
-		out = append(out, fmt.Sprintf("%s/%d %d", o.Topic, o.Partition, o.At))
-	})
-	slices.Sort(out)
-	return strings.Join(out, ", ")
 }
 
 // checkOwnership waits until the instances' /api/status shows every one of
