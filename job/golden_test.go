@@ -32,6 +32,10 @@ var goldenCases = []struct{ name, job string }{
 	{"memory", goldenJob},
 	{"pebble", goldenJob + "state: {backend: pebble}\n"},
 	{"session-retracting", strings.NewReplacer("{tumbling: 10s}", "{session: {gap: 4s}}", "mode: accumulating", "mode: retracting").Replace(goldenJob)},
+	// The same job once more, written after the head's file gained its
+	// processing time (version 6) and the memory de-duplication its buckets
+	// of expiry, within layout 4.
+	{"memory-head6", goldenJob},
 }
 
 const goldenJob = `name: golden
