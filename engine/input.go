@@ -230,7 +230,8 @@ func (f *sourceFeed) Committed(ctx context.Context, pos []byte) {
 		c.Committed(ctx, pos)
 	}
 }
-func (f *sourceFeed) Close() error                               { return f.src.Close() }
+
+func (f *sourceFeed) Close() error { return f.src.Close() }
 
 func (f *sourceFeed) Read(ctx context.Context) (FeedBatch, error) {
 	var sb *sourceBatch
