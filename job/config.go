@@ -416,9 +416,6 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.state(root, j); err != nil {
 		return nil, err
 	}
-	if j.Grouped() && j.State.Backend != "memory" {
-		return nil, root.errf(root.get("state"), "state.backend", "a job in a consumer group keeps its state in memory (its changelog topic makes it durable); %s is not supported there yet", j.State.Backend)
-	}
 	if err := p.http(root, j); err != nil {
 		return nil, err
 	}

@@ -158,8 +158,6 @@ func TestParseErrors(t *testing.T) {
 			`job.yaml:6: output.kafka.brokers: a job in a consumer group writes to the cluster it reads (source.kafka.brokers): a transaction spans one cluster`},
 		{"group at least once", strings.Replace(groupMinimal, "topic: out}", "topic: out, delivery: at_least_once}", 1),
 			`job.yaml:6: output.kafka.delivery: a job in a consumer group writes exactly once: a task's output, state and input positions are one transaction`},
-		{"group on pebble", groupMinimal + "state: {backend: pebble}\n",
-			`job.yaml:7: state.backend: a job in a consumer group keeps its state in memory (its changelog topic makes it durable); pebble is not supported there yet`},
 		{"changelog without group", strings.Replace(groupMinimal, "group: g", "changelog: c", 1),
 			`job.yaml:1: source.kafka.changelog: belongs to a job in a consumer group: set source.kafka.group too`},
 		{"repartition without a key", strings.Replace(strings.Replace(groupMinimal, "group: g", "group: g, repartition: true", 1), "key: card\n", "", 1),

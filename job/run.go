@@ -795,8 +795,11 @@ func setupError(j *Job, err error) error {
 // and holds the Go heap to the memory budget with a soft limit.
 func (rn *Runnable) openState(lp *lineParser) error {
 	dir := rn.j.State.Dir
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "weir-state-")
+	if dir == "" || rn.o.task != nil {
+		// A group's tasks each have a database of their own, in state.dir
+		// if the job names one: the changelog is their state's durable
+		// copy, the database its working one.
+		tmp, err := os.MkdirTemp(dir, "weir-state-")
 		if err != nil {
 			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error(), Err: err}
 		}
@@ -807,7 +810,11 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
 	}
 	rn.db = db
-	debug.SetMemoryLimit(db.HeapLimit())
+	if rn.o.task == nil {
+		// The process's heap held to the budget; a group's instance runs
+		// a database per task, each within the budget, and sets no limit.
+		debug.SetMemoryLimit(db.HeapLimit())
+	}
 	// Keys come and go: keep only a few at hand.
 	lp.keys.max = 1 << 16
 	return nil

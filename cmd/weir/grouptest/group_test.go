@@ -87,15 +87,9 @@ func partitionLines(lines [][]byte, n int) (parts [][][]byte, keys [][][]byte, c
 	return parts, keys, closers
 }
 
-// groupReference runs the job once per partition from a file of the
+// groupReferenceOf runs the job once per partition from a file of the
 // partition's records: each partition is a task with its own watermark, so
 // this is what the group must write, whatever instance runs which task.
-func groupReference(t *testing.T, dir string, parts [][][]byte, closers map[string]bool) map[string][]string {
-	t.Helper()
-	return groupReferenceOf(t, dir, groupJob, parts, closers)
-}
-
-// groupReferenceOf is groupReference for a variant of groupJob.
 func groupReferenceOf(t *testing.T, dir, groupJob string, parts [][][]byte, closers map[string]bool) map[string][]string {
 	t.Helper()
 	want := map[string][]string{}
@@ -189,14 +183,21 @@ func TestGroupKillNineAndJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 1M-event stream through a consumer group")
 	}
-	groupCase(t, 1_000_000, 6, syscall.SIGKILL)
+	groupCase(t, groupJob, 1_000_000, 6, syscall.SIGKILL)
 }
 
 // The same with 60,000 events: the second of two instances is stopped
 // (SIGTERM: its tasks take a savepoint, and it leaves the group), a third
 // joins.
 func TestGroupStopAndJoin(t *testing.T) {
-	groupCase(t, 60_000, 4, syscall.SIGTERM)
+	groupCase(t, groupJob, 60_000, 4, syscall.SIGTERM)
+}
+
+// The same with each task's state in a Pebble database of its own, its
+// checkpoints (Pebble's table files among them) in the changelog: the
+// tasks that move restore their keys from it.
+func TestGroupStopAndJoinPebble(t *testing.T) {
+	groupCase(t, groupJob+"state: {backend: pebble, memory_budget: 64MiB}\n", 60_000, 4, syscall.SIGTERM)
 }
 
 // A zombie: the second of two instances is paused (SIGSTOP) past its session
@@ -205,17 +206,17 @@ func TestGroupStopAndJoin(t *testing.T) {
 // transactions becomes visible, and the output is still every record
 // exactly once.
 func TestGroupZombie(t *testing.T) {
-	groupCase(t, 300_000, 4, syscall.SIGSTOP)
+	groupCase(t, groupJob, 300_000, 4, syscall.SIGSTOP)
 }
 
-func groupCase(t *testing.T, events, nparts int, sig syscall.Signal) {
+func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Signal) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "input.jsonl")
 	clitest.WriteCrashInput(t, in, events)
 	data, _ := os.ReadFile(in)
 	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
 	parts, keys, closers := partitionLines(lines, nparts)
-	want := groupReference(t, dir, parts, closers)
+	want := groupReferenceOf(t, dir, groupJob, parts, closers)
 	if len(want["late"]) < events/10000 || len(want["quarantine"]) < events/10000 {
 		t.Fatalf("the reference is not what the test needs: %d panes, %d late, %d rejected", len(want["results"]), len(want["late"]), len(want["quarantine"]))
 	}
