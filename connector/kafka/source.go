@@ -468,6 +468,9 @@ func (s *Source) Committed(ctx context.Context, position []byte) {
 	}
 	s.commit.mu.Lock()
 	defer s.commit.mu.Unlock()
+	if s.commit.closed {
+		return
+	}
 	if s.commit.wake == nil {
 		c := &s.commit
 		c.wake, c.stop, c.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
@@ -487,6 +490,7 @@ type offsetCommits struct {
 	wake, stop, done chan struct{}
 	failed           string // the last failure logged
 	closing          bool   // Close waits for this commit, the last
+	closed           bool   // by Close: nothing more is committed
 	sent             map[int32]int64
 }
 
@@ -538,7 +542,8 @@ func (s *Source) commitOffsets() {
 func (s *Source) Close() error {
 	c := &s.commit
 	c.mu.Lock()
-	started := c.wake != nil
+	started := c.wake != nil && !c.closed
+	c.closed = true
 	c.mu.Unlock()
 	if started {
 		// The last checkpoint's offsets (a stop's savepoint) get a moment
