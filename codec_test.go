@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +205,30 @@ func TestPipelineCheckpointsAStateWithItsOwnCodec(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
 		t.Errorf("the restored output differs from an uninterrupted run (%d bytes, want %d)", len(got), len(want))
+	}
+}
+
+// MaxHeldOutput bounds what an exactly-once file sink holds between
+// checkpoints: with an hour's interval, checkpoints are taken whenever it
+// fills up, and the output is the same as with no checkpoints at all.
+func TestPipelineMaxHeldOutput(t *testing.T) {
+	in := taps(60_000)
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.txt")
+	if err := usersPipeline(in, ref, nil, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	out := filepath.Join(dir, "out.txt")
+	var log bytes.Buffer
+	opts := []weir.Option{weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour), weir.MaxHeldOutput(64 << 10), weir.Log(&log)}
+	if err := usersPipeline(in, out, opts, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(out); !bytes.Equal(got, want) || len(want) < 128<<10 {
+		t.Errorf("the output differs from a run without checkpoints (%d bytes, want %d, at least 128 KiB)", len(got), len(want))
+	}
+	if !strings.Contains(log.String(), "users holds ") || !strings.Contains(log.String(), "is 64.0 KiB: a checkpoint is taken now") {
+		t.Errorf("log:\n%s", log.String())
 	}
 }

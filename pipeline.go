@@ -86,6 +86,13 @@ func Checkpoints(dir string, interval time.Duration) Option {
 	}
 }
 
+// MaxHeldOutput bounds the output an exactly-once file or table sink holds
+// in memory until the next checkpoint (default 64 MiB, as the job file's
+// checkpoint.max_held_output): a sink that holds n bytes gets a checkpoint
+// at once instead of at the interval, and reading waits until its output
+// has gone to it. 0 keeps the default; a negative n sets no bound.
+func MaxHeldOutput(n int64) Option { return func(p *Pipeline) { p.cfg.Checkpoint.MaxHeld = n } }
+
 // RestoreFrom restores a given checkpoint or savepoint directory instead of
 // the newest checkpoint (with Checkpoints).
 func RestoreFrom(dir string) Option { return func(p *Pipeline) { p.cfg.Checkpoint.From = dir } }
@@ -115,8 +122,9 @@ func Log(w io.Writer) Option { return func(p *Pipeline) { p.cfg.Log = w } }
 // position, whichever instance runs the task. A checkpoint that fails stops
 // the task (the group starts it again from its last committed one), and
 // the pipeline is Live; its source reads t.Partition of t.Topic alone
-// (kafka.Source's Topic and Partitions). The pipeline logs to t.Log unless
-// Log says otherwise.
+// (kafka.Source's Topic and Partitions), and with kafka.Source's Commit set
+// to t.CommitOffsets each checkpoint's offsets become the group's, for
+// Kafka's lag tools. The pipeline logs to t.Log unless Log says otherwise.
 func InGroup(t *group.Task, interval time.Duration) Option {
 	return func(p *Pipeline) {
 		Checkpoints(t.Dir, interval)(p)
