@@ -228,6 +228,19 @@ func (gr *Instance) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.Repartition != nil {
+		// The tasks are the partitions of the topic the instances copy the
+		// input into: created with the input's count, it keeps it when
+		// partitions are added to the input.
+		if rp, err := kafka.Partitions(ctx, c.Conn, RepartitionTopic(c.Group)); err == nil {
+			parts = rp
+		}
+	}
+	if c.Repartition == nil {
+		if cp, err := kafka.Partitions(ctx, c.Conn, c.Changelog); err == nil && len(cp) < len(parts) {
+			return grownInput(c.Conn.Topic, "when the group started (its changelog "+c.Changelog+" has as many)", len(cp))
+		}
+	}
 	gr.mu.Lock()
 	gr.parts = parts
 	gr.mu.Unlock()
@@ -401,6 +414,15 @@ func (gr *Instance) stop(ps []int32) {
 	}
 }
 
+// grownInput is the refusal of an input that has more partitions than it
+// had then: the input's partitions place each key by their count
+// (murmur2), so that more of them move keys to other tasks than their
+// state's, whose windows and de-duplication would split. Only a group that
+// copies its input (Repartition) keeps its tasks' count.
+func grownInput(topic, then string, had int) error {
+	return fmt.Errorf("%s has more partitions than the %d it had %s: a key's events would go to another task than its state; read it with source.kafka.repartition: true, which copies it keyed into a topic of the group's own and takes added partitions in, or start a new group (a new group id and changelog)", topic, had, then)
+}
+
 // runTask runs the task until ctx is done; a task that fails (fenced by
 // another instance, a broker gone) starts again from its changelog.
 func (gr *Instance) runTask(ctx context.Context, t *task) {
@@ -443,6 +465,12 @@ func (gr *Instance) runTask(ctx context.Context, t *task) {
 
 func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	c := gr.c
+	gr.mu.Lock()
+	nparts := len(gr.parts)
+	gr.mu.Unlock()
+	if int(t.p) >= nparts {
+		return Fatal(grownInput(c.Conn.Topic, "when the instance started", nparts))
+	}
 	t0 := time.Now()
 	t.mu.Lock()
 	t.state, t.rn, t.console = "restoring", nil, nil

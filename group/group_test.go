@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
@@ -126,5 +128,31 @@ func TestPipelineTasksMoveWithTheirState(t *testing.T) {
 		if !strings.Contains(log.String(), line) {
 			t.Errorf("the second instance did not restore both tasks from the changelog (no %q):\n%s", line, log.String())
 		}
+	}
+}
+
+// An instance of a group that reads its input directly refuses an input
+// that has more partitions than its changelog: the keys would move to
+// other tasks than their state. It names the way on.
+func TestGrownInputRefused(t *testing.T) {
+	b := clitest.StartBroker(t, "orders:2", "counts:1")
+	brokers := []string{b.Addr}
+	conn := kafka.Config{Brokers: brokers, Topic: "orders"}
+	if err := kafka.EnsureChangelog(context.Background(), conn, "counters-state", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kadm.NewClient(b.Client()).CreatePartitions(context.Background(), 1, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	var decoded atomic.Int64
+	g, err := group.New(group.Config{Conn: conn, Group: "counters", Changelog: "counters-state",
+		SessionTimeout: 6 * time.Second, TransactionalID: "weir-orders", TransactionTimeout: time.Minute,
+		Task: pipelineTask(brokers, kafka.Start{}, &decoded)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "orders has more partitions than the 2 it had when the group started (its changelog counters-state has as many): a key's events would go to another task than its state; read it with source.kafka.repartition: true") {
+		t.Errorf("Run: %v", err)
 	}
 }

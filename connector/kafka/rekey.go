@@ -52,6 +52,10 @@ type Rekey struct {
 	copied int64
 }
 
+// MetadataRefresh is how often the copying of a repartitioning group looks
+// for partitions added to its input.
+const MetadataRefresh = 10 * time.Second
+
 // Run copies until ctx is done.
 func (r *Rekey) Run(ctx context.Context) error {
 	opts, err := r.opts()
@@ -111,6 +115,10 @@ func (r *Rekey) Run(ctx context.Context) error {
 		kgo.SessionTimeout(session), kgo.HeartbeatInterval(max(session/10, 100*time.Millisecond)),
 		kgo.OnPartitionsAssigned(track(true)), kgo.OnPartitionsRevoked(track(false)), kgo.OnPartitionsLost(track(false)),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5*time.Millisecond),
+		// Partitions added to the input are seen within MetadataRefresh
+		// (Kafka's clients look every 5 minutes), and the group shares
+		// them out: the copy keys them like the others.
+		kgo.MetadataMaxAge(MetadataRefresh),
 	)...)
 	if err != nil {
 		return err

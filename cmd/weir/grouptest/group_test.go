@@ -9,6 +9,7 @@ package grouptest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
@@ -326,6 +328,75 @@ func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Si
 			t.Errorf("the task of partition %d read %d records at most; the partition holds %d", p, read[p], len(parts[p]))
 		}
 	}
+}
+
+// Partitions added to the input of a group that repartitions are read too:
+// the copying picks them up within MetadataRefresh, and every record is
+// copied once, into the same tasks (the repartition topic keeps its count).
+func TestGroupRepartitionPartitionsAdded(t *testing.T) {
+	const nparts = 3
+	dir := t.TempDir()
+	in := filepath.Join(dir, "input.jsonl")
+	clitest.WriteCrashInput(t, in, 30_000)
+	data, _ := os.ReadFile(in)
+	var lines [][]byte
+	for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
+		if fastjson.ValidateBytes(l) == nil {
+			lines = append(lines, l)
+		}
+	}
+	parts, _, closers := partitionLines(lines, nparts)
+	job := strings.NewReplacer("watermark: {delay: 1s, interval: 0s}", "watermark: {delay: 1h, interval: 0s}", "dedup_horizon: 10m", "dedup_horizon: 2h").Replace(groupJob)
+	want := groupReferenceOf(t, dir, job, parts, closers)["results"]
+
+	b := clitest.StartBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
+	produce := func(from, to, n int) {
+		for p := range n {
+			var ls, ks [][]byte
+			for i := from + p; i < to; i += n {
+				ls, ks = append(ls, lines[i]), append(ks, fastjson.GetBytes(lines[i], "id"))
+			}
+			b.ProduceKeyed("clicks", int32(p), ls, ks)
+		}
+	}
+	half := len(lines) / 2
+	produce(0, half, nparts)
+	text := strings.Replace(fmt.Sprintf(job, b.Addr, ", repartition: true"), "topic: orders", "topic: clicks", 1)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
+	inst := startInstances(t, dir, 2)
+	if got := b.WaitCommitted("fraud-repartition", half, 3*time.Minute); len(got) != half {
+		t.Fatalf("the repartition topic holds %d records; want the %d of the input's first half, each once", len(got), half)
+	}
+	// Two more partitions, and the second half spread over all five.
+	cl := b.Client()
+	if _, err := kadm.NewClient(cl).CreatePartitions(context.Background(), 2, "clicks"); err != nil {
+		t.Fatal(err)
+	}
+	produce(half, len(lines), nparts+2)
+	if got := b.WaitCommitted("fraud-repartition", len(lines), 3*time.Minute); len(got) != len(lines) {
+		t.Fatalf("the repartition topic holds %d records; want the %d of the input, each once", len(got), len(lines))
+	}
+	// An instance that starts now, with five input partitions, runs the
+	// three tasks of the repartition topic like the others.
+	inst.cmds[1].Process.Signal(syscall.SIGTERM)
+	inst.cmds[1].Wait()
+	inst.start()
+	for p := range nparts {
+		last := parts[p][len(parts[p])-1]
+		b.ProduceKeyed("clicks", int32(p), [][]byte{last}, [][]byte{fastjson.GetBytes(last, "id")})
+	}
+	got := b.WaitCommitted("alerts", len(want), 3*time.Minute)
+	for i, c := range inst.cmds {
+		if i != 1 {
+			c.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for i, c := range inst.cmds {
+		if i != 1 {
+			c.Wait()
+		}
+	}
+	sameRecords(t, "results", got, want)
 }
 
 // checkOwnership waits until the instances' /api/status shows every one of
