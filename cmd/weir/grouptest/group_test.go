@@ -330,24 +330,33 @@ func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Si
 	}
 }
 
-// Partitions added to the input of a group that repartitions are read too:
-// the copying picks them up within MetadataRefresh, and every record is
-// copied once, into the same tasks (the repartition topic keeps its count).
-func TestGroupRepartitionPartitionsAdded(t *testing.T) {
-	const nparts = 3
-	dir := t.TempDir()
+// repartitionCase writes a crash input of events lines, without its bad
+// lines (a copy keyed by the job key needs the key), and the results the
+// group must write: those of the job run once per partition of the copy,
+// with a watermark delay long enough that the copy's order does not
+// matter.
+func repartitionCase(t *testing.T, events, nparts int) (dir string, lines [][]byte, parts [][][]byte, job string, want []string) {
+	t.Helper()
+	dir = t.TempDir()
 	in := filepath.Join(dir, "input.jsonl")
-	clitest.WriteCrashInput(t, in, 30_000)
+	clitest.WriteCrashInput(t, in, events)
 	data, _ := os.ReadFile(in)
-	var lines [][]byte
 	for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
 		if fastjson.ValidateBytes(l) == nil {
 			lines = append(lines, l)
 		}
 	}
 	parts, _, closers := partitionLines(lines, nparts)
-	job := strings.NewReplacer("watermark: {delay: 1s, interval: 0s}", "watermark: {delay: 1h, interval: 0s}", "dedup_horizon: 10m", "dedup_horizon: 2h").Replace(groupJob)
-	want := groupReferenceOf(t, dir, job, parts, closers)["results"]
+	job = strings.NewReplacer("watermark: {delay: 1s, interval: 0s}", "watermark: {delay: 1h, interval: 0s}", "dedup_horizon: 10m", "dedup_horizon: 2h").Replace(groupJob)
+	return dir, lines, parts, job, groupReferenceOf(t, dir, job, parts, closers)["results"]
+}
+
+// Partitions added to the input of a group that repartitions are read too:
+// the copying picks them up within MetadataRefresh, and every record is
+// copied once, into the same tasks (the repartition topic keeps its count).
+func TestGroupRepartitionPartitionsAdded(t *testing.T) {
+	const nparts = 3
+	dir, lines, parts, job, want := repartitionCase(t, 30_000, nparts)
 
 	b := clitest.StartBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
 	produce := func(from, to, n int) {
@@ -468,19 +477,7 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 // the stream's last events come, once everything is copied.
 func TestGroupRepartition(t *testing.T) {
 	const nparts = 3
-	dir := t.TempDir()
-	in := filepath.Join(dir, "input.jsonl")
-	clitest.WriteCrashInput(t, in, 60_000)
-	data, _ := os.ReadFile(in)
-	var lines [][]byte
-	for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
-		if fastjson.ValidateBytes(l) == nil {
-			lines = append(lines, l)
-		}
-	}
-	parts, _, closers := partitionLines(lines, nparts)
-	job := strings.NewReplacer("watermark: {delay: 1s, interval: 0s}", "watermark: {delay: 1h, interval: 0s}", "dedup_horizon: 10m", "dedup_horizon: 2h").Replace(groupJob)
-	want := groupReferenceOf(t, dir, job, parts, closers)["results"]
+	dir, lines, parts, job, want := repartitionCase(t, 60_000, nparts)
 
 	b := clitest.StartBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
 	ids := make([][]byte, len(lines))
