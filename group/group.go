@@ -235,11 +235,8 @@ func (gr *Instance) Run(ctx context.Context) error {
 		if rp, err := kafka.Partitions(ctx, c.Conn, RepartitionTopic(c.Group)); err == nil {
 			parts = rp
 		}
-	}
-	if c.Repartition == nil {
-		if cp, err := kafka.Partitions(ctx, c.Conn, c.Changelog); err == nil && len(cp) < len(parts) {
-			return grownInput(c.Conn.Topic, "when the group started (its changelog "+c.Changelog+" has as many)", len(cp))
-		}
+	} else if cp, err := kafka.Partitions(ctx, c.Conn, c.Changelog); err == nil && len(cp) < len(parts) {
+		return grownInput(c.Conn.Topic, "when the group started (its changelog "+c.Changelog+" has as many)", len(cp))
 	}
 	gr.mu.Lock()
 	gr.parts = parts
