@@ -203,6 +203,11 @@ type Counts struct {
 	LastEventTime  mtime.Time `json:"last_event_time"`
 }
 
+// newCounts is the accounting of a head that has read nothing.
+func newCounts() Counts {
+	return Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}
+}
+
 // NewHead builds a head, restoring its counters, partition numbering and
 // de-duplication ids if the job resumes. Add it to the engine with AddSource
 // and OnSignal.
@@ -211,7 +216,7 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	if err != nil {
 		return nil, err
 	}
-	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: Counts{QuarantineReasons: map[string]int64{}, FirstEventTime: mtime.MaxTime, LastEventTime: mtime.MinTime}, holder: -1}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: newCounts(), holder: -1}
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
 	}
@@ -512,9 +517,7 @@ var errDecoderState = errors.New("the decoder's state cannot be read without the
 // A decoder's state is handed to decoderState, positioned at it; nil says
 // that the reader has no decoder to give it to.
 func readHead(d *enc.Decoder, decoderState func(*enc.Decoder) error) (headFile, error) {
-	f := headFile{now: mtime.MinTime, horizon: mtime.MinTime, forgotten: mtime.MinTime}
-	f.c.QuarantineReasons = map[string]int64{}
-	f.c.FirstEventTime, f.c.LastEventTime = mtime.MaxTime, mtime.MinTime
+	f := headFile{c: newCounts(), now: mtime.MinTime, horizon: mtime.MinTime, forgotten: mtime.MinTime}
 	v := d.Count(255)
 	if v < 1 || v > headVersion {
 		return f, fmt.Errorf("unknown version %d", v)
@@ -576,14 +579,8 @@ func (h *Head[K, T]) restore(data []byte) error {
 	if err != nil {
 		return err
 	}
-	c, r := &h.c, &f.c
-	c.Read, c.Duplicates, c.Quarantined, c.WatermarkLines, c.BlankLines = r.Read, r.Duplicates, r.Quarantined, r.WatermarkLines, r.BlankLines
-	c.BeyondDedupHorizon, c.FirstEventTime, c.LastEventTime, c.Lost = r.BeyondDedupHorizon, r.FirstEventTime, r.LastEventTime, r.Lost
-	maps.Copy(c.QuarantineReasons, r.QuarantineReasons)
-	h.announ = f.announce
-	if f.version >= 6 {
-		h.now = f.now
-	}
+	// The head has read nothing yet: what it counted is the file's.
+	h.c, h.announ, h.now = f.c, f.announce, f.now
 	if err := h.restoreIDs(d, f); err != nil {
 		return err
 	}
