@@ -3,7 +3,6 @@ package state
 import (
 	"encoding/binary"
 	"errors"
-	"math"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -88,7 +87,7 @@ func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time)) error {
 // NewMemoryDedup returns a Dedup that keeps its ids in a map.
 func NewMemoryDedup(horizon mtime.Time) Dedup {
 	return &memDedup{horizon: horizon, width: max(horizon/expiryBuckets, 1), ids: map[string]mtime.Time{},
-		buckets: map[int64]*expiryBucket{}, swept: mtime.MinTime, lastK: math.MinInt64}
+		buckets: map[int64]*expiryBucket{}, swept: mtime.MinTime}
 }
 
 // expiryBuckets is how many buckets of expiry a horizon is cut into: an id
@@ -110,8 +109,8 @@ type memDedup struct {
 	buckets map[int64]*expiryBucket
 	order   heap.Heap[int64, struct{}] // the buckets' numbers
 	swept   mtime.Time                 // the watermark of the last Expire
-	lastK   int64                      // the bucket an id was last added to
-	last    *expiryBucket
+	last    *expiryBucket              // the bucket an id was last added to (number lastK), or nil
+	lastK   int64
 }
 
 // expiryBucket holds the ids whose expiry was in it when they were added
@@ -124,13 +123,17 @@ func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
 		// Expire runs after every event: an id it has not forgotten is live.
 		return true
 	}
-	s := string(id)
-	exp := ts.Add(d.horizon)
+	d.put(string(id), ts.Add(d.horizon), old, ok)
+	return false
+}
+
+// put remembers s with expiry exp; old is the expiry it had, if had. An id
+// already in exp's bucket is not listed there twice.
+func (d *memDedup) put(s string, exp, old mtime.Time, had bool) {
 	d.ids[s] = exp
-	if !ok || d.bucketOf(old) != d.bucketOf(exp) {
+	if !had || d.bucketOf(old) != d.bucketOf(exp) {
 		d.add(s, exp)
 	}
-	return false
 }
 
 // bucketOf is the number of the bucket of expiry exp.
@@ -144,7 +147,7 @@ func (d *memDedup) bucketOf(exp mtime.Time) int64 {
 
 func (d *memDedup) add(s string, exp mtime.Time) {
 	k := d.bucketOf(exp)
-	if k != d.lastK || d.last == nil {
+	if d.last == nil || k != d.lastK {
 		b, ok := d.buckets[k]
 		if !ok {
 			b = &expiryBucket{}
@@ -221,12 +224,8 @@ func (d *memDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
 // restore adds an id of a checkpoint with its expiry.
 func (d *memDedup) restore(s string, exp mtime.Time) {
 	old, ok := d.ids[s]
-	if ok && old >= exp {
-		return
-	}
-	d.ids[s] = exp
-	if !ok || d.bucketOf(old) != d.bucketOf(exp) {
-		d.add(s, exp)
+	if !ok || old < exp {
+		d.put(s, exp, old, ok)
 	}
 }
 
