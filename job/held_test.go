@@ -30,16 +30,8 @@ func TestMaxHeldOutput(t *testing.T) {
 			"watermark: {delay: 0s, interval: 0s}\nwindow: {tumbling: 1s}\naggregates: {n: count}\n" +
 			"output: [results.jsonl, {sqlite: {path: results.db, table: counts}}]\n" +
 			"checkpoint: {dir: ckpt, interval: 1h" + held + "}\n"
-		path := filepath.Join(dir, "job.yaml")
-		if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		j, err := Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var lb bytes.Buffer
-		if _, err := Run(context.Background(), j, Options{Log: &lb}); err != nil {
+		if _, err := Run(context.Background(), loadJob(t, dir, yaml), Options{Log: &lb}); err != nil {
 			t.Fatalf("%v\n%s", err, lb.String())
 		}
 		db, err := sql.Open("sqlite", filepath.Join(dir, "results.db"))

@@ -19,6 +19,16 @@ func runJob(t *testing.T, yaml, input string) (string, *Summary) {
 	if err := os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	sum, err := Run(context.Background(), loadJob(t, dir, yaml), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, sum
+}
+
+// loadJob writes yaml as dir/job.yaml and loads it.
+func loadJob(t *testing.T, dir, yaml string) *Job {
+	t.Helper()
 	path := filepath.Join(dir, "job.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -27,11 +37,7 @@ func runJob(t *testing.T, yaml, input string) (string, *Summary) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), j, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, sum
+	return j
 }
 
 func read(t *testing.T, dir, name string) string {

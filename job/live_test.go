@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -48,15 +46,7 @@ type liveJob struct {
 }
 
 func startLive(t *testing.T, yaml string) *liveJob {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "job.yaml")
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	j, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := loadJob(t, t.TempDir(), yaml)
 	r, w := io.Pipe()
 	lj := &liveJob{t: t, in: w, out: &lockedBuffer{}, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
