@@ -150,6 +150,21 @@ func (countCodec) ReadAcc(d *enc.Decoder) int64        { return d.Varint() }
 func (countCodec) AppendOut(b []byte, o int64) []byte  { return enc.AppendVarint(b, o) }
 func (countCodec) ReadOut(d *enc.Decoder) int64        { return d.Varint() }
 
+// countWindow adds a window stage that counts per key in tumbling windows
+// of a second, on parallelism instances.
+func countWindow(t *testing.T, e *engine.Engine, parallelism int) *engine.Window[string, int, int64, int64] {
+	t.Helper()
+	w, err := engine.NewWindow(e, engine.WindowConfig[string, int, int64, int64]{
+		Name: "window", Strategy: window.NewStrategy(window.TumblingWindows(time.Second)),
+		Watermark: watermark.BoundedOutOfOrderness(0), Agg: aggregate.Count[int](), Parallelism: parallelism,
+		Hash: func(s string) uint64 { return uint64(len(s)) }, Codec: countCodec{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // build makes a live keyed job: source → head → tumbling count → sink.
 func build(t *testing.T, cfg engine.Config, src connector.Source, sink connector.Sink[window.Pane[string, int64]]) *engine.Engine {
 	t.Helper()
@@ -157,14 +172,7 @@ func build(t *testing.T, cfg engine.Config, src connector.Source, sink connector
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := engine.NewWindow(e, engine.WindowConfig[string, int, int64, int64]{
-		Name: "window", Strategy: window.NewStrategy(window.TumblingWindows(time.Second)),
-		Watermark: watermark.BoundedOutOfOrderness(0), Agg: aggregate.Count[int](), Parallelism: 2,
-		Hash: func(s string) uint64 { return uint64(len(s)) }, Codec: countCodec{},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := countWindow(t, e, 2)
 	n, err := engine.NewSink(e, "output", sink)
 	if err != nil {
 		t.Fatal(err)

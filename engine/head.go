@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/weirstream/weir/connector"
@@ -58,6 +59,24 @@ type Decoded[K comparable, T any] struct {
 // in the source loop.
 type Decoder[K comparable, T any] interface {
 	Decode(r *connector.Record, d *Decoded[K, T])
+}
+
+// ForkingDecoder is a Decoder that decodes on several goroutines at once
+// (HeadConfig.Decoders). Fork makes a decoder for another goroutine: it
+// shares no mutable state with this decoder or its other forks, so that
+// their Decode calls run at the same time, each on records of its own, and
+// what it makes of a record does not depend on the records before it. The
+// head then calls Settle on this decoder with each record and what a fork
+// made of it, in arrival order, for the part of decoding that does depend
+// on the records before (a numbering, a sample). Fork returns nil when the
+// decoder cannot be forked: it then decodes in the source loop alone.
+//
+// A fork's Decoded.ID needs to stay valid only until its next Decode, as
+// any decoder's: the head keeps a copy.
+type ForkingDecoder[K comparable, T any] interface {
+	Decoder[K, T]
+	Fork() Decoder[K, T]
+	Settle(r *connector.Record, d *Decoded[K, T])
 }
 
 // PartitionNamer is a Decoder that may number watermark partitions itself
@@ -124,6 +143,12 @@ type HeadConfig[K comparable, T any] struct {
 	// WatermarkAfter, when set, gives the watermark after each record, by
 	// its offset (a perfect watermark read ahead from a file).
 	WatermarkAfter func(offset int64) mtime.Time
+	// Decoders is how many goroutines decode a batch of records, when the
+	// Decoder is a ForkingDecoder: the source loop and Decoders-1 others,
+	// each with a fork. The records are still applied one by one in
+	// arrival order, so the output does not depend on it. 0 or 1: the
+	// source loop decodes alone.
+	Decoders int
 }
 
 // Head is the first stage of a keyed job: decode and validate, account,
@@ -135,7 +160,9 @@ type Head[K comparable, T any] struct {
 	e       *Engine
 	p       *Participant
 	dec     Decoded[K, T]
-	logic   bool // the decoder numbers partitions
+	forks   []forkedDecoder[K, T] // with Decoders > 1, one per decoding goroutine
+	decs    []Decoded[K, T]       // a batch's records, decoded by the forks
+	logic   bool                  // the decoder numbers partitions
 	parts   []connector.Partition
 	announ  bool // source partitions still to declare to the watermark
 	reports []connector.PartitionReport
@@ -219,6 +246,16 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: newCounts(), holder: -1}
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
+	}
+	if fd, ok := cfg.Decoder.(ForkingDecoder[K, T]); ok && cfg.Decoders > 1 {
+		for range cfg.Decoders {
+			f := fd.Fork()
+			if f == nil {
+				h.forks = nil
+				break
+			}
+			h.forks = append(h.forks, forkedDecoder[K, T]{d: f})
+		}
 	}
 	if data := p.File(""); data != nil {
 		if err := h.restore(data); err != nil {
@@ -317,6 +354,73 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 	*d = zero
 	d.Partition, d.Arrival = -1, r.Arrival
 	h.cfg.Decoder.Decode(r, d)
+	h.apply(r, d)
+}
+
+// minForkChunk is the fewest records a decoding goroutine is given: a
+// smaller batch is decoded in the source loop alone.
+const minForkChunk = 128
+
+// forkedDecoder is a fork of the head's decoder, with the copies of the
+// ids it decoded in a batch.
+type forkedDecoder[K comparable, T any] struct {
+	d   Decoder[K, T]
+	ids []byte
+}
+
+// Records implements BatchHandler: the records of a batch, decoded on
+// len(h.forks) goroutines, then settled and applied one by one in arrival
+// order, as Record would.
+func (h *Head[K, T]) Records(rs []connector.Record) {
+	workers := min(len(h.forks), len(rs)/minForkChunk)
+	if workers < 2 {
+		for i := range rs {
+			h.Record(&rs[i])
+		}
+		return
+	}
+	if cap(h.decs) < len(rs) {
+		h.decs = make([]Decoded[K, T], len(rs))
+	}
+	decs := h.decs[:len(rs)]
+	chunk := (len(rs) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		lo, hi := min(w*chunk, len(rs)), min((w+1)*chunk, len(rs))
+		wg.Go(func() { h.forks[w].decode(rs[lo:hi], decs[lo:hi]) })
+	}
+	h.forks[0].decode(rs[:chunk], decs[:chunk])
+	wg.Wait()
+	fd := h.cfg.Decoder.(ForkingDecoder[K, T])
+	for i := range rs {
+		fd.Settle(&rs[i], &decs[i])
+		h.apply(&rs[i], &decs[i])
+	}
+	clear(decs) // the batch's values are not held past it
+}
+
+// decode decodes rs into ds, keeping a copy of each id that stays valid
+// until the next batch.
+func (f *forkedDecoder[K, T]) decode(rs []connector.Record, ds []Decoded[K, T]) {
+	f.ids = f.ids[:0]
+	for i := range rs {
+		d := &ds[i]
+		*d = Decoded[K, T]{Partition: -1, Arrival: rs[i].Arrival}
+		f.d.Decode(&rs[i], d)
+		if d.ID != nil {
+			if len(f.ids)+len(d.ID) > cap(f.ids) {
+				// A new buffer: the ids copied so far keep the old one.
+				f.ids = make([]byte, 0, max(2*cap(f.ids), len(d.ID), 16<<10))
+			}
+			at := len(f.ids)
+			f.ids = append(f.ids, d.ID...)
+			d.ID = f.ids[at:len(f.ids):len(f.ids)]
+		}
+	}
+}
+
+// apply accounts for a decoded record and feeds it to the window stage.
+func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 	w := h.cfg.Window
 	if d.Kind == Blank {
 		h.c.BlankLines++

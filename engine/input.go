@@ -163,6 +163,13 @@ type RecordHandler interface {
 	Record(r *connector.Record)
 }
 
+// BatchHandler is a RecordHandler that takes a batch's records at once, in
+// arrival order (their Arrival set as for Record), so that it may decode
+// them in parallel.
+type BatchHandler interface {
+	Records(rs []connector.Record)
+}
+
 // LostHandler is a RecordHandler that accounts for the records a source
 // skipped knowing they were there (connector.Batch.Lost).
 type LostHandler interface {
@@ -262,11 +269,16 @@ func (b *sourceBatch) Deliver(now mtime.Time) {
 		lh.Lost(b.b.Lost)
 	}
 	for i := range b.b.Records {
-		r := &b.b.Records[i]
-		if r.Arrival == mtime.MinTime {
+		if r := &b.b.Records[i]; r.Arrival == mtime.MinTime {
 			r.Arrival = now
 		}
-		f.h.Record(r)
+	}
+	if bh, ok := f.h.(BatchHandler); ok {
+		bh.Records(b.b.Records)
+		return
+	}
+	for i := range b.b.Records {
+		f.h.Record(&b.b.Records[i])
 	}
 }
 

@@ -333,7 +333,14 @@ type lineWatch struct {
 
 // Decode implements engine.Decoder.
 func (w *lineWatch) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
-	w.lineParser.Decode(r, d)
+	w.lineParser.decode(r, d)
+	w.Settle(r, d)
+}
+
+// Settle implements engine.ForkingDecoder: the line's routing, and the
+// sample of the first lines, in arrival order.
+func (w *lineWatch) Settle(r *connector.Record, d *engine.Decoded[string, record]) {
+	w.lineParser.Settle(r, d)
 	if w.done {
 		return
 	}

@@ -88,7 +88,8 @@ type lineParser struct {
 	partIDs  []string       // identities, by number
 	partKeys []string       // names (canonical JSON), by number
 
-	route *group.Route // in a task of a group job
+	route  *group.Route // in a task of a group job
+	forked bool         // a fork (Fork): Decode does not Settle
 }
 
 func newLineParser(j *Job) *lineParser {
@@ -149,6 +150,35 @@ func get(v *fastjson.Value, p Path) *fastjson.Value { return source.Get(v, p) }
 // live job r.Arrival is the time the line was taken; in a replay the line's
 // arrival field gives it.
 func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
+	lp.decode(r, d)
+	if !lp.forked {
+		lp.Settle(r, d)
+	}
+}
+
+// Fork implements engine.ForkingDecoder: a parser of its own (its own key
+// table and slabs) for another goroutine. A job with a partition field is
+// not forked: its partitions are numbered in order of first appearance as
+// the line is read.
+func (lp *lineParser) Fork() engine.Decoder[string, record] {
+	if lp.j.PartitionField != nil {
+		return nil
+	}
+	return &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
+		keys: newKeyTable(1 << 20), forked: true}
+}
+
+// Settle implements engine.ForkingDecoder: in arrival order, the sample of
+// a group task's routing.
+func (lp *lineParser) Settle(r *connector.Record, d *engine.Decoded[string, record]) {
+	if d.Kind == engine.Event && lp.route != nil && lp.route.Sample() {
+		// As a producer keyed by it wrote it.
+		lp.route.Check([]byte(keyValue(d.Key)), d.Key, r.Offset)
+	}
+}
+
+// decode is Decode without Settle: what a fork does.
+func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, record]) {
 	if isBlank(r.Value) {
 		d.Kind = engine.Blank
 		return
@@ -176,10 +206,6 @@ func (lp *lineParser) Decode(r *connector.Record, d *engine.Decoded[string, reco
 		}
 		p.rec.line, p.rec.part = r.Offset, int32(r.Partition)
 		d.Value = p.rec
-		if lp.route != nil && lp.route.Sample() {
-			// As a producer keyed by it wrote it.
-			lp.route.Check([]byte(keyValue(p.key)), p.key, r.Offset)
-		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
@@ -76,6 +77,13 @@ type Options struct {
 	// are all quarantined to its end, instead of stopping it (weir run
 	// --allow-all-quarantined).
 	AllowAllQuarantined bool
+	// Decoders is how many goroutines decode the input's lines, the source
+	// loop's own included; 0 is one per core the Go runtime schedules on
+	// (GOMAXPROCS). The lines are still accounted for and windowed one by
+	// one in arrival order, so the output does not depend on it. A task of
+	// a group job, and a job with a partition field, decode in the source
+	// loop alone.
+	Decoders int
 
 	// CheckpointAfter, when set, is asked after every batch of the input
 	// (numbered from 1) whether to take a checkpoint or a savepoint there:
@@ -630,7 +638,14 @@ func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine
 	if j.Kafka != nil {
 		srcName = j.Kafka.Topic
 	}
-	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: rn.decoder(lp), Window: rn.win, Dedup: dd, Quarantine: quarantine}
+	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: rn.decoder(lp), Window: rn.win, Dedup: dd, Quarantine: quarantine,
+		Decoders: rn.o.Decoders}
+	if hcfg.Decoders == 0 {
+		hcfg.Decoders = runtime.GOMAXPROCS(0)
+	}
+	if rn.o.task != nil {
+		hcfg.Decoders = 1 // the group's tasks run beside each other
+	}
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {
