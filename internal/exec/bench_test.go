@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -64,4 +66,36 @@ func BenchmarkRunnerTumblingCount(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
 	}
+}
+
+// BenchmarkWindowOpStringKeys is the operator alone with the keys of
+// weir run's JSON-lines benchmark: 100 000 string keys (one string each, as
+// a decoder interns them) in random order, about 6 events per key and
+// one-minute window, a watermark every 1024 events.
+func BenchmarkWindowOpStringKeys(b *testing.B) {
+	const keys = 100_000
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = fmt.Sprintf(`"c%d"`, i)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	order := make([]int32, 1<<20)
+	for i := range order {
+		order[i] = int32(r.IntN(keys))
+	}
+	op := NewWindowOp[string](window.NewStrategy(window.TumblingWindows(time.Minute)), aggregate.Count[struct{}]())
+	b.ReportAllocs()
+	var step uint64
+	ts := mtime.Time(1_700_000_000_000)
+	for i := 0; b.Loop(); i++ {
+		step++
+		op.Event(step, names[order[i&(1<<20-1)]], ts/10, 0, struct{}{})
+		if i&1023 == 1023 {
+			step++
+			op.AdvanceWatermark(step, ts/10-2000, 0)
+			op.Take()
+		}
+		ts++ // 10 000 events per second of event time
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

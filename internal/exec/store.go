@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"hash/maphash"
 	"runtime"
 	"sync/atomic"
 
@@ -8,8 +9,8 @@ import (
 )
 
 // keyStore holds the windows of every key of one operator instance. The
-// memory store is a map; the Pebble store keeps a bounded cache of keys in
-// memory and the rest on disk.
+// memory store is a hash table; the Pebble store keeps a bounded cache of
+// keys in memory and the rest on disk.
 //
 // A *keyState returned by get or getOrCreate stays valid, and its changes are
 // kept, until the next call of get or getOrCreate for another key (the
@@ -48,9 +49,10 @@ type timerStore[K comparable] interface {
 }
 
 // memStore is the in-memory key store. Key states live in a slab of
-// fixed-size chunks, in the order they were created, and a map finds them by
-// key: a snapshot reads the slab from start to end, at the speed of memory,
-// rather than following the map to key states scattered on the heap. A key
+// fixed-size chunks, in the order they were created, and a hash table
+// (keyIndex) finds them by key: a snapshot reads the slab from start to
+// end, at the speed of memory, rather than following the table to key
+// states scattered on the heap. A key
 // that goes away leaves its slot on a free list for the next new key.
 //
 // A snapshot is taken beside the operator (see snapshot.go): the store
@@ -59,7 +61,7 @@ type timerStore[K comparable] interface {
 // the snapshot itself. So the operator stops only for the keys it touches
 // while the snapshot is under way, never for all the keys it holds.
 type memStore[K comparable, A, O any] struct {
-	keys   map[K]*memEntry[K, A, O]
+	keys   keyIndex[K, A, O]
 	chunks [][]memEntry[K, A, O] // all full but the last (see memChunk)
 	free   []*memEntry[K, A, O]
 	// gen is the number of the last snapshot started; every slot whose
@@ -94,11 +96,11 @@ type memEntry[K comparable, A, O any] struct {
 const markBusy = 1 << 31
 
 func newMemStore[K comparable, A, O any]() *memStore[K, A, O] {
-	return &memStore[K, A, O]{keys: map[K]*memEntry[K, A, O]{}}
+	return &memStore[K, A, O]{keys: newKeyIndex[K, A, O]()}
 }
 
 func (m *memStore[K, A, O]) get(k K) *keyState[A, O] {
-	e := m.keys[k]
+	e, _, _ := m.keys.find(k)
 	if e == nil {
 		return nil
 	}
@@ -109,11 +111,11 @@ func (m *memStore[K, A, O]) get(k K) *keyState[A, O] {
 }
 
 func (m *memStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
-	e := m.keys[k]
+	e, h, i := m.keys.find(k)
 	if e == nil {
 		e = m.slot()
 		e.key, e.live = k, true
-		m.keys[k] = e
+		m.keys.insert(i, h, e)
 	} else if e.mark.Load() != m.gen {
 		m.capture(e)
 	}
@@ -143,11 +145,11 @@ func (m *memStore[K, A, O]) slot() *memEntry[K, A, O] {
 }
 
 func (m *memStore[K, A, O]) remove(k K, ks *keyState[A, O]) {
-	e := m.keys[k]
+	e, _, i := m.keys.find(k)
 	if e.mark.Load() != m.gen {
 		m.capture(e)
 	}
-	delete(m.keys, k)
+	m.keys.delete(i)
 	clear(ks.wins)
 	ks.wins = ks.inline[:0]
 	clear(ks.slices)
@@ -205,6 +207,110 @@ func (m *memStore[K, A, O]) forEach(f func(K, *keyState[A, O]) error) error {
 	return nil
 }
 
-func (m *memStore[K, A, O]) len() int     { return len(m.keys) }
+func (m *memStore[K, A, O]) len() int     { return m.keys.n }
 func (m *memStore[K, A, O]) error() error { return nil }
 func (m *memStore[K, A, O]) close() error { return nil }
+
+// keyIndex finds the slot of the slab that holds a key: an open-addressing
+// table (linear probing, at most half full, deletion by shifting back the
+// slots after, so there are no tombstones) of 16-byte slots, each a key's
+// hash and its entry. Finding a key reads one slot, then the entry, whose
+// key is compared only when the whole hash matches: a Go map read a
+// control word, a slot and the key's bytes (three cache misses with many
+// keys) before the entry, for every event.
+type keyIndex[K comparable, A, O any] struct {
+	hash  func(K) uint64       // seeded per index
+	slots []indexSlot[K, A, O] // a power of two
+	n     int                  // keys held
+}
+
+type indexSlot[K comparable, A, O any] struct {
+	h uint64
+	e *memEntry[K, A, O] // nil: an empty slot
+}
+
+func newKeyIndex[K comparable, A, O any]() keyIndex[K, A, O] {
+	return keyIndex[K, A, O]{hash: seededHash[K](), slots: make([]indexSlot[K, A, O], 16)}
+}
+
+// seededHash is a hash of Ks with a random seed: maphash's, but for the
+// integer keys of the Go API a multiply and a shift, which is what a Go map
+// does for them too.
+func seededHash[K comparable]() func(K) uint64 {
+	seed := maphash.MakeSeed()
+	mix := maphash.Comparable(seed, uint64(1)) | 1
+	var h any
+	switch any(*new(K)).(type) {
+	case uint64:
+		h = func(k uint64) uint64 { return mixInt(k, mix) }
+	case int64:
+		h = func(k int64) uint64 { return mixInt(uint64(k), mix) }
+	case int:
+		h = func(k int) uint64 { return mixInt(uint64(k), mix) }
+	case string:
+		h = func(k string) uint64 { return maphash.String(seed, k) }
+	default:
+		return func(k K) uint64 { return maphash.Comparable(seed, k) }
+	}
+	return h.(func(K) uint64)
+}
+
+func mixInt(k, seed uint64) uint64 {
+	h := (k ^ seed) * 0x9E3779B97F4A7C15
+	return h ^ h>>29
+}
+
+// find returns k's entry, its hash and its slot; or nil and the empty slot
+// where k goes.
+func (x *keyIndex[K, A, O]) find(k K) (*memEntry[K, A, O], uint64, int) {
+	h := x.hash(k)
+	mask := len(x.slots) - 1
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		s := &x.slots[i]
+		if s.e == nil {
+			return nil, h, i
+		}
+		if s.h == h && s.e.key == k {
+			return s.e, h, i
+		}
+	}
+}
+
+// insert puts e, of hash h, in the empty slot i that find returned.
+func (x *keyIndex[K, A, O]) insert(i int, h uint64, e *memEntry[K, A, O]) {
+	x.slots[i] = indexSlot[K, A, O]{h: h, e: e}
+	x.n++
+	if 2*x.n <= len(x.slots) {
+		return
+	}
+	old := x.slots
+	x.slots = make([]indexSlot[K, A, O], 2*len(old))
+	mask := len(x.slots) - 1
+	for _, s := range old {
+		if s.e == nil {
+			continue
+		}
+		j := int(s.h) & mask
+		for x.slots[j].e != nil {
+			j = (j + 1) & mask
+		}
+		x.slots[j] = s
+	}
+}
+
+// delete empties slot i, moving back the slots of its run that would no
+// longer be found past the hole.
+func (x *keyIndex[K, A, O]) delete(i int) {
+	mask := len(x.slots) - 1
+	for j := (i + 1) & mask; x.slots[j].e != nil; j = (j + 1) & mask {
+		// The slot at j may fill the hole at i when its home is not in
+		// the cyclic range (i, j].
+		home := int(x.slots[j].h) & mask
+		if (j-home)&mask >= (j-i)&mask {
+			x.slots[i] = x.slots[j]
+			i = j
+		}
+	}
+	x.slots[i] = indexSlot[K, A, O]{}
+	x.n--
+}
