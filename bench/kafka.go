@@ -9,8 +9,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/source"
 )
 
 // KafkaOrders is the number of orders of the Kafka benchmarks.
@@ -36,7 +39,18 @@ func init() {
 			if err != nil {
 				return nil, nil, err
 			}
-			return func(time.Duration) (int64, map[string]float64, string, error) { return kafkaFloor(c) }, c.Close, nil
+			return func(time.Duration) (int64, map[string]float64, string, error) { return kafkaFloor(c, false) }, c.Close, nil
+		},
+	})
+	register(Bench{
+		Name: "kafka-parse-floor", Group: "kafka",
+		About: "kafka-floor that also parses every order and reads the fields the job reads (time, key, id, amount) with weir's JSON parser, no engine",
+		Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+			c, err := kafkaCluster()
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(time.Duration) (int64, map[string]float64, string, error) { return kafkaFloor(c, true) }, c.Close, nil
 		},
 	})
 }
@@ -106,8 +120,9 @@ func kafkaFraud(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 
 // kafkaFloor consumes every order (read_committed) and writes as many
 // records as the job writes alerts, in one transaction a second: the Kafka
-// work of the job without the job.
-func kafkaFloor(c *kfake.Cluster) (int64, map[string]float64, string, error) {
+// work of the job without the job. With parse, it also parses each order
+// and reads the job's fields, as jsonl-parse-only does.
+func kafkaFloor(c *kfake.Cluster, parse bool) (int64, map[string]float64, string, error) {
 	addr := c.ListenAddrs()
 	cons, err := kgo.NewClient(kgo.SeedBrokers(addr...), kgo.ConsumeTopics("orders"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -122,6 +137,10 @@ func kafkaFloor(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 	defer prod.Close()
 	ctx := context.Background()
 	var n, written int64
+	var p fastjson.Parser
+	var keyBytes, bad int64
+	var last mtime.Time
+	var spent float64
 	next := time.Now().Add(time.Second)
 	begin := func() error { return prod.BeginTransaction() }
 	if err := begin(); err != nil {
@@ -131,6 +150,16 @@ func kafkaFloor(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 		fs := cons.PollRecords(ctx, 1024)
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
+			if parse {
+				if v, err := p.ParseBytes(r.Value); err == nil {
+					ts, _ := source.Time(v.Get("ts"))
+					last = max(last, ts)
+					keyBytes += int64(len(v.GetStringBytes("card")) + len(v.GetStringBytes("order_id")))
+					spent += v.GetFloat64("amount")
+				} else {
+					bad++
+				}
+			}
 			// About one alert per 1,500 orders, as the job finds.
 			if n%1500 == 0 {
 				prod.Produce(ctx, &kgo.Record{Topic: "floor-out", Key: r.Key, Value: r.Value}, nil)
@@ -151,5 +180,9 @@ func kafkaFloor(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 		}
 	}
 	prod.EndTransaction(ctx, kgo.TryAbort)
-	return n, map[string]float64{"written": float64(written)}, "", nil
+	extra := map[string]float64{"written": float64(written)}
+	if parse {
+		extra["key_bytes"], extra["unparsed"] = float64(keyBytes), float64(bad)
+	}
+	return n, extra, "", nil
 }
