@@ -84,11 +84,12 @@ type memEntry[K comparable, A, O any] struct {
 	// mark is the last snapshot that has this slot's state (or that was
 	// started while the slot was free), with markBusy set while the
 	// snapshot or the operator is writing the slot into the snapshot. It
-	// comes first, in the cache line of the windows that are read next.
+	// and the key, which finding the slot compares, come first, in the
+	// cache line of the windows that are read next.
 	mark atomic.Uint32
 	live bool
-	ks   keyState[A, O]
 	key  K
+	ks   keyState[A, O]
 }
 
 // markBusy is set in a slot's mark while its state is being written into a

@@ -3,6 +3,11 @@ package exec
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
 )
 
 // The key index finds what a Go map finds, through random inserts and
@@ -42,5 +47,43 @@ func TestKeyIndexMatchesAMap(t *testing.T) {
 				t.Fatalf("find(%d) = %v at the end", k, got)
 			}
 		}
+	}
+}
+
+// A key whose windows outgrow the one it holds inline moves them to an
+// array of the operator's, and back when one is left; the array serves the
+// next key, so that keys passing through two windows allocate nothing.
+func TestWindowsGoBackInline(t *testing.T) {
+	op := NewWindowOp[string](window.NewStrategy(window.TumblingWindows(time.Second)), aggregate.Count[struct{}]())
+	var step uint64
+	inline := func(k string) bool {
+		ks := op.mem.get(k)
+		return ks != nil && len(ks.wins) == 1 && &ks.wins[0] == &ks.inline[0]
+	}
+	cycle := func(base mtime.Time, keys ...string) {
+		for _, k := range keys {
+			step++
+			op.Event(step, k, base+500, 0, struct{}{}) // window [base, base+1s)
+			step++
+			op.Event(step, k, base+1500, 0, struct{}{}) // the next one, the first still open
+		}
+		step++
+		op.AdvanceWatermark(step, base+999, 0) // the first fires and goes
+		op.Take()
+	}
+	cycle(0, "a")
+	if !inline("a") || len(op.freeWins) != 1 {
+		t.Fatalf("a: inline %v, %d spare arrays", inline("a"), len(op.freeWins))
+	}
+	base := mtime.Time(1000)
+	allocs := testing.AllocsPerRun(100, func() {
+		cycle(base, "a", "b")
+		base += 1000
+	})
+	if !inline("a") || !inline("b") || len(op.freeWins) != 2 {
+		t.Fatalf("inline a %v b %v, %d spare arrays", inline("a"), inline("b"), len(op.freeWins))
+	}
+	if allocs != 0 {
+		t.Errorf("%.1f allocations a cycle", allocs)
 	}
 }

@@ -133,24 +133,31 @@ type win[A, O any] struct {
 	acc   A
 	n     int64 // elements since the last firing
 	rev   int
-	late  bool // the watermark has passed End-1: on-time fired or created late
 	early mtime.Time
 	// late firings (throttled)
-	lateAt      mtime.Time
-	lastLate    mtime.Time
-	latePending bool
+	lateAt   mtime.Time
+	lastLate mtime.Time
 	// the last pane, for retractions
-	last       O
-	lastTiming window.Timing
-	hasLast    bool
+	last O
+	// The flags last, packed into one word (a key holds two windows
+	// inline, and every byte of them is a byte of every key).
+	late        bool // the watermark has passed End-1: on-time fired or created late
+	latePending bool
+	hasLast     bool
+	lastTiming  window.Timing
 }
 
 type keyState[A, O any] struct {
 	wins []win[A, O]
-	// inline is where wins starts: most keys have one or two windows, and
-	// keeping them in the same allocation as the key state saves a cache
-	// miss per event.
-	inline [2]win[A, O]
+	// inline is where wins starts: most keys of most jobs have one window
+	// (a tumbling window, a session), and keeping it in the same
+	// allocation as the key state saves a cache miss per event. A key with
+	// more moves them to an array of the operator's (WindowOp.addWin),
+	// and back here when one is left (WindowOp.remove). One, not two: the
+	// window is a sixth of a key's memory, a key holds two only while its
+	// last window waits for the watermark or with sliding windows, and
+	// every key holds inline whole.
+	inline [1]win[A, O]
 	// slices hold the accumulators of sliding windows when the operator
 	// slices: each event is added to the one slice (of gcd(size, slide))
 	// that contains it, and a window's value is the merge of its slices.
@@ -207,6 +214,9 @@ type WindowOp[K comparable, T, A, O any] struct {
 	pt    timerStore[K] // processing time: early and held-back late firings
 	wbuf  []window.Window
 	ibuf  []int
+	// freeWins are arrays of windows kept from keys that went back to one
+	// window, for keys that outgrow theirs (addWin).
+	freeWins [][]win[A, O]
 
 	out       []Out[K, T, O]
 	byTiming  [3]int64
@@ -607,10 +617,46 @@ func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Windo
 	} else {
 		op.et.add(w.MaxTimestamp(), timerRef[K]{key, w, seq, tOnTime})
 	}
-	ks.wins = append(ks.wins, st)
+	op.addWin(ks, st)
 	op.Windows++
 	op.Open++
 	return len(ks.wins) - 1
+}
+
+// maxFreeWins bounds the operator's spare window arrays; maxFreeWinsCap
+// the size of one it keeps.
+const (
+	maxFreeWins    = 4096
+	maxFreeWinsCap = 8
+)
+
+// addWin appends st to ks's windows. A key outgrowing its inline window
+// takes a spare array the operator kept from a key that went back to one,
+// so that keys that come and go allocate nothing.
+func (op *WindowOp[K, T, A, O]) addWin(ks *keyState[A, O], st win[A, O]) {
+	if n := len(op.freeWins); len(ks.wins) == cap(ks.wins) && n > 0 && cap(op.freeWins[n-1]) > len(ks.wins) {
+		w := append(op.freeWins[n-1], ks.wins...)
+		op.freeWins[n-1] = nil
+		op.freeWins = op.freeWins[:n-1]
+		clear(ks.wins)
+		ks.wins = w
+	}
+	ks.wins = append(ks.wins, st)
+}
+
+// inlineWins moves ks's windows, at most one, back into the key state,
+// keeping the array they were in for another key.
+func (op *WindowOp[K, T, A, O]) inlineWins(ks *keyState[A, O]) {
+	if cap(ks.wins) == 0 || &ks.wins[:1][0] == &ks.inline[0] {
+		return
+	}
+	w := ks.wins
+	ks.wins = ks.inline[:len(w)]
+	copy(ks.wins, w)
+	if w = w[:cap(w)]; len(op.freeWins) < maxFreeWins && cap(w) <= maxFreeWinsCap {
+		clear(w)
+		op.freeWins = append(op.freeWins, w[:0])
+	}
 }
 
 func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
@@ -623,6 +669,9 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 	ks.wins[last] = zero
 	ks.wins = ks.wins[:last]
 	op.Open--
+	if last <= 1 {
+		op.inlineWins(ks)
+	}
 	if last == 0 {
 		if op.release != nil {
 			for i := range ks.slices {
@@ -946,7 +995,7 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 			op.pt.add(m.early, timerRef[K]{key, merged, m.seq, tEarly})
 		}
 	}
-	ks.wins = append(ks.wins, m)
+	op.addWin(ks, m)
 	op.Windows++
 	op.Open++
 	return &ks.wins[len(ks.wins)-1]
