@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"slices"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
@@ -215,8 +216,11 @@ type WindowOp[K comparable, T, A, O any] struct {
 	wbuf  []window.Window
 	ibuf  []int
 	// freeWins are arrays of windows kept from keys that went back to one
-	// window, for keys that outgrow theirs (addWin).
-	freeWins [][]win[A, O]
+	// window, for keys that outgrow theirs (addWin); arrays is how many
+	// keys hold their windows in arrays, arraysPeak the most at once.
+	freeWins           [][]win[A, O]
+	freeBytes          int // their size
+	arrays, arraysPeak int
 
 	out       []Out[K, T, O]
 	byTiming  [3]int64
@@ -623,23 +627,30 @@ func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Windo
 	return len(ks.wins) - 1
 }
 
-// maxFreeWins bounds the operator's spare window arrays; maxFreeWinsCap
-// the size of one it keeps.
+// The spare window arrays an operator instance keeps: at most 8 MiB of
+// them, none of more than 8 windows.
 const (
-	maxFreeWins    = 4096
-	maxFreeWinsCap = 8
+	maxFreeWinBytes = 8 << 20
+	maxFreeWinsCap  = 8
 )
 
 // addWin appends st to ks's windows. A key outgrowing its inline window
 // takes a spare array the operator kept from a key that went back to one,
 // so that keys that come and go allocate nothing.
 func (op *WindowOp[K, T, A, O]) addWin(ks *keyState[A, O], st win[A, O]) {
-	if n := len(op.freeWins); len(ks.wins) == cap(ks.wins) && n > 0 && cap(op.freeWins[n-1]) > len(ks.wins) {
-		w := append(op.freeWins[n-1], ks.wins...)
-		op.freeWins[n-1] = nil
-		op.freeWins = op.freeWins[:n-1]
-		clear(ks.wins)
-		ks.wins = w
+	if len(ks.wins) == cap(ks.wins) {
+		if len(ks.wins) == len(ks.inline) {
+			op.arrays++
+			op.arraysPeak = max(op.arraysPeak, op.arrays)
+		}
+		if n := len(op.freeWins); n > 0 && cap(op.freeWins[n-1]) > len(ks.wins) {
+			w := append(op.freeWins[n-1], ks.wins...)
+			op.freeWins[n-1] = nil
+			op.freeWins = op.freeWins[:n-1]
+			op.freeBytes -= cap(w) * int(unsafe.Sizeof(w[0]))
+			clear(ks.wins)
+			ks.wins = w
+		}
 	}
 	ks.wins = append(ks.wins, st)
 }
@@ -653,9 +664,14 @@ func (op *WindowOp[K, T, A, O]) inlineWins(ks *keyState[A, O]) {
 	w := ks.wins
 	ks.wins = ks.inline[:len(w)]
 	copy(ks.wins, w)
-	if w = w[:cap(w)]; len(op.freeWins) < maxFreeWins && cap(w) <= maxFreeWinsCap {
+	op.arrays = max(op.arrays-1, 0) // a restored key's array was not counted
+	// As many spare arrays as keys have held arrays at once: they will
+	// again when their next windows overlap.
+	size := cap(w) * int(unsafe.Sizeof(w[0]))
+	if w = w[:cap(w)]; len(op.freeWins) < op.arraysPeak && cap(w) <= maxFreeWinsCap && op.freeBytes+size <= maxFreeWinBytes {
 		clear(w)
 		op.freeWins = append(op.freeWins, w[:0])
+		op.freeBytes += size
 	}
 }
 
