@@ -15,8 +15,10 @@ import (
 // key, revision, timing ("EARLY", "ON_TIME", "LATE") and final flag.
 //
 // Its environment is a struct made for the job's aggregates (a field per
-// aggregate, named by an expr tag), set in place for each pane: evaluating a
-// pane allocates nothing.
+// aggregate, named by an expr tag), set in place for each pane, so that
+// evaluating a pane builds no map. It still allocates: expr's VM reads a
+// field as an interface, which boxes a float (one allocation for each
+// aggregate the expression reads, about 0.4 an event in kafka-fraud).
 type havingExpr struct {
 	prog *vm.Program
 	vm   vm.VM

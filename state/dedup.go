@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -111,6 +112,7 @@ type memDedup struct {
 	swept   mtime.Time                 // the watermark of the last Expire
 	last    *expiryBucket              // the bucket an id was last added to (number lastK), or nil
 	lastK   int64
+	chunk   []byte // where keep copies the next id
 }
 
 // expiryBucket holds the ids whose expiry was in it when they were added
@@ -123,8 +125,27 @@ func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
 		// Expire runs after every event: an id it has not forgotten is live.
 		return true
 	}
-	d.put(string(id), ts.Add(d.horizon), old, ok)
+	d.put(d.keep(id), ts.Add(d.horizon), old, ok)
 	return false
+}
+
+// idChunk is the size of the chunks ids are copied into.
+const idChunk = 16 << 10
+
+// keep returns id as a string in the dedup's chunks of id bytes, so that
+// remembering an id is not an allocation of its own. A chunk goes when the
+// last id in it is forgotten: ids come roughly in the order of their
+// expiry, so a chunk lives about as long as its ids.
+func (d *memDedup) keep(id []byte) string {
+	if len(id) > idChunk/8 {
+		return string(id)
+	}
+	if len(d.chunk)+len(id) > cap(d.chunk) {
+		d.chunk = make([]byte, 0, idChunk)
+	}
+	at := len(d.chunk)
+	d.chunk = append(d.chunk, id...)
+	return unsafe.String(unsafe.SliceData(d.chunk[at:]), len(id))
 }
 
 // put remembers s with expiry exp; old is the expiry it had, if had. An id

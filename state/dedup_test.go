@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -154,3 +155,23 @@ func TestMemoryDedupMatchesItsDefinition(t *testing.T) {
 }
 
 func pick[T any](r *rand.Rand, xs ...T) T { return xs[r.IntN(len(xs))] }
+
+// Remembering an id copies it into a chunk of the dedup's, not into an
+// allocation of its own.
+func TestMemoryDedupIDsShareChunks(t *testing.T) {
+	d := NewMemoryDedup(mtime.Time(time.Hour.Milliseconds()))
+	id := make([]byte, 0, 32)
+	i := 0
+	allocs := testing.AllocsPerRun(100_000, func() {
+		i++
+		id = strconv.AppendInt(append(id[:0], "order-"...), int64(i), 10)
+		d.Seen(id, mtime.Time(1_000_000+i), 0)
+	})
+	// The map's and the buckets' growth, now and then.
+	if allocs > 0.2 {
+		t.Errorf("%.2f allocations an id", allocs)
+	}
+	if d.Len() != 100_001 {
+		t.Errorf("%d ids", d.Len())
+	}
+}
