@@ -253,11 +253,11 @@ func (n *SinkNode[T]) write() {
 		return
 	}
 	if !n.failed {
-		var refused *connector.RefusedError
 		err := n.s.Write(n.e.sinkCtx, n.buf)
-		if err != nil && !errors.As(err, &refused) {
+		refused := refusedBy(err)
+		if err != nil && refused == nil {
 			err = retryAfter(n.e, n.name+" write", err, func() error { return n.s.Write(n.e.sinkCtx, n.buf) })
-			errors.As(err, &refused)
+			refused = refusedBy(err)
 		}
 		switch {
 		case refused != nil:
@@ -275,6 +275,20 @@ func (n *SinkNode[T]) write() {
 	}
 	clear(n.buf)
 	n.buf = n.buf[:0]
+}
+
+// refusedBy is err's RefusedError, or nil. It is a function of its own so
+// that a write that succeeds does not allocate the variable errors.As
+// writes into (it escapes): that was an allocation per pane.
+func refusedBy(err error) *connector.RefusedError {
+	if err == nil {
+		return nil
+	}
+	var r *connector.RefusedError
+	if errors.As(err, &r) {
+		return r
+	}
+	return nil
 }
 
 // noteHeld tells the source loop how much the sink holds now.
