@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -25,6 +27,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object per benchmark instead of the table")
 	list := fs.Bool("list", false, "list the benchmarks and exit")
 	child := fs.String("child", "", "run one benchmark in this process and print its result (internal)")
+	profile := fs.String("profile", "", "write each benchmark's CPU and allocation profiles into this `dir` (NAME.cpu.pprof, NAME.allocs.pprof; go tool pprof reads them)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: weir bench [flags]\n\nRuns weir's benchmarks from the repository's root (the peers are modules of their own: bench/beam, Apache Beam's Go SDK; bench/duckdb, DuckDB, built with cgo) and prints events/s,\nevents/s per core, peak memory and allocations per event, with ratios to the floor and the peer.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -48,7 +51,17 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "weir bench: no benchmark %q\n", *child)
 			return 2
 		}
-		fmt.Fprintln(stdout, bench.Measure(b, *dur).JSON())
+		stop, err := startProfiles(*profile, b.Name)
+		if err != nil {
+			fmt.Fprintln(stderr, "weir bench:", err)
+			return 1
+		}
+		r := bench.Measure(b, *dur)
+		if err := stop(); err != nil {
+			fmt.Fprintln(stderr, "weir bench:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, r.JSON())
 		return 0
 	}
 	var re *regexp.Regexp
@@ -81,6 +94,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		if *quick {
 			cargs = append(cargs, "--quick")
 		}
+		if *profile != "" {
+			cargs = append(cargs, "--profile", *profile)
+		}
 		cmd := exec.Command(self, cargs...)
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -103,4 +119,43 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "weir bench: %d benchmarks in %.0fs\n", len(results), time.Since(start).Seconds())
 	return 0
+}
+
+// startProfiles starts a CPU profile of the benchmark name into dir (none
+// when dir is empty); the returned stop ends it and writes the allocation
+// profile beside it. The files are new: an existing one is an error, never
+// overwritten.
+func startProfiles(dir, name string) (stop func() error, err error) {
+	if dir == "" {
+		return func() error { return nil }, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	create := func(suffix string) (*os.File, error) {
+		return os.OpenFile(filepath.Join(dir, name+suffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	}
+	cpu, err := create(".cpu.pprof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		cpu.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := cpu.Close(); err != nil {
+			return err
+		}
+		f, err := create(".allocs.pprof")
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}, nil
 }

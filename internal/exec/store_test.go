@@ -87,3 +87,31 @@ func TestWindowsGoBackInline(t *testing.T) {
 		t.Errorf("%.1f allocations a cycle", allocs)
 	}
 }
+
+// However many keys hold two windows at once, the arrays they gave back
+// serve them the next time: the spares are bounded by the most arrays used
+// at once, not by a count that a million keys would outgrow.
+func TestSpareArraysCoverThePeak(t *testing.T) {
+	op := NewWindowOp[uint64](window.NewStrategy(window.TumblingWindows(time.Second)), aggregate.Count[struct{}]())
+	const keys = 200_000 // 200,000 arrays of two windows: more than 8 MiB
+	var step uint64
+	cycle := func(base mtime.Time) {
+		for k := range uint64(keys) {
+			step++
+			op.Event(step, k, base+500, 0, struct{}{})
+			step++
+			op.Event(step, k, base+1500, 0, struct{}{})
+		}
+		step++
+		op.AdvanceWatermark(step, base+999, 0)
+		op.Take()
+	}
+	cycle(0)
+	if len(op.freeWins) != keys {
+		t.Fatalf("%d spare arrays after %d keys went back inline, want %d", len(op.freeWins), keys, keys)
+	}
+	allocs := testing.AllocsPerRun(1, func() { cycle(1000) })
+	if allocs > 10 {
+		t.Errorf("%.0f allocations for %d keys passing through two windows again", allocs, keys)
+	}
+}

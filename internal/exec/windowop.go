@@ -12,7 +12,6 @@ import (
 	"cmp"
 	"slices"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
@@ -219,7 +218,6 @@ type WindowOp[K comparable, T, A, O any] struct {
 	// window, for keys that outgrow theirs (addWin); arrays is how many
 	// keys hold their windows in arrays, arraysPeak the most at once.
 	freeWins           [][]win[A, O]
-	freeBytes          int // their size
 	arrays, arraysPeak int
 
 	out       []Out[K, T, O]
@@ -627,12 +625,9 @@ func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Windo
 	return len(ks.wins) - 1
 }
 
-// The spare window arrays an operator instance keeps: at most 8 MiB of
-// them, none of more than 8 windows.
-const (
-	maxFreeWinBytes = 8 << 20
-	maxFreeWinsCap  = 8
-)
+// The spare window arrays an operator instance keeps are none of more than
+// 8 windows.
+const maxFreeWinsCap = 8
 
 // addWin appends st to ks's windows. A key outgrowing its inline window
 // takes a spare array the operator kept from a key that went back to one,
@@ -647,7 +642,6 @@ func (op *WindowOp[K, T, A, O]) addWin(ks *keyState[A, O], st win[A, O]) {
 			w := append(op.freeWins[n-1], ks.wins...)
 			op.freeWins[n-1] = nil
 			op.freeWins = op.freeWins[:n-1]
-			op.freeBytes -= cap(w) * int(unsafe.Sizeof(w[0]))
 			clear(ks.wins)
 			ks.wins = w
 		}
@@ -666,12 +660,12 @@ func (op *WindowOp[K, T, A, O]) inlineWins(ks *keyState[A, O]) {
 	copy(ks.wins, w)
 	op.arrays = max(op.arrays-1, 0) // a restored key's array was not counted
 	// As many spare arrays as keys have held arrays at once: they will
-	// again when their next windows overlap.
-	size := cap(w) * int(unsafe.Sizeof(w[0]))
-	if w = w[:cap(w)]; len(op.freeWins) < op.arraysPeak && cap(w) <= maxFreeWinsCap && op.freeBytes+size <= maxFreeWinBytes {
+	// again when their next windows overlap. Spare and used arrays together
+	// are never more than the most that were used at once, so keeping them
+	// holds no memory the state did not hold already.
+	if w = w[:cap(w)]; op.arrays+len(op.freeWins) < op.arraysPeak && cap(w) <= maxFreeWinsCap {
 		clear(w)
 		op.freeWins = append(op.freeWins, w[:0])
-		op.freeBytes += size
 	}
 }
 
