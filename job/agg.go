@@ -146,8 +146,14 @@ type aggs struct {
 	list  []Aggregate
 	field []int // index into record.vals per aggregate; -1 for count
 	free  [][]slot
+	more  []slot   // slab that the slots beyond the inline ones are cut from
 	outs  []outVal // slab that results are cut from
 }
+
+// moreSlab is how many accumulators' extra slots one allocation holds: a
+// job of more than accInline aggregates whose windows grow in number would
+// otherwise allocate once a window.
+const moreSlab = 256
 
 // New returns an empty accumulator, reusing the slots of a released one
 // beyond the inline ones if it can.
@@ -160,7 +166,11 @@ func (a *aggs) New() acc {
 			c.more = a.free[n-1]
 			a.free = a.free[:n-1]
 		} else {
-			c.more = make([]slot, m)
+			if len(a.more) < m {
+				a.more = make([]slot, m*moreSlab)
+			}
+			c.more = a.more[:m:m]
+			a.more = a.more[m:]
 		}
 	}
 	return c

@@ -535,3 +535,33 @@ quarantine: quarantine.jsonl
 		t.Errorf("summary %+v", sum)
 	}
 }
+
+// A job of more than accInline aggregates cuts its accumulators' extra slots
+// from a slab: windows growing in number (every card's first order) must not
+// cost an allocation each, and accumulators cut from one slab stay apart.
+func TestAccumulatorsBeyondInlineShareASlab(t *testing.T) {
+	a := &aggs{list: []Aggregate{{Name: "n", Kind: AggCount}, {Name: "m", Kind: AggCount}, {Name: "o", Kind: AggCount}, {Name: "p", Kind: AggCount}}, field: []int{-1, -1, -1, -1}}
+	const n = 1024
+	accs := make([]acc, 0, n)
+	allocs := testing.AllocsPerRun(1, func() {
+		accs = accs[:0]
+		for range n {
+			accs = append(accs, a.New())
+		}
+	})
+	if max := float64(n/moreSlab + 1); allocs > max {
+		t.Errorf("%d accumulators of 4 aggregates: %.0f allocations, want at most %.0f", n, allocs, max)
+	}
+	for i := range accs {
+		for range i % 5 {
+			accs[i] = a.Add(accs[i], record{})
+		}
+	}
+	for i, c := range accs {
+		for k := range a.list {
+			if got := c.slot(k).n; got != int64(i%5) {
+				t.Fatalf("accumulator %d, aggregate %d: count %d, want %d", i, k, got, i%5)
+			}
+		}
+	}
+}
