@@ -166,14 +166,23 @@ func (a *aggs) New() acc {
 			c.more = a.free[n-1]
 			a.free = a.free[:n-1]
 		} else {
-			if len(a.more) < m {
-				a.more = make([]slot, m*moreSlab)
-			}
-			c.more = a.more[:m:m]
-			a.more = a.more[m:]
+			c.more = cut(&a.more, m, moreSlab)
 		}
 	}
 	return c
+}
+
+// cut returns n zero values cut from *slab, which it refills with room for
+// per such cuts when it runs short: one allocation for many small slices.
+// Each slice's capacity is its length, so that appending to one never writes
+// into the next.
+func cut[T any](slab *[]T, n, per int) []T {
+	if len(*slab) < n {
+		*slab = make([]T, n*per)
+	}
+	s := (*slab)[:n:n]
+	*slab = (*slab)[n:]
+	return s
 }
 
 // Release takes back an accumulator whose window is gone.
@@ -278,11 +287,7 @@ func (a *aggs) Result(c acc) []outVal {
 	// Results come from a slab (one allocation per thousand or so); they
 	// are never reused, only collected once no pane holds them.
 	n := len(a.list)
-	if len(a.outs) < n {
-		a.outs = make([]outVal, max(1024*n, n))
-	}
-	out := a.outs[:n:n]
-	a.outs = a.outs[n:]
+	out := cut(&a.outs, n, 1024)
 	for k := range a.list {
 		s := c.slot(k)
 		switch a.list[k].Kind {
