@@ -99,3 +99,53 @@ func BenchmarkWindowOpStringKeys(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkRunnerKeys is one operator instance in its own goroutine (p1)
+// with keys spread at random over many more than the caches hold: 100 000
+// string keys (weir run's JSON-lines benchmark) and 1 000 000 integer keys,
+// about 6 events per key and one-minute window. The operator's work is
+// mostly waiting for each key's state to come from memory.
+func BenchmarkRunnerKeys(b *testing.B) {
+	b.Run("strings-100k", func(b *testing.B) {
+		names := make([]string, 100_000)
+		for i := range names {
+			names[i] = fmt.Sprintf(`"c%d"`, i)
+		}
+		benchRunnerKeys(b, func(i int) string { return names[i%len(names)] }, len(names))
+	})
+	b.Run("ints-1m", func(b *testing.B) {
+		benchRunnerKeys(b, func(i int) uint64 { return uint64(i) }, 1_000_000)
+	})
+}
+
+func benchRunnerKeys[K comparable](b *testing.B, key func(int) K, keys int) {
+	r := NewRunner(Config[K, struct{}, int64, int64]{
+		Strategy:    window.NewStrategy(window.TumblingWindows(time.Minute)),
+		Agg:         aggregate.Count[struct{}](),
+		Parallelism: 1,
+		Hash:        seededHash[K](),
+		Emit:        func([]Out[K, struct{}, int64]) error { return nil },
+	})
+	d := NewDriver[K, struct{}](r, watermark.BoundedOutOfOrderness(time.Second), false)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	order := make([]int32, 1<<20)
+	for i := range order {
+		order[i] = int32(rnd.IntN(keys))
+	}
+	rate := mtime.Time(keys * 6 / 60_000) // events per ms of event time
+	b.ReportAllocs()
+	ts := mtime.Time(1_700_000_000_000)
+	now := ts
+	for i := 0; b.Loop(); i++ {
+		if i&1023 == 0 {
+			now += 50
+			d.Advance(now)
+		}
+		d.Event(0, key(int(order[i&(1<<20-1)])), ts+mtime.Time(i)/rate, struct{}{})
+	}
+	d.End()
+	if err := r.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}

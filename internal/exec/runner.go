@@ -464,9 +464,19 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 		}
 	}
 	for b := range r.in[i] {
+		if op.mem != nil {
+			keys := op.events.run(op.mem, len(b))
+			for j := range b {
+				keys[j] = b[j].key // a zero key for what is not an event: harmless
+			}
+			op.events.plan()
+		}
 		for j := range b {
 			if r.aborted.Load() {
 				break
+			}
+			if op.mem != nil {
+				op.events.step(j)
 			}
 			it := &b[j]
 			switch it.kind {

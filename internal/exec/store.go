@@ -4,7 +4,9 @@ import (
 	"hash/maphash"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
+	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -68,6 +70,9 @@ type memStore[K comparable, A, O any] struct {
 	// state that snapshot has (or needs not have) is marked with it.
 	gen  uint32
 	snap *memSnapshot[K, A, O] // the snapshot under way, or nil
+	// keyBytes is where a key's bytes are, when K is a string (nil
+	// otherwise): what stageKey asks for.
+	keyBytes func(K) unsafe.Pointer
 }
 
 // memChunk is the number of slots in a chunk of the slab. The first chunk
@@ -97,7 +102,99 @@ type memEntry[K comparable, A, O any] struct {
 const markBusy = 1 << 31
 
 func newMemStore[K comparable, A, O any]() *memStore[K, A, O] {
-	return &memStore[K, A, O]{keys: newKeyIndex[K, A, O]()}
+	m := &memStore[K, A, O]{keys: newKeyIndex[K, A, O]()}
+	if _, ok := any(*new(K)).(string); ok {
+		m.keyBytes = any(func(k string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(k)) }).(func(K) unsafe.Pointer)
+	}
+	return m
+}
+
+// The operator looks its keys up in a pipeline: a few lookups ahead of the
+// one it works on (an event of a batch, a timer of those due), it asks for
+// the memory each lookup will read, one step of the lookup's chain of reads
+// at a time, so that the misses of different keys overlap, and when the
+// operator comes to a key its state is in the cache. Each step is a hint
+// (a prefetch): it changes nothing, and a key whose slot or entry moved in
+// between is simply read from memory.
+const (
+	aheadKey   = 12 // the key's bytes (a string's), which hashing reads
+	aheadSlot  = 8  // the key's slot in the index
+	aheadEntry = 4  // the entry the slot points to: the key and its windows
+	aheadRing  = 16 // hashes kept from the slot's step for the entry's
+)
+
+// lookahead is the pipeline over one run of lookups in a memory store. The
+// operator keeps two, one for the events of a batch and one for the timers
+// due, which it works through in the middle of a batch.
+type lookahead[K comparable, A, O any] struct {
+	m    *memStore[K, A, O]
+	keys []K               // the run's keys, in the order they are looked up
+	hash [aheadRing]uint64 // hash[i%aheadRing] is keys[i]'s, from its slot's step
+}
+
+// run returns a buffer for the keys of a run of n lookups in m, for the
+// caller to fill before it calls plan.
+func (l *lookahead[K, A, O]) run(m *memStore[K, A, O], n int) []K {
+	l.m = m
+	if cap(l.keys) < n {
+		l.keys = make([]K, n)
+	}
+	l.keys = l.keys[:n]
+	return l.keys
+}
+
+// plan starts the pipeline over the run, asking for its first lookups'
+// memory.
+func (l *lookahead[K, A, O]) plan() {
+	for i := range min(aheadKey, len(l.keys)) {
+		l.stageKey(i)
+	}
+	for i := range min(aheadSlot, len(l.keys)) {
+		l.stageSlot(i)
+	}
+	for i := range min(aheadEntry, len(l.keys)) {
+		l.stageEntry(i)
+	}
+}
+
+// step is the pipeline's step when the operator comes to the run's j-th
+// lookup: it asks for the memory of those later.
+func (l *lookahead[K, A, O]) step(j int) {
+	l.stageKey(j + aheadKey)
+	l.stageSlot(j + aheadSlot)
+	l.stageEntry(j + aheadEntry)
+}
+
+// stageKey asks for the i-th key's bytes, when K is a string.
+func (l *lookahead[K, A, O]) stageKey(i int) {
+	if l.m.keyBytes != nil && i < len(l.keys) {
+		prefetch.Line(l.m.keyBytes(l.keys[i]))
+	}
+}
+
+// stageSlot hashes the i-th key and asks for the index slot where finding
+// it starts.
+func (l *lookahead[K, A, O]) stageSlot(i int) {
+	if i < len(l.keys) {
+		x := &l.m.keys
+		h := x.hash(l.keys[i])
+		l.hash[i%aheadRing] = h
+		prefetch.Line(unsafe.Pointer(&x.slots[int(h)&(len(x.slots)-1)]))
+	}
+}
+
+// stageEntry asks for the entry the i-th key's slot points to (its key's,
+// unless another key took the slot first): its key and its windows. The
+// index may have grown since the slot's step: then it asks for another
+// slot's entry, which is harmless.
+func (l *lookahead[K, A, O]) stageEntry(i int) {
+	if i < len(l.keys) {
+		x := &l.m.keys
+		if e := x.slots[int(l.hash[i%aheadRing])&(len(x.slots)-1)].e; e != nil {
+			prefetch.Line(unsafe.Pointer(e))
+			prefetch.Line(unsafe.Add(unsafe.Pointer(e), unsafe.Sizeof(*e)-1))
+		}
+	}
 }
 
 func (m *memStore[K, A, O]) get(k K) *keyState[A, O] {

@@ -115,3 +115,59 @@ func TestSpareArraysCoverThePeak(t *testing.T) {
 		t.Errorf("%.0f allocations for %d keys passing through two windows again", allocs, keys)
 	}
 }
+
+// The lookahead asks for memory only: a run of lookups whose keys come and
+// go (the index growing and shrinking, slots moving back) between its
+// steps leaves the store as a run without it would, for string keys (whose
+// bytes it asks for) and integer keys.
+func TestLookaheadChangesNothing(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 2))
+	keys := make([]string, 5000)
+	for i := range keys {
+		keys[i] = string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676))
+	}
+	with, without := newMemStore[string, int64, int64](), newMemStore[string, int64, int64]()
+	var l lookahead[string, int64, int64]
+	for range 50 {
+		run := l.run(with, 1+r.IntN(300))
+		for i := range run {
+			run[i] = keys[r.IntN(len(keys))]
+		}
+		l.plan()
+		for j, k := range run {
+			l.step(j)
+			for _, m := range []*memStore[string, int64, int64]{with, without} {
+				if ks := m.get(k); ks != nil && j%3 == 0 {
+					m.remove(k, ks)
+				} else {
+					m.getOrCreate(k).inline[0].acc++
+				}
+			}
+		}
+	}
+	if with.len() != without.len() {
+		t.Fatalf("%d keys with the lookahead, %d without", with.len(), without.len())
+	}
+	without.forEach(func(k string, ks *keyState[int64, int64]) error {
+		if got := with.get(k); got == nil || got.inline[0].acc != ks.inline[0].acc {
+			t.Fatalf("key %q: %v with the lookahead, %d without", k, got, ks.inline[0].acc)
+		}
+		return nil
+	})
+	ints := newMemStore[uint64, int64, int64]()
+	var li lookahead[uint64, int64, int64]
+	run := li.run(ints, 1000)
+	for i := range run {
+		run[i] = uint64(i)
+	}
+	li.plan()
+	for j, k := range run {
+		li.step(j)
+		ints.getOrCreate(k)
+	}
+	if ints.len() != 1000 {
+		t.Fatalf("%d integer keys, want 1000", ints.len())
+	}
+}

@@ -195,11 +195,14 @@ type WindowOp[K comparable, T, A, O any] struct {
 	gap      mtime.Time
 	slice    mtime.Time // slice length when sliding windows share slices, else 0
 	tumble   window.Tumbling
-	early    bool                  // the trigger fires early
-	release  func(A)               // the aggregate's Releaser, if it has one
-	mem      *memStore[K, A, O]    // state, when in memory (a direct call in the hot path)
-	pebble   *pebbleStore[K, A, O] // state, when in a state database
-	db       *state.DB
+	early    bool               // the trigger fires early
+	release  func(A)            // the aggregate's Releaser, if it has one
+	mem      *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
+	// events and timers look ahead in mem over the events of a batch (see
+	// Runner.instance) and the timers due.
+	events, timers lookahead[K, A, O]
+	pebble         *pebbleStore[K, A, O] // state, when in a state database
+	db             *state.DB
 
 	wm        mtime.Time
 	lateLimit mtime.Time // max(wm - lateness, closed); see tooLate
@@ -816,13 +819,29 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 		if pf, ok := op.state.(interface{ prefetch([]timerRef[K]) }); ok {
 			pf.prefetch(b)
 		}
-		for _, r := range b {
+		op.planTimers(b)
+		for j, r := range b {
+			if op.mem != nil {
+				op.timers.step(j)
+			}
 			op.eventTimer(t, r)
 			if op.spill != nil && len(op.out) >= chunkSize {
 				op.spill()
 			}
 		}
 		op.et.recycle(b)
+	}
+}
+
+// planTimers starts the memory store's lookahead over the keys of timers
+// due (lookahead).
+func (op *WindowOp[K, T, A, O]) planTimers(b []timerRef[K]) {
+	if op.mem != nil {
+		keys := op.timers.run(op.mem, len(b))
+		for i := range b {
+			keys[i] = b[i].key
+		}
+		op.timers.plan()
 	}
 }
 
@@ -879,7 +898,11 @@ func (op *WindowOp[K, T, A, O]) fireProc(now mtime.Time) {
 			return
 		}
 		t, b := op.pt.pop()
-		for _, r := range b {
+		op.planTimers(b)
+		for j, r := range b {
+			if op.mem != nil {
+				op.timers.step(j)
+			}
 			op.procTimer(t, r)
 		}
 		op.pt.recycle(b)
