@@ -171,3 +171,23 @@ func TestLookaheadChangesNothing(t *testing.T) {
 		t.Fatalf("%d integer keys, want 1000", ints.len())
 	}
 }
+
+// The timers' lookahead holds a bounded run of keys, however many windows
+// end at once: 5000 keys' windows fired by one watermark leave it at most
+// timerRun+aheadKey keys, and every pane is written.
+func TestTimerLookaheadIsBounded(t *testing.T) {
+	op := NewWindowOp[uint64](window.NewStrategy(window.TumblingWindows(time.Minute)), aggregate.Count[struct{}]())
+	var step uint64
+	for k := range uint64(5000) {
+		step++
+		op.Event(step, k, 1000, 0, struct{}{})
+	}
+	step++
+	op.AdvanceWatermark(step, mtime.Time(2*time.Minute/time.Millisecond), 0)
+	if got := len(op.Take()); got != 5000 {
+		t.Fatalf("%d panes, want 5000", got)
+	}
+	if c := cap(op.timers.keys); c > timerRun+aheadKey {
+		t.Fatalf("the timers' lookahead holds %d keys, want at most %d", c, timerRun+aheadKey)
+	}
+}

@@ -819,11 +819,8 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 		if pf, ok := op.state.(interface{ prefetch([]timerRef[K]) }); ok {
 			pf.prefetch(b)
 		}
-		op.planTimers(b)
 		for j, r := range b {
-			if op.mem != nil {
-				op.timers.step(j)
-			}
+			op.timerAhead(b, j)
 			op.eventTimer(t, r)
 			if op.spill != nil && len(op.out) >= chunkSize {
 				op.spill()
@@ -833,17 +830,27 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 	}
 }
 
-// planTimers starts the memory store's lookahead over the keys of timers
-// due (lookahead).
-func (op *WindowOp[K, T, A, O]) planTimers(b []timerRef[K]) {
-	if op.mem != nil {
-		keys := op.timers.run(op.mem, len(b))
-		for i := range b {
-			keys[i] = b[i].key
+// timerAhead is the step of the memory store's lookahead at the j-th of
+// the timers due b. It plans them timerRun at a time, each run with the
+// keys after it that its last steps look ahead to, so that its buffer stays
+// small when a million keys' windows end at once.
+func (op *WindowOp[K, T, A, O]) timerAhead(b []timerRef[K], j int) {
+	if op.mem == nil {
+		return
+	}
+	at := j % timerRun
+	if at == 0 {
+		keys := op.timers.run(op.mem, min(timerRun+aheadKey, len(b)-j))
+		for i := range keys {
+			keys[i] = b[j+i].key
 		}
 		op.timers.plan()
 	}
+	op.timers.step(at)
 }
+
+// timerRun is how many timers' keys the lookahead plans at a time.
+const timerRun = 1024
 
 func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 	ks := op.state.get(r.key)
@@ -898,11 +905,8 @@ func (op *WindowOp[K, T, A, O]) fireProc(now mtime.Time) {
 			return
 		}
 		t, b := op.pt.pop()
-		op.planTimers(b)
 		for j, r := range b {
-			if op.mem != nil {
-				op.timers.step(j)
-			}
+			op.timerAhead(b, j)
 			op.procTimer(t, r)
 		}
 		op.pt.recycle(b)
