@@ -122,3 +122,31 @@ func TestHavingOutsideDirectRunsOnExpr(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHaving checks any expression expr accepts: when it is evaluated
+// directly, it gives what expr's machine gives on the same pane.
+func FuzzHaving(f *testing.F) {
+	for _, s := range []string{
+		"orders >= 5", `orders >= 5 && spent > 10.5 && key != "c9"`, "not final or revision > 1",
+		"spent / orders > 2.5", "-(orders) * 3 == revision - 9223372036854775807", `timing == "LATE" == final`,
+		"revision % 2 == 1", "orders > 4 ? final : true", "1 / 0 > orders", "orders != orders",
+	} {
+		f.Add(s, 5.0, 12.5, 1, uint8(1), false)
+	}
+	aggs := []Aggregate{{Name: "orders", Kind: AggCount}, {Name: "spent", Kind: AggSum}}
+	timings := []window.Timing{window.Early, window.OnTime, window.Late}
+	f.Fuzz(func(t *testing.T, src string, a, b float64, rev int, timing uint8, final bool) {
+		h, err := compileHaving(src, aggs)
+		if err != nil || h.direct == nil {
+			return
+		}
+		onMachine := *h
+		onMachine.direct = nil
+		p := pane{Revision: rev, Timing: timings[int(timing)%3], Final: final, Value: []outVal{{kind: vFloat, f: a}, {kind: vFloat, f: b}}}
+		got, gerr := h.keep(aggs, &p, "c1")
+		want, werr := onMachine.keep(aggs, &p, "c1")
+		if got != want || (gerr != nil) != (werr != nil) {
+			t.Fatalf("%s on %v %v revision %d: direct %v (%v), expr %v (%v)", src, a, b, rev, got, gerr, want, werr)
+		}
+	})
+}
