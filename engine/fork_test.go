@@ -16,16 +16,30 @@ import (
 )
 
 // forking decodes "key ts id" records; its forks reuse one buffer for the
-// ids they return, as a parser does, and count what they decode.
+// ids they return, as a parser does, and count what they decode. It is an
+// Aheader, and counts the records it is told of, and those it decodes
+// without having been told of them once, before.
 type forking struct {
 	id      []byte
 	forks   []*forking
 	decoded atomic.Int64
 	settled []int64 // the offsets Settle saw, in order
+	told    map[int64]int
+	untold  int
+}
+
+func (f *forking) Ahead(r *connector.Record) {
+	if f.told == nil {
+		f.told = map[int64]int{}
+	}
+	f.told[r.Offset]++
 }
 
 func (f *forking) Decode(r *connector.Record, d *engine.Decoded[string, int]) {
 	f.decoded.Add(1)
+	if f.told[r.Offset] != 1 {
+		f.untold++
+	}
 	p := strings.Fields(string(r.Value))
 	if len(p) != 3 {
 		d.Kind, d.Reason = engine.Rejected, "bad"
@@ -84,7 +98,8 @@ func runForking(t *testing.T, recs []string, n int) (string, engine.Counts, *for
 // Records decoded by several goroutines are settled and applied in arrival
 // order with their own ids: the panes and the counts are those of one
 // decoder, every fork decodes a share, and Settle sees every record once, in
-// order.
+// order. A decoder (or fork) that is an Aheader is told of each record it
+// decodes once, before it decodes it.
 func TestForkedDecodingIsInvisible(t *testing.T) {
 	var recs []string
 	for i := range 3000 {
@@ -100,6 +115,9 @@ func TestForkedDecodingIsInvisible(t *testing.T) {
 	want, wantCounts, one := runForking(t, recs, 1)
 	if one.decoded.Load() != int64(len(recs)) || len(one.forks) != 0 {
 		t.Fatalf("one decoder: %d decoded, %d forks", one.decoded.Load(), len(one.forks))
+	}
+	if one.untold != 0 || len(one.told) != len(recs) {
+		t.Fatalf("one decoder: told of %d records, %d decoded without being told once before", len(one.told), one.untold)
 	}
 	var dups, bad int64
 	seen := map[string]bool{}
@@ -128,6 +146,9 @@ func TestForkedDecodingIsInvisible(t *testing.T) {
 	for i, f := range dec.forks {
 		if n := f.decoded.Load(); n != 1000 {
 			t.Errorf("fork %d decoded %d records, want 1000", i, n)
+		}
+		if f.untold != 0 || len(f.told) != 1000 {
+			t.Errorf("fork %d: told of %d records, %d decoded without being told once before", i, len(f.told), f.untold)
 		}
 	}
 	if dec.decoded.Load() != 0 || len(dec.settled) != len(recs) {

@@ -1,12 +1,15 @@
 package job
 
 import (
+	"bytes"
 	"hash/maphash"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/internal/text"
 )
 
@@ -29,6 +32,7 @@ type keyTable struct {
 	n     int       // keys held
 	max   int
 	buf   []byte
+	ahead []byte // prefetch's text
 }
 
 // keyInline is the longest canonical text a slot holds.
@@ -82,6 +86,61 @@ func (t *keyTable) intern(v *fastjson.Value) (key string, ok bool) {
 	}
 	t.buf = linedec.AppendCanonical(t.buf[:0], v)
 	return t.canonical(t.buf), true
+}
+
+// prefetch asks for the slot where intern will look for a string key of
+// bytes raw (with no escape in them): a hint, which changes nothing.
+func (t *keyTable) prefetch(raw []byte) {
+	prefetch.Line(unsafe.Pointer(&t.slots[t.home(raw)]))
+}
+
+// home is the slot where intern starts looking for a string key of bytes
+// raw with no escape in them.
+func (t *keyTable) home(raw []byte) int {
+	var h uint32
+	if len(raw) <= keyInline-2 {
+		h = t.hash(lookupString, raw)
+	} else {
+		t.ahead = append(append(append(t.ahead[:0], '"'), raw...), '"')
+		h = t.hash(lookupCanonical, t.ahead)
+	}
+	return int(h) & (len(t.slots) - 1)
+}
+
+// keyAhead finds a top-level string field's bytes in a JSON line without
+// parsing it, for keyTable.prefetch: the value after the first occurrence
+// of the field's quoted name (needle) followed by a colon, when it is a
+// string with no escape in it. It may be wrong (the name inside another
+// value, a nested object's field): it is only a hint.
+func keyAhead(line, needle []byte) ([]byte, bool) {
+	for range 4 {
+		i := bytes.Index(line, needle)
+		if i < 0 {
+			return nil, false
+		}
+		line = skipSpace(line[i+len(needle):])
+		if len(line) == 0 || line[0] != ':' {
+			continue
+		}
+		line = skipSpace(line[1:])
+		if len(line) == 0 || line[0] != '"' {
+			return nil, false
+		}
+		line = line[1:]
+		end := bytes.IndexByte(line, '"')
+		if end < 0 || bytes.IndexByte(line[:end], '\\') >= 0 {
+			return nil, false
+		}
+		return line[:end], true
+	}
+	return nil, false
+}
+
+func skipSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
 }
 
 // canonical interns a key by its canonical text.

@@ -53,3 +53,37 @@ func TestKeyTable(t *testing.T) {
 		t.Errorf("%v allocations for a key seen before", n)
 	}
 }
+
+// keyAhead finds what the key table will be asked for in the lines it can
+// read without parsing, and nothing in the others; prefetching it finds
+// the slot intern uses (the key interned, its slot is the one asked for).
+func TestKeyAhead(t *testing.T) {
+	needle := []byte(`"card"`)
+	for _, c := range []struct {
+		line, want string
+		ok         bool
+	}{
+		{`{"event_id":"e1","card":"c12","amount":3}`, "c12", true},
+		{`{"card" : "c-with-a-long-name"}`, "c-with-a-long-name", true},
+		{`{"type":"card","card":"c7"}`, "c7", true}, // the name as a value first
+		{`{"card":12}`, "", false},                  // a number: parsed, not guessed
+		{`{"card":"c\"1"}`, "", false},              // an escape
+		{`{"card":"c1`, "", false},                  // cut off
+		{`{"other":1}`, "", false},
+	} {
+		got, ok := keyAhead([]byte(c.line), needle)
+		if string(got) != c.want || ok != c.ok {
+			t.Errorf("%s: %q %v, want %q %v", c.line, got, ok, c.want, c.ok)
+		}
+	}
+	for _, key := range []string{"c12", "c-with-a-long-name"} {
+		tab := newKeyTable(100)
+		var p fastjson.Parser
+		v, _ := p.Parse(`"` + key + `"`)
+		k, _ := tab.intern(v)
+		if s := tab.slots[tab.home([]byte(key))]; s.key != k {
+			t.Errorf("%s: the slot prefetch asks for holds %q, not the key", key, s.key)
+		}
+		tab.prefetch([]byte(key))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/window"
@@ -79,6 +80,7 @@ type lineParser struct {
 
 	recTS    mtime.Time // the record's own timestamp (Kafka), for record_timestamp
 	keys     *keyTable
+	keyName  []byte // a top-level key's quoted name, for Ahead; nil otherwise
 	keyBuf   []byte
 	idBuf    []byte
 	numBuf   []byte
@@ -94,6 +96,9 @@ type lineParser struct {
 
 func newLineParser(j *Job) *lineParser {
 	lp := &lineParser{j: j, keys: newKeyTable(1 << 20), parts: map[string]int{}}
+	if len(j.Key) == 1 {
+		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
+	}
 	lp.agg = &aggs{list: j.Aggregates}
 	for _, a := range j.Aggregates {
 		if a.Kind == AggCount {
@@ -165,7 +170,19 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	return &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(1 << 20), forked: true}
+		keys: newKeyTable(1 << 20), keyName: lp.keyName, forked: true}
+}
+
+// Ahead implements engine.Aheader: it finds a top-level key's string in the
+// line without parsing it and asks for its slot in the key table, so that
+// decoding the line finds the slot in the cache.
+func (lp *lineParser) Ahead(r *connector.Record) {
+	if lp.keyName == nil {
+		return
+	}
+	if raw, ok := keyAhead(r.Value, lp.keyName); ok {
+		lp.keys.prefetch(raw)
+	}
 }
 
 // Settle implements engine.ForkingDecoder: in arrival order, the sample of
