@@ -1,6 +1,8 @@
 package job
 
 import (
+	"cmp"
+
 	"github.com/expr-lang/expr/ast"
 )
 
@@ -168,18 +170,14 @@ func directBinary(op string, l, r term) (term, bool) {
 	case l.kind == tString && r.kind == tString:
 		return directEqual(op, l.s, r.s)
 	case l.kind == tInt && r.kind == tInt:
-		li, ri := l.i, r.i
-		switch op {
-		case "+":
-			return term{kind: tInt, i: func(e *directEnv) int64 { return li(e) + ri(e) }}, true
-		case "-":
-			return term{kind: tInt, i: func(e *directEnv) int64 { return li(e) - ri(e) }}, true
-		case "*":
-			return term{kind: tInt, i: func(e *directEnv) int64 { return li(e) * ri(e) }}, true
-		case "/":
+		if f := arith(op, l.i, r.i); f != nil {
+			return term{kind: tInt, i: f}, true
+		}
+		if op == "/" {
 			return directFloat(op, l.float(), r.float())
 		}
-		return directCompare(op, func(e *directEnv) int { return cmpInt(li(e), ri(e)) })
+		li, ri := l.i, r.i
+		return directCompare(op, func(e *directEnv) int { return cmp.Compare(li(e), ri(e)) })
 	case l.numeric() && r.numeric():
 		return directFloat(op, l.float(), r.float())
 	}
@@ -197,16 +195,26 @@ func directEqual[T comparable](op string, l, r func(*directEnv) T) (term, bool) 
 	return term{}, false
 }
 
-// directFloat is a binary operator on two floats.
-func directFloat(op string, lf, rf func(*directEnv) float64) (term, bool) {
+// arith is "+", "-" or "*" on two numbers of one type (integers wrap, as
+// Go's and expr's do), or nil for another operator.
+func arith[T int64 | float64](op string, l, r func(*directEnv) T) func(*directEnv) T {
 	switch op {
 	case "+":
-		return term{kind: tFloat, f: func(e *directEnv) float64 { return lf(e) + rf(e) }}, true
+		return func(e *directEnv) T { return l(e) + r(e) }
 	case "-":
-		return term{kind: tFloat, f: func(e *directEnv) float64 { return lf(e) - rf(e) }}, true
+		return func(e *directEnv) T { return l(e) - r(e) }
 	case "*":
-		return term{kind: tFloat, f: func(e *directEnv) float64 { return lf(e) * rf(e) }}, true
-	case "/":
+		return func(e *directEnv) T { return l(e) * r(e) }
+	}
+	return nil
+}
+
+// directFloat is a binary operator on two floats.
+func directFloat(op string, lf, rf func(*directEnv) float64) (term, bool) {
+	if f := arith(op, lf, rf); f != nil {
+		return term{kind: tFloat, f: f}, true
+	}
+	if op == "/" {
 		return term{kind: tFloat, f: func(e *directEnv) float64 { return lf(e) / rf(e) }}, true
 	}
 	return directCompare(op, func(e *directEnv) int { return cmpFloat(lf(e), rf(e)) })
@@ -216,6 +224,9 @@ func directFloat(op string, lf, rf func(*directEnv) float64) (term, bool) {
 // with it is false but "!=".
 const cmpNaN = 2
 
+// cmpFloat is cmp.Compare with Go's comparisons of NaN (cmp.Compare puts
+// NaN before every number; Go, and expr, find it neither before, after nor
+// equal).
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
@@ -228,18 +239,8 @@ func cmpFloat(a, b float64) int {
 	return cmpNaN
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// directCompare is a comparison operator over cmp's answer.
-func directCompare(op string, cmp func(*directEnv) int) (term, bool) {
+// directCompare is a comparison operator over compare's answer.
+func directCompare(op string, compare func(*directEnv) int) (term, bool) {
 	var f func(c int) bool
 	switch op {
 	case "==":
@@ -257,5 +258,5 @@ func directCompare(op string, cmp func(*directEnv) int) (term, bool) {
 	default:
 		return term{}, false
 	}
-	return term{kind: tBool, b: func(e *directEnv) bool { return f(cmp(e)) }}, true
+	return term{kind: tBool, b: func(e *directEnv) bool { return f(compare(e)) }}, true
 }
