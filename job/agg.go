@@ -2,6 +2,7 @@ package job
 
 import (
 	"math"
+	"unsafe"
 )
 
 // vkind is the JSON type of a field value read from an event.
@@ -38,19 +39,27 @@ type record struct {
 	vals []value
 }
 
-// slot is the accumulator of one aggregate of one window.
+// slot is the accumulator of one aggregate of one window: 32 bytes, since
+// every slot is a part of every key's state (a job of a count and a sum
+// keeps two in each window).
 type slot struct {
-	n     int64   // count, count(f), avg: how many
-	i     int64   // exact sum (scaled by 10^scale); integer extreme
+	// i is how many (count, count(f), avg), the exact sum scaled by
+	// 10^scale (sum), or the integer extreme (min, max): no aggregate
+	// needs two of these.
+	i     int64
 	f     float64 // inexact part of a sum; float extreme; avg sum
-	float bool    // sum: an inexact number was added; extreme: the value is a float
-	has   bool    // extreme: a value was seen
-	scale int8    // sum: decimals of i
+	set   map[string]struct{}
+	float bool // sum: an inexact number was added; extreme: the value is a float
+	has   bool // extreme: a value was seen
+	scale int8 // sum: decimals of i
 	// partial: the aggregate was added to the job after the window opened
 	// (a restore into a changed job): it holds only what came since.
 	partial bool
-	set     map[string]struct{}
 }
+
+// counted says whether slot.i of an aggregate of kind k is a count (it was
+// a field of its own in checkpoints, and still is in their format).
+func counted(k AggKind) bool { return k == AggCount || k == AggCountField || k == AggAvg }
 
 // outVal is one result column of a pane.
 type outVal struct {
@@ -125,11 +134,14 @@ const accInline = 2
 // accInline slots are in the value itself, which the window operator keeps
 // in its window state, so that adding an event to a window of a job with few
 // aggregates reads no memory apart from the state: a slice of slots cost a
-// cache miss per event.
+// cache miss per event. The number of slots is the job's number of
+// aggregates, which aggs and the codec know: the accumulator, in every
+// window of every key, does not keep it.
 type acc struct {
 	inline [accInline]slot
-	more   []slot // the slots after the first accInline
-	n      int    // the number of slots
+	// more is the first of the slots after the first accInline, which
+	// follow it in one array (cut from a slab): nil if there are none.
+	more *slot
 }
 
 // slot is the accumulator of aggregate k.
@@ -137,15 +149,23 @@ func (a *acc) slot(k int) *slot {
 	if k < accInline {
 		return &a.inline[k]
 	}
-	return &a.more[k-accInline]
+	return (*slot)(unsafe.Add(unsafe.Pointer(a.more), uintptr(k-accInline)*unsafe.Sizeof(slot{})))
+}
+
+// extra is the slots after the first accInline of an accumulator of n.
+func (a *acc) extra(n int) []slot {
+	if n <= accInline || a.more == nil {
+		return nil
+	}
+	return unsafe.Slice(a.more, n-accInline)
 }
 
 // aggs is the aggregate function of a job: all its result columns at once.
 // It implements aggregate.Func[record, acc, []outVal].
 type aggs struct {
 	list  []Aggregate
-	field []int // index into record.vals per aggregate; -1 for count
-	free  [][]slot
+	field []int    // index into record.vals per aggregate; -1 for count
+	free  []*slot  // released accumulators' extra slots (acc.more), cleared
 	more  []slot   // slab that the slots beyond the inline ones are cut from
 	outs  []outVal // slab that results are cut from
 }
@@ -160,13 +180,13 @@ const moreSlab = 256
 // New, Add, Merge, Release and Result run in one operator instance's
 // goroutine; a job with parallelism P has one aggs per instance.
 func (a *aggs) New() acc {
-	c := acc{n: len(a.list)}
+	var c acc
 	if m := len(a.list) - accInline; m > 0 {
 		if n := len(a.free); n > 0 {
 			c.more = a.free[n-1]
 			a.free = a.free[:n-1]
 		} else {
-			c.more = cut(&a.more, m, moreSlab)
+			c.more = &cut(&a.more, m, moreSlab)[0]
 		}
 	}
 	return c
@@ -187,8 +207,8 @@ func cut[T any](slab *[]T, n, per int) []T {
 
 // Release takes back an accumulator whose window is gone.
 func (a *aggs) Release(c acc) {
-	if len(c.more) > 0 && len(c.more) == len(a.list)-accInline && len(a.free) < 1<<16 {
-		clear(c.more)
+	if more := c.extra(len(a.list)); len(more) > 0 && len(a.free) < 1<<16 {
+		clear(more)
 		a.free = append(a.free, c.more)
 	}
 }
@@ -198,7 +218,7 @@ func (a *aggs) Add(c acc, r record) acc {
 		s := c.slot(k)
 		switch a.list[k].Kind {
 		case AggCount:
-			s.n++
+			s.i++
 			continue
 		}
 		v := &r.vals[a.field[k]]
@@ -207,7 +227,7 @@ func (a *aggs) Add(c acc, r record) acc {
 		}
 		switch a.list[k].Kind {
 		case AggCountField:
-			s.n++
+			s.i++
 		case AggSum:
 			if v.exact {
 				addDec(s, v.dec, v.scale)
@@ -218,7 +238,7 @@ func (a *aggs) Add(c acc, r record) acc {
 		case AggMin, AggMax:
 			a.extreme(s, a.list[k].Kind == AggMax, v.kind == vFloat, v.i, v.f)
 		case AggAvg:
-			s.n++
+			s.i++
 			if v.kind == vInt {
 				s.f += float64(v.i)
 			} else {
@@ -259,7 +279,7 @@ func (a *aggs) Merge(c, other acc) acc {
 		s.partial = s.partial || o.partial
 		switch a.list[k].Kind {
 		case AggCount, AggCountField:
-			s.n += o.n
+			s.i += o.i
 		case AggSum:
 			addDec(s, o.i, o.scale)
 			s.f += o.f
@@ -269,7 +289,7 @@ func (a *aggs) Merge(c, other acc) acc {
 				a.extreme(s, a.list[k].Kind == AggMax, o.float, o.i, o.f)
 			}
 		case AggAvg:
-			s.n += o.n
+			s.i += o.i
 			s.f += o.f
 		case AggCountDistinct:
 			if len(o.set) > 0 && s.set == nil {
@@ -292,7 +312,7 @@ func (a *aggs) Result(c acc) []outVal {
 		s := c.slot(k)
 		switch a.list[k].Kind {
 		case AggCount, AggCountField:
-			out[k] = outVal{kind: vInt, i: s.n}
+			out[k] = outVal{kind: vInt, i: s.i}
 		case AggSum:
 			switch {
 			case s.float:
@@ -311,8 +331,8 @@ func (a *aggs) Result(c acc) []outVal {
 				out[k] = outVal{kind: vInt, i: s.i}
 			}
 		case AggAvg:
-			if s.n > 0 {
-				out[k] = outVal{kind: vFloat, f: s.f / float64(s.n)}
+			if s.i > 0 {
+				out[k] = outVal{kind: vFloat, f: s.f / float64(s.i)}
 			}
 		case AggCountDistinct:
 			out[k] = outVal{kind: vInt, i: int64(len(s.set))}

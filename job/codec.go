@@ -16,10 +16,21 @@ const codecFormat = 2
 // of a checkpoint taken by another job (restoreCodec) has the format it was
 // written in, and from: for each aggregate of the job, the checkpoint's
 // slot it is read from, -1 for one the checkpoint lacks (it starts at its
-// zero, partial).
+// zero, partial). kinds are the job's aggregates, whose accumulators it
+// writes.
 type codec struct {
 	format int
 	from   []int
+	kinds  []AggKind
+}
+
+// newCodec is the codec of the job's window state in the current format.
+func newCodec(j *Job) codec {
+	c := codec{kinds: make([]AggKind, len(j.Aggregates))}
+	for k, a := range j.Aggregates {
+		c.kinds[k] = a.Kind
+	}
+	return c
 }
 
 func (c codec) v() int {
@@ -32,12 +43,29 @@ func (c codec) v() int {
 func (codec) AppendKey(b []byte, k string) []byte { return enc.AppendString(b, k) }
 func (codec) ReadKey(d *enc.Decoder) string       { return d.String() }
 
-func (codec) AppendAcc(b []byte, a acc) []byte {
-	b = enc.AppendUvarint(b, uint64(a.n))
-	for i := range a.n {
+// slots is the number of slots of a: the job's aggregates, or none in the
+// zero accumulator of a job of more than accInline, never made by New (a
+// sliding window's own, whose slices hold its values).
+func (c codec) slots(a acc) int {
+	if len(c.kinds) > accInline && a.more == nil {
+		return 0
+	}
+	return len(c.kinds)
+}
+
+func (c codec) AppendAcc(b []byte, a acc) []byte {
+	n := c.slots(a)
+	b = enc.AppendUvarint(b, uint64(n))
+	for i, k := range c.kinds[:n] {
 		s := a.slot(i)
-		b = enc.AppendVarint(b, s.n)
-		b = enc.AppendVarint(b, s.i)
+		// A slot's count and its sum or extreme are written apart, as
+		// they were kept (one of them zero).
+		n, x := int64(0), s.i
+		if counted(k) {
+			n, x = x, 0
+		}
+		b = enc.AppendVarint(b, n)
+		b = enc.AppendVarint(b, x)
 		b = enc.AppendFloat(b, s.f)
 		b = enc.AppendBool(b, s.float)
 		b = enc.AppendBool(b, s.has)
@@ -53,10 +81,18 @@ func (codec) AppendAcc(b []byte, a acc) []byte {
 
 func (c codec) ReadAcc(d *enc.Decoder) acc {
 	n := d.Items(1 << 16)
+	if n == 0 {
+		return acc{} // the zero accumulator (see slots)
+	}
 	a := newAcc(n)
 	for i := range n {
 		s := a.slot(i)
-		s.n, s.i, s.f = d.Varint(), d.Varint(), d.Float()
+		// A checkpoint has a count and a sum or extreme, one of them zero.
+		cnt, x := d.Varint(), d.Varint()
+		if cnt != 0 {
+			x = cnt
+		}
+		s.i, s.f = x, d.Float()
 		s.float, s.has = d.Bool(), d.Bool()
 		s.scale = int8(d.Count(18))
 		if c.v() >= 2 {
@@ -70,6 +106,12 @@ func (c codec) ReadAcc(d *enc.Decoder) acc {
 		}
 	}
 	if c.from == nil {
+		if n != len(c.kinds) {
+			// An accumulator has as many slots as the job has
+			// aggregates: aggs reads them without a length.
+			d.Fail()
+			return newAcc(len(c.kinds))
+		}
 		return a
 	}
 	out := newAcc(len(c.from))
@@ -88,9 +130,9 @@ func (c codec) ReadAcc(d *enc.Decoder) acc {
 
 // newAcc is an accumulator of n zero slots.
 func newAcc(n int) acc {
-	a := acc{n: n}
+	var a acc
 	if n > accInline {
-		a.more = make([]slot, n-accInline)
+		a.more = &make([]slot, n-accInline)[0]
 	}
 	return a
 }
@@ -138,9 +180,9 @@ func (c codec) ReadOut(d *enc.Decoder) []outVal {
 
 // SizeAcc estimates the memory of an accumulator, for the Pebble store's
 // cache of decoded state.
-func (codec) SizeAcc(a acc) int {
-	n := 24 + 48*a.n
-	for i := range a.n {
+func (c codec) SizeAcc(a acc) int {
+	n := 8 + 32*len(c.kinds)
+	for i := range c.slots(a) {
 		for v := range a.slot(i).set {
 			n += 48 + len(v)
 		}

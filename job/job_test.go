@@ -559,7 +559,7 @@ func TestAccumulatorsBeyondInlineShareASlab(t *testing.T) {
 	}
 	for i, c := range accs {
 		for k := range a.list {
-			if got := c.slot(k).n; got != int64(i%5) {
+			if got := c.slot(k).i; got != int64(i%5) {
 				t.Fatalf("accumulator %d, aggregate %d: count %d, want %d", i, k, got, i%5)
 			}
 		}

@@ -467,7 +467,7 @@ func (rn *Runnable) buildWindow(lp *lineParser) (dd state.Dedup, partial, former
 		NewAgg: func() aggregate.Func[record, acc, []outVal] {
 			return &aggs{list: lp.agg.list, field: lp.agg.field}
 		},
-		Hash: hashString, Codec: codec{},
+		Hash: hashString, Codec: newCodec(j),
 	}
 	// A checkpoint of the job before a change of its aggregates (or of an
 	// earlier format) is read by a codec of its own.

@@ -133,11 +133,14 @@ func restoreCodec(j *Job, r *engine.RestoreReport) (*codec, []string) {
 		if r.Legacy {
 			// A checkpoint of an earlier layout: the same aggregates (it
 			// has the job's fingerprint), in the first format.
-			return &codec{format: 1}, nil
+			c := newCodec(j)
+			c.format = 1
+			return &c, nil
 		}
 		return nil, nil
 	}
-	c := &codec{format: max(old.Format, 1), from: make([]int, len(j.Aggregates))}
+	c := newCodec(j)
+	c.format, c.from = max(old.Format, 1), make([]int, len(j.Aggregates))
 	var partial []string
 	same := len(old.Values) == len(j.Aggregates)
 	for k, a := range j.Aggregates {
@@ -158,7 +161,7 @@ func restoreCodec(j *Job, r *engine.RestoreReport) (*codec, []string) {
 			return nil, nil
 		}
 	}
-	return c, partial
+	return &c, partial
 }
 
 // formerValues are the aggregates of the job at the checkpoint r restores,
