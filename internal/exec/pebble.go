@@ -384,8 +384,8 @@ func newPebbleTimers[K comparable, A, O any](w *pebbleWriter, inst int, domain b
 func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
 	b := append(q.kbuf[:0], q.pre...)
 	b = appendTime(b, t)
-	b = binary.BigEndian.AppendUint64(b, r.seq)
-	b = append(b, byte(r.kind))
+	b = binary.BigEndian.AppendUint64(b, r.seq())
+	b = append(b, byte(r.kind()))
 	b = appendTime(b, r.win.Start)
 	b = appendTime(b, r.win.End)
 	b = q.codec.AppendKey(b, r.key)
@@ -446,8 +446,12 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 			q.fail(enc.ErrCorrupt)
 			break
 		}
-		r := timerRef[K]{seq: binary.BigEndian.Uint64(rest), kind: timerKind(rest[8])}
-		r.win = window.Window{Start: readTime(rest[9:]), End: readTime(rest[17:])}
+		seq, kind := binary.BigEndian.Uint64(rest), timerKind(rest[8])
+		if seq >= 1<<maxSeqBits || kind > tLate {
+			q.fail(enc.ErrCorrupt)
+			break
+		}
+		r := newTimer(*new(K), window.Window{Start: readTime(rest[9:]), End: readTime(rest[17:])}, seq, kind)
 		d := enc.NewDecoder(rest[25:])
 		r.key = q.codec.ReadKey(d)
 		q.fail(d.Err())

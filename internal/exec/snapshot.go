@@ -3,6 +3,7 @@ package exec
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -419,7 +420,10 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 			vals[i] = d.Varint()
 		}
 		st.w = window.Window{Start: mtime.Time(vals[0]), End: mtime.Time(vals[1])}
-		st.seq, st.n, st.rev = uint64(vals[2]), vals[3], int(vals[4])
+		if vals[4] < 0 || vals[4] > math.MaxInt32 || uint64(vals[2]) >= 1<<maxSeqBits {
+			d.Fail()
+		}
+		st.seq, st.n, st.rev = uint64(vals[2]), vals[3], int32(vals[4])
 		st.early, st.lateAt, st.lastLate = mtime.Time(vals[5]), mtime.Time(vals[6]), mtime.Time(vals[7])
 		st.late = d.Bool()
 		st.latePending = d.Bool()
@@ -452,18 +456,18 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 // changed since the checkpoint).
 func (op *WindowOp[K, T, A, O]) timersFor(k K, st *win[A, O]) {
 	if st.late {
-		op.et.add(st.w.MaxTimestamp().Add(op.lateness), timerRef[K]{k, st.w, st.seq, tCleanup})
+		op.et.add(st.w.MaxTimestamp().Add(op.lateness), newTimer(k, st.w, st.seq, tCleanup))
 	} else {
-		op.et.add(st.w.MaxTimestamp(), timerRef[K]{k, st.w, st.seq, tOnTime})
+		op.et.add(st.w.MaxTimestamp(), newTimer(k, st.w, st.seq, tOnTime))
 		if !op.early {
 			st.early = none // a trigger without early firings now
 		}
 		if st.early != none {
-			op.pt.add(st.early, timerRef[K]{k, st.w, st.seq, tEarly})
+			op.pt.add(st.early, newTimer(k, st.w, st.seq, tEarly))
 		}
 	}
 	if st.lateAt != none {
-		op.pt.add(st.lateAt, timerRef[K]{k, st.w, st.seq, tLate})
+		op.pt.add(st.lateAt, newTimer(k, st.w, st.seq, tLate))
 	}
 }
 

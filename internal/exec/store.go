@@ -65,7 +65,7 @@ type timerStore[K comparable] interface {
 type memStore[K comparable, A, O any] struct {
 	keys   keyIndex[K, A, O]
 	chunks [][]memEntry[K, A, O] // all full but the last (see memChunk)
-	free   []*memEntry[K, A, O]
+	free   []uint32              // ids of free slots (see indexSlot)
 	// gen is the number of the last snapshot started; every slot whose
 	// state that snapshot has (or needs not have) is marked with it.
 	gen  uint32
@@ -80,7 +80,8 @@ type memStore[K comparable, A, O any] struct {
 // so that an operator with a handful of keys (a test, the console's
 // simulator) does not allocate and clear a thousand slots.
 const (
-	memChunk      = 1024
+	memChunkBits  = 10
+	memChunk      = 1 << memChunkBits
 	memFirstChunk = 8
 )
 
@@ -103,6 +104,7 @@ const markBusy = 1 << 31
 
 func newMemStore[K comparable, A, O any]() *memStore[K, A, O] {
 	m := &memStore[K, A, O]{keys: newKeyIndex[K, A, O]()}
+	m.keys.entries = &m.chunks
 	if _, ok := any(*new(K)).(string); ok {
 		m.keyBytes = any(func(k string) unsafe.Pointer { return unsafe.Pointer(unsafe.StringData(k)) }).(func(K) unsafe.Pointer)
 	}
@@ -190,7 +192,8 @@ func (l *lookahead[K, A, O]) stageSlot(i int) {
 func (l *lookahead[K, A, O]) stageEntry(i int) {
 	if i < len(l.keys) {
 		x := &l.m.keys
-		if e := x.slots[int(l.hash[i%aheadRing])&(len(x.slots)-1)].e; e != nil {
+		if id := x.slots[int(l.hash[i%aheadRing])&(len(x.slots)-1)].id; id != 0 {
+			e := x.entry(id)
 			prefetch.Line(unsafe.Pointer(e))
 			prefetch.Line(unsafe.Add(unsafe.Pointer(e), unsafe.Sizeof(*e)-1))
 		}
@@ -211,35 +214,42 @@ func (m *memStore[K, A, O]) get(k K) *keyState[A, O] {
 func (m *memStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
 	e, h, i := m.keys.find(k)
 	if e == nil {
-		e = m.slot()
+		var id uint32
+		e, id = m.slot()
 		e.key, e.live = k, true
-		m.keys.insert(i, h, e)
+		m.keys.insert(i, h, id)
 	} else if e.mark.Load() != m.gen {
 		m.capture(e)
 	}
 	return &e.ks
 }
 
-// slot returns a free slot, marked with the current snapshot.
-func (m *memStore[K, A, O]) slot() *memEntry[K, A, O] {
+// slot returns a free slot, marked with the current snapshot, and its id.
+func (m *memStore[K, A, O]) slot() (*memEntry[K, A, O], uint32) {
 	if n := len(m.free); n > 0 {
-		e := m.free[n-1]
+		id := m.free[n-1]
 		m.free = m.free[:n-1]
+		e := m.keys.entry(id)
 		if e.mark.Load() != m.gen {
 			m.capture(e) // free: waits for the snapshot reading it, if any
 		}
-		return e
+		return e, id
 	}
 	last := len(m.chunks) - 1
 	if last < 0 || len(m.chunks[last]) == cap(m.chunks[last]) {
 		m.chunks = append(m.chunks, make([]memEntry[K, A, O], 0, min(memChunk, memFirstChunk<<min(len(m.chunks), 8))))
 		last++
 	}
-	m.chunks[last] = m.chunks[last][:len(m.chunks[last])+1]
-	e := &m.chunks[last][len(m.chunks[last])-1]
+	if last >= 1<<(32-memChunkBits) {
+		// 4G keys, at some 200 bytes each, are beyond any memory.
+		panic("exec: more keys than a memory store's ids can name")
+	}
+	off := len(m.chunks[last])
+	m.chunks[last] = m.chunks[last][:off+1]
+	e := &m.chunks[last][off]
 	e.ks.wins = e.ks.inline[:0]
 	e.mark.Store(m.gen) // a snapshot under way reads no slot made after it started
-	return e
+	return e, 1 + uint32(last)<<memChunkBits + uint32(off)
 }
 
 func (m *memStore[K, A, O]) remove(k K, ks *keyState[A, O]) {
@@ -247,6 +257,7 @@ func (m *memStore[K, A, O]) remove(k K, ks *keyState[A, O]) {
 	if e.mark.Load() != m.gen {
 		m.capture(e)
 	}
+	id := m.keys.slots[i].id
 	m.keys.delete(i)
 	clear(ks.wins)
 	ks.wins = ks.inline[:0]
@@ -254,7 +265,7 @@ func (m *memStore[K, A, O]) remove(k K, ks *keyState[A, O]) {
 	ks.slices = ks.slices[:0]
 	var zero K
 	e.key, e.live = zero, false
-	m.free = append(m.free, e)
+	m.free = append(m.free, id)
 }
 
 // capture makes sure the snapshot under way has e's state before the
@@ -311,24 +322,37 @@ func (m *memStore[K, A, O]) close() error { return nil }
 
 // keyIndex finds the slot of the slab that holds a key: an open-addressing
 // table (linear probing, at most half full, deletion by shifting back the
-// slots after, so there are no tombstones) of 16-byte slots, each a key's
-// hash and its entry. Finding a key reads one slot, then the entry, whose
-// key is compared only when the whole hash matches: a Go map read a
+// slots after, so there are no tombstones) of 8-byte slots, each half a
+// key's hash and its entry's id in the slab. Finding a key reads one slot,
+// then the entry, whose key is compared only when the slot's hash
+// matches: a Go map read a
 // control word, a slot and the key's bytes (three cache misses with many
 // keys) before the entry, for every event.
 type keyIndex[K comparable, A, O any] struct {
-	hash  func(K) uint64       // seeded per index
-	slots []indexSlot[K, A, O] // a power of two
-	n     int                  // keys held
+	hash  func(K) uint64 // seeded per index
+	slots []indexSlot    // a power of two
+	n     int            // keys held
+	// entries are the store's chunks, where an id is.
+	entries *[][]memEntry[K, A, O]
 }
 
-type indexSlot[K comparable, A, O any] struct {
-	h uint64
-	e *memEntry[K, A, O] // nil: an empty slot
+// indexSlot is a slot of a keyIndex: 8 bytes, a pointer's size, since the
+// index has two or more slots a key.
+type indexSlot struct {
+	h uint32 // the key's hash, its low half: where it is found, and compared before the key
+	// id is the entry's chunk and place in the chunk: 1 + chunk<<10 +
+	// place; 0 in an empty slot.
+	id uint32
 }
 
 func newKeyIndex[K comparable, A, O any]() keyIndex[K, A, O] {
-	return keyIndex[K, A, O]{hash: seededHash[K](), slots: make([]indexSlot[K, A, O], 16)}
+	return keyIndex[K, A, O]{hash: seededHash[K](), slots: make([]indexSlot, 16)}
+}
+
+// entry is the entry of id.
+func (x *keyIndex[K, A, O]) entry(id uint32) *memEntry[K, A, O] {
+	id--
+	return &(*x.entries)[id>>memChunkBits][id&(memChunk-1)]
 }
 
 // seededHash is a hash of Ks with a random seed: maphash's, but for the
@@ -364,32 +388,35 @@ func (x *keyIndex[K, A, O]) find(k K) (*memEntry[K, A, O], uint64, int) {
 	h := x.hash(k)
 	mask := len(x.slots) - 1
 	for i := int(h) & mask; ; i = (i + 1) & mask {
-		s := &x.slots[i]
-		if s.e == nil {
+		s := x.slots[i]
+		if s.id == 0 {
 			return nil, h, i
 		}
-		if s.h == h && s.e.key == k {
-			return s.e, h, i
+		if s.h == uint32(h) {
+			if e := x.entry(s.id); e.key == k {
+				return e, h, i
+			}
 		}
 	}
 }
 
-// insert puts e, of hash h, in the empty slot i that find returned.
-func (x *keyIndex[K, A, O]) insert(i int, h uint64, e *memEntry[K, A, O]) {
-	x.slots[i] = indexSlot[K, A, O]{h: h, e: e}
+// insert puts the entry id, of hash h, in the empty slot i that find
+// returned.
+func (x *keyIndex[K, A, O]) insert(i int, h uint64, id uint32) {
+	x.slots[i] = indexSlot{h: uint32(h), id: id}
 	x.n++
 	if 2*x.n <= len(x.slots) {
 		return
 	}
 	old := x.slots
-	x.slots = make([]indexSlot[K, A, O], 2*len(old))
+	x.slots = make([]indexSlot, 2*len(old))
 	mask := len(x.slots) - 1
 	for _, s := range old {
-		if s.e == nil {
+		if s.id == 0 {
 			continue
 		}
 		j := int(s.h) & mask
-		for x.slots[j].e != nil {
+		for x.slots[j].id != 0 {
 			j = (j + 1) & mask
 		}
 		x.slots[j] = s
@@ -400,7 +427,7 @@ func (x *keyIndex[K, A, O]) insert(i int, h uint64, e *memEntry[K, A, O]) {
 // longer be found past the hole.
 func (x *keyIndex[K, A, O]) delete(i int) {
 	mask := len(x.slots) - 1
-	for j := (i + 1) & mask; x.slots[j].e != nil; j = (j + 1) & mask {
+	for j := (i + 1) & mask; x.slots[j].id != 0; j = (j + 1) & mask {
 		// The slot at j may fill the hole at i when its home is not in
 		// the cyclic range (i, j].
 		home := int(x.slots[j].h) & mask
@@ -409,6 +436,6 @@ func (x *keyIndex[K, A, O]) delete(i int) {
 			i = j
 		}
 	}
-	x.slots[i] = indexSlot[K, A, O]{}
+	x.slots[i] = indexSlot{}
 	x.n--
 }

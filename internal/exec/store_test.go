@@ -1,9 +1,11 @@
 package exec
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
@@ -18,9 +20,10 @@ func TestKeyIndexMatchesAMap(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	for _, clustered := range []bool{true, false} {
-		x := newKeyIndex[uint64, int64, int64]()
+		m := newMemStore[uint64, int64, int64]()
+		x := &m.keys
 		if clustered {
-			x.hash = func(k uint64) uint64 { return k%5 + 1<<40 - 3 } // five homes, near the end
+			x.hash = func(k uint64) uint64 { return k%5 + 1<<32 - 3 } // five homes, near the end
 		}
 		want := map[uint64]*memEntry[uint64, int64, int64]{}
 		for op := range 20_000 {
@@ -31,11 +34,12 @@ func TestKeyIndexMatchesAMap(t *testing.T) {
 			}
 			switch {
 			case e == nil:
-				e = &memEntry[uint64, int64, int64]{key: k}
-				x.insert(i, h, e)
+				e, id := m.slot()
+				e.key, e.live = k, true
+				x.insert(i, h, id)
 				want[k] = e
 			case r.IntN(2) == 0:
-				x.delete(i)
+				m.remove(k, &e.ks)
 				delete(want, k)
 			}
 			if x.n != len(want) {
@@ -189,5 +193,51 @@ func TestTimerLookaheadIsBounded(t *testing.T) {
 	}
 	if c := cap(op.timers.keys); c > timerRun+aheadKey {
 		t.Fatalf("the timers' lookahead holds %d keys, want at most %d", c, timerRun+aheadKey)
+	}
+}
+
+// Every byte of a key's entry, of its index slot and of its timers is a
+// byte of every live key: with the accumulator of a job file's count and
+// sum (72 bytes, job.acc) and string keys, an entry takes 232 bytes (280
+// before the window's revision joined its flags' word), an index slot 8
+// (16 before slots named entries by a 32-bit id and kept half the hash),
+// a timer 40 (48 before its kind joined its window's sequence).
+func TestStateSizes(t *testing.T) {
+	type acc72 struct{ _ [9]int64 }
+	type out []int64
+	for _, c := range []struct {
+		what      string
+		got, want uintptr
+	}{
+		{"a key's entry", unsafe.Sizeof(memEntry[string, acc72, out]{}), 232},
+		{"an index slot", unsafe.Sizeof(indexSlot{}), 8},
+		{"a timer", unsafe.Sizeof(timerRef[string]{}), 40},
+	} {
+		if c.got > c.want {
+			t.Errorf("%s takes %d bytes, more than %d", c.what, c.got, c.want)
+		}
+	}
+}
+
+// A timer's window sequence and kind share a word, ordered as the pair.
+func TestTimerWordKeepsSeqAndKind(t *testing.T) {
+	seqs := []uint64{0, 1, 2, 1<<maxSeqBits - 1}
+	kinds := []timerKind{tOnTime, tCleanup, tEarly, tLate}
+	for _, s := range seqs {
+		for _, k := range kinds {
+			r := newTimer("k", window.Window{}, s, k)
+			if r.seq() != s || r.kind() != k {
+				t.Fatalf("newTimer(seq %d, kind %d) reads seq %d, kind %d", s, k, r.seq(), r.kind())
+			}
+			for _, s2 := range seqs {
+				for _, k2 := range kinds {
+					o := newTimer("k", window.Window{}, s2, k2)
+					want := cmp.Or(cmp.Compare(s, s2), cmp.Compare(k, k2))
+					if got := cmpSeq(r, o); got != want {
+						t.Fatalf("cmpSeq((%d, %d), (%d, %d)) = %d, want %d", s, k, s2, k2, got, want)
+					}
+				}
+			}
+		}
 	}
 }

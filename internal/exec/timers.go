@@ -20,12 +20,30 @@ const (
 	tLate                     // processing time: a held-back late firing
 )
 
+// timerRef is a pending timer: 40 bytes, the window's sequence and the
+// timer's kind in one word (a tumbling job holds a timer or two a key).
 type timerRef[K comparable] struct {
-	key  K
-	win  window.Window
-	seq  uint64
-	kind timerKind
+	key K
+	win window.Window
+	sk  uint64 // seq<<timerKindBits | kind: ordered as (seq, kind)
 }
+
+// timerKindBits are the bits of a timerRef's word that hold its kind; a
+// window's sequence (its creating step) is below 1<<maxSeqBits.
+const (
+	timerKindBits = 2
+	maxSeqBits    = 64 - timerKindBits
+)
+
+func newTimer[K comparable](key K, w window.Window, seq uint64, kind timerKind) timerRef[K] {
+	return timerRef[K]{key: key, win: w, sk: seq<<timerKindBits | uint64(kind)}
+}
+
+// seq is the sequence of the timer's window.
+func (r timerRef[K]) seq() uint64 { return r.sk >> timerKindBits }
+
+// kind is what the timer is for.
+func (r timerRef[K]) kind() timerKind { return timerKind(r.sk & (1<<timerKindBits - 1)) }
 
 // timerQueue indexes timers by their instant: one bucket per distinct
 // instant, so that the million keys of a tumbling window share one heap entry.
@@ -77,10 +95,7 @@ func (q *timerQueue[K]) pop() (mtime.Time, []timerRef[K]) {
 // cmpSeq orders the timers of one instant: by window sequence, then kind and
 // window, so that the order is the same in memory and on disk.
 func cmpSeq[K comparable](a, b timerRef[K]) int {
-	if c := cmp.Compare(a.seq, b.seq); c != 0 {
-		return c
-	}
-	if c := cmp.Compare(a.kind, b.kind); c != 0 {
+	if c := cmp.Compare(a.sk, b.sk); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.win.Start, b.win.Start); c != 0 {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
 )
 
 // BenchmarkTimerQueue is the event-time timer path where the heap of
@@ -21,7 +22,7 @@ func BenchmarkTimerQueue(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		rnd = rnd*6364136223846793005 + 1442695040888963407
 		at := now + 1 + mtime.Time(rnd>>54) // 1 to 1024 ms ahead
-		q.add(at, timerRef[uint64]{key: uint64(i), seq: uint64(i), kind: tOnTime})
+		q.add(at, newTimer(uint64(i), window.Window{}, uint64(i), tOnTime))
 		now++
 		for {
 			t, ok := q.next()

@@ -132,15 +132,16 @@ type win[A, O any] struct {
 	seq   uint64
 	acc   A
 	n     int64 // elements since the last firing
-	rev   int
 	early mtime.Time
 	// late firings (throttled)
 	lateAt   mtime.Time
 	lastLate mtime.Time
 	// the last pane, for retractions
 	last O
-	// The flags last, packed into one word (a key holds two windows
-	// inline, and every byte of them is a byte of every key).
+	// The revision and the flags last, packed into one word (every byte of
+	// a window is a byte of every key). A revision past 2^31 would take a
+	// firing a second for 68 years; a checkpoint that says so is refused.
+	rev         int32
 	late        bool // the watermark has passed End-1: on-time fired or created late
 	latePending bool
 	hasLast     bool
@@ -618,9 +619,9 @@ func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Windo
 	}
 	if w.MaxTimestamp() <= op.wm {
 		st.late = true
-		op.et.add(w.MaxTimestamp().Add(op.lateness), timerRef[K]{key, w, seq, tCleanup})
+		op.et.add(w.MaxTimestamp().Add(op.lateness), newTimer(key, w, seq, tCleanup))
 	} else {
-		op.et.add(w.MaxTimestamp(), timerRef[K]{key, w, seq, tOnTime})
+		op.et.add(w.MaxTimestamp(), newTimer(key, w, seq, tOnTime))
 	}
 	op.addWin(ks, st)
 	op.Windows++
@@ -716,7 +717,7 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, 
 				st.latePending = true
 				if st.lateAt == none {
 					st.lateAt = st.lastLate + t.LatePeriod
-					op.pt.add(st.lateAt, timerRef[K]{key, st.w, st.seq, tLate})
+					op.pt.add(st.lateAt, newTimer(key, st.w, st.seq, tLate))
 				}
 			}
 		}
@@ -732,7 +733,7 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, 
 			at = alignUp(op.now, t.EarlyDelay)
 		}
 		st.early = at
-		op.pt.add(at, timerRef[K]{key, st.w, st.seq, tEarly})
+		op.pt.add(at, newTimer(key, st.w, st.seq, tEarly))
 	}
 }
 
@@ -775,7 +776,7 @@ func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], t
 	}
 }
 
-func (op *WindowOp[K, T, A, O]) emit(key K, st *win[A, O], rev int, timing window.Timing, final, retract bool, v O, at, emitAt mtime.Time) {
+func (op *WindowOp[K, T, A, O]) emit(key K, st *win[A, O], rev int32, timing window.Timing, final, retract bool, v O, at, emitAt mtime.Time) {
 	op.Panes++
 	op.byTiming[timing]++
 	if rev == 1 && !retract {
@@ -790,7 +791,7 @@ func (op *WindowOp[K, T, A, O]) emit(key K, st *win[A, O], rev int, timing windo
 	op.out = append(op.out, Out[K, T, O]{
 		Step: op.step, At: at, Seq: seq, Kind: OutPane,
 		Pane: window.Pane[K, O]{
-			Key: key, Window: st.w, Revision: rev, Timing: timing, Final: final, Retract: retract,
+			Key: key, Window: st.w, Revision: int(rev), Timing: timing, Final: final, Retract: retract,
 			Watermark: op.wm, EmittedAt: emitAt, Value: v,
 		},
 	})
@@ -863,7 +864,7 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 	}
 	st := &ks.wins[i]
 	cleanupAt := st.w.MaxTimestamp().Add(op.lateness)
-	switch r.kind {
+	switch r.kind() {
 	case tOnTime:
 		if st.late || st.w.MaxTimestamp() != t {
 			return
@@ -879,7 +880,7 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 		if closing {
 			op.remove(r.key, ks, i)
 		} else {
-			op.et.add(cleanupAt, timerRef[K]{r.key, st.w, st.seq, tCleanup})
+			op.et.add(cleanupAt, newTimer(r.key, st.w, st.seq, tCleanup))
 		}
 	case tCleanup:
 		if !st.late || cleanupAt != t {
@@ -923,7 +924,7 @@ func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
 		return
 	}
 	st := &ks.wins[i]
-	switch r.kind {
+	switch r.kind() {
 	case tEarly:
 		if st.late || st.early != t {
 			return
@@ -1025,11 +1026,11 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 	if merged.MaxTimestamp() <= op.wm {
 		m.late = true
 		m.early = none
-		op.et.add(merged.MaxTimestamp().Add(op.lateness), timerRef[K]{key, merged, m.seq, tCleanup})
+		op.et.add(merged.MaxTimestamp().Add(op.lateness), newTimer(key, merged, m.seq, tCleanup))
 	} else {
-		op.et.add(merged.MaxTimestamp(), timerRef[K]{key, merged, m.seq, tOnTime})
+		op.et.add(merged.MaxTimestamp(), newTimer(key, merged, m.seq, tOnTime))
 		if m.early != none {
-			op.pt.add(m.early, timerRef[K]{key, merged, m.seq, tEarly})
+			op.pt.add(m.early, newTimer(key, merged, m.seq, tEarly))
 		}
 	}
 	op.addWin(ks, m)
