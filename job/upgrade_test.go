@@ -551,3 +551,52 @@ func TestUpgradeDropWindows(t *testing.T) {
 		t.Errorf("the acceptance record:\n%s", md)
 	}
 }
+
+// An aggregate added to a job of sliding windows: each window's own
+// accumulator is empty (its slices hold its values), and the restore reads
+// it as empty, as it was written, instead of refusing the checkpoint; the
+// final panes count what an uninterrupted run counts.
+func TestUpgradeAggregateAddedSliding(t *testing.T) {
+	sliding := strings.Replace(upJob, "{tumbling: 10s}", "{sliding: {size: 10s, slide: 5s}}", 1)
+	for _, backend := range []string{"memory", "pebble"} {
+		t.Run(backend, func(t *testing.T) {
+			upgradeAggregateAddedSliding(t, sliding+"state: {backend: "+backend+"}\n")
+		})
+	}
+}
+
+func upgradeAggregateAddedSliding(t *testing.T, job string) {
+	dir := upDir(t, job)
+	j, err := Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped, err := Run(context.Background(), j, Options{stopAfter: 1})
+	if err != nil || stopped.Savepoint == "" {
+		t.Fatalf("the stopped run: %v, savepoint %q", err, stopped.Savepoint)
+	}
+	before := read(t, dir, "results.jsonl")
+	yaml := strings.Replace(job, "{orders: count, spent: sum(amount)}", "{orders: count, spent: sum(amount), biggest: max(amount)}", 1)
+	if _, log, err := upRestore(t, dir, stopped.Savepoint, yaml, Options{}); err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	whole := map[string]upPane{}
+	for _, p := range upPanes(t, upRun(t, yaml), 0) {
+		if p["final"] == true {
+			whole[p.window()] = p
+		}
+	}
+	finals := 0
+	for _, p := range upPanes(t, dir, len(before)) {
+		if p["final"] != true {
+			continue
+		}
+		finals++
+		if r := whole[p.window()]; p["orders"] != r["orders"] || p["spent"] != r["spent"] {
+			t.Errorf("%s: orders %v spent %v, an uninterrupted run %v %v", p.window(), p["orders"], p["spent"], r["orders"], r["spent"])
+		}
+	}
+	if finals == 0 {
+		t.Fatal("no final panes after the restore")
+	}
+}
