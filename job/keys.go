@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/state"
 )
 
 // keyTable interns the keys of a job's events: it turns a key as read from a
@@ -25,7 +26,8 @@ import (
 // nor escaped again.
 //
 // The table is cleared when it holds max keys, so that keys that come and go
-// do not pile up.
+// do not pile up; the decoders' tables share an eighth of the job's memory
+// budget (keyTableKeys).
 type keyTable struct {
 	seed  maphash.Seed
 	slots []keySlot // a power of two
@@ -53,6 +55,19 @@ type keySlot struct {
 	n    uint8 // length of text, 0 if the key is longer than keyInline
 	text [keyInline]byte
 	key  string // the canonical JSON text
+}
+
+// keyTableKeys is the most keys each of decoders key tables holds: the
+// tables take an eighth of the memory budget (state.DefaultBudget if 0) in
+// all, at 64 bytes a key (a table grows to twice its keys' 32-byte slots),
+// with at least 2^14 and at most 2^20 keys a table. The keys' strings are
+// not counted: the operator's state holds them too.
+func keyTableKeys(budget int64, decoders int) int {
+	if budget <= 0 {
+		budget = state.DefaultBudget
+	}
+	n := budget / 8 / int64(max(decoders, 1)) / (2 * int64(unsafe.Sizeof(keySlot{})))
+	return int(min(max(n, 1<<14), 1<<20))
 }
 
 func newKeyTable(max int) *keyTable {

@@ -87,3 +87,35 @@ func TestKeyAhead(t *testing.T) {
 		tab.prefetch([]byte(key))
 	}
 }
+
+// The decoders' key tables take an eighth of the memory budget in all,
+// however many goroutines decode: a table per core (and the source loop's)
+// would otherwise hold 2^20 keys each, 64 MiB on every core.
+func TestKeyTablesShareTheBudget(t *testing.T) {
+	for _, c := range []struct {
+		budget         int64
+		decoders, want int
+	}{
+		{0, 1, 1 << 20},         // 512 MiB / 8 / 64 B
+		{0, 2, 1 << 19},         //
+		{64 << 20, 4, 1 << 15},  // 64 MiB / 8 / 4 / 64 B
+		{16 << 20, 64, 1 << 14}, // at least 2^14
+		{1 << 40, 1, 1 << 20},   // at most 2^20
+		{256 << 20, 3, 174762},  // 32 MiB / 3 / 64 B
+		{512 << 20, 0, 1 << 20}, // no decoders: one table
+	} {
+		if got := keyTableKeys(c.budget, c.decoders); got != c.want {
+			t.Errorf("keyTableKeys(%d, %d) = %d, want %d", c.budget, c.decoders, got, c.want)
+		}
+	}
+	j, err := Parse([]byte("name: k\nsource: {file: in.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\nstate: {memory_budget: 64MiB}\n"), "k.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := newLineParser(j)
+	lp.decodeOn(3) // three forks and the source loop's own decoder
+	want := keyTableKeys(64<<20, 4)
+	if lp.keys.max != want || lp.Fork().(*lineParser).keys.max != want {
+		t.Errorf("key tables of %d and %d keys, want %d each", lp.keys.max, lp.Fork().(*lineParser).keys.max, want)
+	}
+}

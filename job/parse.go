@@ -92,10 +92,12 @@ type lineParser struct {
 
 	route  *group.Route // in a task of a group job
 	forked bool         // a fork (Fork): Decode does not Settle
+	keyMax int          // the most keys of keys, and of a fork's (keyTableKeys)
 }
 
 func newLineParser(j *Job) *lineParser {
-	lp := &lineParser{j: j, keys: newKeyTable(1 << 20), parts: map[string]int{}}
+	lp := &lineParser{j: j, keyMax: keyTableKeys(j.State.MemoryBudget, 1), parts: map[string]int{}}
+	lp.keys = newKeyTable(lp.keyMax)
 	if len(j.Key) == 1 {
 		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
 	}
@@ -170,7 +172,20 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	return &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(1 << 20), keyName: lp.keyName, forked: true}
+		keys: newKeyTable(lp.keyMax), keyMax: lp.keyMax, keyName: lp.keyName, forked: true}
+}
+
+// decodeOn sets the size of the key tables of lp and of its forks for
+// decoders goroutines, which share the budget of key tables; before lp
+// decodes or forks. With more than one, lp decodes the small batches
+// itself: one table more than decoders.
+func (lp *lineParser) decodeOn(decoders int) {
+	tables := decoders
+	if decoders > 1 {
+		tables++
+	}
+	lp.keyMax = keyTableKeys(lp.j.State.MemoryBudget, tables)
+	lp.keys.max = lp.keyMax
 }
 
 // Ahead implements engine.Aheader: it finds a top-level key's string in the

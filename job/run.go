@@ -646,6 +646,7 @@ func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine
 	if rn.o.task != nil {
 		hcfg.Decoders = 1 // the group's tasks run beside each other
 	}
+	lp.decodeOn(hcfg.Decoders)
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {

@@ -19,7 +19,8 @@
 //
 // Of a budget B, Pebble's block cache takes B/2 and its memtables at most
 // B/8; the decoded state the operators keep at hand takes B/8 (see
-// CacheBudget); the rest is headroom for the Go heap. Blocks are not
+// CacheBudget); the rest is headroom for the Go heap (of which a job file's
+// decoders' key tables take B/8 in all). Blocks are not
 // compressed: state is read back at random, one key at a time, and a
 // compressed block costs a decompression per key. The Go garbage
 // collector is given a soft limit (HeapLimit, which weir run sets) of the
