@@ -60,11 +60,11 @@ func (c codec) AppendAcc(b []byte, a acc) []byte {
 		s := a.slot(i)
 		// A slot's count and its sum or extreme are written apart, as
 		// they were kept (one of them zero).
-		n, x := int64(0), s.i
+		cnt, x := int64(0), s.i
 		if counted(k) {
-			n, x = x, 0
+			cnt, x = x, 0
 		}
-		b = enc.AppendVarint(b, n)
+		b = enc.AppendVarint(b, cnt)
 		b = enc.AppendVarint(b, x)
 		b = enc.AppendFloat(b, s.f)
 		b = enc.AppendBool(b, s.float)

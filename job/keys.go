@@ -57,11 +57,12 @@ type keySlot struct {
 	key  string // the canonical JSON text
 }
 
-// keyTableKeys is the most keys each of decoders key tables holds: the
-// tables take an eighth of the memory budget (state.DefaultBudget if 0) in
-// all, at 64 bytes a key (a table grows to twice its keys' 32-byte slots),
-// with at least 2^14 and at most 2^20 keys a table. The keys' strings are
-// not counted: the operator's state holds them too.
+// keyTableKeys is the most keys a key table holds when decoders of them
+// share the budget: the tables take an eighth of the memory budget
+// (state.DefaultBudget if 0) in all, at 64 bytes a key (a table grows to
+// twice its keys' 32-byte slots), with at least 2^14 and at most 2^20 keys
+// a table. The keys' strings are not counted: the operator's state holds
+// them too.
 func keyTableKeys(budget int64, decoders int) int {
 	if budget <= 0 {
 		budget = state.DefaultBudget
