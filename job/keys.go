@@ -64,10 +64,7 @@ type keySlot struct {
 // a table. The keys' strings are not counted: the operator's state holds
 // them too.
 func keyTableKeys(budget int64, decoders int) int {
-	if budget <= 0 {
-		budget = state.DefaultBudget
-	}
-	n := budget / 8 / int64(max(decoders, 1)) / (2 * int64(unsafe.Sizeof(keySlot{})))
+	n := state.Budget(budget) / 8 / int64(max(decoders, 1)) / (2 * int64(unsafe.Sizeof(keySlot{})))
 	return int(min(max(n, 1<<14), 1<<20))
 }
 

@@ -48,6 +48,15 @@ import (
 // DefaultBudget is the memory budget when a job names none: 512 MiB.
 const DefaultBudget = 512 << 20
 
+// Budget is the memory budget a job's budget setting gives: DefaultBudget
+// for 0 (none named).
+func Budget(budget int64) int64 {
+	if budget <= 0 {
+		return DefaultBudget
+	}
+	return budget
+}
+
 // maxOpenFiles bounds the file descriptors Pebble keeps open (its table
 // cache); a table file beyond them is opened when read.
 const maxOpenFiles = 500
@@ -99,9 +108,7 @@ func Open(dir string, budget int64) (*DB, error) {
 }
 
 func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
-	if budget <= 0 {
-		budget = DefaultBudget
-	}
+	budget = Budget(budget)
 	if err := CheckDir(dir); err != nil {
 		return nil, err
 	}
