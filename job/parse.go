@@ -92,12 +92,10 @@ type lineParser struct {
 
 	route  *group.Route // in a task of a group job
 	forked bool         // a fork (Fork): Decode does not Settle
-	keyMax int          // the most keys of keys, and of a fork's (keyTableKeys)
 }
 
 func newLineParser(j *Job) *lineParser {
-	lp := &lineParser{j: j, keyMax: keyTableKeys(j.State.MemoryBudget, 1), parts: map[string]int{}}
-	lp.keys = newKeyTable(lp.keyMax)
+	lp := &lineParser{j: j, keys: newKeyTable(keyTableKeys(j.State.MemoryBudget, 1)), parts: map[string]int{}}
 	if len(j.Key) == 1 {
 		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
 	}
@@ -172,7 +170,7 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	return &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(lp.keyMax), keyMax: lp.keyMax, keyName: lp.keyName, forked: true}
+		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true}
 }
 
 // decodeOn sets the size of the key tables of lp and of its forks for
@@ -184,8 +182,7 @@ func (lp *lineParser) decodeOn(decoders int) {
 	if decoders > 1 {
 		tables++
 	}
-	lp.keyMax = keyTableKeys(lp.j.State.MemoryBudget, tables)
-	lp.keys.max = lp.keyMax
+	lp.keys.max = keyTableKeys(lp.j.State.MemoryBudget, tables)
 }
 
 // Ahead implements engine.Aheader: it finds a top-level key's string in the

@@ -181,7 +181,7 @@ func (l *lookahead[K, A, O]) stageSlot(i int) {
 		x := &l.m.keys
 		h := x.hash(l.keys[i])
 		l.hash[i%aheadRing] = h
-		prefetch.Line(unsafe.Pointer(&x.slots[int(h)&(len(x.slots)-1)]))
+		prefetch.Line(unsafe.Pointer(&x.slots[x.home(h)]))
 	}
 }
 
@@ -192,7 +192,7 @@ func (l *lookahead[K, A, O]) stageSlot(i int) {
 func (l *lookahead[K, A, O]) stageEntry(i int) {
 	if i < len(l.keys) {
 		x := &l.m.keys
-		if id := x.slots[int(l.hash[i%aheadRing])&(len(x.slots)-1)].id; id != 0 {
+		if id := x.slots[x.home(l.hash[i%aheadRing])].id; id != 0 {
 			e := x.entry(id)
 			prefetch.Line(unsafe.Pointer(e))
 			prefetch.Line(unsafe.Add(unsafe.Pointer(e), unsafe.Sizeof(*e)-1))
@@ -349,6 +349,9 @@ func newKeyIndex[K comparable, A, O any]() keyIndex[K, A, O] {
 	return keyIndex[K, A, O]{hash: seededHash[K](), slots: make([]indexSlot, 16)}
 }
 
+// home is the slot where finding a key of hash h starts.
+func (x *keyIndex[K, A, O]) home(h uint64) int { return int(h) & (len(x.slots) - 1) }
+
 // entry is the entry of id.
 func (x *keyIndex[K, A, O]) entry(id uint32) *memEntry[K, A, O] {
 	id--
@@ -387,7 +390,7 @@ func mixInt(k, seed uint64) uint64 {
 func (x *keyIndex[K, A, O]) find(k K) (*memEntry[K, A, O], uint64, int) {
 	h := x.hash(k)
 	mask := len(x.slots) - 1
-	for i := int(h) & mask; ; i = (i + 1) & mask {
+	for i := x.home(h); ; i = (i + 1) & mask {
 		s := x.slots[i]
 		if s.id == 0 {
 			return nil, h, i
