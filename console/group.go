@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
 )
 
 // GroupStatus is what an instance of a consumer-group job says of itself:
@@ -35,6 +36,13 @@ type GroupStatus struct {
 	// Repartition is the copying of an input not keyed by the job's key
 	// into the topic the tasks read, when the job does it.
 	Repartition *RepartitionStatus `json:"repartition,omitempty"`
+	// Watermarks is the topic where the tasks share their watermarks, when
+	// they do (watermark.idle); GroupWatermark is the group's watermark as
+	// this instance knows it: the minimum over the tasks that are not idle
+	// (nil: none, every task idle or none heard of), which its idle tasks
+	// follow.
+	Watermarks     string      `json:"watermarks_topic,omitempty"`
+	GroupWatermark *mtime.Time `json:"group_watermark,omitempty"`
 }
 
 // GroupMember is one instance of a group job.

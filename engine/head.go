@@ -135,6 +135,7 @@ type Target[K comparable, T any] interface {
 	Observe(part int, ts mtime.Time)
 	AddPartition(part int, now mtime.Time)
 	SetBacklog(part int, backlog int64, now mtime.Time)
+	SetFloor(w mtime.Time)
 	Advance(now mtime.Time)
 	SetWatermark(w mtime.Time)
 	Watermark() mtime.Time
@@ -174,6 +175,13 @@ type HeadConfig[K comparable, T any] struct {
 	// WatermarkAfter, when set, gives the watermark after each record, by
 	// its offset (a perfect watermark read ahead from a file).
 	WatermarkAfter func(offset int64) mtime.Time
+	// GroupWatermark, when set, shares the watermark with the other tasks
+	// of a consumer group at each of the source's reports (a live job's,
+	// every 200 ms): it is given the watermark and whether every partition
+	// is idle, and returns the group's watermark (mtime.MinTime: none),
+	// which the watermark follows while every partition is idle
+	// (watermark.Tracker.SetFloor).
+	GroupWatermark func(own mtime.Time, idle bool) mtime.Time
 	// Decoders is how many goroutines decode a batch of records, when the
 	// Decoder is a ForkingDecoder: the source loop and Decoders-1 others,
 	// each with a fork. The records are still applied one by one in
@@ -320,11 +328,14 @@ func (h *Head[K, T]) Partitions(parts []connector.Partition, now mtime.Time) {
 // own).
 func (h *Head[K, T]) Backlog(reports []connector.PartitionReport, now mtime.Time) {
 	h.reports = reports
-	if h.logic {
-		return
+	if !h.logic {
+		for _, r := range reports {
+			h.cfg.Window.SetBacklog(r.Partition, r.Backlog, now)
+		}
 	}
-	for _, r := range reports {
-		h.cfg.Window.SetBacklog(r.Partition, r.Backlog, now)
+	if share := h.cfg.GroupWatermark; share != nil {
+		w := h.cfg.Window
+		w.SetFloor(share(w.Watermark(), w.Tracker().AllIdle()))
 	}
 }
 

@@ -212,6 +212,10 @@ func (w *Window[K, T, A, O]) SetBacklog(part int, backlog int64, now mtime.Time)
 	w.op.d.Refresh()
 }
 
+// SetFloor gives the watermark the floor it follows while every partition
+// is idle (see watermark.Tracker.SetFloor): a group's watermark.
+func (w *Window[K, T, A, O]) SetFloor(floor mtime.Time) { w.op.d.SetFloor(floor) }
+
 // Advance moves processing time to now (never back), firing first the
 // periodic watermarks, idleness timeouts and processing-time timers due by
 // then.

@@ -8,7 +8,9 @@
 // stopping a partition's task as it is assigned and revoked, fencing the
 // previous owner, restoring the task's last committed checkpoint from its
 // partition of the changelog topic, publishing each checkpoint there in the
-// transaction that holds the task's output, and the instance's status. What
+// transaction that holds the task's output, the group's watermark that a
+// task whose partition is idle follows (ShareWatermarks), and the
+// instance's status. What
 // a task computes does not: a Config's Task function builds it (package job
 // from a job file, or a weir.Pipeline with weir.InGroup), and the engine
 // runs it. The Kafka clients themselves are in connector/kafka.
@@ -35,6 +37,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/mtime"
 )
 
 // Config is one instance of a group job.
@@ -50,6 +53,11 @@ type Config struct {
 	// (starting at Start), and the tasks read that topic instead.
 	Repartition func(value []byte) []byte
 	Start       kafka.Start
+	// ShareWatermarks, when set, has the tasks share their watermarks
+	// through WatermarksTopic(Group), so that a task whose partition is
+	// idle follows the group's watermark: the minimum over the tasks whose
+	// partitions are not idle (Task.GroupWatermark).
+	ShareWatermarks bool
 	// SessionTimeout is the group's session timeout (default 45s).
 	SessionTimeout time.Duration
 	// TransactionalID names the tasks' transactional producers: a task's
@@ -116,6 +124,14 @@ type Task struct {
 	// It is nil when the task reads the repartition topic: the group's
 	// offsets are those of the input, which the instances copy.
 	CommitOffsets func(ctx context.Context, offsets map[int32]int64) error
+	// GroupWatermark, with Config.ShareWatermarks, is given the task's
+	// watermark and whether its partition is idle, as often as the task
+	// likes (its source's reports), and returns the group's watermark
+	// (mtime.MinTime: none yet), which the task's watermark follows while
+	// its partition is idle (engine.HeadConfig.GroupWatermark). Nil
+	// without ShareWatermarks.
+	// A job file's task uses it; a weir.Pipeline in a group does not yet.
+	GroupWatermark func(own mtime.Time, idle bool) mtime.Time
 
 	log *kafka.Changelog
 }
@@ -173,6 +189,7 @@ type Instance struct {
 	conn  kafka.Config // the tasks' topic
 	tmp   string
 	parts []int32
+	wms   *shared // with ShareWatermarks
 
 	ctx    context.Context
 	mu     sync.Mutex
@@ -256,6 +273,31 @@ func (gr *Instance) Run(ctx context.Context) error {
 	gr.mu.Lock()
 	gr.conn = conn
 	gr.mu.Unlock()
+	var exchanged sync.WaitGroup
+	if c.ShareWatermarks {
+		wc := c.Conn
+		wc.Topic = WatermarksTopic(c.Group)
+		w := &kafka.Watermarks{Config: wc}
+		if err := w.Open(ctx); err != nil {
+			return err
+		}
+		defer w.Close()
+		wctx, stop := context.WithCancel(context.Background())
+		wms := newShared(int32(len(parts)))
+		gr.mu.Lock()
+		gr.wms = wms
+		gr.mu.Unlock()
+		exchanged.Add(1)
+		go func() {
+			defer exchanged.Done()
+			wms.exchange(wctx, w)
+		}()
+		defer func() {
+			stop()
+			exchanged.Wait()
+		}()
+		gr.logf("group %s: a task whose partition is idle follows the group's watermark (the tasks share theirs in %s)", c.Group, wc.Topic)
+	}
 	if gr.tmp, err = os.MkdirTemp("", "weir-tasks-"); err != nil {
 		return fmt.Errorf("cannot create the tasks' directory: %w", err)
 	}
@@ -361,6 +403,9 @@ func (gr *Instance) start(p int32) {
 		defer gr.wg.Done()
 		defer close(t.done)
 		gr.runTask(ctx, t)
+		if gr.wms != nil {
+			gr.wms.drop(p)
+		}
 	}()
 }
 
@@ -523,6 +568,10 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 			return g.CommitOffsets(ctx, offsets)
 		}
 	}
+	if w := gr.wms; w != nil {
+		p := t.p
+		tk.GroupWatermark = func(own mtime.Time, idle bool) mtime.Time { return w.report(p, own, idle) }
+	}
 	rn, err := c.Task(ctx, tk)
 	if err != nil {
 		return err
@@ -582,12 +631,18 @@ func (gr *Instance) TaskConsole(p int32) *console.Server {
 func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 	c := gr.c
 	gr.mu.Lock()
-	g, conn, nparts, rk := gr.g, gr.conn, len(gr.parts), gr.rekey
+	g, conn, nparts, rk, wms := gr.g, gr.conn, len(gr.parts), gr.rekey, gr.wms
 	gr.mu.Unlock()
 	s := console.GroupStatus{Group: c.Group, Topic: conn.Topic, Changelog: c.Changelog, Partitions: nparts}
 	if rk != nil {
 		own, n := rk.Owned()
 		s.Repartition = &console.RepartitionStatus{From: c.Conn.Topic, To: conn.Topic, Owned: own, Copied: n}
+	}
+	if w := wms; w != nil {
+		s.Watermarks = WatermarksTopic(c.Group)
+		if f := w.group(); f != mtime.MinTime {
+			s.GroupWatermark = &f
+		}
 	}
 	if g != nil {
 		s.Member, s.Generation = g.Member()

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/watermark"
 )
 
 // Group runs a job as one instance of a consumer group (source.kafka.group),
@@ -53,6 +54,10 @@ func NewGroup(j *Job, o Options) (*Group, error) {
 	if k.Repartition {
 		c.Repartition = jsonKey(j.Key)
 	}
+	// With an idle timeout, a task whose partition is idle follows the
+	// group's watermark, as an idle partition of one job follows the
+	// others'.
+	c.ShareWatermarks = j.Watermark.Kind == watermark.Bounded && j.Watermark.Idle > 0
 	g, err := group.New(c)
 	if err != nil {
 		return nil, err

@@ -645,6 +645,7 @@ func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine
 	}
 	if rn.o.task != nil {
 		hcfg.Decoders = 1 // the group's tasks run beside each other
+		hcfg.GroupWatermark = rn.o.task.GroupWatermark
 	}
 	lp.decodeOn(hcfg.Decoders)
 	if j.Watermark.Kind == watermark.Perfect {

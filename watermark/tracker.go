@@ -13,13 +13,19 @@ import "github.com/weirstream/weir/mtime"
 // StatusWatermarkValve. An idle partition rejoins with its next event, and the
 // combined watermark does not move backwards when it does.
 //
+// A floor from outside (SetFloor: a consumer group's watermark) moves the
+// combined watermark only while every partition is idle: then it is the
+// larger of the largest W_p and the floor.
+//
 // A Tracker is not safe for concurrent use.
 type Tracker struct {
-	delay mtime.Time
-	idle  mtime.Time
-	drift mtime.Time
-	parts []partition
-	out   mtime.Time
+	delay   mtime.Time
+	idle    mtime.Time
+	drift   mtime.Time
+	parts   []partition
+	out     mtime.Time
+	floor   mtime.Time
+	allIdle bool // as of the last Current
 }
 
 type partition struct {
@@ -32,8 +38,22 @@ type partition struct {
 // NewTracker returns a tracker for the strategy's delay, idleness and
 // alignment.
 func NewTracker(s Strategy) *Tracker {
-	return &Tracker{delay: s.Delay, idle: s.Idle, drift: s.MaxDrift, out: mtime.MinTime}
+	return &Tracker{delay: s.Delay, idle: s.Idle, drift: s.MaxDrift, out: mtime.MinTime, floor: mtime.MinTime}
 }
+
+// SetFloor sets the watermark that the combined watermark follows while
+// every partition is idle (MinTime: none). A task of a consumer group sets
+// the group's watermark there: the minimum over the group's partitions that
+// are not idle, so that the windows of a quiet partition close as those of
+// a quiet partition of one job do. It takes effect at the next Current.
+func (t *Tracker) SetFloor(w mtime.Time) { t.floor = w }
+
+// Floor is the floor SetFloor set last (MinTime: none).
+func (t *Tracker) Floor() mtime.Time { return t.floor }
+
+// AllIdle reports whether every partition was idle at the last Current
+// (true too when there is none): then the floor applies.
+func (t *Tracker) AllIdle() bool { return t.allIdle }
 
 // AddPartition declares partition p (0-based) before its first event, so that
 // it holds the watermark back from the start (a Kafka partition known at
@@ -100,6 +120,8 @@ func (t *Tracker) SetBacklog(p int, backlog int64, now mtime.Time) {
 // never decreases from one call to the next.
 func (t *Tracker) Current(now mtime.Time) mtime.Time {
 	if len(t.parts) == 0 {
+		t.allIdle = true
+		t.out = max(t.out, t.floor)
 		return t.out
 	}
 	min, max := mtime.MaxTime, mtime.MinTime
@@ -126,7 +148,11 @@ func (t *Tracker) Current(now mtime.Time) mtime.Time {
 	w := min
 	if !active {
 		w = max
+		if t.floor > w {
+			w = t.floor
+		}
 	}
+	t.allIdle = !active
 	if w > t.out {
 		t.out = w
 	}

@@ -108,3 +108,37 @@ func TestStateRoundTrip(t *testing.T) {
 		t.Fatalf("restored W = %d, want %d", b, a)
 	}
 }
+
+// A floor from outside (a consumer group's watermark) moves the watermark
+// only while every partition is idle, never back, and not past what an
+// idle partition's own events say; an active partition ignores it.
+func TestFloorMovesOnlyAnIdleTracker(t *testing.T) {
+	tr := NewTracker(Strategy{Delay: 0, Idle: 1000})
+	tr.AddPartition(0, 0)
+	tr.Observe(0, 100, 0)
+	tr.SetFloor(5000)
+	if got := tr.Current(10); got != 99 || tr.AllIdle() {
+		t.Fatalf("active: W = %d (all idle %v), want 99: the floor does not apply", got, tr.AllIdle())
+	}
+	if got := tr.Current(1000); got != 5000 || !tr.AllIdle() {
+		t.Fatalf("idle: W = %d (all idle %v), want the floor 5000", got, tr.AllIdle())
+	}
+	tr.SetFloor(3000) // the group's went back (a task restored): W stays
+	if got := tr.Current(1100); got != 5000 {
+		t.Fatalf("W = %d after a lower floor, want 5000", got)
+	}
+	tr.Observe(0, 9000, 1200) // the partition's own events lead
+	tr.SetFloor(6000)
+	if got := tr.Current(2200); got != 8999 {
+		t.Fatalf("W = %d, want 8999: the partition's own is ahead of the floor", got)
+	}
+	tr.Observe(0, 9500, 2300) // active again: the floor does not apply
+	tr.SetFloor(20000)
+	if got := tr.Current(2400); got != 9499 || tr.AllIdle() {
+		t.Fatalf("W = %d, want 9499", got)
+	}
+	tr.SetFloor(mtime.MinTime)
+	if got := tr.Current(3400); got != 9499 {
+		t.Fatalf("idle without a floor: W = %d, want 9499", got)
+	}
+}

@@ -158,6 +158,13 @@ func groupText(g console.GroupStatus) string {
 			fmt.Fprintf(&b, "  (the group's coordinator did not say: %s)\n", g.MembersErr)
 		}
 	}
+	if g.Watermarks != "" {
+		w := "none (every task idle, or none heard of)"
+		if g.GroupWatermark != nil {
+			w = showTime(*g.GroupWatermark)
+		}
+		fmt.Fprintf(&b, "group watermark %s (the minimum over the tasks not idle, shared in %s): idle tasks follow it\n", w, g.Watermarks)
+	}
 	if r := g.Repartition; r != nil {
 		fmt.Fprintf(&b, "repartition: copies %d partitions of %s into %s (%d records so far)\n", len(r.Owned), r.From, r.To, r.Copied)
 	}

@@ -151,6 +151,17 @@ func (d *Driver[K, T]) Refresh() {
 	}
 }
 
+// SetFloor gives a bounded watermark the floor it follows while every
+// partition is idle (watermark.Tracker.SetFloor), looked at the next
+// emission (at once when the interval is 0).
+func (d *Driver[K, T]) SetFloor(w mtime.Time) {
+	if d.s.Kind != watermark.Bounded || w == d.tracker.Floor() {
+		return
+	}
+	d.tracker.SetFloor(w)
+	d.Refresh()
+}
+
 // Observe tells a bounded watermark about an event that is not sent on (a
 // duplicate delivery still shows the partition is alive and how far it got).
 func (d *Driver[K, T]) Observe(part int, ts mtime.Time) {
