@@ -198,6 +198,7 @@ func (s *GroupServer) readyz(w http.ResponseWriter, r *http.Request) {
 // The metrics of an instance of a group job.
 const (
 	MetricGroupOwned      = "weir_group_partitions_owned"     // gauge
+	MetricGroupWatermark  = "weir_group_watermark_seconds"    // gauge: the group's watermark, when the tasks share theirs and one is not idle
 	MetricTaskWatermark   = "weir_task_watermark_seconds"     // gauge, per partition
 	MetricTaskRestore     = "weir_task_restore_seconds"       // gauge, per partition: the last restore's duration
 	MetricTaskStarts      = "weir_task_starts_total"          // counter, per partition
@@ -227,6 +228,9 @@ func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, delay, job)
 	}
 	ch <- prometheus.MustNewConstMetric(desc(MetricGroupOwned, "Partitions of the input this instance owns.", "group"), prometheus.GaugeValue, float64(len(st.Owned)), job, st.Group)
+	if w := st.GroupWatermark; w != nil {
+		ch <- prometheus.MustNewConstMetric(desc(MetricGroupWatermark, "The group's watermark, which the tasks whose partitions are idle follow: the minimum over the tasks that are not idle, Unix seconds.", "group"), prometheus.GaugeValue, seconds(*w), job, st.Group)
+	}
 	for _, t := range st.Tasks {
 		p := strconv.Itoa(int(t.Partition))
 		ch <- prometheus.MustNewConstMetric(desc(MetricTaskRestore, "How long the task's last start took to read its changelog and restore.", "partition"), prometheus.GaugeValue, float64(t.Restored.Millis)/1000, job, p)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
 )
 
 // An instance of a group job serves its ownership as /api/status and
@@ -25,6 +26,8 @@ func TestGroupServer(t *testing.T) {
 				Status: engine.Status{Watermark: 1_780_000_000_000, OpenWindows: 12, Counts: engine.Counts{Accounting: engine.Accounting{Read: 99}}}},
 			{Partition: 3, State: "restoring", Starts: 2},
 		}}
+	gw := mtime.Time(1_779_999_000_000)
+	st.Watermarks, st.GroupWatermark = "fraud-watermarks", &gw
 	s := &GroupServer{Job: JobInfo{Name: "j"}, Status: func(context.Context) GroupStatus { return st }}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -47,6 +50,7 @@ func TestGroupServer(t *testing.T) {
 	metrics := get("/metrics")
 	for _, want := range []string{
 		`weir_group_partitions_owned{group="fraud",job_name="j"} 2`,
+		`weir_group_watermark_seconds{group="fraud",job_name="j"} 1.779999e+09`,
 		`weir_task_restore_seconds{job_name="j",partition="1"} 0.25`,
 		`weir_task_starts_total{job_name="j",partition="3"} 2`,
 		`weir_task_watermark_seconds{job_name="j",partition="1"} 1.78e+09`,
