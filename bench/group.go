@@ -3,7 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +51,17 @@ func init() {
 				return nil, nil, err
 			}
 			return func(time.Duration) (int64, map[string]float64, string, error) { return groupRestore(c) }, c.Close, nil
+		},
+	})
+	register(Bench{
+		Name: "group-restore-1m-standby", Group: "kafka",
+		About: "group-restore-1m with source.kafka.standby: 1: the instance that takes the partition over kept its changelog read as its standby, and reads only what came since",
+		Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+			c, err := keysCluster(RestoreKeys)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(time.Duration) (int64, map[string]float64, string, error) { return groupRestoreStandby(c) }, c.Close, nil
 		},
 	})
 }
@@ -230,6 +243,91 @@ func keysCluster(n int) (*kfake.Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// groupRestoreStandby is groupRestore with a standby: the second instance
+// joins while the first runs the task, keeps the task's changelog read,
+// and takes the task over when the first stops.
+func groupRestoreStandby(c *kfake.Cluster) (int64, map[string]float64, string, error) {
+	name := fmt.Sprintf("bench-restore-standby-%d", groupSeq.Add(1))
+	text := strings.Replace(fmt.Sprintf(restoreJob, c.ListenAddrs()[0], name), "session_timeout: 6s}", "session_timeout: 6s, standby: 1}", 1)
+	j, err := job.Parse([]byte(text), "bench.yaml", ".")
+	if err != nil {
+		return 0, nil, "", err
+	}
+	var gs [2]*job.Group
+	var cancels [2]context.CancelFunc
+	errs := make(chan error, 2)
+	start := func(i int) error {
+		g, err := job.NewGroup(j, job.Options{})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		gs[i], cancels[i] = g, cancel
+		go func() { errs <- g.Run(ctx) }()
+		return nil
+	}
+	defer func() {
+		for _, c := range cancels {
+			if c != nil {
+				c()
+			}
+		}
+	}()
+	wait := func(done func() bool) error {
+		for deadline := time.Now().Add(10 * time.Minute); !done(); {
+			select {
+			case err := <-errs:
+				return fmt.Errorf("an instance stopped: %v", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return errors.New("timed out")
+			}
+		}
+		return nil
+	}
+	ctx := context.Background()
+	if err := start(0); err != nil {
+		return 0, nil, "", err
+	}
+	caught := map[int32]time.Time{}
+	if err := wait(func() bool { return caughtUp([]job.GroupStatus{gs[0].Status(ctx)}, 1, caught) }); err != nil {
+		return 0, nil, "", err
+	}
+	// The standby joins, and reads the changelog while the task runs.
+	if err := start(1); err != nil {
+		return 0, nil, "", err
+	}
+	if err := wait(func() bool { return len(gs[1].Status(ctx).Standby) == 1 }); err != nil {
+		return 0, nil, "", err
+	}
+	time.Sleep(5 * time.Second)
+	cancels[0]()
+	if err := <-errs; err != nil {
+		return 0, nil, "", err
+	}
+	var r job.TaskRestore
+	if err := wait(func() bool {
+		for _, t := range gs[1].Status(ctx).Tasks {
+			if t.State == "running" {
+				r = t.Restored
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return 0, nil, "", err
+	}
+	if r.Keys != int64(RestoreKeys) || r.Standby == 0 {
+		return 0, nil, "", fmt.Errorf("restored %d keys (%d changelog records read as the standby), want %d", r.Keys, r.Standby, RestoreKeys)
+	}
+	ms := float64(r.Millis)
+	return r.Keys, map[string]float64{
+		"restore_ms": ms, "ms_per_million_keys": ms * 1e6 / float64(r.Keys), "changelog_mib": float64(r.Bytes) / (1 << 20),
+		"standby_records": float64(r.Standby),
+	}, "", nil
 }
 
 func groupRestore(c *kfake.Cluster) (int64, map[string]float64, string, error) {

@@ -41,7 +41,10 @@ type GroupStatus struct {
 	// this instance knows it: the minimum over the tasks that are not idle
 	// (nil: none, every task idle or none heard of), which its idle tasks
 	// follow.
-	Watermarks     string      `json:"watermarks_topic,omitempty"`
+	Watermarks string `json:"watermarks_topic,omitempty"`
+	// Standby is the partitions whose tasks this instance keeps warm
+	// (source.kafka.standby): their changelog read, for a takeover.
+	Standby        []int32     `json:"standby,omitempty"`
 	GroupWatermark *mtime.Time `json:"group_watermark,omitempty"`
 }
 
@@ -86,10 +89,13 @@ type TaskStatus struct {
 // TaskRestore is what a task read back from its changelog when it started.
 type TaskRestore struct {
 	Checkpoint uint64 `json:"checkpoint"` // 0: none, the task started afresh
-	Records    int64  `json:"records"`
+	Records    int64  `json:"records"`    // read when the task started
 	Bytes      int64  `json:"bytes"`
-	Keys       int64  `json:"keys"`
-	Millis     int64  `json:"ms"`
+	// Standby is the records this instance had read before, as the task's
+	// standby (source.kafka.standby).
+	Standby int64 `json:"standby_records,omitempty"`
+	Keys    int64 `json:"keys"`
+	Millis  int64 `json:"ms"`
 }
 
 // GroupReply is what /api/status answers for an instance of a group job.

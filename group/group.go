@@ -58,6 +58,11 @@ type Config struct {
 	// idle follows the group's watermark: the minimum over the tasks whose
 	// partitions are not idle (Task.GroupWatermark).
 	ShareWatermarks bool
+	// Standby, when set, has each instance keep read the changelog of the
+	// tasks of the member after it in the group (by member id), so that
+	// taking one of them over reads only what the changelog got since
+	// (kafka.Standby).
+	Standby bool
 	// SessionTimeout is the group's session timeout (default 45s).
 	SessionTimeout time.Duration
 	// TransactionalID names the tasks' transactional producers: a task's
@@ -190,6 +195,7 @@ type Instance struct {
 	tmp   string
 	parts []int32
 	wms   *shared // with ShareWatermarks
+	sb    *kafka.Standby
 
 	ctx    context.Context
 	mu     sync.Mutex
@@ -273,7 +279,25 @@ func (gr *Instance) Run(ctx context.Context) error {
 	gr.mu.Lock()
 	gr.conn = conn
 	gr.mu.Unlock()
-	var exchanged sync.WaitGroup
+	// The instance's own clients beside its tasks', each with goroutines
+	// that stop before it is closed.
+	bctx, stopBackground := context.WithCancel(context.Background())
+	var background sync.WaitGroup
+	var closers []func()
+	defer func() {
+		stopBackground()
+		background.Wait()
+		for _, c := range closers {
+			c()
+		}
+	}()
+	goBackground := func(f func(context.Context)) {
+		background.Add(1)
+		go func() {
+			defer background.Done()
+			f(bctx)
+		}()
+	}
 	if c.ShareWatermarks {
 		wc := c.Conn
 		wc.Topic = WatermarksTopic(c.Group)
@@ -281,22 +305,24 @@ func (gr *Instance) Run(ctx context.Context) error {
 		if err := w.Open(ctx); err != nil {
 			return err
 		}
-		defer w.Close()
-		wctx, stop := context.WithCancel(context.Background())
+		closers = append(closers, w.Close)
 		wms := newShared(int32(len(parts)))
 		gr.mu.Lock()
 		gr.wms = wms
 		gr.mu.Unlock()
-		exchanged.Add(1)
-		go func() {
-			defer exchanged.Done()
-			wms.exchange(wctx, w)
-		}()
-		defer func() {
-			stop()
-			exchanged.Wait()
-		}()
+		goBackground(func(ctx context.Context) { wms.exchange(ctx, w) })
 		gr.logf("group %s: a task whose partition is idle follows the group's watermark (the tasks share theirs in %s)", c.Group, wc.Topic)
+	}
+	if c.Standby {
+		sc := c.Conn
+		sc.Topic = c.Changelog
+		sb := &kafka.Standby{Config: sc}
+		closers = append(closers, sb.Close)
+		gr.mu.Lock()
+		gr.sb = sb
+		gr.mu.Unlock()
+		goBackground(func(ctx context.Context) { sb.Poll(ctx) })
+		goBackground(func(ctx context.Context) { gr.keepStandbys(ctx, sb) })
 	}
 	if gr.tmp, err = os.MkdirTemp("", "weir-tasks-"); err != nil {
 		return fmt.Errorf("cannot create the tasks' directory: %w", err)
@@ -526,7 +552,15 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	if err := txn.Start(ctx); err != nil {
 		return err
 	}
-	r, err := kafka.ReadChangelog(ctx, c.Conn, c.Changelog, t.p)
+	// What this instance read as the task's standby, if it was: only what
+	// came since is read.
+	warm := kafka.NewChangelogReader(t.p)
+	if gr.sb != nil {
+		if w := gr.sb.Take(t.p); w != nil {
+			warm = w
+		}
+	}
+	r, err := kafka.ReadChangelogFrom(ctx, c.Conn, c.Changelog, warm)
 	if err != nil {
 		if !connector.Retryable(err) && ctx.Err() == nil {
 			return Fatal(err)
@@ -548,7 +582,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 		if err != nil {
 			return err
 		}
-		res = console.TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes}
+		res = console.TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes, Standby: r.Warm}
 	}
 	cl := &kafka.Changelog{Topic: c.Changelog, Partition: t.p}
 	cl.Restored(r)
@@ -588,7 +622,11 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	t.state, t.rn, t.log, t.route, t.restored, t.lastErr, t.console = "running", rn, cl, tk.Route, res, "", srv
 	t.mu.Unlock()
 	if r != nil {
-		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes) in %d ms", topic, t.p, res.Checkpoint, c.Changelog, res.Records, res.Bytes, res.Millis)
+		warm := ""
+		if res.Standby > 0 {
+			warm = fmt.Sprintf(", after %d read as its standby", res.Standby)
+		}
+		gr.logf("%s/%d: restored checkpoint %d from %s (%d records, %d bytes%s) in %d ms", topic, t.p, res.Checkpoint, c.Changelog, res.Records, res.Bytes, warm, res.Millis)
 	}
 	return rn.Run(ctx)
 }
@@ -631,9 +669,12 @@ func (gr *Instance) TaskConsole(p int32) *console.Server {
 func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 	c := gr.c
 	gr.mu.Lock()
-	g, conn, nparts, rk, wms := gr.g, gr.conn, len(gr.parts), gr.rekey, gr.wms
+	g, conn, nparts, rk, wms, sb := gr.g, gr.conn, len(gr.parts), gr.rekey, gr.wms, gr.sb
 	gr.mu.Unlock()
 	s := console.GroupStatus{Group: c.Group, Topic: conn.Topic, Changelog: c.Changelog, Partitions: nparts}
+	if sb != nil {
+		s.Standby = sb.Kept()
+	}
 	if rk != nil {
 		own, n := rk.Owned()
 		s.Repartition = &console.RepartitionStatus{From: c.Conn.Topic, To: conn.Topic, Owned: own, Copied: n}

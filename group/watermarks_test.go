@@ -105,3 +105,17 @@ func TestSharedWatermarksGoThroughTheTopic(t *testing.T) {
 		t.Errorf("the topic holds %q; want %q", got, want)
 	}
 }
+
+// Each task's standby is the member after its owner, by member id, in a
+// ring; a member alone is the standby of nothing.
+func TestStandbyIsTheNextMember(t *testing.T) {
+	ms := []kafka.Member{{ID: "a", Partitions: []int32{0, 3}}, {ID: "b", Partitions: []int32{1}}, {ID: "c", Partitions: []int32{2, 4}}}
+	for me, want := range map[string][]int32{"a": {2, 4}, "b": {0, 3}, "c": {1}, "d": nil} {
+		if got := standbyOf(ms, me); !slices.Equal(got, want) {
+			t.Errorf("%s keeps %v warm; want %v", me, got, want)
+		}
+	}
+	if got := standbyOf(ms[:1], "a"); len(got) != 0 {
+		t.Errorf("a member alone keeps %v warm", got)
+	}
+}

@@ -658,8 +658,15 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 	if ki.Repartition, err = k.boolean("repartition"); err != nil {
 		return err
 	}
+	if n, ok, err := k.integer("standby"); err != nil {
+		return err
+	} else if ok && n > 1 {
+		return k.errf(k.get("standby"), "source.kafka.standby", "must be 0 or 1 (one other instance keeps a task's changelog read), got %d", n)
+	} else {
+		ki.Standby = n
+	}
 	if ki.Group == "" {
-		for _, f := range []string{"changelog", "session_timeout", "repartition"} {
+		for _, f := range []string{"changelog", "session_timeout", "repartition", "standby"} {
 			if k.get(f) != nil {
 				return k.errf(k.get(f), "source.kafka."+f, "belongs to a job in a consumer group: set source.kafka.group too")
 			}

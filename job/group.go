@@ -58,6 +58,7 @@ func NewGroup(j *Job, o Options) (*Group, error) {
 	// group's watermark, as an idle partition of one job follows the
 	// others'.
 	c.ShareWatermarks = j.Watermark.Kind == watermark.Bounded && j.Watermark.Idle > 0
+	c.Standby = k.Standby > 0
 	g, err := group.New(c)
 	if err != nil {
 		return nil, err

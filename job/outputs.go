@@ -84,6 +84,9 @@ type KafkaInput struct {
 	// Repartition: the topic is not keyed by the job's key; the instances
 	// first copy it into a repartition topic keyed by it.
 	Repartition bool
+	// Standby is how many other instances keep each task's changelog read
+	// (0 or 1), so that a takeover reads only what came since.
+	Standby int
 	// SessionTimeout is how long the group waits for an instance that
 	// stopped answering before it moves its partitions.
 	SessionTimeout mtime.Time

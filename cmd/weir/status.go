@@ -165,6 +165,13 @@ func groupText(g console.GroupStatus) string {
 		}
 		fmt.Fprintf(&b, "group watermark %s (the minimum over the tasks not idle, shared in %s): idle tasks follow it\n", w, g.Watermarks)
 	}
+	if len(g.Standby) > 0 {
+		parts := make([]string, len(g.Standby))
+		for i, p := range g.Standby {
+			parts[i] = fmt.Sprintf("%s/%d", g.Topic, p)
+		}
+		fmt.Fprintf(&b, "standby of %s: their changelog kept read, for a quick takeover\n", strings.Join(parts, ", "))
+	}
 	if r := g.Repartition; r != nil {
 		fmt.Fprintf(&b, "repartition: copies %d partitions of %s into %s (%d records so far)\n", len(r.Owned), r.From, r.To, r.Copied)
 	}
@@ -173,6 +180,9 @@ func groupText(g console.GroupStatus) string {
 		restored := "afresh"
 		if r := t.Restored; r.Checkpoint != 0 {
 			restored = fmt.Sprintf("checkpoint %d (%d keys, %d bytes) in %d ms", r.Checkpoint, r.Keys, r.Bytes, r.Millis)
+			if r.Standby > 0 {
+				restored += ", its standby here before"
+			}
 		}
 		if t.Starts > 1 {
 			restored += fmt.Sprintf("; started %d times", t.Starts)

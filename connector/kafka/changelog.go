@@ -182,10 +182,55 @@ func (l *Changelog) Records(cm checkpoint.Manifest, files []checkpoint.Input, co
 type Restored struct {
 	Manifest checkpoint.Manifest
 	Files    []checkpoint.Input
-	Records  int64 // the records read, older ones included
-	Bytes    int64
+	// Records and Bytes are what the read read, older checkpoints'
+	// records included; Warm the records a standby had read before it
+	// (ChangelogReader).
+	Records, Bytes, Warm int64
 
 	chunks map[string]bool
+}
+
+// ChangelogReader is what has been read of a task's partition of the
+// changelog: the latest record of each key up to an offset. Reading on from
+// there gives what reading from the start would: a read_committed read
+// stops at the last stable offset, below which every transaction is
+// decided, so nothing it read changes. A standby keeps one warm for the
+// task of another instance (Standby), so that the instance that takes the
+// task over reads only what came since.
+type ChangelogReader struct {
+	Partition int32
+
+	latest         map[string][]byte
+	next           int64 // the next offset to read
+	records, bytes int64
+}
+
+// NewChangelogReader returns a reader of partition part from its start.
+func NewChangelogReader(part int32) *ChangelogReader {
+	return &ChangelogReader{Partition: part, latest: map[string][]byte{}}
+}
+
+// Next is the offset the reader reads on from.
+func (r *ChangelogReader) Next() int64 { return r.next }
+
+// Records is how many records the reader has read (tombstones included,
+// the transactions' markers not).
+func (r *ChangelogReader) Records() int64 { return r.records }
+
+// add reads one record: the latest of its key, or its key deleted for a
+// tombstone.
+func (r *ChangelogReader) add(rec *kgo.Record) {
+	r.next = max(r.next, rec.Offset+1)
+	if rec.Attrs.IsControl() {
+		return
+	}
+	r.records++
+	r.bytes += int64(len(rec.Value))
+	if rec.Value == nil {
+		delete(r.latest, string(rec.Key))
+		return
+	}
+	r.latest[string(rec.Key)] = rec.Value
 }
 
 // ReadChangelog reads a task's partition of the changelog up to its last
@@ -193,6 +238,13 @@ type Restored struct {
 // it once the task's producers have started (Txn.Start): no transaction of
 // an earlier owner is open then, and the last stable offset is the end.
 func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Restored, error) {
+	return ReadChangelogFrom(ctx, c, topic, NewChangelogReader(part))
+}
+
+// ReadChangelogFrom is ReadChangelog reading on from where r got (a
+// standby's reader; r is used up).
+func ReadChangelogFrom(ctx context.Context, c Config, topic string, r *ChangelogReader) (*Restored, error) {
+	part := r.Partition
 	admin, err := c.client()
 	if err != nil {
 		return nil, err
@@ -209,50 +261,51 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 	case !ok:
 		return nil, connector.Permanent(fmt.Errorf("the changelog %s has no partition %d", topic, part))
 	}
-	if end.Offset <= 0 {
-		return nil, nil
+	if r.next > end.Offset {
+		// Not what the partition holds now (the topic was made again):
+		// read it from its start.
+		r = NewChangelogReader(part)
 	}
-	opts, err := c.opts()
-	if err != nil {
-		return nil, err
-	}
-	cl, err := kgo.NewClient(append(opts,
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(200*time.Millisecond))...)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	latest := map[string][]byte{}
-	r := &Restored{}
-	// Control records (the transactions' markers) come too, so that the
-	// read knows when it has reached the end.
-	for next := int64(0); next < end.Offset; {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
+	warm, warmBytes := r.records, r.bytes
+	if r.next < end.Offset {
+		opts, err := c.opts()
+		if err != nil {
 			return nil, err
 		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return nil, classify(ferr)
+		cl, err := kgo.NewClient(append(opts,
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(r.next)}}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+			kgo.FetchMaxWait(200*time.Millisecond))...)
+		if err != nil {
+			return nil, err
 		}
-		fs.EachRecord(func(rec *kgo.Record) {
-			next = max(next, rec.Offset+1)
-			if rec.Attrs.IsControl() {
-				return
+		defer cl.Close()
+		// Control records (the transactions' markers) come too, so that the
+		// read knows when it has reached the end.
+		for r.next < end.Offset {
+			fs := cl.PollFetches(ctx)
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
-			r.Records++
-			r.Bytes += int64(len(rec.Value))
-			if rec.Value == nil {
-				delete(latest, string(rec.Key))
-				return
+			var ferr error
+			fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+			if ferr != nil {
+				return nil, classify(ferr)
 			}
-			latest[string(rec.Key)] = rec.Value
-		})
+			fs.EachRecord(r.add)
+		}
 	}
-	mj, ok := latest["m"]
+	res, err := r.restored(topic)
+	if res != nil {
+		res.Records, res.Bytes, res.Warm = r.records-warm, r.bytes-warmBytes, warm
+	}
+	return res, err
+}
+
+// restored is the latest checkpoint r has read (nil if none).
+func (r *ChangelogReader) restored(topic string) (*Restored, error) {
+	part := r.Partition
+	mj, ok := r.latest["m"]
 	if !ok {
 		return nil, nil
 	}
@@ -260,24 +313,24 @@ func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Re
 	if err := json.Unmarshal(mj, &m); err != nil {
 		return nil, fmt.Errorf("the changelog %s/%d holds a corrupt manifest: %w", topic, part, err)
 	}
-	r.Manifest, r.chunks = m.Manifest, map[string]bool{}
+	res := &Restored{Manifest: m.Manifest, chunks: map[string]bool{}}
 	for _, f := range m.Files {
 		data := make([]byte, 0, f.Size)
 		for _, name := range m.Chunks[f.Name] {
-			v, ok := latest["c/"+name]
+			v, ok := r.latest["c/"+name]
 			if !ok {
 				return nil, fmt.Errorf("the changelog %s/%d lacks chunk %s of %s of checkpoint %d", topic, part, name, f.Name, m.ID)
 			}
 			data = append(data, v...)
-			r.chunks[name] = true
+			res.chunks[name] = true
 		}
 		sum := sha256.Sum256(data)
 		if int64(len(data)) != f.Size || hex.EncodeToString(sum[:]) != f.SHA256 {
 			return nil, fmt.Errorf("the changelog %s/%d: %s of checkpoint %d does not match its checksum", topic, part, f.Name, m.ID)
 		}
-		r.Files = append(r.Files, checkpoint.Input{Name: f.Name, Data: data})
+		res.Files = append(res.Files, checkpoint.Input{Name: f.Name, Data: data})
 	}
-	return r, nil
+	return res, nil
 }
 
 // EnsureChangelog creates the changelog topic, compacted, with partitions

@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -201,4 +203,111 @@ func BenchmarkChangelogRecords(b *testing.B) {
 		written += l.Written.Load() - w
 	}
 	b.ReportMetric(float64(written)/float64(b.N)/(1<<10), "KiB-written/op")
+}
+
+// A standby keeps a task's changelog partition read; the instance that
+// takes the task over reads only what came since, and gets what reading
+// the whole partition gets: the same checkpoint, whatever was committed,
+// aborted or deleted before and after the standby read.
+func TestStandbyReadsOn(t *testing.T) {
+	c := cluster(t, kfake.SeedTopics(2, "log"))
+	ctx := context.Background()
+	conf := Config{Brokers: c.ListenAddrs(), Topic: "log"}
+	start := func() (*Txn, *member) {
+		txn := &Txn{Config: conf, TransactionalID: "weir-test-task", Changelog: "log", Partition: 1}
+		if err := txn.Start(ctx); err != nil { // aborts what the one before left open
+			t.Fatal(err)
+		}
+		t.Cleanup(txn.Close)
+		return txn, txn.join()
+	}
+	txn, m := start()
+	l := &Changelog{Topic: "log", Partition: 1}
+	r := rand.New(rand.NewPCG(3, 4))
+	state := make([]byte, 2<<20)
+	for i := range state {
+		state[i] = byte(r.IntN(256))
+	}
+	write := func(id uint64, commit bool) {
+		t.Helper()
+		copy(state[r.IntN(len(state)-100_000):], bytes.Repeat([]byte{byte(id)}, 100_000))
+		pre, err := txn.preCommit(ctx, m, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := l.Records(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}, []checkpoint.Input{{Name: "window.0", Data: bytes.Clone(state)}}, txn.Committed())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Publish(ctx, id, recs); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			if err := txn.commit(ctx, id, pre); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write(1, true)
+	write(2, true)
+	write(3, false)
+	txn, m = start()
+	got, err := ReadChangelog(ctx, conf, "log", 1)
+	if err != nil || got == nil || got.Manifest.ID != 2 {
+		t.Fatalf("read back %+v, %v; want checkpoint 2", got, err)
+	}
+	l = &Changelog{Topic: "log", Partition: 1}
+	l.Restored(got)
+
+	sb := &Standby{Config: conf}
+	defer sb.Close()
+	if err := sb.Keep([]int32{1}); err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- sb.Poll(pctx) }()
+	// What the standby must read: up to the partition's last stable offset.
+	adm := kadm.NewClient(client(t, c))
+	ends, err := adm.ListCommittedOffsets(ctx, "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup("log", 1)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		sb.mu.Lock()
+		next := sb.readers[1].Next()
+		sb.mu.Unlock()
+		if next >= end.Offset {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the standby read to %d; the partition ends at %d", next, end.Offset)
+		}
+	}
+	// The standby instance stops reading (its poll is slow, say); two more
+	// checkpoints come.
+	stop()
+	<-done
+	write(4, true)
+	write(5, true)
+	warm := sb.Take(1)
+	if warm == nil || len(sb.Kept()) != 0 {
+		t.Fatalf("took %v; kept %v", warm, sb.Kept())
+	}
+	on, err := ReadChangelogFrom(ctx, conf, "log", warm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := ReadChangelog(ctx, conf, "log", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on == nil || whole == nil || on.Manifest.ID != 5 || whole.Manifest.ID != 5 || len(on.Files) != 1 ||
+		!bytes.Equal(on.Files[0].Data, state) || !bytes.Equal(whole.Files[0].Data, state) {
+		t.Fatalf("read on: %+v; read whole: %+v; want checkpoint 5 with the state", on, whole)
+	}
+	if on.Warm == 0 || on.Records == 0 || on.Records+on.Warm != whole.Records || on.Records >= whole.Records/2 {
+		t.Errorf("read on %d records after %d warm; read whole %d: want the whole's in two parts, most of them warm", on.Records, on.Warm, whole.Records)
+	}
 }

@@ -202,6 +202,21 @@ func TestGroupStopAndJoinPebble(t *testing.T) {
 	groupCase(t, groupJob+"state: {backend: pebble, memory_budget: 64MiB}\n", 60_000, 4, syscall.SIGTERM)
 }
 
+// The kill -9 case with standby replicas: each instance keeps the
+// changelog of the next member's tasks read, and the instance that takes
+// a killed one's task over as its standby reads only what came since;
+// every record is still written exactly once.
+func TestGroupKillNineWithStandby(t *testing.T) {
+	inst := groupCaseWith(t, groupJob, ", standby: 1", 200_000, 6, syscall.SIGKILL)
+	all := ""
+	for _, l := range inst.logs {
+		all += l.String()
+	}
+	if !regexp.MustCompile(`restored checkpoint \d+ from fraud-changelog \(\d+ records, \d+ bytes, after \d+ read as its standby\)`).MatchString(all) {
+		t.Errorf("no task was taken over by its standby")
+	}
+}
+
 // A zombie: the second of two instances is paused (SIGSTOP) past its session
 // timeout while it writes, the other takes its partitions over, and it is
 // resumed: its producers were fenced, so none of what it wrote in the open
@@ -212,6 +227,12 @@ func TestGroupZombie(t *testing.T) {
 }
 
 func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Signal) {
+	groupCaseWith(t, groupJob, "", events, nparts, sig)
+}
+
+// groupCaseWith is groupCase with extra settings of the Kafka source
+// (", standby: 1"), which the per-partition file runs have not.
+func groupCaseWith(t *testing.T, groupJob, extra string, events, nparts int, sig syscall.Signal) *instances {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "input.jsonl")
 	clitest.WriteCrashInput(t, in, events)
@@ -229,7 +250,7 @@ func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Si
 		h := len(parts[p]) / 2
 		b.ProduceKeyed("orders", int32(p), parts[p][:h], keys[p][:h])
 	}
-	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.Addr, "")), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(groupJob, b.Addr, extra)), 0o644)
 	inst := startInstances(t, dir, 2)
 	if sig == syscall.SIGKILL {
 		inst.start()
@@ -328,6 +349,7 @@ func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Si
 			t.Errorf("the task of partition %d read %d records at most; the partition holds %d", p, read[p], len(parts[p]))
 		}
 	}
+	return inst
 }
 
 // repartitionCase writes a crash input of events lines, without its bad
