@@ -72,7 +72,10 @@ http: 127.0.0.1:%d
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Once it reads the savepoint: its signal handling is in place then (a
+	// process still in the Go runtime's start, on a loaded machine, would
+	// end on the signal, as any program does).
+	restoring(t, second.Process.Pid, filepath.Join(dir, "ckpt", "savepoints"))
 	second.Process.Signal(syscall.SIGTERM)
 	err := second.Wait()
 	var ee *exec.ExitError
@@ -84,4 +87,24 @@ http: 127.0.0.1:%d
 	if err != nil || !strings.Contains(stderr.String(), "stopped before the end of the input") {
 		t.Errorf("the second run: %v\n%s", err, stderr.String())
 	}
+}
+
+// restoring waits until process pid has a file under dir open (it reads
+// its savepoint), for at most 10 s; without /proc, 50 ms.
+func restoring(t *testing.T, pid int, dir string) {
+	t.Helper()
+	fds := fmt.Sprintf("/proc/%d/fd", pid)
+	if _, err := os.Stat(fds); err != nil {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		entries, _ := os.ReadDir(fds)
+		for _, e := range entries {
+			if to, err := os.Readlink(filepath.Join(fds, e.Name())); err == nil && strings.HasPrefix(to, dir) {
+				return
+			}
+		}
+	}
+	t.Logf("the run opened nothing under %s within 10 s", dir)
 }
