@@ -1,6 +1,7 @@
 package clitest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,7 +62,8 @@ func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {
 }
 
 // GroupOffsets is a consumer group's committed offsets as Kafka's tools
-// read them ("orders/0 3, orders/1 2"), or the error that prevents it.
+// read them ("orders/0 3, orders/1 2"), by topic and partition number
+// (orders/2 before orders/10), or the error that prevents it.
 func (b *Broker) GroupOffsets(group string) string {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
@@ -72,11 +74,15 @@ func (b *Broker) GroupOffsets(group string) string {
 	if err != nil {
 		return err.Error()
 	}
-	var out []string
-	offs.Each(func(o kadm.OffsetResponse) {
-		out = append(out, fmt.Sprintf("%s/%d %d", o.Topic, o.Partition, o.At))
+	var rs []kadm.OffsetResponse
+	offs.Each(func(o kadm.OffsetResponse) { rs = append(rs, o) })
+	slices.SortFunc(rs, func(a, b kadm.OffsetResponse) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-	slices.Sort(out)
+	out := make([]string, len(rs))
+	for i, o := range rs {
+		out[i] = fmt.Sprintf("%s/%d %d", o.Topic, o.Partition, o.At)
+	}
 	return strings.Join(out, ", ")
 }
 

@@ -188,6 +188,13 @@ func TestGroupKillNineAndJoin(t *testing.T) {
 	groupCase(t, groupJob, 1_000_000, 6, syscall.SIGKILL)
 }
 
+// The kill -9 case with 64 partitions on three instances (a fourth joins
+// after the kill): each instance runs about 21 tasks, and every record is
+// still written exactly once, the group's offsets at every partition's end.
+func TestGroupKillNineSixtyFourPartitions(t *testing.T) {
+	groupCase(t, groupJob, 120_000, 64, syscall.SIGKILL)
+}
+
 // The same with 60,000 events: the second of two instances is stopped
 // (SIGTERM: its tasks take a savepoint, and it leaves the group), a third
 // joins.
