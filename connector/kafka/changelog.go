@@ -268,14 +268,7 @@ func ReadChangelogFrom(ctx context.Context, c Config, topic string, r *Changelog
 	}
 	warm, warmBytes := r.records, r.bytes
 	if r.next < end.Offset {
-		opts, err := c.opts()
-		if err != nil {
-			return nil, err
-		}
-		cl, err := kgo.NewClient(append(opts,
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {part: kgo.NewOffset().At(r.next)}}),
-			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-			kgo.FetchMaxWait(200*time.Millisecond))...)
+		cl, err := c.committedReader(topic, map[int32]kgo.Offset{part: kgo.NewOffset().At(r.next)}, 200*time.Millisecond)
 		if err != nil {
 			return nil, err
 		}

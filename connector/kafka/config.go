@@ -204,6 +204,22 @@ func (c *Config) client() (*kgo.Client, error) {
 	return kgo.NewClient(opts...)
 }
 
+// committedReader is a client that reads the partitions of topic from the
+// offsets given, read_committed, with the transactions' markers (control
+// records) too, so that a reader knows when it has reached an offset that
+// a marker holds (the last stable offset, often). wait is how long a fetch
+// waits for records.
+func (c *Config) committedReader(topic string, from map[int32]kgo.Offset, wait time.Duration) (*kgo.Client, error) {
+	opts, err := c.opts()
+	if err != nil {
+		return nil, err
+	}
+	return kgo.NewClient(append(opts,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.FetchMaxWait(wait))...)
+}
+
 // classify marks errors as the engine should retry them: Kafka's own
 // retriable errors and lost connections are transient; an authentication,
 // authorization or configuration error is permanent.

@@ -384,14 +384,7 @@ func readCommittedFrom(ctx context.Context, c Config, topic string, from map[int
 	if len(consume) == 0 {
 		return nil
 	}
-	opts, err := c.opts()
-	if err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(append(opts,
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: consume}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(200*time.Millisecond))...)
+	cl, err := c.committedReader(topic, consume, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}

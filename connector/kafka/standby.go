@@ -56,14 +56,7 @@ func (s *Standby) Keep(parts []int32) error {
 	s.cl = nil
 	var err error
 	if len(parts) > 0 {
-		var opts []kgo.Opt
-		if opts, err = s.opts(); err == nil {
-			s.cl, err = kgo.NewClient(append(opts,
-				kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic: offsets}),
-				kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
-				kgo.FetchMaxWait(500*time.Millisecond))...)
-		}
-		if err != nil {
+		if s.cl, err = s.committedReader(s.Topic, offsets, 500*time.Millisecond); err != nil {
 			clear(s.readers)
 		}
 	}
