@@ -19,13 +19,12 @@ import "github.com/weirstream/weir/mtime"
 //
 // A Tracker is not safe for concurrent use.
 type Tracker struct {
-	delay   mtime.Time
-	idle    mtime.Time
-	drift   mtime.Time
-	parts   []partition
-	out     mtime.Time
-	floor   mtime.Time
-	allIdle bool // as of the last Current
+	delay mtime.Time
+	idle  mtime.Time
+	drift mtime.Time
+	parts []partition
+	out   mtime.Time
+	floor mtime.Time
 }
 
 type partition struct {
@@ -51,9 +50,17 @@ func (t *Tracker) SetFloor(w mtime.Time) { t.floor = w }
 // Floor is the floor SetFloor set last (MinTime: none).
 func (t *Tracker) Floor() mtime.Time { return t.floor }
 
-// AllIdle reports whether every partition was idle at the last Current
-// (true too when there is none): then the floor applies.
-func (t *Tracker) AllIdle() bool { return t.allIdle }
+// AllIdle reports whether every partition is idle (true too when there is
+// none): then the floor applies. Idleness timeouts are applied by Current;
+// an event makes its partition active at once.
+func (t *Tracker) AllIdle() bool {
+	for i := range t.parts {
+		if !t.parts[i].idle {
+			return false
+		}
+	}
+	return true
+}
 
 // AddPartition declares partition p (0-based) before its first event, so that
 // it holds the watermark back from the start (a Kafka partition known at
@@ -120,7 +127,6 @@ func (t *Tracker) SetBacklog(p int, backlog int64, now mtime.Time) {
 // never decreases from one call to the next.
 func (t *Tracker) Current(now mtime.Time) mtime.Time {
 	if len(t.parts) == 0 {
-		t.allIdle = true
 		t.out = max(t.out, t.floor)
 		return t.out
 	}
@@ -152,7 +158,6 @@ func (t *Tracker) Current(now mtime.Time) mtime.Time {
 			w = t.floor
 		}
 	}
-	t.allIdle = !active
 	if w > t.out {
 		t.out = w
 	}
