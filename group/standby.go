@@ -54,7 +54,8 @@ func (gr *Instance) keepStandbys(ctx context.Context, sb *kafka.Standby) {
 			if me, _ := g.Member(); err == nil && me != "" {
 				// Not a partition this instance runs: the group's view may
 				// lag behind the assignment.
-				parts := slices.DeleteFunc(standbyOf(ms, me), func(p int32) bool { return slices.Contains(gr.owned(), p) })
+				owned := gr.owned()
+				parts := slices.DeleteFunc(standbyOf(ms, me), func(p int32) bool { return slices.Contains(owned, p) })
 				// A partition no member has (its owner left, the group
 				// is between assignments) stays kept: this instance may
 				// be the one it goes to.

@@ -135,6 +135,15 @@ func statusText(s engine.Status) string {
 	return b.String()
 }
 
+// partNames names partitions of topic as "topic/0, topic/1".
+func partNames(topic string, ps []int32) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = fmt.Sprintf("%s/%d", topic, p)
+	}
+	return strings.Join(names, ", ")
+}
+
 // groupText is the status of an instance of a consumer-group job: which
 // partitions it owns, and each task's state.
 func groupText(g console.GroupStatus) string {
@@ -144,15 +153,11 @@ func groupText(g console.GroupStatus) string {
 	if len(g.Members) > 0 || g.MembersErr != "" {
 		fmt.Fprintf(&b, "the group's instances:\n")
 		for _, m := range g.Members {
-			parts := make([]string, len(m.Partitions))
-			for i, p := range m.Partitions {
-				parts[i] = fmt.Sprintf("%s/%d", g.Topic, p)
-			}
 			me := ""
 			if m.ID == g.Member {
 				me = "  <- this one"
 			}
-			fmt.Fprintf(&b, "  %s on %s: %s%s\n", m.Client, strings.TrimPrefix(m.Host, "/"), strings.Join(parts, ", "), me)
+			fmt.Fprintf(&b, "  %s on %s: %s%s\n", m.Client, strings.TrimPrefix(m.Host, "/"), partNames(g.Topic, m.Partitions), me)
 		}
 		if g.MembersErr != "" {
 			fmt.Fprintf(&b, "  (the group's coordinator did not say: %s)\n", g.MembersErr)
@@ -166,11 +171,7 @@ func groupText(g console.GroupStatus) string {
 		fmt.Fprintf(&b, "group watermark %s (the minimum over the tasks not idle, shared in %s): idle tasks follow it\n", w, g.Watermarks)
 	}
 	if len(g.Standby) > 0 {
-		parts := make([]string, len(g.Standby))
-		for i, p := range g.Standby {
-			parts[i] = fmt.Sprintf("%s/%d", g.Topic, p)
-		}
-		fmt.Fprintf(&b, "standby of %s: their changelog kept read, for a quick takeover\n", strings.Join(parts, ", "))
+		fmt.Fprintf(&b, "standby of %s: their changelog kept read, for a quick takeover\n", partNames(g.Topic, g.Standby))
 	}
 	if r := g.Repartition; r != nil {
 		fmt.Fprintf(&b, "repartition: copies %d partitions of %s into %s (%d records so far)\n", len(r.Owned), r.From, r.To, r.Copied)
