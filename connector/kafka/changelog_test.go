@@ -41,26 +41,7 @@ func TestChangelogChunks(t *testing.T) {
 	// write publishes a checkpoint of state and commits it (or aborts).
 	write := func(id uint64, commit bool) {
 		t.Helper()
-		cm := checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}
-		files := []checkpoint.Input{{Name: "window.0", Data: bytes.Clone(state)}, {Name: "clock", Data: []byte{byte(id)}}}
-		pre, err := txn.preCommit(ctx, m, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := l.Records(cm, files, txn.Committed())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := txn.Publish(ctx, id, recs); err != nil {
-			t.Fatal(err)
-		}
-		if !commit {
-			// The task dies: the next owner's Start aborts it.
-			return
-		}
-		if err := txn.commit(ctx, id, pre); err != nil {
-			t.Fatal(err)
-		}
+		writeCheckpoint(t, txn, m, l, id, commit, checkpoint.Input{Name: "window.0", Data: bytes.Clone(state)}, checkpoint.Input{Name: "clock", Data: []byte{byte(id)}})
 	}
 	read := func(wantID uint64) *Restored {
 		t.Helper()
@@ -205,6 +186,30 @@ func BenchmarkChangelogRecords(b *testing.B) {
 	b.ReportMetric(float64(written)/float64(b.N)/(1<<10), "KiB-written/op")
 }
 
+// writeCheckpoint publishes checkpoint id of files through the task's
+// transactions and its changelog l, and commits it, or leaves it open
+// (commit false: the task dies, and the next owner's Start aborts it).
+func writeCheckpoint(t *testing.T, txn *Txn, m *member, l *Changelog, id uint64, commit bool, files ...checkpoint.Input) {
+	t.Helper()
+	ctx := context.Background()
+	pre, err := txn.preCommit(ctx, m, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := l.Records(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}, files, txn.Committed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Publish(ctx, id, recs); err != nil {
+		t.Fatal(err)
+	}
+	if commit {
+		if err := txn.commit(ctx, id, pre); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // A standby keeps a task's changelog partition read; the instance that
 // takes the task over reads only what came since, and gets what reading
 // the whole partition gets: the same checkpoint, whatever was committed,
@@ -231,22 +236,7 @@ func TestStandbyReadsOn(t *testing.T) {
 	write := func(id uint64, commit bool) {
 		t.Helper()
 		copy(state[r.IntN(len(state)-100_000):], bytes.Repeat([]byte{byte(id)}, 100_000))
-		pre, err := txn.preCommit(ctx, m, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs, err := l.Records(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}, []checkpoint.Input{{Name: "window.0", Data: bytes.Clone(state)}}, txn.Committed())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := txn.Publish(ctx, id, recs); err != nil {
-			t.Fatal(err)
-		}
-		if commit {
-			if err := txn.commit(ctx, id, pre); err != nil {
-				t.Fatal(err)
-			}
-		}
+		writeCheckpoint(t, txn, m, l, id, commit, checkpoint.Input{Name: "window.0", Data: bytes.Clone(state)})
 	}
 	write(1, true)
 	write(2, true)
