@@ -323,11 +323,17 @@ func groupRestoreStandby(c *kfake.Cluster) (int64, map[string]float64, string, e
 	if r.Keys != int64(RestoreKeys) || r.Standby == 0 {
 		return 0, nil, "", fmt.Errorf("restored %d keys (%d changelog records read as the standby), want %d", r.Keys, r.Standby, RestoreKeys)
 	}
+	figures := restoreFigures(r)
+	figures["standby_records"] = float64(r.Standby)
+	return r.Keys, figures, "", nil
+}
+
+// restoreFigures are what a takeover's restore reports.
+func restoreFigures(r job.TaskRestore) map[string]float64 {
 	ms := float64(r.Millis)
-	return r.Keys, map[string]float64{
+	return map[string]float64{
 		"restore_ms": ms, "ms_per_million_keys": ms * 1e6 / float64(r.Keys), "changelog_mib": float64(r.Bytes) / (1 << 20),
-		"standby_records": float64(r.Standby),
-	}, "", nil
+	}
 }
 
 func groupRestore(c *kfake.Cluster) (int64, map[string]float64, string, error) {
@@ -356,8 +362,5 @@ func groupRestore(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 	if r.Keys != int64(RestoreKeys) {
 		return 0, nil, "", fmt.Errorf("restored %d keys, want %d", r.Keys, RestoreKeys)
 	}
-	ms := float64(r.Millis)
-	return r.Keys, map[string]float64{
-		"restore_ms": ms, "ms_per_million_keys": ms * 1e6 / float64(r.Keys), "changelog_mib": float64(r.Bytes) / (1 << 20),
-	}, "", nil
+	return r.Keys, restoreFigures(r), "", nil
 }
