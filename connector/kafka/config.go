@@ -35,7 +35,9 @@ type Config struct {
 	Brokers []string
 	// Topic is the topic read or written.
 	Topic string
-	// ClientID names the client in the brokers' logs (default "weir").
+	// ClientID names the client to the brokers, in their logs and in a
+	// group's description (default weir-HOST-PID, naming the process, so
+	// that a broker's connections say which instance holds them).
 	ClientID string
 	// SecurityProtocol is PLAINTEXT (default), SSL, SASL_PLAINTEXT or
 	// SASL_SSL (security.protocol).
@@ -144,7 +146,8 @@ func (c *Config) opts() ([]kgo.Opt, error) {
 	}
 	id := c.ClientID
 	if id == "" {
-		id = "weir"
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("weir-%s-%d", host, os.Getpid())
 	}
 	if c.hook == nil {
 		c.hook = &connHook{c: c}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -53,12 +52,6 @@ func (g *Group) Join() error {
 	opts, err := g.opts()
 	if err != nil {
 		return err
-	}
-	if g.ClientID == "" {
-		// Name the process, so that the group's description says which
-		// instance has which partitions.
-		host, _ := os.Hostname()
-		opts = append(opts, kgo.ClientID(fmt.Sprintf("weir-%s-%d", host, os.Getpid())))
 	}
 	session := g.SessionTimeout
 	if session <= 0 {

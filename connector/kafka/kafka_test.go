@@ -352,3 +352,25 @@ func TestSourcePause(t *testing.T) {
 		t.Errorf("resumed: %v", got)
 	}
 }
+
+// Every client names its process unless client.id says otherwise, so that
+// a broker's connections say which instance holds them (as the group's
+// member always did).
+func TestDefaultClientID(t *testing.T) {
+	host, _ := os.Hostname()
+	for _, tc := range []struct{ set, want string }{
+		{"", fmt.Sprintf("weir-%s-%d", host, os.Getpid())},
+		{"orders-7", "orders-7"},
+	} {
+		c := Config{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", ClientID: tc.set}
+		cl, err := c.client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cl.OptValue(kgo.ClientID)
+		cl.Close()
+		if got != tc.want {
+			t.Errorf("client.id %q: the client's id is %v, want %q", tc.set, got, tc.want)
+		}
+	}
+}
