@@ -128,6 +128,9 @@ func Log(w io.Writer) Option { return func(p *Pipeline) { p.cfg.Log = w } }
 func InGroup(t *group.Task, interval time.Duration) Option {
 	return func(p *Pipeline) {
 		Checkpoints(t.Dir, interval)(p)
+		if p.cfg.Checkpoint.FS == nil {
+			p.cfg.Checkpoint.FS = t.FS
+		}
 		p.cfg.Checkpoint.Publish = t.Publish
 		p.cfg.Checkpoint.TolerableFailures = 0
 		p.cfg.StopWait = t.StopWait

@@ -172,7 +172,7 @@ func Open(fs FS, dir string, keep int) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{fs: fs, dir: dir, keep: max(keep, 1), objects: map[string]File{}}
-	if fs == OSFS {
+	if vfs.OnDisk(fs) {
 		l, err := lockDir(dir)
 		if err != nil {
 			return nil, err

@@ -53,6 +53,36 @@ func TestSaveLoadLatestPrune(t *testing.T) {
 	}
 }
 
+// A store on the scratch file system (a group task's) keeps and finds its
+// checkpoints as one on OS does, and is locked as one on disk.
+func TestScratchStore(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(vfs.Scratch, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	save(t, s, 1, Periodic, "one")
+	save(t, s, 2, Periodic, "two")
+	s.Prune()
+	if _, err := Open(vfs.Scratch, dir, 1); !errors.Is(err, ErrLocked) {
+		t.Errorf("a second store on the directory: %v, want ErrLocked", err)
+	}
+	s.Close()
+	o, err := Open(OSFS, dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	c := o.Latest(func(m string) { t.Errorf("warned: %s", m) })
+	if c == nil || c.Manifest.ID != 2 || string(c.Files["a"]) != "two" {
+		t.Fatalf("latest = %+v", c)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "chk-00000001")); !os.IsNotExist(err) {
+		t.Errorf("chk-00000001 not pruned: %v", err)
+	}
+}
+
 func TestCorruptionIsDetected(t *testing.T) {
 	for _, damage := range []struct {
 		name string

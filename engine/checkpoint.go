@@ -19,6 +19,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/vfs"
 )
 
 // layoutVersion is the version of the engine's files in a checkpoint: 3
@@ -904,7 +905,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 			}
 			continue
 		}
-		if fs == nil || fs == checkpoint.OSFS {
+		if fs == nil || vfs.OnDisk(fs) {
 			if os.Link(f.Path, to) == nil {
 				continue
 			}
@@ -920,7 +921,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 // copyOut copies a file of the checkpoint store's file system to the real
 // one.
 func copyOut(fs checkpoint.FS, from, to string) error {
-	if fs == nil || fs == checkpoint.OSFS {
+	if fs == nil || vfs.OnDisk(fs) {
 		src, err := os.Open(from)
 		if err != nil {
 			return err

@@ -38,6 +38,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/vfs"
 )
 
 // Config is one instance of a group job.
@@ -109,8 +110,10 @@ type Task struct {
 	Topic string
 	// Dir holds the task's last committed checkpoint, read back from the
 	// changelog, when Restored: the task checkpoints into it and resumes
-	// from it.
+	// from it. FS is Dir's file system: its contents are rebuilt from the
+	// changelog whenever the task starts, so nothing in it is synced.
 	Dir      string
+	FS       checkpoint.FS
 	Restored bool
 	// Txn is the task's transactional producers: each of its Kafka sinks
 	// writes through it, so that one transaction per checkpoint holds the
@@ -573,7 +576,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	}
 	res := console.TaskRestore{}
 	if r != nil {
-		st, err := checkpoint.Open(checkpoint.OSFS, dir, 0)
+		st, err := checkpoint.Open(vfs.Scratch, dir, 0)
 		if err != nil {
 			return err
 		}
@@ -587,7 +590,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	cl := &kafka.Changelog{Topic: c.Changelog, Partition: t.p}
 	cl.Restored(r)
 	topic := gr.conn.Topic
-	tk := &Task{Partition: t.p, Partitions: int32(len(gr.parts)), Topic: topic, Dir: dir, Restored: r != nil, Txn: txn,
+	tk := &Task{Partition: t.p, Partitions: int32(len(gr.parts)), Topic: topic, Dir: dir, FS: vfs.Scratch, Restored: r != nil, Txn: txn,
 		Log: &prefixLog{w: c.Log, prefix: fmt.Sprintf("%s/%d: ", topic, t.p)},
 		// A task's last checkpoint has the group's budget to commit; the
 		// group stops it at once after that (stop).

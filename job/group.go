@@ -99,6 +99,9 @@ func (gr *Group) task(_ context.Context, t *group.Task) (group.Runner, error) {
 	o.Progress, o.From = nil, ""
 	o.stopWait = t.StopWait
 	o.task = t
+	if o.FS == nil {
+		o.FS = t.FS
+	}
 	rn, err := Build(&tj, o)
 	if err != nil {
 		return nil, err

@@ -57,7 +57,9 @@ type osFS struct{}
 
 func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, DirMode) }
 
-func (osFS) WriteFile(path string, data []byte) error {
+func (osFS) WriteFile(path string, data []byte) error { return writeFile(path, data, true) }
+
+func writeFile(path string, data []byte, sync bool) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, FileMode)
 	if err != nil {
 		return err
@@ -66,9 +68,11 @@ func (osFS) WriteFile(path string, data []byte) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if sync {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	return f.Close()
 }
@@ -104,3 +108,31 @@ func (osFS) OpenFile(path string, flag int) (File, error) {
 }
 
 func (osFS) Stat(path string) (os.FileInfo, error) { return os.Stat(path) }
+
+// Scratch is the real file system for a directory whose contents need not
+// survive a crash, because whoever uses it rebuilds them after one (a
+// consumer group's task restores its checkpoint directory from the
+// changelog): OS without the syncs, which make nothing durable here.
+var Scratch FS = scratchFS{}
+
+type scratchFS struct{ osFS }
+
+func (scratchFS) WriteFile(path string, data []byte) error { return writeFile(path, data, false) }
+func (scratchFS) SyncDir(string) error                     { return nil }
+
+func (scratchFS) OpenFile(path string, flag int) (File, error) {
+	f, err := os.OpenFile(path, flag|os.O_RDWR, FileMode)
+	if err != nil {
+		return nil, err
+	}
+	return scratchFile{f}, nil
+}
+
+type scratchFile struct{ *os.File }
+
+func (scratchFile) Sync() error { return nil }
+
+// OnDisk says whether fs keeps its files at their paths in the real file
+// system (OS and Scratch), where other programs, hard links and locks see
+// them.
+func OnDisk(fs FS) bool { return fs == OS || fs == Scratch }
