@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/weirstream/weir/vfs"
 )
 
 // LockName is the lock file of a store: held by the one job that writes
@@ -39,7 +41,7 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lockFile(f); err != nil {
+	if err := vfs.TryLock(f); err != nil {
 		f.Close()
 		pid, _ := readPID(filepath.Join(dir, LockName))
 		return nil, &LockedError{Dir: dir, PID: pid}
@@ -72,10 +74,10 @@ func Holder(dir string) (pid int, running bool, err error) {
 	}
 	defer f.Close()
 	pid, _ = readPID(path)
-	if err := lockFile(f); err != nil {
+	if err := vfs.TryLock(f); err != nil {
 		return pid, true, nil
 	}
-	unlockFile(f)
+	vfs.Unlock(f)
 	return pid, false, nil
 }
 
@@ -84,7 +86,7 @@ func (s *Store) Close() error {
 	if s.lock == nil {
 		return nil
 	}
-	unlockFile(s.lock)
+	vfs.Unlock(s.lock)
 	err := s.lock.Close()
 	s.lock = nil
 	return err

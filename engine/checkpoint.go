@@ -891,7 +891,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 			return "", fmt.Errorf("%s is not a file name", f.Name)
 		}
 		if dir == "" {
-			d, err := os.MkdirTemp("", "weir-restore-")
+			d, err := vfs.MkdirScratch("", "weir-restore-")
 			if err != nil {
 				return "", err
 			}
@@ -900,7 +900,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 		to := filepath.Join(dir, name)
 		if f.Path == "" {
 			if err := os.WriteFile(to, f.Data, 0o644); err != nil {
-				os.RemoveAll(dir)
+				vfs.RemoveScratch(dir)
 				return "", err
 			}
 			continue
@@ -911,7 +911,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 			}
 		}
 		if err := copyOut(fs, f.Path, to); err != nil {
-			os.RemoveAll(dir)
+			vfs.RemoveScratch(dir)
 			return "", err
 		}
 	}

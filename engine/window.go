@@ -2,13 +2,13 @@ package engine
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -135,7 +135,7 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 				return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
 			}
 			if dir != "" {
-				defer os.RemoveAll(dir)
+				defer vfs.RemoveScratch(dir)
 			}
 			xc.RestoreDirs = append(xc.RestoreDirs, dir)
 		}

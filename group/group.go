@@ -327,10 +327,10 @@ func (gr *Instance) Run(ctx context.Context) error {
 		goBackground(func(ctx context.Context) { sb.Poll(ctx) })
 		goBackground(func(ctx context.Context) { gr.keepStandbys(ctx, sb) })
 	}
-	if gr.tmp, err = os.MkdirTemp("", "weir-tasks-"); err != nil {
+	if gr.tmp, err = vfs.MkdirScratch("", "weir-tasks-"); err != nil {
 		return fmt.Errorf("cannot create the tasks' directory: %w", err)
 	}
-	defer os.RemoveAll(gr.tmp)
+	defer vfs.RemoveScratch(gr.tmp)
 	run, stop := context.WithCancel(context.Background())
 	var copied sync.WaitGroup
 	defer func() {

@@ -30,6 +30,7 @@ import (
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -312,7 +313,7 @@ func Build(j *Job, o Options) (*Runnable, error) {
 			rn.db.Close()
 		}
 		if rn.tmp != "" {
-			os.RemoveAll(rn.tmp)
+			vfs.RemoveScratch(rn.tmp)
 		}
 		return nil, j.RedactError(err)
 	}
@@ -816,7 +817,7 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		// A group's tasks each have a database of their own, in state.dir
 		// if the job names one: the changelog is their state's durable
 		// copy, the database its working one.
-		tmp, err := os.MkdirTemp(dir, "weir-state-")
+		tmp, err := vfs.MkdirScratch(dir, "weir-state-")
 		if err != nil {
 			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error(), Err: err}
 		}
@@ -939,7 +940,7 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 			err = &RuntimeError{Msg: "closing the state database: " + cerr.Error(), Err: cerr}
 		}
 		if rn.tmp != "" {
-			os.RemoveAll(rn.tmp)
+			vfs.RemoveScratch(rn.tmp)
 		}
 	}
 	sum := rn.finalSummary(err)

@@ -43,6 +43,7 @@ import (
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
+	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -248,11 +249,11 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Plan, error) {
 	if o.Now == nil {
 		o.Now = mtime.Now
 	}
-	dir, err := os.MkdirTemp("", "weir-reconcile-")
+	dir, err := vfs.MkdirScratch("", "weir-reconcile-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer vfs.RemoveScratch(dir)
 	rep := &Report{Job: j.Name, Table: out.Table.Table, LedgerFiles: o.Ledger}
 	ledger := filepath.Join(dir, "ledger.jsonl")
 	if err := writeLedger(j, o.Ledger, ledger, rep); err != nil {

@@ -251,6 +251,11 @@ func groupCaseWith(t *testing.T, groupJob, extra string, events, nparts int, sig
 		t.Fatalf("the reference is not what the test needs: %d panes, %d late, %d rejected", len(want["results"]), len(want["late"]), len(want["quarantine"]))
 	}
 
+	// The instances' temporary directories, to see what they leave.
+	tmp := filepath.Join(dir, "tmp")
+	os.Mkdir(tmp, 0o700)
+	t.Setenv("TMPDIR", tmp)
+
 	b := clitest.StartBroker(t, fmt.Sprintf("orders:%d", nparts), "alerts:3", "late:1", "quarantine:1")
 	// The first half of every partition, then the instances.
 	for p := range nparts {
@@ -319,6 +324,19 @@ func groupCaseWith(t *testing.T, groupJob, extra string, events, nparts int, sig
 		if i != 1 || zombie {
 			c.Wait()
 		}
+	}
+	// What the killed instance left in its temporary directory went
+	// when the next one started; the others removed their own. (The
+	// user's directory of console addresses stays: one file per job file.)
+	es, _ := os.ReadDir(tmp)
+	var left []string
+	for _, e := range es {
+		if e.Name() != fmt.Sprintf("weir-%d", os.Getuid()) {
+			left = append(left, e.Name())
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("the stopped instances left %v in their temporary directory", left)
 	}
 	if zombie && !strings.Contains(inst.logs[1].String(), "lost") {
 		t.Errorf("the paused instance did not learn that it lost its partitions")

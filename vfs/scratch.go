@@ -1,0 +1,146 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ScratchMark is the file that makes a directory a scratch directory of a
+// weir process: it holds the process id, and the process holds a lock on
+// it for as long as it runs.
+const ScratchMark = "WEIR-SCRATCH"
+
+// scratch is the lock file of each scratch directory this process holds.
+var scratch struct {
+	sync.Mutex
+	held map[string]*os.File
+}
+
+// MkdirScratch makes a new, empty directory for what the process needs
+// only while it runs (a group task's working checkpoints, a Pebble database
+// rebuilt from a changelog, a restore's files), and holds it until
+// RemoveScratch. It is the directory data inside a new one in parent (the
+// system's temporary directory if parent is ""), named prefix and a random
+// suffix, which holds the process's mark (ScratchMark) beside it. A process that ends without
+// removing its directories (killed, or its machine stopped) leaves them
+// behind; MkdirScratch removes those of the same prefix in parent first,
+// so that crashes that repeat do not fill the disk. It removes only
+// directories that carry ScratchMark, whose lock no living process holds.
+func MkdirScratch(parent, prefix string) (string, error) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	SweepScratch(parent, prefix)
+	dir, err := os.MkdirTemp(parent, prefix)
+	if err != nil {
+		return "", err
+	}
+	// The mark is locked before it has its name, so that no directory
+	// carries a mark that is not held.
+	tmp := filepath.Join(dir, ".mark")
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+	if err == nil {
+		if err = TryLock(f); err == nil {
+			if _, err = fmt.Fprintf(f, "%d\n", os.Getpid()); err == nil {
+				err = os.Rename(tmp, filepath.Join(dir, ScratchMark))
+			}
+		}
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("cannot mark %s as this process's: %w", dir, err)
+	}
+	scratch.Lock()
+	if scratch.held == nil {
+		scratch.held = map[string]*os.File{}
+	}
+	data := filepath.Join(dir, "data")
+	scratch.held[data] = f
+	scratch.Unlock()
+	if err := os.Mkdir(data, DirMode); err != nil {
+		RemoveScratch(data)
+		return "", err
+	}
+	return data, nil
+}
+
+// RemoveScratch removes a directory MkdirScratch made, and releases it.
+func RemoveScratch(dir string) error {
+	scratch.Lock()
+	f := scratch.held[dir]
+	delete(scratch.held, dir)
+	scratch.Unlock()
+	if f == nil {
+		return fmt.Errorf("%s is not a scratch directory of this process", dir)
+	}
+	err := os.RemoveAll(filepath.Dir(dir))
+	f.Close()
+	return err
+}
+
+// SweepScratch removes the scratch directories named prefix and more in
+// parent whose processes have ended, and returns their paths.
+func SweepScratch(parent, prefix string) []string {
+	es, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
+	}
+	var gone []string
+	for _, e := range es {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		if removeDead(dir) {
+			gone = append(gone, dir)
+		}
+	}
+	return gone
+}
+
+// removeDead removes dir if it carries a mark no process holds.
+func removeDead(dir string) bool {
+	scratch.Lock()
+	_, ours := scratch.held[filepath.Join(dir, "data")]
+	scratch.Unlock()
+	if ours {
+		return false
+	}
+	mark := filepath.Join(dir, ScratchMark)
+	st, err := os.Lstat(mark)
+	if err != nil || !st.Mode().IsRegular() {
+		return false // not weir's, or not a scratch directory
+	}
+	f, err := os.OpenFile(mark, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := TryLock(f); err != nil {
+		return false // its process runs
+	}
+	// Held now by this process, the directory is removed with its mark
+	// last, so that a removal cut short leaves a directory still marked,
+	// for the next sweep.
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	var errs []error
+	for _, e := range es {
+		if e.Name() != ScratchMark {
+			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
+		}
+	}
+	if errors.Join(errs...) != nil {
+		return false
+	}
+	return os.RemoveAll(dir) == nil
+}
