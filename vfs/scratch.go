@@ -25,8 +25,8 @@ var scratch struct {
 // rebuilt from a changelog, a restore's files), and holds it until
 // RemoveScratch. It is the directory data inside a new one in parent (the
 // system's temporary directory if parent is ""), named prefix and a random
-// suffix, which holds the process's mark (ScratchMark) beside it. A process that ends without
-// removing its directories (killed, or its machine stopped) leaves them
+// suffix, which holds the process's mark (ScratchMark) beside it. A
+// process that ends without removing its directories (killed, or its machine stopped) leaves them
 // behind; MkdirScratch removes those of the same prefix in parent first,
 // so that crashes that repeat do not fill the disk. It removes only
 // directories that carry ScratchMark, whose lock no living process holds.
@@ -35,26 +35,28 @@ func MkdirScratch(parent, prefix string) (string, error) {
 		parent = os.TempDir()
 	}
 	SweepScratch(parent, prefix)
-	dir, err := os.MkdirTemp(parent, prefix)
-	if err != nil {
-		return "", err
-	}
-	// The mark is locked before it has its name, so that no directory
-	// carries a mark that is not held.
-	tmp := filepath.Join(dir, ".mark")
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
-	if err == nil {
-		if err = TryLock(f); err == nil {
-			if _, err = fmt.Fprintf(f, "%d\n", os.Getpid()); err == nil {
-				err = os.Rename(tmp, filepath.Join(dir, ScratchMark))
-			}
+	var dir string
+	var f *os.File
+	var err error
+	// The mark is created and then locked: a sweep of another process
+	// that comes between may take its lock first and remove the
+	// directory, and then this one starts again with another.
+	for range 3 {
+		if dir, err = os.MkdirTemp(parent, prefix); err != nil {
+			return "", err
 		}
-		if err != nil {
+		f, err = os.OpenFile(filepath.Join(dir, ScratchMark), os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+		if err == nil {
+			if err = TryLock(f); err == nil {
+				if _, err = fmt.Fprintf(f, "%d\n", os.Getpid()); err == nil {
+					break
+				}
+			}
 			f.Close()
 		}
+		os.RemoveAll(dir)
 	}
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", fmt.Errorf("cannot mark %s as this process's: %w", dir, err)
 	}
 	scratch.Lock()
@@ -80,9 +82,15 @@ func RemoveScratch(dir string) error {
 	if f == nil {
 		return fmt.Errorf("%s is not a scratch directory of this process", dir)
 	}
-	err := os.RemoveAll(filepath.Dir(dir))
+	// The mark goes last, once released (a file open cannot be removed
+	// everywhere), so that a removal cut short leaves a directory still
+	// marked, for the next sweep.
+	err := removeAllBut(filepath.Dir(dir), ScratchMark)
 	f.Close()
-	return err
+	if err != nil {
+		return err
+	}
+	return os.RemoveAll(filepath.Dir(dir))
 }
 
 // SweepScratch removes the scratch directories named prefix and more in
@@ -127,20 +135,25 @@ func removeDead(dir string) bool {
 		return false // its process runs
 	}
 	// Held now by this process, the directory is removed with its mark
-	// last, so that a removal cut short leaves a directory still marked,
-	// for the next sweep.
+	// last, once released.
+	if removeAllBut(dir, ScratchMark) != nil {
+		return false
+	}
+	f.Close()
+	return os.RemoveAll(dir) == nil
+}
+
+// removeAllBut removes what dir holds but the entry named keep.
+func removeAllBut(dir, keep string) error {
 	es, err := os.ReadDir(dir)
 	if err != nil {
-		return false
+		return err
 	}
 	var errs []error
 	for _, e := range es {
-		if e.Name() != ScratchMark {
+		if e.Name() != keep {
 			errs = append(errs, os.RemoveAll(filepath.Join(dir, e.Name())))
 		}
 	}
-	if errors.Join(errs...) != nil {
-		return false
-	}
-	return os.RemoveAll(dir) == nil
+	return errors.Join(errs...)
 }
