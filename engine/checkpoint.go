@@ -900,7 +900,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 		to := filepath.Join(dir, name)
 		if f.Path == "" {
 			if err := os.WriteFile(to, f.Data, 0o644); err != nil {
-				vfs.RemoveScratch(dir)
+				removeDir(dir)
 				return "", err
 			}
 			continue
@@ -911,7 +911,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 			}
 		}
 		if err := copyOut(fs, f.Path, to); err != nil {
-			vfs.RemoveScratch(dir)
+			removeDir(dir)
 			return "", err
 		}
 	}

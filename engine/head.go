@@ -12,7 +12,6 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -780,7 +779,7 @@ func (h *Head[K, T]) restoreIDs(d *enc.Decoder, f headFile) error {
 			return fmt.Errorf("its de-duplication ids (%s) are missing", h.p.FileName("db.*"))
 		}
 		err = dd.RestoreSnapshot(dir, shift)
-		vfs.RemoveScratch(dir)
+		removeDir(dir)
 		if err != nil {
 			return err
 		}

@@ -3,11 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/vfs"
 )
 
 // CheckRestore says what restoring the checkpoint c into a job checkpointed
@@ -122,9 +122,10 @@ func windowKeys(c *checkpoint.Checkpoint, name string) (int64, error) {
 	return w.Keys, err
 }
 
-// removeDir removes a temporary directory materializeFiles made.
+// removeDir removes a temporary directory materializeFiles made ("" for
+// none), and releases it.
 func removeDir(dir string) {
 	if dir != "" {
-		os.RemoveAll(dir)
+		vfs.RemoveScratch(dir)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
-	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -134,9 +133,7 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 			if err != nil {
 				return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
 			}
-			if dir != "" {
-				defer vfs.RemoveScratch(dir)
-			}
+			defer removeDir(dir)
 			xc.RestoreDirs = append(xc.RestoreDirs, dir)
 		}
 		if d.Err() != nil {
