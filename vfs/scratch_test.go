@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,8 @@ import (
 )
 
 // A child process of the test: it makes a scratch directory in
-// $SCRATCH_PARENT, writes into it, prints its path and waits to be killed.
+// $SCRATCH_PARENT, writes into it, prints its path and runs until it is
+// killed or its standard input closes (a test's end, however it ends).
 func TestScratchChild(t *testing.T) {
 	parent := os.Getenv("SCRATCH_PARENT")
 	if parent == "" {
@@ -28,7 +30,7 @@ func TestScratchChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString(dir + "\n")
-	select {}
+	io.Copy(io.Discard, os.Stdin)
 }
 
 // startChild runs TestScratchChild in a process of its own and returns it
@@ -39,6 +41,9 @@ func startChild(t *testing.T, parent string) (*exec.Cmd, string) {
 	cmd.Env = append(os.Environ(), "SCRATCH_PARENT="+parent)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
