@@ -10,12 +10,15 @@
 // checkpoint of the operator's keys (hard links to the immutable table
 // files, see Checkpoint); the checkpoint store copies only the table files
 // it does not hold yet, so that a checkpoint's cost follows what changed.
+// A restore at the same parallelism writes the checkpoint's keys, in
+// order, into one table file that the database takes in whole (Load).
 //
 // Layout of a state directory:
 //
 //	DIR/WEIR-STATE     the marker
 //	DIR/db/            the Pebble database
 //	DIR/snapshots/     Pebble checkpoints on their way to the checkpoint store
+//	DIR/ingest/        a table file on its way into the database (Load)
 //
 // Of a budget B, Pebble's block cache takes B/2 and its memtables at most
 // B/8; the decoded state the operators keep at hand takes B/8 (see
@@ -29,6 +32,7 @@
 package state
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -41,6 +45,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
@@ -67,6 +72,8 @@ type DB struct {
 	id      string // random, new at every Open: names this database's table files in checkpoints
 	dir     string
 	snaps   atomic.Int64
+	loads   atomic.Int64
+	opts    *pebble.Options
 	created bool // the directory was made by Open: Close removes it
 	budget  int64
 	cache   interface{ Unref() }
@@ -148,7 +155,7 @@ func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	d.DB, d.id, d.cache = db, hex.EncodeToString(id[:]), cache
+	d.DB, d.id, d.cache, d.opts = db, hex.EncodeToString(id[:]), cache, opts
 	return d, nil
 }
 
@@ -248,6 +255,43 @@ func (db *DB) checkpoint(spans []pebble.CheckpointSpan) (*Snapshot, error) {
 		s.Files = append(s.Files, f)
 	}
 	return s, nil
+}
+
+// Load adds keys to the database at once, as one table file that the
+// database takes in (Pebble's ingestion) instead of writing them one by
+// one: no memtable, no flush, and no compaction for keys that overlap no
+// others (a restore into an empty database, where the file goes straight
+// to the bottom level). fill is given add, which takes the keys in
+// strictly increasing order; the slices may be reused once add returns.
+// It returns the number of keys added.
+func (db *DB) Load(fill func(add func(k, v []byte) error) error) (int64, error) {
+	fs := db.opts.FS
+	dir := filepath.Join(db.dir, "ingest")
+	if err := fs.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("load-%08d.sst", db.loads.Add(1)))
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return 0, err
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), db.opts.MakeWriterOptions(len(db.opts.Levels)-1, db.TableFormat()))
+	var n int64
+	err = fill(func(k, v []byte) error {
+		n++
+		return w.Set(k, v)
+	})
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > 0 {
+		if err = db.Ingest(context.Background(), []string{path}); err == nil {
+			return n, nil // the database holds the file now
+		}
+		err = fmt.Errorf("state: taking in %d keys: %w", n, err)
+	}
+	_ = fs.Remove(path)
+	return 0, err
 }
 
 // ReadSnapshot opens the Pebble checkpoint in dir, read only, and calls f

@@ -90,6 +90,9 @@ type pebbleStore[K comparable, A, O any] struct {
 	vbuf   []byte
 	err    error
 	loaded int64 // reads from disk, for tests and metrics
+	// adopted: keys a restore took in as the checkpoint had them
+	// (adoptPebbleKeys), for tests
+	adopted int64
 }
 
 type cached[K comparable, A, O any] struct {
@@ -112,6 +115,12 @@ func (s *pebbleStore[K, A, O]) prefix(b []byte, group int) []byte {
 	b = append(b, tagState)
 	b = binary.BigEndian.AppendUint16(b, s.inst)
 	return binary.BigEndian.AppendUint16(b, uint16(group))
+}
+
+// fresh reports whether s is a store in a state database that holds no
+// keys yet (nil is none).
+func (s *pebbleStore[K, A, O]) fresh() bool {
+	return s != nil && s.n == 0 && len(s.cache) == 0
 }
 
 func (s *pebbleStore[K, A, O]) dbKey(k K) []byte {
@@ -226,6 +235,21 @@ func (s *pebbleStore[K, A, O]) get(k K) *keyState[A, O] {
 func (s *pebbleStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
 	if ks := s.get(k); ks != nil {
 		return ks
+	}
+	c := &cached[K, A, O]{key: k}
+	s.n++
+	s.insert(c)
+	return &c.ks
+}
+
+// restored is getOrCreate for a key a restore reads: no disk read for it.
+// Every key of a checkpoint is in it once, and a restore that reads keys
+// one by one into a store adopted none (adoptPebbleKeys), so a key not in
+// the cache is in the database only if the restore wrote it there, which
+// it did once.
+func (s *pebbleStore[K, A, O]) restored(k K) *keyState[A, O] {
+	if c := s.cache[k]; c != nil || s.adopted > 0 {
+		return s.getOrCreate(k)
 	}
 	c := &cached[K, A, O]{key: k}
 	s.n++

@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -275,6 +276,14 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 			if pi >= len(dirs) || dirs[pi] == "" {
 				return dropped, fmt.Errorf("operator snapshot %d: its Pebble checkpoint is missing", pi)
 			}
+			if len(parts) == len(ops) && inst < len(ops) && !ro.DropKeys && ops[inst].pebble.fresh() {
+				// The same parallelism: the instance's keys go into its
+				// database as they are in the checkpoint.
+				if err := ops[inst].adoptPebbleKeys(dirs[pi], c); err != nil {
+					return dropped, fmt.Errorf("operator snapshot %d: %w", pi, err)
+				}
+				continue
+			}
 			restore := func(g int, entry []byte) error { return ops[instanceOf(g, len(ops))].restoreKey(entry, c) }
 			if ro.DropKeys {
 				restore = func(int, []byte) error { dropped++; return nil }
@@ -393,13 +402,67 @@ func readPebbleKeys(dir string, inst int, f func(group int, entry []byte) error)
 	})
 }
 
+// adoptPebbleKeys restores the keys of a Pebble checkpoint taken by the
+// instance of the same number at the same parallelism, into a store that
+// holds none yet: their keys are the same bytes in both databases, so they
+// are taken in as one table file (state.DB.Load), in the checkpoint's
+// order, instead of going through the cache into the database's memtable
+// one by one, each looked up first. Each key's windows are decoded for
+// their timers (timersFor) and written back as the codec writes them now.
+func (op *WindowOp[K, T, A, O]) adoptPebbleKeys(dir string, c Codec[K, A, O]) error {
+	s := op.pebble
+	lo := binary.BigEndian.AppendUint16([]byte{tagState}, s.inst)
+	hi := binary.BigEndian.AppendUint16([]byte{tagState}, s.inst+1)
+	var ks keyState[A, O]
+	var vbuf []byte
+	n, err := op.db.Load(func(add func(k, v []byte) error) error {
+		return state.ReadSnapshot(dir, lo, hi, func(k, v []byte) error {
+			if len(k) < len(lo)+2 || int(binary.BigEndian.Uint16(k[len(lo):])) >= KeyGroups {
+				return enc.ErrCorrupt
+			}
+			kd := enc.NewDecoder(k[len(lo)+2:])
+			key := c.ReadKey(kd)
+			if err := kd.Err(); err != nil {
+				return err
+			}
+			if kd.Len() != 0 || !bytes.Equal(s.dbKey(key), k) {
+				return fmt.Errorf("a key of the checkpoint is in key group %d, not in its hash's (%d): %w", binary.BigEndian.Uint16(k[len(lo):]), s.hash(key)%KeyGroups, enc.ErrCorrupt)
+			}
+			ks.wins, ks.slices = ks.wins[:0], ks.slices[:0]
+			if err := decodeWins(enc.NewDecoder(v), &ks, c); err != nil {
+				return err
+			}
+			for i := range ks.wins {
+				op.Open++
+				op.timersFor(key, &ks.wins[i])
+			}
+			// Written again as the codec writes it now: an older
+			// checkpoint's values may be in a layout of before, and
+			// timersFor may have changed a window.
+			vbuf = appendWins(vbuf[:0], &ks, c)
+			return add(k, vbuf)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	s.n += int(n)
+	s.adopted += n
+	return nil
+}
+
 func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error {
 	d := enc.NewDecoder(entry)
 	k := c.ReadKey(d)
 	if d.Err() != nil {
 		return d.Err()
 	}
-	ks := op.state.getOrCreate(k)
+	var ks *keyState[A, O]
+	if op.pebble != nil {
+		ks = op.pebble.restored(k)
+	} else {
+		ks = op.state.getOrCreate(k)
+	}
 	if err := decodeWins(d, ks, c); err != nil {
 		return err
 	}

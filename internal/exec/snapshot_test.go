@@ -10,6 +10,7 @@ import (
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -67,22 +68,42 @@ func TestSnapshotRestoreContinuesExactly(t *testing.T) {
 			}
 		}
 	}
+	// With a state database (db), the snapshots' Pebble checkpoints are
+	// dirs; adopted counts the keys the restore took in as they were.
+	var db *state.DB
+	var dirs []string
+	var adopted int64
 	run := func(p int, restore [][]byte, driverState []byte, step uint64, from, to int, barrierAt int) (out string, parts [][]byte, dstate []byte, endStep uint64) {
 		var b strings.Builder
 		var r *Runner[string, ev, []ev, string]
+		restoreDirs := dirs
+		dirs = nil
 		r = NewRunner(Config[string, ev, []ev, string]{
 			Strategy: s, Agg: process, Parallelism: p, Hash: hash, Codec: evCodec{}, Restore: restore, Step: step,
+			State: db, RestoreDirs: restoreDirs,
 			Emit: func(outs []Out[string, ev, string]) error {
 				format(&b, outs)
 				for _, o := range outs {
 					if o.Kind == OutBarrier {
 						o.Barrier.Wait()
 						parts = append(parts, o.Barrier.State)
+						if o.Barrier.Snapshot != nil {
+							dirs = append(dirs, o.Barrier.Snapshot.Dir)
+						}
 					}
 				}
 				return nil
 			},
 		})
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		adopted = 0
+		for _, op := range r.ops {
+			if op.pebble != nil {
+				adopted += op.pebble.adopted
+			}
+		}
 		d := NewDriver[string, ev](r, wm, true)
 		if driverState != nil {
 			if err := d.RestoreState(enc.NewDecoder(driverState)); err != nil {
@@ -111,14 +132,41 @@ func TestSnapshotRestoreContinuesExactly(t *testing.T) {
 	}
 	cut := 2100
 	whole, _, _, _ := run(1, nil, nil, 0, 0, len(evs), -1)
-	for _, p := range [][2]int{{1, 1}, {2, 3}, {4, 1}, {0, 2}} {
-		first, parts, dstate, step := run(p[0], nil, nil, 0, 0, cut+1, cut)
-		if len(parts) != max(p[0], 1) {
-			t.Fatalf("%d snapshots for parallelism %d", len(parts), p[0])
-		}
-		second, _, _, _ := run(p[1], parts, dstate, step, cut+1, len(evs), -1)
-		if first+second != whole {
-			t.Fatalf("parallelism %d then %d: restored run differs:\n%s", p[0], p[1], firstDiff(whole, first+second))
+	for _, backend := range []string{"memory", "pebble"} {
+		for _, p := range [][2]int{{1, 1}, {2, 3}, {4, 1}, {0, 2}, {3, 3}} {
+			if backend == "pebble" {
+				var err error
+				if db, err = state.Open(t.TempDir(), 8<<10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first, parts, dstate, step := run(p[0], nil, nil, 0, 0, cut+1, cut)
+			if len(parts) != max(p[0], 1) {
+				t.Fatalf("%d snapshots for parallelism %d", len(parts), p[0])
+			}
+			if db != nil {
+				// The restore reads the checkpoints into a database of
+				// its own, as a job started again does.
+				old := db
+				defer old.Close()
+				var err error
+				if db, err = state.Open(t.TempDir(), 8<<10); err != nil {
+					t.Fatal(err)
+				}
+			}
+			second, _, _, _ := run(p[1], parts, dstate, step, cut+1, len(evs), -1)
+			if first+second != whole {
+				t.Fatalf("%s, parallelism %d then %d: restored run differs:\n%s", backend, p[0], p[1], firstDiff(whole, first+second))
+			}
+			// At the same parallelism a Pebble checkpoint's keys are
+			// taken in as they are; at another, key by key.
+			if same := max(p[0], 1) == max(p[1], 1); (adopted > 0) != (backend == "pebble" && same) {
+				t.Fatalf("%s, parallelism %d then %d: %d keys adopted", backend, p[0], p[1], adopted)
+			}
+			if db != nil {
+				db.Close()
+				db = nil
+			}
 		}
 	}
 }

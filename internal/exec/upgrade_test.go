@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
@@ -22,13 +23,27 @@ func ev1(ts int64) upgradeStep   { return upgradeStep{ts: ts, wm: -1, proc: -1} 
 func wm1(wm int64) upgradeStep   { return upgradeStep{ts: -1, wm: wm, proc: -1} }
 func proc1(ms int64) upgradeStep { return upgradeStep{ts: -1, wm: -1, proc: ms} }
 
+// upgradeSnap is a snapshot runUpgrade took: the operator's, and with a
+// state database the directory of its Pebble checkpoint.
+type upgradeSnap struct {
+	state []byte
+	dir   string
+}
+
+// bothBackends runs f with the operator's state in memory, then in a state
+// database.
+func bothBackends(t *testing.T, f func(t *testing.T, pebble bool)) {
+	t.Run("memory", func(t *testing.T) { f(t, false) })
+	t.Run("pebble", func(t *testing.T) { f(t, true) })
+}
+
 // runUpgrade runs steps through an inline runner with strategy s, restored
 // from snap when it is set, and returns its outputs and, when barrier,
 // its snapshot at the end.
-func runUpgrade(t *testing.T, s window.Strategy, snap []byte, ro bool, steps []upgradeStep, barrier bool) (string, []byte) {
+func runUpgrade(t *testing.T, pebble bool, s window.Strategy, snap *upgradeSnap, ro bool, steps []upgradeStep, barrier bool) (string, *upgradeSnap) {
 	t.Helper()
 	var b strings.Builder
-	var state []byte
+	var taken *upgradeSnap
 	cfg := Config[string, int64, int64, int64]{
 		Strategy: s, Agg: aggregate.Count[int64](), Codec: countCodec{}, DropRestored: ro,
 		Hash: func(string) uint64 { return 0 },
@@ -42,14 +57,30 @@ func runUpgrade(t *testing.T, s window.Strategy, snap []byte, ro bool, steps []u
 					fmt.Fprintf(&b, "too late %d\n", o.Late.Timestamp/1000)
 				case OutBarrier:
 					o.Barrier.Wait()
-					state = o.Barrier.State
+					taken = &upgradeSnap{state: o.Barrier.State}
+					if o.Barrier.Snapshot != nil {
+						taken.dir = o.Barrier.Snapshot.Dir
+					}
 				}
 			}
 			return nil
 		},
 	}
+	if pebble {
+		// A database of its own for each run, as a job started again
+		// has: the one before stays open, holding its checkpoint.
+		db, err := state.Open(t.TempDir(), 8<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		cfg.State = db
+	}
 	if snap != nil {
-		cfg.Restore = [][]byte{snap}
+		cfg.Restore = [][]byte{snap.state}
+		if snap.dir != "" {
+			cfg.RestoreDirs = []string{snap.dir}
+		}
 	}
 	r := NewRunner(cfg)
 	if err := r.Err(); err != nil {
@@ -77,78 +108,86 @@ func runUpgrade(t *testing.T, s window.Strategy, snap []byte, ro bool, steps []u
 	if ro {
 		fmt.Fprintf(&b, "dropped %d keys\n", r.DroppedKeys())
 	}
-	return b.String(), state
+	return b.String(), taken
 }
 
 // A restore into a job whose allowed lateness is shorter closes the windows
 // the new lateness has already passed, at once, with their final pane; an
 // event for them is too late.
 func TestRestoreShorterLatenessClosesWindows(t *testing.T) {
-	tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
-	before, snap := runUpgrade(t, tumbling.WithLateness(30*time.Second), nil, false, []upgradeStep{ev1(1), ev1(5), wm1(15)}, true)
-	if want := "a [0,10) #1 ON_TIME final=false n=2\n"; before != want {
-		t.Fatalf("before the savepoint:\n%s\nwant:\n%s", before, want)
-	}
-	after, _ := runUpgrade(t, tumbling.WithLateness(2*time.Second), snap, false, []upgradeStep{ev1(3), ev1(12), wm1(25)}, false)
-	want := "a [0,10) #2 LATE final=true n=2\n" + // closed at the restore
-		"too late 3\n" +
-		"a [10,20) #1 ON_TIME final=true n=1\n"
-	if after != want {
-		t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
-	}
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
+		before, snap := runUpgrade(t, pebble, tumbling.WithLateness(30*time.Second), nil, false, []upgradeStep{ev1(1), ev1(5), wm1(15)}, true)
+		if want := "a [0,10) #1 ON_TIME final=false n=2\n"; before != want {
+			t.Fatalf("before the savepoint:\n%s\nwant:\n%s", before, want)
+		}
+		after, _ := runUpgrade(t, pebble, tumbling.WithLateness(2*time.Second), snap, false, []upgradeStep{ev1(3), ev1(12), wm1(25)}, false)
+		want := "a [0,10) #2 LATE final=true n=2\n" + // closed at the restore
+			"too late 3\n" +
+			"a [10,20) #1 ON_TIME final=true n=1\n"
+		if after != want {
+			t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
+		}
+	})
 }
 
 // A restore into a job whose allowed lateness is longer keeps the open
 // windows open longer, and opens none of those the old lateness closed.
 func TestRestoreLongerLatenessReopensNothing(t *testing.T) {
-	tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
-	before, snap := runUpgrade(t, tumbling, nil, false, []upgradeStep{ev1(1), wm1(15), ev1(12)}, true)
-	if want := "a [0,10) #1 ON_TIME final=true n=1\n"; before != want {
-		t.Fatalf("before the savepoint:\n%s\nwant:\n%s", before, want)
-	}
-	after, _ := runUpgrade(t, tumbling.WithLateness(time.Minute), snap, false, []upgradeStep{ev1(5), wm1(25), ev1(13), wm1(90)}, false)
-	want := "too late 5\n" + // its window was closed before the restore
-		"a [10,20) #1 ON_TIME final=false n=1\n" + // open longer: not final
-		"a [10,20) #2 LATE final=false n=2\n" +
-		"a [10,20) #3 LATE final=true n=2\n"
-	if after != want {
-		t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
-	}
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
+		before, snap := runUpgrade(t, pebble, tumbling, nil, false, []upgradeStep{ev1(1), wm1(15), ev1(12)}, true)
+		if want := "a [0,10) #1 ON_TIME final=true n=1\n"; before != want {
+			t.Fatalf("before the savepoint:\n%s\nwant:\n%s", before, want)
+		}
+		after, _ := runUpgrade(t, pebble, tumbling.WithLateness(time.Minute), snap, false, []upgradeStep{ev1(5), wm1(25), ev1(13), wm1(90)}, false)
+		want := "too late 5\n" + // its window was closed before the restore
+			"a [10,20) #1 ON_TIME final=false n=1\n" + // open longer: not final
+			"a [10,20) #2 LATE final=false n=2\n" +
+			"a [10,20) #3 LATE final=true n=2\n"
+		if after != want {
+			t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
+		}
+	})
 }
 
 // A restore into a job whose trigger has no early firings fires none of
 // the early timers the checkpoint's windows had set.
 func TestRestoreWithoutEarlyFirings(t *testing.T) {
-	tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
-	early := tumbling.WithTrigger(trigger.AfterWatermark().EarlyEvery(time.Second, false))
-	before, snap := runUpgrade(t, early, nil, false, []upgradeStep{proc1(100), ev1(1)}, true)
-	if before != "" {
-		t.Fatalf("before the savepoint:\n%s", before)
-	}
-	after, _ := runUpgrade(t, tumbling, snap, false, []upgradeStep{proc1(5000), wm1(15)}, false)
-	if want := "a [0,10) #1 ON_TIME final=true n=1\n"; after != want {
-		t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
-	}
-	// The same trigger fires it early: the test can tell.
-	same, _ := runUpgrade(t, early, snap, false, []upgradeStep{proc1(5000), wm1(15)}, false)
-	if want := "a [0,10) #1 EARLY final=false n=1\na [0,10) #2 ON_TIME final=true n=1\n"; same != want {
-		t.Errorf("with the same trigger:\n%s\nwant:\n%s", same, want)
-	}
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
+		early := tumbling.WithTrigger(trigger.AfterWatermark().EarlyEvery(time.Second, false))
+		before, snap := runUpgrade(t, pebble, early, nil, false, []upgradeStep{proc1(100), ev1(1)}, true)
+		if before != "" {
+			t.Fatalf("before the savepoint:\n%s", before)
+		}
+		after, _ := runUpgrade(t, pebble, tumbling, snap, false, []upgradeStep{proc1(5000), wm1(15)}, false)
+		if want := "a [0,10) #1 ON_TIME final=true n=1\n"; after != want {
+			t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
+		}
+		// The same trigger fires it early: the test can tell.
+		same, _ := runUpgrade(t, pebble, early, snap, false, []upgradeStep{proc1(5000), wm1(15)}, false)
+		if want := "a [0,10) #1 EARLY final=false n=1\na [0,10) #2 ON_TIME final=true n=1\n"; same != want {
+			t.Errorf("with the same trigger:\n%s\nwant:\n%s", same, want)
+		}
+	})
 }
 
 // Dropping the restored state leaves the windows behind and keeps the
 // watermark: an event before it is too late, a later one starts a window.
 func TestRestoreDroppingTheWindows(t *testing.T) {
-	tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
-	before, snap := runUpgrade(t, tumbling, nil, false, []upgradeStep{ev1(1), ev1(12), wm1(11)}, true)
-	if want := "a [0,10) #1 ON_TIME final=true n=1\n"; before != want {
-		t.Fatalf("before the savepoint:\n%s\nwant:\n%s", before, want)
-	}
-	after, _ := runUpgrade(t, tumbling, snap, true, []upgradeStep{ev1(2), ev1(14), wm1(25)}, false)
-	want := "too late 2\n" +
-		"a [10,20) #1 ON_TIME final=true n=1\n" + // the savepoint's event at 12 is not in it
-		"dropped 1 keys\n"
-	if after != want {
-		t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
-	}
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second))
+		before, snap := runUpgrade(t, pebble, tumbling, nil, false, []upgradeStep{ev1(1), ev1(12), wm1(11)}, true)
+		if want := "a [0,10) #1 ON_TIME final=true n=1\n"; before != want {
+			t.Fatalf("before the savepoint:\n%s\nwant:\n%s", before, want)
+		}
+		after, _ := runUpgrade(t, pebble, tumbling, snap, true, []upgradeStep{ev1(2), ev1(14), wm1(25)}, false)
+		want := "too late 2\n" +
+			"a [10,20) #1 ON_TIME final=true n=1\n" + // the savepoint's event at 12 is not in it
+			"dropped 1 keys\n"
+		if after != want {
+			t.Errorf("after the restore:\n%s\nwant:\n%s", after, want)
+		}
+	})
 }
