@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/window"
 )
 
@@ -397,6 +398,56 @@ type pebbleTimers[K comparable, A, O any] struct {
 	kbuf   []byte
 	err    error
 	bucket []timerRef[K]
+	// load, while a restore takes keys in whole (adoptPebbleKeys), takes
+	// the timers instead of the write batch.
+	load *keyLoad
+}
+
+// keyLoad gathers keys without values for state.DB.Load: up to limit
+// bytes of them, then sorted and taken in as one table file. A restore's
+// timers go so, instead of one by one into the memtable, sorted there,
+// flushed and compacted.
+type keyLoad struct {
+	db    *state.DB
+	limit int
+	buf   []byte
+	keys  []loadKey
+	err   error
+}
+
+type loadKey struct{ off, n uint32 }
+
+func (l *keyLoad) add(k []byte) {
+	if len(l.buf)+len(k) > l.limit {
+		l.flush()
+	}
+	l.keys = append(l.keys, loadKey{uint32(len(l.buf)), uint32(len(k))})
+	l.buf = append(l.buf, k...)
+}
+
+func (l *keyLoad) key(k loadKey) []byte { return l.buf[k.off : k.off+k.n] }
+
+// flush takes the keys gathered in, and reports the first failure.
+func (l *keyLoad) flush() error {
+	if len(l.keys) > 0 && l.err == nil {
+		slices.SortFunc(l.keys, func(a, b loadKey) int { return bytes.Compare(l.key(a), l.key(b)) })
+		_, l.err = l.db.Load(func(add func(k, v []byte) error) error {
+			var last []byte
+			for _, k := range l.keys {
+				b := l.key(k)
+				if last != nil && bytes.Equal(b, last) {
+					continue // the same timer twice is one
+				}
+				if err := add(b, nil); err != nil {
+					return err
+				}
+				last = b
+			}
+			return nil
+		})
+	}
+	l.buf, l.keys = l.buf[:0], l.keys[:0]
+	return l.err
 }
 
 func newPebbleTimers[K comparable, A, O any](w *pebbleWriter, inst int, domain byte, c Codec[K, A, O]) *pebbleTimers[K, A, O] {
@@ -414,7 +465,9 @@ func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
 	b = appendTime(b, r.win.End)
 	b = q.codec.AppendKey(b, r.key)
 	q.kbuf = b
-	if err := q.w.b().Set(b, nil, nil); err != nil && q.err == nil {
+	if q.load != nil {
+		q.load.add(b)
+	} else if err := q.w.b().Set(b, nil, nil); err != nil && q.err == nil {
 		q.err = err
 	}
 	if q.n == 0 || (q.known && t < q.min) {
@@ -422,7 +475,9 @@ func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
 	}
 	q.floor = min(q.floor, t)
 	q.n++
-	q.fail(q.w.maybeCommit())
+	if q.load == nil {
+		q.fail(q.w.maybeCommit())
+	}
 }
 
 func (q *pebbleTimers[K, A, O]) next() (mtime.Time, bool) {

@@ -415,6 +415,15 @@ func (op *WindowOp[K, T, A, O]) adoptPebbleKeys(dir string, c Codec[K, A, O]) er
 	hi := binary.BigEndian.AppendUint16([]byte{tagState}, s.inst+1)
 	var ks keyState[A, O]
 	var vbuf []byte
+	// The timers go in as table files too, sorted in chunks of a share of
+	// the cache's budget (at least 4 MiB).
+	tl := &keyLoad{db: op.db, limit: int(max(s.limit, 4<<20))}
+	for _, q := range []timerStore[K]{op.et, op.pt} {
+		if q, ok := q.(*pebbleTimers[K, A, O]); ok {
+			q.load = tl
+			defer func() { q.load = nil }()
+		}
+	}
 	n, err := op.db.Load(func(add func(k, v []byte) error) error {
 		return state.ReadSnapshot(dir, lo, hi, func(k, v []byte) error {
 			if len(k) < len(lo)+2 || int(binary.BigEndian.Uint16(k[len(lo):])) >= KeyGroups {
@@ -443,6 +452,9 @@ func (op *WindowOp[K, T, A, O]) adoptPebbleKeys(dir string, c Codec[K, A, O]) er
 			return add(k, vbuf)
 		})
 	})
+	if err == nil {
+		err = tl.flush()
+	}
 	if err != nil {
 		return err
 	}
