@@ -125,8 +125,13 @@ func (f failing) Driver() driver.Driver                        { return nil }
 // pgChunk is how many rows one statement of a commit upserts.
 const pgChunk = 8192
 
-// upsertStatement is the name of the prepared upsert in the sink's session.
-const upsertStatement = "weir_upsert"
+// upsertStatement and mergeStatement are the names of the prepared
+// upserts in the sink's session: INSERT ... ON CONFLICT, and MERGE where
+// the server has it (pgMergeSQL).
+const (
+	upsertStatement = "weir_upsert"
+	mergeStatement  = "weir_merge"
+)
 
 // pgUpsertFill is the fillfactor of the upsert tables the sink creates.
 const pgUpsertFill = 50
@@ -185,6 +190,7 @@ type pgBackend struct {
 	lost     bool // the last error closed the connection
 
 	upsert, mark string
+	merge        string     // the MERGE of the rows, on PostgreSQL 15 and later
 	cols         []pgColumn // what the upsert's arrays hold
 	oids         []uint32   // the upsert's parameter types
 	params       [][]byte   // the upsert's arguments, reused
@@ -245,6 +251,10 @@ func (b *pgBackend) open(ctx context.Context) (err error) {
 		b.mark = markerSQL(pgDialect)
 	}
 	b.upsert, b.cols = pgUpsertSQL(sc), pgColumns(sc)
+	b.merge = ""
+	if sc.Mode != Discarding && pgMajor(b.conn.PgConn().ParameterStatus("server_version")) >= 15 {
+		b.merge = pgMergeSQL(sc)
+	}
 	b.oids, b.formats = make([]uint32, len(b.cols)), make([]int16, len(b.cols))
 	for i, c := range b.cols {
 		b.oids[i], b.formats[i] = arrayOID(c.typ), 1
@@ -323,7 +333,30 @@ func (b *pgBackend) existing(ctx context.Context, table string) (existing, error
 	return e, nil
 }
 
+// pgMajor is the major version in a server_version such as "15.18 (Debian
+// 15.18-0+deb12u1)", or 0.
+func pgMajor(version string) int {
+	n, _ := strconv.Atoi(version[:strings.IndexFunc(version+".", func(r rune) bool { return r < '0' || r > '9' })])
+	return n
+}
+
+// apply commits rows with marker m, through MERGE where the server has it:
+// a MERGE whose insert met a key another transaction inserted meanwhile
+// (unique_violation; INSERT ... ON CONFLICT waits for it and updates
+// instead) is rolled back, and the commit made again with the INSERT.
 func (b *pgBackend) apply(ctx context.Context, rows *rowSet, m marker) (done bool, err error) {
+	if b.merge == "" {
+		return b.applyWith(ctx, rows, m, upsertStatement)
+	}
+	done, err = b.applyWith(ctx, rows, m, mergeStatement)
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" {
+		b.s.log(fmt.Sprintf("checkpoint %d: another writer inserted a key of it meanwhile; committing it again with INSERT ... ON CONFLICT", m.checkpoint))
+		return b.applyWith(ctx, rows, m, upsertStatement)
+	}
+	return done, err
+}
+
+func (b *pgBackend) applyWith(ctx context.Context, rows *rowSet, m marker, stmt string) (done bool, err error) {
 	b.lost = false
 	defer b.afterError(&err)
 	if err := b.connect(ctx); err != nil {
@@ -332,6 +365,11 @@ func (b *pgBackend) apply(ctx context.Context, rows *rowSet, m marker) (done boo
 	if !b.prepared {
 		if _, err := b.conn.PgConn().Prepare(ctx, upsertStatement, b.upsert, b.oids); err != nil {
 			return false, err
+		}
+		if b.merge != "" {
+			if _, err := b.conn.PgConn().Prepare(ctx, mergeStatement, b.merge, b.oids); err != nil {
+				return false, err
+			}
 		}
 		b.prepared = true
 	}
@@ -358,12 +396,12 @@ func (b *pgBackend) apply(ctx context.Context, rows *rowSet, m marker) (done boo
 	// A chunk of rows a round trip, decoded when it is sent: what the
 	// connection buffers is one chunk, whatever the size of the commit.
 	for at := 0; at < rows.len(); at += pgChunk {
-		b.queueRows(batch, rows.rows(at, min(at+pgChunk, rows.len())))
+		b.queueRows(batch, rows.rows(at, min(at+pgChunk, rows.len())), stmt)
 		if at+pgChunk >= rows.len() {
 			batch.ExecParams("COMMIT", nil, nil, nil, nil)
 		}
 		if _, err := pc.ExecBatch(ctx, batch).ReadAll(); err != nil {
-			return false, b.rowsAlone(ctx, err, rows, m)
+			return false, b.rowsAlone(ctx, err, rows, m, stmt)
 		}
 		batch = &pgconn.Batch{}
 	}
@@ -382,8 +420,9 @@ func (b *pgBackend) queueMarker(batch *pgconn.Batch, m marker) {
 	}
 }
 
-// queueRows queues the upserts of rows, pgChunk rows a statement.
-func (b *pgBackend) queueRows(batch *pgconn.Batch, rows []prow) {
+// queueRows queues the upserts of rows, pgChunk rows a statement, with the
+// prepared statement stmt.
+func (b *pgBackend) queueRows(batch *pgconn.Batch, rows []prow, stmt string) {
 	for len(rows) > 0 {
 		n := min(len(rows), pgChunk)
 		b.buf = b.buf[:0]
@@ -396,7 +435,7 @@ func (b *pgBackend) queueRows(batch *pgconn.Batch, rows []prow) {
 		for i := range b.cols {
 			b.params[i] = b.buf[at[i]:at[i+1]]
 		}
-		batch.ExecPrepared(upsertStatement, b.params, b.formats, nil) // copies the parameters
+		batch.ExecPrepared(stmt, b.params, b.formats, nil) // copies the parameters
 		rows = rows[n:]
 	}
 	clear(b.params)
@@ -428,7 +467,7 @@ func rowFault(err error) bool {
 // one of them, one at a time, each in a savepoint of a new transaction: the
 // rows it refuses are left out (and said), the others committed with the
 // marker. Any other error is the commit's.
-func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows *rowSet, m marker) error {
+func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows *rowSet, m marker, stmt string) error {
 	if !rowFault(err) {
 		return err
 	}
@@ -452,7 +491,7 @@ func (b *pgBackend) rowsAlone(ctx context.Context, err error, rows *rowSet, m ma
 	for i := range rows.len() {
 		row := &pgconn.Batch{}
 		row.ExecParams("SAVEPOINT weir_row", nil, nil, nil, nil)
-		b.queueRows(row, rows.rows(i, i+1))
+		b.queueRows(row, rows.rows(i, i+1), stmt)
 		row.ExecParams("RELEASE SAVEPOINT weir_row", nil, nil, nil, nil)
 		switch err := exec(row); {
 		case err == nil:

@@ -167,12 +167,18 @@ func upsertTail(s *Schema, cs []column) string {
 		first = false
 		fmt.Fprintf(&b, "%s = excluded.%[1]s", quote(c.name))
 	}
-	// A reconciled row (a correction from a ledger) is replaced only by a
-	// new version of the definitions: never by a pane of the stream, however
-	// high its revision.
-	b.WriteString(` WHERE excluded."version" > cur."version" OR (excluded."version" = cur."version" AND cur."status" <> 'reconciled'` +
-		` AND (excluded."revision" > cur."revision" OR (excluded."status" = 'retracted' AND excluded."revision" = cur."revision")))`)
+	b.WriteString(" WHERE " + replaces("excluded"))
 	return b.String()
+}
+
+// replaces is the revision guard: the condition under which the row named
+// newer replaces the row cur of its key. A row is replaced by a higher
+// (version, revision), or by a tombstone of the same one; a reconciled row
+// (a correction from a ledger) only by a new version of the definitions:
+// never by a pane of the stream, however high its revision.
+func replaces(newer string) string {
+	return fmt.Sprintf(`%[1]s."version" > cur."version" OR (%[1]s."version" = cur."version" AND cur."status" <> 'reconciled'`+
+		` AND (%[1]s."revision" > cur."revision" OR (%[1]s."status" = 'retracted' AND %[1]s."revision" = cur."revision")))`, newer)
 }
 
 // keepMarkers is how many checkpoints back a sink's commit markers are

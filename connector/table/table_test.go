@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
@@ -776,4 +779,64 @@ func TestPostgresFillFactor(t *testing.T) {
 	d.sink(t, deltas, Options{})
 	expect(t, "reloptions", d.rows(t, "SELECT relname, coalesce(array_to_string(reloptions, ','), '') FROM pg_class WHERE relname IN ('alerts', 'deltas') ORDER BY relname"),
 		[]string{"alerts|fillfactor=50", "deltas|"})
+}
+
+// A MERGE whose insert meets a key another writer inserted while it looked
+// (and committed after) fails with a unique violation; the sink commits the
+// checkpoint again with INSERT ... ON CONFLICT, and the guard keeps the
+// higher revision.
+func TestPostgresMergeMeetsAnotherWritersInsert(t *testing.T) {
+	d := newPostgresDB(t)
+	var mu sync.Mutex
+	var log []string
+	o := checkpointed()
+	o.Log = func(s string) { mu.Lock(); log = append(log, s); mu.Unlock() }
+	k := d.sink(t, alerts, o)
+	commit(t, k, 1, pane("line-1", 1, "ON_TIME", 1))
+	ctx := context.Background()
+	other, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	for _, q := range []string{"BEGIN",
+		"CREATE TEMP TABLE x AS SELECT * FROM alerts WHERE line = 'line-1'",
+		"UPDATE x SET line = 'line-2', revision = 1, orders = 7",
+		"INSERT INTO alerts SELECT * FROM x"} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		if err := k.Write(ctx, []Row{pane("line-2", 2, "ON_TIME", 20)}); err != nil {
+			done <- err
+			return
+		}
+		pre, err := k.PreCommit(ctx, 2)
+		if err == nil {
+			err = k.Commit(ctx, 2, pre)
+		}
+		done <- err
+	}()
+	// The sink's insert waits for the other writer's transaction.
+	for {
+		if n := d.rows(t, "SELECT count(*) FROM pg_locks WHERE NOT granted"); n[0] != "0" {
+			break
+		}
+		runtime.Gosched()
+	}
+	if _, err := other.Exec(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("commit 2: %v", err)
+	}
+	expect(t, "rows", d.rows(t, "SELECT line, revision, orders FROM alerts ORDER BY line"), []string{"line-1|1|1", "line-2|2|20"})
+	expect(t, "markers", d.rows(t, "SELECT checkpoint FROM weir_commits ORDER BY checkpoint"), []string{"1", "2"})
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(log, "\n"), "checkpoint 2: another writer inserted a key of it meanwhile") {
+		t.Errorf("log: %q", log)
+	}
 }
