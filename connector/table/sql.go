@@ -154,21 +154,19 @@ func upsertTail(s *Schema, cs []column) string {
 		return ` ON CONFLICT ("delta_id") DO NOTHING`
 	}
 	pk := s.primaryKey()
-	var b strings.Builder
-	fmt.Fprintf(&b, " ON CONFLICT (%s) DO UPDATE SET ", quoteAll(pk))
-	first := true
+	return fmt.Sprintf(" ON CONFLICT (%s) DO UPDATE SET %s WHERE %s", quoteAll(pk), assignments(cs, pk, "excluded"), replaces("excluded"))
+}
+
+// assignments is the SET list of an update of a row by the row named
+// newer: every column of cs but the primary key's, from newer.
+func assignments(cs []column, pk []string, newer string) string {
+	var set []string
 	for _, c := range cs {
-		if slices.Contains(pk, c.name) {
-			continue
+		if !slices.Contains(pk, c.name) {
+			set = append(set, fmt.Sprintf("%s = %s.%[1]s", quote(c.name), newer))
 		}
-		if !first {
-			b.WriteString(", ")
-		}
-		first = false
-		fmt.Fprintf(&b, "%s = excluded.%[1]s", quote(c.name))
 	}
-	b.WriteString(" WHERE " + replaces("excluded"))
-	return b.String()
+	return strings.Join(set, ", ")
 }
 
 // replaces is the revision guard: the condition under which the row named
