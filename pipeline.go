@@ -118,13 +118,13 @@ func Log(w io.Writer) Option { return func(p *Pipeline) { p.cfg.Log = w } }
 // back there from the task's partition of the changelog, and publishes each
 // checkpoint to that partition in the transaction that commits the
 // pipeline's Kafka sinks, which write through t.Txn (kafka.Sink's Txn): one
-// transaction per checkpoint holds the output, the state and the input
-// position, whichever instance runs the task. A checkpoint that fails stops
-// the task (the group starts it again from its last committed one), and
-// the pipeline is Live; its source reads t.Partition of t.Topic alone
-// (kafka.Source's Topic and Partitions), and with kafka.Source's Commit set
-// to t.CommitOffsets each checkpoint's offsets become the group's, for
-// Kafka's lag tools. The pipeline logs to t.Log unless Log says otherwise.
+// transaction of the task's thread holds a checkpoint's output, state and
+// input position, whichever instance runs the task. A checkpoint that fails
+// stops the task (the group starts it again from its last committed one),
+// and the pipeline is Live; its source reads t.Partition of t.Topic alone
+// through t.Txn too (kafka.Source's Txn), and each checkpoint's offset
+// becomes the group's, for Kafka's lag tools. The pipeline logs to t.Log
+// unless Log says otherwise.
 func InGroup(t *group.Task, interval time.Duration) Option {
 	return func(p *Pipeline) {
 		Checkpoints(t.Dir, interval)(p)

@@ -3,10 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/gen"
+	"github.com/weirstream/weir/internal/brokerconns"
 )
 
 // The scale benchmark: a group job over many partitions, its instances
@@ -75,7 +73,7 @@ type instance struct {
 // broker holds, and the instances.
 type scale struct {
 	c       *kfake.Cluster
-	conns   *connCounter
+	conns   *brokerconns.Conns
 	dir     string
 	self    string
 	standby bool
@@ -93,16 +91,9 @@ func groupScale(standby bool) (int64, map[string]float64, string, error) {
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	cc := &connCounter{live: map[string]int{}}
+	cc := &brokerconns.Conns{}
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(ScalePartitions), "orders"), kfake.SeedTopics(1, "alerts"),
-		kfake.GroupMinSessionTimeout(time.Second),
-		kfake.ListenFn(func(network, addr string) (net.Listener, error) {
-			l, err := net.Listen(network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &countingListener{Listener: l, cc: cc}, nil
-		}))
+		kfake.GroupMinSessionTimeout(time.Second), kfake.ListenFn(cc.Listen))
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -134,7 +125,8 @@ func groupScale(standby bool) (int64, map[string]float64, string, error) {
 	wall := time.Since(t0).Seconds()
 	figs["one_events_per_sec"] = float64(ScaleKeys) / wall
 	figs["one_cpu_s"] = procCPU(one.cmd.Process.Pid)
-	figs["one_connections"] = float64(cc.count(one.id))
+	figs["one_connections"] = float64(cc.Connections(one.id + "-"))
+	figs["one_clients"] = float64(len(cc.Clients(one.id + "-")))
 	figs["one_rss_mib"] = float64(procRSS(one.cmd.Process.Pid)) / (1 << 20)
 	if err := s.stop(one); err != nil {
 		return 0, nil, "", err
@@ -157,15 +149,18 @@ func groupScale(standby bool) (int64, map[string]float64, string, error) {
 	figs["group_events_per_sec"] = float64(ScaleKeys) / wall
 	figs["group_vs_one"] = figs["group_events_per_sec"] / figs["one_events_per_sec"]
 	var cpu float64
-	var conns, rss []int
+	var conns, clients, rss []int
 	for _, in := range group {
 		cpu += procCPU(in.cmd.Process.Pid)
-		conns = append(conns, cc.count(in.id))
+		// Every client of the instance: its id with its role after it.
+		conns = append(conns, cc.Connections(in.id+"-"))
+		clients = append(clients, len(cc.Clients(in.id+"-")))
 		rss = append(rss, procRSS(in.cmd.Process.Pid))
 	}
 	figs["group_cpu_s"] = cpu
 	figs["max_connections"] = float64(slices.Max(conns))
 	figs["min_connections"] = float64(slices.Min(conns))
+	figs["max_clients"] = float64(slices.Max(clients))
 	figs["max_rss_mib"] = float64(slices.Max(rss)) / (1 << 20)
 	perInstance := float64(ScalePartitions) / float64(ScaleInstances)
 	figs["connections_per_task"] = float64(slices.Max(conns)) / perInstance
@@ -191,7 +186,7 @@ func groupScale(standby bool) (int64, map[string]float64, string, error) {
 	info := c.GroupInfo(s.groupName("group"))
 	var moved []int32
 	for _, m := range info.Members {
-		if m.ClientID == victim.id {
+		if m.ClientID == victim.id+"-group" {
 			moved = m.Assignment["orders"]
 		}
 	}
@@ -235,7 +230,7 @@ func groupScale(standby bool) (int64, map[string]float64, string, error) {
 		}
 		if info := c.GroupInfo(s.groupName("group")); info != nil && info.State == "Stable" {
 			for _, m := range info.Members {
-				if m.ClientID == joined.id {
+				if m.ClientID == joined.id+"-group" {
 					got = m.Assignment["orders"]
 				}
 			}
@@ -442,83 +437,4 @@ func procRSS(pid int) int {
 		}
 	}
 	return 0
-}
-
-// connCounter counts the broker's open connections by the client id of
-// their first request.
-type connCounter struct {
-	mu   sync.Mutex
-	live map[string]int
-}
-
-func (cc *connCounter) count(id string) int {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	return cc.live[id]
-}
-
-func (cc *connCounter) add(id string, n int) {
-	cc.mu.Lock()
-	cc.live[id] += n
-	cc.mu.Unlock()
-}
-
-type countingListener struct {
-	net.Listener
-	cc *connCounter
-}
-
-func (l *countingListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &countedConn{Conn: c, cc: l.cc}, nil
-}
-
-// countedConn reads the client id from the request header of the first
-// request (size, api key, version, correlation id, then the client id as
-// an int16-sized string, in every header version).
-type countedConn struct {
-	net.Conn
-	cc    *connCounter
-	known atomic.Bool // id is read; only Read sets it
-
-	mu     sync.Mutex // guards what follows, between Read and Close
-	head   []byte
-	id     string
-	counts bool // the connection is in cc
-	closed bool
-}
-
-func (c *countedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 && !c.known.Load() {
-		c.mu.Lock()
-		c.head = append(c.head, b[:n]...)
-		if len(c.head) >= 14 {
-			l := max(int(int16(binary.BigEndian.Uint16(c.head[12:14]))), 0)
-			if len(c.head) >= 14+l {
-				c.id = string(c.head[14 : 14+l])
-				c.head = nil
-				c.known.Store(true)
-				if !c.closed {
-					c.cc.add(c.id, 1)
-					c.counts = true
-				}
-			}
-		}
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
-func (c *countedConn) Close() error {
-	c.mu.Lock()
-	if !c.closed && c.counts {
-		c.cc.add(c.id, -1)
-	}
-	c.closed = true
-	c.mu.Unlock()
-	return c.Conn.Close()
 }

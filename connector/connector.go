@@ -260,20 +260,9 @@ type Sink[T any] interface {
 	Close() error
 }
 
-// Committer is a Source told of each checkpoint once it is durable and its
-// output committed: position is where the checkpoint resumes the source (a
-// Batch.Position it returned). A source that can publishes it where the
-// outside world looks: a Kafka source in a consumer group commits it as the
-// group's offsets, so that Kafka's tools show the job's lag. It is for
-// monitoring only (a restore reads the position from the checkpoint), so
-// Committed returns nothing: a source logs what fails. The engine calls it
-// from the goroutine that commits, concurrently with Read.
-type Committer interface {
-	Committed(ctx context.Context, position []byte)
-}
-
 // Holder is a Sink that holds what it writes in memory until its next
-// PreCommit (an exactly-once file or table): HeldBytes says how much, so that
+// PreCommit (an exactly-once file or table, a Kafka sink of a consumer
+// group's task): HeldBytes says how much, so that
 // the engine takes a checkpoint early when it passes the job's bound
 // (engine.Checkpointing.MaxHeld) instead of letting it grow with the
 // checkpoint interval. It is called from the goroutine that writes, after

@@ -46,6 +46,26 @@ type GroupStatus struct {
 	// (source.kafka.standby): their changelog read, for a takeover.
 	Standby        []int32     `json:"standby,omitempty"`
 	GroupWatermark *mtime.Time `json:"group_watermark,omitempty"`
+	// Threads are the instance's threads: the Kafka clients its tasks
+	// share.
+	Threads []ThreadStatus `json:"threads"`
+	// Unreachable says that the instance's membership cannot reach the
+	// brokers.
+	Unreachable bool `json:"unreachable,omitempty"`
+}
+
+// ThreadStatus is one thread of an instance: one Kafka client that reads
+// the input of its tasks and commits their checkpoints.
+type ThreadStatus struct {
+	TransactionalID string  `json:"transactional_id"`
+	Tasks           []int32 `json:"tasks"`
+	// Committed and Aborted count its transactions; LastErr is why the
+	// last one aborted.
+	Committed int64  `json:"transactions_committed"`
+	Aborted   int64  `json:"transactions_aborted"`
+	LastErr   string `json:"last_error,omitempty"`
+	// Unreachable: its client cannot reach the brokers.
+	Unreachable bool `json:"unreachable,omitempty"`
 }
 
 // GroupMember is one instance of a group job.
@@ -180,6 +200,14 @@ func (s *GroupServer) readyz(w http.ResponseWriter, r *http.Request) {
 	var why []string
 	if g.Member == "" {
 		why = append(why, "not a member of group "+g.Group+" yet")
+	}
+	if g.Unreachable {
+		why = append(why, "the group's member cannot reach the brokers")
+	}
+	for i, th := range g.Threads {
+		if th.Unreachable {
+			why = append(why, fmt.Sprintf("thread %d cannot reach the brokers", i))
+		}
 	}
 	now := time.Now()
 	for _, t := range g.Tasks {

@@ -472,7 +472,6 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 	c.last.ID, c.last.Kind, c.last.Path, c.last.At = b.ID, string(b.Kind), path, time.Now()
 	c.last.Duration, c.last.Bytes, c.last.Failures = time.Since(b.started), size, 0
 	c.mu.Unlock()
-	c.tellSources(b)
 	if b.Kind == checkpoint.Final {
 		// The end of the input is recorded only once its output is
 		// committed: a run that dies before that resumes from the final
@@ -498,25 +497,6 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 	}
 	if b.reply != nil {
 		b.reply <- savepointResult{path: path}
-	}
-}
-
-// tellSources tells the sources that publish their committed positions
-// (connector.Committer) the positions of b, now committed.
-func (c *coordinator) tellSources(b *CheckpointBarrier) {
-	for _, in := range c.e.inputs {
-		t, ok := in.feed.(interface {
-			Committed(ctx context.Context, pos []byte)
-		})
-		if !ok {
-			continue
-		}
-		for _, f := range b.files {
-			if f.Name == in.p.name && f.Data != nil {
-				t.Committed(c.e.sinkCtx, f.Data)
-				break
-			}
-		}
 	}
 }
 

@@ -230,14 +230,6 @@ type sourceBatch struct {
 
 func (f *sourceFeed) Open(ctx context.Context, pos []byte) error { return f.src.Open(ctx, pos) }
 
-// Committed passes a committed checkpoint's position on to a source that
-// publishes it (connector.Committer).
-func (f *sourceFeed) Committed(ctx context.Context, pos []byte) {
-	if c, ok := f.src.(connector.Committer); ok {
-		c.Committed(ctx, pos)
-	}
-}
-
 func (f *sourceFeed) Close() error { return f.src.Close() }
 
 func (f *sourceFeed) Read(ctx context.Context) (FeedBatch, error) {

@@ -19,17 +19,22 @@ package group
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
@@ -66,11 +71,16 @@ type Config struct {
 	Standby bool
 	// SessionTimeout is the group's session timeout (default 45s).
 	SessionTimeout time.Duration
-	// TransactionalID names the tasks' transactional producers: a task's
-	// are TransactionalID-GROUP-TOPIC-pN, the same on every instance, so
-	// that a new owner fences the old one.
+	// Threads is how many threads the instance's tasks share (default: as
+	// many as the Go scheduler has cores, GOMAXPROCS): each is one Kafka
+	// client (kafka.Thread) that reads the input of its tasks and commits
+	// their checkpoints, a transaction at a time.
+	Threads int
+	// TransactionalID names the threads' transactional producers:
+	// TransactionalID-GROUP-TOPIC-ID-tN, ID this instance's own.
 	TransactionalID string
-	// TransactionTimeout is the brokers' timeout of a task's transactions.
+	// TransactionTimeout is the brokers' timeout of a thread's
+	// transactions.
 	TransactionTimeout time.Duration
 	// Log takes the instance's log lines ("weir: ..."), each task's with
 	// its name after "weir: ".
@@ -115,9 +125,11 @@ type Task struct {
 	Dir      string
 	FS       checkpoint.FS
 	Restored bool
-	// Txn is the task's transactional producers: each of its Kafka sinks
-	// writes through it, so that one transaction per checkpoint holds the
-	// task's output, its state and its input position.
+	// Txn is the task's part of its thread's transactions: its Kafka
+	// source reads through it and its Kafka sinks write through it
+	// (kafka.Source's and kafka.Sink's Txn), so that one transaction holds
+	// a checkpoint's output, its state and its input position, whose
+	// offset becomes the group's committed offset, for Kafka's lag tools.
 	Txn *kafka.Txn
 	// Log takes the task's log lines, with its name after "weir: ".
 	Log io.Writer
@@ -126,12 +138,6 @@ type Task struct {
 	StopWait time.Duration
 	// Route checks that the task's events belong to its partition.
 	Route *Route
-	// CommitOffsets commits offsets of the task's input as the group's
-	// (kafka.Source.Commit: those of each committed checkpoint), so that
-	// Kafka's tools show the group's lag as they do any consumer group's.
-	// It is nil when the task reads the repartition topic: the group's
-	// offsets are those of the input, which the instances copy.
-	CommitOffsets func(ctx context.Context, offsets map[int32]int64) error
 	// GroupWatermark, with Config.ShareWatermarks, is given the task's
 	// watermark and whether its partition is idle, as often as the task
 	// likes (its source's reports), and returns the group's watermark
@@ -154,7 +160,17 @@ func (t *Task) Publish(ctx context.Context, m checkpoint.Manifest, files []check
 	if err != nil {
 		return err
 	}
-	return t.Txn.Publish(ctx, m.ID, recs)
+	// The input's offset, which the thread's transaction commits as the
+	// group's: in the checkpoint's position of the task's Kafka source.
+	offset := int64(-1)
+	for _, f := range files {
+		if strings.HasPrefix(f.Name, "source:") && f.Data != nil {
+			if off, ok := kafka.PositionOffset(f.Data, t.Partition); ok {
+				offset = off
+			}
+		}
+	}
+	return t.Txn.Publish(ctx, m.ID, recs, offset)
 }
 
 // RepartitionTopic is the topic a group with Repartition copies its input
@@ -199,6 +215,11 @@ type Instance struct {
 	parts []int32
 	wms   *shared // with ShareWatermarks
 	sb    *kafka.Standby
+	// threads are the instance's threads, and ids their transactional
+	// ids; hosted says how many tasks each hosts.
+	threads []*kafka.Thread
+	ids     []string
+	hosted  []int
 
 	ctx    context.Context
 	mu     sync.Mutex
@@ -210,6 +231,7 @@ type Instance struct {
 // task is one partition's run in this instance.
 type task struct {
 	p      int32
+	thread int // its thread's index
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -235,6 +257,9 @@ func New(c Config) (*Instance, error) {
 	if c.SessionTimeout <= 0 {
 		c.SessionTimeout = DefaultSessionTimeout
 	}
+	if c.Threads <= 0 {
+		c.Threads = runtime.GOMAXPROCS(0)
+	}
 	return &Instance{c: c, tasks: map[int32]*task{}, failed: make(chan error, 1)}, nil
 }
 
@@ -250,47 +275,23 @@ func (gr *Instance) logf(format string, args ...any) {
 // starting again cannot mend, or of the group itself.
 func (gr *Instance) Run(ctx context.Context) error {
 	c := gr.c
-	parts, err := kafka.Partitions(ctx, c.Conn, c.Conn.Topic)
-	if err != nil {
-		return err
-	}
-	if c.Repartition != nil {
-		// The tasks are the partitions of the topic the instances copy the
-		// input into: created with the input's count, it keeps it when
-		// partitions are added to the input.
-		if rp, err := kafka.Partitions(ctx, c.Conn, RepartitionTopic(c.Group)); err == nil {
-			parts = rp
-		}
-	} else if cp, err := kafka.Partitions(ctx, c.Conn, c.Changelog); err == nil && len(cp) < len(parts) {
-		return grownInput(c.Conn.Topic, "when the group started (its changelog "+c.Changelog+" has as many)", len(cp))
-	}
-	gr.mu.Lock()
-	gr.parts = parts
-	gr.mu.Unlock()
-	if err := kafka.EnsureChangelog(ctx, c.Conn, c.Changelog, int32(len(parts))); err != nil {
-		return err
-	}
 	// The tasks read the input, or the repartition topic the instances copy
 	// it into, keyed by the job's key.
 	conn := c.Conn
 	if c.Repartition != nil {
 		conn.Topic = RepartitionTopic(c.Group)
-		if err := kafka.EnsureTopic(ctx, conn, conn.Topic, int32(len(parts)), nil); err != nil {
-			return err
-		}
 	}
-	gr.mu.Lock()
-	gr.conn = conn
-	gr.mu.Unlock()
-	// The instance's own clients beside its tasks', each with goroutines
-	// that stop before it is closed.
+	// The instance's clients, each with goroutines that stop before it is
+	// closed: the member, whose generation fences the threads'
+	// transactions, and the threads, one client each, which the tasks
+	// share and through which the instance asks what it asks the brokers.
 	bctx, stopBackground := context.WithCancel(context.Background())
 	var background sync.WaitGroup
 	var closers []func()
 	defer func() {
 		stopBackground()
 		background.Wait()
-		for _, c := range closers {
+		for _, c := range slices.Backward(closers) {
 			c()
 		}
 	}()
@@ -301,30 +302,78 @@ func (gr *Instance) Run(ctx context.Context) error {
 			f(bctx)
 		}()
 	}
+	g := &kafka.Group{Config: conn, Group: c.Group, SessionTimeout: c.SessionTimeout}
+	g.Config.ClientID = clientID(c.Conn.ClientID, "group")
+	instance := instanceID()
+	for i := range c.Threads {
+		tc := c.Conn
+		tc.ClientID = clientID(c.Conn.ClientID, fmt.Sprintf("t%d", i))
+		th := &kafka.Thread{Config: tc, TransactionalID: fmt.Sprintf("%s-%s-%s-%s-t%d", c.TransactionalID, c.Group, conn.Topic, instance, i),
+			TransactionTimeout: c.TransactionTimeout, Group: g, Manual: []string{c.Changelog, WatermarksTopic(c.Group)}}
+		th.Log = func(s string) { gr.logf("%s", s) }
+		if err := th.Start(ctx); err != nil {
+			return err
+		}
+		closers = append(closers, th.Close)
+		gr.mu.Lock()
+		gr.threads, gr.ids, gr.hosted = append(gr.threads, th), append(gr.ids, th.TransactionalID), append(gr.hosted, 0)
+		gr.mu.Unlock()
+	}
+	adm := gr.threads[0].Admin()
+	parts, err := kafka.PartitionsWith(ctx, adm, c.Conn.Topic)
+	if err != nil {
+		return err
+	}
+	if c.Repartition != nil {
+		// The tasks are the partitions of the topic the instances copy the
+		// input into: created with the input's count, it keeps it when
+		// partitions are added to the input.
+		n, err := kafka.CreateTopicWith(ctx, adm, conn.Topic, int32(len(parts)), nil)
+		if err != nil {
+			return err
+		}
+		parts = make([]int32, n)
+		for i := range parts {
+			parts[i] = int32(i)
+		}
+	}
+	switch n, err := kafka.CreateChangelogWith(ctx, adm, c.Changelog, int32(len(parts))); {
+	case err != nil:
+		return err
+	case int(n) < len(parts) && c.Repartition == nil:
+		return grownInput(c.Conn.Topic, "when the group started (its changelog "+c.Changelog+" has as many)", int(n))
+	case int(n) != len(parts):
+		return connector.Permanent(fmt.Errorf("the changelog %s has %d partitions; the job needs %d, one a partition of %s (delete it, or name another)", c.Changelog, n, len(parts), conn.Topic))
+	}
+	gr.mu.Lock()
+	gr.parts = parts
+	gr.mu.Unlock()
+	gr.mu.Lock()
+	gr.conn = conn
+	gr.mu.Unlock()
 	if c.ShareWatermarks {
 		wc := c.Conn
 		wc.Topic = WatermarksTopic(c.Group)
-		w := &kafka.Watermarks{Config: wc}
-		if err := w.Open(ctx); err != nil {
+		wms := newShared(int32(len(parts)))
+		w := &kafka.Watermarks{Config: wc, Thread: gr.threads[0]}
+		if err := w.Open(ctx, wms.heard); err != nil {
 			return err
 		}
 		closers = append(closers, w.Close)
-		wms := newShared(int32(len(parts)))
+		for _, th := range gr.threads {
+			th.Extra = func(ps []int32) []*kgo.Record { return w.Records(wms.of(ps)) }
+		}
 		gr.mu.Lock()
 		gr.wms = wms
 		gr.mu.Unlock()
-		goBackground(func(ctx context.Context) { wms.exchange(ctx, w) })
 		gr.logf("group %s: a task whose partition is idle follows the group's watermark (the tasks share theirs in %s)", c.Group, wc.Topic)
 	}
 	if c.Standby {
-		sc := c.Conn
-		sc.Topic = c.Changelog
-		sb := &kafka.Standby{Config: sc}
+		sb := &kafka.Standby{Thread: gr.threads[len(gr.threads)-1], Topic: c.Changelog}
 		closers = append(closers, sb.Close)
 		gr.mu.Lock()
 		gr.sb = sb
 		gr.mu.Unlock()
-		goBackground(func(ctx context.Context) { sb.Poll(ctx) })
 		goBackground(func(ctx context.Context) { gr.keepStandbys(ctx, sb) })
 	}
 	if gr.tmp, err = vfs.MkdirScratch("", "weir-tasks-"); err != nil {
@@ -339,7 +388,9 @@ func (gr *Instance) Run(ctx context.Context) error {
 	}()
 	gr.ctx = run
 	if c.Repartition != nil {
-		rk := &kafka.Rekey{Config: c.Conn, Group: conn.Topic, To: conn.Topic, Start: c.Start,
+		rc := c.Conn
+		rc.ClientID = clientID(c.Conn.ClientID, "repartition")
+		rk := &kafka.Rekey{Config: rc, Group: conn.Topic, To: conn.Topic, Start: c.Start,
 			Key: c.Repartition, SessionTimeout: c.SessionTimeout}
 		rk.Log = func(s string) { gr.logf("%s", s) }
 		gr.mu.Lock()
@@ -359,21 +410,19 @@ func (gr *Instance) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	g := &kafka.Group{Config: conn, Group: c.Group, SessionTimeout: c.SessionTimeout,
-		Assigned: func(_ context.Context, ps []int32) {
-			gr.logf("group %s: assigned %s", c.Group, partList(conn.Topic, ps))
-			for _, p := range ps {
-				gr.start(p)
-			}
-		},
-		Revoked: func(_ context.Context, ps []int32) {
-			gr.logf("group %s: revoked %s: stopping them at a checkpoint", c.Group, partList(conn.Topic, ps))
-			gr.stop(ps)
-		},
-		Lost: func(_ context.Context, ps []int32) {
-			gr.logf("group %s: lost %s (the session expired): stopping them; another instance owns them", c.Group, partList(conn.Topic, ps))
-			gr.stop(ps)
-		},
+	g.Assigned = func(_ context.Context, ps []int32) {
+		gr.logf("group %s: assigned %s", c.Group, partList(conn.Topic, ps))
+		for _, p := range ps {
+			gr.start(p)
+		}
+	}
+	g.Revoked = func(_ context.Context, ps []int32) {
+		gr.logf("group %s: revoked %s: stopping them at a checkpoint", c.Group, partList(conn.Topic, ps))
+		gr.stop(ps)
+	}
+	g.Lost = func(_ context.Context, ps []int32) {
+		gr.logf("group %s: lost %s (the session expired): stopping them; another instance owns them", c.Group, partList(conn.Topic, ps))
+		gr.stop(ps)
 	}
 	g.Log = func(s string) { gr.logf("%s", s) }
 	gr.mu.Lock()
@@ -425,7 +474,15 @@ func (gr *Instance) start(p int32) {
 		return
 	}
 	ctx, cancel := context.WithCancel(gr.ctx)
-	t := &task{p: p, cancel: cancel, done: make(chan struct{}), state: "restoring"}
+	// The thread that hosts the fewest tasks hosts it.
+	th := 0
+	for i, n := range gr.hosted {
+		if n < gr.hosted[th] {
+			th = i
+		}
+	}
+	gr.hosted[th]++
+	t := &task{p: p, thread: th, cancel: cancel, done: make(chan struct{}), state: "restoring"}
 	gr.tasks[p] = t
 	gr.wg.Add(1)
 	go func() {
@@ -435,6 +492,9 @@ func (gr *Instance) start(p int32) {
 		if gr.wms != nil {
 			gr.wms.drop(p)
 		}
+		gr.mu.Lock()
+		gr.hosted[t.thread]--
+		gr.mu.Unlock()
 	}()
 }
 
@@ -547,12 +607,24 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	t.state, t.rn, t.console = "restoring", nil, nil
 	t.starts++
 	t.mu.Unlock()
-	txn := &kafka.Txn{Config: c.Conn, TransactionalID: fmt.Sprintf("%s-%s-%s-p%d", c.TransactionalID, c.Group, c.Conn.Topic, t.p),
-		TransactionTimeout: c.TransactionTimeout, Changelog: c.Changelog, Partition: t.p}
+	gr.mu.Lock()
+	th, ids, topic := gr.threads[t.thread], gr.ids, gr.conn.Topic
+	gr.mu.Unlock()
+	// A checkpoint of an earlier run of the task here that a thread's
+	// transaction holds is decided first.
+	for _, th := range gr.threads {
+		if err := th.Settle(ctx, topic, t.p); err != nil {
+			return err
+		}
+	}
+	txn := th.Txn(topic, t.p)
+	// Whatever ends the run, a checkpoint of it not in a transaction yet
+	// never will be.
 	defer txn.Close()
-	// Fence first: once the producers of the task started, the previous
-	// owner can commit nothing more, and its changelog is final.
-	if err := txn.Start(ctx); err != nil {
+	// What a previous owner left open is decided first (fenced, if it is
+	// a dead or partitioned instance's): then the changelog holds all it
+	// will of the previous owner.
+	if err := th.WaitStable(ctx, c.Changelog, t.p, func(id string) bool { return slices.Contains(ids, id) }); err != nil {
 		return err
 	}
 	// What this instance read as the task's standby, if it was: only what
@@ -563,7 +635,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 			warm = w
 		}
 	}
-	r, err := kafka.ReadChangelogFrom(ctx, c.Conn, c.Changelog, warm)
+	r, err := th.ReadChangelog(ctx, c.Changelog, warm)
 	if err != nil {
 		if !connector.Retryable(err) && ctx.Err() == nil {
 			return Fatal(err)
@@ -589,7 +661,6 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	}
 	cl := &kafka.Changelog{Topic: c.Changelog, Partition: t.p}
 	cl.Restored(r)
-	topic := gr.conn.Topic
 	tk := &Task{Partition: t.p, Partitions: int32(len(gr.parts)), Topic: topic, Dir: dir, FS: vfs.Scratch, Restored: r != nil, Txn: txn,
 		Log: &prefixLog{w: c.Log, prefix: fmt.Sprintf("%s/%d: ", topic, t.p)},
 		// A task's last checkpoint has the group's budget to commit; the
@@ -597,14 +668,6 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 		StopWait: gr.stopBudget() + 5*time.Second,
 		log:      cl}
 	tk.Route = newRoute(tk)
-	if c.Repartition == nil {
-		tk.CommitOffsets = func(ctx context.Context, offsets map[int32]int64) error {
-			gr.mu.Lock()
-			g := gr.g
-			gr.mu.Unlock()
-			return g.CommitOffsets(ctx, offsets)
-		}
-	}
 	if w := gr.wms; w != nil {
 		p := t.p
 		tk.GroupWatermark = func(own mtime.Time, idle bool) mtime.Time { return w.report(p, own, idle) }
@@ -678,6 +741,14 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 	if sb != nil {
 		s.Standby = sb.Kept()
 	}
+	gr.mu.Lock()
+	threads := slices.Clone(gr.threads)
+	gr.mu.Unlock()
+	for _, th := range threads {
+		ts := console.ThreadStatus{TransactionalID: th.TransactionalID, Tasks: []int32{}, Unreachable: th.Down()}
+		ts.Committed, ts.Aborted, ts.LastErr = th.Stats()
+		s.Threads = append(s.Threads, ts)
+	}
 	if rk != nil {
 		own, n := rk.Owned()
 		s.Repartition = &console.RepartitionStatus{From: c.Conn.Topic, To: conn.Topic, Owned: own, Copied: n}
@@ -690,6 +761,7 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 	}
 	if g != nil {
 		s.Member, s.Generation = g.Member()
+		s.Unreachable = g.Down()
 		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		ms, err := g.Members(mctx)
 		cancel()
@@ -723,6 +795,28 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 		}
 		s.Owned = append(s.Owned, t.p)
 		s.Tasks = append(s.Tasks, ts)
+		if t.thread < len(s.Threads) {
+			s.Threads[t.thread].Tasks = append(s.Threads[t.thread].Tasks, t.p)
+		}
 	}
 	return s
+}
+
+// instanceID names this instance among the group's in its threads'
+// transactional ids: random, so that no two instances share one.
+func instanceID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// clientID is the client id of one of the instance's clients: the one
+// configured (default weir-HOST-PID) with the client's role after it, as
+// Kafka Streams names its threads' clients, so that the brokers' view of
+// connections tells the clients apart.
+func clientID(configured, role string) string {
+	if configured == "" {
+		configured = kafka.DefaultClientID()
+	}
+	return configured + "-" + role
 }

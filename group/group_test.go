@@ -34,8 +34,7 @@ type order struct {
 func pipelineTask(brokers []string, start kafka.Start, decoded *atomic.Int64) func(context.Context, *group.Task) (group.Runner, error) {
 	return func(_ context.Context, t *group.Task) (group.Runner, error) {
 		p := weir.NewPipeline(weir.Name("orders"), weir.InGroup(t, 100*time.Millisecond))
-		src := &kafka.Source{Config: kafka.Config{Brokers: brokers, Topic: t.Topic}, Partitions: []int32{t.Partition}, Start: start,
-			Commit: t.CommitOffsets}
+		src := &kafka.Source{Config: kafka.Config{Brokers: brokers}, Txn: t.Txn, Start: start}
 		orders, _ := weir.Read(p, "orders", src, func(r connector.Record) (order, error) {
 			var o order
 			err := json.Unmarshal(r.Value, &o)

@@ -64,9 +64,7 @@ func (gr *Instance) keepStandbys(ctx context.Context, sb *kafka.Standby) {
 						parts = append(parts, p)
 					}
 				}
-				if err := sb.Keep(parts); err != nil && ctx.Err() == nil {
-					gr.logf("standby: %v", err)
-				}
+				sb.Keep(parts)
 			}
 		}
 		select {

@@ -1,9 +1,7 @@
 package group
 
 import (
-	"context"
 	"sync"
-	"time"
 
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/mtime"
@@ -12,10 +10,6 @@ import (
 // WatermarksTopic is the topic where the tasks of a group with
 // ShareWatermarks publish their watermarks: GROUP-watermarks.
 func WatermarksTopic(group string) string { return group + "-watermarks" }
-
-// publishEvery is how often an instance publishes the watermarks of its
-// tasks that changed: as often as a live job's source reports.
-const publishEvery = 200 * time.Millisecond
 
 // shared is the group's watermark as this instance knows it: the last
 // watermark each task published to the watermarks topic, and the latest of
@@ -28,8 +22,10 @@ const publishEvery = 200 * time.Millisecond
 // quiet partition of one job do. A task that has published nothing yet
 // (not started anywhere) does not hold it back, as a partition that has
 // had no event does not; one whose instance died holds it back at its last
-// watermark until another instance runs it. With no task active there is
-// no group watermark: an idle task keeps its own.
+// watermark until another instance runs it. With every task idle, it is
+// the highest of theirs, as a job's is the highest of its partitions' when
+// every one is idle: a quiet partition's windows close with a busy one's
+// watermark even when the busy one turned idle before the quiet one did.
 type shared struct {
 	mu     sync.Mutex
 	nparts int32
@@ -53,18 +49,22 @@ func (s *shared) report(p int32, own mtime.Time, idle bool) mtime.Time {
 }
 
 func (s *shared) floor() mtime.Time {
-	w, active := mtime.MaxTime, false
+	w, active, highest := mtime.MaxTime, false, mtime.MinTime
 	for p := range s.nparts {
 		pw, ok := s.local[p]
 		if !ok {
 			pw, ok = s.read[p]
 		}
-		if ok && !pw.Idle {
+		if !ok {
+			continue
+		}
+		highest = max(highest, pw.Watermark)
+		if !pw.Idle {
 			w, active = min(w, pw.Watermark), true
 		}
 	}
 	if !active {
-		return mtime.MinTime
+		return highest
 	}
 	return w
 }
@@ -92,45 +92,19 @@ func (s *shared) drop(p int32) {
 	s.mu.Unlock()
 }
 
-// changed returns this instance's tasks' watermarks that were not published
-// as they are now, and takes them as published.
-func (s *shared) changed() []kafka.PartitionWatermark {
+// of returns the watermarks of this instance's tasks of parts that were
+// not published as they are now, and takes them as published: a thread's
+// transaction that commits those tasks' checkpoints publishes them.
+func (s *shared) of(parts []int32) []kafka.PartitionWatermark {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ws []kafka.PartitionWatermark
-	for p, pw := range s.local {
-		if last, ok := s.sent[p]; !ok || last != pw {
+	for _, p := range parts {
+		pw, ok := s.local[p]
+		if last, sent := s.sent[p]; ok && (!sent || last != pw) {
 			s.sent[p] = pw
 			ws = append(ws, pw)
 		}
 	}
 	return ws
-}
-
-// exchange publishes this instance's tasks' watermarks and reads everyone's
-// until ctx is done.
-func (s *shared) exchange(ctx context.Context, w *kafka.Watermarks) {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			if err := w.Poll(ctx, s.heard); err != nil && ctx.Err() == nil {
-				return // the client is closed
-			}
-		}
-	}()
-	t := time.NewTicker(publishEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		case <-t.C:
-			if ws := s.changed(); len(ws) > 0 {
-				w.Publish(ctx, ws)
-			}
-		}
-	}
 }

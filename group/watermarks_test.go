@@ -2,14 +2,15 @@ package group
 
 import (
 	"context"
+	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/clitest"
-	"github.com/weirstream/weir/mtime"
 )
 
 // The group's watermark is the minimum over the tasks that are not idle;
@@ -18,8 +19,8 @@ import (
 // that published nothing, do not count.
 func TestSharedWatermarkIsTheMinimumOverActiveTasks(t *testing.T) {
 	s := newShared(4)
-	if got := s.report(0, 100, true); got != mtime.MinTime {
-		t.Fatalf("only an idle task: group watermark %d, want none", got)
+	if got := s.report(0, 100, true); got != 100 {
+		t.Fatalf("only an idle task: group watermark %d, want its own, 100", got)
 	}
 	s.heard(kafka.PartitionWatermark{Partition: 1, Watermark: 500})
 	s.heard(kafka.PartitionWatermark{Partition: 2, Watermark: 300})
@@ -35,13 +36,18 @@ func TestSharedWatermarkIsTheMinimumOverActiveTasks(t *testing.T) {
 	if got := s.report(2, 200, false); got != 200 {
 		t.Fatalf("group watermark %d, want 200", got)
 	}
-	ws := s.changed()
-	if len(ws) != 2 || len(s.changed()) != 0 {
-		t.Fatalf("changed %v, then %v; want partitions 0 and 2 once", ws, s.changed())
+	all := []int32{0, 1, 2, 3}
+	ws := s.of(all)
+	if len(ws) != 2 || len(s.of(all)) != 0 {
+		t.Fatalf("to publish %v, then %v; want partitions 0 and 2 once", ws, s.of(all))
 	}
 	s.report(2, 200, false)
-	if ws := s.changed(); len(ws) != 0 {
+	s.report(0, 150, true)
+	if ws := s.of([]int32{2}); len(ws) != 0 {
 		t.Fatalf("an unchanged watermark is published again: %v", ws)
+	}
+	if ws := s.of([]int32{2, 0}); len(ws) != 1 || ws[0].Watermark != 150 {
+		t.Fatalf("to publish %v; want partition 0's new watermark alone", ws)
 	}
 	s.drop(2)
 	if got := s.report(0, 100, true); got != 300 {
@@ -49,36 +55,52 @@ func TestSharedWatermarkIsTheMinimumOverActiveTasks(t *testing.T) {
 	}
 	s.heard(kafka.PartitionWatermark{Partition: 1, Watermark: 500, Idle: true})
 	s.heard(kafka.PartitionWatermark{Partition: 2, Watermark: 300, Idle: true})
-	if got := s.report(0, 100, true); got != mtime.MinTime {
-		t.Fatalf("every task idle: group watermark %d, want none", got)
+	if got := s.report(0, 100, true); got != 500 {
+		t.Fatalf("every task idle: group watermark %d, want the highest, 500 (partition 1's), as one job's", got)
 	}
 }
 
 // Two instances exchange their tasks' watermarks through the topic: each
-// learns of the other's task, and publishes only what changed.
+// thread publishes its tasks' in the transactions of their checkpoints,
+// only what changed, and each instance reads everyone's.
 func TestSharedWatermarksGoThroughTheTopic(t *testing.T) {
-	b := clitest.StartBroker(t)
+	b := clitest.StartBroker(t, "orders:2", "log:2")
 	conn := kafka.Config{Brokers: []string{b.Addr}, Topic: WatermarksTopic("g")}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+	ctx := context.Background()
 	var in [2]*shared
+	var txns [2]*kafka.Txn
 	for i := range in {
-		w := &kafka.Watermarks{Config: conn}
-		if err := w.Open(ctx); err != nil {
+		in[i] = newShared(2)
+		th := &kafka.Thread{Config: conn, TransactionalID: fmt.Sprintf("weir-test-%d", i), Group: &kafka.Group{Group: "g"},
+			Manual: []string{"log", conn.Topic}}
+		if err := th.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer th.Close()
+		w := &kafka.Watermarks{Config: conn, Thread: th}
+		if err := w.Open(ctx, in[i].heard); err != nil {
 			t.Fatal(err)
 		}
 		defer w.Close()
-		in[i] = newShared(2)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			in[i].exchange(ctx, w)
-		}()
+		th.Extra = func(ps []int32) []*kgo.Record { return w.Records(in[i].of(ps)) }
+		txns[i] = th.Txn("orders", int32(i))
+		defer txns[i].Close()
+	}
+	// checkpoint commits a checkpoint of the task of partition i.
+	var id [2]uint64
+	checkpoint := func(i int) {
+		t.Helper()
+		id[i]++
+		rec := &kgo.Record{Topic: "log", Partition: int32(i), Key: []byte("m"), Value: []byte("{}")}
+		if err := txns[i].Publish(ctx, id[i], []*kgo.Record{rec}, -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	in[0].report(0, 4000, false)
 	in[1].report(1, 9000, true)
+	checkpoint(0)
+	checkpoint(1)
+	checkpoint(1) // unchanged: not published again
 	deadline := time.Now().Add(time.Minute)
 	for in[1].report(1, 9000, true) != 4000 || in[0].report(0, 4000, false) != 4000 {
 		if time.Now().After(deadline) {
@@ -88,15 +110,13 @@ func TestSharedWatermarksGoThroughTheTopic(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	in[0].report(0, 6000, false)
+	checkpoint(0)
 	for in[1].group() != 6000 {
 		if time.Now().After(deadline) {
 			t.Fatalf("instance 1 sees %d; want 6000", in[1].group())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cancel()
-	wg.Wait()
-	// Each instance published its task's watermark only when it changed.
 	got := b.Committed(conn.Topic)
 	want := []string{`{"partition":0,"watermark_ms":4000,"idle":false}`, `{"partition":1,"watermark_ms":9000,"idle":true}`, `{"partition":0,"watermark_ms":6000,"idle":false}`}
 	slices.Sort(got)

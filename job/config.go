@@ -624,6 +624,9 @@ func (p *parser) source(root *node, j *Job) error {
 	return nil
 }
 
+// maxThreads is the most threads a group's instance runs.
+const maxThreads = 256
+
 // kafkaSource reads source.kafka.
 func (p *parser) kafkaSource(s *node, j *Job) error {
 	if s.get("file") != nil || s.get("follow") != nil {
@@ -665,8 +668,15 @@ func (p *parser) kafkaSource(s *node, j *Job) error {
 	} else {
 		ki.Standby = n
 	}
+	if n, ok, err := k.integer("threads"); err != nil {
+		return err
+	} else if ok && (n < 1 || n > maxThreads) {
+		return k.errf(k.get("threads"), "source.kafka.threads", "must be 1 to %d (how many Kafka clients this instance's tasks share), got %d", maxThreads, n)
+	} else {
+		ki.Threads = n
+	}
 	if ki.Group == "" {
-		for _, f := range []string{"changelog", "session_timeout", "repartition", "standby"} {
+		for _, f := range []string{"changelog", "session_timeout", "repartition", "standby", "threads"} {
 			if k.get(f) != nil {
 				return k.errf(k.get(f), "source.kafka."+f, "belongs to a job in a consumer group: set source.kafka.group too")
 			}

@@ -59,6 +59,7 @@ func NewGroup(j *Job, o Options) (*Group, error) {
 	// others'.
 	c.ShareWatermarks = j.Watermark.Kind == watermark.Bounded && j.Watermark.Idle > 0
 	c.Standby = k.Standby > 0
+	c.Threads = k.Threads
 	g, err := group.New(c)
 	if err != nil {
 		return nil, err

@@ -87,6 +87,9 @@ type KafkaInput struct {
 	// Standby is how many other instances keep each task's changelog read
 	// (0 or 1), so that a takeover reads only what came since.
 	Standby int
+	// Threads is how many threads (Kafka clients) an instance's tasks
+	// share (0: as many as cores).
+	Threads int
 	// SessionTimeout is how long the group waits for an instance that
 	// stopped answering before it moves its partitions.
 	SessionTimeout mtime.Time

@@ -666,8 +666,7 @@ func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine
 		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if o.task != nil {
-			ks.Partitions = []int32{o.task.Partition}
-			ks.Commit = o.task.CommitOffsets
+			ks.Txn = o.task.Txn
 		}
 		src = ks
 	case j.Input == "-":

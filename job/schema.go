@@ -95,6 +95,7 @@ var kafkaSourceShape = object("A Kafka topic: every partition is read (read_comm
 		field{"session_timeout", dur("How long a silent instance keeps its partitions (default 10s).")},
 		field{"repartition", boolean("Copy an input not keyed by the job's key into GROUP-repartition, keyed by it, first.")},
 		field{"standby", &shape{Kind: kInt, Max: 1, Doc: "Standby replicas: 1 keeps each task's changelog read by another instance, for a quick takeover (default 0)."}},
+		field{"threads", &shape{Kind: kInt, Min: 1, Max: maxThreads, Doc: "How many threads a group's instance runs, each one Kafka client that reads and commits for its tasks (default: as many as cores)."}},
 		field{"on_gap", enum("Records deleted before they were read: fail (default) or skip (counted as lost).", "fail", "skip")},
 	)...)
 

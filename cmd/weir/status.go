@@ -163,8 +163,19 @@ func groupText(g console.GroupStatus) string {
 			fmt.Fprintf(&b, "  (the group's coordinator did not say: %s)\n", g.MembersErr)
 		}
 	}
+	for i, th := range g.Threads {
+		tasks := partNames(g.Topic, th.Tasks)
+		if tasks == "" {
+			tasks = "no task"
+		}
+		down := ""
+		if th.Unreachable {
+			down = " (cannot reach the brokers)"
+		}
+		fmt.Fprintf(&b, "thread %d: %s; %d transactions committed, %d aborted%s\n", i, tasks, th.Committed, th.Aborted, down)
+	}
 	if g.Watermarks != "" {
-		w := "none (every task idle, or none heard of)"
+		w := "none (no task heard of)"
 		if g.GroupWatermark != nil {
 			w = showTime(*g.GroupWatermark)
 		}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -233,59 +232,67 @@ func (r *ChangelogReader) add(rec *kgo.Record) {
 	r.latest[string(rec.Key)] = rec.Value
 }
 
-// ReadChangelog reads a task's partition of the changelog up to its last
-// stable offset and returns the latest checkpoint in it (nil if none). Call
-// it once the task's producers have started (Txn.Start): no transaction of
-// an earlier owner is open then, and the last stable offset is the end.
-func ReadChangelog(ctx context.Context, c Config, topic string, part int32) (*Restored, error) {
-	return ReadChangelogFrom(ctx, c, topic, NewChangelogReader(part))
-}
-
-// ReadChangelogFrom is ReadChangelog reading on from where r got (a
-// standby's reader; r is used up).
-func ReadChangelogFrom(ctx context.Context, c Config, topic string, r *ChangelogReader) (*Restored, error) {
+// ReadChangelog reads a task's partition of the changelog (r.Partition of
+// topic) on from where r got (a standby's reader, or a new one), up to its
+// last stable offset, and returns the latest checkpoint in it (nil if
+// none); r is used up. Call it once no transaction of an earlier owner is
+// open there (WaitStable): then the last stable offset is the end.
+func (t *Thread) ReadChangelog(ctx context.Context, topic string, r *ChangelogReader) (*Restored, error) {
 	part := r.Partition
-	admin, err := c.client()
+	adm := t.Admin()
+	stable, _, err := stableEnd(ctx, adm, topic, part)
 	if err != nil {
 		return nil, err
 	}
-	defer admin.Close()
-	// Only this partition's end counts: another's leader may be away.
-	ends, err := kadm.NewClient(admin).ListCommittedOffsets(ctx, topic)
-	end, ok := ends.Lookup(topic, part)
-	switch {
-	case ok && end.Err != nil:
-		return nil, classify(end.Err)
-	case !ok && err != nil:
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
 		return nil, classify(err)
-	case !ok:
-		return nil, connector.Permanent(fmt.Errorf("the changelog %s has no partition %d", topic, part))
 	}
-	if r.next > end.Offset {
-		// Not what the partition holds now (the topic was made again):
-		// read it from its start.
+	start := int64(0)
+	if o, ok := starts.Lookup(topic, part); ok && o.Err == nil {
+		start = o.Offset
+	}
+	if r.next > stable || r.next < start {
+		// Not what the partition holds now (the topic was made again, or
+		// records were deleted that the reader did not read): read it
+		// from its start.
 		r = NewChangelogReader(part)
+		r.next = start
 	}
 	warm, warmBytes := r.records, r.bytes
-	if r.next < end.Offset {
-		cl, err := c.committedReader(topic, map[int32]kgo.Offset{part: kgo.NewOffset().At(r.next)}, 200*time.Millisecond)
-		if err != nil {
-			return nil, err
+	if r.next < stable {
+		done := make(chan error, 1)
+		end := func(err error) {
+			select {
+			case done <- err:
+			default:
+			}
 		}
-		defer cl.Close()
-		// Control records (the transactions' markers) come too, so that the
-		// read knows when it has reached the end.
-		for r.next < end.Offset {
-			fs := cl.PollFetches(ctx)
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		// Control records (the transactions' markers) come too, so that
+		// the read knows when it has reached the end.
+		rd := t.read(topic, part, r.next, func(recs []*kgo.Record, _ int64, err error) bool {
+			if err != nil {
+				end(err)
+				return false
 			}
-			var ferr error
-			fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-			if ferr != nil {
-				return nil, classify(ferr)
+			for _, rec := range recs {
+				if rec.Offset < stable {
+					r.add(rec)
+				}
 			}
-			fs.EachRecord(r.add)
+			if r.next >= stable {
+				end(nil)
+			}
+			return false
+		})
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		t.unread(rd)
+		if err != nil {
+			return nil, classify(err)
 		}
 	}
 	res, err := r.restored(topic)
@@ -330,8 +337,25 @@ func (r *ChangelogReader) restored(topic string) (*Restored, error) {
 // partitions, unless it exists; if it exists with another number of
 // partitions the job cannot use it.
 func EnsureChangelog(ctx context.Context, c Config, topic string, partitions int32) error {
-	compact := "compact"
-	return EnsureTopic(ctx, c, topic, partitions, map[string]*string{"cleanup.policy": &compact})
+	cl, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	return EnsureTopic(ctx, c, topic, partitions, compacted())
+}
+
+// compacted is the configuration of a compacted topic.
+func compacted() map[string]*string {
+	policy := "compact"
+	return map[string]*string{"cleanup.policy": &policy}
+}
+
+// CreateChangelogWith creates the changelog topic, compacted, with
+// partitions partitions unless it exists, through a client the caller has,
+// and returns how many partitions it has.
+func CreateChangelogWith(ctx context.Context, adm *kadm.Client, topic string, partitions int32) (int32, error) {
+	return CreateTopicWith(ctx, adm, topic, partitions, compacted())
 }
 
 // Partitions lists the partitions of a topic, in order.
@@ -341,7 +365,12 @@ func Partitions(ctx context.Context, c Config, topic string) ([]int32, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	return topicPartitions(ctx, kadm.NewClient(cl), topic)
+	return PartitionsWith(ctx, kadm.NewClient(cl), topic)
+}
+
+// PartitionsWith is Partitions through a client the caller has.
+func PartitionsWith(ctx context.Context, adm *kadm.Client, topic string) ([]int32, error) {
+	return topicPartitions(ctx, adm, topic)
 }
 
 // topicPartitions lists the partitions of a topic that exists, in order.

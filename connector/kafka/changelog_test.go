@@ -3,8 +3,10 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,12 +27,8 @@ import (
 func TestChangelogChunks(t *testing.T) {
 	c := cluster(t, kfake.SeedTopics(2, "log"))
 	ctx := context.Background()
-	conf := Config{Brokers: c.ListenAddrs(), Topic: "log"}
-	txn := &Txn{Config: conf, TransactionalID: "weir-test-task", Changelog: "log", Partition: 1}
-	if err := txn.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	th := startThread(t, c, "weir-test-t0")
+	txn := th.Txn("orders", 1)
 	m := txn.join()
 	l := &Changelog{Topic: "log", Partition: 1}
 	r := rand.New(rand.NewPCG(1, 2))
@@ -38,14 +36,17 @@ func TestChangelogChunks(t *testing.T) {
 	for i := range state {
 		state[i] = byte(r.IntN(256))
 	}
-	// write publishes a checkpoint of state and commits it (or aborts).
-	write := func(id uint64, commit bool) {
+	// write publishes a checkpoint of state and commits it.
+	write := func(id uint64) {
 		t.Helper()
-		writeCheckpoint(t, txn, m, l, id, commit, checkpoint.Input{Name: "window.0", Data: bytes.Clone(state)}, checkpoint.Input{Name: "clock", Data: []byte{byte(id)}})
+		writeCheckpoint(t, txn, m, l, id, checkpoint.Input{Name: "window.0", Data: bytes.Clone(state)}, checkpoint.Input{Name: "clock", Data: []byte{byte(id)}})
 	}
 	read := func(wantID uint64) *Restored {
 		t.Helper()
-		got, err := ReadChangelog(ctx, conf, "log", 1)
+		if err := th.WaitStable(ctx, "log", 1, func(string) bool { return false }); err != nil {
+			t.Fatal(err)
+		}
+		got, err := th.ReadChangelog(ctx, "log", NewChangelogReader(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestChangelogChunks(t *testing.T) {
 		}
 		return got
 	}
-	write(1, true)
+	write(1)
 	read(1)
 	if l.Written.Load() != int64(len(state))+1 || l.Reused.Load() != 0 {
 		t.Fatalf("the first checkpoint wrote %d bytes and reused %d; want all %d", l.Written.Load(), l.Reused.Load(), len(state)+1)
@@ -62,29 +63,31 @@ func TestChangelogChunks(t *testing.T) {
 	// One byte in the middle changes: the chunks around it are written.
 	state[len(state)/2] ^= 0xff
 	written := l.Written.Load()
-	write(2, true)
+	write(2)
 	read(2)
 	if w := l.Written.Load() - written; w > 2*MaxChunk || w == 0 {
 		t.Fatalf("a one-byte change wrote %d bytes", w)
 	}
-	// A checkpoint that aborts: it is not read back, and the next one
-	// writes again what it needs of the aborted one's chunks.
+	// A checkpoint left open by an owner that died: the next owner fences
+	// it (WaitStable) and reads the one before; it writes again what it
+	// needs of the aborted one's chunks.
 	at2 := bytes.Clone(state)
 	copy(state[1000:], bytes.Repeat([]byte{7}, 100_000))
-	write(3, false)
-	txn2 := &Txn{Config: conf, TransactionalID: "weir-test-task", Changelog: "log", Partition: 1}
-	if err := txn2.Start(ctx); err != nil { // fences txn, aborting checkpoint 3
+	recs, err := l.Records(checkpoint.Manifest{ID: 3, Kind: checkpoint.Periodic, Job: "t"}, []checkpoint.Input{{Name: "window.0", Data: bytes.Clone(state)}, {Name: "clock", Data: []byte{3}}}, txn.Committed())
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer txn2.Close()
+	leaveOpen(t, c, "weir-test-dead", recs)
 	at3 := state
 	state = at2
 	got := read(2)
 	// The next owner goes on from what it read.
-	txn, m, l = txn2, txn2.join(), &Changelog{Topic: "log", Partition: 1}
+	txn.Close()
+	txn = th.Txn("orders", 1)
+	m, l = txn.join(), &Changelog{Topic: "log", Partition: 1}
 	l.Restored(got)
 	state = at3
-	write(4, true)
+	write(4)
 	read(4)
 	if l.Reused.Load() == 0 || l.Written.Load() > 300_000 {
 		t.Fatalf("the next owner wrote %d bytes and reused %d; want only the chunks around the change", l.Written.Load(), l.Reused.Load())
@@ -110,7 +113,7 @@ func TestChangelogChunks(t *testing.T) {
 		t.Fatalf("checkpoint 6 writes %d chunks; checkpoint 5, not committed, wrote %d: want the same", len(k6), len(k5))
 	}
 	// Tombstones: the chunks of checkpoint 2 that 4 does not have.
-	recs, _ := l.Records(checkpoint.Manifest{ID: 7}, []checkpoint.Input{{Name: "clock", Data: []byte{5}}}, 4)
+	recs, _ = l.Records(checkpoint.Manifest{ID: 7}, []checkpoint.Input{{Name: "clock", Data: []byte{5}}}, 4)
 	tombs := 0
 	for _, rec := range recs {
 		if rec.Value == nil {
@@ -128,7 +131,7 @@ func TestChangelogChunks(t *testing.T) {
 func TestTxnRefusesUnpublished(t *testing.T) {
 	c := cluster(t, kfake.SeedTopics(1, "log"), kfake.SeedTopics(1, "alerts"))
 	ctx := context.Background()
-	txn := &Txn{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, TransactionalID: "weir-test-unpublished", Changelog: "log"}
+	txn := startThread(t, c, "weir-test-unpublished").Txn("orders", 0)
 	s := &Sink[string]{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, Txn: txn,
 		Encode: func(v string) ([]byte, []byte) { return nil, []byte(v) }}
 	if err := s.Open(ctx, connector.Resume{}); err != nil {
@@ -186,27 +189,54 @@ func BenchmarkChangelogRecords(b *testing.B) {
 	b.ReportMetric(float64(written)/float64(b.N)/(1<<10), "KiB-written/op")
 }
 
-// writeCheckpoint publishes checkpoint id of files through the task's
-// transactions and its changelog l, and commits it, or leaves it open
-// (commit false: the task dies, and the next owner's Start aborts it).
-func writeCheckpoint(t *testing.T, txn *Txn, m *member, l *Changelog, id uint64, commit bool, files ...checkpoint.Input) {
+// startThread starts a thread with the transactional id id, in a group
+// it has not joined: its transactions commit no offsets (a checkpoint with
+// none), or have them refused.
+func startThread(t *testing.T, c *kfake.Cluster, id string) *Thread {
+	t.Helper()
+	th := &Thread{Config: Config{Brokers: c.ListenAddrs()}, TransactionalID: id, Group: &Group{Group: "g", SessionTimeout: time.Second},
+		Manual: []string{"log"}}
+	if err := th.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(th.Close)
+	return th
+}
+
+// leaveOpen writes recs in a transaction of the transactional id id and
+// leaves it open, as an owner that died would.
+func leaveOpen(t *testing.T, c *kfake.Cluster, id string, recs []*kgo.Record) {
 	t.Helper()
 	ctx := context.Background()
-	pre, err := txn.preCommit(ctx, m, id)
-	if err != nil {
+	cl := client(t, c, kgo.TransactionalID(id), kgo.RecordPartitioner(manualPartitioner{"log"}))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		r.Partition = 1
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// writeCheckpoint publishes checkpoint id of files through the task's
+// transactions and its changelog l, with no input offset, and commits it.
+func writeCheckpoint(t *testing.T, txn *Txn, m *member, l *Changelog, id uint64, files ...checkpoint.Input) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := txn.preCommit(m, id); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := l.Records(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}, files, txn.Committed())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := txn.Publish(ctx, id, recs); err != nil {
+	if err := txn.Publish(ctx, id, recs, -1); err != nil {
 		t.Fatal(err)
 	}
-	if commit {
-		if err := txn.commit(ctx, id, pre); err != nil {
-			t.Fatal(err)
-		}
+	if err := txn.commit(ctx, id); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -217,46 +247,49 @@ func writeCheckpoint(t *testing.T, txn *Txn, m *member, l *Changelog, id uint64,
 func TestStandbyReadsOn(t *testing.T) {
 	c := cluster(t, kfake.SeedTopics(2, "log"))
 	ctx := context.Background()
-	conf := Config{Brokers: c.ListenAddrs(), Topic: "log"}
-	start := func() (*Txn, *member) {
-		txn := &Txn{Config: conf, TransactionalID: "weir-test-task", Changelog: "log", Partition: 1}
-		if err := txn.Start(ctx); err != nil { // aborts what the one before left open
-			t.Fatal(err)
-		}
-		t.Cleanup(txn.Close)
-		return txn, txn.join()
-	}
-	txn, m := start()
+	th := startThread(t, c, "weir-test-t0")
+	txn := th.Txn("orders", 1)
+	m := txn.join()
 	l := &Changelog{Topic: "log", Partition: 1}
 	r := rand.New(rand.NewPCG(3, 4))
 	state := make([]byte, 2<<20)
 	for i := range state {
 		state[i] = byte(r.IntN(256))
 	}
-	write := func(id uint64, commit bool) {
-		t.Helper()
+	change := func(id uint64) {
 		copy(state[r.IntN(len(state)-100_000):], bytes.Repeat([]byte{byte(id)}, 100_000))
-		writeCheckpoint(t, txn, m, l, id, commit, checkpoint.Input{Name: "window.0", Data: bytes.Clone(state)})
 	}
-	write(1, true)
-	write(2, true)
-	write(3, false)
-	txn, m = start()
-	got, err := ReadChangelog(ctx, conf, "log", 1)
+	write := func(id uint64) {
+		t.Helper()
+		change(id)
+		writeCheckpoint(t, txn, m, l, id, checkpoint.Input{Name: "window.0", Data: bytes.Clone(state)})
+	}
+	write(1)
+	write(2)
+	// Checkpoint 3 is left open by an owner that died, and fenced.
+	change(3)
+	recs, err := l.Records(checkpoint.Manifest{ID: 3, Kind: checkpoint.Periodic, Job: "t"}, []checkpoint.Input{{Name: "window.0", Data: bytes.Clone(state)}}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaveOpen(t, c, "weir-test-dead", recs)
+	if err := th.WaitStable(ctx, "log", 1, func(string) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := th.ReadChangelog(ctx, "log", NewChangelogReader(1))
 	if err != nil || got == nil || got.Manifest.ID != 2 {
 		t.Fatalf("read back %+v, %v; want checkpoint 2", got, err)
 	}
-	l = &Changelog{Topic: "log", Partition: 1}
+	txn.Close()
+	txn = th.Txn("orders", 1)
+	m, l = txn.join(), &Changelog{Topic: "log", Partition: 1}
 	l.Restored(got)
 
-	sb := &Standby{Config: conf}
+	// The standby reads through a thread of another instance.
+	other := startThread(t, c, "weir-test-other")
+	sb := &Standby{Thread: other, Topic: "log"}
 	defer sb.Close()
-	if err := sb.Keep([]int32{1}); err != nil {
-		t.Fatal(err)
-	}
-	pctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- sb.Poll(pctx) }()
+	sb.Keep([]int32{1})
 	// What the standby must read: up to the partition's last stable offset.
 	adm := kadm.NewClient(client(t, c))
 	ends, err := adm.ListCommittedOffsets(ctx, "log")
@@ -264,32 +297,30 @@ func TestStandbyReadsOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	end, _ := ends.Lookup("log", 1)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		sb.mu.Lock()
-		next := sb.readers[1].Next()
-		sb.mu.Unlock()
-		if next >= end.Offset {
-			break
-		}
+	next := func() int64 {
+		other.mu.Lock()
+		defer other.mu.Unlock()
+		return sb.readers[1].r.Next()
+	}
+	for deadline := time.Now().Add(time.Minute); next() < end.Offset; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the standby read to %d; the partition ends at %d", next, end.Offset)
+			t.Fatalf("the standby read to %d; the partition ends at %d", next(), end.Offset)
 		}
 	}
-	// The standby instance stops reading (its poll is slow, say); two more
+	// The standby's reading pauses (its instance is slow, say); two more
 	// checkpoints come.
-	stop()
-	<-done
-	write(4, true)
-	write(5, true)
+	other.pause(sb.readers[1].rd, true)
+	write(4)
+	write(5)
 	warm := sb.Take(1)
 	if warm == nil || len(sb.Kept()) != 0 {
 		t.Fatalf("took %v; kept %v", warm, sb.Kept())
 	}
-	on, err := ReadChangelogFrom(ctx, conf, "log", warm)
+	on, err := other.ReadChangelog(ctx, "log", warm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole, err := ReadChangelog(ctx, conf, "log", 1)
+	whole, err := other.ReadChangelog(ctx, "log", NewChangelogReader(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,5 +330,102 @@ func TestStandbyReadsOn(t *testing.T) {
 	}
 	if on.Warm == 0 || on.Records == 0 || on.Records+on.Warm != whole.Records || on.Records >= whole.Records/2 {
 		t.Errorf("read on %d records after %d warm; read whole %d: want the whole's in two parts, most of them warm", on.Records, on.Warm, whole.Records)
+	}
+}
+
+// A thread's transaction commits its tasks' input offsets as the group's,
+// with the member's generation (KIP-447): once the member is no longer in
+// the group, the coordinator refuses them, the transaction aborts, and
+// nothing of it is visible: the output, the changelog and the offsets stay
+// those of the last checkpoint committed.
+func TestThreadFencedByTheGroup(t *testing.T) {
+	c := cluster(t, kfake.SeedTopics(2, "orders"), kfake.SeedTopics(2, "log"), kfake.SeedTopics(1, "alerts"))
+	ctx := context.Background()
+	assigned := make(chan []int32, 4)
+	g := &Group{Config: Config{Brokers: c.ListenAddrs(), Topic: "orders"}, Group: "g", SessionTimeout: 6 * time.Second,
+		Assigned: func(_ context.Context, ps []int32) { assigned <- ps }}
+	if err := g.Join(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	select {
+	case ps := <-assigned:
+		if len(ps) != 2 {
+			t.Fatalf("assigned %v", ps)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no assignment")
+	}
+	th := &Thread{Config: Config{Brokers: c.ListenAddrs()}, TransactionalID: "weir-test-t0", Group: g, Manual: []string{"log"}}
+	if err := th.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer th.Close()
+	txn := th.Txn("orders", 0)
+	s := &Sink[string]{Config: Config{Brokers: c.ListenAddrs(), Topic: "alerts"}, Txn: txn,
+		Encode: func(v string) ([]byte, []byte) { return nil, []byte(v) }}
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l := &Changelog{Topic: "log", Partition: 0}
+	checkpointed := func(id uint64, value string, offset int64) error {
+		t.Helper()
+		if err := s.Write(ctx, []string{value}); err != nil {
+			t.Fatal(err)
+		}
+		if s.HeldBytes() == 0 {
+			t.Fatal("the sink holds nothing of what it wrote")
+		}
+		pre, err := s.PreCommit(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs, err := l.Records(checkpoint.Manifest{ID: id, Kind: checkpoint.Periodic, Job: "t"}, []checkpoint.Input{{Name: "clock", Data: []byte{byte(id)}}}, txn.Committed())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Publish(ctx, id, recs, offset); err != nil {
+			t.Fatal(err)
+		}
+		return s.Commit(ctx, id, pre)
+	}
+	offsets := func() string {
+		t.Helper()
+		os, err := kadm.NewClient(client(t, c)).FetchOffsets(ctx, "g")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := os.Lookup("orders", 0)
+		return fmt.Sprint(o.At)
+	}
+	if err := checkpointed(1, "a", 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := committed(t, c, "alerts"); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("alerts %q; want a", got)
+	}
+	if got := offsets(); got != "7" {
+		t.Fatalf("the group's offset of orders/0 is %s; want 7", got)
+	}
+	// The member leaves (a zombie would have been removed): the thread's
+	// next transaction is refused.
+	g.Close()
+	err := checkpointed(2, "b", 9)
+	if err == nil || !strings.Contains(err.Error(), "committing the group's offsets in the transaction") {
+		t.Fatalf("a checkpoint of a member no longer in the group: %v", err)
+	}
+	if got := committed(t, c, "alerts"); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("alerts %q; want a alone", got)
+	}
+	if got := offsets(); got != "7" {
+		t.Errorf("the group's offset of orders/0 is %s; want 7", got)
+	}
+	got, err := th.ReadChangelog(ctx, "log", NewChangelogReader(0))
+	if err != nil || got == nil || got.Manifest.ID != 1 {
+		t.Errorf("the changelog holds %+v, %v; want checkpoint 1", got, err)
+	}
+	if _, aborted, why := th.Stats(); aborted != 1 || why == "" {
+		t.Errorf("the thread counts %d aborted transactions (%q); want 1", aborted, why)
 	}
 }

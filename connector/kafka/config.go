@@ -146,8 +146,7 @@ func (c *Config) opts() ([]kgo.Opt, error) {
 	}
 	id := c.ClientID
 	if id == "" {
-		host, _ := os.Hostname()
-		id = fmt.Sprintf("weir-%s-%d", host, os.Getpid())
+		id = DefaultClientID()
 	}
 	if c.hook == nil {
 		c.hook = &connHook{c: c}
@@ -195,6 +194,13 @@ func (c *Config) opts() ([]kgo.Opt, error) {
 		o = append(o, kgo.SASL(m))
 	}
 	return o, nil
+}
+
+// DefaultClientID is a client's id when its Config gives none:
+// weir-HOST-PID, naming the process.
+func DefaultClientID() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("weir-%s-%d", host, os.Getpid())
 }
 
 // client is a plain client of c, for metadata and admin requests; the

@@ -7,12 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Group is an instance's membership of a consumer group on a topic: the
@@ -39,9 +38,10 @@ type Group struct {
 	// already.
 	Lost func(ctx context.Context, parts []int32)
 
-	cl  *kgo.Client
-	mu  sync.Mutex
-	own []int32
+	cl   *kgo.Client
+	mu   sync.Mutex
+	own  []int32
+	lost atomic.Uint64
 }
 
 // Join joins the group; the callbacks start coming from another goroutine.
@@ -82,7 +82,10 @@ func (g *Group) Join() error {
 		kgo.RebalanceTimeout(max(session, time.Minute)),
 		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { each(g.Assigned, m, true)(ctx) }),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { each(g.Revoked, m, false)(ctx) }),
-		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { each(g.Lost, m, false)(ctx) }),
+		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) {
+			g.lost.Add(1)
+			each(g.Lost, m, false)(ctx)
+		}),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -126,12 +129,11 @@ type Member struct {
 // Members describes every member of the group and the partitions of the
 // topic assigned to each, in the order of their ids.
 func (g *Group) Members(ctx context.Context) ([]Member, error) {
-	cl, err := g.client()
-	if err != nil {
-		return nil, err
+	adm := g.Admin()
+	if adm == nil {
+		return nil, errors.New("not in the group")
 	}
-	defer cl.Close()
-	groups, err := kadm.NewClient(cl).DescribeGroups(ctx, g.Group)
+	groups, err := adm.DescribeGroups(ctx, g.Group)
 	if err != nil {
 		return nil, classify(err)
 	}
@@ -177,36 +179,28 @@ func (g *Group) Member() (string, int32) {
 	return cl.GroupMetadata()
 }
 
-// CommitOffsets commits offsets (the next offset to read, per partition of
-// the topic) as the group's, with this member's generation: what Kafka's
-// tools read to show a group's lag. It is for monitoring only: the group's
-// tasks resume from their changelog, never from these.
-func (g *Group) CommitOffsets(ctx context.Context, offsets map[int32]int64) error {
+// lostCount is how many times the member lost its partitions without a
+// rebalance (its session expired): a thread's transaction begun before
+// may hold a task of a partition that another member owns now.
+func (g *Group) lostCount() uint64 { return g.lost.Load() }
+
+// session is the group's session timeout.
+func (g *Group) session() time.Duration {
+	if g.SessionTimeout <= 0 {
+		return 10 * time.Second
+	}
+	return g.SessionTimeout
+}
+
+// Admin is the member's client, for metadata and admin requests (nil
+// before Join).
+func (g *Group) Admin() *kadm.Client {
 	g.mu.Lock()
-	cl := g.cl
-	g.mu.Unlock()
-	if cl == nil {
-		return errors.New("not in the group")
+	defer g.mu.Unlock()
+	if g.cl == nil {
+		return nil
 	}
-	m := map[int32]kgo.EpochOffset{}
-	for p, off := range offsets {
-		m[p] = kgo.EpochOffset{Epoch: -1, Offset: off}
-	}
-	var err error
-	cl.CommitOffsetsSync(ctx, map[string]map[int32]kgo.EpochOffset{g.Topic: m}, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, cerr error) {
-		if cerr != nil {
-			err = cerr
-			return
-		}
-		for _, t := range resp.Topics {
-			for _, p := range t.Partitions {
-				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && err == nil {
-					err = fmt.Errorf("partition %d: %w", p.Partition, e)
-				}
-			}
-		}
-	})
-	return err
+	return kadm.NewClient(g.cl)
 }
 
 // Close leaves the group (after Revoked for what this instance still

@@ -198,17 +198,27 @@ func EnsureTopic(ctx context.Context, c Config, topic string, partitions int32, 
 		return err
 	}
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	_, err = adm.CreateTopic(ctx, partitions, -1, configs, topic)
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return classify(err)
-	}
-	parts, err := topicPartitions(ctx, adm, topic)
+	n, err := CreateTopicWith(ctx, kadm.NewClient(cl), topic, partitions, configs)
 	if err != nil {
 		return err
 	}
-	if n := int32(len(parts)); n != partitions {
+	if n != partitions {
 		return connector.Permanent(fmt.Errorf("the topic %s has %d partitions; the job needs %d (delete it, or name another)", topic, n, partitions))
 	}
 	return nil
+}
+
+// CreateTopicWith creates a topic with partitions partitions unless it
+// exists, through a client the caller has, and returns how many
+// partitions it has.
+func CreateTopicWith(ctx context.Context, adm *kadm.Client, topic string, partitions int32, configs map[string]*string) (int32, error) {
+	_, err := adm.CreateTopic(ctx, partitions, -1, configs, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return 0, classify(err)
+	}
+	parts, err := topicPartitions(ctx, adm, topic)
+	if err != nil {
+		return 0, err
+	}
+	return int32(len(parts)), nil
 }

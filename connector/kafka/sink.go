@@ -66,8 +66,10 @@ type Sink[T any] struct {
 	// writes those records twice.
 	Identify func(v T) uint64
 	// Txn, when set, is the task's transactions this sink shares with the
-	// task's other sinks and its changelog (a consumer-group job): Delivery
-	// and TransactionalID are then the Txn's.
+	// task's other sinks and its changelog (a consumer-group job): the sink
+	// holds what it writes until the task's checkpoint, which hands it to
+	// the thread's transaction (Thread); Delivery and TransactionalID are
+	// then the Txn's.
 	Txn *Txn
 
 	mem     *member
@@ -113,9 +115,6 @@ type slot struct {
 	inTxn   bool
 	pending uint64 // checkpoint whose pre-commit holds the open transaction
 	done    uint64 // checkpoint whose transaction it committed last
-	// published: the checkpoint whose changelog the open transaction
-	// holds (a Txn's)
-	published uint64
 	// unsure: its producer's commit failed, and the producer cannot tell
 	// whether it took effect: the transaction is committed from its record
 	// instead, and the producer replaced.
@@ -188,10 +187,13 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 			s.fail(err)
 		}
 	}
-	if s.admin != nil {
+	if s.admin != nil && s.Txn == nil {
 		s.admin.Close() // an Open tried again
 	}
-	if s.admin, err = kgo.NewClient(opts...); err != nil {
+	if s.Txn != nil {
+		// A task's sink asks through its thread's client.
+		s.admin = s.Txn.thread.client()
+	} else if s.admin, err = kgo.NewClient(opts...); err != nil {
 		return err
 	}
 	if err := s.checkTopic(ctx); err != nil {
@@ -442,7 +444,7 @@ func (s *Sink[T]) checkTopic(ctx context.Context) error {
 // in an earlier run.
 func (s *Sink[T]) Start(ctx context.Context) error {
 	if s.Txn != nil {
-		return s.Txn.Start(ctx)
+		return nil // the thread's producer is started
 	}
 	for _, sl := range s.slots {
 		if err := s.startSlot(ctx, sl); err != nil {
@@ -527,7 +529,7 @@ func (s *Sink[T]) Write(ctx context.Context, items []T) error {
 				recs = append(recs, &kgo.Record{Topic: s.Topic, Key: k, Value: v})
 			}
 		}
-		if err := s.Txn.produce(ctx, s.mem, recs); err != nil {
+		if err := s.Txn.produce(s.mem, recs); err != nil {
 			return err
 		}
 		return refusal()
@@ -701,7 +703,7 @@ func (s *Sink[T]) committed(p pre) {
 // the next producer's transaction.
 func (s *Sink[T]) PreCommit(ctx context.Context, checkpoint uint64) ([]byte, error) {
 	if s.Txn != nil {
-		return s.Txn.preCommit(ctx, s.mem, checkpoint)
+		return s.Txn.preCommit(s.mem, checkpoint)
 	}
 	if s.once != nil {
 		return nil, s.Flush(ctx)
@@ -772,7 +774,7 @@ func waitCond(ctx context.Context, c *sync.Cond) {
 // committed, by its producer or, after a restore, from its record.
 func (s *Sink[T]) Commit(ctx context.Context, checkpoint uint64, data []byte) error {
 	if s.Txn != nil {
-		return s.Txn.commit(ctx, checkpoint, data)
+		return s.Txn.commit(ctx, checkpoint)
 	}
 	if s.once != nil {
 		return nil
@@ -902,7 +904,7 @@ func (s *Sink[T]) Close() error {
 		s.once.Close()
 	}
 	if s.mem != nil {
-		s.Txn.leave()
+		s.Txn.leave(s.mem)
 	}
 	for _, sl := range s.slots {
 		if sl.cl == nil {
@@ -914,8 +916,17 @@ func (s *Sink[T]) Close() error {
 		}
 		sl.cl.Close()
 	}
-	if s.admin != nil {
+	if s.admin != nil && s.Txn == nil {
 		s.admin.Close()
 	}
 	return nil
+}
+
+// HeldBytes implements connector.Holder: a task's sink (Txn) holds what it
+// writes until its next pre-commit.
+func (s *Sink[T]) HeldBytes() int64 {
+	if s.mem == nil {
+		return 0
+	}
+	return s.mem.bytes.Load()
 }

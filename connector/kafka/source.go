@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -60,16 +61,18 @@ type Source struct {
 	// topic created again, counting what was skipped, instead of stopping
 	// (on_gap: skip).
 	SkipGaps bool
-	// Commit, when set, is given the offsets of each checkpoint once it
-	// is committed (connector.Committer): the next offset to read, per
-	// partition. A task of a consumer group commits them as the group's
-	// offsets (Group.CommitOffsets), so that Kafka's tools show the
-	// group's lag as they do any consumer's; weir itself resumes from its
-	// checkpoints, never from these.
-	Commit func(ctx context.Context, offsets map[int32]int64) error
-	commit offsetCommits
+	// Txn, when set, is the transactions of a task of a consumer group
+	// (Thread): the source reads the task's partition (Txn.Partition of
+	// Txn.Topic, whatever Topic and Partitions say) through the thread's
+	// client, and each checkpoint's offset goes into the transaction that
+	// commits the checkpoint, as the group's committed offset, so that
+	// Kafka's tools show the group's lag as they do any consumer's; weir
+	// itself resumes from its checkpoints, never from these.
+	Txn *Txn
 
-	cl     *kgo.Client
+	cl     *kgo.Client // without Txn
+	rd     *reading    // with Txn
+	buf    fetchBuffer
 	parts  []int32       // the topic's partitions, in order: Record.Partition indexes it
 	index  map[int32]int // partition -> index
 	next   []int64       // next offset to read, per index
@@ -98,16 +101,25 @@ func (e *GapError) Error() string {
 // Open implements connector.Source: it finds the topic's partitions and
 // where to read each from.
 func (s *Source) Open(ctx context.Context, position []byte) error {
+	if s.Txn != nil {
+		s.Topic, s.Partitions = s.Txn.Topic, []int32{s.Txn.Partition}
+	}
 	opts, err := s.opts()
 	if err != nil {
 		return err
 	}
-	admin, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
+	var adm *kadm.Client
+	if s.Txn != nil {
+		adm = s.Txn.thread.Admin()
+	} else {
+		admin, err := kgo.NewClient(opts...)
+		if err != nil {
+			return err
+		}
+		defer admin.Close()
+		adm = kadm.NewClient(admin)
 	}
-	defer admin.Close()
-	adm := kadm.NewClient(admin)
+	s.parts = s.parts[:0]
 	all, err := topicPartitions(ctx, adm, s.Topic)
 	if err != nil {
 		return err
@@ -199,6 +211,11 @@ func (s *Source) Open(ctx context.Context, position []byte) error {
 		s.seen[i] = off
 		consume[p] = kgo.NewOffset().At(off)
 	}
+	if s.Txn != nil {
+		s.buf.init()
+		s.rd = s.Txn.thread.read(s.Topic, s.parts[0], s.next[0], s.buf.deliver)
+		return nil
+	}
 	opts = append(opts,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.Topic: consume}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -281,7 +298,7 @@ func topicID(ctx context.Context, adm *kadm.Client, topic string) ([16]byte, err
 func (s *Source) gap(ctx context.Context, p int32) error {
 	i := s.index[p]
 	name := fmt.Sprintf("%s/%d", s.Topic, p)
-	starts, err := kadm.NewClient(s.cl).ListStartOffsets(ctx, s.Topic)
+	starts, err := s.admin().ListStartOffsets(ctx, s.Topic)
 	if err == nil {
 		err = starts.Error()
 	}
@@ -305,8 +322,20 @@ func (s *Source) gap(ctx context.Context, p int32) error {
 		s.gaps += lo.Offset - s.next[i]
 	}
 	s.next[i] = lo.Offset
+	if s.rd != nil {
+		s.Txn.thread.seek(s.rd, lo.Offset)
+		return nil
+	}
 	s.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{s.Topic: {p: {Epoch: -1, Offset: lo.Offset}}})
 	return nil
+}
+
+// admin is a client for the source's admin requests.
+func (s *Source) admin() *kadm.Client {
+	if s.rd != nil {
+		return s.Txn.thread.Admin()
+	}
+	return kadm.NewClient(s.cl)
 }
 
 // Read implements connector.Source. It blocks until records come; a broker
@@ -323,47 +352,51 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 		return nil
 	}
 	for {
-		fs := s.cl.PollRecords(ctx, MaxBatch)
-		if err := ctx.Err(); err != nil {
+		fetched, err := s.fetch(ctx)
+		if err != nil {
 			return err
-		}
-		if fs.IsClientClosed() {
-			return errors.New("the Kafka client was closed")
 		}
 		failed := false
 		var gapErr error
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			if errors.Is(err, kerr.OffsetOutOfRange) {
-				if gerr := s.gap(ctx, p); gerr != nil && gapErr == nil {
-					gapErr = gerr
+		for _, f := range fetched {
+			if f.err != nil {
+				if errors.Is(f.err, context.Canceled) {
+					continue
 				}
-				return
+				if errors.Is(f.err, kerr.OffsetOutOfRange) {
+					if gerr := s.gap(ctx, f.part); gerr != nil && gapErr == nil {
+						gapErr = gerr
+					}
+					continue
+				}
+				failed = true
+				s.report.Lock()
+				if i, ok := s.index[f.part]; ok {
+					s.errs[i] = f.err.Error()
+				}
+				lost := s.lost
+				s.lost = true
+				s.report.Unlock()
+				if !lost {
+					s.logf("kafka %s: cannot fetch partition %d: %v; retrying", s.Topic, f.part, f.err)
+				}
+				continue
 			}
-			failed = true
+			i, ok := s.index[f.part]
+			if !ok {
+				continue
+			}
 			s.report.Lock()
-			if i, ok := s.index[p]; ok {
-				s.errs[i] = err.Error()
+			if f.hw >= 0 {
+				s.hw[i] = f.hw
 			}
-			lost := s.lost
-			s.lost = true
-			s.report.Unlock()
-			if !lost {
-				s.logf("kafka %s: cannot fetch partition %d: %v; retrying", s.Topic, p, err)
-			}
-		})
-		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-			i, ok := s.index[fp.Partition]
-			if !ok || fp.Err != nil {
-				return
-			}
-			s.report.Lock()
-			s.hw[i] = fp.HighWatermark
 			s.errs[i] = ""
 			s.report.Unlock()
-			for _, r := range fp.Records {
+			for _, r := range f.recs {
+				s.next[i] = r.Offset + 1
+				if r.Attrs.IsControl() { // a transaction's marker (a thread's client keeps them)
+					continue
+				}
 				rec := connector.Record{
 					Value: r.Value, Key: r.Key, Timestamp: mtime.FromTime(r.Timestamp),
 					Arrival: mtime.MinTime, Partition: i, Offset: r.Offset,
@@ -372,9 +405,8 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 					rec.Arrival = rec.Timestamp
 				}
 				b.Records = append(b.Records, rec)
-				s.next[i] = r.Offset + 1
 			}
-		})
+		}
 		if gapErr != nil {
 			return gapErr
 		}
@@ -387,7 +419,7 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 				s.logf("kafka %s: fetching again", s.Topic)
 			}
 		}
-		if len(b.Records) > 0 || s.gaps > 0 {
+		if len(b.Records) > 0 || s.gaps > 0 || s.moved() {
 			b.Position = encodePosition(s.parts, s.next, s.id)
 			b.Lost, s.gaps = s.gaps, 0
 			s.report.Lock()
@@ -406,6 +438,114 @@ func (s *Source) Read(ctx context.Context, b *connector.Batch) error {
 	}
 }
 
+// partFetch is what one fetch brought of a partition: records in order and
+// its high watermark (-1: not known), or an error.
+type partFetch struct {
+	part int32
+	recs []*kgo.Record
+	hw   int64
+	err  error
+}
+
+// fetch waits for the next records, from the source's own client or, with
+// Txn, from what the thread's client delivered for it.
+func (s *Source) fetch(ctx context.Context) ([]partFetch, error) {
+	if s.rd != nil {
+		return s.buf.take(ctx, s)
+	}
+	fs := s.cl.PollRecords(ctx, MaxBatch)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if fs.IsClientClosed() {
+		return nil, errors.New("the Kafka client was closed")
+	}
+	var out []partFetch
+	fs.EachError(func(_ string, p int32, err error) { out = append(out, partFetch{part: p, err: err}) })
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if fp.Err == nil {
+			out = append(out, partFetch{part: fp.Partition, recs: fp.Records, hw: fp.HighWatermark})
+		}
+	})
+	return out, nil
+}
+
+// moved reports whether the source read on since the last batch without a
+// record to give (transactions' markers): the position moves on with an
+// empty batch.
+func (s *Source) moved() bool {
+	for i := range s.next {
+		if s.next[i] != s.seen[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchBuffer is what a thread's client delivered for a task's source
+// (Txn) and the source has not read yet. When it holds maxBuffered records
+// or more, the partition is not fetched until the source has read them.
+type fetchBuffer struct {
+	mu      sync.Mutex
+	fetched []partFetch
+	records int
+	ready   chan struct{}
+	aligned atomic.Bool // paused by watermark alignment (Pause)
+}
+
+// maxBuffered is how many records a task's source holds before its
+// partition's fetching pauses.
+const maxBuffered = 4 * MaxBatch
+
+func (fb *fetchBuffer) init() { fb.ready = make(chan struct{}, 1) }
+
+// deliver is the reading's deliver, in the thread's poll goroutine: it
+// says when the source holds enough.
+func (fb *fetchBuffer) deliver(recs []*kgo.Record, hw int64, err error) (full bool) {
+	fb.mu.Lock()
+	fb.fetched = append(fb.fetched, partFetch{recs: recs, hw: hw, err: err})
+	fb.records += len(recs)
+	full = fb.records >= maxBuffered
+	fb.mu.Unlock()
+	select {
+	case fb.ready <- struct{}{}:
+	default:
+	}
+	return full
+}
+
+// take waits for what was delivered; the partition's fetching resumes
+// once it is taken, unless watermark alignment paused it.
+func (fb *fetchBuffer) take(ctx context.Context, s *Source) ([]partFetch, error) {
+	for {
+		fb.mu.Lock()
+		out := fb.fetched
+		fb.fetched, fb.records = nil, 0
+		fb.mu.Unlock()
+		if len(out) > 0 {
+			for i := range out {
+				out[i].part = s.parts[0]
+			}
+			s.Txn.thread.pause(s.rd, fb.aligned.Load())
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-fb.ready:
+		}
+	}
+}
+
+// down reports whether the source's client last failed to reach a broker
+// (with Txn, its thread's client).
+func (s *Source) down() bool {
+	if s.Txn != nil {
+		return s.Txn.thread.Down()
+	}
+	return s.Down()
+}
+
 // Report implements connector.Reporter: the backlog of every partition
 // (its high watermark at the last fetch minus the next offset to read).
 func (s *Source) Report() []connector.PartitionReport {
@@ -414,7 +554,7 @@ func (s *Source) Report() []connector.PartitionReport {
 	out := make([]connector.PartitionReport, len(s.parts))
 	for i, p := range s.parts {
 		r := connector.PartitionReport{Partition: i, Name: fmt.Sprintf("%s/%d", s.Topic, p), Backlog: -1, Err: s.errs[i]}
-		if r.Err == "" && s.Down() {
+		if r.Err == "" && s.down() {
 			r.Err = "cannot reach the brokers"
 		}
 		if s.hw[i] >= 0 {
@@ -429,6 +569,10 @@ func (s *Source) Report() []connector.PartitionReport {
 // Pause implements connector.Pauser: the partitions (indexes of
 // Batch.Partitions) are not fetched until Resume.
 func (s *Source) Pause(parts []int) {
+	if s.rd != nil && len(parts) > 0 {
+		s.align(true)
+		return
+	}
 	if s.cl != nil && len(parts) > 0 {
 		s.cl.PauseFetchPartitions(map[string][]int32{s.Topic: s.topicParts(parts)})
 	}
@@ -436,6 +580,10 @@ func (s *Source) Pause(parts []int) {
 
 // Resume implements connector.Pauser.
 func (s *Source) Resume(parts []int) {
+	if s.rd != nil && len(parts) > 0 {
+		s.align(false)
+		return
+	}
 	if s.cl != nil && len(parts) > 0 {
 		s.cl.ResumeFetchPartitions(map[string][]int32{s.Topic: s.topicParts(parts)})
 	}
@@ -451,116 +599,17 @@ func (s *Source) topicParts(idx []int) []int32 {
 	return out
 }
 
+// align pauses or resumes a task's partition for watermark alignment.
+func (s *Source) align(paused bool) {
+	s.buf.aligned.Store(paused)
+	s.Txn.thread.pause(s.rd, paused)
+}
+
 // Close implements connector.Source.
-// Committed implements connector.Committer: the offsets of a committed
-// checkpoint go to Commit, if set, from a goroutine of the source's own, the
-// newest replacing any not yet sent, so that the commit of a checkpoint never
-// waits for the group (its coordinator busy with a rebalance). A failure is
-// logged once until the commits go through again: the next checkpoint's
-// makes up for it.
-func (s *Source) Committed(ctx context.Context, position []byte) {
-	if s.Commit == nil {
-		return
-	}
-	offsets, _, err := decodePosition(position)
-	if err != nil {
-		return // a position weir wrote itself, read back by Open
-	}
-	s.commit.mu.Lock()
-	defer s.commit.mu.Unlock()
-	if s.commit.closed {
-		return
-	}
-	if s.commit.wake == nil {
-		c := &s.commit
-		c.wake, c.stop, c.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-		go s.commitOffsets()
-	}
-	s.commit.next = offsets
-	select {
-	case s.commit.wake <- struct{}{}:
-	default:
-	}
-}
-
-// offsetCommits is the goroutine that commits a Source's offsets.
-type offsetCommits struct {
-	mu               sync.Mutex
-	next             map[int32]int64
-	wake, stop, done chan struct{}
-	failed           string // the last failure logged
-	closing          bool   // Close waits for this commit, the last
-	closed           bool   // by Close: nothing more is committed
-	sent             map[int32]int64
-}
-
-func (s *Source) commitOffsets() {
-	c := &s.commit
-	defer close(c.done)
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-c.wake:
-		}
-		c.mu.Lock()
-		offsets, closing := c.next, c.closing
-		c.mu.Unlock()
-		if maps.Equal(offsets, c.sent) {
-			if closing {
-				return
-			}
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		go func() {
-			select {
-			case <-c.stop:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-		err := s.Commit(ctx, offsets)
-		cancel()
-		if err == nil {
-			c.sent = offsets
-		}
-		switch {
-		case err != nil && err.Error() != c.failed:
-			c.failed = err.Error()
-			s.logf("kafka %s: cannot commit the group's offsets (%v): Kafka's tools show its lag as of the last commit; the next checkpoint tries again", s.Topic, err)
-		case err == nil && c.failed != "":
-			c.failed = ""
-			s.logf("kafka %s: the group's offsets are committed again", s.Topic)
-		}
-		if closing {
-			return
-		}
-	}
-}
-
 func (s *Source) Close() error {
-	c := &s.commit
-	c.mu.Lock()
-	started := c.wake != nil && !c.closed
-	c.closed = true
-	c.mu.Unlock()
-	if started {
-		// The last checkpoint's offsets (a stop's savepoint) get a moment
-		// to be committed; then the goroutine is stopped.
-		c.mu.Lock()
-		c.closing = true
-		c.mu.Unlock()
-		select {
-		case c.wake <- struct{}{}:
-		default:
-		}
-		select {
-		case <-c.done:
-		case <-time.After(2 * time.Second):
-		}
-		close(c.stop)
-		<-c.done
+	if s.rd != nil {
+		s.Txn.thread.unread(s.rd)
+		s.rd = nil
 	}
 	if s.cl != nil {
 		s.cl.Close()
@@ -605,6 +654,18 @@ func decodePosition(b []byte) (map[int32]int64, [16]byte, error) {
 		copy(id[:], rest)
 	}
 	return m, id, nil
+}
+
+// PositionOffset is the next offset of partition part in a position Source
+// returned; ok is false for bytes that are not such a position, or one
+// without part.
+func PositionOffset(position []byte, part int32) (off int64, ok bool) {
+	m, _, err := decodePosition(position)
+	if err != nil {
+		return 0, false
+	}
+	off, ok = m[part]
+	return off, ok
 }
 
 // DescribePosition describes a position Source returned, for a person

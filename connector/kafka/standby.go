@@ -1,12 +1,9 @@
 package kafka
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -15,132 +12,92 @@ import (
 // other instances that this one would take over: what Kafka Streams calls
 // standby replicas. It holds each partition's latest records in memory
 // (ChangelogReader: about the size of the task's last checkpoint), read
-// with one client for all of them, so that the instance that takes a task
-// over reads only what the changelog got since (ReadChangelogFrom), not
-// every checkpoint the compaction has not removed yet.
-//
-// The client is made again whenever the partitions kept change, each read
-// on from where its reader got: a fetch of a client replaced is not used,
-// so that no record comes to a reader but in order.
+// through a thread's client, so that the instance that takes a task over
+// reads only what the changelog got since (Thread.ReadChangelog), not every
+// checkpoint the compaction has not removed yet.
 type Standby struct {
-	// Config reaches the brokers; its Topic is the changelog.
-	Config
+	// Thread reads the partitions kept.
+	Thread *Thread
+	// Topic is the changelog.
+	Topic string
 
 	mu      sync.Mutex
-	cl      *kgo.Client // nil while nothing is kept
 	closed  bool
-	readers map[int32]*ChangelogReader
+	readers map[int32]*kept
+}
+
+// kept is a partition kept read: its reader is the thread's until Take.
+type kept struct {
+	r  *ChangelogReader
+	rd *reading
 }
 
 // Keep makes parts the partitions kept read: new ones are read from their
 // start, the others forgotten.
-func (s *Standby) Keep(parts []int32) error {
-	parts = slices.Sorted(slices.Values(parts))
+func (s *Standby) Keep(parts []int32) {
 	s.mu.Lock()
-	if s.closed || slices.Equal(parts, s.kept()) {
-		s.mu.Unlock()
-		return nil
+	defer s.mu.Unlock()
+	if s.closed {
+		return
 	}
-	old := s.readers
-	s.readers = map[int32]*ChangelogReader{}
-	offsets := map[int32]kgo.Offset{}
+	if s.readers == nil {
+		s.readers = map[int32]*kept{}
+	}
+	for p, k := range s.readers {
+		if !slices.Contains(parts, p) {
+			s.Thread.unread(k.rd)
+			delete(s.readers, p)
+		}
+	}
 	for _, p := range parts {
-		r := old[p]
-		if r == nil {
-			r = NewChangelogReader(p)
+		if s.readers[p] != nil {
+			continue
 		}
-		s.readers[p] = r
-		offsets[p] = kgo.NewOffset().At(r.next)
+		k := &kept{r: NewChangelogReader(p)}
+		// The thread's lock is held while it delivers, and while Take
+		// stops the reading: the reader is the thread's until then.
+		k.rd = s.Thread.read(s.Topic, p, 0, func(recs []*kgo.Record, _ int64, err error) bool {
+			if err != nil {
+				s.Thread.logf("standby of %s/%d: %v", s.Topic, p, err)
+				return false
+			}
+			for _, rec := range recs {
+				k.r.add(rec)
+			}
+			return false
+		})
+		s.readers[p] = k
 	}
-	prev := s.cl
-	s.cl = nil
-	var err error
-	if len(parts) > 0 {
-		if s.cl, err = s.committedReader(s.Topic, offsets, 500*time.Millisecond); err != nil {
-			clear(s.readers)
-		}
-	}
-	s.mu.Unlock()
-	if prev != nil {
-		prev.Close()
-	}
-	return classify(err)
 }
-
-// kept is the partitions kept, in order; s.mu is held.
-func (s *Standby) kept() []int32 { return slices.Sorted(maps.Keys(s.readers)) }
 
 // Kept is the partitions kept read, in order.
 func (s *Standby) Kept() []int32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.kept()
+	return slices.Sorted(maps.Keys(s.readers))
 }
 
 // Take hands the reader of partition p over to the task that starts here
-// (ReadChangelogFrom), and stops reading p; nil when p was not kept.
+// (Thread.ReadChangelog), and stops reading p; nil when p was not kept.
 func (s *Standby) Take(p int32) *ChangelogReader {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.readers[p]
+	k, ok := s.readers[p]
 	if !ok {
 		return nil
 	}
 	delete(s.readers, p)
-	if s.cl != nil {
-		s.cl.RemoveConsumePartitions(map[string][]int32{s.Topic: {p}})
-	}
-	return r
+	s.Thread.unread(k.rd)
+	return k.r
 }
 
-// Poll reads what comes to the partitions kept until ctx is done or the
-// standby is closed.
-func (s *Standby) Poll(ctx context.Context) error {
-	for {
-		s.mu.Lock()
-		cl, closed := s.cl, s.closed
-		s.mu.Unlock()
-		if closed {
-			return kgo.ErrClientClosed
-		}
-		if cl == nil {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		s.mu.Lock()
-		if cl == s.cl && !fs.IsClientClosed() {
-			fs.EachError(func(_ string, p int32, err error) {
-				if !errors.Is(err, context.Canceled) {
-					s.logf("standby of %s/%d: %v", s.Topic, p, err)
-				}
-			})
-			fs.EachRecord(func(rec *kgo.Record) {
-				// A record of a partition just taken is not kept.
-				if r := s.readers[rec.Partition]; r != nil && rec.Offset >= r.next {
-					r.add(rec)
-				}
-			})
-		}
-		s.mu.Unlock()
-	}
-}
-
-// Close stops reading and closes the client.
+// Close stops reading.
 func (s *Standby) Close() {
 	s.mu.Lock()
-	cl := s.cl
-	s.cl, s.closed = nil, true
-	clear(s.readers)
-	s.mu.Unlock()
-	if cl != nil {
-		cl.Close()
+	defer s.mu.Unlock()
+	for _, k := range s.readers {
+		s.Thread.unread(k.rd)
 	}
+	clear(s.readers)
+	s.closed = true
 }

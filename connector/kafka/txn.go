@@ -6,88 +6,65 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/weirstream/weir/connector"
 )
 
-// Txn is the transactions of one task of a consumer-group job: the Kafka
-// sinks of the task (its results, its too-late events, its quarantine)
-// share its producers, and the task's changelog goes with them, so that one
-// checkpoint's output, state and input positions are one Kafka transaction.
+// Txn is one task's part of its thread's transactions (a task of a
+// consumer-group job, Thread): the Kafka sinks of the task (its results,
+// its too-late events, its quarantine) hold what they write until the
+// task's checkpoint, and the checkpoint's output, its changelog records
+// and its input offset then go into one transaction of the thread, so that
+// a checkpoint's output, state and input position are committed together,
+// or not at all.
 //
-// The producers' transactional ids name the task (its input partition), not
-// the instance: the instance that takes a partition over starts them, which
-// fences the one that had it before (its open transaction is aborted, and
-// its producer can commit nothing more). Kafka Streams did the same before
-// exactly-once v2 (a producer per task).
-//
-// Like Sink, a few producers take turns: one collects the records of the
-// next checkpoint while the one before is committed.
+// The task's source (Source with Txn) reads its partition through the
+// thread's client too.
 type Txn struct {
-	Config
-	// TransactionalID is the prefix of the producers' ids: the same for the
-	// task from instance to instance.
-	TransactionalID string
-	// TransactionTimeout is how long the brokers let a transaction stay
-	// open: a dead owner's open transaction holds read_committed readers
-	// back this long, unless the partition's next owner fences it sooner.
-	TransactionTimeout time.Duration
-	// Changelog is the topic of the job's state, and Partition the task's
-	// partition of it.
-	Changelog string
+	thread *Thread
+	// Topic is what the task reads, and Partition its partition of it
+	// (and of the changelog).
+	Topic     string
 	Partition int32
 
 	mu      sync.Mutex
-	cond    *sync.Cond
-	slots   []*slot
 	members int
-	closed  int
-	last    uint64 // the last checkpoint committed
-	started bool
+	units   map[uint64]*unit // pre-committed, not committed yet
+	last    uint64           // the last checkpoint committed
+	closed  bool
 	failed  atomic.Pointer[error]
-	promise func(*kgo.Record, error)
 }
 
-// member is one sink of a Txn: the producer it writes to now.
-type member struct{ cur int }
-
-func (t *Txn) init() {
-	if t.cond != nil {
-		return
-	}
-	t.cond = sync.NewCond(&t.mu)
-	t.promise = func(r *kgo.Record, err error) {
-		if err != nil {
-			t.setFailed(err)
-		}
-	}
-	for i := range Pool {
-		t.slots = append(t.slots, &slot{id: fmt.Sprintf("%s-%d", t.TransactionalID, i)})
-	}
+// member is one sink of a Txn: what it wrote since its last pre-commit.
+type member struct {
+	held  []*kgo.Record
+	bytes atomic.Int64
 }
+
+// Txn returns the transactions of the task of partition part of topic.
+func (t *Thread) Txn(topic string, part int32) *Txn {
+	return &Txn{thread: t, Topic: topic, Partition: part, units: map[uint64]*unit{}}
+}
+
+// Thread is the thread the task's transactions go through.
+func (t *Txn) Thread() *Thread { return t.thread }
 
 func (t *Txn) join() *member {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.init()
 	t.members++
 	return &member{}
 }
 
 // setFailed records the error that ends the task's transactions: once a
-// record of a transaction is lost, or its commit failed, the transaction
-// cannot be repaired, and the task must start again from its changelog, so
-// the error is permanent to whoever retries.
+// checkpoint's transaction failed, the task must start again from its
+// changelog, so the error is permanent to whoever retries.
 func (t *Txn) setFailed(err error) error {
 	err = connector.Permanent(err)
 	t.failed.CompareAndSwap(nil, &err)
-	t.mu.Lock()
-	t.cond.Broadcast()
-	t.mu.Unlock()
-	return err
+	return *t.failed.Load()
 }
 
 func (t *Txn) err() error {
@@ -97,123 +74,51 @@ func (t *Txn) err() error {
 	return nil
 }
 
-// Start starts every producer of the task, which fences the producers of
-// its previous owner: what they left open is aborted, and they can commit
-// nothing more. Call it before reading the task's changelog, so that what
-// is read is all there will be.
-func (t *Txn) Start(ctx context.Context) error {
-	t.mu.Lock()
-	t.init()
-	started := t.started
-	t.mu.Unlock()
-	if started {
-		return nil
-	}
-	if t.TransactionalID == "" {
-		return errors.New("a task's transactions need a transactional id")
-	}
-	timeout := t.TransactionTimeout
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	for _, sl := range t.slots {
-		if sl.cl != nil {
-			continue
-		}
-		cl, err := t.startProducer(ctx, sl.id, timeout, kgo.RecordPartitioner(changelogPartitioner{t.Changelog}))
-		if err != nil {
-			return err
-		}
-		sl.cl = cl
-	}
-	t.mu.Lock()
-	t.started = true
-	t.mu.Unlock()
-	return nil
-}
-
-// changelogPartitioner sends a changelog record to the partition it names
-// and every other record where Kafka's default partitioner would (murmur2
-// of the key).
-type changelogPartitioner struct{ changelog string }
-
-func (p changelogPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
-	if topic == p.changelog {
-		return kgo.ManualPartitioner().ForTopic(topic)
-	}
-	return kgo.StickyKeyPartitioner(nil).ForTopic(topic)
-}
-
-// begin returns the producer m writes to, in a transaction.
-func (t *Txn) begin(m *member) (*slot, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.started {
-		return nil, errors.New("the task's producers have not started")
-	}
-	sl := t.slots[m.cur]
-	if !sl.inTxn {
-		if err := sl.cl.BeginTransaction(); err != nil {
-			return nil, classify(err)
-		}
-		sl.inTxn = true
-	}
-	return sl, nil
-}
-
-func (t *Txn) produce(ctx context.Context, m *member, recs []*kgo.Record) error {
+// produce holds recs, m's, for its next pre-commit.
+func (t *Txn) produce(m *member, recs []*kgo.Record) error {
 	if err := t.err(); err != nil {
 		return err
 	}
-	sl, err := t.begin(m)
-	if err != nil {
-		return err
-	}
+	var n int64
 	for _, r := range recs {
-		sl.cl.Produce(ctx, r, t.promise)
+		n += int64(size(r.Key, r.Value, nil))
 	}
+	m.held = append(m.held, recs...)
+	m.bytes.Add(n)
 	return nil
 }
 
-// preCommit ends m's writes to the transaction of checkpoint; m goes on with
-// the next producer once that one's transaction is committed.
-func (t *Txn) preCommit(ctx context.Context, m *member, checkpoint uint64) ([]byte, error) {
+// unit is the unit of checkpoint; t.mu is held.
+func (t *Txn) unit(checkpoint uint64) *unit {
+	u := t.units[checkpoint]
+	if u == nil {
+		u = &unit{txn: t, checkpoint: checkpoint, offset: -1, done: make(chan struct{})}
+		t.units[checkpoint] = u
+	}
+	return u
+}
+
+// preCommit hands what m holds to checkpoint's transaction.
+func (t *Txn) preCommit(m *member, checkpoint uint64) ([]byte, error) {
 	if err := t.err(); err != nil {
 		return nil, err
 	}
 	if checkpoint == 0 {
 		return nil, errors.New("a task's transactions need checkpoints")
 	}
-	sl, err := t.begin(m) // a checkpoint without output still carries the changelog
-	if err != nil {
-		return nil, err
-	}
-	pid, epoch, err := sl.cl.ProducerID(ctx)
-	if err != nil {
-		return nil, classify(err)
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if sl.pending != 0 && sl.pending != checkpoint {
-		return nil, fmt.Errorf("the task's transaction %s holds checkpoint %d, not %d", sl.id, sl.pending, checkpoint)
+	u := t.unit(checkpoint)
+	if u.submitted {
+		return nil, t.setFailed(fmt.Errorf("the transaction of checkpoint %d was committed before every output of the task joined it", checkpoint))
 	}
-	sl.pending = checkpoint
-	p := pre{slot: m.cur, txnID: sl.id, pid: pid, epoch: epoch, records: true}
-	next := (m.cur + 1) % len(t.slots)
-	for t.slots[next].pending != 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := t.err(); err != nil {
-			return nil, err
-		}
-		waitCond(ctx, t.cond)
-	}
-	m.cur = next
-	return p.encode(), nil
+	u.records = append(u.records, m.held...)
+	m.held = nil
+	m.bytes.Store(0)
+	return pre{}.encode(), nil
 }
 
-// Committed is the last checkpoint whose transaction this Txn committed.
+// Committed is the last checkpoint whose transaction committed.
 func (t *Txn) Committed() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -221,114 +126,89 @@ func (t *Txn) Committed() uint64 {
 }
 
 // Publish adds records (the task's changelog for checkpoint) to the
-// transaction that holds the checkpoint, once every sink has pre-committed
-// it and before it is committed.
-func (t *Txn) Publish(ctx context.Context, checkpoint uint64, recs []*kgo.Record) error {
+// transaction that holds the checkpoint, with the task's input offset
+// there (the next to read; -1 for none), once every sink has pre-committed
+// it and before it is committed. A task without sinks commits it here.
+func (t *Txn) Publish(ctx context.Context, checkpoint uint64, recs []*kgo.Record, offset int64) error {
 	if err := t.err(); err != nil {
 		return err
 	}
 	t.mu.Lock()
-	var sl *slot
-	for _, s := range t.slots {
-		if s.pending == checkpoint && s.inTxn {
-			sl = s
-		}
-	}
-	if sl != nil {
-		sl.published = checkpoint
-	}
+	u := t.unit(checkpoint)
+	u.records = append(u.records, recs...)
+	u.offset, u.published = offset, true
+	alone := t.members == 0
 	t.mu.Unlock()
-	if sl == nil {
-		return t.setFailed(fmt.Errorf("no transaction of the task holds checkpoint %d", checkpoint))
-	}
-	for _, r := range recs {
-		sl.cl.Produce(ctx, r, t.promise)
+	if alone {
+		return t.commit(ctx, checkpoint)
 	}
 	return nil
 }
 
 // commit commits the transaction of checkpoint, once (the first of the
-// task's sinks to ask does it).
-func (t *Txn) commit(ctx context.Context, checkpoint uint64, data []byte) error {
-	p, err := decodePre(data)
-	if err != nil {
-		return fmt.Errorf("the checkpoint's record of a transaction is corrupt: %w", err)
+// task's sinks to ask does it): its unit goes to the thread, and the
+// call waits until the thread's transaction that holds it is decided.
+func (t *Txn) commit(ctx context.Context, checkpoint uint64) error {
+	if err := t.err(); err != nil {
+		return err
 	}
 	t.mu.Lock()
 	if checkpoint <= t.last {
 		t.mu.Unlock()
 		return nil
 	}
-	sl := t.slots[p.slot]
-	live := sl.cl != nil && sl.inTxn && sl.pending == checkpoint
-	published := sl.published == checkpoint
-	t.mu.Unlock()
-	if !live {
-		return t.setFailed(fmt.Errorf("the transaction of checkpoint %d (%s) is no longer open", checkpoint, p.txnID))
-	}
-	if !published {
+	u := t.units[checkpoint]
+	switch {
+	case u == nil:
+		t.mu.Unlock()
+		return t.setFailed(fmt.Errorf("no transaction of the task holds checkpoint %d", checkpoint))
+	case !u.published:
 		// Output without its changelog must not become visible: the
 		// checkpoint failed before it was published.
-		return t.setFailed(fmt.Errorf("the transaction of checkpoint %d (%s) holds no changelog", checkpoint, sl.id))
+		t.mu.Unlock()
+		return t.setFailed(fmt.Errorf("the transaction of checkpoint %d holds no changelog", checkpoint))
+	case t.closed:
+		t.mu.Unlock()
+		return t.setFailed(errors.New("the task's transactions are closed"))
 	}
-	if err := sl.cl.Flush(ctx); err != nil {
-		return t.setFailed(err)
+	submit := !u.submitted
+	t.mu.Unlock()
+	if submit {
+		if err := t.thread.submit(u); err != nil {
+			return t.setFailed(err)
+		}
 	}
-	if err := t.err(); err != nil {
-		return err
+	select {
+	case <-u.done:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	if err := sl.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		// Fenced (another instance owns the partition now) or expired:
-		// the task must start again from its changelog.
-		return t.setFailed(fmt.Errorf("committing the transaction of checkpoint %d (%s): %w", checkpoint, sl.id, err))
+	if u.err != nil {
+		return t.setFailed(fmt.Errorf("the transaction of checkpoint %d: %w", checkpoint, u.err))
 	}
 	t.mu.Lock()
-	sl.inTxn, sl.pending, sl.done = false, 0, checkpoint
 	t.last = max(t.last, checkpoint)
-	t.cond.Broadcast()
+	for id := range t.units {
+		if id <= checkpoint {
+			delete(t.units, id)
+		}
+	}
 	t.mu.Unlock()
 	return nil
 }
 
-// leave is a sink's Close: the last one aborts what is still open (nothing
-// of it is in a committed changelog) and stops the producers.
-func (t *Txn) leave() {
-	t.mu.Lock()
-	t.closed++
-	last := t.closed >= t.members
-	t.mu.Unlock()
-	if last {
-		t.Close()
-	}
+// leave is a sink's Close.
+func (t *Txn) leave(m *member) {
+	m.held = nil
+	m.bytes.Store(0)
 }
 
-// Close aborts the task's open transactions and stops its producers.
+// Close ends the task's transactions: a checkpoint not in a transaction yet
+// never will be; one that a transaction of the thread under way holds is
+// decided with it (Thread.Settle).
 func (t *Txn) Close() {
-	// The producers are stopped without the lock: aborting fails the
-	// records still buffered, and their promises take it.
-	type open struct {
-		cl    *kgo.Client
-		inTxn bool
-	}
-	var list []open
 	t.mu.Lock()
-	for _, sl := range t.slots {
-		if sl.cl != nil {
-			list = append(list, open{sl.cl, sl.inTxn})
-		}
-		sl.cl, sl.inTxn, sl.pending, sl.published = nil, false, 0, 0
-	}
-	t.started = false
+	t.closed = true
 	t.mu.Unlock()
-	// Brief: the brokers answer an abort at once, or are away, and then
-	// the partition's next owner aborts it when it fences these producers.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	for _, o := range list {
-		if o.inTxn {
-			o.cl.AbortBufferedRecords(ctx)
-			o.cl.EndTransaction(ctx, kgo.TryAbort)
-		}
-		o.cl.Close()
-	}
+	t.thread.withdraw(t)
 }

@@ -3,9 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -15,19 +13,21 @@ import (
 // Watermarks is a consumer group's topic of its tasks' watermarks: a
 // compacted topic of one partition, with one record per task (keyed by its
 // partition's number) for each watermark it publishes, so that it keeps
-// each task's last. Every instance of the group publishes the watermarks of
-// its tasks and reads all of them, with one client for both, so that a task
-// whose partition is idle can follow the others (package group says how).
+// each task's last. Every instance of the group reads all of them through
+// a thread's client, and its threads publish those of their tasks in the
+// transactions that commit the tasks' checkpoints (Records, as the
+// thread's Extra), so that a task whose partition is idle can follow the
+// others (package group says how).
 //
-// The records are not transactional: a watermark says how far a task has
-// got, not what it wrote; a task that starts again from an older
-// checkpoint publishes an older watermark, which a reader's own watermark
-// does not follow back.
+// A task that starts again from an older checkpoint publishes an older
+// watermark, which a reader's own watermark does not follow back.
 type Watermarks struct {
 	// Config reaches the brokers; its Topic is the watermarks' topic.
 	Config
+	// Thread reads the topic.
+	Thread *Thread
 
-	cl *kgo.Client
+	rd *reading
 }
 
 // PartitionWatermark is one record of a Watermarks topic: the watermark of
@@ -39,66 +39,50 @@ type PartitionWatermark struct {
 }
 
 // Open creates the topic (compacted, one partition) unless it exists and
-// starts the client, which reads the topic from its start.
-func (w *Watermarks) Open(ctx context.Context) error {
-	compact := "compact"
-	if err := EnsureTopic(ctx, w.Config, w.Topic, 1, map[string]*string{"cleanup.policy": &compact}); err != nil {
+// reads it from its start, calling f with each watermark (from the
+// thread's poll goroutine: f must be quick); a record that is not one is
+// skipped.
+func (w *Watermarks) Open(ctx context.Context, f func(PartitionWatermark)) error {
+	adm := w.Thread.Admin()
+	if _, err := CreateChangelogWith(ctx, adm, w.Topic, 1); err != nil {
 		return err
 	}
-	opts, err := w.opts()
+	starts, err := adm.ListStartOffsets(ctx, w.Topic)
 	if err != nil {
-		return err
+		return classify(err)
 	}
-	w.cl, err = kgo.NewClient(append(opts,
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{w.Topic: {0: kgo.NewOffset().AtStart()}}),
-		kgo.FetchMaxWait(100*time.Millisecond), kgo.DefaultProduceTopic(w.Topic),
-		kgo.ProducerLinger(10*time.Millisecond))...)
-	return classify(err)
-}
-
-// Publish sends ws to the topic, without waiting: a watermark that cannot
-// be sent is superseded by the next.
-func (w *Watermarks) Publish(ctx context.Context, ws []PartitionWatermark) {
-	for _, pw := range ws {
-		v, _ := json.Marshal(pw)
-		w.cl.Produce(ctx, &kgo.Record{Key: strconv.AppendInt(nil, int64(pw.Partition), 10), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, kgo.ErrClientClosed) {
-				w.logf("watermarks topic %s: %v", w.Topic, err)
-			}
-		})
+	start := int64(0)
+	if o, ok := starts.Lookup(w.Topic, 0); ok && o.Err == nil {
+		start = o.Offset
 	}
-}
-
-// Poll waits for the next records of the topic, or for ctx, and calls f for
-// each watermark in them; a record that is not one is skipped. It returns
-// ctx's error when ctx is done.
-func (w *Watermarks) Poll(ctx context.Context, f func(PartitionWatermark)) error {
-	fs := w.cl.PollFetches(ctx)
-	if fs.IsClientClosed() {
-		return kgo.ErrClientClosed
-	}
-	fs.EachError(func(_ string, _ int32, err error) {
-		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	w.rd = w.Thread.read(w.Topic, 0, start, func(recs []*kgo.Record, _ int64, err error) bool {
+		if err != nil {
 			w.logf("watermarks topic %s: %v", w.Topic, err)
 		}
-	})
-	fs.EachRecord(func(r *kgo.Record) {
-		var pw PartitionWatermark
-		if json.Unmarshal(r.Value, &pw) == nil && strconv.Itoa(int(pw.Partition)) == string(r.Key) {
-			f(pw)
+		for _, r := range recs {
+			var pw PartitionWatermark
+			if !r.Attrs.IsControl() && json.Unmarshal(r.Value, &pw) == nil && strconv.Itoa(int(pw.Partition)) == string(r.Key) {
+				f(pw)
+			}
 		}
+		return false
 	})
-	return ctx.Err()
+	return nil
 }
 
-// Close flushes what is being published, for at most a second, and closes
-// the client.
-func (w *Watermarks) Close() {
-	if w.cl == nil {
-		return
+// Records are the records that publish ws.
+func (w *Watermarks) Records(ws []PartitionWatermark) []*kgo.Record {
+	out := make([]*kgo.Record, 0, len(ws))
+	for _, pw := range ws {
+		v, _ := json.Marshal(pw)
+		out = append(out, &kgo.Record{Topic: w.Topic, Partition: 0, Key: strconv.AppendInt(nil, int64(pw.Partition), 10), Value: v})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = w.cl.Flush(ctx)
-	w.cl.Close()
+	return out
+}
+
+// Close stops reading.
+func (w *Watermarks) Close() {
+	if w.rd != nil {
+		w.Thread.unread(w.rd)
+	}
 }

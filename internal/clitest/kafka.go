@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/brokerconns"
 )
 
 // Broker is a kfake cluster on 127.0.0.1 for weir processes to talk to.
@@ -23,6 +25,8 @@ type Broker struct {
 	Addr string
 	Port int
 	Dir  string // where it keeps its data, across Start
+
+	conns brokerconns.Conns
 }
 
 // StartBroker starts a cluster with the topics (name:partitions), keeping
@@ -37,7 +41,8 @@ func StartBroker(t testing.TB, topics ...string) *Broker {
 
 // Start starts the cluster on its port, with the topics (name:partitions).
 func (b *Broker) Start(topics ...string) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.Port), kfake.DataDir(b.Dir), kfake.GroupMinSessionTimeout(time.Second)}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.Port), kfake.DataDir(b.Dir), kfake.GroupMinSessionTimeout(time.Second),
+		kfake.ListenFn(b.conns.Listen)}
 	for _, tp := range topics {
 		name, parts, _ := strings.Cut(tp, ":")
 		n := 1
@@ -50,6 +55,14 @@ func (b *Broker) Start(topics ...string) {
 	}
 	b.C, b.Addr = c, c.ListenAddrs()[0]
 }
+
+// Clients is the broker's view of the clients connected to it whose ids
+// begin with prefix: the client ids of its open connections, each once.
+func (b *Broker) Clients(prefix string) []string { return b.conns.Clients(prefix) }
+
+// Connections is how many connections of clients whose ids begin with
+// prefix the broker holds open.
+func (b *Broker) Connections(prefix string) int { return b.conns.Connections(prefix) }
 
 // Client is a client of the cluster, closed when the test ends.
 func (b *Broker) Client(opts ...kgo.Opt) *kgo.Client {

@@ -195,11 +195,11 @@ func TestGroupKillNineSixtyFourPartitions(t *testing.T) {
 	groupCase(t, groupJob, 120_000, 64, syscall.SIGKILL)
 }
 
-// The same with 60,000 events: the second of two instances is stopped
-// (SIGTERM: its tasks take a savepoint, and it leaves the group), a third
-// joins.
+// The same with 60,000 events over 64 partitions: the second of two
+// instances is stopped (SIGTERM: its tasks take a savepoint, and it leaves
+// the group), a third joins.
 func TestGroupStopAndJoin(t *testing.T) {
-	groupCase(t, groupJob, 60_000, 4, syscall.SIGTERM)
+	groupCase(t, groupJob, 60_000, 64, syscall.SIGTERM)
 }
 
 // The same with each task's state in a Pebble database of its own, its
@@ -225,12 +225,14 @@ func TestGroupKillNineWithStandby(t *testing.T) {
 }
 
 // A zombie: the second of two instances is paused (SIGSTOP) past its session
-// timeout while it writes, the other takes its partitions over, and it is
-// resumed: its producers were fenced, so none of what it wrote in the open
-// transactions becomes visible, and the output is still every record
+// timeout while it writes, the other takes its 32 partitions over, and it is
+// resumed: the group's coordinator refuses the offsets of its transactions
+// (it is no longer a member), or the instance that took a partition over
+// fenced the producer of the transaction it left open there, so none of
+// what it wrote becomes visible, and the output is still every record
 // exactly once.
 func TestGroupZombie(t *testing.T) {
-	groupCase(t, groupJob, 300_000, 4, syscall.SIGSTOP)
+	groupCase(t, groupJob, 300_000, 64, syscall.SIGSTOP)
 }
 
 func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Signal) {
@@ -272,6 +274,7 @@ func groupCaseWith(t *testing.T, groupJob, extra string, events, nparts int, sig
 	if got := b.WaitCommitted("alerts", len(want["results"])/10, 3*time.Minute); len(got) < len(want["results"])/10 {
 		t.Fatalf("no output after 3 minutes: %d panes", len(got))
 	}
+	checkClients(t, b, inst.addrs[:2])
 	inst.cmds[1].Process.Signal(sig)
 	zombie := sig == syscall.SIGSTOP
 	if zombie {
@@ -300,6 +303,7 @@ func groupCaseWith(t *testing.T, groupJob, extra string, events, nparts int, sig
 		}
 	}
 	checkOwnership(t, dir, live, nparts)
+	checkClients(t, b, live)
 	// The group's committed offsets follow the checkpoints: Kafka's tools
 	// show the group caught up, every partition read to its end.
 	var wantOffsets []string
@@ -442,6 +446,7 @@ func TestGroupRepartitionPartitionsAdded(t *testing.T) {
 		b.ProduceKeyed("clicks", int32(p), [][]byte{last}, [][]byte{fastjson.GetBytes(last, "id")})
 	}
 	got := b.WaitCommitted("alerts", len(want), 3*time.Minute)
+	checkClients(t, b, []string{inst.addrs[0], inst.addrs[2]})
 	for i, c := range inst.cmds {
 		if i != 1 {
 			c.Process.Signal(syscall.SIGTERM)
@@ -455,6 +460,49 @@ func TestGroupRepartitionPartitionsAdded(t *testing.T) {
 	sameRecords(t, "results", got, want)
 }
 
+// checkClients checks the broker's view of the Kafka clients of each
+// instance (the client ids of its open connections): its group member,
+// one client per thread (and, repartitioning, its copying's), so never
+// more than two clients a thread, whatever the partitions it runs.
+func checkClients(t *testing.T, b *clitest.Broker, addrs []string) {
+	t.Helper()
+	for _, a := range addrs {
+		var r console.GroupReply
+		if code, body := httpGet("http://" + a + "/api/status"); code != 200 || json.Unmarshal([]byte(body), &r) != nil {
+			t.Errorf("%s/api/status: %d %s", a, code, body)
+			continue
+		}
+		prefix := ""
+		for _, m := range r.Group.Members {
+			if m.ID == r.Group.Member {
+				prefix = strings.TrimSuffix(m.Client, "group")
+			}
+		}
+		if prefix == "" || !strings.HasPrefix(prefix, "weir-") {
+			t.Errorf("%s: no member of the group is this instance: %+v", a, r.Group.Members)
+			continue
+		}
+		want := []string{prefix + "group"}
+		for i := range r.Group.Threads {
+			want = append(want, fmt.Sprintf("%st%d", prefix, i))
+		}
+		if r.Group.Repartition != nil {
+			want = append(want, prefix+"repartition")
+		}
+		// Every client of the process, whatever its id says after the
+		// process's name; a client holds at most five connections to a
+		// broker (franz-go's kinds of requests).
+		got := b.Clients(strings.TrimSuffix(prefix, "-"))
+		conns := b.Connections(strings.TrimSuffix(prefix, "-"))
+		extra := slices.DeleteFunc(slices.Clone(got), func(id string) bool { return slices.Contains(want, id) })
+		if len(extra) > 0 || !slices.Contains(got, prefix+"group") || len(got) > 2*len(r.Group.Threads) || len(r.Group.Threads) == 0 ||
+			conns > 5*len(want) {
+			t.Errorf("%s: the broker sees the clients %q (%d connections) of an instance of %d threads running %d tasks; want some of %q, at most two a thread",
+				a, got, conns, len(r.Group.Threads), len(r.Group.Tasks), want)
+		}
+	}
+}
+
 // checkOwnership waits until the instances' /api/status shows every one of
 // n partitions owned by exactly one of them, then checks what weir status
 // prints for the first.
@@ -462,6 +510,7 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 	t.Helper()
 	var owned [][]int32
 	var members []console.GroupMember
+	topic := ""
 	deadline := time.Now().Add(time.Minute)
 	for {
 		owned, members = owned[:0], nil
@@ -483,7 +532,7 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 				count[p]++
 			}
 			if i == 0 {
-				members = r.Group.Members
+				members, topic = r.Group.Members, r.Group.Topic
 			}
 		}
 		ok := len(count) == n
@@ -508,8 +557,8 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 	cmd := exec.Command(clitest.Bin, "status", "--http", addrs[0], "job.yaml")
 	cmd.Dir = jobDir
 	out, err := cmd.CombinedOutput()
-	want := fmt.Sprintf("owns %d of the %d partitions of orders", len(owned[0]), n)
-	if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "\norders/") != len(owned[0]) ||
+	want := fmt.Sprintf("owns %d of the %d partitions of %s", len(owned[0]), n, topic)
+	if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "\n"+topic+"/") != len(owned[0]) ||
 		strings.Count(string(out), "\n  weir-") != len(addrs) || strings.Count(string(out), "<- this one") != 1 {
 		t.Errorf("weir status: %v\n%s\nwant a line that %s, a line per partition and one per instance", err, out, want)
 	}
@@ -523,7 +572,7 @@ func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 // however the copying interleaves the partitions; the windows close when
 // the stream's last events come, once everything is copied.
 func TestGroupRepartition(t *testing.T) {
-	const nparts = 3
+	const nparts = 64
 	dir, lines, parts, job, want := repartitionCase(t, 60_000, nparts)
 
 	b := clitest.StartBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
@@ -540,10 +589,11 @@ func TestGroupRepartition(t *testing.T) {
 	}
 	text := strings.Replace(fmt.Sprintf(job, b.Addr, ", repartition: true"), "topic: orders", "topic: clicks", 1)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-	inst := startInstances(t, dir, 2)
+	inst := startInstances(t, dir, 3)
 	if got := b.WaitCommitted("fraud-repartition", len(lines), 3*time.Minute); len(got) != len(lines) {
 		t.Fatalf("the repartition topic holds %d records; want the %d of the input, each once", len(got), len(lines))
 	}
+	checkClients(t, b, inst.addrs)
 	// The last events, which close the windows.
 	for p := range nparts {
 		last := parts[p][len(parts[p])-1]
@@ -566,7 +616,8 @@ func TestGroupRepartition(t *testing.T) {
 // events whose keys belong to other partitions, says so once, and counts
 // them in its status.
 func TestGroupMisroutedInput(t *testing.T) {
-	b := clitest.StartBroker(t, "clicks:3", "alerts:3", "late:1", "quarantine:1")
+	const nparts = 64
+	b := clitest.StartBroker(t, fmt.Sprintf("clicks:%d", nparts), "alerts:3", "late:1", "quarantine:1")
 	var lines, ids [][]byte
 	for i := range 3000 {
 		lines = append(lines, fmt.Appendf(nil, `{"id":"e%d","card":"c%d","amount":1,"ts":%d}`, i, i%50, 1780000000000+int64(i)*10))
@@ -576,32 +627,40 @@ func TestGroupMisroutedInput(t *testing.T) {
 	dir := t.TempDir()
 	text := strings.Replace(fmt.Sprintf(groupJob, b.Addr, ""), "topic: orders", "topic: clicks", 1)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-	inst := startInstances(t, dir, 1)
-	cmd, stderr, addr := inst.cmds[0], inst.logs[0], inst.addrs[0]
+	inst := startInstances(t, dir, 3)
+	checkOwnership(t, dir, inst.addrs, nparts)
+	// The instance that runs partition 0's task.
+	owner := -1
 	deadline := time.Now().Add(time.Minute)
 	for {
-		var r console.GroupReply
-		if resp, err := http.Get("http://" + addr + "/api/status"); err == nil {
-			json.NewDecoder(resp.Body).Decode(&r)
-			resp.Body.Close()
-		}
 		var mis int64
-		for _, tk := range r.Group.Tasks {
-			if tk.Partition != 0 && tk.Misrouted != 0 {
-				t.Fatalf("partition %d holds no event, yet %d were misrouted", tk.Partition, tk.Misrouted)
+		for i, addr := range inst.addrs {
+			var r console.GroupReply
+			if resp, err := http.Get("http://" + addr + "/api/status"); err == nil {
+				json.NewDecoder(resp.Body).Decode(&r)
+				resp.Body.Close()
 			}
-			mis += tk.Misrouted
+			for _, tk := range r.Group.Tasks {
+				if tk.Partition != 0 && tk.Misrouted != 0 {
+					t.Fatalf("partition %d holds no event, yet %d were misrouted", tk.Partition, tk.Misrouted)
+				}
+				if tk.Partition == 0 {
+					owner = i
+				}
+				mis += tk.Misrouted
+			}
 		}
 		// The 3000 events, one in 64 sampled, of which those whose card
-		// murmur2 puts elsewhere than partition 0 (about two thirds).
-		if mis > 10 {
+		// murmur2 puts elsewhere than partition 0 (nearly all).
+		if mis > 10 && owner >= 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no misrouted event in the status: %+v", r.Group.Tasks)
+			t.Fatalf("no misrouted event in the status (partition 0 on instance %d)", owner)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	cmd, stderr, addr := inst.cmds[owner], inst.logs[owner], inst.addrs[owner]
 	// The instance serves what a single job serves: /healthz, /readyz, a
 	// page of its tasks, each task's console and the job's metrics.
 	base := "http://" + addr
@@ -616,6 +675,7 @@ func TestGroupMisroutedInput(t *testing.T) {
 	if code, body := httpGet(base + "/healthz"); code != 200 || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
+	checkClients(t, b, inst.addrs)
 	if code, page := httpGet(base + "/"); code != 200 || !strings.Contains(page, "assets/group.js") {
 		t.Errorf("/: %d %.100s", code, page)
 	}
@@ -628,13 +688,18 @@ func TestGroupMisroutedInput(t *testing.T) {
 		t.Errorf("/task/0/: %d %.100s", code, page)
 	}
 	_, metrics := httpGet(base + "/metrics")
+	_ = cmd
 	for _, want := range []string{`weir_up{job_name="group-crash"} 1`, `weir_records_total{job_name="group-crash",outcome="accepted",task="clicks/0"} 3000`} {
 		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
+	for _, c := range inst.cmds {
+		c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range inst.cmds {
+		c.Wait()
+	}
 	if n := strings.Count(stderr.String(), "the input is not keyed by the job's key"); n != 1 {
 		t.Errorf("the warning came %d times; want once\n%s", n, stderr)
 	}

@@ -88,6 +88,8 @@ func TestGroupQuietPartitionFollowsTheGroup(t *testing.T) {
 	if !seen[0] || !seen[1] {
 		t.Errorf("the watermarks topic has records of partitions %v; want 0 and 1", seen)
 	}
+	// Sharing the watermarks takes no client of its own.
+	checkClients(t, b, inst.addrs)
 	cmd := exec.Command(clitest.Bin, "status", "--http", inst.addrs[0], "job.yaml")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "(the minimum over the tasks not idle, shared in fraud-watermarks): idle tasks follow it") {
