@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,6 +134,12 @@ func removeDead(dir string) bool {
 	defer f.Close()
 	if err := TryLock(f); err != nil {
 		return false // its process runs
+	}
+	// A mark without its process's id is one being made: its process
+	// locks it, then writes its id. Taking it between would remove the
+	// directory under that process.
+	if pid, err := io.ReadAll(f); err != nil || len(pid) == 0 {
+		return false
 	}
 	// Held now by this process, the directory is removed with its mark
 	// last, once released.

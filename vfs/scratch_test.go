@@ -126,3 +126,24 @@ func TestScratchOfAKilledProcess(t *testing.T) {
 		t.Error("RemoveScratch removed a directory it did not make")
 	}
 }
+
+// A directory whose mark is there but not yet written (its process has
+// made it and is about to lock it) is not swept: a sweep that took it then
+// removed the directory under the process that was making it, whose next
+// step failed (seen with four instances of a group starting at once).
+func TestScratchBeingMadeIsNotSwept(t *testing.T) {
+	parent := t.TempDir()
+	making := filepath.Join(parent, "weir-tasks-making")
+	if err := os.MkdirAll(making, DirMode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(making, ScratchMark), nil, FileMode); err != nil {
+		t.Fatal(err)
+	}
+	if gone := SweepScratch(parent, "weir-tasks-"); len(gone) != 0 {
+		t.Errorf("swept %v, a directory being made", gone)
+	}
+	if _, err := os.Stat(making); err != nil {
+		t.Errorf("the directory being made: %v", err)
+	}
+}
