@@ -58,18 +58,20 @@ type Thread struct {
 	// changelog's (a task's partition), the watermarks'.
 	Manual []string
 
+	// mu guards what follows up to wake, and the readings' fields.
 	mu       sync.Mutex
-	cl       *kgo.Client
+	cl       *kgo.Client // replaced when its producer cannot go on (broken)
 	regs     map[topicPart]*reading
-	polls    uint64 // polls started on cl
-	queue    []*unit
-	inflight []*unit
+	polls    uint64        // polls started on cl
+	queue    []*unit       // handed over, not in a transaction yet
+	inflight []*unit       // in the transaction under way
 	decided  chan struct{} // closed and made again when a transaction is decided
-	wake     chan struct{}
 	ids      map[string][16]byte
 	closed   bool
-	stop     context.CancelFunc
-	wg       sync.WaitGroup
+
+	wake chan struct{} // a unit was queued
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 
 	committed, aborted atomic.Int64
 	lastErr            atomic.Pointer[string]
@@ -520,6 +522,9 @@ func (t *Thread) fill(ctx context.Context, cl *kgo.Client, batch []*unit, lost u
 // producer aborts what the old one left open. The readers read on where
 // they got.
 func (t *Thread) broken(ctx context.Context, cause error) error {
+	if ctx.Err() != nil {
+		return cause // the thread stops: Close closes the client
+	}
 	cl, err := t.newClient(ctx)
 	t.mu.Lock()
 	if t.closed || err != nil {
