@@ -419,6 +419,11 @@ func (gr *Instance) Run(ctx context.Context) error {
 	g.Revoked = func(_ context.Context, ps []int32) {
 		gr.logf("group %s: revoked %s: stopping them at a checkpoint", c.Group, partList(conn.Topic, ps))
 		gr.stop(ps)
+		// This instance stays a member: its transactions would still
+		// commit (the coordinator checks the member, not what it owns). A
+		// partition goes to another only once none of them can commit
+		// a checkpoint of its task.
+		gr.settle(ps)
 	}
 	g.Lost = func(_ context.Context, ps []int32) {
 		gr.logf("group %s: lost %s (the session expired): stopping them; another instance owns them", c.Group, partList(conn.Topic, ps))
@@ -545,6 +550,33 @@ func (gr *Instance) stop(ps []int32) {
 	}
 }
 
+// settle returns once no transaction of the instance's threads can commit
+// a checkpoint of the tasks of ps: those under way are decided, within the
+// stop budget, or else aborted (the thread's producer is made again, which
+// fences them).
+func (gr *Instance) settle(ps []int32) {
+	gr.mu.Lock()
+	threads, topic := slices.Clone(gr.threads), gr.conn.Topic
+	gr.mu.Unlock()
+	budget := gr.stopBudget()
+	for _, th := range threads {
+		for _, p := range ps {
+			ctx, cancel := context.WithTimeout(context.Background(), budget)
+			err := th.Settle(ctx, topic, p)
+			cancel()
+			if err == nil {
+				continue
+			}
+			gr.logf("%s/%d: a transaction of %s holding its task's checkpoint is not decided within %s: aborting it", topic, p, th.TransactionalID, budget)
+			ctx, cancel = context.WithTimeout(context.Background(), budget)
+			if err := th.Abort(ctx); err == nil {
+				err = th.Settle(ctx, topic, p)
+			}
+			cancel()
+		}
+	}
+}
+
 // grownInput is the refusal of an input that has more partitions than it
 // had then: the input's partitions place each key by their count
 // (murmur2), so that more of them move keys to other tasks than their
@@ -612,7 +644,10 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	gr.mu.Unlock()
 	// A checkpoint of an earlier run of the task here that a thread's
 	// transaction holds is decided first.
-	for _, th := range gr.threads {
+	gr.mu.Lock()
+	threads := slices.Clone(gr.threads)
+	gr.mu.Unlock()
+	for _, th := range threads {
 		if err := th.Settle(ctx, topic, t.p); err != nil {
 			return err
 		}

@@ -464,7 +464,7 @@ func (t *Thread) commitBatch(ctx context.Context, batch []*unit) error {
 		if aerr == nil {
 			aerr = cl.EndTransaction(actx, kgo.TryAbort)
 		}
-		if aerr != nil {
+		if aerr != nil && t.client() == cl {
 			// Whether it aborted is not known: a new producer with the
 			// thread's id aborts it for sure.
 			t.broken(ctx, aerr)
@@ -472,9 +472,14 @@ func (t *Thread) commitBatch(ctx context.Context, batch []*unit) error {
 		return err
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		// Committed or not, the producer is replaced; the tasks start
-		// again from their changelog, which tells.
-		return t.broken(ctx, fmt.Errorf("committing the transaction: %w", err))
+		// Committed or not, the producer is replaced (unless Abort did
+		// already); the tasks start again from their changelog, which
+		// tells.
+		err = fmt.Errorf("committing the transaction: %w", err)
+		if t.client() == cl {
+			t.broken(ctx, err)
+		}
+		return err
 	}
 	return nil
 }
@@ -517,6 +522,24 @@ func (t *Thread) fill(ctx context.Context, cl *kgo.Client, batch []*unit, lost u
 	return t.commitOffsets(ctx, cl, batch, lost)
 }
 
+// Abort aborts the transaction under way, if one is: the thread's producer
+// is made again under its transactional id, which aborts it for sure (the
+// brokers answering), and the readers read on with the new client.
+func (t *Thread) Abort(ctx context.Context) error {
+	t.mu.Lock()
+	busy := len(t.inflight) > 0
+	t.mu.Unlock()
+	if !busy {
+		return nil
+	}
+	cl, err := t.newClient(ctx)
+	if err != nil {
+		return err
+	}
+	t.replace(cl)
+	return nil
+}
+
 // broken replaces the thread's client after an error its producer may not
 // recover from (fenced, a commit whose outcome is unknown): the new one's
 // producer aborts what the old one left open. The readers read on where
@@ -526,16 +549,22 @@ func (t *Thread) broken(ctx context.Context, cause error) error {
 		return cause // the thread stops: Close closes the client
 	}
 	cl, err := t.newClient(ctx)
-	t.mu.Lock()
-	if t.closed || err != nil {
-		t.mu.Unlock()
-		if cl != nil {
-			cl.Close()
-		}
-		if err != nil {
-			t.logf("kafka: thread %s: %v; its client could not be made again: %v", t.TransactionalID, cause, err)
-		}
+	if err != nil {
+		t.logf("kafka: thread %s: %v; its client could not be made again: %v", t.TransactionalID, cause, err)
 		return cause
+	}
+	t.replace(cl)
+	return cause
+}
+
+// replace makes cl the thread's client: the readers read on with it from
+// where they got, and the old one is closed (what it was doing fails).
+func (t *Thread) replace(cl *kgo.Client) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		cl.Close()
+		return
 	}
 	old := t.cl
 	t.cl = cl
@@ -548,7 +577,6 @@ func (t *Thread) broken(ctx context.Context, cause error) error {
 	}
 	t.mu.Unlock()
 	old.Close()
-	return cause
 }
 
 // commitOffsets commits the units' input offsets as the group's, in the
