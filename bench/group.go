@@ -200,13 +200,44 @@ func caughtUp(sts []job.GroupStatus, parts int, caught map[int32]time.Time) bool
 func groupRun(c *kfake.Cluster, n int) (int64, map[string]float64, string, error) {
 	name := fmt.Sprintf("bench-%d-%d", n, groupSeq.Add(1))
 	caught := map[int32]time.Time{}
+	// The steady throughput: from when every partition's task runs (the
+	// group's first rebalances done) to when every one has read its
+	// partition to the end, so that splitting is measured apart from the
+	// instances' joining.
+	var stableAt time.Time
+	var readAtStable int64
 	err := runGroups(fmt.Sprintf(groupFraudJob, c.ListenAddrs()[0], name), n, func(sts []job.GroupStatus) bool {
+		if stableAt.IsZero() {
+			running, read := 0, int64(0)
+			for _, g := range sts {
+				for _, t := range g.Tasks {
+					if t.State == "running" {
+						running++
+					}
+					read += t.Status.Counts.Read
+				}
+			}
+			if running == GroupPartitions {
+				stableAt, readAtStable = time.Now(), read
+			}
+		}
 		return caughtUp(sts, GroupPartitions, caught)
 	})
 	if err != nil {
 		return 0, nil, "", err
 	}
-	return int64(KafkaOrders), map[string]float64{"instances": float64(n)}, "", nil
+	figs := map[string]float64{"instances": float64(n)}
+	var end time.Time
+	for _, at := range caught {
+		if at.After(end) {
+			end = at
+		}
+	}
+	if !stableAt.IsZero() && end.After(stableAt) {
+		figs["steady_events_per_sec"] = float64(int64(KafkaOrders)-readAtStable) / end.Sub(stableAt).Seconds()
+		figs["read_before_stable"] = float64(readAtStable)
+	}
+	return int64(KafkaOrders), figs, "", nil
 }
 
 const restoreJob = `name: bench-restore

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 )
 
@@ -227,6 +228,19 @@ func Targets(rs []Result) string {
 		r = fl.EventsPerSec / k.EventsPerSec
 		check("Kafka: the fraud job within 3x of the consume-produce floor's time", r, r <= 3, okk && okf, "x")
 		check("Kafka: the fraud job within 2x of the consume-produce floor's time", r, r <= 2, okk && okf, "x")
+	}
+	{
+		g1, ok1 := find(rs, "group-1")
+		g2, ok2 := find(rs, "group-2")
+		s1, s2 := g1.Extra["steady_events_per_sec"], g2.Extra["steady_events_per_sec"]
+		r := 0.0
+		if s1 > 0 {
+			r = s2 / s1
+		}
+		check("group: 2 instances on 2 cores >= 1 instance's throughput (steady, after the joins)", r, r >= 1, ok1 && ok2 && s1 > 0 && s2 > 0, "x")
+		sc, oks := find(rs, "group-scale-256")
+		check("group: at most 2 Kafka clients a thread (256 partitions, 64 tasks an instance, clients)", sc.Extra["max_clients"],
+			sc.Extra["max_clients"] <= 2*float64(runtime.NumCPU()), oks && sc.Extra["max_clients"] > 0, "")
 	}
 	if m, ok := find(rs, "jsonl-run-metrics"); ok && okj {
 		cost := 100 * (1 - m.EventsPerSec/j.EventsPerSec)
