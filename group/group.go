@@ -4,16 +4,19 @@
 // timers and de-duplication ids, so that what comes out does not depend on
 // which instance runs it or how many there are.
 //
-// What belongs here is the distribution: joining the group, starting and
-// stopping a partition's task as it is assigned and revoked, fencing the
-// previous owner, restoring the task's last committed checkpoint from its
-// partition of the changelog topic, publishing each checkpoint there in the
-// transaction that holds the task's output, the group's watermark that a
-// task whose partition is idle follows (ShareWatermarks), and the
-// instance's status. What
-// a task computes does not: a Config's Task function builds it (package job
-// from a job file, or a weir.Pipeline with weir.InGroup), and the engine
-// runs it. The Kafka clients themselves are in connector/kafka.
+// What belongs here is the distribution: joining the group, the
+// instance's threads (each one Kafka client that its tasks share, as Kafka
+// Streams' exactly-once v2 does), starting a partition's task on the thread
+// with the fewest as it is assigned and stopping it as it is revoked,
+// waiting for (or fencing) what the previous owner left open, restoring the
+// task's last committed checkpoint from its partition of the changelog
+// topic, publishing each checkpoint there in the transaction of its thread
+// that holds the task's output, the group's watermark that a task whose
+// partition is idle follows (ShareWatermarks), and the instance's status.
+// What a task computes does not: a Config's Task function builds it
+// (package job from a job file, or a weir.Pipeline with weir.InGroup), and
+// the engine runs it. The Kafka clients themselves, and the rules of their
+// transactions, are in connector/kafka (Thread).
 package group
 
 import (

@@ -2,7 +2,10 @@
 // that reads every partition of a topic with a position per partition that
 // checkpoints keep, and a sink that writes results in one Kafka transaction
 // per checkpoint (two-phase commit, as Flink's exactly-once Kafka sink does)
-// or at least once.
+// or at least once. For a consumer group (package group) it has the
+// membership (Group), and the threads whose one client each reads for many
+// tasks and commits their checkpoints, fenced by the group's generation
+// (Thread, Txn: Kafka Streams' exactly-once v2).
 //
 // Readers of a topic written exactly once must read committed records only
 // (isolation.level=read_committed; kcat -X isolation.level=read_committed).
