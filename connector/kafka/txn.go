@@ -48,9 +48,6 @@ func (t *Thread) Txn(topic string, part int32) *Txn {
 	return &Txn{thread: t, Topic: topic, Partition: part, units: map[uint64]*unit{}}
 }
 
-// Thread is the thread the task's transactions go through.
-func (t *Txn) Thread() *Thread { return t.thread }
-
 func (t *Txn) join() *member {
 	t.mu.Lock()
 	defer t.mu.Unlock()
