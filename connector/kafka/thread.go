@@ -713,6 +713,7 @@ func (t *Thread) topicID(ctx context.Context, cl *kgo.Client, topic string) ([16
 func (t *Thread) WaitStable(ctx context.Context, topic string, part int32, own func(txnID string) bool) error {
 	adm := t.Admin()
 	fenced := map[string]bool{}
+	cannot := false
 	for attempt := 0; ; attempt++ {
 		stable, end, err := stableEnd(ctx, adm, topic, part)
 		if err != nil {
@@ -721,21 +722,18 @@ func (t *Thread) WaitStable(ctx context.Context, topic string, part int32, own f
 		if stable == end {
 			return nil
 		}
-		if attempt > 0 {
+		if attempt > 0 && !cannot {
 			// The first look may catch a transaction about to end.
-			ids, err := openTransactions(ctx, adm, topic, part)
-			if err != nil {
-				return err
+			err := t.fenceOpen(ctx, adm, topic, part, own, fenced)
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			for _, id := range ids {
-				if own(id) || fenced[id] {
-					continue
-				}
-				if err := fence(ctx, t.client(), id, t.TransactionTimeout); err != nil {
-					return err
-				}
-				fenced[id] = true
-				t.logf("kafka %s/%d: fenced %s, which left a transaction open there (a previous owner of the partition): it is aborted", topic, part, id)
+			if err != nil {
+				// Brokers without DescribeProducers (before Kafka 3.0),
+				// or a principal without the rights: the transaction is
+				// waited for, until it ends or the brokers time it out.
+				cannot = true
+				t.logf("kafka %s/%d: a transaction of the partition's previous owner is open, and cannot be fenced (%v): waiting until it ends, at most its transaction timeout", topic, part, err)
 			}
 		}
 		select {
@@ -744,6 +742,26 @@ func (t *Thread) WaitStable(ctx context.Context, topic string, part int32, own f
 		case <-time.After(min(50*time.Millisecond<<min(attempt, 4), time.Second)):
 		}
 	}
+}
+
+// fenceOpen fences the producers, not own, of the transactions open on a
+// partition, once each.
+func (t *Thread) fenceOpen(ctx context.Context, adm *kadm.Client, topic string, part int32, own func(string) bool, fenced map[string]bool) error {
+	ids, err := openTransactions(ctx, adm, topic, part)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if own(id) || fenced[id] {
+			continue
+		}
+		if err := fence(ctx, t.client(), id, t.TransactionTimeout); err != nil {
+			return err
+		}
+		fenced[id] = true
+		t.logf("kafka %s/%d: fenced %s, which left a transaction open there (a previous owner of the partition): it is aborted", topic, part, id)
+	}
+	return nil
 }
 
 // stableEnd is a partition's last stable offset and its end.

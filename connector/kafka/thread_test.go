@@ -3,12 +3,14 @@ package kafka
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // A thread's transaction that does not end (its commit held up) keeps a
@@ -64,5 +66,41 @@ func TestThreadAbortsATransactionThatDoesNotEnd(t *testing.T) {
 	}
 	if got := committed(t, c, "alerts"); len(got) != 1 || got[0] != "two" {
 		t.Fatalf("visible: %q; want two", got)
+	}
+}
+
+// Brokers that cannot say which producer holds a transaction open
+// (ListTransactions came with Kafka 3.0): the next owner cannot fence it,
+// says so once, and waits until the brokers time it out.
+func TestWaitStableWithoutFencing(t *testing.T) {
+	c := cluster(t, kfake.SeedTopics(2, "log"), kfake.MaxVersions(kversion.V2_8_0()))
+	ctx := context.Background()
+	var log []string
+	th := &Thread{Config: Config{Brokers: c.ListenAddrs(), Log: func(s string) { log = append(log, s) }},
+		TransactionalID: "weir-test-t0", Group: &Group{Group: "g"}, Manual: []string{"log"}}
+	if err := th.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer th.Close()
+	cl := client(t, c, kgo.TransactionalID("weir-test-dead"), kgo.TransactionTimeout(2*time.Second), kgo.RecordPartitioner(manualPartitioner{"log"}))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "log", Partition: 1, Key: []byte("m"), Value: []byte("{}")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := th.WaitStable(wctx, "log", 1, func(string) bool { return false }); err != nil {
+		t.Fatalf("WaitStable: %v", err)
+	}
+	said := 0
+	for _, l := range log {
+		if strings.Contains(l, "cannot be fenced") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("said it cannot fence %d times; want once: %q", said, log)
 	}
 }
