@@ -14,6 +14,8 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
 )
 
 // Pipeline is a graph of streams from its sources to its sinks. Build it
@@ -45,6 +47,37 @@ type Pipeline struct {
 	mu      sync.Mutex
 	eng     *engine.Engine // while it runs
 	aborted error          // Abort before Run started the engine
+
+	// groupWatermark is the group's watermark a task follows while its
+	// partition is idle (InGroup with the group's ShareWatermarks), and
+	// followers the aggregations of the streams read from sources, which
+	// follow it (built anew with each engine).
+	groupWatermark func(own mtime.Time, idle bool) mtime.Time
+	followers      []follower
+}
+
+// follower is an aggregation that follows the group's watermark: its
+// watermark, told of the source's partition as a job file's head tells it.
+type follower interface {
+	SetBacklog(part int, backlog int64, now mtime.Time)
+	SetFloor(floor mtime.Time)
+	Watermark() mtime.Time
+	Tracker() *watermark.Tracker
+}
+
+// followGroup hands the group's watermark to the aggregations that follow
+// it, with the source's report of its partition (one: a group's task reads
+// one); the source loop calls it.
+func (p *Pipeline) followGroup(reports []connector.PartitionReport, now mtime.Time) {
+	if p.groupWatermark == nil {
+		return
+	}
+	for _, f := range p.followers {
+		for _, r := range reports {
+			f.SetBacklog(r.Partition, r.Backlog, now)
+		}
+		f.SetFloor(p.groupWatermark(f.Watermark(), f.Tracker().AllIdle()))
+	}
 }
 
 // Option configures a Pipeline.
@@ -123,8 +156,11 @@ func Log(w io.Writer) Option { return func(p *Pipeline) { p.cfg.Log = w } }
 // stops the task (the group starts it again from its last committed one),
 // and the pipeline is Live; its source reads t.Partition of t.Topic alone
 // through t.Txn too (kafka.Source's Txn), and each checkpoint's offset
-// becomes the group's, for Kafka's lag tools. The pipeline logs to t.Log
-// unless Log says otherwise.
+// becomes the group's, for Kafka's lag tools. With the group's
+// ShareWatermarks, the aggregations of what the source reads follow the
+// group's watermark while the task's partition is idle (a watermark
+// strategy WithIdleness), as a job file's task does. The pipeline logs to
+// t.Log unless Log says otherwise.
 func InGroup(t *group.Task, interval time.Duration) Option {
 	return func(p *Pipeline) {
 		Checkpoints(t.Dir, interval)(p)
@@ -138,6 +174,7 @@ func InGroup(t *group.Task, interval time.Duration) Option {
 		if p.cfg.Log == nil {
 			p.cfg.Log = t.Log
 		}
+		p.groupWatermark = t.GroupWatermark
 	}
 }
 
@@ -247,6 +284,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	p.followers = nil
 	for _, b := range p.builders {
 		if err := b(e); err != nil {
 			e.Discard()

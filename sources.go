@@ -308,7 +308,7 @@ func Read[T any](p *Pipeline, name string, src connector.Source, decode func(con
 	p.feeds++
 	p.addPart(engine.Part{Name: "source:" + name, Label: "source " + name, Kind: engine.StatePosition})
 	p.build(func(e *engine.Engine) error {
-		h := &recordHandler[T]{e: e, decode: decode, out: root, rej: rej}
+		h := &recordHandler[T]{e: e, decode: decode, out: root, rej: rej, backlog: p.followGroup}
 		e.OnSignal(rootSignals[T]{root})
 		e.OnSignal(rootSignals[Rejected]{rej})
 		return e.AddSource(name, src, h)
@@ -317,15 +317,22 @@ func Read[T any](p *Pipeline, name string, src connector.Source, decode func(con
 }
 
 type recordHandler[T any] struct {
-	e      *engine.Engine
-	decode func(connector.Record) (T, error)
-	out    *engine.Stream[T]
-	rej    *engine.Stream[Rejected]
-	n      int
-	wall   mtime.Time
+	e       *engine.Engine
+	decode  func(connector.Record) (T, error)
+	out     *engine.Stream[T]
+	rej     *engine.Stream[Rejected]
+	n       int
+	wall    mtime.Time
+	backlog func([]connector.PartitionReport, mtime.Time)
 }
 
 func (h *recordHandler[T]) Partitions([]connector.Partition, mtime.Time) {}
+
+// Backlog implements engine.BacklogHandler: the source's reports go to the
+// aggregations that follow a group's watermark (InGroup).
+func (h *recordHandler[T]) Backlog(reports []connector.PartitionReport, now mtime.Time) {
+	h.backlog(reports, now)
+}
 
 func (h *recordHandler[T]) Record(r *connector.Record) {
 	at := r.Arrival

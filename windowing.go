@@ -125,6 +125,11 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 			return fmt.Errorf("weir: aggregation %s: %w", label, err)
 		}
 		in.c = &stageInput[K, T, A, O]{w: st, ts: t.ts, key: w.k.key, part: t.part}
+		if t.s.origin == 0 && t.part == nil && t.wm.Kind != watermark.Scripted {
+			// Read from a source: in a group, it follows the group's
+			// watermark while its partition is idle.
+			p.followers = append(p.followers, st)
+		}
 		return nil
 	})
 	return Stream[Pane[K, O]]{p: p, n: panes, origin: id}, Stream[Late[K, T]]{p: p, n: late, origin: id}

@@ -147,7 +147,7 @@ type Task struct {
 	// (mtime.MinTime: none yet), which the task's watermark follows while
 	// its partition is idle (engine.HeadConfig.GroupWatermark). Nil
 	// without ShareWatermarks.
-	// A job file's task uses it; a weir.Pipeline in a group does not yet.
+	// A job file's task and a weir.Pipeline with weir.InGroup use it.
 	GroupWatermark func(own mtime.Time, idle bool) mtime.Time
 
 	log *kafka.Changelog

@@ -32,6 +32,11 @@ type order struct {
 // per minute, read from the task's partition, written exactly once through
 // the task's transaction.
 func pipelineTask(brokers []string, start kafka.Start, decoded *atomic.Int64) func(context.Context, *group.Task) (group.Runner, error) {
+	return pipelineTaskWith(brokers, start, decoded, watermark.BoundedOutOfOrderness(0).WithInterval(0))
+}
+
+// pipelineTaskWith is pipelineTask with the watermark strategy wm.
+func pipelineTaskWith(brokers []string, start kafka.Start, decoded *atomic.Int64, wm watermark.Strategy) func(context.Context, *group.Task) (group.Runner, error) {
 	return func(_ context.Context, t *group.Task) (group.Runner, error) {
 		p := weir.NewPipeline(weir.Name("orders"), weir.InGroup(t, 100*time.Millisecond))
 		src := &kafka.Source{Config: kafka.Config{Brokers: brokers}, Txn: t.Txn, Start: start}
@@ -41,8 +46,7 @@ func pipelineTask(brokers []string, start kafka.Start, decoded *atomic.Int64) fu
 			decoded.Add(1)
 			return o, err
 		})
-		stamped := weir.WithTimestamps(orders, func(o order) mtime.Time { return o.At },
-			watermark.BoundedOutOfOrderness(0).WithInterval(0))
+		stamped := weir.WithTimestamps(orders, func(o order) mtime.Time { return o.At }, wm)
 		counts, _ := weir.Aggregate(
 			weir.Window(weir.KeyBy(stamped, func(o order) string { return o.Card }), window.NewStrategy(window.TumblingWindows(time.Minute))),
 			aggregate.Count[order](), weir.Named("per-card"))
@@ -153,5 +157,47 @@ func TestGrownInputRefused(t *testing.T) {
 	err = g.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "orders has more partitions than the 2 it had when the group started (its changelog counters-state has as many): a key's events would go to another task than its state; read it with source.kafka.repartition: true") {
 		t.Errorf("Run: %v", err)
+	}
+}
+
+// A task written with the Go API follows the group's watermark while its
+// partition is idle, as a job file's does: the window of a quiet
+// partition closes once the busy one's watermark passes it.
+func TestPipelineTaskFollowsTheGroupsWatermark(t *testing.T) {
+	b := clitest.StartBroker(t, "orders:2", "counts:1")
+	brokers := []string{b.Addr}
+	produce := func(part int32, card string, sec int64) {
+		v := fmt.Sprintf(`{"card":%q,"at":%d}`, card, 1_780_000_020_000+sec*1000)
+		b.ProduceKeyed("orders", part, [][]byte{[]byte(v)}, [][]byte{[]byte(card)})
+	}
+	produce(1, "q", 5) // the quiet partition: one order
+	for m := range int64(4) {
+		produce(0, "a", m*60+5) // the busy one: a minute's order each
+	}
+	var log clitest.Buffer
+	var decoded atomic.Int64
+	g, err := group.New(group.Config{Conn: kafka.Config{Brokers: brokers, Topic: "orders"}, Group: "counters", Changelog: "counters-state",
+		SessionTimeout: 6 * time.Second, TransactionalID: "weir-orders", TransactionTimeout: time.Minute, Log: &log, ShareWatermarks: true,
+		Task: pipelineTaskWith(brokers, kafka.Start{}, &decoded, watermark.BoundedOutOfOrderness(0).WithInterval(0).WithIdleness(time.Second))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	want := []string{"a 2026-05-28T20:27:00.000Z 1", "a 2026-05-28T20:28:00.000Z 1", "a 2026-05-28T20:29:00.000Z 1", "q 2026-05-28T20:27:00.000Z 1"}
+	var got []string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got = b.Committed("counts"); len(got) >= len(want) {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("instance: %v\n%s", err, log.String())
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("counts:\n got %q\nwant %q\nlog:\n%s", got, want, log.String())
 	}
 }
