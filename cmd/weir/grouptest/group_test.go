@@ -235,6 +235,18 @@ func TestGroupZombie(t *testing.T) {
 	groupCase(t, groupJob, 300_000, 64, syscall.SIGSTOP)
 }
 
+// The zombie again with one thread an instance, so that each transaction
+// of the paused instance holds the checkpoints of all its tasks (8 of 16
+// partitions): none of them becomes visible.
+func TestGroupZombieOneThread(t *testing.T) {
+	inst := groupCaseWith(t, groupJob, ", threads: 1", 100_000, 16, syscall.SIGSTOP)
+	// Resumed, it tried to commit (a checkpoint, or its tasks' last as they
+	// stopped), and was refused.
+	if log := inst.logs[1].String(); !regexp.MustCompile(`committing the group's offsets in the transaction \(member [^)]+\): (UNKNOWN_MEMBER_ID|ILLEGAL_GENERATION)|PRODUCER_FENCED|INVALID_PRODUCER_EPOCH`).MatchString(log) {
+		t.Errorf("the paused instance was not refused a commit:\n%s", log)
+	}
+}
+
 func groupCase(t *testing.T, groupJob string, events, nparts int, sig syscall.Signal) {
 	groupCaseWith(t, groupJob, "", events, nparts, sig)
 }
