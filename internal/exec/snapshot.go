@@ -195,8 +195,8 @@ func appendWins[K comparable, A, O any](b []byte, ks *keyState[A, O], c Codec[K,
 }
 
 func appendWin[K comparable, A, O any](b []byte, st *win[A, O], c Codec[K, A, O]) []byte {
-	for _, v := range []int64{int64(st.w.Start), int64(st.w.End), int64(st.seq), st.n, int64(st.rev),
-		int64(st.early), int64(st.lateAt), int64(st.lastLate)} {
+	for _, v := range []int64{int64(st.w.Start), int64(st.w.End), int64(st.seq), st.count(), int64(st.rev),
+		int64(st.earlyAt()), int64(st.lateFireAt()), int64(st.lastLateAt())} {
 		b = enc.AppendVarint(b, v)
 	}
 	b = enc.AppendBool(b, st.late)
@@ -205,7 +205,7 @@ func appendWin[K comparable, A, O any](b []byte, st *win[A, O], c Codec[K, A, O]
 	b = enc.AppendBool(b, st.hasLast)
 	if st.hasLast {
 		b = append(b, byte(st.lastTiming))
-		b = c.AppendOut(b, st.last)
+		b = c.AppendOut(b, st.lastPane())
 	}
 	return b
 }
@@ -498,8 +498,12 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 		if vals[4] < 0 || vals[4] > math.MaxInt32 || uint64(vals[2]) >= 1<<maxSeqBits {
 			d.Fail()
 		}
-		st.seq, st.n, st.rev = uint64(vals[2]), vals[3], int32(vals[4])
-		st.early, st.lateAt, st.lastLate = mtime.Time(vals[5]), mtime.Time(vals[6]), mtime.Time(vals[7])
+		st.seq, st.rev = uint64(vals[2]), int32(vals[4])
+		if vals[3] != 0 || mtime.Time(vals[5]) != none || mtime.Time(vals[6]) != none || mtime.Time(vals[7]) != none {
+			st.more = newMore[O]()
+			st.more.n = vals[3]
+			st.more.early, st.more.lateAt, st.more.lastLate = mtime.Time(vals[5]), mtime.Time(vals[6]), mtime.Time(vals[7])
+		}
 		st.late = d.Bool()
 		st.latePending = d.Bool()
 		st.acc = c.ReadAcc(d)
@@ -508,7 +512,10 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 			if t := d.Count(int(window.Late)); d.Err() == nil {
 				st.lastTiming = window.Timing(t)
 			}
-			st.last = c.ReadOut(d)
+			if st.more == nil {
+				st.more = newMore[O]()
+			}
+			st.more.last = c.ReadOut(d)
 		}
 		if err := d.Err(); err != nil {
 			return err
@@ -534,15 +541,15 @@ func (op *WindowOp[K, T, A, O]) timersFor(k K, st *win[A, O]) {
 		op.et.add(st.w.MaxTimestamp().Add(op.lateness), newTimer(k, st.w, st.seq, tCleanup))
 	} else {
 		op.et.add(st.w.MaxTimestamp(), newTimer(k, st.w, st.seq, tOnTime))
-		if !op.early {
-			st.early = none // a trigger without early firings now
+		if !op.early && st.more != nil {
+			st.more.early = none // a trigger without early firings now
 		}
-		if st.early != none {
-			op.pt.add(st.early, newTimer(k, st.w, st.seq, tEarly))
+		if e := st.earlyAt(); e != none {
+			op.pt.add(e, newTimer(k, st.w, st.seq, tEarly))
 		}
 	}
-	if st.lateAt != none {
-		op.pt.add(st.lateAt, newTimer(k, st.w, st.seq, tLate))
+	if l := st.lateFireAt(); l != none {
+		op.pt.add(l, newTimer(k, st.w, st.seq, tLate))
 	}
 }
 

@@ -128,16 +128,13 @@ func (op *WindowOp[K, T, A, O]) publish() {
 }
 
 type win[A, O any] struct {
-	w     window.Window
-	seq   uint64
-	acc   A
-	n     int64 // elements since the last firing
-	early mtime.Time
-	// late firings (throttled)
-	lateAt   mtime.Time
-	lastLate mtime.Time
-	// the last pane, for retractions
-	last O
+	w   window.Window
+	seq uint64
+	acc A
+	// more is what only early firings, throttled late firings and
+	// retractions need: nil in a window that has needed none of it, as
+	// most windows of most jobs, which hold 8 bytes here instead of 48.
+	more *winMore[O]
 	// The revision and the flags last, packed into one word (every byte of
 	// a window is a byte of every key). A revision past 2^31 would take a
 	// firing a second for 68 years; a checkpoint that says so is refused.
@@ -146,6 +143,103 @@ type win[A, O any] struct {
 	latePending bool
 	hasLast     bool
 	lastTiming  window.Timing
+}
+
+// winMore is the part of a window's state that only some triggers and
+// modes use.
+type winMore[O any] struct {
+	n     int64      // elements since the last firing, counted only for early firings
+	early mtime.Time // the pending early firing
+	// late firings (throttled)
+	lateAt   mtime.Time
+	lastLate mtime.Time
+	// the last pane, for retractions
+	last O
+}
+
+// What a window without more has: no element counted, no firing pending,
+// no pane to retract.
+func (st *win[A, O]) count() int64 {
+	if st.more == nil {
+		return 0
+	}
+	return st.more.n
+}
+
+func (st *win[A, O]) earlyAt() mtime.Time {
+	if st.more == nil {
+		return none
+	}
+	return st.more.early
+}
+
+func (st *win[A, O]) lateFireAt() mtime.Time {
+	if st.more == nil {
+		return none
+	}
+	return st.more.lateAt
+}
+
+func (st *win[A, O]) lastLateAt() mtime.Time {
+	if st.more == nil {
+		return none
+	}
+	return st.more.lastLate
+}
+
+func (st *win[A, O]) lastPane() O {
+	if st.more == nil {
+		var zero O
+		return zero
+	}
+	return st.more.last
+}
+
+// newMore is a winMore with nothing pending.
+func newMore[O any]() *winMore[O] {
+	return &winMore[O]{early: none, lateAt: none, lastLate: none}
+}
+
+// moreOf is st's more, taken from the operator's spares, or cut from a
+// slab of them, when it has none.
+func (op *WindowOp[K, T, A, O]) moreOf(st *win[A, O]) *winMore[O] {
+	if st.more == nil {
+		if n := len(op.freeMore); n > 0 {
+			st.more = op.freeMore[n-1]
+			op.freeMore = op.freeMore[:n-1]
+		} else {
+			if len(op.moreSlab) == 0 {
+				op.moreSlab = make([]winMore[O], moreSlab)
+			}
+			st.more = &op.moreSlab[0]
+			op.moreSlab = op.moreSlab[1:]
+			*st.more = winMore[O]{early: none, lateAt: none, lastLate: none}
+		}
+	}
+	return st.more
+}
+
+// moreSlab is how many winMores an operator instance allocates at once.
+const moreSlab = 256
+
+// maxFreeMore is how many spare winMores an operator instance keeps.
+const maxFreeMore = 4096
+
+// dropMore gives st's more back to the operator's spares, st being gone.
+func (op *WindowOp[K, T, A, O]) dropMore(st *win[A, O]) {
+	if m := st.more; m != nil && len(op.freeMore) < maxFreeMore {
+		*m = winMore[O]{early: none, lateAt: none, lastLate: none}
+		op.freeMore = append(op.freeMore, m)
+	}
+	st.more = nil
+}
+
+// counted counts an element of st, for the triggers that fire early by
+// count or when an element came since the last firing.
+func (op *WindowOp[K, T, A, O]) counted(st *win[A, O]) {
+	if op.early {
+		op.moreOf(st).n++
+	}
 }
 
 type keyState[A, O any] struct {
@@ -223,6 +317,8 @@ type WindowOp[K comparable, T, A, O any] struct {
 	// keys hold their windows in arrays, arraysPeak the most at once.
 	freeWins           [][]win[A, O]
 	arrays, arraysPeak int
+	freeMore           []*winMore[O]
+	moreSlab           []winMore[O]
 
 	out       []Out[K, T, O]
 	byTiming  [3]int64
@@ -352,7 +448,7 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		}
 		st := &ks.wins[i]
 		st.acc = op.agg.Add(st.acc, v)
-		st.n++
+		op.counted(st)
 		accepted = true
 		if st.late {
 			late = true
@@ -438,7 +534,7 @@ func (op *WindowOp[K, T, A, O]) tumblingEvent(key K, ts mtime.Time, v T) {
 	}
 	st := &ks.wins[i]
 	st.acc = op.agg.Add(st.acc, v)
-	st.n++
+	op.counted(st)
 	op.Accepted++
 	if st.late {
 		op.LateAccepted++
@@ -479,7 +575,7 @@ func (op *WindowOp[K, T, A, O]) slicedEvent(key K, ts mtime.Time, v T) {
 			i = op.create(ks, key, w, op.step)
 		}
 		st := &ks.wins[i]
-		st.n++
+		op.counted(st)
 		late = late || st.late
 		op.onElement(key, ks, st)
 	}
@@ -613,7 +709,7 @@ func (op *WindowOp[K, T, A, O]) setWatermark(w mtime.Time) {
 // at End-1, or, for a window whose first event comes after the watermark
 // passed its end, the cleanup at End-1+lateness.
 func (op *WindowOp[K, T, A, O]) create(ks *keyState[A, O], key K, w window.Window, seq uint64) int {
-	st := win[A, O]{w: w, seq: seq, early: none, lateAt: none, lastLate: none}
+	st := win[A, O]{w: w, seq: seq}
 	if op.slice == 0 {
 		st.acc = op.agg.New()
 	}
@@ -678,6 +774,7 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 		op.release(ks.wins[i].acc)
 	}
 	last := len(ks.wins) - 1
+	op.dropMore(&ks.wins[i])
 	ks.wins[i] = ks.wins[last]
 	var zero win[A, O]
 	ks.wins[last] = zero
@@ -710,29 +807,29 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, 
 		case trigger.LateEach:
 			op.fire(key, ks, st, window.Late, false, none, op.now)
 		case trigger.LateThrottled:
-			if st.lastLate == none || op.now-st.lastLate >= t.LatePeriod {
+			if last := st.lastLateAt(); last == none || op.now-last >= t.LatePeriod {
 				op.fire(key, ks, st, window.Late, false, none, op.now)
-				st.lastLate = op.now
+				op.moreOf(st).lastLate = op.now
 			} else if !st.latePending {
 				st.latePending = true
-				if st.lateAt == none {
-					st.lateAt = st.lastLate + t.LatePeriod
-					op.pt.add(st.lateAt, newTimer(key, st.w, st.seq, tLate))
+				if m := op.moreOf(st); m.lateAt == none {
+					m.lateAt = m.lastLate + t.LatePeriod
+					op.pt.add(m.lateAt, newTimer(key, st.w, st.seq, tLate))
 				}
 			}
 		}
 		return
 	}
-	if t.EarlyElements > 0 && st.n >= int64(t.EarlyElements) {
+	if t.EarlyElements > 0 && st.count() >= int64(t.EarlyElements) {
 		op.fire(key, ks, st, window.Early, false, none, op.now)
 		return
 	}
-	if t.EarlyDelay > 0 && st.early == none {
+	if t.EarlyDelay > 0 && st.earlyAt() == none {
 		at := op.now + t.EarlyDelay
 		if t.EarlyAligned {
 			at = alignUp(op.now, t.EarlyDelay)
 		}
-		st.early = at
+		op.moreOf(st).early = at
 		op.pt.add(at, newTimer(key, st.w, st.seq, tEarly))
 	}
 }
@@ -755,7 +852,7 @@ func alignUp(t, d mtime.Time) mtime.Time {
 func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], timing window.Timing, final bool, at, emitAt mtime.Time) {
 	mode := op.strategy.Mode
 	if mode == window.Retracting && st.hasLast {
-		op.emit(key, st, st.rev, st.lastTiming, false, true, st.last, at, emitAt)
+		op.emit(key, st, st.rev, st.lastTiming, false, true, st.lastPane(), at, emitAt)
 	}
 	st.rev++
 	v := op.agg.Result(op.accOf(ks, st))
@@ -767,10 +864,12 @@ func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], t
 		}
 		st.acc = op.agg.New()
 	case window.Retracting:
-		st.last, st.lastTiming, st.hasLast = v, timing, true
+		op.moreOf(st).last = v
+		st.lastTiming, st.hasLast = timing, true
 	}
-	st.n = 0
-	st.early = none
+	if m := st.more; m != nil {
+		m.n, m.early = 0, none
+	}
 	if timing == window.Late {
 		st.latePending = false
 	}
@@ -873,7 +972,9 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 		// cleanup fall on the same watermark, the on-time pane is final.
 		closing := cleanupAt <= op.wm
 		st.late = true
-		st.early = none
+		if st.more != nil {
+			st.more.early = none
+		}
 		if !op.trg.FinalOnly || closing {
 			op.fire(r.key, ks, st, window.OnTime, closing, t, op.now)
 		}
@@ -926,21 +1027,21 @@ func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
 	st := &ks.wins[i]
 	switch r.kind() {
 	case tEarly:
-		if st.late || st.early != t {
+		if st.late || st.earlyAt() != t {
 			return
 		}
-		st.early = none
-		if st.n > 0 {
+		st.more.early = none
+		if st.more.n > 0 {
 			op.fire(r.key, ks, st, window.Early, false, t, t)
 		}
 	case tLate:
-		if st.lateAt != t {
+		if st.lateFireAt() != t {
 			return
 		}
-		st.lateAt = none
+		st.more.lateAt = none
 		if st.latePending {
 			op.fire(r.key, ks, st, window.Late, false, t, t)
-			st.lastLate = t
+			st.more.lastLate = t
 		}
 	}
 }
@@ -988,7 +1089,7 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 		st = op.merge(key, ks, merged)
 	}
 	st.acc = op.agg.Add(st.acc, v)
-	st.n++
+	op.counted(st)
 	op.account(true, st.late, key, ts, v)
 	op.onElement(key, ks, st)
 }
@@ -1000,38 +1101,45 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 	slices.SortFunc(op.ibuf, func(a, b int) int {
 		return cmp.Compare(ks.wins[a].w.Start, ks.wins[b].w.Start)
 	})
-	m := win[A, O]{w: merged, acc: op.agg.New(), early: none, lateAt: none, lastLate: none, seq: ^uint64(0)}
+	m := win[A, O]{w: merged, acc: op.agg.New(), seq: ^uint64(0)}
+	n, early := int64(0), none
 	for _, i := range op.ibuf {
 		p := &ks.wins[i]
 		if op.strategy.Mode == window.Retracting && p.hasLast {
-			op.emit(key, p, p.rev, p.lastTiming, false, true, p.last, none, op.now)
+			op.emit(key, p, p.rev, p.lastTiming, false, true, p.lastPane(), none, op.now)
 		}
 		m.acc = op.agg.Merge(m.acc, p.acc)
 		if op.release != nil {
 			op.release(p.acc)
 		}
-		m.n += p.n
+		n += p.count()
 		m.seq = min(m.seq, p.seq)
-		if p.early != none && (m.early == none || p.early < m.early) {
-			m.early = p.early
+		if e := p.earlyAt(); e != none && (early == none || e < early) {
+			early = e
 		}
 	}
 	slices.Sort(op.ibuf)
 	for j := len(op.ibuf) - 1; j >= 0; j-- {
 		i, last := op.ibuf[j], len(ks.wins)-1
+		op.dropMore(&ks.wins[i])
 		ks.wins[i] = ks.wins[last]
+		ks.wins[last] = win[A, O]{}
 		ks.wins = ks.wins[:last]
 		op.Open--
 	}
 	if merged.MaxTimestamp() <= op.wm {
 		m.late = true
-		m.early = none
+		early = none
 		op.et.add(merged.MaxTimestamp().Add(op.lateness), newTimer(key, merged, m.seq, tCleanup))
 	} else {
 		op.et.add(merged.MaxTimestamp(), newTimer(key, merged, m.seq, tOnTime))
-		if m.early != none {
-			op.pt.add(m.early, newTimer(key, merged, m.seq, tEarly))
+		if early != none {
+			op.pt.add(early, newTimer(key, merged, m.seq, tEarly))
 		}
+	}
+	if n != 0 || early != none {
+		mm := op.moreOf(&m)
+		mm.n, mm.early = n, early
 	}
 	op.addWin(ks, m)
 	op.Windows++
