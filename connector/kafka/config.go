@@ -249,6 +249,13 @@ func classify(err error) error {
 		}
 		return connector.Permanent(err)
 	}
+	// A broker that closes a connection as soon as it is made: a broker
+	// starting or stopping (or one that wants TLS or SASL, which the error
+	// says; retried as the source retries it, with that in the log).
+	var eof *kgo.ErrFirstReadEOF
+	if errors.As(err, &eof) {
+		return connector.Transient(err)
+	}
 	if connector.Retryable(err) {
 		return connector.Transient(err)
 	}

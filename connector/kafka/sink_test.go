@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -208,5 +209,33 @@ func TestSinkRefusesKeylessRecordsOfACompactedTopic(t *testing.T) {
 	}
 	if got := committed(t, c, "alerts"); strings.Join(got, " ") != "p1 p2" {
 		t.Errorf("committed: %v", got)
+	}
+}
+
+// A broker that closes every connection at once (restarting) fails the
+// start of a transactional producer with an error that is retried, not
+// one that stops the job: the job waits for the broker as it does for one
+// that refuses connections.
+func TestProducerStartRetriesABrokerClosingConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	cfg := Config{Brokers: []string{ln.Addr().String()}, Topic: "alerts"}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = cfg.startProducer(ctx, "weir-test-closing", time.Minute)
+	if err == nil || !connector.Retryable(err) {
+		t.Fatalf("starting a producer on a broker closing connections: %v (retryable %v), want a retryable error", err, connector.Retryable(err))
 	}
 }
