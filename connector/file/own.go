@@ -3,6 +3,7 @@ package file
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -164,6 +165,71 @@ type ownerRecord struct {
 	// announces (written before the bytes, so that a crash between the two
 	// leaves a file that matches one or the other).
 	Before *spanRecord `json:"before,omitempty"`
+	// Pages are the digests of the announced write's pages (pageDigests,
+	// base64): a process killed in the middle of the write leaves the
+	// pages it had written, which they prove weir's.
+	Pages string `json:"pages,omitempty"`
+}
+
+// pageBytes is the granularity at which an owner record proves a write cut
+// short. A process killed in the middle of a write leaves what the kernel
+// had copied, page by page of the file (Linux stops a write at a page
+// boundary when its process is killed); a write cut anywhere else is not
+// proven, and the file is refused rather than cut back.
+const pageBytes = 4096
+
+// digestBytes is how much of a page's SHA-256 an owner record keeps.
+const digestBytes = 8
+
+// pageDigests are the digests of data written at offset off, a page of the
+// file each: the first from off to the next page boundary, then whole
+// pages, the last up to the end of data.
+func pageDigests(off int64, data []byte) []byte {
+	out := make([]byte, 0, (len(data)/pageBytes+2)*digestBytes)
+	for len(data) > 0 {
+		n := min(int64(len(data)), pageBytes-off%pageBytes)
+		sum := sha256.Sum256(data[:n])
+		out = append(out, sum[:digestBytes]...)
+		data, off = data[n:], off+n
+	}
+	return out
+}
+
+// tornWrite reports whether a file of size bytes holds what the record's
+// Before span describes followed by a part of the write the record
+// announces, cut at a page boundary: what a process killed in the middle
+// of that write leaves.
+func (r ownerRecord) tornWrite(f io.ReaderAt, size int64) (bool, error) {
+	if r.Before == nil || r.Pages == "" {
+		return false, nil
+	}
+	before, ok1 := r.Before.span()
+	after, ok2 := r.span()
+	pages, err := base64.StdEncoding.DecodeString(r.Pages)
+	if !ok1 || !ok2 || err != nil || size <= before.Size || size >= after.Size {
+		return false, nil
+	}
+	if got, err := spanOf(f, before.Size); err != nil || got != before {
+		return false, err
+	}
+	for off := before.Size; off < size; {
+		if len(pages) < digestBytes {
+			return false, nil
+		}
+		n := min(after.Size-off, pageBytes-off%pageBytes)
+		if off+n > size {
+			return false, nil // cut inside a page: not proven
+		}
+		page, err := readAt(f, off, n)
+		if err != nil {
+			return false, err
+		}
+		if sum := sha256.Sum256(page); !bytes.Equal(sum[:digestBytes], pages[:digestBytes]) {
+			return false, nil
+		}
+		pages, off = pages[digestBytes:], off+n
+	}
+	return true, nil
 }
 
 // spanRecord is a span in an owner record.
@@ -237,13 +303,15 @@ func (r ownerRecord) spans() []span {
 // never take one it should not.
 //
 // before, when set, is what the file holds now: the record announces a
-// write that will make it sp.
-func writeOwner(fsys vfs.FS, path string, id vfs.ID, sp span, before *span, closed bool) error {
+// write that will make it sp, whose pages have the digests pages
+// (pageDigests).
+func writeOwner(fsys vfs.FS, path string, id vfs.ID, sp span, before *span, pages []byte, closed bool) error {
 	r := ownerRecord{Note: ownerNote, File: filepath.Base(path), Dev: id.Dev, Ino: id.Ino, Born: id.Born, Size: sp.Size,
 		Head: hex.EncodeToString(sp.Head[:]), Tail: hex.EncodeToString(sp.Tail[:]), Closed: closed}
 	if before != nil {
 		b := recordOf(*before)
 		r.Before = &b
+		r.Pages = base64.StdEncoding.EncodeToString(pages)
 	}
 	data, _ := json.MarshalIndent(r, "", "  ")
 	data = append(data, '\n')
@@ -362,7 +430,7 @@ func ReplaceFile(fsys vfs.FS, path string, data []byte, force bool) error {
 	}
 	var t tracker
 	t.add(data)
-	if err := writeOwner(fsys, path, id, t.span(), nil, true); err != nil {
+	if err := writeOwner(fsys, path, id, t.span(), nil, nil, true); err != nil {
 		return err
 	}
 	return fsys.SyncDir(filepath.Dir(path))

@@ -131,7 +131,7 @@ func (s *Sink[T]) create() error {
 		return err
 	}
 	s.f, s.id = f, id
-	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, false); err != nil {
+	if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, nil, false); err != nil {
 		f.Close()
 		return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
 	}
@@ -215,7 +215,7 @@ func (s *Sink[T]) resume(f vfs.File, r connector.Resume) error {
 		return err
 	}
 	s.f, s.id, s.end = f, id, m.Size
-	if err := writeOwner(s.FS, s.Path, id, s.committed.span(), nil, false); err != nil {
+	if err := writeOwner(s.FS, s.Path, id, s.committed.span(), nil, nil, false); err != nil {
 		return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
 	}
 	return nil
@@ -254,7 +254,8 @@ func (s *Sink[T]) ownBeyond(f vfs.File, size int64, id vfs.ID, committed int64, 
 			return true, nil
 		}
 	}
-	return false, nil
+	// The process was killed in the middle of the last commit's write.
+	return rec.tornWrite(f, size)
 }
 
 // Mark implements connector.Marker: the file's identity and the span of
@@ -274,8 +275,10 @@ func (w *writerAt) Write(b []byte) (int, error) {
 	n, err := w.f.WriteAt(b, w.off)
 	if err != nil {
 		// A write cut short (a full disk): the file ends after its last
-		// whole line, not in the middle of one.
-		if end, lerr := lastLineEnd(w.f, w.off+int64(n)); lerr == nil && w.f.Truncate(end) == nil {
+		// whole line, not in the middle of one, and what weir knows it
+		// wrote ends there too (the owner record Close writes says so).
+		if end, lerr := lastLineEnd(w.f, w.off+int64(n)); lerr == nil && w.f.Truncate(end) == nil && w.t.reset(w.f, end) == nil {
+			w.off = end
 			return 0, err
 		}
 	}
@@ -434,39 +437,60 @@ func (s *Sink[T]) Commit(ctx context.Context, checkpoint uint64, pre []byte) err
 	}
 	if off == s.committed.size {
 		// Where the committed output ends: the owner record announces the
-		// bytes before they are written, so that whatever a crash leaves
-		// (before or after them) is known to be weir's.
+		// bytes before they are written (with the digests of their pages),
+		// so that whatever a crash leaves (before them, after them, or in
+		// the middle of them) is known to be weir's.
 		next := s.committed.clone()
 		next.add(data)
 		before := s.committed.span()
-		if err := writeOwner(s.FS, s.Path, s.id, next.span(), &before, false); err != nil {
+		if err := writeOwner(s.FS, s.Path, s.id, next.span(), &before, pageDigests(off, data), false); err != nil {
 			return fmt.Errorf("cannot record that weir writes %s: %w", s.Path, err)
 		}
-		if _, err := s.f.WriteAt(data, off); err != nil {
-			return err
-		}
-		if err := s.f.Sync(); err != nil {
+		if err := s.write(data, off); err != nil {
 			return err
 		}
 		s.committed = next
 		return nil
 	}
 	// A commit run again: the same bytes at the same place.
-	if _, err := s.f.WriteAt(data, off); err != nil {
-		return err
-	}
-	if err := s.f.Sync(); err != nil {
+	if err := s.write(data, off); err != nil {
 		return err
 	}
 	if end := off + int64(len(data)); end > s.committed.size {
 		if err := s.committed.reset(s.f, end); err != nil {
 			return err
 		}
-		if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, false); err != nil {
+		if err := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, nil, false); err != nil {
 			return fmt.Errorf("cannot record that weir wrote %s: %w", s.Path, err)
 		}
 	}
 	return nil
+}
+
+// write writes a commit's data at off and syncs. A write or sync that
+// fails (a full disk) leaves the file as the last commit left it: what it
+// wrote beyond is cut off before the error is returned, so that a reader
+// never sees a line that no checkpoint committed, and the owner record says
+// so again.
+func (s *Sink[T]) write(data []byte, off int64) error {
+	_, err := s.f.WriteAt(data, off)
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if err == nil {
+		return nil
+	}
+	end := max(off, s.committed.size)
+	if terr := s.f.Truncate(end); terr != nil {
+		return fmt.Errorf("%w; and the bytes written past the last commit (from offset %d) could not be cut off: %v", err, end, terr)
+	}
+	if serr := s.f.Sync(); serr != nil {
+		return fmt.Errorf("%w; and the file cut back to its last commit could not be synced: %v", err, serr)
+	}
+	if werr := writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, nil, false); werr != nil {
+		return fmt.Errorf("%w; and the record of what weir wrote could not be updated: %v", err, werr)
+	}
+	return err
 }
 
 // Close implements connector.Sink.
@@ -479,7 +503,7 @@ func (s *Sink[T]) Close() error {
 		err = s.w.Flush()
 	}
 	if err == nil {
-		err = writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, true)
+		err = writeOwner(s.FS, s.Path, s.id, s.committed.span(), nil, nil, true)
 	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr

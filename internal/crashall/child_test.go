@@ -24,8 +24,16 @@ type runSpec struct {
 	Dir  string
 	From string // restore this checkpoint or savepoint
 	// KillAtOp kills the process (SIGKILL) just before the n-th write,
-	// sync, rename or removal of a checkpoint or an output file.
+	// sync, rename or removal of a checkpoint or an output file; with Torn,
+	// a write of more than a page there is cut: its first pages (half of
+	// them) are written, then the process is killed, as a kill in the
+	// middle of a write leaves a file.
 	KillAtOp int
+	Torn     bool
+	// TornWrite kills the process in the middle of the n-th write of more
+	// than a page to TornFile (its first pages written, half of them).
+	TornWrite int
+	TornFile  string
 	// KillAfterBatch kills it after that batch of the input.
 	KillAfterBatch int64
 	// StopAfterBatch stops the job (with a savepoint) after that batch;
@@ -53,7 +61,11 @@ func child(spec string) int {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	opts := job.Options{Log: os.Stderr, From: r.From, FS: &killFS{FS: vfs.OS, at: r.KillAtOp}, AcceptChangedInput: r.AcceptChanged}
+	kfs := &killFS{FS: vfs.OS, at: r.KillAtOp, torn: r.Torn, tornWrite: r.TornWrite}
+	if r.TornFile != "" {
+		kfs.tornFile = filepath.Join(r.Dir, r.TornFile)
+	}
+	opts := job.Options{Log: os.Stderr, From: r.From, FS: kfs, AcceptChangedInput: r.AcceptChanged}
 	opts.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
 		if r.KillAfterBatch > 0 && b >= r.KillAfterBatch {
 			kill()
@@ -112,22 +124,68 @@ func kill() {
 // or a commit.
 type killFS struct {
 	vfs.FS
-	mu sync.Mutex
-	n  int
-	at int
+	mu   sync.Mutex
+	n    int
+	at   int
+	torn bool
+	// tornWrite counts the writes of more than a page to tornFile, and
+	// kills in the middle of that one.
+	tornWrite, writes int
+	tornFile          string
 }
 
 func (f *killFS) step() {
-	if f.at == 0 {
-		return
-	}
-	f.mu.Lock()
-	f.n++
-	n := f.n
-	f.mu.Unlock()
-	if n >= f.at {
+	if f.count() {
 		kill()
 	}
+}
+
+// count counts an operation, and reports whether the process dies at it.
+func (f *killFS) count() bool {
+	if f.at == 0 {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return f.n >= f.at
+}
+
+// writeAt writes b at off to file, or dies at it: before it, or, for a
+// torn kill, after its first pages.
+func (f *killFS) writeAt(file vfs.File, path string, b []byte, off int64) (int, error) {
+	die := f.count()
+	if len(b) > page && f.tornWrite > 0 && path == f.tornFile {
+		f.mu.Lock()
+		f.writes++
+		if f.writes == f.tornWrite {
+			f.mu.Unlock()
+			tear(file, b, off)
+		}
+		f.mu.Unlock()
+	}
+	if die {
+		if f.torn && len(b) > page {
+			tear(file, b, off)
+		}
+		kill()
+	}
+	return file.WriteAt(b, off)
+}
+
+// page is the unit a write killed in its middle leaves written: the
+// kernel copies a write into the file page by page, and stops at a page
+// boundary when the process is killed.
+const page = 4096
+
+// tear writes the first half of the pages of b (at off) and kills the
+// process.
+func tear(file vfs.File, b []byte, off int64) {
+	first := page - int(off%page)
+	pages := 1 + (len(b)-first+page-1)/page
+	n := min(len(b), first+(pages/2-1)*page)
+	file.WriteAt(b[:n], off)
+	kill()
 }
 
 func (f *killFS) MkdirAll(dir string) error { f.step(); return f.FS.MkdirAll(dir) }
@@ -146,17 +204,17 @@ func (f *killFS) OpenFile(p string, flag int) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &killFile{File: file, fs: f}, nil
+	return &killFile{File: file, fs: f, path: p}, nil
 }
 
 type killFile struct {
 	vfs.File
-	fs *killFS
+	fs   *killFS
+	path string
 }
 
 func (f *killFile) WriteAt(b []byte, off int64) (int, error) {
-	f.fs.step()
-	return f.File.WriteAt(b, off)
+	return f.fs.writeAt(f.File, f.path, b, off)
 }
 func (f *killFile) Truncate(size int64) error { f.fs.step(); return f.File.Truncate(size) }
 func (f *killFile) Sync() error               { f.fs.step(); return f.File.Sync() }

@@ -202,6 +202,7 @@ type schedule struct {
 	ckptEvery int64
 	spEvery   int64
 	held      string // checkpoint.max_held_output: early checkpoints when an output fills up
+	torn      bool   // a kill at a write of more than a page leaves its first pages
 	plan      []step
 	logs      []string // what each run said, for a failure's report
 }
@@ -209,7 +210,7 @@ type schedule struct {
 // step is one run of the plan, and what happens before and during it.
 type step struct {
 	before string // corrupt, older-savepoint, restart-broker, delete-input, replace-input, replace-output
-	kill   string // op, batch, stop, "" (to the end)
+	kill   string // op, batch, stop, torn-write (the at-th write of more than a page to results.jsonl), "" (to the end)
 	at     int64
 	during string // cut-db, restart-broker
 }
@@ -226,6 +227,8 @@ func (s step) String() string {
 		parts = append(parts, fmt.Sprintf("kill -9 after batch %d", s.at))
 	case "stop":
 		parts = append(parts, fmt.Sprintf("stop after batch %d", s.at))
+	case "torn-write":
+		parts = append(parts, fmt.Sprintf("kill -9 in the middle of write %d of results.jsonl", s.at))
 	default:
 		parts = append(parts, "run to the end")
 	}
@@ -284,6 +287,7 @@ func newSchedule(seed uint64) *schedule {
 	// Drawn last, so that the draws before it are those of the schedules
 	// of earlier versions of this test.
 	s.held = pick(r, "", "", "64KiB")
+	s.torn = r.IntN(3) == 0
 	return s
 }
 
@@ -316,6 +320,9 @@ func (s *schedule) String() string {
 	held := ""
 	if s.held != "" {
 		held = ", and whenever an output holds " + s.held
+	}
+	if s.torn {
+		held += ", kills at writes leaving them torn"
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -486,7 +493,9 @@ func (s *schedule) run(t *testing.T) {
 		s.before(t, i, st, dir, &spec)
 		switch st.kill {
 		case "op":
-			spec.KillAtOp = int(st.at)
+			spec.KillAtOp, spec.Torn = int(st.at), s.torn
+		case "torn-write":
+			spec.TornWrite, spec.TornFile = int(st.at), "results.jsonl"
 		case "batch":
 			spec.KillAfterBatch = st.at
 		case "stop":
@@ -999,5 +1008,33 @@ func sameLines(t *testing.T, what string, got, want []string) {
 		if got[i] != want[i] {
 			t.Fatalf("%s differs from the uninterrupted run's at record %d:\n got %s\nwant %s", what, i+1, got[i], want[i])
 		}
+	}
+}
+
+// A run killed in the middle of a commit's write to a results file, whose
+// checkpoint the next run finds corrupt: the restore falls back to the
+// checkpoint before, and cuts back what the torn commit wrote, which the
+// owner record proves weir's (it refused the file as foreign once).
+func TestFallbackPastTornCommit(t *testing.T) {
+	setUp(t)
+	for _, at := range []int64{2, 3} {
+		t.Run(fmt.Sprint(at), func(t *testing.T) {
+			sc := newSchedule(1_000_000 + uint64(at))
+			sc.kafkaIn, sc.lines, sc.window, sc.lateness, sc.mode, sc.trigger = false, 8000, "{tumbling: 10s}", "10s", "accumulating", ""
+			sc.results, sc.late, sc.quar = []string{kFile, kKafka, kSQLite}, kNone, kNone
+			sc.ckptEvery, sc.spEvery, sc.held, sc.torn = 1, 0, "", false
+			sc.plan = []step{{kill: "torn-write", at: at}, {before: "corrupt"}}
+			defer func() {
+				if t.Failed() {
+					for _, l := range sc.logs {
+						t.Log(l)
+					}
+				}
+			}()
+			sc.run(t)
+			if !strings.Contains(strings.Join(sc.logs, "\n"), "corrupt") {
+				t.Fatalf("the second run did not fall back past a corrupt checkpoint:\n%s", strings.Join(sc.logs, "\n"))
+			}
+		})
 	}
 }
