@@ -355,16 +355,25 @@ func (f *fullFile) WriteAt(b []byte, off int64) (int, error) {
 }
 
 // An output's disk that fills up stops the job at once, with an error that
-// names the file; the next run, once there is room, resumes and the outputs
-// are an uninterrupted run's.
+// names the file; the file holds what was committed before, whole lines,
+// as many as the summary says reached it (the commit that failed is cut
+// back, not left torn); the next run, once there is room, resumes and the
+// outputs are an uninterrupted run's.
 func TestOutputDiskFull(t *testing.T) {
 	dir, refDir := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, tolerable_failures: 100}\n"), 0o644)
 	j, _ := Load(filepath.Join(dir, "job.yaml"))
 	ref := read(t, refDir, "results.jsonl")
-	_, err := Run(context.Background(), j, Options{FS: &outputFull{FS: checkpoint.OSFS, room: int64(len(ref) / 2)}, checkpointEvery: 1})
+	sum, err := Run(context.Background(), j, Options{FS: &outputFull{FS: checkpoint.OSFS, room: int64(len(ref) / 2)}, checkpointEvery: 1})
 	if err == nil || !strings.Contains(err.Error(), "write results.jsonl: no space left on device") {
 		t.Fatalf("err = %v", err)
+	}
+	held := read(t, dir, "results.jsonl")
+	if !strings.HasPrefix(ref, held) || len(held) > 0 && !strings.HasSuffix(held, "\n") {
+		t.Fatalf("after the failed commit, results.jsonl holds %d bytes that are not whole lines of the results (the last: %q)", len(held), held[max(0, len(held)-40):])
+	}
+	if n := int64(strings.Count(held, "\n")); sum == nil || n != sum.PanesWritten {
+		t.Fatalf("results.jsonl holds %d panes, the summary says %v reached it", n, sum)
 	}
 	if _, err := Run(context.Background(), j, Options{}); err != nil {
 		t.Fatal(err)
