@@ -126,6 +126,14 @@ func Checkpoints(dir string, interval time.Duration) Option {
 // has gone to it. 0 keeps the default; a negative n sets no bound.
 func MaxHeldOutput(n int64) Option { return func(p *Pipeline) { p.cfg.Checkpoint.MaxHeld = n } }
 
+// Fresh starts the pipeline from its beginning whatever its checkpoint
+// directory holds (with Checkpoints): the checkpoints there are left
+// behind, kept but never restored, and every sink gets every result again.
+// Without it, a pipeline whose last run finished and that has a sink that
+// cannot take back what that run wrote (a topic, a function) is refused
+// (an *engine.RerunError): a second run would write every result twice.
+func Fresh() Option { return func(p *Pipeline) { p.cfg.Checkpoint.Fresh = true } }
+
 // RestoreFrom restores a given checkpoint or savepoint directory instead of
 // the newest checkpoint (with Checkpoints).
 func RestoreFrom(dir string) Option { return func(p *Pipeline) { p.cfg.Checkpoint.From = dir } }
@@ -290,6 +298,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			e.Discard()
 			return err
 		}
+	}
+	if err := e.RerunRefusal(); err != nil {
+		e.Discard()
+		return fmt.Errorf("weir: %w; to run it again on purpose, give the option weir.Fresh()", err)
 	}
 	if c := e.Resumed(); c != nil {
 		e.Logf("resuming from %s", c.Path)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -373,6 +374,38 @@ func TestPipelineRefusesAtLeastOnceSink(t *testing.T) {
 	}
 	if err := run(weir.Delivery(connector.AtLeastOnce)); err != nil {
 		t.Error(err)
+	}
+}
+
+// A pipeline whose last run finished is refused when it would run again
+// from the beginning into a sink that cannot take back what that run wrote
+// (a function), before it calls it once; weir.Fresh runs it again on
+// purpose, and the function sees every element again.
+func TestPipelineRerunOfFinishedRun(t *testing.T) {
+	dir := t.TempDir()
+	var seen []int
+	run := func(opts ...weir.Option) error {
+		p := weir.NewPipeline(append(opts, weir.Checkpoints(dir, time.Hour), weir.Delivery(connector.AtLeastOnce))...)
+		s := weir.FromSlice(p, []int{1, 2, 3})
+		weir.Sink(s, func(v int) error { seen = append(seen, v); return nil }, weir.Named("counted"))
+		return p.Run(context.Background())
+	}
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	err := run()
+	var re *engine.RerunError
+	if !errors.As(err, &re) || !slices.Equal(re.Sinks, []string{"counted"}) || !strings.Contains(err.Error(), "give the option weir.Fresh()") {
+		t.Fatalf("the second run: %v, want it refused, naming the sink and weir.Fresh", err)
+	}
+	if !slices.Equal(seen, []int{1, 2, 3}) {
+		t.Fatalf("the refused run called the sink: %v", seen)
+	}
+	if err := run(weir.Fresh()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []int{1, 2, 3, 1, 2, 3}) {
+		t.Fatalf("after weir.Fresh the sink saw %v", seen)
 	}
 }
 

@@ -731,6 +731,10 @@ type entry struct {
 	path string
 }
 
+// Len is how many checkpoints and savepoints the store holds, complete or
+// not.
+func (s *Store) Len() int { return len(s.list()) }
+
 // list returns every checkpoint and savepoint directory, newest first.
 func (s *Store) list() []entry {
 	var out []entry
@@ -762,7 +766,8 @@ const AbandonedName = "ABANDONED"
 
 // Abandon records that the job resumes from checkpoint base while newer ones
 // are in the store: a restore from an older checkpoint or savepoint, or a
-// fallback past a corrupt one. The checkpoints between base and the next id
+// fallback past a corrupt one; base 0 is a start afresh, which leaves every
+// checkpoint of the store behind. The checkpoints between base and the next id
 // belong to a run whose outputs the restore is about to take back (files cut
 // back to base, transactions of theirs aborted), so they no longer describe
 // what the outputs hold: Latest never falls back to one of them. It is a
@@ -823,6 +828,10 @@ func (s *Store) Abandoned(id uint64) (base uint64, ok bool) {
 func (s *Store) Latest(warn func(string)) *Checkpoint {
 	for _, e := range s.list() {
 		if base, gone := s.Abandoned(e.id); gone {
+			if base == 0 {
+				// Left behind by a start afresh: so is every older one.
+				return nil
+			}
 			warn(fmt.Sprintf("checkpoint %s was left behind by a run that resumed from the older checkpoint %d (its outputs were taken back to that one); falling back to an older checkpoint", e.path, base))
 			continue
 		}

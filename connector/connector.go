@@ -280,6 +280,18 @@ type Pauser interface {
 	Resume(partitions []int)
 }
 
+// Rewriter is a Sink whose output a run of the job from its beginning
+// writes anew, leaving it as the first run left it: a file replaced whole,
+// a table whose rows keep their highest revision, standard output (which
+// holds nothing). A finished job run again starts from its beginning only
+// when every sink is one, or when its front door says to run it again on
+// purpose: a topic, a webhook or a function cannot take back what the first
+// run wrote, and would get every result twice.
+type Rewriter interface {
+	// Rewrites reports whether the sink, as configured, is one.
+	Rewrites() bool
+}
+
 // Starter is a Sink with work to do once the commits of the restored
 // checkpoint are done and before the first Write: a transactional sink
 // starts its producers there, which aborts what a previous run left open.

@@ -750,6 +750,20 @@ func (e *Engine) openCheckpoints() error {
 	}
 	e.store = store
 	var c *checkpoint.Checkpoint
+	if ck.Fresh {
+		// Started afresh on purpose: what the store holds is left behind,
+		// kept but never restored again.
+		n := store.Len()
+		if err := store.Abandon(0); err != nil {
+			store.Close()
+			return &SetupError{Field: "checkpoint.dir", Msg: fmt.Sprintf("cannot record in %s that its checkpoints are left behind: %s", ck.Dir, errAbout(ck.Dir, err)), Err: err}
+		}
+		if n > 0 {
+			e.log(fmt.Sprintf("starting %s afresh: the %d checkpoints and savepoints of %s are left behind (kept, never restored); every output gets every result again", e.cfg.Name, n, ck.Dir))
+		}
+		e.nextID = store.NextID()
+		return nil
+	}
 	if ck.From != "" {
 		if c, err = checkpoint.Load(fs, ck.From); err != nil {
 			store.Close()
@@ -776,8 +790,9 @@ func (e *Engine) openCheckpoints() error {
 				e.log(fmt.Sprintf("the last run of %s reached the end of its input but stopped before its output was committed (%s): committing it", e.cfg.Name, c.Path))
 				e.finishing = true
 			} else {
-				e.log(fmt.Sprintf("the last run of %s finished (%s); starting from the beginning", e.cfg.Name, c.Path))
-				c = nil
+				// Run again from the beginning, if every sink can take
+				// back what that run wrote (RerunRefusal).
+				e.rerun, c = c.Path, nil
 			}
 		}
 	}
@@ -809,6 +824,23 @@ func checkpointFiles(c *checkpoint.Checkpoint) []File {
 		out = append(out, File{Name: f.Name, Data: c.Files[f.Name], Path: c.Paths[f.Name]})
 	}
 	return out
+}
+
+// RerunError refuses to run again from its beginning a job whose last run
+// finished, because some of its sinks cannot take back what that run wrote:
+// a topic, a webhook, a function would get every result a second time. A
+// front door names the way to run it again on purpose
+// (Checkpointing.Fresh).
+type RerunError struct {
+	// Job is the job's name; Checkpoint the checkpoint that records that
+	// its last run finished.
+	Job, Checkpoint string
+	// Sinks are the sinks that cannot take back their output, by name.
+	Sinks []string
+}
+
+func (e *RerunError) Error() string {
+	return fmt.Sprintf("the last run of %s finished (%s): running it again from the beginning would write every result a second time to %s, which cannot take back what %s", e.Job, e.Checkpoint, strings.Join(e.Sinks, ", "), map[bool]string{true: "it holds", false: "they hold"}[len(e.Sinks) == 1])
 }
 
 // SetupError is a job that cannot start: a checkpoint directory that cannot

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +87,13 @@ type Checkpointing struct {
 	// From restores this checkpoint or savepoint directory instead of the
 	// newest one in Dir.
 	From string
+	// Fresh starts the job from its beginning whatever the directory holds:
+	// its checkpoints and savepoints are left behind, kept but never
+	// restored (checkpoint.Store.Abandon), and every sink gets every result
+	// again (a topic holds the earlier runs' results too). It is how a
+	// front door runs a finished job again on purpose (RerunError), or
+	// starts over from a checkpoint it cannot restore.
+	Fresh bool
 	// FS is the file system checkpoints are written to (tests inject
 	// failures); nil is the real one.
 	FS checkpoint.FS
@@ -139,6 +147,11 @@ type Engine struct {
 	nextID        uint64
 	// added names the sinks the restored checkpoint does not know.
 	added []string
+	// rerun is the checkpoint that records that the last run finished,
+	// when this run starts the job again from its beginning; unsafe names
+	// the sinks that cannot take back what that run wrote (RerunError).
+	rerun  string
+	unsafe []string
 	// finishing: the job resumes from the record of the end of its input,
 	// whose output was not committed: it commits it and ends.
 	finishing bool
@@ -233,6 +246,19 @@ func (e *Engine) Resumed() *checkpoint.Checkpoint { return e.resumed }
 // with its state, part by part, or nil when the job starts afresh.
 func (e *Engine) Restore() *RestoreReport { return e.restore }
 
+// RerunRefusal is the error that refuses this run, before anything is
+// read or written: the last run of the job finished, this one would start
+// it again from its beginning, and some of its sinks cannot take back what
+// that run wrote (they are not connector.Rewriters). Run returns it too;
+// a front door calls it once its sinks are made, to refuse the job before
+// it starts anything.
+func (e *Engine) RerunRefusal() error {
+	if e.rerun == "" || len(e.unsafe) == 0 {
+		return nil
+	}
+	return &RerunError{Job: e.cfg.Name, Checkpoint: e.rerun, Sinks: slices.Clone(e.unsafe)}
+}
+
 // Finishing reports whether the job resumes only to commit the output of a
 // run that had reached the end of its input (it crashed before its last
 // commits), and returns what that run's final record kept
@@ -322,6 +348,12 @@ func (e *Engine) Run(ctx context.Context) error {
 		defer e.store.Close()
 		e.coord = newCoordinator(e)
 		go e.coord.run()
+	}
+	if err := e.RerunRefusal(); err != nil {
+		return err
+	}
+	if e.rerun != "" {
+		e.log(fmt.Sprintf("the last run of %s finished (%s); starting from the beginning (every output writes its results anew)", e.cfg.Name, e.rerun))
 	}
 	for _, f := range e.starts {
 		if err := f(e.sinkCtx); err != nil {

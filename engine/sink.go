@@ -98,6 +98,11 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 			return nil, &SetupError{Field: name, Msg: fmt.Sprintf("%s: this sink is %s: after a restart from a checkpoint it may write results again, and the job promises %s", name, g, want)}
 		}
 	}
+	if e.rerun != "" {
+		if rw, ok := s.(connector.Rewriter); !ok || !rw.Rewrites() {
+			e.unsafe = append(e.unsafe, name)
+		}
+	}
 	record := name
 	if so.record != "" {
 		record = so.record

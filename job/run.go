@@ -74,6 +74,12 @@ type Options struct {
 	// carry over; the summary and the acceptance record say what was
 	// dropped.
 	DropState []string
+	// Fresh starts the job from its beginning whatever its checkpoint
+	// directory holds (weir run --fresh): its checkpoints are left behind,
+	// kept but never restored, and every output gets every result again.
+	// It runs again a job whose last run finished and whose outputs cannot
+	// take back what that run wrote (a topic), which is otherwise refused.
+	Fresh bool
 	// AllowAllQuarantined runs a job whose first AllQuarantinedLines lines
 	// are all quarantined to its end, instead of stopping it (weir run
 	// --allow-all-quarantined).
@@ -403,8 +409,33 @@ func (rn *Runnable) build() error {
 	if err != nil {
 		return err
 	}
+	if err := rerunRefusal(j, e.RerunRefusal()); err != nil {
+		return err
+	}
 	rn.reportStateBytes()
 	return rn.buildInput(lp, dd, quarantine)
+}
+
+// rerunRefusal words the engine's refusal to run a finished job again
+// (engine.RerunError) in the job file's terms: its outputs, and the flag
+// that runs it again on purpose.
+func rerunRefusal(j *Job, err error) error {
+	var re *engine.RerunError
+	if !errors.As(err, &re) {
+		return err
+	}
+	var outs []string
+	for _, name := range re.Sinks {
+		what := name
+		for _, o := range j.AllOutputs() {
+			if o.Field == name {
+				what = fmt.Sprintf("%s (%s)", name, o.Kind())
+			}
+		}
+		outs = append(outs, what)
+	}
+	list := strings.Join(outs, ", ")
+	return &Error{File: j.File, Msg: fmt.Sprintf("the last run of this job finished (%s): running it again would write every result a second time to %s, which cannot take back what it holds; nothing was run. To run it again on purpose: weir run --fresh (the checkpoints are left behind, kept; %s gets every result again)", re.Checkpoint, list, list)}
 }
 
 // engineConfig is the engine's configuration: checkpoints, and what the
@@ -438,6 +469,7 @@ func (rn *Runnable) engineConfig() engine.Config {
 			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
 			MaxHeld:     j.Checkpoint.MaxHeld,
 			Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: o.DropState, From: o.From, FS: o.FS,
+			Fresh: o.Fresh,
 		}
 		if o.task != nil {
 			ecfg.Checkpoint.Publish = o.task.Publish

@@ -175,6 +175,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dropState := fs.String("drop-state", "", "on restoring a checkpoint whose windows or ids cannot carry over (window, key, time or id field changed), start them afresh: `windows`, dedup, or windows,dedup; the positions and the rest carry over")
 	sample := fs.Int("sample", job.DefaultSample, "with --check: how many lines of the input to read")
 	printConfig := fs.Bool("print-config", false, "print the job file as weir reads it (--set applied, ${NAME} expanded, secrets hidden) and exit")
+	fresh := fs.Bool("fresh", false, "start from the beginning whatever the checkpoint directory holds: its checkpoints are left behind (kept, never restored) and every output gets every result again (a topic holds the earlier runs' too); how to run again a finished job whose outputs cannot take back what it wrote")
 	allowAll := fs.Bool("allow-all-quarantined", false, fmt.Sprintf("run to its end a job whose first %d lines are all quarantined (by default it stops: a misspelt key or time field rejects every line)", job.AllQuarantinedLines))
 	addSetFlag(fs)
 	lf := addLogFlags(fs)
@@ -238,6 +239,10 @@ Flags:
 			return 2
 		}
 	}
+	if *fresh && *from != "" {
+		fmt.Fprintln(stderr, "weir: --fresh and --from: start from the beginning, or from a checkpoint, not both")
+		return 2
+	}
 	if *check && *from != "" {
 		return checkRestore(j, *from, drop, stdout, stderr)
 	}
@@ -277,10 +282,10 @@ Flags:
 		j.HTTP, keepConsole = *httpAddr, true
 	}
 	opts := job.Options{Stdin: stdin, Stdout: stdout, Log: log, From: *from, NoSavepointOnStop: *noSavepoint, Console: j.HTTP != "",
-		Force: *force, AcceptChangedInput: *acceptChanged, AllowAllQuarantined: *allowAll, DropState: drop}
+		Force: *force, AcceptChangedInput: *acceptChanged, AllowAllQuarantined: *allowAll, DropState: drop, Fresh: *fresh}
 	if j.Grouped() {
-		if *from != "" {
-			fmt.Fprintln(stderr, "weir: --from: a job in a consumer group starts each partition from its changelog topic")
+		if *from != "" || *fresh {
+			fmt.Fprintln(stderr, "weir: --from, --fresh: a job in a consumer group starts each partition from its changelog topic")
 			return 2
 		}
 		return runGroup(j, pos[0], opts, log)

@@ -45,6 +45,8 @@ http: 127.0.0.1:%d
 	// savepoint of 400,000 open windows.
 	first := exec.Command(clitest.Bin, "run", "--quiet", "job.yaml")
 	first.Dir = dir
+	var ferr strings.Builder
+	first.Stderr = &ferr
 	if err := first.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +64,7 @@ http: 127.0.0.1:%d
 	}
 	sps, _ := filepath.Glob(filepath.Join(dir, "ckpt", "savepoints", "sp-*"))
 	if len(sps) != 1 {
-		t.Fatalf("savepoints: %v", sps)
+		t.Fatalf("savepoints: %v\n%s", sps, ferr.String())
 	}
 	// The second run is stopped while it restores.
 	second := exec.Command(clitest.Bin, "run", "job.yaml")

@@ -75,8 +75,10 @@ type Sink[T any] struct {
 }
 
 var (
-	_ connector.Marker = (*Sink[int])(nil)
-	_ connector.Holder = (*Sink[int])(nil)
+	_ connector.Marker   = (*Sink[int])(nil)
+	_ connector.Holder   = (*Sink[int])(nil)
+	_ connector.Rewriter = (*Sink[int])(nil)
+	_ connector.Rewriter = (*Writer[int])(nil)
 )
 
 // Guarantee implements connector.Sink.
@@ -86,6 +88,10 @@ func (s *Sink[T]) Guarantee() connector.Guarantee {
 	}
 	return connector.AtLeastOnce
 }
+
+// Rewrites implements connector.Rewriter: a run from the beginning
+// replaces the file whole.
+func (s *Sink[T]) Rewrites() bool { return true }
 
 // Open implements connector.Sink.
 func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
@@ -525,6 +531,10 @@ type Writer[T any] struct {
 
 // Guarantee implements connector.Sink.
 func (w *Writer[T]) Guarantee() connector.Guarantee { return connector.AtLeastOnce }
+
+// Rewrites implements connector.Rewriter: a stream such as standard
+// output holds nothing a run from the beginning would double.
+func (w *Writer[T]) Rewrites() bool { return true }
 
 // Open implements connector.Sink.
 func (w *Writer[T]) Open(ctx context.Context, r connector.Resume) error {

@@ -329,6 +329,11 @@ func (s *Sink) Guarantee() connector.Guarantee {
 	return connector.Idempotent
 }
 
+// Rewrites implements connector.Rewriter: a run from the beginning writes
+// the same rows again, and each keeps its highest revision (a delta its
+// delta id), so the table stays as the first run left it.
+func (s *Sink) Rewrites() bool { return true }
+
 // Open implements connector.Sink: it connects and creates the tables that
 // are absent, or checks those that exist (a mismatch is a permanent error
 // naming the column). The pre-commits the job resumes with are only checked

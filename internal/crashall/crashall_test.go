@@ -203,6 +203,7 @@ type schedule struct {
 	spEvery   int64
 	held      string // checkpoint.max_held_output: early checkpoints when an output fills up
 	torn      bool   // a kill at a write of more than a page leaves its first pages
+	rerun     bool   // the finished job is run again by the same command
 	plan      []step
 	logs      []string // what each run said, for a failure's report
 }
@@ -288,6 +289,7 @@ func newSchedule(seed uint64) *schedule {
 	// of earlier versions of this test.
 	s.held = pick(r, "", "", "64KiB")
 	s.torn = r.IntN(3) == 0
+	s.rerun = r.IntN(2) == 0
 	return s
 }
 
@@ -323,6 +325,9 @@ func (s *schedule) String() string {
 	}
 	if s.torn {
 		held += ", kills at writes leaving them torn"
+	}
+	if s.rerun {
+		held += ", the finished job run again"
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -525,6 +530,20 @@ func (s *schedule) run(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("run %d (the last one's savepoint again): exit %d\n%s", i+2, code, log)
 			}
+		}
+	}
+	if s.rerun && ended(dir) {
+		// The same command again: refused when an output cannot take back
+		// what the finished run wrote (a topic), else the job runs again
+		// from its beginning and leaves every output as it was.
+		code, log := s.child(t, runSpec{Dir: dir, CheckpointEvery: s.ckptEvery})
+		s.logs = append(s.logs, fmt.Sprintf("the finished job run again: exit %d\n%s", code, log))
+		topic := slices.Contains(s.results, kKafka) || s.late == kKafka || s.quar == kKafka
+		switch {
+		case topic && (code != 2 || !strings.Contains(lastLine(log), "the last run of this job finished") || !strings.Contains(lastLine(log), "--fresh")):
+			t.Fatalf("the finished job run again: exit %d, want its refusal (a topic cannot take back what it holds):\n%s", code, log)
+		case !topic && code != 0:
+			t.Fatalf("the finished job run again: exit %d\n%s", code, log)
 		}
 	}
 	s.compare(t, dir, ref)

@@ -381,3 +381,74 @@ checkpoint: {dir: ckpt, interval: 200ms}
 		t.Errorf("kcat read:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// A recorded job with an exactly-once Kafka output, run to its end, then
+// run again by the same command (a scheduler's retry, habit): the second
+// run is refused before it reads or writes anything, with one line naming
+// the output and --fresh, and a read_committed consumer sees every pane
+// once. --fresh runs it again on purpose: the topic then holds every pane
+// twice, as the flag says, and a run after that is refused again.
+func TestKafkaRerunOfFinishedJob(t *testing.T) {
+	b := clitest.StartBroker(t, "alerts:2")
+	dir := t.TempDir()
+	const t0 = 1_780_000_000_000
+	var in strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&in, `{"card":"c%d","ts":%d}`+"\n", i%50, t0+int64(i)*1000)
+	}
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in.String()), 0o644)
+	job := fmt.Sprintf(`name: rerun
+source: {file: input.jsonl}
+time: {field: ts}
+key: card
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: [{kafka: {brokers: [%[1]s], topic: alerts}}, results.jsonl]
+checkpoint: {dir: ckpt, interval: 1s}
+`, b.Addr)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
+	if code, _, stderr := clitest.Run(t, dir, "run", "job.yaml"); code != 0 {
+		t.Fatalf("the first run: exit %d\n%s", code, stderr)
+	}
+	first := b.Committed("alerts")
+	results, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+	if n := strings.Count(string(results), "\n"); len(first) != n || n < 400 {
+		t.Fatalf("the first run: %d panes in the topic, %d in the file", len(first), n)
+	}
+	code, _, stderr := clitest.Run(t, dir, "run", "job.yaml")
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if code != 2 || strings.Count(stderr, "ERROR") != 1 || !strings.Contains(last, "ERROR") || !strings.Contains(last, "the last run of this job finished") ||
+		!strings.Contains(last, "output[0] (kafka topic alerts)") || !strings.Contains(last, "weir run --fresh") {
+		t.Fatalf("the second run: exit %d, want 2 and one line naming the output and --fresh:\n%s", code, stderr)
+	}
+	if got := b.Committed("alerts"); len(got) != len(first) {
+		t.Fatalf("after the refused run the topic holds %d panes, the first run wrote %d", len(got), len(first))
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "results.jsonl")); !bytes.Equal(now, results) {
+		t.Fatal("the refused run changed results.jsonl")
+	}
+	code, _, stderr = clitest.Run(t, dir, "run", "--fresh", "job.yaml")
+	if code != 0 || !strings.Contains(stderr, "left behind (kept, never restored)") {
+		t.Fatalf("the run with --fresh: exit %d\n%s", code, stderr)
+	}
+	if got := b.Committed("alerts"); len(got) != 2*len(first) {
+		t.Fatalf("after --fresh the topic holds %d panes, want twice the %d of the first run", len(got), len(first))
+	}
+	// The file is written anew (the panes' processing times are this
+	// run's).
+	norm := func(b []byte) []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			out = append(out, clitest.WithoutEmittedAt(l))
+		}
+		return out
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "results.jsonl")); !slices.Equal(norm(now), norm(results)) {
+		t.Fatal("the run with --fresh wrote results.jsonl differently")
+	}
+	if code, _, stderr := clitest.Run(t, dir, "run", "job.yaml"); code != 2 {
+		t.Fatalf("a run after --fresh: exit %d, want the refusal again\n%s", code, stderr)
+	}
+}
