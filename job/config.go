@@ -275,6 +275,9 @@ func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 			secrets.Add(e.Value, "${"+e.Var+"}")
 		}
 	}
+	// Every secret is known before the file is checked: a mistake quotes
+	// the value it found, which may hold one (a connection string).
+	addSecrets(secrets, "", doc.Content[0])
 	root, err := asMapping(file, "", &doc)
 	if err != nil {
 		return nil, secrets.RedactError(err)
@@ -291,10 +294,10 @@ func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 		return nil, secrets.RedactError(err)
 	}
 	j.text, j.vars, j.secrets, j.doc = data, exps, secrets, &doc
-	addSecrets(secrets, "", doc.Content[0])
-	for _, o := range j.Outputs {
+	for _, o := range j.AllOutputs() {
 		if t := o.Table; t != nil && t.DSN != "" {
-			if pw, ok := secret.DSNPassword(t.DSN); ok {
+			// The connection string with its password put in (withPassword).
+			for _, pw := range secret.DSNSecrets(t.DSN) {
 				secrets.Add(pw, secret.Mask)
 			}
 		}

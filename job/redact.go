@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,7 +69,7 @@ func addSecrets(set *secret.Set, field string, n *yaml.Node) {
 		if secret.Named(lastPart(field)) {
 			set.Add(v.Value, secret.Mask)
 		}
-		if pw, ok := secret.DSNPassword(v.Value); ok {
+		for _, pw := range secret.DSNSecrets(v.Value) {
 			set.Add(pw, secret.Mask)
 		}
 	})
@@ -245,41 +246,51 @@ func redactValue(field, v string) (string, bool) {
 		}
 		return secret.Mask, true
 	}
-	pw, ok := secret.DSNPassword(text)
-	if !ok || onlyVars(pw) {
+	shows := false
+	for _, pw := range secret.DSNSecrets(text) {
+		shows = shows || !onlyVars(pw)
+	}
+	if !shows {
 		return v, false
 	}
 	if !strings.Contains(text, "://") {
-		for _, kv := range secret.KeyValues(text) {
-			if kv.Key == "password" {
-				return restore(text[:kv.Start] + secret.Mask + text[kv.End:]), true
+		kvs := secret.KeyValues(text)
+		for i := len(kvs) - 1; i >= 0; i-- {
+			if kv := kvs[i]; secret.Named(kv.Key) {
+				text = text[:kv.Start] + secret.Mask + text[kv.End:]
 			}
 		}
-		return v, false
+		return restore(text), true
 	}
-	return restore(redactURLPassword(text)), true
+	return restore(redactURLSecrets(text)), true
 }
 
-// redactURLPassword replaces the password of a URL (in its user
-// information, or its password parameter) by the mask, leaving the rest as
-// written.
-func redactURLPassword(u string) string {
+// redactURLSecrets replaces the secrets of a URL (the password of its user
+// information, every parameter named like a secret) by the mask, leaving
+// the rest as written. It finds them as secret.DSNSecrets does.
+func redactURLSecrets(u string) string {
 	start := strings.Index(u, "://") + 3
-	end := len(u)
-	if k := strings.IndexAny(u[start:], "/?#"); k >= 0 {
-		end = start + k
-	}
-	if at := strings.LastIndexByte(u[start:end], '@'); at >= 0 {
+	q := start
+	if at := strings.LastIndexByte(u[start:], '@'); at >= 0 {
 		if colon := strings.IndexByte(u[start:start+at], ':'); colon >= 0 {
 			u = u[:start+colon+1] + secret.Mask + u[start+at:]
 		}
+		q = strings.LastIndexByte(u, '@') + 1
 	}
-	if q := strings.Index(u, "password="); q >= 0 && strings.Contains(u[:q], "?") {
-		e := strings.IndexByte(u[q:], '&')
-		if e < 0 {
-			e = len(u) - q
+	k := strings.IndexByte(u[q:], '?')
+	if k < 0 {
+		return u
+	}
+	head, query, frag := u[:q+k+1], u[q+k+1:], ""
+	if f := strings.IndexByte(query, '#'); f >= 0 {
+		query, frag = query[:f], query[f:]
+	}
+	params := strings.Split(query, "&")
+	for i, kv := range params {
+		name, _, _ := strings.Cut(kv, "=")
+		if n, err := url.QueryUnescape(name); err == nil && secret.Named(n) {
+			params[i] = name + "=" + secret.Mask
 		}
-		u = u[:q+len("password=")] + secret.Mask + u[q+e:]
 	}
-	return u
+	return head + strings.Join(params, "&") + frag
 }

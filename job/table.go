@@ -61,6 +61,9 @@ func (p *parser) tableOutput(m *node, field, driver string, o *Output) error {
 		if t.DSN, err = withPassword(w, pw, pn != nil); err != nil {
 			return k.errf(pn, field+".postgres.password", "%v", err)
 		}
+		if err := table.CheckDSN(t.DSN); err != nil {
+			return k.errf(wn, field+".postgres.dsn", "%v", err)
+		}
 	}
 	name, tn, err := k.str("table")
 	if err != nil {
@@ -91,7 +94,7 @@ func withPassword(dsn, password string, given bool) (string, error) {
 	if !given {
 		return dsn, nil
 	}
-	if _, ok := secret.DSNPassword(dsn); ok {
+	if len(secret.DSNSecrets(dsn)) > 0 {
 		return "", fmt.Errorf("the dsn has a password already: give it in one place")
 	}
 	if !strings.Contains(dsn, "://") {

@@ -107,7 +107,7 @@ func TestPasswordInConnectionString(t *testing.T) {
 			t.Errorf("%s: not redacted: %s", dsn, r)
 		}
 	}
-	yaml := strings.Replace(minimal, "output: results.jsonl", `output: {postgres: {dsn: "postgres://weir:x@db/m", password: y, table: t}}`, 1)
+	yaml := strings.Replace(minimal, "output: results.jsonl", `output: {postgres: {dsn: "postgres://weir:x@db/m", password: hunter2, table: t}}`, 1)
 	if _, err := Parse([]byte(yaml), "job.yaml", "/jobs"); err == nil || err.Error() != "job.yaml:6: output.postgres.password: the dsn has a password already: give it in one place" {
 		t.Errorf("two passwords: %v", err)
 	}
@@ -127,6 +127,7 @@ output:
   - {postgres: {dsn: 'host=db user=weir password=kv-pass', table: b}}
   - {postgres: {dsn: "postgres://weir:${PGPASSWORD:-default-pass}@db/m", table: c}}
   - {postgres: {dsn: "postgres://weir:${WEIR_SASL}@db2/m", table: d}}
+  - {postgres: {dsn: "postgres://weir:ui-pass@db4/m?password=q-pass&sslmode=disable", table: f}}
   - postgres:
       dsn: "postgres://weir@db3/m"
       password: |-
@@ -139,7 +140,7 @@ output:
 		t.Fatal(err)
 	}
 	got := j.Text()
-	for _, secret := range []string{"hunter2", "pg-pass", "kv-pass", "default-pass", "from-the-env", "block-pass"} {
+	for _, secret := range []string{"hunter2", "pg-pass", "kv-pass", "default-pass", "from-the-env", "block-pass", "ui-pass", "q-pass"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("%s shown:\n%s", secret, got)
 		}
@@ -163,6 +164,7 @@ output:
   - {postgres: {dsn: "host=db user=weir password=[redacted]", table: b}}
   - {postgres: {dsn: "postgres://weir:[redacted]@db/m", table: c}}
   - {postgres: {dsn: "postgres://weir:${WEIR_SASL}@db2/m", table: d}}
+  - {postgres: {dsn: "postgres://weir:[redacted]@db4/m?password=[redacted]&sslmode=disable", table: f}}
   - {postgres: {dsn: "postgres://weir@db3/m", password: "[redacted]", table: e}}
   - {kafka: {brokers: [b:9092], topic: out, security.protocol: SASL_PLAINTEXT, sasl.mechanism: PLAIN, sasl.username: u, sasl.password: "${WEIR_SASL}"}}
 `

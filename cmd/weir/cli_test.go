@@ -169,6 +169,43 @@ func TestSetAndPrintConfig(t *testing.T) {
 	}
 }
 
+// --print-config never shows a password of a connection string, in any
+// form pgx reads: a URL password with a % that is not an escape (refused
+// as a bad job file, exit 2, naming the field, before anything starts),
+// written %25 (shown redacted), and a password both in the user
+// information and in a parameter (both redacted).
+func TestPrintConfigHidesEveryDSNPassword(t *testing.T) {
+	dir := setup(t, jobText)
+	job := func(dsns ...string) string {
+		var outs []string
+		for i, d := range dsns {
+			outs = append(outs, fmt.Sprintf("{postgres: {dsn: %q, table: t%d}}", d, i))
+		}
+		return strings.Replace(jobText, "output: results.jsonl", "output: ["+strings.Join(outs, ", ")+"]", 1)
+	}
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(job("postgres://weir:50%off@localhost/db")), 0o644)
+	code, stdout, stderr := runCLI(t, dir, "run", "--print-config", "bad.yaml")
+	if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "weir: bad.yaml:") || !strings.Contains(stderr, "output[0].postgres.dsn: not a connection string pgx can read") ||
+		strings.Count(stderr, "\n") != 1 || strings.Contains(stderr, "50%off") {
+		t.Errorf("a URL with a %% that is no escape: exit %d\n%s%s", code, stdout, stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "good.yaml"), []byte(job("postgres://weir:50%25off@localhost/db", "postgres://weir:userinfo-pw@localhost/db?password=param-pw&sslmode=disable")), 0o644)
+	code, stdout, stderr = runCLI(t, dir, "run", "--print-config", "good.yaml")
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, secret := range []string{"50%25off", "50%off", "userinfo-pw", "param-pw"} {
+		if strings.Contains(stdout, secret) {
+			t.Errorf("--print-config shows %q:\n%s", secret, stdout)
+		}
+	}
+	for _, want := range []string{`"postgres://weir:[redacted]@localhost/db"`, `"postgres://weir:[redacted]@localhost/db?password=[redacted]&sslmode=disable"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("--print-config lacks %s:\n%s", want, stdout)
+		}
+	}
+}
+
 // Every command takes its flags before or after its arguments: a flag
 // after the arguments is read as a flag (an unknown one is refused, exit
 // 2), and one of its own does what it says.

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,6 +21,30 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
 )
+
+// CheckDSN reports whether dsn is a connection string pgx reads (a URL or
+// key=value pairs), with an error that says what is wrong without quoting
+// it (it may hold a password): a job file's mistake is found when it is
+// read, not when the output opens.
+func CheckDSN(dsn string) error {
+	_, err := pgx.ParseConfig(dsn)
+	if err == nil {
+		return nil
+	}
+	why := "expected postgres://user@host:5432/db?sslmode=disable, or host=... user=... dbname=..."
+	var ue *url.Error
+	var pe *pgconn.ParseConfigError
+	switch {
+	case errors.As(err, &ue):
+		why = ue.Err.Error()
+	case errors.As(err, &pe) && errors.Unwrap(pe) != nil:
+		why = errors.Unwrap(pe).Error()
+	}
+	if strings.Contains(dsn, "://") {
+		why += "; in a URL, write a password's %, @, / and : as %25, %40, %2F and %3A, or give it apart in password:"
+	}
+	return errors.New("not a connection string pgx can read: " + why)
+}
 
 // Postgres returns a sink that writes the table s to the PostgreSQL
 // database at dsn (a URL, postgres://user@host:port/db?sslmode=disable, or

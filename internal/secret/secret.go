@@ -4,7 +4,7 @@
 //
 // A secret is a value weir was given to authenticate with: the value of a
 // field whose name says so (Named: sasl.password, http.token, a postgres
-// password), the password of a connection string (DSNPassword), and a value
+// password), the passwords of a connection string (DSNSecrets), and a value
 // that came from an environment variable into one of those, or from a
 // variable whose own name says so. A Set holds a job's secrets and replaces
 // every occurrence of one, in any of the forms it travels in (as written,
@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,30 +54,62 @@ func Named(name string) bool {
 	return false
 }
 
-// DSNPassword returns the password of a connection string: the password of
-// a URL's user information (postgres://user:password@host/db) or its
-// password parameter (?password=), or the value of password= in key=value
-// form (host=db password='x y'). ok is false when it has none.
-func DSNPassword(dsn string) (password string, ok bool) {
-	if strings.Contains(dsn, "://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return "", false
+// DSNSecrets returns the secrets of a connection string, each in the
+// forms it is written in there: the password of a URL's user information
+// (postgres://user:password@host/db), the value of every URL parameter and
+// key=value setting whose name says it is a secret (password, sslpassword),
+// as written and, when it is escaped, unescaped. It reads every form the
+// drivers accept, and more: a URL that does not parse (a % that is not an
+// escape, a password with @ or /) still has its password found, since a
+// secret missed is shown and one found too many is only masked.
+func DSNSecrets(dsn string) []string {
+	var out []string
+	add := func(v string) {
+		if v == "" {
+			return
 		}
-		if pw := u.Query().Get("password"); pw != "" {
-			return pw, true
-		}
-		if u.User == nil {
-			return "", false
-		}
-		return u.User.Password()
-	}
-	for _, kv := range KeyValues(dsn) {
-		if kv.Key == "password" {
-			return kv.Value, true
+		out = append(out, v)
+		for _, unescape := range []func(string) (string, error){url.PathUnescape, url.QueryUnescape} {
+			if u, err := unescape(v); err == nil && u != v && u != "" && !slices.Contains(out, u) {
+				out = append(out, u)
+			}
 		}
 	}
-	return "", false
+	i := strings.Index(dsn, "://")
+	if i < 0 {
+		for _, kv := range KeyValues(dsn) {
+			if Named(kv.Key) {
+				add(kv.Value)
+			}
+		}
+		return out
+	}
+	rest := dsn[i+3:]
+	query := rest
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		// The user information ends at the last @: a password may hold
+		// one, a host cannot.
+		if colon := strings.IndexByte(rest[:at], ':'); colon >= 0 {
+			add(rest[colon+1 : at])
+		}
+		query = rest[at+1:]
+	}
+	if q := strings.IndexByte(query, '?'); q >= 0 {
+		query = query[q+1:]
+		if f := strings.IndexByte(query, '#'); f >= 0 {
+			query = query[:f]
+		}
+		for _, kv := range strings.Split(query, "&") {
+			k, v, _ := strings.Cut(kv, "=")
+			if name, err := url.QueryUnescape(k); err == nil {
+				k = name
+			}
+			if Named(k) {
+				add(v)
+			}
+		}
+	}
+	return out
 }
 
 // KeyValue is one setting of a key=value connection string, with where its
