@@ -247,23 +247,24 @@ func (c groupCollector) Describe(chan<- *prometheus.Desc) {}
 
 func (c groupCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Status(context.Background())
-	job := c.s.Job.Name
+	job := redactLabel(c.s.Redact, c.s.Job.Name)
 	ch <- prometheus.MustNewConstMetric(desc(MetricUp, upHelp), prometheus.GaugeValue, 1, job)
 	delay, delayKnown := 0.0, false
 	for _, t := range st.Tasks {
 		if t.State == "running" {
 			// The job's metrics of every task, as a single job serves
 			// them, with the task's partition.
-			jobMetrics(ch, t.Status, job, fmt.Sprintf("%s/%d", st.Topic, t.Partition))
+			jobMetrics(ch, t.Status, job, redactLabel(c.s.Redact, fmt.Sprintf("%s/%d", st.Topic, t.Partition)), c.s.Redact)
 			delay, delayKnown = float64(t.Status.WatermarkDelay)/1000, true
 		}
 	}
 	if delayKnown {
 		ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, delay, job)
 	}
-	ch <- prometheus.MustNewConstMetric(desc(MetricGroupOwned, "Partitions of the input this instance owns.", "group"), prometheus.GaugeValue, float64(len(st.Owned)), job, st.Group)
+	group := redactLabel(c.s.Redact, st.Group)
+	ch <- prometheus.MustNewConstMetric(desc(MetricGroupOwned, "Partitions of the input this instance owns.", "group"), prometheus.GaugeValue, float64(len(st.Owned)), job, group)
 	if w := st.GroupWatermark; w != nil {
-		ch <- prometheus.MustNewConstMetric(desc(MetricGroupWatermark, "The group's watermark, which the tasks whose partitions are idle follow: the minimum over the tasks that are not idle, Unix seconds.", "group"), prometheus.GaugeValue, seconds(*w), job, st.Group)
+		ch <- prometheus.MustNewConstMetric(desc(MetricGroupWatermark, "The group's watermark, which the tasks whose partitions are idle follow: the minimum over the tasks that are not idle, Unix seconds.", "group"), prometheus.GaugeValue, seconds(*w), job, group)
 	}
 	for _, t := range st.Tasks {
 		p := strconv.Itoa(int(t.Partition))

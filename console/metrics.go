@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -71,9 +72,24 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	if st.Stale {
 		up = 0
 	}
-	ch <- prometheus.MustNewConstMetric(desc(MetricUp, upHelp), prometheus.GaugeValue, up, st.Job)
-	ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000, st.Job)
-	jobMetrics(ch, st, st.Job, "")
+	job := redactLabel(c.s.Redact, st.Job)
+	ch <- prometheus.MustNewConstMetric(desc(MetricUp, upHelp), prometheus.GaugeValue, up, job)
+	ch <- prometheus.MustNewConstMetric(desc(MetricWatermarkDelay, delayHelp), prometheus.GaugeValue, float64(st.WatermarkDelay)/1000, job)
+	jobMetrics(ch, st, job, "", c.s.Redact)
+}
+
+// redactLabel is a label's value with the secrets redact takes out of a
+// JSON document taken out of it: a label shows what the status shows.
+func redactLabel(redact func([]byte) []byte, v string) string {
+	if redact == nil {
+		return v
+	}
+	b, _ := json.Marshal(v)
+	var out string
+	if json.Unmarshal(redact(b), &out) != nil {
+		return "[redacted]"
+	}
+	return out
 }
 
 const (
@@ -82,8 +98,9 @@ const (
 )
 
 // jobMetrics sends the metrics of a job's status: every series labelled
-// with the job's name, and in a group with the task's partition (task).
-func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string) {
+// with the job's name, and in a group with the task's partition (task);
+// every label's value redacted by redact (job and task are already).
+func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string, redact func([]byte) []byte) {
 	desc := func(name, help string, labels ...string) *prometheus.Desc {
 		if task != "" {
 			labels = append(labels, "task")
@@ -91,6 +108,9 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string)
 		return desc(name, help, labels...)
 	}
 	put := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		for i := range labels {
+			labels[i] = redactLabel(redact, labels[i])
+		}
 		labels = append([]string{job}, labels...)
 		if task != "" {
 			labels = append(labels, task)
@@ -175,6 +195,9 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string)
 		for i, b := range h.Bounds {
 			cum += uint64(h.Counts[i])
 			buckets[b/1000] = cum
+		}
+		for i := range labels {
+			labels[i] = redactLabel(redact, labels[i])
 		}
 		labels = append([]string{job}, labels...)
 		if task != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/weirstream/weir/internal/secret"
 	"math"
 	"os"
 	"slices"
@@ -369,20 +370,20 @@ func plainDecimal(s string) (string, bool) {
 // weir wrote them (file.ReplaceFile), or with force; new ones are their
 // owner's alone.
 func WriteAcceptance(path string, a *Acceptance, force bool) error {
-	return writeAcceptance(path, a, force, 0)
+	return writeAcceptance(path, a, force, 0, nil)
 }
 
 // writeAcceptance is WriteAcceptance with the job's file_mode (0: the
-// owner's alone).
-func writeAcceptance(path string, a *Acceptance, force bool, mode os.FileMode) error {
+// owner's alone), its secrets redacted.
+func writeAcceptance(path string, a *Acceptance, force bool, mode os.FileMode, secrets *secret.Set) error {
 	b, err := json.MarshalIndent(a, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeOutputFile(path, append(b, '\n'), force, mode); err != nil {
+	if err := writeOutputFile(path, append(secrets.RedactJSON(b), '\n'), force, mode); err != nil {
 		return err
 	}
-	return writeOutputFile(acceptanceMarkdown(path), []byte(a.Markdown()), force, mode)
+	return writeOutputFile(acceptanceMarkdown(path), []byte(secrets.Redact(a.Markdown())), force, mode)
 }
 
 // acceptanceMarkdown is the Markdown file beside the JSON record.

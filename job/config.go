@@ -294,6 +294,11 @@ func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 		return nil, secrets.RedactError(err)
 	}
 	j.text, j.vars, j.secrets, j.doc = data, exps, secrets, &doc
+	// The name is shown everywhere (every log line, the summary, the
+	// metrics' labels, checkpoints) and names the job to brokers and
+	// databases (transactional ids): a secret that came into it is the
+	// ${NAME} it came from there too.
+	j.Name = secrets.Redact(j.Name)
 	for _, o := range j.AllOutputs() {
 		if t := o.Table; t != nil && t.DSN != "" {
 			// The connection string with its password put in (withPassword).

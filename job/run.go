@@ -990,7 +990,7 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		if rn.j.Summary != "" {
 			// The summary of a failed run says so (failed: true), with what
 			// was in flight when it stopped.
-			if serr := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force, rn.j.FileMode); serr != nil {
+			if serr := writeSummary(rn.j, rn.j.Summary, sum, rn.o.Stdout, rn.o.Force); serr != nil {
 				rn.logf("%v", serr)
 			}
 		}
@@ -1009,12 +1009,12 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 // acceptance record.
 func (rn *Runnable) writeEnd(ctx context.Context, sum *Summary) error {
 	if rn.j.Summary != "" {
-		if err := writeSummary(rn.j.Summary, sum, rn.o.Stdout, rn.o.Force, rn.j.FileMode); err != nil {
+		if err := writeSummary(rn.j, rn.j.Summary, sum, rn.o.Stdout, rn.o.Force); err != nil {
 			return err
 		}
 	}
 	if rn.accept != nil {
-		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force, rn.j.FileMode); err != nil {
+		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force, rn.j.FileMode, rn.j.secrets); err != nil {
 			return &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
@@ -1073,12 +1073,15 @@ func (rn *Runnable) summary(err error) *Summary {
 	return s
 }
 
-func writeSummary(path string, sum *Summary, stdout io.Writer, force bool, mode os.FileMode) error {
+// writeSummary writes the summary of the job j (its secrets redacted) to
+// path.
+func writeSummary(j *Job, path string, sum *Summary, stdout io.Writer, force bool) error {
 	data, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
+	data = append(j.RedactJSON(data), '\n')
+	mode := j.FileMode
 	if path == "-" {
 		_, err = stdout.Write(data)
 		return err
