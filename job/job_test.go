@@ -1,12 +1,16 @@
 package job
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/weirstream/weir/internal/linedec"
 )
@@ -563,5 +567,31 @@ func TestAccumulatorsBeyondInlineShareASlab(t *testing.T) {
 				t.Fatalf("accumulator %d, aggregate %d: count %d, want %d", i, k, got, i%5)
 			}
 		}
+	}
+}
+
+// The memory backend holds no bound: a job that sets memory_budget with it
+// hears so at start, and hears when the state passes the budget even when
+// the job ends before the first periodic check (the end is a check too).
+func TestMemoryBudgetOfAShortJob(t *testing.T) {
+	var in strings.Builder
+	for i := range 20_000 {
+		fmt.Fprintf(&in, `{"card":"c%d","ts":%d}`+"\n", i, 1_780_000_000_000+int64(i))
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in.String()), 0o644)
+	j := loadJob(t, dir, "name: short\nsource: {file: input.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1h}\naggregates: {n: count}\noutput: results.jsonl\nstate: {memory_budget: 1MiB}\n")
+	if !slices.ContainsFunc(j.Warnings(), func(w string) bool {
+		return strings.HasPrefix(w, "state.memory_budget 1 MiB is no bound with the memory backend")
+	}) {
+		t.Errorf("the job's warnings do not say the memory backend holds no bound: %q", j.Warnings())
+	}
+	var log bytes.Buffer
+	start := time.Now()
+	if _, err := Run(context.Background(), j, Options{Log: &log}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "more than memory_budget (1 MiB), with up to ") {
+		t.Errorf("a job of %s over 20000 keys with memory_budget 1MiB said nothing of it:\n%s", time.Since(start), log.String())
 	}
 }

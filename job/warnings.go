@@ -33,6 +33,10 @@ func (j *Job) Warnings() []string {
 		}
 	}
 	w = append(w, revisionWarnings(j)...)
+	if j.State.Backend != "pebble" && j.State.MemoryBudget > 0 {
+		w = append(w, fmt.Sprintf("state.memory_budget %d MiB is no bound with the memory backend: it keeps every key in memory, and only says when its state passes the budget (while the job runs, and at its end); state: {backend: pebble} holds to it",
+			j.State.MemoryBudget>>20))
+	}
 	return w
 }
 
