@@ -14,21 +14,22 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/mtime"
 )
 
 // An instance of a group job serves its ownership as /api/status and
 // per-partition metrics.
 func TestGroupServer(t *testing.T) {
-	st := GroupStatus{Group: "fraud", Topic: "orders", Changelog: "fraud-changelog", Partitions: 4, Owned: []int32{1, 3},
-		Tasks: []TaskStatus{
-			{Partition: 1, State: "running", Starts: 1, Restored: TaskRestore{Checkpoint: 7, Millis: 250}, ChangelogWritten: 1000, ChangelogReused: 5000,
+	st := group.GroupStatus{Group: "fraud", Topic: "orders", Changelog: "fraud-changelog", Partitions: 4, Owned: []int32{1, 3},
+		Tasks: []group.TaskStatus{
+			{Partition: 1, State: "running", Starts: 1, Restored: group.TaskRestore{Checkpoint: 7, Millis: 250}, ChangelogWritten: 1000, ChangelogReused: 5000,
 				Status: engine.Status{Watermark: 1_780_000_000_000, OpenWindows: 12, Counts: engine.Counts{Accounting: engine.Accounting{Read: 99}}}},
 			{Partition: 3, State: "restoring", Starts: 2},
 		}}
 	gw := mtime.Time(1_779_999_000_000)
 	st.Watermarks, st.GroupWatermark = "fraud-watermarks", &gw
-	s := &GroupServer{Job: JobInfo{Name: "j"}, Status: func(context.Context) GroupStatus { return st }}
+	s := &GroupServer{Job: JobInfo{Name: "j"}, Status: func(context.Context) group.GroupStatus { return st }}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	get := func(path string) string {
@@ -74,17 +75,17 @@ func TestGroupServer(t *testing.T) {
 // each running task's console, and /readyz says which task is not ready.
 func TestGroupServerLikeAJob(t *testing.T) {
 	at := time.Now()
-	running := func(p int32, ck time.Time) TaskStatus {
-		return TaskStatus{Partition: p, State: "running", Status: engine.Status{State: "running", At: at, WatermarkDelay: 2000,
+	running := func(p int32, ck time.Time) group.TaskStatus {
+		return group.TaskStatus{Partition: p, State: "running", Status: engine.Status{State: "running", At: at, WatermarkDelay: 2000,
 			Watermark: 1_780_000_000_000, WatermarkGap: 3000, Counts: engine.Counts{Accounting: engine.Accounting{Read: 10, Accepted: 9, TooLate: 1}},
 			Partitions: []engine.PartitionStatus{{Name: fmt.Sprintf("orders/%d", p), Watermark: 1_780_000_000_000, Diagnosis: engine.DiagActive,
 				EventDelay: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{7, 3, 0}, Sum: 900, Count: 10}}},
 			BehindWatermark: &engine.Histogram{Bounds: []float64{100, 1000}, Counts: []int64{0, 1, 0}, Sum: 500, Count: 1},
 			Checkpoint:      engine.CheckpointInfo{At: ck, Total: 3}}}
 	}
-	st := GroupStatus{Group: "fraud", Member: "m1", Generation: 4, Topic: "orders", Changelog: "fraud-changelog", Partitions: 3, Owned: []int32{0, 2},
-		Tasks: []TaskStatus{running(0, at.Add(-time.Second)), running(2, at.Add(-time.Minute))}}
-	s := &GroupServer{Job: JobInfo{Name: "j"}, Status: func(context.Context) GroupStatus { return st }, CheckpointInterval: time.Second}
+	st := group.GroupStatus{Group: "fraud", Member: "m1", Generation: 4, Topic: "orders", Changelog: "fraud-changelog", Partitions: 3, Owned: []int32{0, 2},
+		Tasks: []group.TaskStatus{running(0, at.Add(-time.Second)), running(2, at.Add(-time.Minute))}}
+	s := &GroupServer{Job: JobInfo{Name: "j"}, Status: func(context.Context) group.GroupStatus { return st }, CheckpointInterval: time.Second}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	get := func(path string) (int, string) {
@@ -138,7 +139,7 @@ func TestGroupServerLikeAJob(t *testing.T) {
 	if code, body := get("/readyz"); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
-	st.Tasks = append(st.Tasks, TaskStatus{Partition: 1, State: "restoring"})
+	st.Tasks = append(st.Tasks, group.TaskStatus{Partition: 1, State: "restoring"})
 	st.Member = ""
 	if code, body := get("/readyz"); code != 503 || body != "not ready: not a member of group fraud yet; orders/1: restoring\n" {
 		t.Errorf("/readyz: %d %q", code, body)

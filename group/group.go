@@ -42,7 +42,6 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafka"
-	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
@@ -106,13 +105,9 @@ type Runner interface {
 	Status(ctx context.Context, timeout time.Duration) engine.Status
 }
 
-// A Runner can also say how many keys it restored (RestoredKeys() int64)
-// and serve a console of its own (Console() *console.Server): the
-// instance's status and console show them.
-type (
-	keysRestorer interface{ RestoredKeys() int64 }
-	consoler     interface{ Console() *console.Server }
-)
+// A Runner can also say how many keys it restored (RestoredKeys() int64):
+// the instance's status shows it.
+type keysRestorer interface{ RestoredKeys() int64 }
 
 // Task is one partition's run on this instance, as Config.Task builds it.
 type Task struct {
@@ -241,10 +236,9 @@ type task struct {
 	mu       sync.Mutex
 	state    string // restoring, running, stopping, failed
 	rn       Runner
-	console  *console.Server // the task's console, when it serves one
 	log      *kafka.Changelog
 	route    *Route
-	restored console.TaskRestore
+	restored TaskRestore
 	starts   int
 	lastErr  string
 }
@@ -639,7 +633,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	}
 	t0 := time.Now()
 	t.mu.Lock()
-	t.state, t.rn, t.console = "restoring", nil, nil
+	t.state, t.rn = "restoring", nil
 	t.starts++
 	t.mu.Unlock()
 	gr.mu.Lock()
@@ -684,7 +678,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	res := console.TaskRestore{}
+	res := TaskRestore{}
 	if r != nil {
 		st, err := checkpoint.Open(vfs.Scratch, dir, 0)
 		if err != nil {
@@ -695,7 +689,7 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 		if err != nil {
 			return err
 		}
-		res = console.TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes, Standby: r.Warm}
+		res = TaskRestore{Checkpoint: r.Manifest.ID, Records: r.Records, Bytes: r.Bytes, Standby: r.Warm}
 	}
 	cl := &kafka.Changelog{Topic: c.Changelog, Partition: t.p}
 	cl.Restored(r)
@@ -718,12 +712,8 @@ func (gr *Instance) runOnce(ctx context.Context, t *task) error {
 	if kr, ok := rn.(keysRestorer); ok && r != nil {
 		res.Keys = kr.RestoredKeys()
 	}
-	var srv *console.Server
-	if cs, ok := rn.(consoler); ok {
-		srv = cs.Console()
-	}
 	t.mu.Lock()
-	t.state, t.rn, t.log, t.route, t.restored, t.lastErr, t.console = "running", rn, cl, tk.Route, res, "", srv
+	t.state, t.rn, t.log, t.route, t.restored, t.lastErr = "running", rn, cl, tk.Route, res, ""
 	t.mu.Unlock()
 	if r != nil {
 		warm := ""
@@ -752,9 +742,9 @@ func (l *prefixLog) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// TaskConsole is the console of the task of partition p while it runs
-// here, or nil.
-func (gr *Instance) TaskConsole(p int32) *console.Server {
+// Running is the run of the task of partition p while it runs here, as
+// Config.Task built it, or nil: a front door serves its console.
+func (gr *Instance) Running(p int32) Runner {
 	gr.mu.Lock()
 	t := gr.tasks[p]
 	gr.mu.Unlock()
@@ -766,16 +756,16 @@ func (gr *Instance) TaskConsole(p int32) *console.Server {
 	if t.state != "running" {
 		return nil
 	}
-	return t.console
+	return t.rn
 }
 
 // Status reports the instance's membership and its tasks.
-func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
+func (gr *Instance) Status(ctx context.Context) GroupStatus {
 	c := gr.c
 	gr.mu.Lock()
 	g, conn, nparts, rk, wms, sb := gr.g, gr.conn, len(gr.parts), gr.rekey, gr.wms, gr.sb
 	gr.mu.Unlock()
-	s := console.GroupStatus{Group: c.Group, Topic: conn.Topic, Changelog: c.Changelog, Partitions: nparts}
+	s := GroupStatus{Group: c.Group, Topic: conn.Topic, Changelog: c.Changelog, Partitions: nparts}
 	if sb != nil {
 		s.Standby = sb.Kept()
 	}
@@ -783,13 +773,13 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 	threads := slices.Clone(gr.threads)
 	gr.mu.Unlock()
 	for _, th := range threads {
-		ts := console.ThreadStatus{TransactionalID: th.TransactionalID, Tasks: []int32{}, Unreachable: th.Down()}
+		ts := ThreadStatus{TransactionalID: th.TransactionalID, Tasks: []int32{}, Unreachable: th.Down()}
 		ts.Committed, ts.Aborted, ts.LastErr = th.Stats()
 		s.Threads = append(s.Threads, ts)
 	}
 	if rk != nil {
 		own, n := rk.Owned()
-		s.Repartition = &console.RepartitionStatus{From: c.Conn.Topic, To: conn.Topic, Owned: own, Copied: n}
+		s.Repartition = &RepartitionStatus{From: c.Conn.Topic, To: conn.Topic, Owned: own, Copied: n}
 	}
 	if w := wms; w != nil {
 		s.Watermarks = WatermarksTopic(c.Group)
@@ -807,7 +797,7 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 			s.MembersErr = text.ErrorText(err)
 		}
 		for _, m := range ms {
-			s.Members = append(s.Members, console.GroupMember(m))
+			s.Members = append(s.Members, GroupMember(m))
 		}
 	}
 	gr.mu.Lock()
@@ -819,7 +809,7 @@ func (gr *Instance) Status(ctx context.Context) console.GroupStatus {
 	slices.SortFunc(tasks, func(a, b *task) int { return int(a.p - b.p) })
 	for _, t := range tasks {
 		t.mu.Lock()
-		ts := console.TaskStatus{Partition: t.p, State: t.state, Starts: t.starts, Restored: t.restored, Err: t.lastErr}
+		ts := TaskStatus{Partition: t.p, State: t.state, Starts: t.starts, Restored: t.restored, Err: t.lastErr}
 		rn, log, route := t.rn, t.log, t.route
 		t.mu.Unlock()
 		if log != nil {

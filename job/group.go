@@ -107,15 +107,19 @@ func (gr *Group) task(_ context.Context, t *group.Task) (group.Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &groupTask{rn: rn, t: t, console: o.Console, interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond}, nil
+	gt := &groupTask{rn: rn, t: t}
+	if o.Console {
+		gt.srv = rn.Console()
+		gt.srv.Started, gt.srv.CheckpointInterval = time.Now(), time.Duration(j.Checkpoint.Interval)*time.Millisecond
+	}
+	return gt, nil
 }
 
 // groupTask is a Runnable as a task of the group.
 type groupTask struct {
-	rn       *Runnable
-	t        *group.Task
-	console  bool
-	interval time.Duration
+	rn  *Runnable
+	t   *group.Task
+	srv *console.Server // the task's console, when the instance serves one
 }
 
 func (g *groupTask) Run(ctx context.Context) error {
@@ -139,14 +143,7 @@ func (g *groupTask) Status(ctx context.Context, timeout time.Duration) engine.St
 func (g *groupTask) RestoredKeys() int64 { return g.rn.win.RestoredKeys() }
 
 // Console is the task's console, when the instance serves one.
-func (g *groupTask) Console() *console.Server {
-	if !g.console {
-		return nil
-	}
-	srv := g.rn.Console()
-	srv.Started, srv.CheckpointInterval = time.Now(), g.interval
-	return srv
-}
+func (g *groupTask) Console() *console.Server { return g.srv }
 
 // RepartitionTopic is the topic a group job with source.kafka.repartition
 // copies its input into: GROUP-repartition.
@@ -175,13 +172,13 @@ func jsonKey(path Path) func([]byte) []byte {
 }
 
 // GroupStatus is what an instance of a group job says of itself.
-type GroupStatus = console.GroupStatus
+type GroupStatus = group.GroupStatus
 
 // TaskStatus is one task of an instance.
-type TaskStatus = console.TaskStatus
+type TaskStatus = group.TaskStatus
 
 // TaskRestore is what a task read back from its changelog.
-type TaskRestore = console.TaskRestore
+type TaskRestore = group.TaskRestore
 
 // StopBudget is how long, at least, a group instance waits for a task to
 // take its last checkpoint when it stops (or gives its partition away)
@@ -192,7 +189,13 @@ const StopBudget = group.StopBudget
 func (gr *Group) Console() *console.GroupServer {
 	j := gr.j
 	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(j.Warnings())}
-	return &console.GroupServer{Job: info, Status: gr.g.Status, Task: gr.g.TaskConsole, Redact: j.RedactJSON, Access: j.ConsoleAccess(),
+	task := func(p int32) *console.Server {
+		if t, ok := gr.g.Running(p).(*groupTask); ok {
+			return t.Console()
+		}
+		return nil
+	}
+	return &console.GroupServer{Job: info, Status: gr.g.Status, Task: task, Redact: j.RedactJSON, Access: j.ConsoleAccess(),
 		CheckpointInterval: time.Duration(j.Checkpoint.Interval) * time.Millisecond}
 }
 

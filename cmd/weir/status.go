@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -67,7 +68,7 @@ func cmdStatus(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	var g struct {
-		Group *console.GroupStatus `json:"group"`
+		Group *group.GroupStatus `json:"group"`
 	}
 	if json.Unmarshal(body, &g) == nil && g.Group != nil {
 		fmt.Fprint(stdout, groupText(*g.Group))
@@ -146,7 +147,7 @@ func partNames(topic string, ps []int32) string {
 
 // groupText is the status of an instance of a consumer-group job: which
 // partitions it owns, and each task's state.
-func groupText(g console.GroupStatus) string {
+func groupText(g group.GroupStatus) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "group %s: member %s (generation %d) owns %d of the %d partitions of %s; state in %s\n",
 		g.Group, g.Member, g.Generation, len(g.Owned), g.Partitions, g.Topic, g.Changelog)

@@ -30,6 +30,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/console"
+	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/clitest"
 )
 
@@ -521,7 +522,7 @@ func checkClients(t *testing.T, b *clitest.Broker, addrs []string) {
 func checkOwnership(t *testing.T, jobDir string, addrs []string, n int) {
 	t.Helper()
 	var owned [][]int32
-	var members []console.GroupMember
+	var members []group.GroupMember
 	topic := ""
 	deadline := time.Now().Add(time.Minute)
 	for {
