@@ -210,11 +210,9 @@ func (p *Pipeline) fail(format string, args ...any) {
 // built.
 func (p *Pipeline) build(f func(e *engine.Engine) error) { p.builders = append(p.builders, f) }
 
-// goWords puts what the engine says of a restore in the Go API's words: the
-// job file's flag is an option here.
-func goWords(s string) string {
-	return strings.ReplaceAll(s, "--drop-state=windows", `weir.DropState("windows")`)
-}
+// goDrop is how a Go program drops a kind of state deliberately on a
+// restore (engine.DropWords): the option DropState.
+func goDrop(kind string) string { return `weir.DropState("` + kind + `")` }
 
 // Control is the running pipeline's control handle (savepoint, status,
 // stop); it waits until Run has started the engine or ctx is done.
@@ -285,10 +283,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	e, err := engine.New(p.cfg)
 	if err != nil {
+		// A refused restore, in the words of the Go API.
 		var se *engine.SetupError
-		if errors.As(err, &se) && se.Field != "" {
-			// A refused restore, in the words of the Go API.
-			se.Msg = "weir: " + se.Field + ": " + goWords(se.Msg)
+		var re *engine.RestoreRefusedError
+		var lb *engine.LeftBehindError
+		switch {
+		case !errors.As(err, &se):
+		case errors.As(err, &re):
+			se.Msg = "weir: " + se.Field + ": " + re.Say(goDrop)
+		case errors.As(err, &lb):
+			se.Msg = "weir: " + lb.Say("weir.RestoreFrom")
 		}
 		return err
 	}
@@ -307,7 +311,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		e.Logf("resuming from %s", c.Path)
 		for _, ch := range e.Restore().Changes {
 			if ch.Verdict != engine.Carried || ch.Was != ch.Now {
-				e.Logf("restore: %s", goWords(ch.String()))
+				e.Logf("restore: %s", ch.Say(goDrop))
 			}
 		}
 	}

@@ -771,7 +771,8 @@ func (e *Engine) openCheckpoints() error {
 		}
 		if base, gone := store.Abandoned(c.Manifest.ID); gone {
 			store.Close()
-			return &SetupError{Msg: fmt.Sprintf("cannot restore %s: a run resumed from the older checkpoint %d after it was taken, and took the outputs back to that one, so they no longer hold what it describes (restoring it would write results twice, or leave a hole). Resume without --from (from the newest checkpoint since), restore one taken since, or move the checkpoint directory and the outputs away to start over", ck.From, base)}
+			lb := &LeftBehindError{Checkpoint: ck.From, Base: base}
+			return &SetupError{Msg: lb.Error(), Err: lb}
 		}
 	} else {
 		var bad []string
@@ -824,6 +825,28 @@ func checkpointFiles(c *checkpoint.Checkpoint) []File {
 		out = append(out, File{Name: f.Name, Data: c.Files[f.Name], Path: c.Paths[f.Name]})
 	}
 	return out
+}
+
+// LeftBehindError refuses to restore a checkpoint a restore from an older
+// one left behind (checkpoint.Store.Abandon): the outputs were taken back
+// to that one, so they no longer hold what it describes. Base is the
+// checkpoint that restore resumed from, 0 for a start afresh. A front door
+// names its own way of restoring a given checkpoint (Say).
+type LeftBehindError struct {
+	Checkpoint string
+	Base       uint64
+}
+
+// Error is the refusal in the engine's words.
+func (e *LeftBehindError) Error() string { return e.Say("Checkpointing.From") }
+
+// Say is the refusal in one line, from the words of the front door for
+// restoring a given checkpoint.
+func (e *LeftBehindError) Say(from string) string {
+	if e.Base == 0 {
+		return fmt.Sprintf("cannot restore %s: the job was started afresh after it was taken, and its outputs written again, so they no longer hold what it describes (restoring it would write results twice, or leave a hole). Resume without %s (from the newest checkpoint since), or restore one taken since", e.Checkpoint, from)
+	}
+	return fmt.Sprintf("cannot restore %s: a run resumed from the older checkpoint %d after it was taken, and took the outputs back to that one, so they no longer hold what it describes (restoring it would write results twice, or leave a hole). Resume without %s (from the newest checkpoint since), restore one taken since, or move the checkpoint directory and the outputs away to start over", e.Checkpoint, e.Base, from)
 }
 
 // RerunError refuses to run again from its beginning a job whose last run

@@ -26,10 +26,49 @@ func CheckRestore(c *checkpoint.Checkpoint, ck Checkpointing) (*RestoreReport, e
 	r := CompareShapes(meta.Shape, ck.Shape, ck.DropState)
 	r.From, r.Layout = c.Path, meta.Layout
 	if refused := r.Refused(); len(refused) > 0 {
-		ch := refused[0]
-		return r, &SetupError{Field: ch.Field, Msg: refusal(c, ch, ck.Shape)}
+		re := refusal(c, refused[0], ck.Shape)
+		return r, &SetupError{Field: re.Change.Field, Msg: re.Error(), Err: re}
 	}
 	return r, nil
+}
+
+// RestoreRefusedError is a restore refused because the state of a part
+// cannot carry over into the job as it is now: Change says which field
+// changed and how, Lost what restoring it would lose ("the open windows of
+// 12 keys"). A front door says how to drop that state deliberately, in its
+// own words (Say).
+type RestoreRefusedError struct {
+	// Checkpoint is the checkpoint's directory.
+	Checkpoint string
+	Change     Change
+	Lost       string
+	// Keeps is what a restore that drops the state keeps ("the positions
+	// and the de-duplication ids"); empty when this kind cannot be dropped.
+	Keeps string
+}
+
+// Error is the refusal in the engine's words.
+func (e *RestoreRefusedError) Error() string { return e.Say(dropSetting) }
+
+// Say is the refusal in one line, in a front door's words: the field, its
+// values, what would be lost and how to go on deliberately.
+func (e *RestoreRefusedError) Say(drop DropWords) string {
+	ch := e.Change
+	var b strings.Builder
+	switch {
+	case ch.Was != "" || ch.Now != "":
+		fmt.Fprintf(&b, "%s in %s, %s now", orNone(ch.Was), e.Checkpoint, orNone(ch.Now))
+	default:
+		b.WriteString(e.Checkpoint)
+	}
+	if ch.Detail != "" && ch.Detail != stateNames[ch.Kind]+" would be lost" {
+		fmt.Fprintf(&b, " (%s)", ch.Detail)
+	}
+	fmt.Fprintf(&b, ": restoring would lose %s", e.Lost)
+	if e.Keeps != "" {
+		fmt.Fprintf(&b, "; %s starts them afresh, keeping %s", drop(ch.Kind), e.Keeps)
+	}
+	return b.String()
 }
 
 // legacyRestore checks a checkpoint without a shape (of a weir before
@@ -71,42 +110,30 @@ func legacyRestore(c *checkpoint.Checkpoint, ck Checkpointing, meta jobMeta) (*R
 	return r, nil
 }
 
-// refusal is the one line that refuses a restore for the change ch into a
-// job of the shape now: the field, its values, what would be lost and how
-// to go on deliberately.
-func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) string {
-	lost := stateNames[ch.Kind]
+// refusal is the refusal of a restore for the change ch into a job of the
+// shape now.
+func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) *RestoreRefusedError {
+	e := &RestoreRefusedError{Checkpoint: c.Path, Change: ch, Lost: stateNames[ch.Kind]}
 	switch ch.Kind {
 	case StateWindows:
 		if keys, err := windowKeys(c, ch.Part); err == nil {
-			lost = fmt.Sprintf("the open windows of %d keys", keys)
+			e.Lost = fmt.Sprintf("the open windows of %d keys", keys)
 		}
 	case StateDedup:
 		if ids, _, err := headIDs(c, ch.Part, nil); err == nil && ids >= 0 {
-			lost = fmt.Sprintf("the %d de-duplication ids", ids)
+			e.Lost = fmt.Sprintf("the %d de-duplication ids", ids)
 		}
 	}
-	var b strings.Builder
-	switch {
-	case ch.Was != "" || ch.Now != "":
-		fmt.Fprintf(&b, "%s in %s, %s now", orNone(ch.Was), c.Path, orNone(ch.Now))
-	default:
-		b.WriteString(c.Path)
-	}
-	if ch.Detail != "" && ch.Detail != stateNames[ch.Kind]+" would be lost" {
-		fmt.Fprintf(&b, " (%s)", ch.Detail)
-	}
-	fmt.Fprintf(&b, ": restoring would lose %s", lost)
 	dedup := slices.ContainsFunc(now.Parts, func(p Part) bool { return p.Kind == StateDedup })
 	switch {
 	case ch.Kind == StateWindows && dedup:
-		b.WriteString("; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids")
+		e.Keeps = "the positions and the de-duplication ids"
 	case ch.Kind == StateWindows:
-		b.WriteString("; --drop-state=windows starts them afresh, keeping the positions")
+		e.Keeps = "the positions"
 	case ch.Kind == StateDedup:
-		b.WriteString("; --drop-state=dedup starts them afresh, keeping the positions and the windows")
+		e.Keeps = "the positions and the windows"
 	}
-	return b.String()
+	return e
 }
 
 func orNone(s string) string {

@@ -116,6 +116,10 @@ type Change struct {
 	Was, Now string
 	// Detail says what happens, or what would be lost.
 	Detail string
+	// Dropped is the kind of state the change dropped deliberately
+	// (Checkpointing.DropState), when it did: a report names how, in the
+	// front door's words (Say).
+	Dropped string
 }
 
 // RestoreReport is what a restore does with the state of a checkpoint: one
@@ -164,23 +168,40 @@ func (r *RestoreReport) OldPart(name string) *Part {
 	return nil
 }
 
-// Text is the report for a person, a change a line (weir run --check).
-func (r *RestoreReport) Text() string {
+// DropWords says how a job drops the state of a kind (StateWindows,
+// StateDedup) deliberately on a restore, in a front door's words: a flag of
+// the command line, an option of the Go API. The engine's own words name
+// the setting, Checkpointing.DropState.
+type DropWords func(kind string) string
+
+// dropSetting is the engine's own DropWords.
+func dropSetting(kind string) string { return "DropState " + kind }
+
+// Text is the report for a person, a change a line, in the engine's words.
+func (r *RestoreReport) Text() string { return r.Say(dropSetting) }
+
+// Say is Text in a front door's words (weir run --check).
+func (r *RestoreReport) Say(drop DropWords) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, c := range r.Changes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Verdict, c.Field, c.describe())
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Verdict, c.Field, c.describe(drop))
 	}
 	tw.Flush()
 	return b.String()
 }
 
-// String is the change in one line: its verdict, its field, its values and
-// what happens.
-func (c Change) String() string { return c.Verdict.String() + " " + c.Field + ": " + c.describe() }
+// String is the change in one line, in the engine's words: its verdict,
+// its field, its values and what happens.
+func (c Change) String() string { return c.Say(dropSetting) }
+
+// Say is String in a front door's words.
+func (c Change) Say(drop DropWords) string {
+	return c.Verdict.String() + " " + c.Field + ": " + c.describe(drop)
+}
 
 // describe is the change's detail with its values.
-func (c Change) describe() string {
+func (c Change) describe(drop DropWords) string {
 	var vals string
 	switch {
 	case c.Was == c.Now:
@@ -192,13 +213,17 @@ func (c Change) describe() string {
 	default:
 		vals = c.Was + " -> " + c.Now
 	}
+	detail := c.Detail
+	if c.Dropped != "" {
+		detail += " (" + drop(c.Dropped) + ")"
+	}
 	switch {
 	case vals == "":
-		return c.Detail
-	case c.Detail == "":
+		return detail
+	case detail == "":
 		return vals
 	}
-	return vals + ": " + c.Detail
+	return vals + ": " + detail
 }
 
 // What each kind of state is, in the lines of a report.
@@ -277,7 +302,8 @@ func (r *RestoreReport) comparePart(o, p *Part, drop bool) {
 		r.Dropped = append(r.Dropped, p.Name)
 		for _, c := range refused {
 			c.Verdict = Restarted
-			c.Detail = strings.TrimPrefix(c.Detail+"; ", "; ") + stateNames[p.Kind] + " dropped (--drop-state=" + p.Kind + ")"
+			c.Detail = strings.TrimPrefix(c.Detail+"; ", "; ") + stateNames[p.Kind] + " dropped"
+			c.Dropped = p.Kind
 			r.Changes = append(r.Changes, c)
 		}
 		r.settings(o, p)

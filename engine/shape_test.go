@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // shapeOf is a job's shape with a window stage and a head, in which the
 // settings given replace the defaults.
@@ -94,8 +97,14 @@ func TestCompareShapes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := CompareShapes(shapeOf(c.old), shapeOf(c.now), c.drop)
-			if got := r.Text(); got != c.want {
-				t.Errorf("got:\n%s\nwant:\n%s", r.Text(), c.want)
+			// In a front door's words (the command line's flag); the
+			// engine's own name its setting, never a flag.
+			flag := func(kind string) string { return "--drop-state=" + kind }
+			if got := r.Say(flag); got != c.want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, c.want)
+			}
+			if own := r.Text(); strings.Contains(own, "--") || own != strings.ReplaceAll(c.want, "(--drop-state=windows)", "(DropState windows)") {
+				t.Errorf("in the engine's words:\n%s", own)
 			}
 			if refused := len(r.Refused()) > 0; refused != (c.name == "refused") {
 				t.Errorf("refused: %v", refused)

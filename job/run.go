@@ -831,14 +831,28 @@ func transactionalID(j *Job, field string) string {
 	return fmt.Sprintf("weir-%s-%s-i0", jobName(j), field)
 }
 
-// setupError turns an engine's refusal into a job error naming its field.
+// setupError turns an engine's refusal into a job error naming its field,
+// in the words of weir run.
 func setupError(j *Job, err error) error {
 	var se *engine.SetupError
 	if errors.As(err, &se) && se.Field != "" {
-		return &RuntimeError{Msg: fmt.Sprintf("%s: %s: %s", j.File, se.Field, strings.TrimPrefix(se.Msg, se.Field+": ")), Err: err}
+		msg := se.Msg
+		var re *engine.RestoreRefusedError
+		if errors.As(err, &re) {
+			msg = re.Say(DropFlag)
+		}
+		return &RuntimeError{Msg: fmt.Sprintf("%s: %s: %s", j.File, se.Field, strings.TrimPrefix(msg, se.Field+": ")), Err: err}
+	}
+	var lb *engine.LeftBehindError
+	if errors.As(err, &lb) {
+		return &RuntimeError{Msg: lb.Say("--from"), Err: err}
 	}
 	return &RuntimeError{Msg: err.Error(), Err: err}
 }
+
+// DropFlag is how weir run drops a kind of state deliberately on a
+// restore (engine.DropWords): --drop-state=KIND.
+func DropFlag(kind string) string { return "--drop-state=" + kind }
 
 // openState opens the Pebble backend, in state.dir or a temporary directory,
 // and holds the Go heap to the memory budget with a soft limit.

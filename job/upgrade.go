@@ -201,9 +201,9 @@ func restoreNotes(r *engine.RestoreReport) (notes, howItRuns []string) {
 		switch {
 		case c.Verdict == engine.Carried && c.Was == c.Now:
 		case c.Verdict == engine.Carried && (c.Field == fieldParallelism || c.Field == fieldBackend):
-			howItRuns = append(howItRuns, c.String())
+			howItRuns = append(howItRuns, c.Say(DropFlag))
 		default:
-			notes = append(notes, c.String())
+			notes = append(notes, c.Say(DropFlag))
 		}
 	}
 	return notes, howItRuns

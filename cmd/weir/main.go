@@ -358,7 +358,7 @@ func checkRestore(j *job.Job, from string, drop []string, stdout, stderr io.Writ
 	r, err := job.CheckRestore(j, from, drop)
 	if r != nil {
 		fmt.Fprintf(stdout, "restoring %s (layout %d) into %s:\n", from, r.Layout, j.File)
-		fmt.Fprint(stdout, r.Text())
+		fmt.Fprint(stdout, r.Say(job.DropFlag))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
