@@ -331,6 +331,11 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not valid UTF-8"
 			return out
 		}
+		if n := len(key); k.Type() == fastjson.TypeNumber && int64(n) > j.maxKeyBytes() {
+			// A number is written in all its digits: 1e400 is 401 bytes.
+			out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.Key.String(), n, j.maxKeyBytes())
+			return out
+		}
 		out.key = key
 	}
 	if j.ID != nil {
@@ -370,7 +375,9 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				return out
 			}
 			fl := fv.GetFloat64()
-			if math.IsInf(fl, 0) {
+			if lp.numeric[i] && math.IsInf(fl, 0) {
+				// A distinct value has an exact identity at any size;
+				// what a number aggregate reads must be a float's.
 				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
 				return out
 			}
