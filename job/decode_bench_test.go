@@ -54,6 +54,24 @@ func BenchmarkDecodeNumberKeys(b *testing.B) {
 	}
 }
 
+// A line whose key, id and partition are numbers is read without
+// allocating once its key is interned, as one whose key is a string: a
+// number's text is checked in the parser's buffer.
+func TestDecodeNumbersAllocatesNothing(t *testing.T) {
+	j, err := Parse([]byte("name: n\nsource: {file: in.jsonl}\ntime: {field: ts, partition_field: p}\nkey: card\nid: id\n"+
+		"window: {tumbling: 1m}\naggregates: {n: count, users: count_distinct(user)}\noutput: out.jsonl\n"), "n.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := newLineParser(j)
+	line := []byte(`{"id":18446744073709551615,"card":4000000000000001,"p":7,"user":12,"ts":1788782400000}`)
+	var d engine.Decoded[string, record]
+	lp.Decode(&connector.Record{Value: line, Arrival: 1788782400000}, &d)
+	if n := testing.AllocsPerRun(1000, func() { lp.Decode(&connector.Record{Value: line, Arrival: 1788782400000}, &d) }); n != 0 || d.Kind != engine.Event || d.Key != "4000000000000001" {
+		t.Errorf("%v allocations a line; kind %v, key %s", n, d.Kind, d.Key)
+	}
+}
+
 // Judging a pane by a having expression of comparisons, arithmetic and
 // logic allocates nothing (it is evaluated directly: expr's machine boxed
 // every number and string it read). One that runs on expr's machine

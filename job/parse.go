@@ -310,7 +310,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	out.ts = t.Time
 	if j.Key != nil {
 		k := get(v, j.Key)
-		if k == nil || !linedec.Scalar(k) {
+		if k == nil || !linedec.Scalar(k, &lp.numBuf) {
 			out.reason = ReasonNoKey
 			if k != nil && k.Type() == fastjson.TypeNumber {
 				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
@@ -340,7 +340,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	}
 	if j.ID != nil {
 		id := get(v, j.ID)
-		if id == nil || !linedec.Scalar(id) {
+		if id == nil || !linedec.Scalar(id, &lp.numBuf) {
 			out.reason = ReasonNoID
 			return out
 		}
@@ -349,7 +349,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	}
 	var part *fastjson.Value
 	if j.PartitionField != nil {
-		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part) {
+		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part, &lp.numBuf) {
 			out.reason = ReasonNoPartition
 			return out
 		}
@@ -401,7 +401,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				vals[i].text = lp.keepText(lp.keyBuf)
 			}
 		default:
-			if lp.numeric[i] || !linedec.Scalar(fv) {
+			if lp.numeric[i] || !linedec.Scalar(fv, &lp.numBuf) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is not a number"
 				if !lp.numeric[i] {
 					out.detail = f.String() + " is not a string, number or boolean"

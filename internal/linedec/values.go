@@ -29,13 +29,19 @@ const plainDigits = 1000
 
 // Scalar reports a string, a boolean or a JSON number, whatever its size
 // (fastjson also takes NaN, inf and texts such as 01, which JSON has not).
-func Scalar(v *fastjson.Value) bool {
+// A number's text is read into *buf, kept grown for the next call, so that
+// a reader that checks one a line allocates nothing (fastjson's MarshalTo
+// takes any buffer to the heap); buf may be nil.
+func Scalar(v *fastjson.Value, buf *[]byte) bool {
 	switch v.Type() {
 	case fastjson.TypeString, fastjson.TypeTrue, fastjson.TypeFalse:
 		return true
 	case fastjson.TypeNumber:
-		var buf [32]byte
-		return ValidNumber(v.MarshalTo(buf[:0]))
+		if buf == nil {
+			return ValidNumber(v.MarshalTo(nil))
+		}
+		*buf = v.MarshalTo((*buf)[:0])
+		return ValidNumber(*buf)
 	}
 	return false
 }

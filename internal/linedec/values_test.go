@@ -84,7 +84,7 @@ func TestCanonicalNumbers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.in, err)
 		}
-		if !Scalar(v) {
+		if !Scalar(v, nil) {
 			t.Errorf("%.60s is not a scalar", c.in)
 		}
 		if got := string(AppendCanonical([]byte("x"), v)); got != "x"+c.want {
@@ -140,20 +140,21 @@ func TestScalar(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		if got := Scalar(v); got != want {
+		if got := Scalar(v, nil); got != want {
 			t.Errorf("%s: scalar %v, want %v", in, got, want)
 		}
 	}
 }
 
-// The identity and the canonical text of a key, an id or a partition are
-// made in the caller's buffer, without allocating, whatever the number's
-// size.
+// Whether a value is a key, an id or a partition, its identity and its
+// canonical text are found in the caller's buffers, without allocating,
+// whatever the number's size.
 func TestCanonicalAllocations(t *testing.T) {
-	buf := make([]byte, 0, 2048)
+	buf, scratch := make([]byte, 0, 2048), make([]byte, 0, 64)
 	for _, in := range []string{`"card_7"`, `12345`, `-9223372036854775808`, `1.5`, `18446744073709551615`, `1e999`, `-12.5e-300`} {
 		v := fastjson.MustParse(in)
 		if n := testing.AllocsPerRun(100, func() {
+			Scalar(v, &scratch)
 			buf = AppendIdentity(buf[:0], v)
 			buf = AppendCanonical(buf[:0], v)
 		}); n != 0 {
