@@ -73,8 +73,8 @@ func newKeyTable(max int) *keyTable {
 }
 
 // intern returns the canonical JSON text of the scalar v (see
-// appendCanonical); ok is false for a string that is not valid UTF-8, which
-// is not interned.
+// linedec.AppendCanonical); ok is false for a string that is not valid
+// UTF-8, which is not interned.
 func (t *keyTable) intern(v *fastjson.Value) (key string, ok bool) {
 	if v.Type() == fastjson.TypeString {
 		raw := v.GetStringBytes()

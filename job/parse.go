@@ -310,7 +310,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	out.ts = t.Time
 	if j.Key != nil {
 		k := get(v, j.Key)
-		if k == nil || !linedec.Scalar(k) {
+		if k == nil || !linedec.Scalar(k, &lp.numBuf) {
 			out.reason = ReasonNoKey
 			if k != nil && k.Type() == fastjson.TypeNumber {
 				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
@@ -331,11 +331,16 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not valid UTF-8"
 			return out
 		}
+		if n := len(key); k.Type() == fastjson.TypeNumber && int64(n) > j.maxKeyBytes() {
+			// A number is written in all its digits: 1e400 is 401 bytes.
+			out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.Key.String(), n, j.maxKeyBytes())
+			return out
+		}
 		out.key = key
 	}
 	if j.ID != nil {
 		id := get(v, j.ID)
-		if id == nil || !linedec.Scalar(id) {
+		if id == nil || !linedec.Scalar(id, &lp.numBuf) {
 			out.reason = ReasonNoID
 			return out
 		}
@@ -344,7 +349,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	}
 	var part *fastjson.Value
 	if j.PartitionField != nil {
-		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part) {
+		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part, &lp.numBuf) {
 			out.reason = ReasonNoPartition
 			return out
 		}
@@ -370,7 +375,9 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				return out
 			}
 			fl := fv.GetFloat64()
-			if math.IsInf(fl, 0) {
+			if lp.numeric[i] && math.IsInf(fl, 0) {
+				// A distinct value has an exact identity at any size;
+				// what a number aggregate reads must be a float's.
 				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
 				return out
 			}
@@ -394,7 +401,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				vals[i].text = lp.keepText(lp.keyBuf)
 			}
 		default:
-			if lp.numeric[i] || !linedec.Scalar(fv) {
+			if lp.numeric[i] || !linedec.Scalar(fv, &lp.numBuf) {
 				out.reason, out.detail = ReasonBadValue, f.String()+" is not a number"
 				if !lp.numeric[i] {
 					out.detail = f.String() + " is not a string, number or boolean"

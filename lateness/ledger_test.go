@@ -352,3 +352,32 @@ func TestFmtPctFloor(t *testing.T) {
 		t.Error("FlatShare")
 	}
 }
+
+// Ledger ids that differ only beyond 64 bits are two entries: a ledger join
+// compares ids by their text (a number as written), so each finds its own
+// event.
+func TestLedgerBigIntegerIDs(t *testing.T) {
+	entry := func(id string, ts mtime.Time) string { return `{"order_id":` + id + `,"ts":"` + ts.String() + `"}` }
+	ev := func(id string, arr mtime.Time) string {
+		return `{"order_id":` + id + `,"ts":"` + (arr - 50).String() + `","arrival":"` + arr.String() + `"}`
+	}
+	ledger := writeFile(t, "ledger.jsonl", strings.Join([]string{
+		entry(`18446744073709551615`, hm(0, 0, 0, 0)),
+		entry(`18446744073709551614`, hm(0, 1, 0, 0)),
+		entry(`100000000000000000001`, hm(0, 2, 0, 0)),
+		entry(`100000000000000000000`, hm(0, 3, 0, 0)),
+	}, "\n")+"\n")
+	events := writeFile(t, "events.jsonl", strings.Join([]string{
+		ev(`18446744073709551615`, hm(0, 0, 1, 0)),
+		ev(`100000000000000000000`, hm(0, 3, 2, 0)),
+	}, "\n")+"\n")
+	r, err := AnalyzeLedger(events, Options{}, LedgerOptions{Path: ledger, Match: "order_id", Waits: smallWaits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.LedgerEntries != 4 || r.LedgerDuplicates != 0 || r.MatchedEvents != 2 || r.UnmatchedEvents != 0 ||
+		r.All.Arrived != 2 || r.All.NeverArrived != 2 || r.All.WaitMaxMS == nil || *r.All.WaitMaxMS != 2000 {
+		t.Errorf("%d entries, %d duplicates; %d events matched, %d unmatched; %d arrived, %d never; want 4, 0; 2, 0; 2, 2 (waits 1 s and 2 s)",
+			r.LedgerEntries, r.LedgerDuplicates, r.MatchedEvents, r.UnmatchedEvents, r.All.Arrived, r.All.NeverArrived)
+	}
+}

@@ -235,7 +235,7 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 	var part span
 	if c.partP != nil {
 		pv := source.Get(v, c.partP)
-		if pv == nil || !linedec.Scalar(pv) {
+		if pv == nil || !linedec.Scalar(pv, &jp.buf) {
 			rec.why = rNoPartition
 			return rec
 		}
@@ -280,7 +280,7 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		// The id of a ledger join: a string as is, a number as written;
 		// missing, null, "", an object or an array: no id.
 		mv := source.Get(v, c.matchP)
-		if mv == nil || !linedec.Scalar(mv) || (mv.Type() == fastjson.TypeString && len(mv.GetStringBytes()) == 0) {
+		if mv == nil || !linedec.Scalar(mv, &jp.buf) || (mv.Type() == fastjson.TypeString && len(mv.GetStringBytes()) == 0) {
 			b.groups = append(b.groups, noSpan)
 		} else {
 			b.groups = append(b.groups, b.text(jp.value(mv)))

@@ -35,3 +35,35 @@ func TestLedgerIDsAreWeirRuns(t *testing.T) {
 			rep.LedgerLines, rep.LedgerEvents, rep.LedgerDuplicates, rep.LedgerUnreadable, rep.Unreadable)
 	}
 }
+
+// Ledger ids that differ only beyond 64 bits are two entries, as they are two
+// ids to weir run: a float64 made 18446744073709551615 and
+// 18446744073709551614 one id, and the second a duplicate. The same number
+// written with an exponent is the same id.
+func TestLedgerBigIntegerIDs(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: input.jsonl}\ntime: {field: ts}\nid: id\n"+
+		"window: {tumbling: 1m}\naggregates: {n: count}\noutput: results.jsonl\n"), 0o644)
+	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "ledger.jsonl")
+	os.WriteFile(in, []byte(`{"id":18446744073709551615,"ts":"2026-09-07T12:00:01Z"}
+{"id":18446744073709551614,"ts":"2026-09-07T12:00:02Z"}
+{"id":100000000000000000001,"ts":"2026-09-07T12:00:03Z"}
+{"id":100000000000000000000,"ts":"2026-09-07T12:00:04Z"}
+{"id":1234567890123456789012345678901234567890,"ts":"2026-09-07T12:00:05Z"}
+{"id":1234567890123456789012345678901234567891,"ts":"2026-09-07T12:00:06Z"}
+{"id":1.8446744073709551614e19,"ts":"2026-09-07T12:00:07Z"}
+`), 0o644)
+	rep := &Report{}
+	if err := writeLedger(j, []string{in}, filepath.Join(dir, "out.jsonl"), rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.LedgerLines != 7 || rep.LedgerEvents != 6 || rep.LedgerDuplicates != 1 || rep.LedgerUnreadable != 0 {
+		t.Errorf("%d lines: %d events, %d duplicates, %d unreadable; want 7: 6, 1 (1.8446744073709551614e19), 0",
+			rep.LedgerLines, rep.LedgerEvents, rep.LedgerDuplicates, rep.LedgerUnreadable)
+	}
+}

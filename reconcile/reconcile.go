@@ -596,7 +596,7 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 				// one id, "1" and 1 two), so that what weir run counted as a
 				// duplicate is one here too.
 				idv := source.Get(v, j.ID)
-				if idv == nil || !linedec.Scalar(idv) {
+				if idv == nil || !linedec.Scalar(idv, nil) {
 					unreadable("no_id")
 					continue
 				}

@@ -1,7 +1,7 @@
 package linedec
 
 import (
-	"math"
+	"math/big"
 	"strconv"
 
 	"github.com/valyala/fastjson"
@@ -13,17 +13,35 @@ import (
 // ids, partitions, distinct values) are scalars, each with one identity and
 // one canonical text, so that every reader of a line tells two values apart
 // in the same way.
+//
+// A number is its exact decimal value, read from its JSON text and never
+// through a float64: 1e3, 1000, 1000.0 and 1.0e3 are one number (JSON does
+// not tell them apart), 18446744073709551615 and 18446744073709551614 are
+// two, -0 is 0, and the string "1" is not the number 1. Every number JSON
+// can write is a scalar, whatever its size: 1e400 has an exact value too.
+// Sums and the other aggregates read numbers as numbers, with their own
+// limits.
 
-// Scalar reports a string, a boolean or a JSON number (fastjson also takes
-// NaN and inf, which JSON has not).
-func Scalar(v *fastjson.Value) bool {
+// plainDigits is the most digits an integer's canonical text has: a longer
+// integer is written with an exponent (1e+1000), so that a line of a few
+// bytes (1e999999999) cannot make a key of a billion.
+const plainDigits = 1000
+
+// Scalar reports a string, a boolean or a JSON number, whatever its size
+// (fastjson also takes NaN, inf and texts such as 01, which JSON has not).
+// A number's text is read into *buf, kept grown for the next call, so that
+// a reader that checks one a line allocates nothing (fastjson's MarshalTo
+// takes any buffer to the heap); buf may be nil.
+func Scalar(v *fastjson.Value, buf *[]byte) bool {
 	switch v.Type() {
 	case fastjson.TypeString, fastjson.TypeTrue, fastjson.TypeFalse:
 		return true
 	case fastjson.TypeNumber:
-		var buf [32]byte
-		raw := v.MarshalTo(buf[:0])
-		return ValidNumber(raw) && !math.IsInf(v.GetFloat64(), 0)
+		if buf == nil {
+			return ValidNumber(v.MarshalTo(nil))
+		}
+		*buf = v.MarshalTo((*buf)[:0])
+		return ValidNumber(*buf)
 	}
 	return false
 }
@@ -67,10 +85,10 @@ func ValidNumber(b []byte) bool {
 }
 
 // AppendIdentity appends a scalar's identity: a type byte, then the
-// string's bytes as they are (invalid UTF-8 included) or the canonical
-// number. Two values have the same identity exactly when they are the same
-// value: for ids, partitions and distinct values, which are compared, never
-// written.
+// string's bytes as they are (invalid UTF-8 included) or the number's
+// canonical text. Two values have the same identity exactly when they are
+// the same value: for ids, partitions and distinct values, which are
+// compared, never written.
 func AppendIdentity(b []byte, v *fastjson.Value) []byte {
 	switch v.Type() {
 	case fastjson.TypeString:
@@ -97,21 +115,23 @@ func IsIntText(b []byte) bool {
 }
 
 // AppendCanonical appends the JSON text of a scalar in one canonical form, so
-// that "c1" and "\u0063\u0031" are one key and the string "1" is not the
-// number 1.
+// that "c1" and "\u0063\u0031" are one key, 1e3 and 1000 another, and the
+// string "1" is not the number 1.
+//
+// A number is written by its exact value: an integer in plain digits (up
+// to plainDigits of them, then as d.ddde+x); any other number as
+// encoding/json writes a float64, in plain decimal when its magnitude is
+// from 1e-6 to below 1e21 and as d.ddde±x otherwise, but with all its
+// digits; zero as 0, without a sign. So a number below 1e21 that a float64
+// holds keeps the text it had when it went through one. A number JSON has
+// not (NaN, inf, 01) is appended as it is.
 func AppendCanonical(b []byte, v *fastjson.Value) []byte {
 	switch v.Type() {
 	case fastjson.TypeString:
 		return text.AppendJSONString(b, v.GetStringBytes())
 	case fastjson.TypeNumber:
 		start := len(b)
-		b = v.MarshalTo(b)
-		if IsIntText(b[start:]) {
-			if n, err := v.Int64(); err == nil {
-				return strconv.AppendInt(b[:start], n, 10)
-			}
-		}
-		return text.AppendJSONFloat(b[:start], v.GetFloat64())
+		return canonicalNumber(v.MarshalTo(b), start)
 	case fastjson.TypeTrue:
 		return append(b, "true"...)
 	case fastjson.TypeFalse:
@@ -119,3 +139,174 @@ func AppendCanonical(b []byte, v *fastjson.Value) []byte {
 	}
 	return v.MarshalTo(b)
 }
+
+// canonicalNumber rewrites the JSON number b[start:] as its canonical text
+// (see AppendCanonical), without a float64, and without allocating but for
+// an exponent of more than 18 digits.
+func canonicalNumber(b []byte, start int) []byte {
+	num := b[start:]
+	if !ValidNumber(num) {
+		return b
+	}
+	if IsIntText(num) && len(num) <= plainDigits {
+		// Plain digits are canonical already (JSON has no leading zeros),
+		// but for -0.
+		if len(num) == 2 && num[0] == '-' && num[1] == '0' {
+			return append(b[:start], '0')
+		}
+		return b
+	}
+	end := len(b)
+	i := start
+	neg := b[i] == '-'
+	if neg {
+		i++
+	}
+	var m mantissa
+	m.is = i
+	for i < end && isDigit(b[i]) {
+		i++
+	}
+	m.ni = i - m.is
+	m.fs = i
+	if i < end && b[i] == '.' {
+		i++
+		m.fs = i
+		for i < end && isDigit(b[i]) {
+			i++
+		}
+	}
+	n := m.ni + i - m.fs // the digits, both parts
+	shift := -int64(i - m.fs)
+	var exp int64      // the exponent, when it has at most 18 digits
+	es, ee := end, end // its digits, when it has more
+	expNeg := false
+	if i < end {
+		i++ // e or E
+		if b[i] == '+' || b[i] == '-' {
+			expNeg = b[i] == '-'
+			i++
+		}
+		for i < end-1 && b[i] == '0' {
+			i++
+		}
+		if end-i > 18 {
+			es = i
+		} else {
+			for ; i < end; i++ {
+				exp = exp*10 + int64(b[i]-'0')
+			}
+			if expNeg {
+				exp = -exp
+			}
+		}
+	}
+	first, last := 0, n-1
+	for first < n && m.digit(b, first) == '0' {
+		first++
+	}
+	if first == n {
+		return append(b[:start], '0')
+	}
+	for m.digit(b, last) == '0' {
+		last--
+	}
+	// The value is the digits first to last times 10^(exponent+shift), and
+	// its leading digit is at 10^x.
+	digits := last - first + 1
+	shift += int64(n - 1 - last)
+	// The canonical text goes after the number's, then takes its place.
+	out := b
+	if neg {
+		out = append(out, '-')
+	}
+	if es < ee {
+		// An exponent beyond 10^18: no plain form, and x is the exponent
+		// moved by at most the text's length.
+		x := new(big.Int)
+		x.SetString(string(b[es:ee]), 10)
+		if expNeg {
+			x.Neg(x)
+		}
+		x.Add(x, big.NewInt(shift+int64(digits)-1))
+		out = m.appendExponent(out, first, last, x.Sign() < 0, x.Abs(x).Append(nil, 10))
+		return append(out[:start], out[end:]...)
+	}
+	e := exp + shift
+	x := e + int64(digits) - 1
+	switch {
+	case e >= 0 && x < plainDigits:
+		out = m.appendDigits(out, first, last+1)
+		for range e {
+			out = append(out, '0')
+		}
+	case e < 0 && x >= -6 && x < 21:
+		if x < 0 {
+			out = append(out, '0', '.')
+			for range -x - 1 {
+				out = append(out, '0')
+			}
+			out = m.appendDigits(out, first, last+1)
+		} else {
+			point := first + int(x) + 1
+			out = m.appendDigits(out, first, point)
+			out = append(out, '.')
+			out = m.appendDigits(out, point, last+1)
+		}
+	default:
+		var buf [20]byte
+		out = m.appendExponent(out, first, last, x < 0, strconv.AppendUint(buf[:0], absInt(x), 10))
+	}
+	return append(out[:start], out[end:]...)
+}
+
+// mantissa is where the digits of a number's text are in a buffer: its
+// integer digits at is (ni of them), its fraction's at fs. They are read as
+// one sequence, the fraction's after the integer's.
+type mantissa struct{ is, ni, fs int }
+
+// digit is digit k of the sequence.
+func (m mantissa) digit(b []byte, k int) byte {
+	if k < m.ni {
+		return b[m.is+k]
+	}
+	return b[m.fs+k-m.ni]
+}
+
+// appendDigits appends digits from to to-1 of the sequence in b to b: they
+// lie before len(b), so an append that grows b reads them from the array it
+// leaves, one that does not writes after them.
+func (m mantissa) appendDigits(b []byte, from, to int) []byte {
+	if from < m.ni {
+		b = append(b, b[m.is+from:m.is+min(to, m.ni)]...)
+	}
+	if to > m.ni {
+		b = append(b, b[m.fs+max(from-m.ni, 0):m.fs+to-m.ni]...)
+	}
+	return b
+}
+
+// appendExponent appends digits first to last as d.ddd, then e, the sign
+// of the exponent and its digits x, as encoding/json writes 1e+21 and 1e-7.
+func (m mantissa) appendExponent(b []byte, first, last int, neg bool, x []byte) []byte {
+	b = m.appendDigits(b, first, first+1)
+	if last > first {
+		b = append(b, '.')
+		b = m.appendDigits(b, first+1, last+1)
+	}
+	if neg {
+		b = append(b, 'e', '-')
+	} else {
+		b = append(b, 'e', '+')
+	}
+	return append(b, x...)
+}
+
+func absInt(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x)
+	}
+	return uint64(x)
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
