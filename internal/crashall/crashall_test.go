@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -204,6 +205,7 @@ type schedule struct {
 	held      string // checkpoint.max_held_output: early checkpoints when an output fills up
 	torn      bool   // a kill at a write of more than a page leaves its first pages
 	rerun     bool   // the finished job is run again by the same command
+	bigKeys   bool   // keys and ids are integers beyond 64 bits, which a float64 would merge
 	plan      []step
 	logs      []string // what each run said, for a failure's report
 }
@@ -290,6 +292,7 @@ func newSchedule(seed uint64) *schedule {
 	s.held = pick(r, "", "", "64KiB")
 	s.torn = r.IntN(3) == 0
 	s.rerun = r.IntN(2) == 0
+	s.bigKeys = r.IntN(3) == 0
 	return s
 }
 
@@ -329,6 +332,9 @@ func (s *schedule) String() string {
 	if s.rerun {
 		held += ", the finished job run again"
 	}
+	if s.bigKeys {
+		held += ", keys and ids integers beyond 64 bits"
+	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
 }
@@ -355,6 +361,11 @@ func (s *schedule) input() []string {
 			continue
 		}
 		head := fmt.Sprintf(`{"id":"e%d","card":"c%d","amount":%d.%02d,"ts":%d,`, i, r.IntN(keys), r.IntN(300), r.IntN(100), ts)
+		if s.bigKeys {
+			// Distinct integers that a float64 makes one: 2^64-1-k, and
+			// 10^20+i.
+			head = fmt.Sprintf(`{"id":1000000000000000%05d,"card":%s,"amount":%d.%02d,"ts":%d,`, i, new(big.Int).Sub(maxUint64, big.NewInt(int64(r.IntN(keys)))), r.IntN(300), r.IntN(100), ts)
+		}
 		out = append(out, head+fmt.Sprintf(`"arrival":%d}`, now))
 		if recent = append(recent, head); len(recent) > 100 {
 			recent = recent[1:]
@@ -362,6 +373,9 @@ func (s *schedule) input() []string {
 	}
 	return out
 }
+
+// maxUint64 is 2^64-1, the largest key of a schedule with big keys.
+var maxUint64, _ = new(big.Int).SetString("18446744073709551615", 10)
 
 // names of a schedule's targets; ref marks the uninterrupted run's.
 func (s *schedule) topic(what string, ref bool) string {
@@ -865,6 +879,24 @@ func (s *schedule) compare(t *testing.T, dir, ref string) {
 	}
 	if slices.Contains(s.results, kPostgres) {
 		sameLines(t, "the PostgreSQL table", tableRows(t, "pgx", world.pgDSN, s.table(false), live), tableRows(t, "pgx", world.pgDSN, s.table(true), live))
+	}
+	if s.bigKeys {
+		// Every key written is one of the input's, digit for digit: a key
+		// that went through a float64 (18446744073709552000) is none of
+		// them.
+		keys := map[string]bool{}
+		for _, l := range s.input() {
+			if _, rest, ok := strings.Cut(l, `"card":`); ok {
+				keys[rest[:strings.IndexByte(rest, ',')]] = true
+			}
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "results.jsonl"))
+		for _, l := range lines(string(b), false) {
+			k := strings.TrimPrefix(l, `{"key":`)
+			if k = k[:max(strings.IndexByte(k, ','), 0)]; !keys[k] {
+				t.Fatalf("results.jsonl holds a pane of key %s, which is not a key of the input: %s", k, l)
+			}
+		}
 	}
 	var got, want job.Summary
 	if err := readJSON(filepath.Join(dir, "summary.json"), &got); err != nil {
