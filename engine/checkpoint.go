@@ -55,6 +55,8 @@ type File struct {
 type Participant struct {
 	e        *Engine
 	name     string
+	kind     string // what it is (partSource, ...), recorded in checkpoints
+	label    string // how a message names it
 	restored []File
 
 	// sinks: the commit record. pending and mark are the coordinator's
@@ -83,9 +85,81 @@ type preCommit struct {
 	data  []byte
 }
 
+// The kinds of participants, as a checkpoint records them (jobMeta.Kinds):
+// what a part is, never read back from its name.
+const (
+	partSource = "source"
+	partSink   = "sink"
+	partWindow = "window"
+	partHead   = "head"
+	partOther  = "other"
+)
+
+// SourcePart is the name of the position of the source name in checkpoints;
+// SinkPart that of the commit record of the sink record. They are the one
+// rule of those names, for the engine and every front door.
+func SourcePart(name string) string { return "source:" + name }
+
+// SinkPart: see SourcePart.
+func SinkPart(record string) string { return "sink:" + record }
+
+// legacyKind is what a part of a checkpoint of an earlier weir is, which
+// recorded no kinds: its name's prefix was all there was.
+func legacyKind(name string) string {
+	switch {
+	case strings.HasPrefix(name, "source:"):
+		return partSource
+	case strings.HasPrefix(name, "sink:"):
+		return partSink
+	}
+	return partOther
+}
+
+// kindOf is what the part name of a checkpoint with the engine's meta is.
+func (m jobMeta) kindOf(name string) string {
+	if k, ok := m.Kinds[name]; ok {
+		return k
+	}
+	return legacyKind(name)
+}
+
+// metaOf reads the engine's part of a checkpoint's manifest.
+func metaOf(c *checkpoint.Checkpoint) jobMeta {
+	var meta jobMeta
+	json.Unmarshal(c.Manifest.Meta, &meta)
+	return meta
+}
+
+// fileKind is what the part that the file name of a checkpoint with the
+// engine's meta belongs to is.
+func (m jobMeta) fileKind(name string) string {
+	return m.kindOf(partOfFile(name, m.Participants))
+}
+
+// SourceFiles are the files of a checkpoint (its manifest m, being written
+// with the files given) that hold the positions of its sources: a
+// front door that publishes checkpoints elsewhere reads them (a group's
+// task commits its input's offset).
+func SourceFiles(m checkpoint.Manifest, files []checkpoint.Input) []checkpoint.Input {
+	var meta jobMeta
+	json.Unmarshal(m.Meta, &meta)
+	var out []checkpoint.Input
+	for _, f := range files {
+		if meta.fileKind(f.Name) == partSource && f.Data != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Participant registers a part of the job under name, which must be unique
 // and stable from run to run (a restore finds the part's files by it).
 func (e *Engine) Participant(name string) (*Participant, error) {
+	return e.participant(name, partOther)
+}
+
+// participant is Participant of a kind the engine knows.
+func (e *Engine) participant(name, kind string) (*Participant, error) {
 	if e.names[name] {
 		return nil, fmt.Errorf("engine: two parts of the job are named %q", name)
 	}
@@ -93,7 +167,7 @@ func (e *Engine) Participant(name string) (*Participant, error) {
 		return nil, errors.New("engine: parts of a job are added before it runs")
 	}
 	e.names[name] = true
-	p := &Participant{e: e, name: name}
+	p := &Participant{e: e, name: name, kind: kind, label: name}
 	if e.resumed != nil {
 		for _, f := range e.resumedFiles() {
 			if f.Name == name || strings.HasPrefix(f.Name, name+".") {
@@ -271,7 +345,7 @@ type coordinator struct {
 
 // stall notes that a sink's commit failed and is being retried.
 func (c *coordinator) stall(sink string, err error) {
-	why := fmt.Sprintf("%s cannot commit (%s): reading is paused until it can", strings.TrimPrefix(sink, "sink:"), errText(err))
+	why := fmt.Sprintf("%s cannot commit (%s): reading is paused until it can", sink, errText(err))
 	if c.stalled.Swap(&why) == nil {
 		c.e.log("warning: " + why)
 	}
@@ -509,8 +583,12 @@ const finalRecordName = "final"
 func (c *coordinator) recordFinalCommitted(m checkpoint.Manifest, in []checkpoint.Input) error {
 	e := c.e
 	out := make([]checkpoint.Input, 0, len(in))
+	sinks := map[string]bool{}
+	for _, p := range e.parts {
+		sinks[p.name] = p.commit != nil
+	}
 	for _, f := range in {
-		if strings.HasPrefix(f.Name, "sink:") {
+		if sinks[f.Name] {
 			continue
 		}
 		out = append(out, f)
@@ -531,8 +609,9 @@ func (c *coordinator) recordFinalCommitted(m checkpoint.Manifest, in []checkpoin
 // uncommitted reports whether a checkpoint's sinks have pre-commits not
 // known to be committed.
 func uncommitted(c *checkpoint.Checkpoint, layout int) bool {
+	meta := metaOf(c)
 	for name, data := range c.Files {
-		if !strings.HasPrefix(name, "sink:") {
+		if meta.kindOf(name) != partSink {
 			continue
 		}
 		if list, _, _, err := decodeRecord(data, layout); err != nil || len(list) > 0 {
@@ -555,7 +634,7 @@ func (c *coordinator) commitAll(id uint64) error {
 			commit := func() error {
 				err := p.commit(c.e.sinkCtx, pc.id, pc.data)
 				if err != nil && connector.Retryable(err) {
-					c.stall(p.name, err)
+					c.stall(p.label, err)
 				}
 				return err
 			}
@@ -587,6 +666,9 @@ func (c *coordinator) commitAll(id uint64) error {
 type jobMeta struct {
 	Layout       int      `json:"layout"`
 	Participants []string `json:"participants"`
+	// Kinds says what each participant is (partSource, partSink, ...);
+	// absent in checkpoints of an earlier weir (legacyKind).
+	Kinds map[string]string `json:"kinds,omitempty"`
 	// Shape describes the state's parts (layout 4 on; nil before).
 	Shape *Shape `json:"shape,omitempty"`
 }
@@ -609,9 +691,10 @@ func (c *coordinator) manifest(b *CheckpointBarrier) (checkpoint.Manifest, []che
 // meta is the engine's part of a manifest of this run, whose state has
 // the given shape.
 func (e *Engine) meta(shape *Shape) json.RawMessage {
-	meta := jobMeta{Layout: layoutVersion, Shape: shape}
+	meta := jobMeta{Layout: layoutVersion, Shape: shape, Kinds: map[string]string{}}
 	for _, p := range e.parts {
 		meta.Participants = append(meta.Participants, p.name)
+		meta.Kinds[p.name] = p.kind
 	}
 	metaJSON, _ := json.Marshal(meta)
 	return metaJSON
@@ -987,10 +1070,11 @@ func copyOut(fs checkpoint.FS, from, to string) error {
 // committed transaction from one aborted by its timeout.
 func (e *Engine) recordRecommitted() error {
 	r := e.resumed
+	meta := metaOf(r)
 	var in []checkpoint.Input
 	for _, f := range r.Manifest.Files {
 		switch {
-		case strings.HasPrefix(f.Name, "sink:"):
+		case meta.kindOf(f.Name) == partSink:
 			// Every sink of this run gets its record below; a sink the
 			// job no longer has loses its own.
 		case f.Object != "":

@@ -162,8 +162,10 @@ type RejectedRecord struct {
 // HeadConfig configures a head.
 type HeadConfig[K comparable, T any] struct {
 	// Name identifies the head in checkpoints ("head").
-	Name    string
-	Source  string // the source's name, for quarantine entries
+	Name   string
+	Source string // the source's name, for quarantine entries
+	// Decoder decodes the records of the head's source; nil for a head fed
+	// typed elements (Element).
 	Decoder Decoder[K, T]
 	Window  Target[K, T]
 	// Dedup, when set, drops events whose ID it has seen within its
@@ -278,11 +280,16 @@ func newCounts() Counts {
 // de-duplication ids if the job resumes. Add it to the engine with AddSource
 // and OnSignal.
 func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T], error) {
-	p, err := e.Participant(cfg.Name)
+	p, err := e.participant(cfg.Name, partHead)
 	if err != nil {
 		return nil, err
 	}
 	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: newCounts(), holder: -1}
+	if cfg.Decoder == nil {
+		// A head of typed elements (Element) decodes nothing.
+		cfg.Decoder = noDecoder[K, T]{}
+		h.cfg.Decoder = cfg.Decoder
+	}
 	h.ahead, _ = cfg.Decoder.(Aheader)
 	if pn, ok := cfg.Decoder.(PartitionNamer); ok {
 		_, h.logic = pn.PartitionNames()
@@ -305,6 +312,13 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	}
 	e.OnStatus(h.status)
 	return h, nil
+}
+
+// noDecoder is the decoder of a head fed typed elements: none is a record.
+type noDecoder[K comparable, T any] struct{}
+
+func (noDecoder[K, T]) Decode(r *connector.Record, d *Decoded[K, T]) {
+	d.Kind, d.Reason = Rejected, "not_an_element"
 }
 
 // Counts is the head's accounting; with the window's statistics once it has
@@ -400,6 +414,19 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 	h.cfg.Decoder.Decode(r, d)
 	h.apply(r, d)
 }
+
+// Element is an event of a typed stream (a Go pipeline's), with its
+// partition, key, event time and identity (nil: not de-duplicated): it is
+// accounted for, de-duplicated and fed to the window stage as a decoded
+// record is, at the processing time the stream's signals set.
+func (h *Head[K, T]) Element(part int, key K, ts mtime.Time, id []byte, v T) {
+	d := &h.dec
+	*d = Decoded[K, T]{Kind: Event, Time: ts, Key: key, ID: id, Partition: part, Value: v, Arrival: mtime.MinTime}
+	h.apply(&noRecord, d)
+}
+
+// noRecord is the record of an Element: none, read from no source.
+var noRecord connector.Record
 
 // minForkChunk is the fewest records a decoding goroutine is given: a
 // smaller batch is decoded in the source loop alone.

@@ -56,7 +56,7 @@ type inputBatch struct {
 // AddFeed adds an input to the job. name identifies it in checkpoints: it
 // must be stable from run to run.
 func (e *Engine) AddFeed(name string, f Feed) error {
-	p, err := e.Participant("source:" + name)
+	p, err := e.participant(SourcePart(name), partSource)
 	if err != nil {
 		return err
 	}

@@ -106,26 +106,30 @@ func Inspect(c *checkpoint.Checkpoint, decoderState func(*enc.Decoder) error) (*
 	}
 	sort.Strings(list)
 	for _, name := range list {
+		kind := meta.kindOf(name)
+		if kind == partOther && c.Files[name+".clock"] != nil {
+			kind = partWindow // a checkpoint of an earlier weir: a window stage has its clock
+		}
 		switch {
-		case strings.HasPrefix(name, "source:"):
-			in.Sources = append(in.Sources, SourceState{Name: strings.TrimPrefix(name, "source:"), Position: c.Files[name]})
-		case strings.HasPrefix(name, "sink:"):
+		case name == finalRecordName:
+		case kind == partSource:
+			in.Sources = append(in.Sources, SourceState{Name: strings.TrimPrefix(name, SourcePart("")), Position: c.Files[name]})
+		case kind == partSink:
 			list, committed, _, err := decodeRecord(c.Files[name], meta.Layout)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s is corrupt", c.Path, name)
 			}
-			s := SinkState{Name: strings.TrimPrefix(name, "sink:"), Committed: committed}
+			s := SinkState{Name: strings.TrimPrefix(name, SinkPart("")), Committed: committed}
 			for _, pc := range list {
 				s.Pending = append(s.Pending, PendingCommit{Checkpoint: pc.id, Items: pc.items, Bytes: len(pc.data)})
 			}
 			in.Sinks = append(in.Sinks, s)
-		case c.Files[name+".clock"] != nil:
+		case kind == partWindow:
 			w, err := inspectWindow(c, files, name)
 			if err != nil {
 				return nil, err
 			}
 			in.Windows = append(in.Windows, w)
-		case name == finalRecordName:
 		default:
 			if c.Files[name] == nil {
 				continue

@@ -103,7 +103,7 @@ func legacyRestore(c *checkpoint.Checkpoint, ck Checkpointing, meta jobMeta) (*R
 		}
 	}
 	for _, name := range meta.Participants {
-		if !slices.Contains(names, name) && has(name) && strings.HasPrefix(name, "sink:") {
+		if !slices.Contains(names, name) && has(name) && meta.kindOf(name) == partSink {
 			r.Changes = append(r.Changes, Change{Verdict: Removed, Part: name, Kind: StateCommits, Field: name, Detail: "no longer in the job; not restored: " + stateNames[StateCommits]})
 		}
 	}

@@ -107,10 +107,11 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 	if so.record != "" {
 		record = so.record
 	}
-	p, err := e.Participant("sink:" + record)
+	p, err := e.participant(SinkPart(record), partSink)
 	if err != nil {
 		return nil, err
 	}
+	p.label = record
 	n.p = p
 	p.marker, _ = s.(connector.Marker)
 	if h, ok := s.(connector.Holder); ok && n.ckpt {
@@ -124,7 +125,7 @@ func NewSink[T any](e *Engine, name string, s connector.Sink[T], opts ...SinkOpt
 		data := p.File("")
 		for _, f := range so.former {
 			if data == nil {
-				data = c.Files["sink:"+f]
+				data = c.Files[SinkPart(f)]
 			}
 		}
 		if data == nil {

@@ -97,7 +97,7 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 	if (e.Checkpointed() || cfg.State != nil) && (cfg.Codec == nil || cfg.Hash == nil) {
 		return nil, fmt.Errorf("engine: window stage %s: checkpoints need a codec and a stable hash of the keys", cfg.Name)
 	}
-	p, err := e.Participant(cfg.Name)
+	p, err := e.participant(cfg.Name, partWindow)
 	if err != nil {
 		return nil, err
 	}

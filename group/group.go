@@ -32,7 +32,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -161,11 +160,9 @@ func (t *Task) Publish(ctx context.Context, m checkpoint.Manifest, files []check
 	// The input's offset, which the thread's transaction commits as the
 	// group's: in the checkpoint's position of the task's Kafka source.
 	offset := int64(-1)
-	for _, f := range files {
-		if strings.HasPrefix(f.Name, "source:") && f.Data != nil {
-			if off, ok := kafka.PositionOffset(f.Data, t.Partition); ok {
-				offset = off
-			}
+	for _, f := range engine.SourceFiles(m, files) {
+		if off, ok := kafka.PositionOffset(f.Data, t.Partition); ok {
+			offset = off
 		}
 	}
 	return t.Txn.Publish(ctx, m.ID, recs, offset)
