@@ -34,9 +34,9 @@ func partOptions(opts []PartOption) partConfig {
 	return c
 }
 
-// part registers the participant name of a part of the kind ("source",
-// "aggregation", "sink"): the name it was given, or positional when it has
-// none. Two parts of one kind with one name are an error of the pipeline.
+// part registers the name of a part of the kind ("source", "aggregation",
+// "sink"): the name it was given, or positional when it has none. Two parts
+// of one kind with one name are an error of the pipeline.
 func (p *Pipeline) part(kind string, c partConfig, positional string) string {
 	name := positional
 	switch {

@@ -11,6 +11,8 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/translate"
 )
 
 // Source produces a stream in arrival order, with the processing time at
@@ -92,16 +94,27 @@ func (b *typedBatch[T]) Release() {
 	}
 }
 
-// addFeed registers a typed source: its root stream gets the source loop's
-// signals.
-func addFeed[T any](p *Pipeline, root *engine.Stream[T], opts []PartOption, mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) {
+// addFeed adds a typed source to the plan: its root stream gets the source
+// loop's signals.
+func addFeed[T any](p *Pipeline, root *engine.Stream[T], opts []PartOption, mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) Stream[T] {
 	name := p.part("source", partOptions(opts), fmt.Sprintf("source-%d", p.feeds))
 	p.feeds++
-	p.addPart(engine.Part{Name: "source:" + name, Label: "source " + name, Kind: engine.StatePosition})
-	p.build(func(e *engine.Engine) error {
-		e.OnSignal(rootSignals[T]{root})
-		return e.AddFeed(name, mk(e, root))
-	})
+	id := plan.ID{Kind: plan.KindSource, Name: name}
+	p.add(&plan.Node{ID: id, Label: "source " + name, Op: &plan.Source{}, Impl: &feedNode[T]{name: name, root: root, mk: mk}})
+	return Stream[T]{p: p, n: root, from: plan.Input{From: id}}
+}
+
+// feedNode is the implementation of a typed source's node.
+type feedNode[T any] struct {
+	name string
+	root *engine.Stream[T]
+	mk   func(e *engine.Engine, root *engine.Stream[T]) engine.Feed
+}
+
+func (f *feedNode[T]) Build(c *translate.Ctx) error {
+	e := c.Engine()
+	e.OnSignal(rootSignals[T]{f.root})
+	return e.AddFeed(f.name, f.mk(e, f.root))
 }
 
 // rootSignals passes the source loop's signals to a root stream.
@@ -112,11 +125,9 @@ func (r rootSignals[T]) Signal(sg engine.Signal) { r.s.Signal(sg) }
 
 // From reads a stream from a scripted source; Named names it.
 func From[T any](p *Pipeline, src Source[T], opts ...PartOption) Stream[T] {
-	root := &engine.Stream[T]{}
-	addFeed(p, root, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
+	return addFeed(p, &engine.Stream[T]{}, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
 		return &emitterFeed[T]{src: src, e: e, root: root, free: make(chan *typedBatch[T], 4)}
 	})
-	return Stream[T]{p: p, n: root}
 }
 
 // emitterFeed runs a Source in the feed goroutine.
@@ -208,11 +219,9 @@ func (em *emitter[T]) Watermark(w mtime.Time) { em.add(step[T]{kind: 2, t: w}) }
 // must give the same elements each time. Named names the source: its
 // position then follows its name, whatever sources are added ahead of it.
 func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time], opts ...PartOption) Stream[T] {
-	root := &engine.Stream[T]{}
-	addFeed(p, root, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
+	return addFeed(p, &engine.Stream[T]{}, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
 		return &seqFeed[T]{seq: seq, e: e, root: root, free: make(chan *typedBatch[T], 4)}
 	})
-	return Stream[T]{p: p, n: root}
 }
 
 // FromSlice reads the elements of xs, arriving now by the wall clock;
@@ -306,14 +315,33 @@ func Read[T any](p *Pipeline, name string, src connector.Source, decode func(con
 	rej := &engine.Stream[Rejected]{}
 	p.register("source", name)
 	p.feeds++
-	p.addPart(engine.Part{Name: "source:" + name, Label: "source " + name, Kind: engine.StatePosition})
-	p.build(func(e *engine.Engine) error {
-		h := &recordHandler[T]{e: e, decode: decode, out: root, rej: rej, backlog: p.followGroup}
-		e.OnSignal(rootSignals[T]{root})
-		e.OnSignal(rootSignals[Rejected]{rej})
-		return e.AddSource(name, src, h)
-	})
-	return Stream[T]{p: p, n: root}, Stream[Rejected]{p: p, n: rej}
+	id := plan.ID{Kind: plan.KindSource, Name: name}
+	p.add(&plan.Node{ID: id, Label: "source " + name, Op: &plan.Source{}, Impl: &readNode[T]{name: name, src: src, decode: decode, root: root, rej: rej}})
+	return Stream[T]{p: p, n: root, from: plan.Input{From: id}}, Stream[Rejected]{p: p, n: rej, from: plan.Input{From: id, Port: plan.Rejected}}
+}
+
+// readNode is the implementation of a connector source's node.
+type readNode[T any] struct {
+	name   string
+	src    connector.Source
+	decode func(connector.Record) (T, error)
+	root   *engine.Stream[T]
+	rej    *engine.Stream[Rejected]
+}
+
+func (r *readNode[T]) Build(c *translate.Ctx) error {
+	e := c.Engine()
+	h := &recordHandler[T]{e: e, decode: r.decode, out: r.root, rej: r.rej}
+	// The heads of the aggregations it feeds hear of its partitions (a
+	// group's task follows the group's watermark through them).
+	for _, in := range c.Reached(plan.KindAggregation) {
+		if bh, ok := in.(engine.BacklogHandler); ok {
+			h.backlog = append(h.backlog, bh)
+		}
+	}
+	e.OnSignal(rootSignals[T]{r.root})
+	e.OnSignal(rootSignals[Rejected]{r.rej})
+	return e.AddSource(r.name, r.src, h)
 }
 
 type recordHandler[T any] struct {
@@ -323,15 +351,18 @@ type recordHandler[T any] struct {
 	rej     *engine.Stream[Rejected]
 	n       int
 	wall    mtime.Time
-	backlog func([]connector.PartitionReport, mtime.Time)
+	backlog []engine.BacklogHandler
 }
 
 func (h *recordHandler[T]) Partitions([]connector.Partition, mtime.Time) {}
 
 // Backlog implements engine.BacklogHandler: the source's reports go to the
-// aggregations that follow a group's watermark (InGroup).
+// heads of the aggregations it feeds (which follow a group's watermark,
+// InGroup).
 func (h *recordHandler[T]) Backlog(reports []connector.PartitionReport, now mtime.Time) {
-	h.backlog(reports, now)
+	for _, b := range h.backlog {
+		b.Backlog(reports, now)
+	}
 }
 
 func (h *recordHandler[T]) Record(r *connector.Record) {
@@ -364,11 +395,13 @@ func Union[T any](streams ...Stream[T]) Stream[T] {
 	}
 	p := streams[0].p
 	out := &engine.Stream[T]{}
+	var inputs []plan.Input
 	for i, s := range streams {
 		if s.origin != 0 {
 			p.fail("Union: stream %d is the output of an aggregation; only streams read from sources can be merged", i)
-			return Stream[T]{p: p, n: out}
+			return Stream[T]{p: p, n: out, from: s.from}
 		}
+		inputs = append(inputs, s.from)
 		// Every root stream gets the same signals from the source loop:
 		// pass them on once.
 		first := i == 0
@@ -378,5 +411,8 @@ func Union[T any](streams ...Stream[T]) Stream[T] {
 			}
 		}})
 	}
-	return Stream[T]{p: p, n: out}
+	p.steps++
+	id := plan.ID{Kind: plan.KindTransform, Name: fmt.Sprintf("union-%d", p.steps)}
+	p.add(&plan.Node{ID: id, Label: "union", Inputs: inputs, Op: &plan.Transform{Does: "union"}, Impl: wired{}})
+	return Stream[T]{p: p, n: out, from: plan.Input{From: id}}
 }

@@ -6,6 +6,8 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/translate"
 )
 
 // Stream is a typed stream of elements in a pipeline. Streams are values:
@@ -17,20 +19,34 @@ import (
 type Stream[T any] struct {
 	p *Pipeline
 	n *engine.Stream[T]
+	// from is the plan's node, and its port, the stream comes from.
+	from plan.Input
 	// origin is 0 for streams of the source loop, else the number of the
 	// aggregation whose output the stream is.
 	origin int
 }
 
-func derived[T, U any](s Stream[T], n *engine.Stream[U]) Stream[U] {
-	return Stream[U]{p: s.p, n: n, origin: s.origin}
+// transform adds a transform node taking s, which makes the stream out
+// (it is wired already: its node builds nothing).
+func transform[T, U any](s Stream[T], does string, out *engine.Stream[U]) Stream[U] {
+	p := s.p
+	p.steps++
+	id := plan.ID{Kind: plan.KindTransform, Name: fmt.Sprintf("%s-%d", does, p.steps)}
+	p.add(&plan.Node{ID: id, Label: does, Inputs: []plan.Input{s.from}, Op: &plan.Transform{Does: does}, Impl: wired{}})
+	return Stream[U]{p: p, n: out, from: plan.Input{From: id}, origin: s.origin}
 }
+
+// wired is the implementation of a node whose stream is wired when the
+// pipeline is made: it builds nothing.
+type wired struct{}
+
+func (wired) Build(*translate.Ctx) error { return nil }
 
 // Map applies f to every element.
 func Map[T, U any](s Stream[T], f func(T) U) Stream[U] {
 	out := &engine.Stream[U]{}
 	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) { out.Push(f(v)) }, OnSignal: out.Signal})
-	return derived(s, out)
+	return transform(s, "map", out)
 }
 
 // Filter keeps the elements for which keep returns true.
@@ -41,7 +57,7 @@ func Filter[T any](s Stream[T], keep func(T) bool) Stream[T] {
 			out.Push(v)
 		}
 	}, OnSignal: out.Signal})
-	return derived(s, out)
+	return transform(s, "filter", out)
 }
 
 // FlatMap calls f for every element; f emits zero or more results.
@@ -49,7 +65,7 @@ func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
 	out := &engine.Stream[U]{}
 	emit := out.Push
 	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) { f(v, emit) }, OnSignal: out.Signal})
-	return derived(s, out)
+	return transform(s, "flatmap", out)
 }
 
 // Sink consumes a stream with a function, called from one goroutine per
@@ -76,19 +92,28 @@ func SinkTo[T any](s Stream[T], name string, sink connector.Sink[T]) {
 func sinkTo[T any](s Stream[T], name string, sink connector.Sink[T], batch int) {
 	p := s.p
 	p.sinks++
-	p.addPart(engine.Part{Name: "sink:" + name, Label: "sink " + name, Kind: engine.StateCommits})
-	at := later[T](s.n)
-	p.build(func(e *engine.Engine) error {
-		n, err := engine.NewSink(e, name, sink)
-		if err != nil {
-			return fmt.Errorf("weir: %w", err)
-		}
-		if batch > 0 {
-			n.SetBatch(batch)
-		}
-		at.c = n
-		return nil
-	})
+	p.add(&plan.Node{ID: plan.ID{Kind: plan.KindSink, Name: name}, Label: "sink " + name, Inputs: []plan.Input{s.from},
+		Op: &plan.Sink{}, Impl: &sinkNode[T]{name: name, sink: sink, batch: batch, at: later[T](s.n)}})
+}
+
+// sinkNode is the implementation of a sink node.
+type sinkNode[T any] struct {
+	name  string
+	sink  connector.Sink[T]
+	batch int
+	at    *lazy[T]
+}
+
+func (s *sinkNode[T]) Build(c *translate.Ctx) error {
+	n, err := engine.NewSink(c.Engine(), s.name, s.sink)
+	if err != nil {
+		return fmt.Errorf("weir: %w", err)
+	}
+	if s.batch > 0 {
+		n.SetBatch(s.batch)
+	}
+	s.at.c = n
+	return nil
 }
 
 // later subscribes a consumer that the pipeline makes when it runs, in the

@@ -3,10 +3,15 @@ package weir
 import (
 	"fmt"
 	"reflect"
+	"time"
+	"unsafe"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/translate"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -25,6 +30,9 @@ type Timestamped[T any] struct {
 	ts   func(T) mtime.Time
 	wm   watermark.Strategy
 	part func(T) int
+	// id and horizon: the de-duplication of the aggregations it feeds.
+	id      func(T) string
+	horizon mtime.Time
 }
 
 // WithTimestamps gives every element its event time, ts(v) in milliseconds
@@ -53,6 +61,22 @@ func PaneTime[K comparable, O any](p Pane[K, O]) mtime.Time { return p.Window.Ma
 // is their minimum, without the partitions that are idle.
 func (t Timestamped[T]) Partitioned(part func(T) int) Timestamped[T] {
 	t.part = part
+	return t
+}
+
+// Deduplicated drops, in the aggregations the stream feeds, every element
+// whose id was seen within horizon of event time before it, as a job file's
+// id and dedup_horizon do: a duplicate is counted (in the status's
+// accounting), never windowed twice; an element older than the watermark
+// minus the horizon, whose earlier delivery would have been forgotten, goes
+// to the late events with the reason beyond_dedup_horizon instead. The ids
+// are kept in checkpoints.
+func (t Timestamped[T]) Deduplicated(horizon time.Duration, id func(T) string) Timestamped[T] {
+	if horizon <= 0 || id == nil {
+		t.s.p.fail("Deduplicated: expected a horizon above 0 and an id function, got %s", horizon)
+		return t
+	}
+	t.id, t.horizon = id, mtime.Millis(horizon)
 	return t
 }
 
@@ -103,55 +127,100 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	if c.set {
 		label, stage = fmt.Sprintf("%q", name), "stage:"+name
 	}
-	if p.cfg.Checkpoint.Dir != "" {
+	if p.checkpointed() {
 		p.checkState(label, w.s.Mode, reflect.TypeFor[K](), reflect.TypeFor[A](), reflect.TypeFor[O]())
 	}
 	panes := &engine.Stream[Pane[K, O]]{}
 	late := &engine.Stream[Late[K, T]]{}
-	in := later[T](t.s.n)
-	p.shape = append(p.shape, fmt.Sprintf("stage %s: %T%+v %+v %+v %T", label, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
-	p.addPart(stagePart(stage, label, w.s, t.wm, reflect.TypeFor[K]().String(), fmt.Sprintf("%T", f), p.parallelism))
-	p.build(func(e *engine.Engine) error {
-		cfg := engine.WindowConfig[K, T, A, O]{
-			Name: stage, Strategy: w.s, Watermark: t.wm, Agg: f,
-			Parallelism: p.parallelism, BatchSize: p.batchSize, Hash: stableHash[K](e.Checkpointed()),
-			Panes: panes, Late: late,
-		}
-		if e.Checkpointed() {
-			cfg.Codec = jsonCodec[K, A, O]{}
-		}
-		st, err := engine.NewWindow(e, cfg)
-		if err != nil {
-			return fmt.Errorf("weir: aggregation %s: %w", label, err)
-		}
-		in.c = &stageInput[K, T, A, O]{w: st, ts: t.ts, key: w.k.key, part: t.part}
-		if t.s.origin == 0 && t.part == nil && t.wm.Kind != watermark.Scripted {
-			// Read from a source: in a group, it follows the group's
-			// watermark while its partition is idle.
-			p.followers = append(p.followers, st)
-		}
-		return nil
-	})
-	return Stream[Pane[K, O]]{p: p, n: panes, origin: id}, Stream[Late[K, T]]{p: p, n: late, origin: id}
+	p.legacy = append(p.legacy, fmt.Sprintf("stage %s: %T%+v %+v %+v %T", label, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
+	node := plan.ID{Kind: plan.KindAggregation, Name: stage}
+	op := &plan.Aggregation{Strategy: w.s, Watermark: t.wm, Format: stateFormat, Parallelism: p.o.parallelism,
+		Layout: []plan.Setting{
+			{Field: "key", Value: reflect.TypeFor[K]().String()},
+			{Field: "aggregate", Value: fmt.Sprintf("%T", f)},
+		},
+		Settings: []plan.Setting{translate.ParallelismSetting(p.o.parallelism)},
+		// Read from a source: in a group, it follows the group's
+		// watermark while its partition is idle.
+		Follows: t.s.origin == 0 && t.part == nil && t.wm.Kind != watermark.Scripted,
+	}
+	if t.id != nil {
+		op.Dedup = &plan.Dedup{Field: "function", Horizon: t.horizon}
+	}
+	agg := &aggNode[K, T, A, O]{label: label, strategy: w.s, t: t, key: w.k.key, f: f, batch: p.o.batchSize,
+		panes: panes, late: late, in: later[T](t.s.n)}
+	p.add(&plan.Node{ID: node, Label: "aggregation " + label, Inputs: []plan.Input{t.s.from}, Op: op, Impl: agg})
+	return Stream[Pane[K, O]]{p: p, n: panes, from: plan.Input{From: node}, origin: id},
+		Stream[Late[K, T]]{p: p, n: late, from: plan.Input{From: node, Port: plan.Late}, origin: id}
 }
 
-// stageInput feeds an aggregation from its input stream.
-type stageInput[K comparable, T, A, O any] struct {
-	w    *engine.Window[K, T, A, O]
+// aggNode is the implementation of an aggregation's node: a head (the
+// accounting of its input, and its de-duplication) and a window stage.
+type aggNode[K comparable, T, A, O any] struct {
+	label    string
+	strategy window.Strategy
+	t        Timestamped[T]
+	key      func(T) K
+	f        aggregate.Func[T, A, O]
+	batch    int
+	panes    *engine.Stream[Pane[K, O]]
+	late     *engine.Stream[Late[K, T]]
+	in       *lazy[T]
+}
+
+func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
+	e := c.Engine()
+	op := c.Node().Op.(*plan.Aggregation)
+	cfg := engine.WindowConfig[K, T, A, O]{
+		Name: c.Participant(), Strategy: a.strategy, Watermark: a.t.wm, Agg: a.f,
+		Parallelism: op.Parallelism, BatchSize: a.batch, Hash: stableHash[K](e.Checkpointed()),
+		Panes: a.panes, Late: a.late,
+	}
+	if e.Checkpointed() {
+		cfg.Codec = jsonCodec[K, A, O]{}
+	}
+	st, err := engine.NewWindow(e, cfg)
+	if err != nil {
+		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
+	}
+	hc := engine.HeadConfig[K, T]{Name: translate.HeadName(c.Node().ID), Source: c.Node().Label, Window: st,
+		GroupWatermark: c.GroupWatermark()}
+	if op.Dedup != nil {
+		hc.Dedup = state.NewMemoryDedup(op.Dedup.Horizon)
+	}
+	h, err := engine.NewHead(e, hc)
+	if err != nil {
+		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
+	}
+	c.SetInput(h)
+	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id}
+	return nil
+}
+
+// stageInput feeds an aggregation's head from its input stream.
+type stageInput[K comparable, T any] struct {
+	h    *engine.Head[K, T]
 	ts   func(T) mtime.Time
 	key  func(T) K
 	part func(T) int
+	id   func(T) string
 }
 
-func (s *stageInput[K, T, A, O]) Push(v T) {
+func (s *stageInput[K, T]) Push(v T) {
 	part := 0
 	if s.part != nil {
 		part = s.part(v)
 	}
-	s.w.Event(part, s.key(v), s.ts(v), v)
+	var id []byte
+	if s.id != nil {
+		// Read, never kept: the head copies what it keeps.
+		str := s.id(v)
+		id = unsafe.Slice(unsafe.StringData(str), len(str))
+	}
+	s.h.Element(part, s.key(v), s.ts(v), id, v)
 }
 
-func (s *stageInput[K, T, A, O]) Signal(sg engine.Signal) { s.w.Signal(sg) }
+func (s *stageInput[K, T]) Signal(sg engine.Signal) { s.h.Signal(sg) }
 
 // Process calls f with all the elements of each pane of each window, and
 // emits its result as the pane's value. Elements come in arrival order, by
