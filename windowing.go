@@ -184,7 +184,7 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
 	}
 	hc := engine.HeadConfig[K, T]{Name: translate.HeadName(c.Node().ID), Source: c.Node().Label, Window: st,
-		GroupWatermark: c.GroupWatermark()}
+		GroupWatermark: c.GroupWatermark(c.Node())}
 	if op.Dedup != nil {
 		hc.Dedup = state.NewMemoryDedup(op.Dedup.Horizon)
 	}

@@ -87,10 +87,9 @@ func (gr *Group) Run(ctx context.Context) error {
 func (gr *Group) task(_ context.Context, t *group.Task) (group.Runner, error) {
 	j, k := gr.j, gr.j.Kafka
 	tj, tk := *j, *k
+	// Its checkpoints, their publication to the changelog and what a
+	// failed one does are the translator's (translate.Config.Task).
 	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.task = t.Dir, 1, "", t.Partition+1
-	// A checkpoint that fails stops the task: its output went into a
-	// transaction no changelog joins, which must be aborted.
-	tj.Checkpoint.TolerableFailures = 0
 	if k.Repartition {
 		tk.Topic, tk.Start = t.Topic, kafka.Start{}
 	}
@@ -98,11 +97,7 @@ func (gr *Group) task(_ context.Context, t *group.Task) (group.Runner, error) {
 	o := gr.o
 	o.Log = t.Log
 	o.Progress, o.From = nil, ""
-	o.stopWait = t.StopWait
 	o.task = t
-	if o.FS == nil {
-		o.FS = t.FS
-	}
 	rn, err := Build(&tj, o)
 	if err != nil {
 		return nil, err

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
@@ -20,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/file"
@@ -29,7 +27,9 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/translate"
 	"github.com/weirstream/weir/vfs"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -96,10 +96,6 @@ type Options struct {
 	// (numbered from 1) whether to take a checkpoint or a savepoint there:
 	// tests put checkpoints, and faults, at known places with it.
 	CheckpointAfter func(batch int64) (checkpoint.Kind, bool)
-
-	// stopWait is how long a stop waits for the savepoint to commit
-	// (engine.Config.StopWait); a group's tasks wait as long as the group.
-	stopWait time.Duration
 
 	// savepointEvery and checkpointEvery take a savepoint or a checkpoint
 	// after every so many batches of the input; afterBatch is called after
@@ -289,6 +285,13 @@ type Runnable struct {
 	recLate *console.Recent[lateEvent] // too-late events, for the console
 	warn    []string
 	fileSrc *file.Source // the input, when it is a file
+	// What the nodes of the plan share as they are built: the line
+	// decoder, the de-duplication ids, and what a restore into a changed
+	// job reads the windows and the tables' rows with.
+	lp              *lineParser
+	dd              state.Dedup
+	restoreCodec    *codec
+	partial, former []string
 	// restoredRead is what the runs before this one read (the restored
 	// checkpoint's count).
 	restoredRead int64
@@ -354,25 +357,13 @@ func (rn *Runnable) Console() *console.Server {
 	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
 }
 
+// describeWatermark is the job's watermark, as the plan says it.
 func describeWatermark(j *Job) string {
-	w := j.Watermark
-	switch w.Kind {
-	case watermark.Perfect:
-		return "perfect"
-	case watermark.Scripted:
-		return "from the field " + j.WMField.String()
+	from := ""
+	if j.Watermark.Kind == watermark.Scripted {
+		from = j.WMField.String()
 	}
-	s := fmt.Sprintf("delay %s, every %s", mtime.FormatDuration(w.Delay), mtime.FormatDuration(w.Interval))
-	if w.Interval == 0 {
-		s = fmt.Sprintf("delay %s, after every event", mtime.FormatDuration(w.Delay))
-	}
-	if w.Idle > 0 {
-		s += ", idle after " + mtime.FormatDuration(w.Idle)
-	}
-	if w.MaxDrift > 0 {
-		s += ", max drift " + mtime.FormatDuration(w.MaxDrift)
-	}
-	return s
+	return plan.DescribeWatermark(j.Watermark, from)
 }
 
 func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...) }
@@ -380,45 +371,58 @@ func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...
 func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	rn.warn = j.Warnings()
-	e, err := engine.New(rn.engineConfig())
-	if err != nil {
-		return setupError(j, err)
+	rn.lp = newLineParser(j)
+	if o.task != nil && j.Key != nil {
+		rn.lp.route = o.task.Route
+		rn.lp.route.Log = func(s string) { rn.logf("%s", s) }
 	}
-	rn.e = e
-	if e.Resumed() == nil {
-		// Starting afresh replaces the outputs: only those weir wrote.
-		if err := claimOutputs(j, o.FS, o.Force); err != nil {
+	if j.Acceptance != "" {
+		rn.accept = newAcceptanceTracker()
+	}
+	if o.Console {
+		rn.consoleTaps()
+	}
+	tc := translate.Config{Engine: rn.engineConfig(), Fingerprint: fingerprint(j), Task: o.task, Opened: rn.opened}
+	job, err := translate.Build(rn.plan(), tc)
+	if err != nil {
+		var je *Error
+		var re *RuntimeError
+		if errors.As(err, &je) || errors.As(err, &re) {
 			return err
 		}
+		if rerr := rerunRefusal(j, err); rerr != err {
+			return rerr
+		}
+		return setupError(j, err)
 	}
-	for _, w := range rn.warn {
-		if o.task == nil { // a group's instance says them once for its tasks
-			rn.logf("warning: %s", w)
+	e := job.Engine
+	rn.out = rn.outs[0]
+	rn.fileModes(e)
+	rn.reportStateBytes()
+	if r := e.Restore(); r != nil {
+		var howItRuns []string
+		rn.restored, howItRuns = restoreNotes(r)
+		for _, c := range howItRuns {
+			rn.logf("restored into the changed job: %s", c)
+		}
+		for _, name := range r.Dropped {
+			switch name {
+			case nodeWindow:
+				rn.dropped = append(rn.dropped, fmt.Sprintf("the open windows of %d keys", rn.win.DroppedKeys()))
+			case translate.HeadName(plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}):
+				rn.dropped = append(rn.dropped, "the de-duplication ids")
+			}
 		}
 	}
-	lp := newLineParser(j)
-	if o.task != nil && j.Key != nil {
-		lp.route = o.task.Route
-		lp.route.Log = func(s string) { rn.logf("%s", s) }
+	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
+		rn.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, file.Line(e.RestoredPosition(nodeInput)), rn.win.RestoredInstances(), j.Parallelism)
 	}
-	dd, partial, former, err := rn.buildWindow(lp)
-	if err != nil {
-		return err
-	}
-	quarantine, err := rn.buildOutputs(partial, former)
-	if err != nil {
-		return err
-	}
-	if err := rerunRefusal(j, e.RerunRefusal()); err != nil {
-		return err
-	}
-	rn.reportStateBytes()
-	return rn.buildInput(lp, dd, quarantine)
+	return nil
 }
 
 // rerunRefusal words the engine's refusal to run a finished job again
 // (engine.RerunError) in the job file's terms: its outputs, and the flag
-// that runs it again on purpose.
+// that runs it again on purpose. Any other error is returned as it is.
 func rerunRefusal(j *Job, err error) error {
 	var re *engine.RerunError
 	if !errors.As(err, &re) {
@@ -438,11 +442,35 @@ func rerunRefusal(j *Job, err error) error {
 	return &Error{File: j.File, Msg: fmt.Sprintf("the last run of this job finished (%s): running it again would write every result a second time to %s, which cannot take back what it holds; nothing was run. To run it again on purpose: weir run --fresh (the checkpoints are left behind, kept; %s gets every result again)", re.Checkpoint, list, list)}
 }
 
+// opened is what the job does once its engine is open and before its
+// nodes are built: a job starting afresh claims its outputs (only files weir
+// wrote are replaced), it says its warnings, and a restore into a changed
+// job reads the checkpoint's aggregates with a codec of their own.
+func (rn *Runnable) opened(e *engine.Engine) error {
+	j, o := rn.j, rn.o
+	rn.e = e
+	if e.Resumed() == nil {
+		if err := claimOutputs(j, o.FS, o.Force); err != nil {
+			return err
+		}
+	}
+	for _, w := range rn.warn {
+		if o.task == nil { // a group's instance says them once for its tasks
+			rn.logf("warning: %s", w)
+		}
+	}
+	if r := e.Restore(); r != nil {
+		rn.former = formerValues(j, r)
+		rn.restoreCodec, rn.partial = restoreCodec(j, r)
+	}
+	return nil
+}
+
 // engineConfig is the engine's configuration: checkpoints, and what the
 // options ask of them.
 func (rn *Runnable) engineConfig() engine.Config {
 	j, o := rn.j, rn.o
-	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop, StopWait: o.stopWait}
+	ecfg := engine.Config{Name: j.Name, Live: j.ArrivalField == nil, Log: o.Log, NoSavepointOnStop: o.NoSavepointOnStop}
 	if sp, cp := o.savepointEvery, o.checkpointEvery; sp > 0 || cp > 0 || o.afterBatch != nil || o.CheckpointAfter != nil {
 		ecfg.CheckpointAfter = func(b int64) (checkpoint.Kind, bool) {
 			if o.afterBatch != nil {
@@ -467,12 +495,9 @@ func (rn *Runnable) engineConfig() engine.Config {
 		ecfg.Checkpoint = engine.Checkpointing{
 			Dir: j.Checkpoint.Dir, Interval: time.Duration(j.Checkpoint.Interval) * time.Millisecond,
 			Keep: j.Checkpoint.Keep, KeepSavepoints: j.Checkpoint.KeepSavepoints, TolerableFailures: j.Checkpoint.TolerableFailures,
-			MaxHeld:     j.Checkpoint.MaxHeld,
-			Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: o.DropState, From: o.From, FS: o.FS,
+			MaxHeld:   j.Checkpoint.MaxHeld,
+			DropState: o.DropState, From: o.From, FS: o.FS,
 			Fresh: o.Fresh,
-		}
-		if o.task != nil {
-			ecfg.Checkpoint.Publish = o.task.Publish
 		}
 		// The record of the end of the input keeps the run's summary: a
 		// run that resumes only to commit that record's output reports it.
@@ -488,158 +513,6 @@ func (rn *Runnable) engineConfig() engine.Config {
 		}
 	}
 	return ecfg
-}
-
-// buildWindow makes the window stage, its state backend and the
-// de-duplication ids; partial and former are the restored checkpoint's
-// aggregates the job computes no more, and their values.
-func (rn *Runnable) buildWindow(lp *lineParser) (dd state.Dedup, partial, former []string, err error) {
-	j, e := rn.j, rn.e
-	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
-		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
-		NewAgg: func() aggregate.Func[record, acc, []outVal] {
-			return &aggs{list: lp.agg.list, field: lp.agg.field}
-		},
-		Hash: hashString, Codec: newCodec(j),
-	}
-	// A checkpoint of the job before a change of its aggregates (or of an
-	// earlier format) is read by a codec of its own.
-	if r := e.Restore(); r != nil {
-		former = formerValues(j, r)
-		var rc *codec
-		if rc, partial = restoreCodec(j, r); rc != nil {
-			wcfg.RestoreCodec = *rc
-		}
-	}
-	if j.State.Backend == "pebble" {
-		if err := rn.openState(lp); err != nil {
-			return nil, nil, nil, err
-		}
-		wcfg.State = rn.db
-	}
-	if j.ID != nil {
-		if rn.db != nil {
-			dd = rn.db.Dedup(j.DedupHorizon)
-		} else {
-			dd = state.NewMemoryDedup(j.DedupHorizon)
-		}
-	}
-	if rn.win, err = engine.NewWindow(e, wcfg); err != nil {
-		return nil, nil, nil, &RuntimeError{Msg: err.Error(), Err: err}
-	}
-	return dd, partial, former, nil
-}
-
-// buildOutputs makes the outputs: the results (after having), the
-// acceptance record's tally, the console's recent panes, the too-late
-// events, the dead letters and the quarantine, which it returns for the
-// head.
-func (rn *Runnable) buildOutputs(partial, former []string) (engine.Consumer[engine.RejectedRecord], error) {
-	j, o, e := rn.j, rn.o, rn.e
-	var err error
-	// Sinks: the quarantine is written by the source loop, the results and
-	// the late events by the window stage.
-	var quarantine engine.Consumer[engine.RejectedRecord]
-	if j.Rejects != nil {
-		q, err := newSink(rn, j.Rejects, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
-		if err != nil {
-			return nil, err
-		}
-		quarantine = q
-	}
-	f := newFormat(j)
-	var fan engine.Stream[pane]
-	for i := range j.Outputs {
-		var n *engine.SinkNode[pane]
-		var err error
-		if o := &j.Outputs[i]; o.Table != nil {
-			ts := newTableSink(j, o, e.Checkpointed(), partial, former, func(s string) { rn.logf("%s", s) })
-			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
-				return nil, setupError(j, err)
-			}
-		} else if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord, paneID); err != nil {
-			return nil, err
-		}
-		if i == 0 {
-			rn.out = n
-		}
-		rn.outs = append(rn.outs, n)
-		fan.Subscribe(n)
-	}
-	if j.Acceptance != "" {
-		rn.accept = newAcceptanceTracker()
-		fan.Subscribe(rn.accept)
-	}
-	var results engine.Consumer[pane] = &fan
-	if j.Having != "" {
-		h, err := compileHaving(j.Having, j.Aggregates)
-		if err != nil {
-			return nil, err
-		}
-		rn.having = &havingFilter{j: j, h: h, next: results, log: func(s string) { rn.logf("%s", s) }}
-		results = rn.having
-	}
-	rn.win.Panes.Subscribe(results)
-	if o.Console {
-		// The console shows the recent panes and too-late events.
-		// A copy of each is kept (its values in the slot's own memory); they
-		// are formatted when the console asks.
-		pf, lf := newFormat(j), newFormat(j)
-		rn.recent = console.NewRecent(50, func(dst *pane, src pane) {
-			vals := append(dst.Value[:0], src.Value...)
-			*dst = src
-			dst.Value = vals
-		}, func(b []byte, p *pane) []byte {
-			b = pf.appendPane(b, *p)
-			return b[:len(b)-1]
-		})
-		rn.recLate = console.NewRecent(50, func(dst *lateEvent, src lateEvent) {
-			raw := append(dst.Value.raw[:0], src.Value.raw...)
-			*dst = src
-			dst.Value.raw, dst.Value.vals = raw, nil
-		}, func(b []byte, l *lateEvent) []byte {
-			b = lf.appendLate(b, *l)
-			return b[:len(b)-1]
-		})
-		fan.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add}) // what the outputs get: after having
-		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
-	}
-	if j.Late != nil {
-		if rn.late, err = newSink(rn, j.Late, newFormat(j).appendLate, newFormat(j).lateRecord, lateID); err != nil {
-			return nil, err
-		}
-		rn.win.Late.Subscribe(rn.late)
-	}
-	if j.DeadLetter != nil {
-		// What the outputs refuse, in the order of their checkpoints.
-		df := newFormat(j)
-		dn, err := newSink(rn, j.DeadLetter, df.appendDead, df.deadKafka, deadID)
-		if err != nil {
-			return nil, err
-		}
-		dl, ff := newDeadLetters(dn), newFormat(j)
-		for _, n := range rn.outs {
-			dl.addPanes(n, ff)
-		}
-		if rn.late != nil {
-			dl.addLate(rn.late, ff)
-		}
-	}
-	if j.FileMode != 0 && o.FS == nil {
-		// The sinks opened (and created) their files first: until here
-		// they are their owner's alone.
-		e.OnStart(func(context.Context) error {
-			for _, out := range j.AllOutputs() {
-				if out.File != "" && out.File != "-" {
-					if err := setFileMode(out.File, j.FileMode); err != nil {
-						return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
-					}
-				}
-			}
-			return nil
-		})
-	}
-	return quarantine, nil
 }
 
 // reportStateBytes puts what the state takes in the status.
@@ -660,76 +533,6 @@ func (rn *Runnable) reportStateBytes() {
 			}
 		})
 	}
-}
-
-// buildInput makes the head and the source, and says what the restore
-// did.
-func (rn *Runnable) buildInput(lp *lineParser, dd state.Dedup, quarantine engine.Consumer[engine.RejectedRecord]) error {
-	j, o, e := rn.j, rn.o, rn.e
-	var err error
-	srcName := j.Input
-	if j.Kafka != nil {
-		srcName = j.Kafka.Topic
-	}
-	hcfg := engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: rn.decoder(lp), Window: rn.win, Dedup: dd, Quarantine: quarantine,
-		Decoders: rn.o.Decoders}
-	if hcfg.Decoders == 0 {
-		hcfg.Decoders = runtime.GOMAXPROCS(0)
-	}
-	if rn.o.task != nil {
-		hcfg.Decoders = 1 // the group's tasks run beside each other
-		hcfg.GroupWatermark = rn.o.task.GroupWatermark
-	}
-	lp.decodeOn(hcfg.Decoders)
-	if j.Watermark.Kind == watermark.Perfect {
-		future, err := perfectWatermarks(j)
-		if err != nil {
-			return err
-		}
-		hcfg.WatermarkAfter = func(line int64) mtime.Time { return perfectAt(future, line) }
-	}
-	if rn.head, err = engine.NewHead(e, hcfg); err != nil {
-		return &RuntimeError{Msg: err.Error(), Err: err}
-	}
-	rn.restoredRead = rn.head.Counts().Read // what earlier runs read
-	var src connector.Source
-	switch {
-	case j.Kafka != nil:
-		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
-		ks.Log = func(s string) { rn.logf("%s", s) }
-		if o.task != nil {
-			ks.Txn = o.task.Txn
-		}
-		src = ks
-	case j.Input == "-":
-		src = &file.Reader{Name: "standard input", R: o.Stdin}
-	default:
-		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
-		src = rn.fileSrc
-	}
-	if err := e.AddSource("input", src, rn.head); err != nil {
-		return err
-	}
-	if r := e.Restore(); r != nil {
-		var howItRuns []string
-		rn.restored, howItRuns = restoreNotes(r)
-		for _, c := range howItRuns {
-			rn.logf("restored into the changed job: %s", c)
-		}
-		for _, name := range r.Dropped {
-			switch name {
-			case partWindow:
-				rn.dropped = append(rn.dropped, fmt.Sprintf("the open windows of %d keys", rn.win.DroppedKeys()))
-			case partHead:
-				rn.dropped = append(rn.dropped, "the de-duplication ids")
-			}
-		}
-	}
-	e.OnSignal(rn.head)
-	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
-		rn.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, file.Line(e.RestoredPosition("input")), rn.win.RestoredInstances(), j.Parallelism)
-	}
-	return nil
 }
 
 // newSink makes the sink of an output: a file (exactly once at each

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -14,7 +13,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
-	"github.com/weirstream/weir/window"
+	"github.com/weirstream/weir/translate"
 )
 
 // The parts of a job's state, by their names in checkpoints.
@@ -28,52 +27,6 @@ const (
 // a restore reports ("aggregates.spent").
 const aggPrefix = "aggregates."
 
-// restoreShape describes the parts of a job's state for checkpoints: what a
-// restore into a changed job compares (engine.CompareShapes), with the
-// job file's fields.
-func restoreShape(j *Job) *engine.Shape {
-	s := &engine.Shape{}
-	src := engine.Part{Name: partSource, Label: "source", Kind: engine.StatePosition}
-	if j.Kafka != nil {
-		src.Settings = []engine.Setting{{Field: "source", Value: "kafka topic " + j.Kafka.Topic}}
-	} else {
-		src.Settings = []engine.Setting{{Field: "source", Value: j.inputName}}
-	}
-	s.Parts = append(s.Parts, src)
-	if j.ID != nil {
-		s.Parts = append(s.Parts, engine.Part{Name: partHead, Label: "de-duplication", Kind: engine.StateDedup,
-			Layout:   []engine.Setting{{Field: "id", Value: j.ID.String()}},
-			Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(j.DedupHorizon)}}})
-	}
-	w := engine.Part{Name: partWindow, Label: "window", Kind: engine.StateWindows, Format: codecFormat,
-		Layout: []engine.Setting{
-			{Field: "window", Value: describeWindow(j.Window.Assigner)},
-			{Field: "key", Value: orNone(j.Key.String())},
-			{Field: "time.field", Value: describeTime(j)},
-		},
-		Mode: j.Window.Mode.String(),
-		Settings: []engine.Setting{
-			{Field: "watermark", Value: describeWatermark(j)},
-			{Field: engine.SettingLateness, Value: mtime.FormatDuration(j.Window.AllowedLateness)},
-			{Field: engine.SettingTrigger, Value: j.Window.Trigger.String()},
-			{Field: "having", Value: orNone(j.Having)},
-			{Field: fieldParallelism, Value: strconv.Itoa(j.Parallelism)},
-			{Field: fieldBackend, Value: j.State.Backend},
-			{Field: "version", Value: strconv.FormatInt(j.Version, 10)},
-		},
-	}
-	for _, a := range j.Aggregates {
-		w.Values = append(w.Values, engine.Setting{Field: aggPrefix + a.Name, Value: a.String()})
-	}
-	s.Parts = append(s.Parts, w)
-	for _, o := range j.AllOutputs() {
-		key, _ := recordKey(j, o)
-		s.Parts = append(s.Parts, engine.Part{Name: "sink:" + key, Label: o.Field, Kind: engine.StateCommits,
-			Settings: []engine.Setting{{Field: o.Field, Value: o.Kind()}}})
-	}
-	return s
-}
-
 // The fields of how a job runs, which a restore carries over and no
 // output depends on.
 const (
@@ -84,22 +37,6 @@ const (
 func orNone(s string) string {
 	if s == "" {
 		return "none"
-	}
-	return s
-}
-
-// describeWindow is a window's kind, size and offset.
-func describeWindow(a window.Assigner) string {
-	s := a.String()
-	var off mtime.Time
-	switch w := a.(type) {
-	case window.Tumbling:
-		off = w.Offset
-	case window.Sliding:
-		off = w.Offset
-	}
-	if off != 0 {
-		s += " offset " + mtime.FormatDuration(off)
 	}
 	return s
 }
@@ -219,7 +156,7 @@ func CheckRestore(j *Job, from string, dropState []string) (*engine.RestoreRepor
 	if err != nil {
 		return nil, &RuntimeError{Msg: "cannot restore: " + err.Error(), Err: err}
 	}
-	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: restoreShape(j), DropState: dropState})
+	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: translate.Shape(j.Plan()), DropState: dropState})
 	if err != nil {
 		return r, setupError(j, err)
 	}

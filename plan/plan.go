@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
@@ -344,25 +345,32 @@ func hasPort(k Kind, p Port) bool {
 }
 
 // String is the plan for a person (weir plan): a node a line, each with
-// what it is and where its inputs come from.
+// its kind, its name (and the label a person knows it by, when another),
+// what it does and where its inputs come from.
 func (g *Graph) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "plan of %s: %d nodes\n", orNone(g.Name), len(g.Nodes))
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, n := range g.Nodes {
-		fmt.Fprintf(&b, "  %-11s %-24s %s", n.ID.Kind, quoteName(n.ID.Name), describe(n))
-		if len(n.Inputs) > 0 {
-			var from []string
-			for _, in := range n.Inputs {
-				s := quoteName(in.From.Name)
-				if in.Port != Main {
-					s += " (" + in.Port.String() + ")"
-				}
-				from = append(from, s)
-			}
-			fmt.Fprintf(&b, " <- %s", strings.Join(from, ", "))
+		name := quoteName(n.ID.Name)
+		if n.Label != "" && n.Label != n.ID.Name && !strings.HasPrefix(n.Label, n.ID.Kind.String()) {
+			name += " (" + n.Label + ")"
 		}
-		b.WriteByte('\n')
+		var from []string
+		for _, in := range n.Inputs {
+			s := quoteName(in.From.Name)
+			if in.Port != Main {
+				s += " (" + in.Port.String() + ")"
+			}
+			from = append(from, s)
+		}
+		inputs := ""
+		if len(from) > 0 {
+			inputs = "<- " + strings.Join(from, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", n.ID.Kind, name, inputs, describe(n))
 	}
+	tw.Flush()
 	return b.String()
 }
 

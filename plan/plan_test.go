@@ -40,11 +40,11 @@ func TestValidPlanAndItsText(t *testing.T) {
 		t.Errorf("the source feeds %d nodes", got)
 	}
 	want := `plan of fraud: 5 nodes
-  source      orders                   orders.jsonl
-  aggregation per-card                 tumbling 1m0s by card: n=count; watermark delay 2s, every 200ms; lateness 0s; accumulating <- orders
-  aggregation per-shop                 tumbling 1m0s by card: n=count; watermark delay 2s, every 200ms; lateness 0s; accumulating <- orders
-  sink        alerts                   alerts <- per-card, per-shop
-  sink        late                     late <- per-card (late)
+  source       orders                           orders.jsonl
+  aggregation  per-card  <- orders              tumbling 1m0s by card: n=count; watermark delay 2s, every 200ms; lateness 0s; accumulating
+  aggregation  per-shop  <- orders              tumbling 1m0s by card: n=count; watermark delay 2s, every 200ms; lateness 0s; accumulating
+  sink         alerts    <- per-card, per-shop  alerts
+  sink         late      <- per-card (late)     late
 `
 	if got := g.String(); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)

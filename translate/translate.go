@@ -31,9 +31,9 @@ type Impl interface {
 	Build(c *Ctx) error
 }
 
-// Claimer is an Impl of a sink that checks, before anything starts, that
-// the outputs a job starting afresh replaces are its to replace (files
-// weir wrote).
+// Claimer is an Impl of a sink that checks, before anything is built, that
+// the output a job starting afresh replaces is its to replace (a file weir
+// wrote).
 type Claimer interface {
 	Claim() error
 }
@@ -51,6 +51,11 @@ type Config struct {
 	// published to its changelog, a checkpoint that fails stops it, and
 	// the aggregations that follow the group's watermark follow it.
 	Task *group.Task
+	// Opened, when set, is called once the engine is open (it knows the
+	// checkpoint the job resumes from, if any) and before any node is
+	// built: the front door checks what it must then (the files a job
+	// starting afresh replaces) and reads the restore.
+	Opened func(e *engine.Engine) error
 }
 
 // Job is a plan turned into an engine, built and ready to run.
@@ -110,6 +115,9 @@ func (c *Ctx) Reached(k plan.Kind) []any {
 	return out
 }
 
+// Plan is the plan being built.
+func (c *Ctx) Plan() *plan.Graph { return c.j.Plan }
+
 // Consumers are the inputs of the nodes that take the port of the node
 // being built, in the order of the plan: what each one's implementation
 // gave SetInput, built already. The node hands what it makes on that port
@@ -129,13 +137,13 @@ func (c *Ctx) Consumers(port plan.Port) []any {
 // stage), whose type the feeding node's implementation knows.
 func (c *Ctx) SetInput(in any) { c.j.ins[c.node.ID] = in }
 
-// GroupWatermark is what the head of the aggregation being built shares
-// its watermark with (engine.HeadConfig.GroupWatermark): the group's
-// watermark, which it follows while its task's partition is idle, when it
-// runs as a group's task that shares watermarks and its node says it
-// follows (plan.Aggregation.Follows); nil otherwise.
-func (c *Ctx) GroupWatermark() func(own mtime.Time, idle bool) mtime.Time {
-	agg, ok := c.node.Op.(*plan.Aggregation)
+// GroupWatermark is what the head of the aggregation node shares its
+// watermark with (engine.HeadConfig.GroupWatermark): the group's watermark,
+// which it follows while its task's partition is idle, when it runs as a
+// group's task that shares watermarks and its node says it follows
+// (plan.Aggregation.Follows); nil otherwise.
+func (c *Ctx) GroupWatermark(node *plan.Node) func(own mtime.Time, idle bool) mtime.Time {
+	agg, ok := node.Op.(*plan.Aggregation)
 	if c.task == nil || !ok || !agg.Follows {
 		return nil
 	}
@@ -158,6 +166,7 @@ func Build(g *plan.Graph, cfg Config) (*Job, error) {
 		ec.Checkpoint.Fingerprint = cfg.Fingerprint
 	}
 	if t := cfg.Task; t != nil {
+		ec.Checkpoint.Dir = t.Dir
 		ec.Checkpoint.Publish = t.Publish
 		ec.Checkpoint.TolerableFailures = 0
 		ec.StopWait = t.StopWait
@@ -170,6 +179,12 @@ func Build(g *plan.Graph, cfg Config) (*Job, error) {
 		return nil, err
 	}
 	j := &Job{Engine: e, Plan: g, ins: map[plan.ID]any{}}
+	if cfg.Opened != nil {
+		if err := cfg.Opened(e); err != nil {
+			e.Discard()
+			return nil, err
+		}
+	}
 	if e.Resumed() == nil {
 		// Starting afresh replaces the outputs: only those weir wrote.
 		for _, n := range g.Nodes {
@@ -181,8 +196,7 @@ func Build(g *plan.Graph, cfg Config) (*Job, error) {
 			}
 		}
 	}
-	for i := len(g.Nodes) - 1; i >= 0; i-- {
-		n := g.Nodes[i]
+	for _, n := range buildOrder(g) {
 		impl, ok := n.Impl.(Impl)
 		if !ok {
 			e.Discard()
@@ -198,6 +212,40 @@ func Build(g *plan.Graph, cfg Config) (*Job, error) {
 		return nil, err
 	}
 	return j, nil
+}
+
+// buildOrder is the order the nodes are built in: each after every node
+// that takes one of its ports as an input (so that it hands its output to
+// inputs that exist), and otherwise in the order of the plan (so that the
+// engine meets the sinks in the order the front door gave them). The
+// plan is valid: every input comes before the node that takes it, so
+// every node comes.
+func buildOrder(g *plan.Graph) []*plan.Node {
+	built := map[plan.ID]bool{}
+	consumers := map[plan.ID][]plan.ID{}
+	for _, n := range g.Nodes {
+		for _, in := range n.Inputs {
+			consumers[in.From] = append(consumers[in.From], n.ID)
+		}
+	}
+	var out []*plan.Node
+	for len(out) < len(g.Nodes) {
+		for _, n := range g.Nodes {
+			if built[n.ID] {
+				continue
+			}
+			ready := true
+			for _, c := range consumers[n.ID] {
+				ready = ready && built[c]
+			}
+			if ready {
+				built[n.ID] = true
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // Participant is the name of the state of the node id in checkpoints: a

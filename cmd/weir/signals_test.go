@@ -41,8 +41,8 @@ checkpoint: {dir: ckpt, interval: 1h}
 http: 127.0.0.1:%d
 `
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, clitest.FreePort(t))), 0o644)
-	// The first run reads everything, waits for more, and is stopped: a
-	// savepoint of 400,000 open windows.
+	// The first run reads everything, waits for more, takes a savepoint of
+	// 400,000 open windows, and is stopped.
 	first := exec.Command(clitest.Bin, "run", "--quiet", "job.yaml")
 	first.Dir = dir
 	var ferr strings.Builder
@@ -58,13 +58,18 @@ http: 127.0.0.1:%d
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// A savepoint of 400,000 open windows, asked for as a user would (it
+	// waits for it however loaded the machine is); then the stop.
+	if code, out, errOut := runCLI(t, dir, "savepoint", "job.yaml"); code != 0 {
+		t.Fatalf("weir savepoint: exit %d\n%s%s\n%s", code, out, errOut, ferr.String())
+	}
 	first.Process.Signal(syscall.SIGTERM)
 	if err := first.Wait(); err != nil {
 		t.Fatalf("the first run: %v", err)
 	}
 	sps, _ := filepath.Glob(filepath.Join(dir, "ckpt", "savepoints", "sp-*"))
-	if len(sps) != 1 {
-		t.Fatalf("savepoints: %v\n%s", sps, ferr.String())
+	if len(sps) == 0 {
+		t.Fatalf("no savepoint:\n%s", ferr.String())
 	}
 	// The second run is stopped while it restores.
 	second := exec.Command(clitest.Bin, "run", "job.yaml")

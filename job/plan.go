@@ -1,0 +1,375 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/console"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/translate"
+	"github.com/weirstream/weir/watermark"
+)
+
+// The nodes of a job file's plan, by their names: the one source, the one
+// aggregation (its windows and, with having, the filter of its panes).
+const (
+	nodeInput  = "input"
+	nodeWindow = "window"
+	nodeHaving = "having"
+)
+
+// Plan is the plan the job file compiles to: what weir plan prints, and
+// what Build hands the translator.
+func (j *Job) Plan() *plan.Graph { return (&Runnable{j: j}).plan() }
+
+// plan compiles the job into a plan whose nodes the runnable builds: its
+// source, its aggregation, its having, and its outputs, each a sink of the
+// port it writes (results, late events, rejected lines, dead letters).
+func (rn *Runnable) plan() *plan.Graph {
+	j := rn.j
+	g := &plan.Graph{Name: j.Name}
+	src := plan.ID{Kind: plan.KindSource, Name: nodeInput}
+	read := &plan.Source{Connector: "file", Reads: j.inputName, Format: "json"}
+	switch {
+	case j.Kafka != nil:
+		read.Connector, read.Reads = "kafka", "kafka topic "+j.Kafka.Topic
+	case j.Input == "-":
+		read.Connector = "stdin"
+	}
+	g.Add(&plan.Node{ID: src, Label: "source", Op: read, Impl: &sourceNode{rn: rn}})
+	win := plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}
+	agg := &plan.Aggregation{Strategy: j.Window, Watermark: j.Watermark, Format: codecFormat, Parallelism: j.Parallelism,
+		Layout: []plan.Setting{
+			{Field: "key", Value: orNone(j.Key.String())},
+			{Field: "time.field", Value: describeTime(j)},
+		},
+		Settings: []plan.Setting{
+			{Field: "having", Value: orNone(j.Having)},
+			translate.ParallelismSetting(j.Parallelism),
+			{Field: fieldBackend, Value: j.State.Backend},
+			{Field: "version", Value: strconv.FormatInt(j.Version, 10)},
+		},
+		// A group's task follows the group's watermark while its
+		// partition is idle (when the group shares them).
+		Follows: true,
+	}
+	if j.Watermark.Kind == watermark.Scripted {
+		agg.WatermarkFrom = j.WMField.String()
+	}
+	if j.ID != nil {
+		agg.Dedup = &plan.Dedup{Field: j.ID.String(), Horizon: j.DedupHorizon}
+	}
+	for _, a := range j.Aggregates {
+		agg.Values = append(agg.Values, plan.Setting{Field: aggPrefix + a.Name, Value: a.String()})
+	}
+	g.Add(&plan.Node{ID: win, Label: "window", Inputs: []plan.Input{{From: src}}, Op: agg, Impl: &windowNode{rn: rn}})
+	results := plan.Input{From: win}
+	if j.Having != "" {
+		h := plan.ID{Kind: plan.KindTransform, Name: nodeHaving}
+		g.Add(&plan.Node{ID: h, Label: "having", Inputs: []plan.Input{results}, Op: &plan.Transform{Does: "having " + j.Having}, Impl: &havingNode{rn: rn}})
+		results = plan.Input{From: h}
+	}
+	var refusing []plan.Input
+	add := func(o *Output, in plan.Input, role outputRole) {
+		key, former := recordKey(j, o)
+		id := plan.ID{Kind: plan.KindSink, Name: key}
+		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.connector(), Writes: o.Kind(), Former: former},
+			Impl: &sinkNode{rn: rn, o: o, role: role}})
+		if role == roleResults || role == roleLate {
+			refusing = append(refusing, plan.Input{From: id, Port: plan.Refused})
+		}
+	}
+	for i := range j.Outputs {
+		add(&j.Outputs[i], results, roleResults)
+	}
+	if j.Late != nil {
+		add(j.Late, plan.Input{From: win, Port: plan.Late}, roleLate)
+	}
+	if j.Rejects != nil {
+		add(j.Rejects, plan.Input{From: src, Port: plan.Rejected}, roleRejected)
+	}
+	if j.DeadLetter != nil {
+		add(j.DeadLetter, plan.Input{}, roleDead)
+		g.Nodes[len(g.Nodes)-1].Inputs = refusing
+	}
+	return g
+}
+
+// connector is the kind of the output's connector, as a plan names it.
+func (o *Output) connector() string {
+	switch {
+	case o.Kafka != nil:
+		return "kafka"
+	case o.Table != nil:
+		return o.Table.Driver
+	case o.File == "-":
+		return "stdout"
+	}
+	return "file"
+}
+
+// outputRole is what an output of a job file writes.
+type outputRole uint8
+
+const (
+	roleResults outputRole = iota
+	roleLate
+	roleRejected
+	roleDead
+)
+
+// sourceNode builds the job's source: the file, standard input or the
+// Kafka topic, read through the head (decode, validate, account,
+// de-duplicate) into the window stage.
+type sourceNode struct{ rn *Runnable }
+
+func (s *sourceNode) Build(c *translate.Ctx) error {
+	rn := s.rn
+	j, o, e := rn.j, rn.o, c.Engine()
+	var quarantine engine.Consumer[engine.RejectedRecord]
+	for _, q := range c.Consumers(plan.Rejected) {
+		quarantine = q.(engine.Consumer[engine.RejectedRecord])
+	}
+	srcName := j.Input
+	if j.Kafka != nil {
+		srcName = j.Kafka.Topic
+	}
+	agg := c.Plan().Consumers(c.Node().ID, plan.Main)[0]
+	hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: rn.decoder(rn.lp), Window: rn.win, Dedup: rn.dd,
+		Quarantine: quarantine, Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}
+	if hcfg.Decoders == 0 {
+		hcfg.Decoders = runtime.GOMAXPROCS(0)
+	}
+	if o.task != nil {
+		hcfg.Decoders = 1 // the group's tasks run beside each other
+	}
+	rn.lp.decodeOn(hcfg.Decoders)
+	if j.Watermark.Kind == watermark.Perfect {
+		future, err := perfectWatermarks(j)
+		if err != nil {
+			return err
+		}
+		hcfg.WatermarkAfter = func(line int64) mtime.Time { return perfectAt(future, line) }
+	}
+	var err error
+	if rn.head, err = engine.NewHead(e, hcfg); err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	rn.restoredRead = rn.head.Counts().Read // what earlier runs read
+	var src connector.Source
+	switch {
+	case j.Kafka != nil:
+		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
+		ks.Log = func(s string) { rn.logf("%s", s) }
+		if o.task != nil {
+			ks.Txn = o.task.Txn
+		}
+		src = ks
+	case j.Input == "-":
+		src = &file.Reader{Name: "standard input", R: o.Stdin}
+	default:
+		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
+		src = rn.fileSrc
+	}
+	if err := e.AddSource(c.Node().ID.Name, src, rn.head); err != nil {
+		return err
+	}
+	e.OnSignal(rn.head)
+	return nil
+}
+
+// windowNode builds the job's window stage: its state backend, its
+// de-duplication ids (which the head keeps), and the stage itself, whose
+// panes go to the having or to the results' outputs, and whose too-late
+// events to the late output.
+type windowNode struct{ rn *Runnable }
+
+func (w *windowNode) Build(c *translate.Ctx) error {
+	rn := w.rn
+	j, e, lp := rn.j, c.Engine(), rn.lp
+	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
+		Name: c.Participant(), Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
+		NewAgg: func() aggregate.Func[record, acc, []outVal] {
+			return &aggs{list: lp.agg.list, field: lp.agg.field}
+		},
+		Hash: hashString, Codec: newCodec(j),
+	}
+	if rn.restoreCodec != nil {
+		wcfg.RestoreCodec = *rn.restoreCodec
+	}
+	if j.State.Backend == "pebble" {
+		if err := rn.openState(lp); err != nil {
+			return err
+		}
+		wcfg.State = rn.db
+	}
+	if j.ID != nil {
+		if rn.db != nil {
+			rn.dd = rn.db.Dedup(j.DedupHorizon)
+		} else {
+			rn.dd = state.NewMemoryDedup(j.DedupHorizon)
+		}
+	}
+	var err error
+	if rn.win, err = engine.NewWindow(e, wcfg); err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	if j.Having == "" {
+		rn.win.Panes.Subscribe(rn.results(c.Consumers(plan.Main)))
+	} else {
+		for _, h := range c.Consumers(plan.Main) {
+			rn.win.Panes.Subscribe(h.(engine.Consumer[pane]))
+		}
+	}
+	for _, l := range c.Consumers(plan.Late) {
+		rn.late = l.(*engine.SinkNode[lateEvent])
+		rn.win.Late.Subscribe(rn.late)
+	}
+	if rn.recLate != nil {
+		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
+	}
+	c.SetInput(rn.win)
+	return nil
+}
+
+// results is where the panes the outputs get go: to the outputs given, to
+// the acceptance record's tally, and to the console's recent panes.
+func (rn *Runnable) results(outputs []any) engine.Consumer[pane] {
+	fan := &engine.Stream[pane]{}
+	for _, o := range outputs {
+		fan.Subscribe(o.(engine.Consumer[pane]))
+	}
+	if rn.accept != nil {
+		fan.Subscribe(rn.accept)
+	}
+	if rn.recent != nil {
+		fan.Subscribe(engine.Func[pane]{OnPush: rn.recent.Add}) // what the outputs get: after having
+	}
+	return fan
+}
+
+// havingNode builds the filter of the panes by the having expression.
+type havingNode struct{ rn *Runnable }
+
+func (h *havingNode) Build(c *translate.Ctx) error {
+	rn := h.rn
+	expr, err := compileHaving(rn.j.Having, rn.j.Aggregates)
+	if err != nil {
+		return err
+	}
+	rn.having = &havingFilter{j: rn.j, h: expr, next: rn.results(c.Consumers(plan.Main)), log: func(s string) { rn.logf("%s", s) }}
+	c.SetInput(rn.having)
+	return nil
+}
+
+// sinkNode builds one output: its connector's sink, in the engine under
+// its record name, handing what it refuses to the dead letters.
+type sinkNode struct {
+	rn   *Runnable
+	o    *Output
+	role outputRole
+}
+
+func (s *sinkNode) Build(c *translate.Ctx) error {
+	rn, j, o, e := s.rn, s.rn.j, s.o, c.Engine()
+	var dead *deadLetters
+	for _, d := range c.Consumers(plan.Refused) {
+		dead = d.(*deadLetters)
+	}
+	switch s.role {
+	case roleResults:
+		var n *engine.SinkNode[pane]
+		var err error
+		if o.Table != nil {
+			ts := newTableSink(j, o, e.Checkpointed(), rn.partial, rn.former, func(s string) { rn.logf("%s", s) })
+			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
+				return setupError(j, err)
+			}
+		} else {
+			f := newFormat(j)
+			if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord, paneID); err != nil {
+				return err
+			}
+		}
+		rn.outs = append(rn.outs, n)
+		if dead != nil {
+			dead.addPanes(n, newFormat(j))
+		}
+		c.SetInput(n)
+	case roleLate:
+		n, err := newSink(rn, o, newFormat(j).appendLate, newFormat(j).lateRecord, lateID)
+		if err != nil {
+			return err
+		}
+		if dead != nil {
+			dead.addLate(n, newFormat(j))
+		}
+		c.SetInput(n)
+	case roleRejected:
+		n, err := newSink(rn, o, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
+		if err != nil {
+			return err
+		}
+		c.SetInput(n)
+	case roleDead:
+		df := newFormat(j)
+		n, err := newSink(rn, o, df.appendDead, df.deadKafka, deadID)
+		if err != nil {
+			return err
+		}
+		c.SetInput(newDeadLetters(n))
+	}
+	return nil
+}
+
+// consoleTaps makes what the console shows of the recent panes and
+// too-late events: a copy of each (its values in the slot's own memory),
+// formatted when the console asks.
+func (rn *Runnable) consoleTaps() {
+	j := rn.j
+	pf, lf := newFormat(j), newFormat(j)
+	rn.recent = console.NewRecent(50, func(dst *pane, src pane) {
+		vals := append(dst.Value[:0], src.Value...)
+		*dst = src
+		dst.Value = vals
+	}, func(b []byte, p *pane) []byte {
+		b = pf.appendPane(b, *p)
+		return b[:len(b)-1]
+	})
+	rn.recLate = console.NewRecent(50, func(dst *lateEvent, src lateEvent) {
+		raw := append(dst.Value.raw[:0], src.Value.raw...)
+		*dst = src
+		dst.Value.raw, dst.Value.vals = raw, nil
+	}, func(b []byte, l *lateEvent) []byte {
+		b = lf.appendLate(b, *l)
+		return b[:len(b)-1]
+	})
+}
+
+// fileModes gives the job's output files its file_mode once the sinks have
+// opened (and created) them: until then they are their owner's alone.
+func (rn *Runnable) fileModes(e *engine.Engine) {
+	j := rn.j
+	if j.FileMode == 0 || rn.o.FS != nil {
+		return
+	}
+	e.OnStart(func(context.Context) error {
+		for _, out := range j.AllOutputs() {
+			if out.File != "" && out.File != "-" {
+				if err := setFileMode(out.File, j.FileMode); err != nil {
+					return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
+				}
+			}
+		}
+		return nil
+	})
+}
