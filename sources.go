@@ -324,6 +324,7 @@ func Read[T any](p *Pipeline, name string, src connector.Source, decode func(con
 type readNode[T any] struct {
 	name   string
 	src    connector.Source
+	kind   plan.SourceConfig // a registered kind's, when src is not given
 	decode func(connector.Record) (T, error)
 	root   *engine.Stream[T]
 	rej    *engine.Stream[Rejected]
@@ -331,6 +332,13 @@ type readNode[T any] struct {
 
 func (r *readNode[T]) Build(c *translate.Ctx) error {
 	e := c.Engine()
+	if r.kind != nil {
+		src, err := r.kind.New(plan.Env{Job: c.Plan().Name, Field: r.name, Checkpointed: e.Checkpointed(), Log: func(s string) { e.Logf("%s", s) }})
+		if err != nil {
+			return fmt.Errorf("weir: source %s: %w", r.name, err)
+		}
+		r.src = src
+	}
 	h := &recordHandler[T]{e: e, decode: r.decode, out: r.root, rej: r.rej}
 	// The heads of the aggregations it feeds hear of its partitions (a
 	// group's task follows the group's watermark through them).
@@ -415,4 +423,35 @@ func Union[T any](streams ...Stream[T]) Stream[T] {
 	id := plan.ID{Kind: plan.KindTransform, Name: fmt.Sprintf("union-%d", p.steps)}
 	p.add(&plan.Node{ID: id, Label: "union", Inputs: inputs, Op: &plan.Transform{Does: "union"}, Impl: wired{}})
 	return Stream[T]{p: p, n: out, from: plan.Input{From: id}}
+}
+
+// ReadKind reads a source of a kind registered in package plan (as a job
+// file's source: {KIND: {...}}), with its settings, as Read reads a
+// connector.Source: decode turns each record into an element, and a
+// record it fails on goes to the second stream. A kind that is not
+// registered, or settings it refuses, are an error of the pipeline.
+func ReadKind[T any](p *Pipeline, name, kind string, settings plan.Values, decode func(connector.Record) (T, error)) (Stream[T], Stream[Rejected]) {
+	root := &engine.Stream[T]{}
+	rej := &engine.Stream[Rejected]{}
+	p.register("source", name)
+	p.feeds++
+	id := plan.ID{Kind: plan.KindSource, Name: name}
+	out, rejected := Stream[T]{p: p, n: root, from: plan.Input{From: id}}, Stream[Rejected]{p: p, n: rej, from: plan.Input{From: id, Port: plan.Rejected}}
+	k, ok := plan.LookupSource(kind)
+	if !ok {
+		p.fail("source %s: no source kind %q is registered", name, kind)
+		return out, rejected
+	}
+	if err := settings.Check(kind, k.Fields); err != nil {
+		p.fail("source %s: %v", name, err)
+		return out, rejected
+	}
+	cfg, err := k.Parse(settings)
+	if err != nil {
+		p.fail("source %s: %s: %v", name, kind, err)
+		return out, rejected
+	}
+	p.add(&plan.Node{ID: id, Label: "source " + name, Op: &plan.Source{Connector: kind, Reads: cfg.Reads()},
+		Impl: &readNode[T]{name: name, decode: decode, root: root, rej: rej, kind: cfg}})
+	return out, rejected
 }

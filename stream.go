@@ -146,3 +146,90 @@ func (s *funcSink[T]) PreCommit(context.Context, uint64) ([]byte, error) { retur
 func (s *funcSink[T]) Commit(context.Context, uint64, []byte) error      { return nil }
 func (s *funcSink[T]) Guarantee() connector.Guarantee                    { return connector.AtLeastOnce }
 func (s *funcSink[T]) Close() error                                      { return nil }
+
+// SinkToKind writes a stream to an output of a kind registered in package
+// plan (as a job file's output: {KIND: {...}}), with its settings: encode
+// turns each element into the item the kind writes (its JSON, its key, its
+// identity, a pane's fields). name identifies it in checkpoints, as
+// SinkTo's. A kind that is not registered, or settings it refuses, are an
+// error of the pipeline.
+func SinkToKind[T any](s Stream[T], name, kind string, settings plan.Values, encode func(T) plan.Item) {
+	p := s.p
+	name = p.register("sink", name)
+	k, ok := plan.LookupSink(kind)
+	if !ok {
+		p.fail("sink %s: no sink kind %q is registered", name, kind)
+		return
+	}
+	if err := settings.Check(kind, k.Fields); err != nil {
+		p.fail("sink %s: %v", name, err)
+		return
+	}
+	cfg, err := k.Parse(settings)
+	if err != nil {
+		p.fail("sink %s: %s: %v", name, kind, err)
+		return
+	}
+	p.sinks++
+	p.add(&plan.Node{ID: plan.ID{Kind: plan.KindSink, Name: name}, Label: "sink " + name, Inputs: []plan.Input{s.from},
+		Op: &plan.Sink{Connector: kind, Writes: cfg.Writes()}, Impl: &kindSinkNode[T]{name: name, cfg: cfg, encode: encode, at: later[T](s.n)}})
+}
+
+// kindSinkNode is the implementation of a sink of a registered kind.
+type kindSinkNode[T any] struct {
+	name   string
+	cfg    plan.SinkConfig
+	encode func(T) plan.Item
+	at     *lazy[T]
+}
+
+func (s *kindSinkNode[T]) Build(c *translate.Ctx) error {
+	e := c.Engine()
+	ks, err := s.cfg.New(plan.Env{Job: c.Plan().Name, Field: s.name, Checkpointed: e.Checkpointed(), Log: func(l string) { e.Logf("%s", l) }})
+	if err != nil {
+		return fmt.Errorf("weir: sink %s: %w", s.name, err)
+	}
+	n, err := engine.NewSink[T](e, s.name, &encodedSink[T]{Sink: ks, encode: s.encode})
+	if err != nil {
+		return fmt.Errorf("weir: %w", err)
+	}
+	s.at.c = n
+	return nil
+}
+
+// encodedSink is a registered kind's sink of items as a sink of T.
+type encodedSink[T any] struct {
+	connector.Sink[plan.Item]
+	encode func(T) plan.Item
+	items  []plan.Item
+}
+
+func (s *encodedSink[T]) Write(ctx context.Context, items []T) error {
+	s.items = s.items[:0]
+	for i := range items {
+		s.items = append(s.items, s.encode(items[i]))
+	}
+	err := s.Sink.Write(ctx, s.items)
+	clear(s.items)
+	return err
+}
+
+// The optional abilities of the kind's sink, passed on.
+func (s *encodedSink[T]) Mark() []byte {
+	if m, ok := s.Sink.(connector.Marker); ok {
+		return m.Mark()
+	}
+	return nil
+}
+
+func (s *encodedSink[T]) Rewrites() bool {
+	rw, ok := s.Sink.(connector.Rewriter)
+	return ok && rw.Rewrites()
+}
+
+func (s *encodedSink[T]) Start(ctx context.Context) error {
+	if st, ok := s.Sink.(connector.Starter); ok {
+		return st.Start(ctx)
+	}
+	return nil
+}

@@ -31,6 +31,7 @@ import (
 	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -48,6 +49,9 @@ type Job struct {
 	Follow bool
 	// Kafka, when set, is the source instead of a file.
 	Kafka *KafkaInput
+	// Custom, when set, is the source instead of a file: one of a kind
+	// registered in package plan.
+	Custom *CustomSource
 
 	TimeField      Path
 	RecordTime     bool // time.record_timestamp: the event time is the Kafka record's timestamp
@@ -216,7 +220,7 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.Input != "-" && j.Kafka == nil {
+	if j.Input != "-" && j.Kafka == nil && j.Custom == nil {
 		if st, err := os.Stat(j.Input); err != nil {
 			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
 				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, errText(err))}
@@ -609,11 +613,14 @@ func (p *parser) source(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := s.strict(sourceShape.names()...); err != nil {
+	if err := s.strict(sourceKindNames()...); err != nil {
 		return err
 	}
 	if s.get("kafka") != nil {
 		return p.kafkaSource(s, j)
+	}
+	if name, k, ok := registeredKind(s, plan.LookupSource); ok {
+		return p.customSource(s, j, name, k)
 	}
 	f, n, err := s.str("file")
 	if err != nil {
@@ -744,7 +751,7 @@ func (p *parser) time(root *node, j *Job) error {
 		return err
 	}
 	switch {
-	case j.RecordTime && j.Kafka == nil:
+	case j.RecordTime && j.Kafka == nil && j.Custom == nil:
 		return t.errf(t.get("record_timestamp"), "time.record_timestamp", "only a Kafka source has record timestamps; name the field that holds each event's time")
 	case j.RecordTime && f != "":
 		return t.errf(n, "time", "choose one of field and record_timestamp")

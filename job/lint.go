@@ -285,6 +285,9 @@ func SampleInput(j *Job, n int) (*Sample, error) {
 	case j.Kafka != nil:
 		s.Source = "none: the input is a Kafka topic (weir run says what its first records show)"
 		return s, nil
+	case j.Custom != nil:
+		s.Source = "none: the input is " + j.Custom.Config.Reads() + " (weir run says what its first records show)"
+		return s, nil
 	case j.Input == "-":
 		s.Source = "none: the input is standard input (weir run says what its first lines show)"
 		return s, nil

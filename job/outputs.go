@@ -10,6 +10,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 )
 
 // Output is one place results, too-late events or rejected lines go.
@@ -24,6 +25,8 @@ type Output struct {
 	Kafka *KafkaOutput
 	// Table is an SQLite or PostgreSQL table (results only).
 	Table *TableOutput
+	// Custom is an output of a kind registered in package plan.
+	Custom *CustomOutput
 }
 
 // TableOutput is a table results are upserted into.
@@ -45,6 +48,8 @@ type TableOutput struct {
 // Kind names the output's kind in messages.
 func (o *Output) Kind() string {
 	switch {
+	case o.Custom != nil:
+		return o.Custom.Config.Writes()
 	case o.Kafka != nil:
 		return "kafka topic " + o.Kafka.Topic
 	case o.Table != nil && o.Table.Driver == "sqlite":
@@ -181,17 +186,26 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 	if err != nil {
 		return err
 	}
-	if err := m.strict(outputObject.names()...); err != nil {
+	if err := m.strict(outputKindNames()...); err != nil {
 		return err
 	}
 	kinds := 0
-	for _, k := range []string{"file", "kafka", "sqlite", "postgres"} {
+	names := []string{"file", "kafka", "sqlite", "postgres"}
+	for _, k := range plan.SinkKinds() {
+		if m.get(k.Name) != nil {
+			names = append(names, k.Name) // named here: said too
+		}
+	}
+	for _, k := range names {
 		if m.get(k) != nil {
 			kinds++
 		}
 	}
 	if kinds > 1 {
-		return m.errf(nil, field, "choose one of file, kafka, sqlite and postgres")
+		return m.errf(nil, field, "choose one of %s and %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+	}
+	if name, k, ok := registeredKind(m, plan.LookupSink); ok {
+		return p.customOutput(m, field, name, k, o)
 	}
 	for _, driver := range []string{"sqlite", "postgres"} {
 		if m.get(driver) != nil {

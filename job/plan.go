@@ -42,6 +42,8 @@ func (rn *Runnable) plan() *plan.Graph {
 	switch {
 	case j.Kafka != nil:
 		read.Connector, read.Reads = "kafka", "kafka topic "+j.Kafka.Topic
+	case j.Custom != nil:
+		read.Connector = j.Custom.Kind
 	case j.Input == "-":
 		read.Connector = "stdin"
 	}
@@ -107,6 +109,8 @@ func (rn *Runnable) plan() *plan.Graph {
 // connector is the kind of the output's connector, as a plan names it.
 func (o *Output) connector() string {
 	switch {
+	case o.Custom != nil:
+		return o.Custom.Kind
 	case o.Kafka != nil:
 		return "kafka"
 	case o.Table != nil:
@@ -140,8 +144,11 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
 	}
 	srcName := j.Input
-	if j.Kafka != nil {
+	switch {
+	case j.Kafka != nil:
 		srcName = j.Kafka.Topic
+	case j.Custom != nil:
+		srcName = j.Custom.Config.Reads()
 	}
 	agg := c.Plan().Consumers(c.Node().ID, plan.Main)[0]
 	hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: rn.decoder(rn.lp), Window: rn.win, Dedup: rn.dd,
@@ -174,6 +181,12 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 			ks.Txn = o.task.Txn
 		}
 		src = ks
+	case j.Custom != nil:
+		cs, err := j.Custom.Config.New(rn.kindEnv("source"))
+		if err != nil {
+			return &RuntimeError{Msg: fmt.Sprintf("%s: source: %v", j.File, err), Err: err}
+		}
+		src = cs
 	case j.Input == "-":
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
 	default:
@@ -289,12 +302,17 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 	case roleResults:
 		var n *engine.SinkNode[pane]
 		var err error
-		if o.Table != nil {
+		switch {
+		case o.Custom != nil:
+			if n, err = customSink(rn, o, newFormat(j).paneItem); err != nil {
+				return err
+			}
+		case o.Table != nil:
 			ts := newTableSink(j, o, e.Checkpointed(), rn.partial, rn.former, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
 				return setupError(j, err)
 			}
-		} else {
+		default:
 			f := newFormat(j)
 			if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord, paneID); err != nil {
 				return err
@@ -306,7 +324,13 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 		}
 		c.SetInput(n)
 	case roleLate:
-		n, err := newSink(rn, o, newFormat(j).appendLate, newFormat(j).lateRecord, lateID)
+		var n *engine.SinkNode[lateEvent]
+		var err error
+		if o.Custom != nil {
+			n, err = customSink(rn, o, newFormat(j).lateItem)
+		} else {
+			n, err = newSink(rn, o, newFormat(j).appendLate, newFormat(j).lateRecord, lateID)
+		}
 		if err != nil {
 			return err
 		}
@@ -315,14 +339,26 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 		}
 		c.SetInput(n)
 	case roleRejected:
-		n, err := newSink(rn, o, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
+		var n *engine.SinkNode[engine.RejectedRecord]
+		var err error
+		if o.Custom != nil {
+			n, err = customSink(rn, o, newFormat(j).rejectedItem)
+		} else {
+			n, err = newSink(rn, o, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
+		}
 		if err != nil {
 			return err
 		}
 		c.SetInput(n)
 	case roleDead:
-		df := newFormat(j)
-		n, err := newSink(rn, o, df.appendDead, df.deadKafka, deadID)
+		var n *engine.SinkNode[deadRecord]
+		var err error
+		if o.Custom != nil {
+			n, err = customSink(rn, o, newFormat(j).deadItem)
+		} else {
+			df := newFormat(j)
+			n, err = newSink(rn, o, df.appendDead, df.deadKafka, deadID)
+		}
 		if err != nil {
 			return err
 		}

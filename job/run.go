@@ -604,6 +604,8 @@ func recordKey(j *Job, o *Output) (key string, former []string) {
 	}
 	target := func(dir bool) string {
 		switch {
+		case o.Custom != nil:
+			return o.Custom.Kind + ":" + o.Custom.Config.Target()
 		case o.Kafka != nil:
 			return "kafka:" + o.Kafka.Topic
 		case o.Table != nil && o.Table.Driver == "sqlite":

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/weirstream/weir/plan"
 )
 
 // The shape of a job file: every field the parser reads, with what its
@@ -256,8 +258,12 @@ const varPattern = `\$\{[A-Za-z_][A-Za-z0-9_]*(:-[^}]*)?\}`
 
 // Schema is the job file's JSON schema (draft 2020-12), for editors: the
 // file docs/job.schema.json, and weir schema.
+//
+// The kinds of sources and outputs registered in package plan are in it,
+// each with its settings: the schema is made from the registry, when it
+// is asked for.
 func Schema() []byte {
-	root := jsonShape(jobShape)
+	root := jsonShape(withKinds(jobShape, map[*shape]*shape{}))
 	doc := ordered{
 		{"$schema", "https://json-schema.org/draft/2020-12/schema"},
 		{"$id", "https://github.com/weirstream/weir/docs/job.schema.json"},
@@ -269,6 +275,65 @@ func Schema() []byte {
 		panic(err)
 	}
 	return append(b, '\n')
+}
+
+// withKinds is the shape s with the registered kinds of sources among the
+// fields of a source, and those of sinks among the fields of an output: a
+// copy of every shape that holds one of those, made once each (done).
+func withKinds(s *shape, done map[*shape]*shape) *shape {
+	if c, ok := done[s]; ok {
+		return c
+	}
+	c := *s
+	done[s] = &c
+	c.Fields = nil
+	for _, f := range s.Fields {
+		c.Fields = append(c.Fields, field{f.Name, withKinds(f.Shape, done)})
+	}
+	switch s {
+	case sourceShape:
+		for _, k := range plan.SourceKinds() {
+			c.Fields = append(c.Fields, field{k.Name, kindShape(k.Doc, k.Fields)})
+		}
+	case outputObject, sideOutputObject:
+		for _, k := range plan.SinkKinds() {
+			c.Fields = append(c.Fields, field{k.Name, kindShape(k.Doc, k.Fields)})
+		}
+	}
+	if s.Item != nil {
+		c.Item = withKinds(s.Item, done)
+	}
+	c.OneOf = nil
+	for _, o := range s.OneOf {
+		c.OneOf = append(c.OneOf, withKinds(o, done))
+	}
+	return &c
+}
+
+// kindShape is the shape of a registered kind's settings.
+func kindShape(doc string, fields []plan.Field) *shape {
+	var fs []field
+	var required []string
+	for _, f := range fields {
+		var sh *shape
+		switch f.Type {
+		case plan.Int:
+			sh = &shape{Kind: kInt, Doc: f.Doc}
+		case plan.Bool:
+			sh = boolean(f.Doc)
+		case plan.Duration:
+			sh = dur(f.Doc)
+		case plan.Strings:
+			sh = oneOf(f.Doc, str(f.Doc), &shape{Kind: kList, Item: str(f.Doc)})
+		default:
+			sh = str(f.Doc)
+		}
+		fs = append(fs, field{f.Name, sh})
+		if f.Required {
+			required = append(required, f.Name)
+		}
+	}
+	return object(doc, required, fs...)
 }
 
 // ordered is a JSON object that keeps its keys in order.

@@ -1,0 +1,84 @@
+package weir_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/kindtest"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
+)
+
+// The kinds a package of their own registers (internal/kindtest) are read
+// and written by a Go pipeline by their names, with the same settings a
+// job file gives them, through the same plan.
+func TestRegisteredKindsFromGo(t *testing.T) {
+	var lines []string
+	for i := range 120 {
+		lines = append(lines, fmt.Sprintf(`{"card":"c%d","ts":%d}`, i%2, 1_780_000_000_000+int64(i)*1000))
+	}
+	lines = append(lines, "not json")
+	kindtest.Reset("go-counts")
+	type ev struct {
+		Card string     `json:"card"`
+		TS   mtime.Time `json:"ts"`
+	}
+	p := weir.NewPipeline()
+	evs, rejected := weir.ReadKind(p, "orders", "memlines", plan.Values{"lines": lines}, func(r connector.Record) (ev, error) {
+		var e ev
+		return e, json.Unmarshal(r.Value, &e)
+	})
+	var bad []string
+	weir.Sink(rejected, func(r weir.Rejected) error { bad = append(bad, string(r.Record.Value)); return nil })
+	counts, _ := weir.Aggregate(weir.Window(weir.KeyBy(weir.WithTimestamps(evs, func(e ev) mtime.Time { return e.TS },
+		watermark.BoundedOutOfOrderness(0).WithInterval(0)), func(e ev) string { return e.Card }),
+		window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[ev]())
+	weir.SinkToKind(counts, "counts", "memsink", plan.Values{"name": "go-counts"}, func(pn weir.Pane[string, int64]) plan.Item {
+		return plan.Item{Kind: plan.Pane, JSON: fmt.Appendf(nil, "%s %s %d", pn.Key, pn.Window.Start, pn.Value)}
+	})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := kindtest.Committed("go-counts")
+	want := []string{
+		"c0 2026-05-28T20:26:00.000Z 10", "c1 2026-05-28T20:26:00.000Z 10",
+		"c0 2026-05-28T20:27:00.000Z 30", "c1 2026-05-28T20:27:00.000Z 30",
+		"c0 2026-05-28T20:28:00.000Z 20", "c1 2026-05-28T20:28:00.000Z 20",
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || !slices.Equal(bad, []string{"not json"}) {
+		t.Errorf("committed:\n%s\nwant\n%s\nrejected %q", strings.Join(got, "\n"), strings.Join(want, "\n"), bad)
+	}
+	if s := p.Plan().String(); !strings.Contains(s, "memlines 121 lines") || !strings.Contains(s, "memsink go-counts") {
+		t.Errorf("the plan:\n%s", s)
+	}
+	// A kind that is not registered, or settings it refuses, are the
+	// pipeline's errors.
+	for _, c := range []struct {
+		kind string
+		vals plan.Values
+		want string
+	}{
+		{"nosuch", plan.Values{}, `weir: sink x: no sink kind "nosuch" is registered`},
+		{"memsink", plan.Values{}, "weir: sink x: memsink: name: missing: the name they are kept under"},
+		{"memsink", plan.Values{"name": 3}, "weir: sink x: memsink: name: expected a string, got int"},
+	} {
+		p := weir.NewPipeline()
+		s := weir.FromSlice(p, []int{1})
+		weir.SinkToKind(s, "x", c.kind, c.vals, func(int) plan.Item { return plan.Item{} })
+		if err := p.Run(context.Background()); err == nil || err.Error() != c.want {
+			t.Errorf("%s %v: %v, want %s", c.kind, c.vals, err, c.want)
+		}
+	}
+}
