@@ -5,13 +5,16 @@
 // Every mistake in a job file is reported before anything runs or is written,
 // as one line naming the file, the line, the field and what was expected.
 //
-// What belongs here is the translation of the file: its schema and checks,
-// the decoder of its lines (the rules of their times are
-// internal/linedec's), the formats of what it writes, the outputs it names,
-// its summary and acceptance record. The runtime does not: the engine runs
-// what Build makes, package group distributes a group job's partitions (a
-// Group is a group.Config whose tasks are Runnables), and the connectors
-// read and write.
+// What belongs here is the job file's front door: its grammar, schema and
+// checks (the kinds of sources and outputs registered in package plan
+// among them), its compilation to a plan (Job.Plan) with the typed
+// implementations of its nodes (the decoder of its lines, whose time rules
+// are internal/linedec's; the window's aggregates and codec; the formats of
+// what it writes), and what a run of it writes besides (its summary and
+// acceptance record). The rest does not: package translate builds the plan
+// on the engine, which runs it; package group distributes a group job's
+// partitions (a Group is a group.Config whose tasks are Runnables); the
+// connectors read and write.
 package job
 
 import (
