@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
 )
 
 // FuzzLedger feeds the ledger reader any line: it never panics, and every
@@ -41,7 +42,7 @@ output: results.jsonl
 		in := filepath.Join(t.TempDir(), "ledger.jsonl")
 		os.WriteFile(in, append(append([]byte(nil), line...), '\n'), 0o644)
 		rep := &Report{}
-		if err := writeLedger(j, []string{in}, filepath.Join(t.TempDir(), "out.jsonl"), rep); err != nil {
+		if err := writeLedger(j, []string{in}, filepath.Join(t.TempDir(), "out.jsonl"), mtime.Now(), rep); err != nil {
 			return // a line longer than the reader takes
 		}
 		if n := rep.LedgerEvents + rep.LedgerDuplicates + rep.LedgerUnreadable; rep.LedgerLines != n {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/mtime"
 )
 
 // A ledger's ids are told apart as weir run tells them apart: 1 and 1.0 are
@@ -27,7 +28,7 @@ func TestLedgerIDsAreWeirRuns(t *testing.T) {
 {"id":{"a":1},"ts":"2026-09-07T12:00:05Z"}
 `), 0o644)
 	rep := &Report{}
-	if err := writeLedger(j, []string{in}, filepath.Join(dir, "out.jsonl"), rep); err != nil {
+	if err := writeLedger(j, []string{in}, filepath.Join(dir, "out.jsonl"), mtime.Now(), rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.LedgerLines != 5 || rep.LedgerEvents != 2 || rep.LedgerDuplicates != 2 || rep.LedgerUnreadable != 1 || rep.Unreadable["no_id"] != 1 {
@@ -59,7 +60,7 @@ func TestLedgerBigIntegerIDs(t *testing.T) {
 {"id":1.8446744073709551614e19,"ts":"2026-09-07T12:00:07Z"}
 `), 0o644)
 	rep := &Report{}
-	if err := writeLedger(j, []string{in}, filepath.Join(dir, "out.jsonl"), rep); err != nil {
+	if err := writeLedger(j, []string{in}, filepath.Join(dir, "out.jsonl"), mtime.Now(), rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.LedgerLines != 7 || rep.LedgerEvents != 6 || rep.LedgerDuplicates != 1 || rep.LedgerUnreadable != 0 {

@@ -44,7 +44,6 @@ import (
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/vfs"
-	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
 
@@ -65,7 +64,8 @@ type Options struct {
 	// Output is the index, in the job's outputs, of the table to reconcile;
 	// -1 takes the first table.
 	Output int
-	// Now is the clock of updated_at (mtime.Now when nil).
+	// Now is the clock of updated_at, and the arrival of a ledger line
+	// without one, for max_future (mtime.Now when nil).
 	Now func() mtime.Time
 	// Log, if set, receives what the table sink has to say.
 	Log func(string)
@@ -138,7 +138,9 @@ type Report struct {
 	LedgerDuplicates int64    `json:"ledger_duplicates"`
 	LedgerUnreadable int64    `json:"ledger_unreadable"`
 	// Unreadable counts the lines that are not events, by why: not_json,
-	// no_event_time, no_id.
+	// no_id, and the reasons weir run quarantines a line for by its times
+	// (no_event_time, implausible_event_time, future_event_time, ...):
+	// the ledger is validated by the job's own rules.
 	Unreadable     map[string]int64 `json:"ledger_unreadable_reasons,omitempty"`
 	LedgerFirst    string           `json:"ledger_first_event_time,omitempty"`
 	LedgerLast     string           `json:"ledger_last_event_time,omitempty"`
@@ -256,7 +258,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Plan, error) {
 	defer vfs.RemoveScratch(dir)
 	rep := &Report{Job: j.Name, Table: out.Table.Table, LedgerFiles: o.Ledger}
 	ledger := filepath.Join(dir, "ledger.jsonl")
-	if err := writeLedger(j, o.Ledger, ledger, rep); err != nil {
+	if err := writeLedger(j, o.Ledger, ledger, o.Now(), rep); err != nil {
 		return nil, err
 	}
 	all, err := recompute(ctx, j, ledger, filepath.Join(dir, "all.jsonl"), false)
@@ -537,7 +539,7 @@ func deadLetter(v *fastjson.Value) ([]byte, bool) {
 
 // writeLedger merges the ledger's files into one file of events in
 // event-time order (stable), de-duplicated.
-func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
+func writeLedger(j *job.Job, files []string, path string, now mtime.Time, rep *Report) error {
 	type event struct {
 		ts  mtime.Time
 		raw []byte
@@ -546,6 +548,11 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 	seen := map[string]bool{}
 	var p fastjson.Parser
 	first, last := mtime.MaxTime, mtime.MinTime
+	// A ledger line is validated as weir run validates a line, with the
+	// job's rules (its arrival field, the latest event time its windows can
+	// hold, max_future against the line's arrival, or now without one), and
+	// set aside for the same reasons.
+	rules := j.LineRules()
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -585,11 +592,16 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 				}
 				raw = inner
 			}
-			ts, ok := source.Time(source.Get(v, j.TimeField))
-			if !ok {
-				unreadable("no_event_time")
+			var t linedec.Times
+			rules.Read(&t, v, now, mtime.MinTime)
+			switch t.Kind {
+			case linedec.Watermark:
+				continue // not an event
+			case linedec.Rejected:
+				unreadable(t.Reason)
 				continue
 			}
+			ts := t.Time
 			id := string(raw)
 			if j.ID != nil {
 				// The id as weir run reads it (its identity: 1 and 1.0 are
@@ -641,22 +653,7 @@ func writeLedger(j *job.Job, files []string, path string, rep *Report) error {
 // lateness and the default trigger, and returns each window's final
 // values; with having, only the windows that pass it.
 func recompute(ctx context.Context, j *job.Job, ledger, out string, having bool) (map[wkey]result, error) {
-	r := *j
-	r.Input, r.Follow, r.Kafka = ledger, false, nil
-	r.ArrivalField = r.TimeField // in event-time order: arrival is event time
-	r.RecordTime, r.PartitionField, r.ID, r.MaxFuture = false, nil, nil, 0
-	r.Watermark = watermark.Strategy{Kind: watermark.Perfect}
-	r.WMField = nil
-	r.Window = window.NewStrategy(j.Window.Assigner)
-	if !having {
-		r.Having = ""
-	}
-	r.Outputs = []job.Output{{Field: "output", File: out}}
-	r.Late, r.Rejects, r.Summary, r.HTTP = nil, nil, "", ""
-	r.Checkpoint = job.Checkpoint{}
-	r.State = job.State{Backend: "memory"}
-	r.Parallelism = 1
-	if _, err := job.Run(ctx, &r, job.Options{Log: discard{}}); err != nil {
+	if _, err := job.Run(ctx, j.Recount(ledger, out, having), job.Options{Log: discard{}}); err != nil {
 		return nil, fmt.Errorf("recomputing from the ledger: %w", err)
 	}
 	return readPanes(j, out)

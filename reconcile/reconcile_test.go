@@ -362,3 +362,75 @@ func TestLedgerLinesWithoutTime(t *testing.T) {
 		t.Errorf("unreadable %d: %v", rep.LedgerUnreadable, rep.Unreadable)
 	}
 }
+
+// A reconciliation writes nothing the job owns: not its acceptance record,
+// not its dead letters (its recount writes only a temporary file of its
+// own), whether it is a dry run or not.
+func TestReconcileWritesNothingOfTheJob(t *testing.T) {
+	c := cases(t)[0]
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(timelineInput), 0o644)
+	text := timelineJob + "output: [results.jsonl, " + c.output(dir) + "]\nacceptance: acceptance.json\ndead_letter: dead.jsonl\nsummary: summary.json\n"
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
+	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJob(t, j)
+	owned := []string{"acceptance.json", "acceptance.md", "dead.jsonl", "summary.json", "results.jsonl", "late.jsonl"}
+	before := map[string]string{}
+	for _, f := range owned {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[f] = string(b)
+	}
+	for _, dry := range []bool{true, false} {
+		// A dry run is a plan prepared and not applied.
+		p, err := reconcile.Prepare(context.Background(), j, options(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !dry {
+			if _, err := p.Apply(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.Close()
+		for _, f := range owned {
+			if b, _ := os.ReadFile(filepath.Join(dir, f)); string(b) != before[f] {
+				t.Errorf("dry run %v: the reconciliation changed the job's %s:\n%s", dry, f, b)
+			}
+		}
+	}
+}
+
+// The ledger is validated as weir run validates its input: an event the
+// job quarantined as future_event_time (stamped 2100) is set aside by the
+// recount for the same reason, counted, and makes no window.
+func TestLedgerValidatedAsTheJob(t *testing.T) {
+	c := cases(t)[0]
+	dir, j := setup(t, c)
+	runJob(t, j)
+	ledger := filepath.Join(dir, "extra.jsonl")
+	os.WriteFile(ledger, []byte(`{"id":"F","shop":"s1","amount":9,"ts":"2100-01-01T00:00:00Z","at":"2026-09-07T12:03:00Z"}
+{"id":"G","shop":"s1","amount":9,"ts":"0001-01-01T00:00:00Z","at":"2026-09-07T12:03:00Z"}
+`), 0o644)
+	o := options(dir)
+	o.Ledger = append(o.Ledger, ledger)
+	p, err := reconcile.Prepare(context.Background(), j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	rep := p.Report()
+	if rep.Unreadable["future_event_time"] != 1 || rep.Unreadable["implausible_event_time"] != 1 || rep.LedgerUnreadable != 2 {
+		t.Errorf("set aside %d: %v", rep.LedgerUnreadable, rep.Unreadable)
+	}
+	for _, w := range rep.Windows {
+		if strings.HasPrefix(w.Start.String(), "2100") || strings.HasPrefix(w.Start.String(), "0001") {
+			t.Errorf("a window of an event the job set aside: %+v", w)
+		}
+	}
+}

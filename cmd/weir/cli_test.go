@@ -220,6 +220,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 	}{
 		"run":        {[]string{"job.yaml", "--print-config"}, 0, "name: t\n"},
 		"lint":       {[]string{"job.yaml", "--sample", "2"}, 0, "sample: the first 2 lines of input.jsonl"},
+		"plan":       {[]string{"job.yaml", "--set", "name=p"}, 0, "plan of p: 5 nodes"},
 		"savepoint":  {[]string{"job.yaml", "--timeout", "1s"}, 2, "has no checkpoint.dir"},
 		"status":     {[]string{"job.yaml", "--http", "127.0.0.1:1"}, 1, "no job answers on 127.0.0.1:1"},
 		"simulator":  {[]string{"--http", "nonsense"}, 1, "nonsense"},

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/job"
@@ -89,6 +92,13 @@ Flags:
 		fmt.Fprintln(stderr, "weir: --ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
 		return 2
 	}
+	if *acceptance != "" && j.Acceptance != "" {
+		// The reconciliation's record goes beside the job's, never over it.
+		if a, err := filepath.Abs(*acceptance); err == nil && a == j.Acceptance {
+			fmt.Fprintf(stderr, "weir: --acceptance: %s is the job's own acceptance record; write the reconciliation's beside it (another file)\n", *acceptance)
+			return 2
+		}
+	}
 	if err := reconcile.Check(j, o); err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return 2 // nothing to reconcile as asked: a usage mistake
@@ -146,7 +156,15 @@ func reconcileText(r *reconcile.Report, ranges, all bool) string {
 	if r.LedgerEvents > 0 {
 		fmt.Fprintf(&b, " from %s to %s", r.LedgerFirst, r.LedgerLast)
 	}
-	fmt.Fprintf(&b, ", %d duplicates dropped, %d lines not events\n", r.LedgerDuplicates, r.LedgerUnreadable)
+	fmt.Fprintf(&b, ", %d duplicates dropped, %d lines not events", r.LedgerDuplicates, r.LedgerUnreadable)
+	if len(r.Unreadable) > 0 {
+		var why []string
+		for _, k := range slices.Sorted(maps.Keys(r.Unreadable)) {
+			why = append(why, fmt.Sprintf("%s %d", k, r.Unreadable[k]))
+		}
+		fmt.Fprintf(&b, " (%s)", strings.Join(why, ", "))
+	}
+	b.WriteByte('\n')
 	verb := "corrected"
 	if !r.Applied {
 		verb = "to correct (dry run)"
