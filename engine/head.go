@@ -52,6 +52,10 @@ type Decoded[K comparable, T any] struct {
 	Value     T
 	// Watermark is the watermark of a WatermarkOnly record.
 	Watermark mtime.Time
+	// Filtered says an Event is not to be windowed (a job's where): it is
+	// de-duplicated, then counted as filtered, and never moves the
+	// watermark.
+	Filtered bool
 }
 
 // Decoder turns records into events: it parses and validates them. It runs
@@ -237,12 +241,14 @@ type Accounting struct {
 	// forgotten, so they go to the late events instead of being counted.
 	BeyondDedupHorizon int64 `json:"beyond_dedup_horizon"`
 	Quarantined        int64 `json:"quarantined"`
+	// Filtered counts the events a job's where kept out of its windows.
+	Filtered int64 `json:"filtered,omitempty"`
 }
 
 // InFlight is what was read but is not accounted for: the events read and
 // not yet taken by the windows.
 func (a Accounting) InFlight() int64 {
-	return a.Read - (a.Accepted + a.Duplicates + a.TooLate + a.BeyondDedupHorizon + a.Quarantined)
+	return a.Read - (a.Accepted + a.Duplicates + a.TooLate + a.BeyondDedupHorizon + a.Quarantined + a.Filtered)
 }
 
 // Balanced says whether every record read is accounted for.
@@ -537,6 +543,8 @@ func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 		}
 		h.observe(part, d.Time, w.Watermark())
 		switch {
+		case h.cfg.Dedup == nil && d.Filtered:
+			h.c.Filtered++
 		case h.cfg.Dedup == nil:
 			w.Event(part, d.Key, d.Time, d.Value)
 		case d.Time.Add(h.cfg.Dedup.Horizon()) <= w.Watermark() || d.Time <= h.forgotten:
@@ -546,6 +554,8 @@ func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 		case h.cfg.Dedup.Seen(d.ID, d.Time, w.Watermark()):
 			h.c.Duplicates++
 			w.Observe(part, d.Time)
+		case d.Filtered:
+			h.c.Filtered++
 		default:
 			w.Event(part, d.Key, d.Time, d.Value)
 		}
@@ -629,8 +639,9 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 // forgotten before (a restore into another horizon), and the decoder's
 // state with its length (a savepoint is inspected without the decoder), 6
 // the processing time (a line set aside right after a restore, before any
-// line has an arrival, is dated as in an uninterrupted run).
-const headVersion = 6
+// line has an arrival, is dated as in an uninterrupted run), 7 the events
+// filtered.
+const headVersion = 7
 
 // appendState appends the head's state; the de-duplication ids, unless
 // idsInFiles (they are in a Pebble checkpoint beside it).
@@ -647,6 +658,7 @@ func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 		b = enc.AppendVarint(b, c.QuarantineReasons[k])
 	}
 	b = enc.AppendBool(b, h.announ)
+	b = enc.AppendVarint(b, c.Filtered)
 	if sd, ok := h.cfg.Decoder.(StatefulDecoder); ok {
 		b = enc.AppendBool(b, true)
 		b = enc.AppendBytes(b, sd.AppendState(nil))
@@ -722,6 +734,9 @@ func readHead(d *enc.Decoder, decoderState func(*enc.Decoder) error) (headFile, 
 		c.QuarantineReasons[k] = d.Varint()
 	}
 	f.announce = d.Bool()
+	if v >= 7 {
+		c.Filtered = d.Varint()
+	}
 	if d.Bool() {
 		st := d
 		if v >= 5 {

@@ -31,6 +31,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weirstream/weir/expression"
 	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
@@ -68,8 +69,14 @@ type Job struct {
 	Watermark watermark.Strategy
 	WMField   Path // watermark.from_field
 
-	Window      window.Strategy
-	Aggregates  []Aggregate
+	Window     window.Strategy
+	Aggregates []Aggregate
+	// Where keeps the events for which it holds (where:); the others are
+	// counted as filtered. Fields are the events' derived fields
+	// (fields:), computed before their time, key, id and aggregates are
+	// read, in order.
+	Where       *expression.Program
+	Fields      []DerivedField
 	Having      string
 	Parallelism int
 
@@ -349,6 +356,9 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.source(root, j); err != nil {
 		return nil, err
 	}
+	if err := p.fields(root, j); err != nil {
+		return nil, err
+	}
 	if err := p.time(root, j); err != nil {
 		return nil, err
 	}
@@ -388,6 +398,9 @@ func (p *parser) job(root *node) (*Job, error) {
 		return nil, err
 	}
 	if err := p.aggregates(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.where(root, j); err != nil {
 		return nil, err
 	}
 	if err := p.having(root, j); err != nil {
@@ -1101,6 +1114,61 @@ func (p *parser) aggregates(root *node, j *Job) error {
 		}
 		j.Aggregates = append(j.Aggregates, agg)
 	}
+	return nil
+}
+
+// DerivedField is a field an event gains: its name, and the expression of
+// its value over the event's other fields (and those derived before it).
+type DerivedField struct {
+	Name string
+	Expr *expression.Program
+}
+
+// fieldNameRE is the name of a derived field.
+var fieldNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// fields reads fields: {name: expression, ...}, in order.
+func (p *parser) fields(root *node, j *Job) error {
+	v := root.get("fields")
+	if v == nil {
+		return nil
+	}
+	m, err := asMapping(p.file, "fields", v)
+	if err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(m.n.Content); i += 2 {
+		k, e := m.n.Content[i], m.n.Content[i+1]
+		if !fieldNameRE.MatchString(k.Value) {
+			return m.errf(k, "fields."+k.Value, "expected a name of letters, digits and _, got %q", k.Value)
+		}
+		if e.Kind != yaml.ScalarNode || e.Value == "" {
+			return m.errf(e, "fields."+k.Value, "expected an expression over the event's fields, such as amount * 0.92")
+		}
+		prog, err := expression.Compile(e.Value)
+		if err != nil {
+			return m.errf(e, "fields."+k.Value, "expression %q does not compile: %v", e.Value, err)
+		}
+		j.Fields = append(j.Fields, DerivedField{Name: k.Value, Expr: prog})
+	}
+	return nil
+}
+
+// where reads where: an expression over the event's fields that keeps the
+// events for which it holds.
+func (p *parser) where(root *node, j *Job) error {
+	w, n, err := root.str("where")
+	if err != nil || n == nil {
+		return err
+	}
+	if w == "" {
+		return root.errf(n, "where", "expected an expression over the event's fields, such as event == \"click\"")
+	}
+	prog, err := expression.Compile(w)
+	if err != nil {
+		return root.errf(n, "where", "expression %q does not compile: %v", w, err)
+	}
+	j.Where = prog
 	return nil
 }
 

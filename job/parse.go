@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/expression"
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/linedec"
@@ -34,6 +35,9 @@ const (
 	ReasonBadValue     = "bad_value"
 	ReasonBadWatermark = linedec.BadWatermark
 	ReasonLineTooLong  = "line_too_long"
+	// ReasonExpression: a derived field's expression or the where failed
+	// on the line (a field it needs is missing, a type it cannot take).
+	ReasonExpression = "expression_failed"
 )
 
 // maxSummed bounds the numbers a sum or an average adds up: no sum of
@@ -61,6 +65,8 @@ type parsed struct {
 	id   []byte // canonical id, type-prefixed (valid until the next parse)
 	part int
 	rec  record
+	// filtered: the where does not hold for it.
+	filtered bool
 }
 
 // lineParser reads the fields a job uses from a JSON line. It decodes with
@@ -92,6 +98,13 @@ type lineParser struct {
 
 	route  *group.Route // in a task of a group job
 	forked bool         // a fork (Fork): Decode does not Settle
+
+	// The job's derived fields and where, this parser's own (a program
+	// keeps what it makes while it evaluates), and the arena of the
+	// fields' values, reset for each line.
+	derive []*expression.Program
+	where  *expression.Program
+	arena  fastjson.Arena
 }
 
 func newLineParser(j *Job) *lineParser {
@@ -99,6 +112,7 @@ func newLineParser(j *Job) *lineParser {
 	if len(j.Key) == 1 {
 		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
 	}
+	lp.expressions()
 	lp.agg = &aggs{list: j.Aggregates}
 	for _, a := range j.Aggregates {
 		if a.Kind == AggCount {
@@ -169,8 +183,23 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 	if lp.j.PartitionField != nil {
 		return nil
 	}
-	return &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
+	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
 		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true}
+	f.expressions()
+	return f
+}
+
+// expressions gives the parser programs of its own of the job's derived
+// fields and where.
+func (lp *lineParser) expressions() {
+	j := lp.j
+	lp.derive = nil
+	for _, f := range j.Fields {
+		lp.derive = append(lp.derive, f.Expr.Clone())
+	}
+	if j.Where != nil {
+		lp.where = j.Where.Clone()
+	}
 }
 
 // decodeOn sets the size of the key tables of lp and of its forks for
@@ -229,7 +258,7 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 	case p.wmOnly:
 		d.Kind, d.Watermark = engine.WatermarkOnly, p.wm
 	default:
-		d.Kind, d.Time, d.Key, d.ID = engine.Event, p.ts, p.key, p.id
+		d.Kind, d.Time, d.Key, d.ID, d.Filtered = engine.Event, p.ts, p.key, p.id, p.filtered
 		if lp.j.PartitionField != nil {
 			d.Partition = p.part
 		}
@@ -296,6 +325,19 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		out.reason = ReasonNotJSON
 		return out
 	}
+	if len(lp.derive) > 0 {
+		// The derived fields join the line, each as a field of its own,
+		// before anything else of it is read.
+		lp.arena.Reset()
+		for i, prog := range lp.derive {
+			val, err := prog.Eval(v)
+			if err != nil {
+				out.reason, out.detail = ReasonExpression, fmt.Sprintf("fields.%s (%s): %v", j.Fields[i].Name, prog, err)
+				return out
+			}
+			expression.Set(v, j.Fields[i].Name, val, &lp.arena)
+		}
+	}
 	var t linedec.Times
 	lp.times.Read(&t, v, now, lp.recTS)
 	out.arrival, out.hasArrival = t.Arrival, t.HasArrival
@@ -351,6 +393,23 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	if j.PartitionField != nil {
 		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part, &lp.numBuf) {
 			out.reason = ReasonNoPartition
+			return out
+		}
+	}
+	if lp.where != nil {
+		// After the line's validation (its times, key, id and partition)
+		// and before its values are read: an event the where leaves out
+		// is only de-duplicated and counted.
+		keep, err := lp.where.Holds(v)
+		if err != nil {
+			out.reason, out.detail = ReasonExpression, fmt.Sprintf("where (%s): %v", lp.where, err)
+			return out
+		}
+		if !keep {
+			if part != nil {
+				out.part = lp.partition(part)
+			}
+			out.filtered, out.rec = true, record{raw: text}
 			return out
 		}
 	}

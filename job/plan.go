@@ -54,12 +54,12 @@ func (rn *Runnable) plan() *plan.Graph {
 			{Field: "key", Value: orNone(j.Key.String())},
 			{Field: "time.field", Value: describeTime(j)},
 		},
-		Settings: []plan.Setting{
+		Settings: append(expressionSettings(j), []plan.Setting{
 			{Field: "having", Value: orNone(j.Having)},
 			translate.ParallelismSetting(j.Parallelism),
 			{Field: fieldBackend, Value: j.State.Backend},
 			{Field: "version", Value: strconv.FormatInt(j.Version, 10)},
-		},
+		}...),
 		// A group's task follows the group's watermark while its
 		// partition is idle (when the group shares them).
 		Follows: true,
@@ -104,6 +104,20 @@ func (rn *Runnable) plan() *plan.Graph {
 		g.Nodes[len(g.Nodes)-1].Inputs = refusing
 	}
 	return g
+}
+
+// expressionSettings are the job's where and derived fields, as a restore
+// reports their changes (none when it has neither: a job before them
+// describes the same).
+func expressionSettings(j *Job) []plan.Setting {
+	var out []plan.Setting
+	for _, f := range j.Fields {
+		out = append(out, plan.Setting{Field: "fields." + f.Name, Value: f.Expr.String()})
+	}
+	if j.Where != nil {
+		out = append(out, plan.Setting{Field: "where", Value: j.Where.String()})
+	}
+	return out
 }
 
 // connector is the kind of the output's connector, as a plan names it.

@@ -225,8 +225,12 @@ func (s *Summary) Text() string {
 	if s.InFlight != 0 {
 		inFlight = fmt.Sprintf(", %d in flight when it stopped (read again from the last checkpoint)", s.InFlight)
 	}
-	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates, %d too late%s, %d quarantined%s%s\n",
-		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, s.TooLate, beyond, s.Quarantined, q, inFlight)
+	filtered := ""
+	if s.Filtered > 0 {
+		filtered = fmt.Sprintf(", %d filtered out by where", s.Filtered)
+	}
+	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
+		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
 	written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
 	if s.Failed {
 		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
