@@ -61,10 +61,14 @@ type Job struct {
 	RecordTime     bool // time.record_timestamp: the event time is the Kafka record's timestamp
 	ArrivalField   Path // empty: the wall clock
 	PartitionField Path // empty: one partition
-	Key            Path // empty: one global key
-	ID             Path // empty: no de-duplication
-	DedupHorizon   mtime.Time
-	MaxFuture      mtime.Time // 0: no check (max_future: none)
+	Key            Path // empty: one global key (or a composite one, KeyParts)
+	// KeyParts are the fields of a composite key (key: [user, page]), two
+	// or more; then Key is empty. A key is their values as a JSON array,
+	// each keeping its type ("1" and 1 stay two keys).
+	KeyParts     []Path
+	ID           Path // empty: no de-duplication
+	DedupHorizon mtime.Time
+	MaxFuture    mtime.Time // 0: no check (max_future: none)
 
 	Watermark watermark.Strategy
 	WMField   Path // watermark.from_field
@@ -340,7 +344,7 @@ func (p *parser) resolve(path string) string {
 // job file, so the first error reported is the first a reader would meet.
 func (p *parser) job(root *node) (*Job, error) {
 	j := &Job{File: p.file, Parallelism: 1, DedupHorizon: mtime.Millis(3600e9), lines: map[string]int{}}
-	for _, f := range []string{"output", "late_output", "quarantine", "dead_letter", "summary", "checkpoint", "state", "aggregates"} {
+	for _, f := range []string{"output", "late_output", "quarantine", "dead_letter", "summary", "checkpoint", "state", "aggregates", "key"} {
 		if v := root.get(f); v != nil {
 			j.lines[f] = v.Line
 		}
@@ -362,10 +366,13 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.time(root, j); err != nil {
 		return nil, err
 	}
+	if err := p.key(root, j); err != nil {
+		return nil, err
+	}
 	for _, f := range []struct {
 		name string
 		dst  *Path
-	}{{"key", &j.Key}, {"id", &j.ID}} {
+	}{{"id", &j.ID}} {
 		s, n, err := root.str(f.name)
 		if err != nil {
 			return nil, err
@@ -398,6 +405,9 @@ func (p *parser) job(root *node) (*Job, error) {
 		return nil, err
 	}
 	if err := p.aggregates(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.checkKeyParts(j); err != nil {
 		return nil, err
 	}
 	if err := p.where(root, j); err != nil {
@@ -475,6 +485,86 @@ func (p *parser) job(root *node) (*Job, error) {
 		j.DeadLetterMax = v
 	}
 	return j, nil
+}
+
+// key reads key: a field, or a list of fields (a composite key).
+func (p *parser) key(root *node, j *Job) error {
+	v := root.get("key")
+	if v == nil || v.Kind != yaml.SequenceNode {
+		s, n, err := root.str("key")
+		if err != nil {
+			return root.errf(n, "key", "expected a field name, or a list of them: key: [user, page]")
+		}
+		if n != nil && s == "" {
+			return root.errf(n, "key", "expected a field name")
+		}
+		j.Key = ParsePath(s)
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, c := range v.Content {
+		if c.Kind != yaml.ScalarNode || c.Value == "" {
+			return root.errf(c, "key", "expected a list of field names: key: [user, page]")
+		}
+		if seen[c.Value] {
+			return root.errf(c, "key", "%s is in the key twice", c.Value)
+		}
+		seen[c.Value] = true
+		j.KeyParts = append(j.KeyParts, ParsePath(c.Value))
+	}
+	switch len(j.KeyParts) {
+	case 0:
+		return root.errf(v, "key", "an empty list: name the key's fields, or leave key out for one global key")
+	case 1:
+		j.Key, j.KeyParts = j.KeyParts[0], nil
+	}
+	return nil
+}
+
+// checkKeyParts checks that a composite key's fields, each written to a
+// result as a field of its own, take no name a result already has.
+func (p *parser) checkKeyParts(j *Job) error {
+	for _, k := range j.KeyParts {
+		name := k.String()
+		if reserved[name] {
+			return &Error{File: p.file, Line: j.lines["key"], Field: "key",
+				Msg: fmt.Sprintf("%q is a field of every result, and a composite key's fields are written beside it: rename the input field with fields:", name)}
+		}
+		for _, a := range j.Aggregates {
+			if a.Name == name {
+				return &Error{File: p.file, Line: j.lines["aggregates"], Field: "aggregates." + a.Name,
+					Msg: "is also a field of the composite key, which every result holds: rename the aggregate"}
+			}
+		}
+	}
+	return nil
+}
+
+// Keyed reports whether the job has a key (one field, or composite).
+func (j *Job) Keyed() bool { return j.Key != nil || j.KeyParts != nil }
+
+// KeyName names the job's key as a restore, a plan and a message say it:
+// "card", or "[user, page]"; "" without one.
+func (j *Job) KeyName() string {
+	if j.KeyParts == nil {
+		return j.Key.String()
+	}
+	var names []string
+	for _, k := range j.KeyParts {
+		names = append(names, k.String())
+	}
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// keyFields are the fields the key is read from: one, or a composite key's.
+func (j *Job) keyFields() []Path {
+	if j.KeyParts != nil {
+		return j.KeyParts
+	}
+	if j.Key != nil {
+		return []Path{j.Key}
+	}
+	return nil
 }
 
 // DefaultMaxKeyBytes is the longest key when the job file does not say:
@@ -562,8 +652,11 @@ func (p *parser) checkGroup(j *Job) error {
 				Msg: "a job in a consumer group writes to Kafka topics only: a task moves to another machine with its partition, and its output with it"}
 		}
 	}
-	if j.Kafka.Repartition && j.Key == nil {
+	if j.Kafka.Repartition && !j.Keyed() {
 		return &Error{File: p.file, Field: "source.kafka.repartition", Msg: "copies the input keyed by the job's key: give key"}
+	}
+	if j.KeyParts != nil {
+		return &Error{File: p.file, Line: j.lines["key"], Field: "key", Msg: "a job in a consumer group has a key of one field (the input topic's partitions are keyed by it)"}
 	}
 	if j.Summary != "" || j.Acceptance != "" {
 		return &Error{File: p.file, Field: "summary",

@@ -260,3 +260,20 @@ func readsAsOther(s string) bool {
 	}
 	return linedec.ValidNumber([]byte(s))
 }
+
+// TableKeyTexts is a key (as an output's "key" holds it) as a table holds
+// it: the text of its column, or of each of a composite key's columns;
+// none for a job without a key.
+func (j *Job) TableKeyTexts(jsonKey string) []string {
+	switch {
+	case j.KeyParts != nil:
+		parts := splitKey(jsonKey)
+		for i, v := range parts {
+			parts[i] = TableKeyText(v)
+		}
+		return parts
+	case j.Key != nil:
+		return []string{TableKeyText(jsonKey)}
+	}
+	return nil
+}

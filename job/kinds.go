@@ -247,7 +247,12 @@ func (f *format) paneItem(b []byte, p pane) plan.Item {
 	if p.Window.IsGlobal() {
 		pf.End = mtime.MaxTime
 	}
-	if f.j.Key != nil {
+	switch {
+	case f.j.KeyParts != nil:
+		for _, v := range splitKey(p.Key) {
+			pf.Keys = append(pf.Keys, TableKeyText(v))
+		}
+	case f.j.Key != nil:
 		pf.Keys = []any{TableKeyText(p.Key)}
 	}
 	for k, a := range f.j.Aggregates {

@@ -79,7 +79,9 @@ func newSample(j *Job) *Sample {
 	}
 	add("time.arrival_field", j.ArrivalField)
 	add("time.partition_field", j.PartitionField)
-	add("key", j.Key)
+	for _, k := range j.keyFields() {
+		add("key", k)
+	}
 	add("id", j.ID)
 	add("watermark.from_field", j.WMField)
 	for _, a := range j.Aggregates {

@@ -41,8 +41,9 @@ type TableOutput struct {
 	Path, DSN string
 	// Table is the table's name; KeyColumn the name of the key's column
 	// (the key field's name, dots made underscores, when the file does not
-	// say).
+	// say); KeyColumns those of a composite key's fields.
 	Table, KeyColumn string
+	KeyColumns       []string
 }
 
 // Kind names the output's kind in messages.

@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 
@@ -350,7 +351,14 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		return out
 	}
 	out.ts = t.Time
-	if j.Key != nil {
+	if j.KeyParts != nil {
+		key, reason, detail := lp.compositeKey(v)
+		if reason != "" {
+			out.reason, out.detail = reason, detail
+			return out
+		}
+		out.key = key
+	} else if j.Key != nil {
 		k := get(v, j.Key)
 		if k == nil || !linedec.Scalar(k, &lp.numBuf) {
 			out.reason = ReasonNoKey
@@ -478,6 +486,38 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	}
 	out.rec = record{raw: text, vals: vals}
 	return out
+}
+
+// compositeKey is the key of a job with a composite key: its fields'
+// canonical values as a JSON array, interned; or why the line has none.
+func (lp *lineParser) compositeKey(v *fastjson.Value) (key, reason, detail string) {
+	j := lp.j
+	b := append(lp.keyBuf[:0], '[')
+	for i, f := range j.KeyParts {
+		k := get(v, f)
+		if k == nil || !linedec.Scalar(k, &lp.numBuf) {
+			switch {
+			case k == nil:
+				return "", ReasonNoKey, f.String() + " is missing"
+			case k.Type() == fastjson.TypeNumber:
+				return "", ReasonBadKey, f.String() + " is not a JSON number"
+			}
+			return "", ReasonNoKey, f.String() + " is not a string, number or boolean"
+		}
+		if k.Type() == fastjson.TypeString && !utf8.Valid(k.GetStringBytes()) {
+			return "", ReasonBadKey, f.String() + " is not valid UTF-8"
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = linedec.AppendCanonical(b, k)
+	}
+	b = append(b, ']')
+	lp.keyBuf = b
+	if n := len(b); int64(n) > j.maxKeyBytes() {
+		return "", ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.KeyName(), n, j.maxKeyBytes())
+	}
+	return lp.keys.canonical(b), "", ""
 }
 
 // partition numbers a partition value, in order of first appearance.

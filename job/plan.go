@@ -51,7 +51,7 @@ func (rn *Runnable) plan() *plan.Graph {
 	win := plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}
 	agg := &plan.Aggregation{Strategy: j.Window, Watermark: j.Watermark, Format: codecFormat, Parallelism: j.Parallelism,
 		Layout: []plan.Setting{
-			{Field: "key", Value: orNone(j.Key.String())},
+			{Field: "key", Value: orNone(j.KeyName())},
 			{Field: "time.field", Value: describeTime(j)},
 		},
 		Settings: append(expressionSettings(j), []plan.Setting{

@@ -20,7 +20,7 @@ func (j *Job) Recount(ledger, out string, having bool) *Job {
 	r := &Job{
 		Name: j.Name, File: j.File, Input: ledger, inputName: ledger,
 		TimeField: j.TimeField, ArrivalField: j.TimeField,
-		Key: j.Key, DedupHorizon: j.DedupHorizon,
+		Key: j.Key, KeyParts: j.KeyParts, DedupHorizon: j.DedupHorizon,
 		Window: window.NewStrategy(j.Window.Assigner), Aggregates: j.Aggregates,
 		Parallelism: 1, Version: j.Version,
 		MaxKeyBytes: j.MaxKeyBytes, DeadLetterMax: j.DeadLetterMax,

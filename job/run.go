@@ -995,6 +995,11 @@ func fingerprint(j *Job) string {
 	fmt.Fprintf(&b, "time=%s key=%s id=%s horizon=%d window=%T%+v lateness=%d trigger=%+v mode=%s wm=%+v/%s",
 		j.TimeField, j.Key, j.ID, j.DedupHorizon, j.Window.Assigner, j.Window.Assigner, j.Window.AllowedLateness,
 		j.Window.Trigger, j.Window.Mode, j.Watermark, j.WMField)
+	if j.KeyParts != nil {
+		// Only a composite key adds to the text, so that the fingerprints
+		// of jobs written before it are unchanged.
+		fmt.Fprintf(&b, " keyparts=%s", j.KeyName())
+	}
 	for _, a := range j.Aggregates {
 		fmt.Fprintf(&b, " %s=%d(%s)", a.Name, a.Kind, a.Field)
 	}

@@ -77,10 +77,44 @@ func keyValue(k string) string {
 
 func (f *format) appendKey(b []byte, key string) []byte {
 	b = append(b, `"key":`...)
-	if f.j.Key == nil {
+	if !f.j.Keyed() {
 		return append(b, "null"...)
 	}
-	return append(b, key...)
+	b = append(b, key...)
+	if f.j.KeyParts != nil {
+		// A composite key's fields, each its own field too.
+		for i, v := range splitKey(key) {
+			b = append(b, ',')
+			b = text.AppendJSONString(b, []byte(f.j.KeyParts[i].String()))
+			b = append(b, ':')
+			b = append(b, v...)
+		}
+	}
+	return b
+}
+
+// splitKey is a composite key's values, each as canonical JSON: the
+// elements of its array (which hold no array or object, so that a comma
+// outside a string ends one).
+func splitKey(key string) []string {
+	var out []string
+	if len(key) < 2 {
+		return nil
+	}
+	body := key[1 : len(key)-1]
+	start, inString := 0, false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case c == ',' && !inString:
+			out = append(out, body[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, body[start:])
 }
 
 func (f *format) appendWindow(b []byte, w window.Window) []byte {
@@ -145,7 +179,7 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 // the pane's JSON.
 func (f *format) paneRecord(p pane) (key, value []byte) {
 	key = append(key, '[')
-	if f.j.Key == nil {
+	if !f.j.Keyed() {
 		key = append(key, "null"...)
 	} else {
 		key = append(key, p.Key...)
@@ -214,7 +248,7 @@ func rejectedID(r engine.RejectedRecord) uint64 {
 
 // lateRecord is a too-late event as a Kafka record, keyed by its key.
 func (f *format) lateRecord(l lateEvent) (key, value []byte) {
-	if f.j.Key != nil {
+	if f.j.Keyed() {
 		key = []byte(l.Key)
 	}
 	v := f.appendLate(nil, l)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/connector"
@@ -122,6 +123,31 @@ func (p *parser) checkTables(j *Job) error {
 			continue
 		}
 		field := o.Field + "." + t.Driver
+		if j.KeyParts != nil {
+			if t.KeyColumn != "" {
+				return &Error{File: p.file, Line: o.Line, Field: field + ".key_column",
+					Msg: "a composite key's columns are named by its fields: leave key_column out"}
+			}
+			t.KeyColumns = nil
+			for _, k := range j.KeyParts {
+				c := strings.ReplaceAll(k.String(), ".", "_")
+				if !identRE.MatchString(c) || reserved[c] {
+					return &Error{File: p.file, Line: j.lines["key"], Field: "key",
+						Msg: fmt.Sprintf("%s is written to table %s as the column %q, which is not a column it can have (lower-case letters, digits and _, not one weir adds)", k, t.Table, c)}
+				}
+				if slices.Contains(t.KeyColumns, c) {
+					return &Error{File: p.file, Line: j.lines["key"], Field: "key",
+						Msg: fmt.Sprintf("two of the key's fields are written to table %s as the column %q: rename one with fields:", t.Table, c)}
+				}
+				for _, a := range j.Aggregates {
+					if a.Name == c {
+						return &Error{File: p.file, Line: j.lines["aggregates"], Field: "aggregates." + a.Name,
+							Msg: fmt.Sprintf("is also a column of the key in table %s: rename it", t.Table)}
+					}
+				}
+				t.KeyColumns = append(t.KeyColumns, c)
+			}
+		}
 		if t.KeyColumn == "" && j.Key != nil {
 			t.KeyColumn = strings.ReplaceAll(j.Key.String(), ".", "_")
 			if !identRE.MatchString(t.KeyColumn) {
@@ -129,7 +155,7 @@ func (p *parser) checkTables(j *Job) error {
 					Msg: fmt.Sprintf("the key %q is not a column name (lower-case letters, digits and _): name its column, e.g. key_column: %s", j.Key, "card")}
 			}
 		}
-		if t.KeyColumn != "" && j.Key == nil {
+		if t.KeyColumn != "" && !j.Keyed() {
 			return &Error{File: p.file, Line: o.Line, Field: field + ".key_column", Msg: "the job has no key"}
 		}
 		for _, a := range j.Aggregates {
@@ -184,6 +210,9 @@ func (t *TableOutput) schema(j *Job) table.Schema {
 	s := table.Schema{Table: t.Table, Job: jobName(j)}
 	if j.Key != nil {
 		s.Keys = []table.Column{{Name: t.KeyColumn, Type: table.Text}}
+	}
+	for _, c := range t.KeyColumns {
+		s.Keys = append(s.Keys, table.Column{Name: c, Type: table.Text})
 	}
 	for _, a := range j.Aggregates {
 		c := table.Column{Name: a.Name, Type: table.Numeric}
@@ -266,10 +295,7 @@ func (s *tableSink) Open(ctx context.Context, restored connector.Resume) error {
 
 // Write implements connector.Sink.
 func (s *tableSink) Write(ctx context.Context, items []pane) error {
-	nk := 0
-	if s.j.Key != nil {
-		nk = 1
-	}
+	nk := len(s.j.keyFields())
 	per := nk + len(s.j.Aggregates)
 	s.rows = s.rows[:0]
 	if need := per * len(items); cap(s.anys) < need {
@@ -279,7 +305,12 @@ func (s *tableSink) Write(ctx context.Context, items []pane) error {
 	for i := range items {
 		p := &items[i]
 		vals := anys[i*per : (i+1)*per : (i+1)*per]
-		if nk == 1 {
+		switch {
+		case s.j.KeyParts != nil:
+			for k, v := range splitKey(p.Key) {
+				vals[k] = TableKeyText(v)
+			}
+		case nk == 1:
 			vals[0] = TableKeyText(p.Key)
 		}
 		for k, v := range p.Value {

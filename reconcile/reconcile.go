@@ -292,6 +292,32 @@ type wkey struct {
 	start, end mtime.Time
 }
 
+// keyText is a key as a report says it and windows are matched by: the
+// text of its column, or of a composite key's columns a JSON array of them.
+func keyText(cols []string) string {
+	switch len(cols) {
+	case 0:
+		return ""
+	case 1:
+		return cols[0]
+	}
+	b, _ := json.Marshal(cols)
+	return string(b)
+}
+
+// keyParts are the column texts of a keyText.
+func keyParts(k string, j *job.Job) []string {
+	switch {
+	case !j.Keyed():
+		return nil
+	case j.KeyParts == nil:
+		return []string{k}
+	}
+	var cols []string
+	json.Unmarshal([]byte(k), &cols)
+	return cols
+}
+
 // result is a window's final values, recomputed: each aggregate's JSON
 // text ("null" for none).
 type result struct {
@@ -305,9 +331,7 @@ func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []tab
 	for i := range rows {
 		r := &rows[i]
 		k := wkey{start: r.WindowStart, end: r.WindowEnd}
-		if len(r.Key) > 0 {
-			k.key = r.Key[0]
-		}
+		k.key = keyText(r.Key)
 		stored[k] = r
 		ids = append(ids, k)
 	}
@@ -365,8 +389,8 @@ func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []tab
 			if st != nil {
 				c.Timing = st.Timing
 			}
-			if j.Key != nil {
-				c.Key = []any{k.key}
+			for _, v := range keyParts(k.key, j) {
+				c.Key = append(c.Key, v)
 			}
 			for i, a := range j.Aggregates {
 				c.Values = append(c.Values, sqlValue(a, res.vals[i]))
@@ -696,10 +720,8 @@ func readPanes(j *job.Job, path string) (map[wkey]result, error) {
 				*f.dst = t
 			}
 		}
-		if j.Key != nil {
-			// As the table holds it.
-			k.key = job.TableKeyText(string(p["key"]))
-		}
+		// As the table holds it.
+		k.key = keyText(j.TableKeyTexts(string(p["key"])))
 		r := result{}
 		for _, a := range j.Aggregates {
 			v := string(p[a.Name])

@@ -434,3 +434,45 @@ func TestLedgerValidatedAsTheJob(t *testing.T) {
 		}
 	}
 }
+
+// A job of a composite key reconciles as one of a single key: the table's
+// key columns together name a window's row, and the correction writes
+// each.
+func TestCompositeKeyReconciled(t *testing.T) {
+	for _, c := range cases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(strings.ReplaceAll(timelineInput, `"shop":`, `"region":"eu","shop":`)), 0o644)
+			text := strings.Replace(timelineJob, "key: shop", "key: [shop, region]", 1) + "output: [results.jsonl, " + c.output(dir) + "]\n"
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
+			j, err := job.Load(filepath.Join(dir, "job.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runJob(t, j)
+			rep, err := reconcile.Run(context.Background(), j, options(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Corrected != 1 || rep.AlreadyRight != 2 {
+				t.Fatalf("report %+v", rep)
+			}
+			if w := rep.Windows[0]; w.Key != `["s1","eu"]` || w.Revision != 4 {
+				t.Errorf("window %+v", w)
+			}
+			rs, err := c.query(t, dir).Query(`SELECT shop, region, revision, orders FROM orders ORDER BY shop, window_start`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rs.Close()
+			var got []string
+			for rs.Next() {
+				var shop, region string
+				var rev, orders int64
+				rs.Scan(&shop, &region, &rev, &orders)
+				got = append(got, fmt.Sprintf("%s %s r%d orders=%d", shop, region, rev, orders))
+			}
+			same(t, "after the reconciliation", got, []string{"s1 eu r4 orders=4", "s2 eu r2 orders=1", "s2 eu r1 orders=1"})
+		})
+	}
+}
