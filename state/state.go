@@ -20,8 +20,10 @@
 //	DIR/snapshots/     Pebble checkpoints on their way to the checkpoint store
 //	DIR/ingest/        a table file on its way into the database (Load)
 //
-// Of a budget B, Pebble's block cache takes B/2 and its memtables at most
-// B/8; the decoded state the operators keep at hand takes B/8 (see
+// Of a budget B, Pebble's cache takes B/2: its memtables (two of B/16, at
+// least 1 MiB each) are reserved in it, and the rest holds blocks, the
+// index and filter blocks first (a lookup of a key that is not there reads
+// only those). The decoded state the operators keep at hand takes B/8 (see
 // CacheBudget); the rest is headroom for the Go heap (of which a job file's
 // decoders' key tables take B/8 in all). Blocks are not
 // compressed: state is read back at random, one key at a time, and a
@@ -132,12 +134,15 @@ func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{dir: dir, created: created, budget: budget, failed: make(chan struct{})}
+	// Pebble reserves its memtables in its cache: memtables of 4 MiB,
+	// as they were at least, left a budget of 16 MiB no block in it.
+	memtable := max(budget/16, 1<<20)
 	cache := pebble.NewCache(budget / 2)
 	opts := &pebble.Options{
 		FS:                          fs,
 		EventListener:               &pebble.EventListener{BackgroundError: d.fail},
 		Cache:                       cache,
-		MemTableSize:                uint64(max(budget/16, 4<<20)),
+		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
 		MaxOpenFiles:                maxOpenFiles,
 		DisableWAL:                  true,
