@@ -220,7 +220,7 @@ func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapsho
 	if err := s.flush(); err != nil {
 		return nil, nil, err
 	}
-	snap, err := op.db.Checkpoint(s.prefix(nil, 0), s.prefix(nil, KeyGroups))
+	snap, err := op.db.Checkpoint(state.Span{Lo: s.prefix(nil, 0), Hi: s.prefix(nil, KeyGroups)})
 	if err != nil {
 		return nil, nil, err
 	}
