@@ -419,11 +419,14 @@ func (quietLogger) Fatalf(format string, args ...any) {
 //
 //	's' inst group key                            -> a key's windows (window state)
 //	't' inst 'e'|'p' time seq kind start end key -> nothing (a timer)
+//	'v' inst group key set value                  -> nothing (a value of a key's set)
+//	'v' inst 0xffff                               -> the instance's next set
 //	'd' id                                        -> expiry (de-duplication)
 //	'x' expiry id                                 -> nothing (de-duplication, by expiry)
 const (
 	TagState       = 's'
 	TagTimer       = 't'
+	TagSet         = 'v'
 	TagDedupID     = 'd'
 	TagDedupExpiry = 'x'
 )
