@@ -36,6 +36,12 @@ var goldenCases = []struct{ name, job string }{
 	// processing time (version 6) and the memory de-duplication its buckets
 	// of expiry, within layout 4.
 	{"memory-head6", goldenJob},
+	// A merging window on Pebble, written after count_distinct's large
+	// sets went into the state database beside the keys' windows (the
+	// window state's format 3): a card's session has some hundred
+	// orders at the savepoint.
+	{"pebble-sets", strings.NewReplacer("{tumbling: 10s}", "{session: {gap: 4s}}", "mode: accumulating", "mode: retracting",
+		"users: count_distinct(user)}", "users: count_distinct(user), ids: count_distinct(order_id)}").Replace(goldenJob) + "state: {backend: pebble}\n"},
 }
 
 const goldenJob = `name: golden

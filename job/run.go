@@ -466,7 +466,7 @@ func (rn *Runnable) buildWindow(lp *lineParser) (dd state.Dedup, partial, former
 	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
 		Name: "window", Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
 		NewAgg: func() aggregate.Func[record, acc, []outVal] {
-			return &aggs{list: lp.agg.list, field: lp.agg.field}
+			return newAggs(lp.agg.list, lp.agg.field)
 		},
 		Hash: hashString, Codec: newCodec(j),
 	}
