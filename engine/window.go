@@ -16,6 +16,26 @@ import (
 // checkpoints and the Pebble backend. weir's front doors provide it.
 type Codec[K comparable, A, O any] = exec.Codec[K, A, O]
 
+// SetStore keeps the sets of an aggregate (SetUser) in the state database
+// when a window stage has one: see exec.SetStore.
+type SetStore = exec.SetStore
+
+// SetSource reads the sets a checkpoint holds for a restored key.
+type SetSource = exec.SetSource
+
+// SetUser is an optional interface of an aggregate whose accumulators hold
+// sets that grow with their input: see exec.SetUser.
+type SetUser[A any] = exec.SetUser[A]
+
+// Absorber is an optional interface of an aggregate that merges an
+// accumulator the runtime drops by taking it over: see exec.Absorber.
+type Absorber[A any] = exec.Absorber[A]
+
+// MergedResulter is an optional interface of an aggregate that makes the
+// result of a sliding window's slices without merging them: see
+// exec.MergedResulter.
+type MergedResulter[A, O any] = exec.MergedResulter[A, O]
+
 // WindowConfig configures a window stage.
 type WindowConfig[K comparable, T, A, O any] struct {
 	// Name identifies the stage in checkpoints ("window", "stage-2").

@@ -1,8 +1,13 @@
 package job
 
 import (
+	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
 )
 
 // vkind is the JSON type of a field value read from an event.
@@ -44,10 +49,18 @@ type record struct {
 // keeps two in each window).
 type slot struct {
 	// i is how many (count, count(f), avg), the exact sum scaled by
-	// 10^scale (sum), or the integer extreme (min, max): no aggregate
-	// needs two of these.
-	i     int64
-	f     float64 // inexact part of a sum; float extreme; avg sum
+	// 10^scale (sum), the integer extreme (min, max), or the id of the
+	// set of a count_distinct in the state database (0: none): no
+	// aggregate needs two of these.
+	i int64
+	// f is the inexact part of a sum, the float extreme, the sum of avg,
+	// or the number of values of a count_distinct's set in the state
+	// database (exact: a float64 holds integers up to 2^53).
+	f float64
+	// set is count_distinct's values in memory: the memory backend's,
+	// and on the Pebble backend up to spillAt of them. Past that they are
+	// keys of the state database (see setAggs), and the slot holds their
+	// set's id and their number.
 	set   map[string]struct{}
 	float bool // sum: an inexact number was added; extreme: the value is a float
 	has   bool // extreme: a value was seen
@@ -56,6 +69,20 @@ type slot struct {
 	// (a restore into a changed job): it holds only what came since.
 	partial bool
 }
+
+// distinct is the number of values of a count_distinct.
+func (s *slot) distinct() int64 { return int64(s.f) + int64(len(s.set)) }
+
+// setID is the id of a count_distinct's set in the state database, 0
+// while its values are in set.
+func (s *slot) setID() uint64 { return uint64(s.i) }
+
+// spillAt is the most values a count_distinct keeps in its accumulator on
+// the Pebble backend: a window's accumulator is part of its key's state,
+// which the backend's cache holds, decodes and writes back whole, so a
+// small set costs a map's insert and a large one a lookup in the database
+// (a few microseconds) for each value.
+const spillAt = 64
 
 // counted says whether slot.i of an aggregate of kind k is a count (it was
 // a field of its own in checkpoints, and still is in their format).
@@ -161,13 +188,31 @@ func (a *acc) extra(n int) []slot {
 }
 
 // aggs is the aggregate function of a job: all its result columns at once.
-// It implements aggregate.Func[record, acc, []outVal].
+// It implements aggregate.Func[record, acc, []outVal]; a job with
+// count_distinct has it as setAggs, which keeps the sets in the state
+// database when there is one.
 type aggs struct {
 	list  []Aggregate
 	field []int    // index into record.vals per aggregate; -1 for count
 	free  []*slot  // released accumulators' extra slots (acc.more), cleared
 	more  []slot   // slab that the slots beyond the inline ones are cut from
 	outs  []outVal // slab that results are cut from
+	// sets holds count_distinct's values when the operator instance keeps
+	// its state in a state database (setAggs.UseSets); nil in memory.
+	sets engine.SetStore
+	ids  []uint64 // sets of a sliding window's slices (MergedResult)
+}
+
+// newAggs is the aggregate function of a job whose aggregates are list,
+// reading the fields field: setAggs if one of them is count_distinct.
+func newAggs(list []Aggregate, field []int) aggregate.Func[record, acc, []outVal] {
+	a := &aggs{list: list, field: field}
+	for _, g := range list {
+		if g.Kind == AggCountDistinct {
+			return setAggs{a}
+		}
+	}
+	return a
 }
 
 // moreSlab is how many accumulators' extra slots one allocation holds: a
@@ -205,12 +250,36 @@ func cut[T any](slab *[]T, n, per int) []T {
 	return s
 }
 
-// Release takes back an accumulator whose window is gone.
+// Release takes back an accumulator whose window is gone, and deletes its
+// sets from the state database.
 func (a *aggs) Release(c acc) {
+	if a.sets != nil {
+		for k := range a.slots(c) {
+			if s := c.slot(k); a.list[k].Kind == AggCountDistinct && s.i != 0 {
+				a.sets.Drop(s.setID())
+			}
+		}
+	}
+	a.recycle(c)
+}
+
+// recycle keeps the extra slots of an accumulator whose window is gone for
+// the next New.
+func (a *aggs) recycle(c acc) {
 	if more := c.extra(len(a.list)); len(more) > 0 && len(a.free) < 1<<16 {
 		clear(more)
 		a.free = append(a.free, c.more)
 	}
+}
+
+// slots is the number of slots of c: the job's aggregates, or none in the
+// zero accumulator of a job of more than accInline (a sliding window's
+// own, whose slices hold its values).
+func (a *aggs) slots(c acc) int {
+	if len(a.list) > accInline && c.more == nil {
+		return 0
+	}
+	return len(a.list)
 }
 
 func (a *aggs) Add(c acc, r record) acc {
@@ -245,15 +314,40 @@ func (a *aggs) Add(c acc, r record) acc {
 				s.f += v.f
 			}
 		case AggCountDistinct:
+			if s.i != 0 {
+				a.insert(s, v.text)
+				continue
+			}
 			if s.set == nil {
 				s.set = map[string]struct{}{}
 			}
 			if _, ok := s.set[string(v.text)]; !ok {
 				s.set[string(v.text)] = struct{}{}
+				if len(s.set) > spillAt && a.sets != nil {
+					a.spill(s)
+				}
 			}
 		}
 	}
 	return c
+}
+
+// insert adds v to the set of a count_distinct in the state database: a
+// lookup, and a write if it is new.
+func (a *aggs) insert(s *slot, v []byte) {
+	if a.sets.Insert(s.setID(), v) {
+		s.f++
+	}
+}
+
+// spill moves the values of a count_distinct's set from its accumulator
+// into a set of the state database.
+func (a *aggs) spill(s *slot) {
+	s.i = int64(a.sets.NewSet())
+	for v := range s.set {
+		a.insert(s, unsafe.Slice(unsafe.StringData(v), len(v)))
+	}
+	s.set = nil
 }
 
 func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
@@ -273,7 +367,10 @@ func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
 	s.has, s.float, s.i, s.f = true, isFloat, i, f
 }
 
-func (a *aggs) Merge(c, other acc) acc {
+func (a *aggs) Merge(c, other acc) acc { return a.merge(c, other, true) }
+
+// merge is Merge, of count_distinct's sets too if sets.
+func (a *aggs) merge(c, other acc, sets bool) acc {
 	for k := range a.list {
 		s, o := c.slot(k), other.slot(k)
 		s.partial = s.partial || o.partial
@@ -292,15 +389,37 @@ func (a *aggs) Merge(c, other acc) acc {
 			s.i += o.i
 			s.f += o.f
 		case AggCountDistinct:
-			if len(o.set) > 0 && s.set == nil {
-				s.set = make(map[string]struct{}, len(o.set))
-			}
-			for v := range o.set {
-				s.set[v] = struct{}{}
+			if sets {
+				a.mergeDistinct(s, o)
 			}
 		}
 	}
 	return c
+}
+
+// mergeDistinct adds the values of o's set to s's.
+func (a *aggs) mergeDistinct(s, o *slot) {
+	if o.i != 0 && s.i == 0 {
+		a.spill(s) // o's set is in the database: s's goes there too
+	}
+	if s.i != 0 {
+		if o.i != 0 {
+			s.f += float64(a.sets.Union(s.setID(), o.setID()))
+		}
+		for v := range o.set {
+			a.insert(s, unsafe.Slice(unsafe.StringData(v), len(v)))
+		}
+		return
+	}
+	if len(o.set) > 0 && s.set == nil {
+		s.set = make(map[string]struct{}, len(o.set))
+	}
+	for v := range o.set {
+		s.set[v] = struct{}{}
+	}
+	if len(s.set) > spillAt && a.sets != nil {
+		a.spill(s)
+	}
 }
 
 func (a *aggs) Result(c acc) []outVal {
@@ -335,9 +454,165 @@ func (a *aggs) Result(c acc) []outVal {
 				out[k] = outVal{kind: vFloat, f: s.f / float64(s.i)}
 			}
 		case AggCountDistinct:
-			out[k] = outVal{kind: vInt, i: int64(len(s.set))}
+			out[k] = outVal{kind: vInt, i: s.distinct()}
 		}
 		out[k].partial = s.partial
 	}
 	return out
+}
+
+// setAggs is aggs of a job with count_distinct, whose sets grow with the
+// input: it asks an operator instance with a state database for a store to
+// keep them in (engine.SetUser), a session merged into another gives it
+// its set rather than a copy (engine.Absorber), and a sliding window's
+// count of its slices' sets is read, not copied (engine.MergedResulter).
+// A job without count_distinct pays for none of it.
+type setAggs struct{ *aggs }
+
+var (
+	_ engine.SetUser[acc]                  = setAggs{}
+	_ engine.Absorber[acc]                 = setAggs{}
+	_ engine.MergedResulter[acc, []outVal] = setAggs{}
+)
+
+// UseSets keeps the sets in s from now on.
+func (a setAggs) UseSets(s engine.SetStore) { a.sets = s }
+
+// Absorb is Merge of an accumulator that goes away: of each pair of sets
+// the larger stays, the smaller is added to it and deleted.
+func (a setAggs) Absorb(c, other acc) acc {
+	for k := range a.list {
+		if a.list[k].Kind != AggCountDistinct {
+			continue
+		}
+		s, o := c.slot(k), other.slot(k)
+		if o.distinct() > s.distinct() {
+			s.set, o.set = o.set, s.set
+			s.i, o.i = o.i, s.i
+			s.f, o.f = o.f, s.f
+		}
+		a.mergeDistinct(s, o)
+		if o.i != 0 {
+			a.sets.Drop(o.setID())
+		}
+		o.set, o.i, o.f = nil, 0, 0
+	}
+	c = a.Merge(c, other) // the other aggregates; the sets are merged
+	a.recycle(other)
+	return c
+}
+
+// MergedResult is the result of a sliding window made of its slices,
+// parts, the other aggregates merged as Merge does. The count of the
+// slices' sets in the database is read as the store reads them, not
+// copied into a set of their own; the values they hold in themselves
+// are counted once and when no set of the database has them.
+func (a setAggs) MergedResult(parts []acc) []outVal {
+	c := a.New()
+	for _, p := range parts {
+		c = a.merge(c, p, false)
+	}
+	for k := range a.list {
+		if a.list[k].Kind != AggCountDistinct {
+			continue
+		}
+		a.ids = a.ids[:0]
+		var n int64
+		for _, p := range parts {
+			if s := p.slot(k); s.i != 0 {
+				a.ids, n = append(a.ids, s.setID()), s.distinct()
+			}
+		}
+		if len(a.ids) > 1 {
+			n = a.sets.Count(a.ids)
+		}
+		s := c.slot(k)
+		for _, p := range parts {
+			for v := range p.slot(k).set {
+				if _, ok := s.set[v]; ok || a.stored(v) {
+					continue
+				}
+				if s.set == nil {
+					s.set = map[string]struct{}{}
+				}
+				s.set[v] = struct{}{}
+			}
+		}
+		s.f = float64(n) // a count, of no set of its own
+	}
+	out := a.Result(c)
+	a.Release(c)
+	return out
+}
+
+// stored reports whether one of the sets a.ids has v.
+func (a setAggs) stored(v string) bool {
+	for _, id := range a.ids {
+		if a.sets.Contains(id, unsafe.Slice(unsafe.StringData(v), len(v))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Settle puts the sets of a restored accumulator where the aggregate keeps
+// them: a set the accumulator held in itself (a checkpoint of the memory
+// backend, or of a weir that kept sets so) or that from reads (a
+// checkpoint of the state database, at another parallelism) goes into the
+// store, under an id of this instance; with no store, into memory.
+func (a setAggs) Settle(c acc, from engine.SetSource) (acc, error) {
+	for k := range a.slots(c) {
+		if a.list[k].Kind == AggCountDistinct {
+			if err := a.settle(c.slot(k), from); err != nil {
+				return c, fmt.Errorf("aggregate %s: %w", a.list[k].Name, err)
+			}
+		}
+	}
+	return c, nil
+}
+
+func (a setAggs) settle(s *slot, from engine.SetSource) error {
+	if a.sets != nil {
+		if s.i != 0 && from != nil {
+			id, n := a.sets.NewSet(), 0.0
+			err := from(s.setID(), func(v []byte) {
+				if a.sets.Insert(id, v) {
+					n++
+				}
+			})
+			if err != nil {
+				return err
+			}
+			if n != s.f {
+				return fmt.Errorf("a set of %v values holds %v: %w", s.f, n, enc.ErrCorrupt)
+			}
+			s.i = int64(id)
+		}
+		switch {
+		case s.i == 0 && len(s.set) > spillAt:
+			a.spill(s)
+		case s.i != 0:
+			for v := range s.set { // a set of both (none is)
+				a.insert(s, unsafe.Slice(unsafe.StringData(v), len(v)))
+			}
+			s.set = nil
+		}
+		return nil
+	}
+	if s.i != 0 {
+		if from == nil {
+			return fmt.Errorf("set %d is in no checkpoint: %w", s.i, enc.ErrCorrupt)
+		}
+		if s.set == nil {
+			s.set = make(map[string]struct{}, int(s.f))
+		}
+		if err := from(s.setID(), func(v []byte) { s.set[string(v)] = struct{}{} }); err != nil {
+			return err
+		}
+		if float64(len(s.set)) != s.f {
+			return fmt.Errorf("a set of %v values holds %d: %w", s.f, len(s.set), enc.ErrCorrupt)
+		}
+		s.i, s.f = 0, 0
+	}
+	return nil
 }

@@ -7,8 +7,14 @@ import (
 // codecFormat is the format of the window state the codec writes: 2 added
 // to every aggregate's slot, and to every value of a kept pane, whether it
 // is partial (started after the window, by a restore into a job that added
-// it). Format 1 is read as it was written.
-const codecFormat = 2
+// it). In 3, a count_distinct's slot may hold no values: they are keys of
+// the state database, and the slot's sum or extreme is their set's id, its
+// float their number (both were 0 before, the values in the slot's set).
+// An earlier weir would read such a slot as a count of 0: it refuses the
+// format. Formats 1 and 2 are read as they were written; the values a
+// count_distinct holds in them go into the state database as it restores
+// them (setAggs.Settle).
+const codecFormat = 3
 
 // codec encodes a job's window state for checkpoints: keys are their
 // canonical JSON text, accumulators the slots of the aggregates. The zero

@@ -226,7 +226,7 @@ func (w *windowNode) Build(c *translate.Ctx) error {
 	wcfg := engine.WindowConfig[string, record, acc, []outVal]{
 		Name: c.Participant(), Strategy: j.Window, Watermark: j.Watermark, Parallelism: j.Parallelism,
 		NewAgg: func() aggregate.Func[record, acc, []outVal] {
-			return &aggs{list: lp.agg.list, field: lp.agg.field}
+			return newAggs(lp.agg.list, lp.agg.field)
 		},
 		Hash: hashString, Codec: newCodec(j),
 	}

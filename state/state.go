@@ -20,8 +20,10 @@
 //	DIR/snapshots/     Pebble checkpoints on their way to the checkpoint store
 //	DIR/ingest/        a table file on its way into the database (Load)
 //
-// Of a budget B, Pebble's block cache takes B/2 and its memtables at most
-// B/8; the decoded state the operators keep at hand takes B/8 (see
+// Of a budget B, Pebble's cache takes B/2: its memtables (two of B/16, at
+// least 1 MiB each) are reserved in it, and the rest holds blocks, the
+// index and filter blocks first (a lookup of a key that is not there reads
+// only those). The decoded state the operators keep at hand takes B/8 (see
 // CacheBudget); the rest is headroom for the Go heap (of which a job file's
 // decoders' key tables take B/8 in all). Blocks are not
 // compressed: state is read back at random, one key at a time, and a
@@ -132,12 +134,15 @@ func open(dir string, budget int64, fs vfs.FS) (*DB, error) {
 		return nil, err
 	}
 	d := &DB{dir: dir, created: created, budget: budget, failed: make(chan struct{})}
+	// Pebble reserves its memtables in its cache: memtables of 4 MiB,
+	// as they were at least, left a budget of 16 MiB no block in it.
+	memtable := max(budget/16, 1<<20)
 	cache := pebble.NewCache(budget / 2)
 	opts := &pebble.Options{
 		FS:                          fs,
 		EventListener:               &pebble.EventListener{BackgroundError: d.fail},
 		Cache:                       cache,
-		MemTableSize:                uint64(max(budget/16, 4<<20)),
+		MemTableSize:                uint64(memtable),
 		MemTableStopWritesThreshold: 2,
 		MaxOpenFiles:                maxOpenFiles,
 		DisableWAL:                  true,
@@ -220,12 +225,19 @@ type SnapshotFile struct {
 // database as long as it uses them).
 func (s *Snapshot) Release() error { return os.RemoveAll(s.Dir) }
 
+// Span is the keys in [Lo, Hi).
+type Span struct{ Lo, Hi []byte }
+
 // Checkpoint flushes the memtable and takes a Pebble checkpoint of the keys
-// in [lo, hi), which must all have been committed. It costs a flush and a
+// in the spans, which must all have been committed. It costs a flush and a
 // hard link per table file, whatever the size of the state. Safe for
 // concurrent use.
-func (db *DB) Checkpoint(lo, hi []byte) (*Snapshot, error) {
-	return db.checkpoint([]pebble.CheckpointSpan{{Start: lo, End: hi}})
+func (db *DB) Checkpoint(spans ...Span) (*Snapshot, error) {
+	cs := make([]pebble.CheckpointSpan, len(spans))
+	for i, s := range spans {
+		cs[i] = pebble.CheckpointSpan{Start: s.Lo, End: s.Hi}
+	}
+	return db.checkpoint(cs)
 }
 
 func (db *DB) checkpoint(spans []pebble.CheckpointSpan) (*Snapshot, error) {
@@ -298,13 +310,35 @@ func (db *DB) Load(fill func(add func(k, v []byte) error) error) (int64, error) 
 // for every key in [lo, hi) with its value, in key order. The slices are
 // valid only during the call.
 func ReadSnapshot(dir string, lo, hi []byte, f func(k, v []byte) error) error {
+	r, err := OpenSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	err = r.Scan(lo, hi, f)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// SnapshotReader is a Pebble checkpoint opened read only: for a restore
+// that reads its keys in order and, beside them, other keys they name.
+type SnapshotReader struct{ db *pebble.DB }
+
+// OpenSnapshot opens the Pebble checkpoint in dir, read only.
+func OpenSnapshot(dir string) (*SnapshotReader, error) {
 	db, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: quietLogger{}})
 	if err != nil {
-		return fmt.Errorf("state: opening the checkpoint in %s: %w", dir, err)
+		return nil, fmt.Errorf("state: opening the checkpoint in %s: %w", dir, err)
 	}
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	return &SnapshotReader{db}, nil
+}
+
+// Scan calls f for every key in [lo, hi) with its value, in key order. The
+// slices are valid only during the call; f may scan again.
+func (r *SnapshotReader) Scan(lo, hi []byte, f func(k, v []byte) error) error {
+	it, err := r.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
-		db.Close()
 		return err
 	}
 	for it.First(); it.Valid() && err == nil; it.Next() {
@@ -316,11 +350,11 @@ func ReadSnapshot(dir string, lo, hi []byte, f func(k, v []byte) error) error {
 	if ierr := it.Close(); err == nil {
 		err = ierr
 	}
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
 	return err
 }
+
+// Close closes the checkpoint.
+func (r *SnapshotReader) Close() error { return r.db.Close() }
 
 // CacheBudget is the memory that decoded state kept at hand may take, over
 // all operator instances.
@@ -385,11 +419,14 @@ func (quietLogger) Fatalf(format string, args ...any) {
 //
 //	's' inst group key                            -> a key's windows (window state)
 //	't' inst 'e'|'p' time seq kind start end key -> nothing (a timer)
+//	'v' inst group key set value                  -> nothing (a value of a key's set)
+//	'v' inst 0xffff                               -> the instance's next set
 //	'd' id                                        -> expiry (de-duplication)
 //	'x' expiry id                                 -> nothing (de-duplication, by expiry)
 const (
 	TagState       = 's'
 	TagTimer       = 't'
+	TagSet         = 'v'
 	TagDedupID     = 'd'
 	TagDedupExpiry = 'x'
 )

@@ -19,7 +19,7 @@ func TestStateDirIsTheOwnersAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := db.Checkpoint(nil, []byte{0xff}); err != nil {
+	if _, err := db.Checkpoint(Span{nil, []byte{0xff}}); err != nil {
 		t.Fatal(err)
 	}
 	for p, want := range map[string]os.FileMode{dir: os.ModeDir | 0o700, filepath.Join(dir, MarkerName): 0o600, filepath.Join(dir, "snapshots"): os.ModeDir | 0o700} {

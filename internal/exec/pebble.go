@@ -20,9 +20,12 @@ import (
 //
 //	's' inst group key             -> the key's windows
 //	't' inst 'e'|'p' time seq kind start end key -> nothing (a timer)
+//	'v' inst group key set value   -> nothing (a value of a set, see pebbleSets)
+//	'v' inst 0xffff                -> the instance's next set id
 const (
 	tagState = 's'
 	tagTimer = 't'
+	tagSet   = 'v'
 )
 
 // Sizer reports the memory an accumulator takes; a Codec may implement it
@@ -94,6 +97,10 @@ type pebbleStore[K comparable, A, O any] struct {
 	// adopted: keys a restore took in as the checkpoint had them
 	// (adoptPebbleKeys), for tests
 	adopted int64
+	// sets, when the aggregate keeps sets in the database, is told of
+	// the key at hand (setsOf) as the operator comes to it.
+	sets   *pebbleSets
+	setsOf *cached[K, A, O]
 }
 
 type cached[K comparable, A, O any] struct {
@@ -166,6 +173,10 @@ func (s *pebbleStore[K, A, O]) touch(c *cached[K, A, O]) {
 		p.size = sz
 	}
 	s.cur = c
+	if s.sets != nil && s.setsOf != c {
+		s.setsOf = c
+		s.sets.at(s.dbKey(c.key))
+	}
 	c.dirty = true
 	s.unlink(c)
 	s.pushFront(c)

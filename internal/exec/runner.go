@@ -182,6 +182,9 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 	}
 	r := &Runner[K, T, A, O]{cfg: cfg, step: cfg.Step, abort: make(chan struct{})}
 	r.wm.Store(int64(mtime.MinTime))
+	if _, ok := cfg.Agg.(SetUser[A]); ok && cfg.State != nil && cfg.NewAgg == nil && n > 1 {
+		panic("exec: an aggregate that keeps sets in the state database is one per instance: Config.NewAgg")
+	}
 	for i := range n {
 		agg := cfg.Agg
 		if cfg.NewAgg != nil {
@@ -202,6 +205,9 @@ func NewRunner[K comparable, T, A, O any](cfg Config[K, T, A, O]) *Runner[K, T, 
 		var err error
 		if r.dropped, err = Restore(r.ops, cfg.Restore, cfg.RestoreDirs, c, RestoreOptions{DropKeys: cfg.DropRestored}); err != nil {
 			r.fail(err)
+		}
+		for _, op := range r.ops {
+			op.idle()
 		}
 	}
 	if cfg.Parallelism == 0 {
@@ -502,6 +508,7 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 		case r.inFree <- b:
 		default:
 		}
+		op.idle()
 		if err := op.StoreErr(); err != nil {
 			r.fail(err)
 		}

@@ -217,10 +217,19 @@ func appendWin[K comparable, A, O any](b []byte, st *win[A, O], c Codec[K, A, O]
 // changed in the cache, and a hard link per table file.
 func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapshot, error) {
 	s := op.pebble
+	spans := []state.Span{{Lo: s.prefix(nil, 0), Hi: s.prefix(nil, KeyGroups)}}
+	if op.sets != nil {
+		op.sets.save()
+		if op.sets.err != nil {
+			return nil, nil, op.sets.err
+		}
+		lo, hi := op.sets.span()
+		spans = append(spans, state.Span{Lo: lo, Hi: hi})
+	}
 	if err := s.flush(); err != nil {
 		return nil, nil, err
 	}
-	snap, err := op.db.Checkpoint(s.prefix(nil, 0), s.prefix(nil, KeyGroups))
+	snap, err := op.db.Checkpoint(spans...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -284,9 +293,11 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 				}
 				continue
 			}
-			restore := func(g int, entry []byte) error { return ops[instanceOf(g, len(ops))].restoreKey(entry, c) }
+			restore := func(g int, entry []byte, from SetSource) error {
+				return ops[instanceOf(g, len(ops))].restoreKey(entry, c, from)
+			}
 			if ro.DropKeys {
-				restore = func(int, []byte) error { dropped++; return nil }
+				restore = func(int, []byte, SetSource) error { dropped++; return nil }
 			}
 			if err := readPebbleKeys(dirs[pi], inst, restore); err != nil {
 				return dropped, fmt.Errorf("operator snapshot %d: %w", pi, err)
@@ -306,7 +317,7 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 				dropped++
 				continue
 			}
-			if err := ops[instanceOf(g, len(ops))].restoreKey(entry, c); err != nil {
+			if err := ops[instanceOf(g, len(ops))].restoreKey(entry, c, noSets); err != nil {
 				return dropped, fmt.Errorf("operator snapshot %d: %w", pi, err)
 			}
 		}
@@ -364,7 +375,7 @@ func InspectSnapshot(part []byte, dir string) (SnapshotInfo, error) {
 		if dir == "" {
 			return si, fmt.Errorf("its Pebble checkpoint is missing")
 		}
-		return si, readPebbleKeys(dir, inst, func(_ int, entry []byte) error {
+		return si, readPebbleKeys(dir, inst, func(_ int, entry []byte, _ SetSource) error {
 			si.Keys++
 			si.Bytes += int64(len(entry))
 			return nil
@@ -384,11 +395,25 @@ func InspectSnapshot(part []byte, dir string) (SnapshotInfo, error) {
 
 // readPebbleKeys calls f with the key group and the entry (as
 // appendKeyState wrote it) of every key of instance inst in the Pebble
-// checkpoint in dir.
-func readPebbleKeys(dir string, inst int, f func(group int, entry []byte) error) error {
+// checkpoint in dir, and the source of the key's sets there.
+func readPebbleKeys(dir string, inst int, f func(group int, entry []byte, from SetSource) error) error {
 	lo := binary.BigEndian.AppendUint16([]byte{tagState}, uint16(inst))
 	hi := binary.BigEndian.AppendUint16([]byte{tagState}, uint16(inst+1))
-	return state.ReadSnapshot(dir, lo, hi, func(k, v []byte) error {
+	r, err := state.OpenSnapshot(dir)
+	if err != nil {
+		return err
+	}
+	// The sets of the key at hand: its state's key under tagSet.
+	var pre, set []byte
+	from := func(id uint64, each func(v []byte)) error {
+		set = appendSetID(append(set[:0], pre...), id)
+		n := len(set)
+		return r.Scan(set, upper(set), func(k, _ []byte) error {
+			each(k[n:])
+			return nil
+		})
+	}
+	err = r.Scan(lo, hi, func(k, v []byte) error {
 		if len(k) < len(lo)+2 {
 			return enc.ErrCorrupt
 		}
@@ -396,10 +421,15 @@ func readPebbleKeys(dir string, inst int, f func(group int, entry []byte) error)
 		if g >= KeyGroups {
 			return enc.ErrCorrupt
 		}
+		pre = append(append(pre[:0], tagSet), k[1:]...)
 		// A new slice for every key: decoded state may keep parts of it.
 		entry := append(append(make([]byte, 0, len(k)+len(v)), k[len(lo)+2:]...), v...)
-		return f(g, entry)
+		return f(g, entry, from)
 	})
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // adoptPebbleKeys restores the keys of a Pebble checkpoint taken by the
@@ -424,6 +454,28 @@ func (op *WindowOp[K, T, A, O]) adoptPebbleKeys(dir string, c Codec[K, A, O]) er
 			defer func() { q.load = nil }()
 		}
 	}
+	if op.sets != nil {
+		// The sets first, as they are (the same instance, key groups and
+		// keys): the instance's next id comes with them, and the sets
+		// that the keys' windows hold in themselves (an older
+		// checkpoint's) get ids above it.
+		slo, shi := op.sets.span()
+		meta := op.sets.metaKey()
+		_, err := op.db.Load(func(add func(k, v []byte) error) error {
+			return state.ReadSnapshot(dir, slo, shi, func(k, v []byte) error {
+				if bytes.Equal(k, meta) {
+					if err := op.sets.restoredNext(v); err != nil {
+						return err
+					}
+				}
+				return add(k, v)
+			})
+		})
+		if err != nil {
+			return err
+		}
+		op.sets.commit() // lookups see the sets taken in
+	}
 	n, err := op.db.Load(func(add func(k, v []byte) error) error {
 		return state.ReadSnapshot(dir, lo, hi, func(k, v []byte) error {
 			if len(k) < len(lo)+2 || int(binary.BigEndian.Uint16(k[len(lo):])) >= KeyGroups {
@@ -439,6 +491,12 @@ func (op *WindowOp[K, T, A, O]) adoptPebbleKeys(dir string, c Codec[K, A, O]) er
 			}
 			ks.wins, ks.slices = ks.wins[:0], ks.slices[:0]
 			if err := decodeWins(enc.NewDecoder(v), &ks, c); err != nil {
+				return err
+			}
+			if op.sets != nil {
+				op.sets.at(k)
+			}
+			if err := op.settleKey(&ks, nil); err != nil {
 				return err
 			}
 			for i := range ks.wins {
@@ -458,12 +516,15 @@ func (op *WindowOp[K, T, A, O]) adoptPebbleKeys(dir string, c Codec[K, A, O]) er
 	if err != nil {
 		return err
 	}
+	s.setsOf = nil // the sets at hand are the last key's of the checkpoint
 	s.n += int(n)
 	s.adopted += n
 	return nil
 }
 
-func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error {
+// restoreKey restores one key of a snapshot, entry, whose sets from
+// reads.
+func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O], from SetSource) error {
 	d := enc.NewDecoder(entry)
 	k := c.ReadKey(d)
 	if d.Err() != nil {
@@ -478,9 +539,35 @@ func (op *WindowOp[K, T, A, O]) restoreKey(entry []byte, c Codec[K, A, O]) error
 	if err := decodeWins(d, ks, c); err != nil {
 		return err
 	}
+	if err := op.settleKey(ks, from); err != nil {
+		return err
+	}
 	for i := range ks.wins {
 		op.Open++
 		op.timersFor(k, &ks.wins[i])
+	}
+	return nil
+}
+
+// settleKey has the aggregate settle the accumulators of a restored key
+// (SetUser): their sets go where it keeps them now.
+func (op *WindowOp[K, T, A, O]) settleKey(ks *keyState[A, O], from SetSource) error {
+	if op.settle == nil {
+		return nil
+	}
+	var err error
+	for i := range ks.wins {
+		if ks.wins[i].acc, err = op.settle(ks.wins[i].acc, from); err != nil {
+			return err
+		}
+	}
+	for i := range ks.slices {
+		if ks.slices[i].acc, err = op.settle(ks.slices[i].acc, from); err != nil {
+			return err
+		}
+	}
+	if op.sets != nil && op.sets.err != nil {
+		return op.sets.err
 	}
 	return nil
 }

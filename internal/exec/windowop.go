@@ -292,12 +292,21 @@ type WindowOp[K comparable, T, A, O any] struct {
 	tumble   window.Tumbling
 	early    bool               // the trigger fires early
 	release  func(A)            // the aggregate's Releaser, if it has one
+	absorb   func(A, A) A       // the aggregate's Absorber, if it has one
 	mem      *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
 	// events and timers look ahead in mem over the events of a batch (see
 	// Runner.instance) and the timers due.
 	events, timers lookahead[K, A, O]
 	pebble         *pebbleStore[K, A, O] // state, when in a state database
 	db             *state.DB
+	// settle is the aggregate's SetUser.Settle, if it keeps sets; sets,
+	// with a state database, is the store it keeps them in.
+	settle func(A, SetSource) (A, error)
+	sets   *pebbleSets
+	// mergedResult is the aggregate's MergedResulter, if it has one: a
+	// sliding window's result of its slices (parts), without their merge.
+	mergedResult func([]A) O
+	parts        []A
 
 	wm        mtime.Time
 	lateLimit mtime.Time // max(wm - lateness, closed); see tooLate
@@ -354,6 +363,15 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	if r, ok := agg.(aggregate.Releaser[A]); ok {
 		op.release = r.Release
 	}
+	if a, ok := agg.(Absorber[A]); ok {
+		op.absorb = a.Absorb
+	}
+	if m, ok := agg.(MergedResulter[A, O]); ok {
+		op.mergedResult = m.MergedResult
+	}
+	if u, ok := agg.(SetUser[A]); ok {
+		op.settle = u.Settle
+	}
 	op.mem = op.state.(*memStore[K, A, O])
 	// Sliding windows share work through slices, except in discarding mode,
 	// where a pane holds only what came since that window's own last firing.
@@ -372,6 +390,13 @@ func (op *WindowOp[K, T, A, O]) usePebble(db *state.DB, inst int, c Codec[K, A, 
 	op.mem = nil
 	op.et = newPebbleTimers[K](w, inst, 'e', c)
 	op.pt = newPebbleTimers[K](w, inst, 'p', c)
+	// An aggregate whose accumulators hold sets keeps them in the
+	// database too: in memory they would grow past any budget.
+	if u, ok := op.agg.(SetUser[A]); ok {
+		op.sets = newPebbleSets(db.DB, inst)
+		op.pebble.sets = op.sets
+		u.UseSets(op.sets)
+	}
 }
 
 // StoreErr is the first failure of the operator's state storage.
@@ -381,18 +406,33 @@ func (op *WindowOp[K, T, A, O]) StoreErr() error {
 			return e
 		}
 	}
+	if op.sets != nil {
+		return op.sets.err
+	}
 	return nil
 }
 
 // Close releases the operator's state storage.
 func (op *WindowOp[K, T, A, O]) Close() error {
 	var first error
+	if op.sets != nil {
+		op.sets.commit()
+		first = op.sets.err
+	}
 	for _, e := range []error{op.state.close(), op.et.close(), op.pt.close()} {
 		if e != nil && first == nil {
 			first = e
 		}
 	}
 	return first
+}
+
+// idle lets go, between batches, of what the operator's state storage
+// holds only while it works.
+func (op *WindowOp[K, T, A, O]) idle() {
+	if op.sets != nil {
+		op.sets.idle()
+	}
 }
 
 // Watermark is the operator's input watermark.
@@ -633,6 +673,18 @@ func (op *WindowOp[K, T, A, O]) accOf(ks *keyState[A, O], st *win[A, O]) A {
 	return acc
 }
 
+// slicesOf is the accumulators of a window's slices, in order, in a slice
+// the operator reuses.
+func (op *WindowOp[K, T, A, O]) slicesOf(ks *keyState[A, O], st *win[A, O]) []A {
+	op.parts = op.parts[:0]
+	for i := range ks.slices {
+		if sl := &ks.slices[i]; sl.start >= st.w.Start && sl.start < st.w.End {
+			op.parts = append(op.parts, sl.acc)
+		}
+	}
+	return op.parts
+}
+
 // pruneSlices drops the slices before every remaining window: no window that
 // can still fire contains them.
 func (op *WindowOp[K, T, A, O]) pruneSlices(ks *keyState[A, O]) {
@@ -855,7 +907,12 @@ func (op *WindowOp[K, T, A, O]) fire(key K, ks *keyState[A, O], st *win[A, O], t
 		op.emit(key, st, st.rev, st.lastTiming, false, true, st.lastPane(), at, emitAt)
 	}
 	st.rev++
-	v := op.agg.Result(op.accOf(ks, st))
+	var v O
+	if op.slice > 0 && op.mergedResult != nil {
+		v = op.mergedResult(op.slicesOf(ks, st))
+	} else {
+		v = op.agg.Result(op.accOf(ks, st))
+	}
 	op.emit(key, st, st.rev, timing, final, false, v, at, emitAt)
 	switch mode {
 	case window.Discarding:
@@ -1108,9 +1165,13 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 		if op.strategy.Mode == window.Retracting && p.hasLast {
 			op.emit(key, p, p.rev, p.lastTiming, false, true, p.lastPane(), none, op.now)
 		}
-		m.acc = op.agg.Merge(m.acc, p.acc)
-		if op.release != nil {
-			op.release(p.acc)
+		if op.absorb != nil {
+			m.acc = op.absorb(m.acc, p.acc)
+		} else {
+			m.acc = op.agg.Merge(m.acc, p.acc)
+			if op.release != nil {
+				op.release(p.acc)
+			}
 		}
 		n += p.count()
 		m.seq = min(m.seq, p.seq)
