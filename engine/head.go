@@ -262,10 +262,14 @@ type Counts struct {
 	Accounting
 	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 	LateAccepted      int64            `json:"late_accepted"`
-	PanesFired        int64            `json:"panes_fired"`
-	WindowsFired      int64            `json:"windows_fired"`
-	WatermarkLines    int64            `json:"watermark_lines"`
-	BlankLines        int64            `json:"blank_lines"`
+	// LateForSomeWindows counts the accepted events that were too late
+	// for some of their windows (a sliding window's earlier ones): each
+	// is in the late events too.
+	LateForSomeWindows int64 `json:"late_for_some_windows"`
+	PanesFired         int64 `json:"panes_fired"`
+	WindowsFired       int64 `json:"windows_fired"`
+	WatermarkLines     int64 `json:"watermark_lines"`
+	BlankLines         int64 `json:"blank_lines"`
 	// Lost counts the records the source skipped knowing they were there
 	// (a Kafka partition's retention deleted them before they were read,
 	// and the job says on_gap: skip): never read, so not in Read.
@@ -931,5 +935,6 @@ func (h *Head[K, T]) status(s *Status) {
 	c.QuarantineReasons = maps.Clone(c.QuarantineReasons)
 	ls := w.LiveStats()
 	c.Accepted, c.TooLate, c.LateAccepted, c.PanesFired, c.WindowsFired = ls.Accepted, ls.TooLate, ls.LateAccepted, ls.Panes, ls.Fired
+	c.LateForSomeWindows = ls.PartlyLate
 	s.Counts = c
 }

@@ -18,7 +18,8 @@ type OperatorConfig[K comparable, T, A, O any] struct {
 	Watermark watermark.Strategy
 	Agg       aggregate.Func[T, A, O]
 	// Pane receives every pane (retractions included) and Late every event
-	// too late for all of its windows, in the order the operator emits them,
+	// too late for all of its windows, or for some of them (its Reason is
+	// window.ReasonLateForSomeWindows), in the order the operator emits them,
 	// during the call that caused them. The pointers are valid for the call
 	// only.
 	Pane func(*window.Pane[K, O])

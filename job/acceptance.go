@@ -73,9 +73,12 @@ type AcceptanceSettings struct {
 // AcceptanceAccounting is the accounting of every line.
 type AcceptanceAccounting struct {
 	engine.Accounting
-	LateAccepted      int64            `json:"late_accepted"`
-	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
-	Balanced          bool             `json:"balanced"`
+	LateAccepted int64 `json:"late_accepted"`
+	// LateForSomeWindows counts accepted events too late for some of
+	// their windows.
+	LateForSomeWindows int64            `json:"late_for_some_windows"`
+	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
+	Balanced           bool             `json:"balanced"`
 }
 
 // PaneCount is the number of panes of one timing and revision.
@@ -180,7 +183,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 		a.Input.FirstEventTime, a.Input.LastEventTime = c.FirstEventTime.String(), c.LastEventTime.String()
 	}
 	a.Accounting = AcceptanceAccounting{Accounting: sum.Accounting, LateAccepted: sum.LateAccepted,
-		QuarantineReasons: sum.QuarantineReasons, Balanced: sum.Accounting.Balanced()}
+		LateForSomeWindows: sum.LateForSomeWindows, QuarantineReasons: sum.QuarantineReasons, Balanced: sum.Accounting.Balanced()}
 	a.TooLateByWindow = sum.TooLateByWindow
 	ck := rn.e.Checkpoints()
 	a.Recovery.Checkpoints, a.Recovery.CheckpointsFailed, a.Recovery.LastCheckpoint = ck.Total, ck.Failed, ck.Path
@@ -419,8 +422,12 @@ func (a *Acceptance) Markdown() string {
 		}
 	}
 	c := a.Accounting
-	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness) + %d duplicates + %d too late + %d beyond the de-duplication horizon + %d quarantined: %s.\n",
-		c.Read, c.Accepted, c.LateAccepted, c.Duplicates, c.TooLate, c.BeyondDedupHorizon, c.Quarantined, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
+	partly := ""
+	if c.LateForSomeWindows > 0 {
+		partly = fmt.Sprintf(", %d too late for some of their windows", c.LateForSomeWindows)
+	}
+	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness%s) + %d duplicates + %d too late + %d beyond the de-duplication horizon + %d quarantined: %s.\n",
+		c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, c.BeyondDedupHorizon, c.Quarantined, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
 	if len(c.QuarantineReasons) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {
 			for k := range c.QuarantineReasons {

@@ -91,7 +91,13 @@ type Job struct {
 	// the panes and too-late events an output refused go (a value it
 	// cannot store; nil: logged and counted).
 	Late, Rejects, DeadLetter *Output
-	Summary                   string
+	// WritePartlyLate says the late output also holds the events accepted
+	// into some of their windows and too late for the others, naming the
+	// windows they missed (late_for_some_windows: write). By default they
+	// are counted only: the late output holds the events no window counted,
+	// so that replaying it into the results doubles nothing.
+	WritePartlyLate bool
+	Summary         string
 
 	Checkpoint Checkpoint
 	State      State
@@ -1105,6 +1111,17 @@ func (p *parser) window(root *node, j *Job) error {
 		j.Window.Mode = window.Retracting
 	default:
 		return root.errf(n, "mode", "expected accumulating, discarding or retracting, got %q", mode)
+	}
+	partly, n, err := root.str("late_for_some_windows")
+	if err != nil {
+		return err
+	}
+	switch partly {
+	case "", "count":
+	case "write":
+		j.WritePartlyLate = true
+	default:
+		return root.errf(n, "late_for_some_windows", "expected count or write, got %q", partly)
 	}
 	return nil
 }

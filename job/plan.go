@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/translate"
 	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
 )
 
 // The nodes of a job file's plan, by their names: the one source, the one
@@ -259,13 +260,29 @@ func (w *windowNode) Build(c *translate.Ctx) error {
 	}
 	for _, l := range c.Consumers(plan.Late) {
 		rn.late = l.(*engine.SinkNode[lateEvent])
-		rn.win.Late.Subscribe(rn.late)
+		rn.win.Late.Subscribe(partlyLate(rn.late, j.WritePartlyLate))
 	}
 	if rn.recLate != nil {
-		rn.win.Late.Subscribe(engine.Func[lateEvent]{OnPush: rn.recLate.Add})
+		rn.win.Late.Subscribe(partlyLate(engine.Func[lateEvent]{OnPush: rn.recLate.Add}, j.WritePartlyLate))
 	}
 	c.SetInput(rn.win)
 	return nil
+}
+
+// partlyLate is c, passed the events accepted into some of their windows
+// and too late for the others only if write: they are counted either way.
+func partlyLate(c engine.Consumer[lateEvent], write bool) engine.Consumer[lateEvent] {
+	if write {
+		return c
+	}
+	return engine.Func[lateEvent]{
+		OnPush: func(l lateEvent) {
+			if l.Reason != window.ReasonLateForSomeWindows {
+				c.Push(l)
+			}
+		},
+		OnSignal: c.Signal,
+	}
 }
 
 // results is where the panes the outputs get go: to the outputs given, to

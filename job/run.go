@@ -139,15 +139,19 @@ type Summary struct {
 	Lost              int64            `json:"lost,omitempty"`
 	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 	LateAccepted      int64            `json:"late_accepted"`
-	PanesFired        int64            `json:"panes_fired"`
-	PanesWritten      int64            `json:"panes_written"`
-	WindowsFired      int64            `json:"windows_fired"`
-	LateWritten       int64            `json:"late_written"`
-	WatermarkLines    int64            `json:"watermark_lines"`
-	BlankLines        int64            `json:"blank_lines"`
-	HavingErrors      int64            `json:"having_errors,omitempty"`
-	TooLateByWindow   []WindowDrops    `json:"too_late_by_window"`
-	Watermark         string           `json:"watermark"`
+	// LateForSomeWindows counts the accepted events too late for some of
+	// their windows (a sliding window's earlier ones): each is in the late
+	// output too, naming the windows it missed.
+	LateForSomeWindows int64         `json:"late_for_some_windows"`
+	PanesFired         int64         `json:"panes_fired"`
+	PanesWritten       int64         `json:"panes_written"`
+	WindowsFired       int64         `json:"windows_fired"`
+	LateWritten        int64         `json:"late_written"`
+	WatermarkLines     int64         `json:"watermark_lines"`
+	BlankLines         int64         `json:"blank_lines"`
+	HavingErrors       int64         `json:"having_errors,omitempty"`
+	TooLateByWindow    []WindowDrops `json:"too_late_by_window"`
+	Watermark          string        `json:"watermark"`
 	// InputRestarted says why the input was read from its start although
 	// the job resumed from a checkpoint (--accept-changed-input: the file
 	// was not the one the checkpoint read).
@@ -229,8 +233,12 @@ func (s *Summary) Text() string {
 	if s.Filtered > 0 {
 		filtered = fmt.Sprintf(", %d filtered out by where", s.Filtered)
 	}
-	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
-		name, s.Read, rate, s.Accepted, s.LateAccepted, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
+	partly := ""
+	if s.LateForSomeWindows > 0 {
+		partly = fmt.Sprintf(", %d too late for some of their windows", s.LateForSomeWindows)
+	}
+	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
+		name, s.Read, rate, s.Accepted, s.LateAccepted, partly, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
 	written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
 	if s.Failed {
 		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
@@ -885,7 +893,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	}
 	// The windows' own counts are final once they have ended; the head's
 	// are as of its last status.
-	s.Accepted, s.TooLate = st.Accepted, st.TooLate
+	s.Accepted, s.TooLate, s.LateForSomeWindows = st.Accepted, st.TooLate, st.PartlyLate
 	s.InFlight = s.Accounting.InFlight()
 	s.ReadThisRun = s.Read - rn.restoredRead
 	if rn.late != nil {

@@ -232,6 +232,7 @@ var jobShape = object("A weir job: a windowed aggregation over a stream of JSON 
 	field{"having", str("An expr expression over the aggregates and key, revision, timing, final: only panes for which it holds are written.")},
 	field{"output", oneOf("Where panes go: one output or a list.", outputShape, &shape{Kind: kList, Min: 1, Item: outputShape})},
 	field{"late_output", sideOutputShape},
+	field{"late_for_some_windows", enum("Events of a sliding window accepted into its later windows and too late for its earlier ones: count (default; in the summary, status and metrics) or write (also to the late output, naming the windows they missed).", "count", "write")},
 	field{"quarantine", sideOutputShape},
 	field{"dead_letter", sideOutputShape},
 	field{"dead_letter_max_bytes", &shape{Kind: kString, Doc: "The most of a line or an event a quarantine or late record keeps, 256B to 16MiB (default 64KiB).", Pattern: sizePattern}},

@@ -271,6 +271,21 @@ func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	}
 	b = f.appendKey(b, l.Key)
 	b = f.appendWindow(b, l.Window)
+	if l.Reason == window.ReasonLateForSomeWindows {
+		// Accepted into its other windows: the ones it missed.
+		b = append(b, `,"windows_missed":[`...)
+		for i, w := range window.MissedWindows(f.j.Window.Assigner, &l, nil) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"window_start":`...)
+			b = f.times.append(b, w.Start)
+			b = append(b, `,"window_end":`...)
+			b = f.times.append(b, w.End)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	b = append(b, `,"watermark":`...)
 	b = appendTime(b, l.Watermark)
 	b = append(b, `,"event_time":`...)

@@ -78,7 +78,7 @@ func TestSummaryFieldOrder(t *testing.T) {
 		}
 	}
 	want := "job read accepted duplicates too_late beyond_dedup_horizon quarantined in_flight refused lost " +
-		"quarantine_reasons late_accepted panes_fired panes_written windows_fired late_written watermark_lines " +
+		"quarantine_reasons late_accepted late_for_some_windows panes_fired panes_written windows_fired late_written watermark_lines " +
 		"blank_lines having_errors too_late_by_window watermark input_restarted outputs_added restore_changes " +
 		"dropped_state interrupted savepoint failed"
 	if got := strings.Join(keys, " "); got != want {

@@ -51,10 +51,18 @@ func newReplay(c *config, delay, lateness mtime.Time) (*replay, error) {
 		Watermark: wm,
 		Agg:       aggregate.Count[float64](),
 		Pane:      e.pane,
-		Late:      func(l *window.LateEvent[key, float64]) { e.lateW += l.Value },
+		Late:      e.late,
 	})
 	e.op = op
 	return e, err
+}
+
+// late counts an event too late for all of its windows (weir run's
+// too_late); one too late for some of them only was counted in the others.
+func (e *replay) late(l *window.LateEvent[key, float64]) {
+	if l.Reason == "" {
+		e.lateW += l.Value
+	}
 }
 
 func (e *replay) pane(p *window.Pane[key, int64]) {

@@ -144,12 +144,20 @@ func TestSlidingPartlyLate(t *testing.T) {
 		"k 10:00:10-10:00:40 #1 ON_TIME v=1 wm=end at=none final",
 		"k 10:00:20-10:00:50 #1 ON_TIME v=1 wm=end at=none final",
 	)
+	// The event at 25 s is in the late events too, for the window it
+	// missed; the one at 5 s names the last window it belonged to.
 	late := h.Late()
-	if len(late) != 1 || late[0].Window != (window.Window{Start: s(0), End: s(30)}) {
-		t.Errorf("late = %+v (its window is the last one it belonged to)", late)
+	if len(late) != 2 || late[0].Reason != window.ReasonLateForSomeWindows || late[0].Timestamp != s(25) ||
+		late[0].Window != (window.Window{Start: s(0), End: s(30)}) ||
+		late[1].Reason != "" || late[1].Timestamp != s(5) || late[1].Window != (window.Window{Start: s(0), End: s(30)}) {
+		t.Errorf("late = %+v", late)
+	}
+	missed := window.MissedWindows(window.SlidingWindows(30*time.Second, 10*time.Second), &late[0], nil)
+	if len(missed) != 1 || missed[0] != (window.Window{Start: s(0), End: s(30)}) {
+		t.Errorf("missed %v", missed)
 	}
 	st := h.Stats()
-	if st.Accepted != 1 || st.TooLate != 1 || st.Dropped[window.Window{Start: s(0), End: s(30)}] != 2 ||
+	if st.Accepted != 1 || st.PartlyLate != 1 || st.TooLate != 1 || st.Dropped[window.Window{Start: s(0), End: s(30)}] != 2 ||
 		st.Dropped[window.Window{Start: s(-10), End: s(20)}] != 1 {
 		t.Errorf("stats = %+v", st)
 	}

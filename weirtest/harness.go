@@ -141,6 +141,7 @@ type Stats struct {
 	Accepted     int64 // added to at least one window
 	TooLate      int64 // too late for every window
 	LateAccepted int64 // late, but within the allowed lateness
+	PartlyLate   int64 // accepted, and too late for some of its windows
 	Panes        int64 // panes emitted, retractions included
 	WindowsFired int64 // windows that emitted at least one pane
 	OpenWindows  int64 // windows holding state now
@@ -151,7 +152,7 @@ type Stats struct {
 // Stats returns the counts so far.
 func (h *Harness[K, T, A, O]) Stats() Stats {
 	s := h.op.Stats()
-	return Stats{s.Accepted, s.TooLate, s.LateAccepted, s.Panes, s.Fired, s.Open, s.Dropped}
+	return Stats{s.Accepted, s.TooLate, s.LateAccepted, s.PartlyLate, s.Panes, s.Fired, s.Open, s.Dropped}
 }
 
 // TakePanes returns the panes emitted since the last call and forgets them.

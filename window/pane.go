@@ -54,13 +54,20 @@ type Pane[K comparable, O any] struct {
 // LateEvent is an event that came too late for every window it belongs to:
 // the watermark had passed End-1+allowed lateness of each when it arrived.
 // Window is the last of them (the one that closed most recently).
+//
+// An event too late for some of its windows only (a sliding window's
+// earlier ones, closed when it came) is added to the others and is a
+// LateEvent too, of ReasonLateForSomeWindows: Window is the last window it
+// missed, and it missed every window of its time that ends no later
+// (MissedWindows lists them).
 type LateEvent[K comparable, T any] struct {
 	Key       K
 	Timestamp mtime.Time
 	Window    Window
 	Watermark mtime.Time
 	Value     T
-	// Reason is empty for an event too late for its windows, and
+	// Reason is empty for an event too late for its windows,
+	// ReasonLateForSomeWindows for one too late for some of them, and
 	// ReasonBeyondDedupHorizon for one the de-duplication state could no
 	// longer check: it is routed aside instead of risking a second count.
 	Reason string
@@ -73,3 +80,26 @@ type LateEvent[K comparable, T any] struct {
 // delivery of it would have been forgotten already, so it cannot be told
 // from a duplicate.
 const ReasonBeyondDedupHorizon = "beyond_dedup_horizon"
+
+// ReasonLateForSomeWindows is the Reason of a LateEvent that was added to
+// some of its windows and came too late for the others.
+const ReasonLateForSomeWindows = "late_for_some_windows"
+
+// MissedWindows appends to buf the windows of a the late event l missed, in
+// ascending order of start, and returns the extended slice: for an event
+// late for some of its windows, those of its time that end no later than
+// l.Window; for another, every window of its time.
+func MissedWindows[K comparable, T any](a Assigner, l *LateEvent[K, T], buf []Window) []Window {
+	n := len(buf)
+	buf = a.Assign(l.Timestamp, buf)
+	if l.Reason != ReasonLateForSomeWindows {
+		return buf
+	}
+	out := buf[:n]
+	for _, w := range buf[n:] {
+		if w.End <= l.Window.End {
+			out = append(out, w)
+		}
+	}
+	return out
+}

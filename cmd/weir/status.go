@@ -124,7 +124,11 @@ func statusText(s engine.Status) string {
 		fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s%s\n", p.Name, p.Diagnosis, showTime(p.Watermark), back, showTime(p.LastEvent), mark)
 	}
 	c := s.Counts
-	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness), %d duplicates, %d too late, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, c.Duplicates, c.TooLate, c.Quarantined)
+	partly := ""
+	if c.LateForSomeWindows > 0 {
+		partly = fmt.Sprintf(", %d too late for some of their windows", c.LateForSomeWindows)
+	}
+	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates, %d too late, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, c.Quarantined)
 	for _, k := range s.Sinks {
 		// Committed counts every run's, written this run's: after a
 		// resume the first may be the larger.

@@ -650,6 +650,7 @@ func (r *Runner[K, T, A, O]) LiveStats() Stats {
 		s.Accepted += l.accepted.Load()
 		s.TooLate += l.tooLate.Load()
 		s.LateAccepted += l.lateAccepted.Load()
+		s.PartlyLate += l.partlyLate.Load()
 		s.Panes += l.panes.Load()
 		s.Fired += l.fired.Load()
 		s.Windows += l.windows.Load()
@@ -674,6 +675,7 @@ func (r *Runner[K, T, A, O]) Stats() Stats {
 		s.Accepted += op.Accepted
 		s.TooLate += op.TooLate
 		s.LateAccepted += op.LateAccepted
+		s.PartlyLate += op.PartlyLate
 		s.Panes += op.Panes
 		s.Fired += op.Fired
 		s.Windows += op.Windows

@@ -38,17 +38,19 @@ type Codec[K comparable, A, O any] interface {
 // Snapshot versions: 2 has the keys in the snapshot; 3 has them in a Pebble
 // checkpoint beside it; 4 and 5 are 2 and 3 with the late limit in the
 // header (the end before which windows were closed, so that a restore with
-// a longer allowed lateness opens none of them again).
+// a longer allowed lateness opens none of them again); 6 and 7 are 4 and 5
+// with the count of events late for some of their windows.
 const (
-	snapshotVersion       = 4
-	snapshotPebbleVersion = 5
+	snapshotVersion       = 6
+	snapshotPebbleVersion = 7
 )
 
 // isPebbleSnapshot reports whether a snapshot version keeps its keys in a
 // Pebble checkpoint, and hasLateLimit whether its header has the late
 // limit.
-func isPebbleSnapshot(v int) bool { return v == 3 || v == 5 }
+func isPebbleSnapshot(v int) bool { return v == 3 || v == 5 || v == 7 }
 func hasLateLimit(v int) bool     { return v >= 4 }
+func hasPartlyLate(v int) bool    { return v >= 6 }
 
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
@@ -73,7 +75,7 @@ func (op *WindowOp[K, T, A, O]) appendHeader(b []byte, version byte) []byte {
 	b = enc.AppendVarint(b, int64(op.wm))
 	b = enc.AppendVarint(b, int64(op.now))
 	b = enc.AppendVarint(b, int64(op.lateLimit))
-	for _, v := range []int64{op.Accepted, op.TooLate, op.LateAccepted, op.Panes, op.Fired, op.Windows} {
+	for _, v := range []int64{op.Accepted, op.TooLate, op.LateAccepted, op.Panes, op.Fired, op.Windows, op.PartlyLate} {
 		b = enc.AppendVarint(b, v)
 	}
 	b = enc.AppendUvarint(b, uint64(len(op.Dropped)))
@@ -269,6 +271,9 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		for _, p := range []*int64{&o0.Accepted, &o0.TooLate, &o0.LateAccepted, &o0.Panes, &o0.Fired, &o0.Windows} {
 			*p += d.Varint()
 		}
+		if hasPartlyLate(v) {
+			o0.PartlyLate += d.Varint()
+		}
 		nd := d.Items(1 << 40)
 		for range nd {
 			w := window.Window{Start: mtime.Time(d.Varint()), End: mtime.Time(d.Varint())}
@@ -362,6 +367,9 @@ func InspectSnapshot(part []byte, dir string) (SnapshotInfo, error) {
 	si.Panes = d.Varint()
 	d.Varint() // fired
 	d.Varint() // windows
+	if hasPartlyLate(v) {
+		d.Varint()
+	}
 	for range d.Items(1 << 40) {
 		d.Varint()
 		d.Varint()

@@ -29,7 +29,8 @@ type OutKind uint8
 const (
 	// OutPane is a pane (or a retraction).
 	OutPane OutKind = iota
-	// OutLate is an event too late for all of its windows.
+	// OutLate is an event too late for all of its windows, or for some
+	// of them (Late.Reason says which).
 	OutLate
 	// OutBarrier is an instance's snapshot at a checkpoint barrier.
 	OutBarrier
@@ -84,6 +85,12 @@ type Stats struct {
 	// watermark had already passed: they are late, but within the allowed
 	// lateness.
 	LateAccepted int64
+	// PartlyLate events (a subset of Accepted) were added to some of their
+	// windows and too late for others (a sliding window's earlier ones):
+	// each is also emitted as a late event of
+	// window.ReasonLateForSomeWindows, so that every event-to-window
+	// membership is in a pane or in the late events.
+	PartlyLate int64
 	// Panes counts panes emitted, retractions included; Fired counts
 	// windows that emitted at least one pane.
 	Panes int64
@@ -108,8 +115,8 @@ type Stats struct {
 // liveStats is what an operator instance publishes of its Stats after each
 // batch, for metrics read from other goroutines while it runs.
 type liveStats struct {
-	accepted, tooLate, lateAccepted, panes, fired, windows, keys atomic.Int64
-	byTiming                                                     [3]atomic.Int64
+	accepted, tooLate, lateAccepted, partlyLate, panes, fired, windows, keys atomic.Int64
+	byTiming                                                                 [3]atomic.Int64
 }
 
 func (op *WindowOp[K, T, A, O]) publish() {
@@ -117,6 +124,7 @@ func (op *WindowOp[K, T, A, O]) publish() {
 	l.accepted.Store(op.Accepted)
 	l.tooLate.Store(op.TooLate)
 	l.lateAccepted.Store(op.LateAccepted)
+	l.partlyLate.Store(op.PartlyLate)
 	l.panes.Store(op.Panes)
 	l.fired.Store(op.Fired)
 	l.windows.Store(op.Windows)
@@ -473,10 +481,11 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		return
 	}
 	var ks *keyState[A, O]
-	accepted, late := false, false
-	for _, w := range op.wbuf {
+	accepted, late, missed := false, false, -1
+	for i, w := range op.wbuf {
 		if op.tooLate(w) {
 			op.drop(w)
+			missed = i
 			continue
 		}
 		if ks == nil {
@@ -496,6 +505,9 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		op.onElement(key, ks, st)
 	}
 	op.account(accepted, late, key, ts, v)
+	if accepted && missed >= 0 {
+		op.partlyLate(key, ts, v, op.wbuf[missed])
+	}
 }
 
 // MaxDropped is the most windows Stats.Dropped counts drops of one by one.
@@ -587,10 +599,11 @@ func (op *WindowOp[K, T, A, O]) tumblingEvent(key K, ts mtime.Time, v T) {
 // for. (A window it is too late for has been deleted with its claim on the
 // slice, so sharing the slice cannot change it.)
 func (op *WindowOp[K, T, A, O]) slicedEvent(key K, ts mtime.Time, v T) {
-	accepted := false
-	for _, w := range op.wbuf {
+	accepted, missed := false, -1
+	for i, w := range op.wbuf {
 		if op.tooLate(w) {
 			op.drop(w)
+			missed = i
 		} else {
 			accepted = true
 		}
@@ -620,6 +633,9 @@ func (op *WindowOp[K, T, A, O]) slicedEvent(key K, ts mtime.Time, v T) {
 		op.onElement(key, ks, st)
 	}
 	op.account(true, late, key, ts, v)
+	if missed >= 0 {
+		op.partlyLate(key, ts, v, op.wbuf[missed])
+	}
 }
 
 func (op *WindowOp[K, T, A, O]) sliceOffset() mtime.Time {
@@ -741,6 +757,17 @@ func (op *WindowOp[K, T, A, O]) account(accepted, late bool, key K, ts mtime.Tim
 	if late {
 		op.LateAccepted++
 	}
+}
+
+// partlyLate counts an event added to some of its windows and too late for
+// the others, the last of which is w, and emits it as a late event, so that
+// its memberships of those windows are not lost without a trace.
+func (op *WindowOp[K, T, A, O]) partlyLate(key K, ts mtime.Time, v T, w window.Window) {
+	op.PartlyLate++
+	op.out = append(op.out, Out[K, T, O]{
+		Step: op.step, At: none, Kind: OutLate,
+		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: window.ReasonLateForSomeWindows, At: op.now},
+	})
 }
 
 // tooLate reports whether an event for w arriving now is too late:
