@@ -1171,6 +1171,17 @@ func (p *parser) trigger(root *node, j *Job) error {
 	if tr.FinalOnly, err = t.boolean("final_only"); err != nil {
 		return err
 	}
+	closing, cn, err := t.str("closing")
+	if err != nil {
+		return err
+	}
+	switch closing {
+	case "", "always":
+	case "if_changed":
+		tr.Closing = trigger.ClosingIfChanged
+	default:
+		return t.errf(cn, "trigger.closing", "expected always or if_changed, got %q", closing)
+	}
 	j.Window.Trigger = tr
 	return nil
 }

@@ -143,3 +143,50 @@ summary: summary.json
 		t.Errorf("summary.json: late_for_some_windows %v (%v)", file.LateForSomeWindows, err)
 	}
 }
+
+// Sessions in retracting mode with allowed lateness and no late event: with
+// closing: if_changed a session writes its on-time pane and nothing more
+// (by default, a retraction and a final revision 2 with the same values
+// follow it); the summary counts the windows either way.
+func TestClosingIfChangedWritesOnePanePerUnchangedSession(t *testing.T) {
+	const t0 = 1_780_000_000_000
+	const minute = 60_000
+	var in strings.Builder
+	for i := range 300 {
+		// 100 users a minute apart, 3 rounds of 100 minutes, a session of
+		// 2 events each; then a clock key a minute apart for an hour, so
+		// that the watermark passes each session's end and its lateness
+		// one after the other.
+		s, u := i/100, i%100
+		at := int64(t0 + s*100*minute + u*minute)
+		fmt.Fprintf(&in, `{"u":"u%d","ts":%d}`+"\n"+`{"u":"u%d","ts":%d}`+"\n", u, at, u, at+1000)
+	}
+	for k := range 60 {
+		fmt.Fprintf(&in, `{"u":"clock","ts":%d}`+"\n", t0+300*minute+k*minute)
+	}
+	for _, c := range []struct {
+		closing string
+		panes   int
+	}{{"", 3*300 + 1}, {"trigger: {closing: if_changed}\n", 300 + 1}} {
+		dir, sum := runJob(t, c.closing+`name: sessions
+source: {file: input.jsonl}
+time: {field: ts}
+watermark: {delay: 0s, interval: 0s}
+key: u
+window: {session: {gap: 5m}}
+allowed_lateness: 2m
+mode: retracting
+aggregates: {n: count}
+output: results.jsonl
+`, in.String())
+		lines := strings.Split(strings.TrimSpace(read(t, dir, "results.jsonl")), "\n")
+		if len(lines) != c.panes || sum.PanesWritten != int64(c.panes) || sum.WindowsFired != 301 {
+			t.Errorf("%q: %d panes (%d written), %d windows fired; want %d panes, 301 windows", c.closing, len(lines), sum.PanesWritten, sum.WindowsFired, c.panes)
+		}
+		for _, l := range lines {
+			if c.closing != "" && !strings.Contains(l, `"clock"`) && (!strings.Contains(l, `"n":2`) || !strings.Contains(l, `"timing":"ON_TIME"`)) {
+				t.Errorf("%s", l)
+			}
+		}
+	}
+}

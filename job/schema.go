@@ -148,6 +148,7 @@ var triggerShape = object("When panes fire besides the watermark.", nil,
 	field{"late", oneOf("Late panes: each (one per late event), none, or at most one per this duration.",
 		enum("each or none.", "each", "every", "none", "never"), &shape{Kind: kBool, Doc: "true: each; false: none."}, dur("A throttle: at most one late pane per this much processing time."))},
 	field{"final_only", boolean("Write only the final pane of each window (emit on window close).")},
+	field{"closing", enum("The pane a window closes with when its allowed lateness runs out: always (default; final, even if it repeats the last pane) or if_changed (only if an event came since the last pane).", "always", "if_changed")},
 )
 
 var sqliteShape = object("An SQLite table, created when absent: the highest revision of each window wins.", []string{"path", "table"},

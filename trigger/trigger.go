@@ -5,7 +5,9 @@
 // (W >= End-1 ms), even if nothing arrived since an early pane. Around that it
 // may fire early (before the watermark, every N elements or every D of
 // processing time) and late (after the watermark, for late events within the
-// allowed lateness: for each one, throttled, or never). A trigger that is
+// allowed lateness: for each one, throttled, or never). When the allowed
+// lateness runs out the window closes with a final pane, always or only if
+// an event came since its last pane (Closing). A trigger that is
 // FinalOnly writes only the last pane a window will ever emit, like Kafka
 // Streams' suppress or RisingWave's EMIT ON WINDOW CLOSE.
 //
@@ -15,6 +17,7 @@
 //	trigger.AfterWatermark().EarlyEvery(time.Minute, true)    // plus aligned early firings
 //	trigger.AfterWatermark().EarlyCount(100).LateThrottled(time.Minute)
 //	trigger.OnClose()                                         // only the final pane
+//	trigger.AfterWatermark().ClosingIfChanged()               // no closing pane that repeats the last
 package trigger
 
 import (
@@ -58,7 +61,27 @@ type Trigger struct {
 	LatePeriod mtime.Time
 	// FinalOnly writes only the final pane of each window.
 	FinalOnly bool
+	// Closing says whether the pane a window closes with (when its allowed
+	// lateness runs out) is written when nothing came since its last pane.
+	Closing Closing
 }
+
+// Closing is what a window does when its allowed lateness runs out: Beam's
+// ClosingBehavior.
+type Closing uint8
+
+const (
+	// ClosingAlways writes a closing pane, final, even when nothing came
+	// since the window's last pane (Beam's FIRE_ALWAYS): a reader learns
+	// from the pane itself that the window is final.
+	ClosingAlways Closing = iota
+	// ClosingIfChanged writes the closing pane only if an event came since
+	// the window's last pane (Beam's FIRE_IF_NON_EMPTY): no pane repeats
+	// the one before it, and a window whose last pane was not marked final
+	// is final once the watermark passes its end plus the allowed
+	// lateness.
+	ClosingIfChanged
+)
 
 // AfterWatermark fires on time, and for every late event.
 func AfterWatermark() Trigger { return Trigger{} }
@@ -99,6 +122,13 @@ func (t Trigger) LateThrottled(d time.Duration) Trigger {
 	return t
 }
 
+// ClosingIfChanged writes the closing pane only if an event came since the
+// window's last pane.
+func (t Trigger) ClosingIfChanged() Trigger {
+	t.Closing = ClosingIfChanged
+	return t
+}
+
 // HasEarly reports whether the trigger fires before the watermark.
 func (t Trigger) HasEarly() bool { return !t.FinalOnly && (t.EarlyDelay > 0 || t.EarlyElements > 0) }
 
@@ -118,14 +148,20 @@ func (t Trigger) Validate() error {
 		return errors.New("late throttle period must be a positive duration")
 	case t.Late > LateThrottled:
 		return errors.New("unknown late firing")
+	case t.Closing > ClosingIfChanged:
+		return errors.New("unknown closing behaviour")
 	}
 	return nil
 }
 
 // String describes the trigger, as Beam would write it.
 func (t Trigger) String() string {
+	closing := ""
+	if t.Closing == ClosingIfChanged {
+		closing = ".Closing(FireIfNonEmpty)"
+	}
 	if t.FinalOnly {
-		return "OnClose()"
+		return "OnClose()" + closing
 	}
 	var b strings.Builder
 	b.WriteString("AfterWatermark()")
@@ -147,6 +183,7 @@ func (t Trigger) String() string {
 	case LateNone:
 		b.WriteString(".Late(Never())")
 	}
+	b.WriteString(closing)
 	return b.String()
 }
 
@@ -177,6 +214,9 @@ func (t Trigger) Describe() string {
 		fmt.Fprintf(&b, "; late: at most a pane per %s", mtime.FormatDuration(t.LatePeriod))
 	case LateNone:
 		b.WriteString("; late: none")
+	}
+	if t.Closing == ClosingIfChanged {
+		b.WriteString("; closing: only if an event came since the last pane")
 	}
 	return b.String()
 }

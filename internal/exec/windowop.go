@@ -883,6 +883,8 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, 
 	}
 	if st.late {
 		switch t.Late {
+		case trigger.LateNone:
+			st.latePending = true // for the closing pane
 		case trigger.LateEach:
 			op.fire(key, ks, st, window.Late, false, none, op.now)
 		case trigger.LateThrottled:
@@ -1071,7 +1073,12 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 		if !st.late || cleanupAt != t {
 			return
 		}
-		op.fire(r.key, ks, st, window.Late, true, t, op.now)
+		// Closing if changed: a window that has written a pane and had no
+		// event since (latePending: a late one not yet in a pane) closes
+		// without one.
+		if op.trg.Closing != trigger.ClosingIfChanged || st.rev == 0 || st.latePending {
+			op.fire(r.key, ks, st, window.Late, true, t, op.now)
+		}
 		op.remove(r.key, ks, i)
 	}
 }
