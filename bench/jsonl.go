@@ -50,6 +50,13 @@ func init() {
 		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRunServed(jsonlRate) },
 	})
 	register(Bench{
+		Name: "jsonl-run-where", Group: "jsonl",
+		About: "jsonl-run with a where: that keeps every line (amount >= 0 && card != \"\"): what evaluating a filter costs",
+		Run: func(time.Duration) (int64, map[string]float64, string, error) {
+			return jsonlRunWith(jsonlRate, false, `amount >= 0 && card != ""`)
+		},
+	})
+	register(Bench{
 		Name: "jsonl-run-sparse", Group: "jsonl",
 		About: "as jsonl-run at 1K events/s of event time: nearly one window and one pane per line",
 		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRun(jsonlSparseRate) },
@@ -108,17 +115,19 @@ output: %s
 `
 
 func jsonlRun(rate int) (int64, map[string]float64, string, error) {
-	return jsonlRunWith(rate, false)
+	return jsonlRunWith(rate, false, "")
 }
 
 // jsonlRunServed is jsonlRun with the console served, and /metrics and
 // /api/status fetched every second: a Prometheus scraping at 1 s (its
 // default is 15 s) and a console open in a browser.
 func jsonlRunServed(rate int) (int64, map[string]float64, string, error) {
-	return jsonlRunWith(rate, true)
+	return jsonlRunWith(rate, true, "")
 }
 
-func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, error) {
+// jsonlRunWith runs the job over the input of that rate, with its console
+// served or not, and with the filter where if not empty.
+func jsonlRunWith(rate int, served bool, where string) (int64, map[string]float64, string, error) {
 	in, err := JSONLFile(rate)
 	if err != nil {
 		return 0, nil, "", err
@@ -128,13 +137,17 @@ func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, err
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	return jsonlRunTo(in, filepath.Join(dir, "out.jsonl"), served)
+	return jsonlRunTo(in, filepath.Join(dir, "out.jsonl"), served, where)
 }
 
 // jsonlRunTo runs the job over the file in, writing its panes to out.
-func jsonlRunTo(in, out string, served bool) (int64, map[string]float64, string, error) {
+func jsonlRunTo(in, out string, served bool, where string) (int64, map[string]float64, string, error) {
 	dir := filepath.Dir(out)
-	j, err := job.Parse([]byte(fmt.Sprintf(jsonlJob, in, out)), "bench.yaml", dir)
+	text := fmt.Sprintf(jsonlJob, in, out)
+	if where != "" {
+		text += "where: " + strconv.Quote(where) + "\n"
+	}
+	j, err := job.Parse([]byte(text), "bench.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

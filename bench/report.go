@@ -50,6 +50,9 @@ func Ratios(rs []Result) string {
 		if m, ok := find(rs, "jsonl-run-metrics"); ok {
 			fmt.Fprintf(&b, "  serving the console and metrics (scraped every second) costs %.1f%% of jsonl-run's throughput\n", 100*(1-m.EventsPerSec/j.EventsPerSec))
 		}
+		if f, ok := find(rs, "jsonl-run-where"); ok {
+			fmt.Fprintf(&b, "  a where: that keeps every line costs %.1f%% of jsonl-run's throughput\n", 100*(1-f.EventsPerSec/j.EventsPerSec))
+		}
 		if d, ok := find(rs, "jsonl-duckdb"); ok {
 			// The same lines: the ratio of the rates is that of the wall times.
 			fmt.Fprintf(&b, "  weir run takes %.2fx DuckDB's wall time (%.2fx its CPU time)\n", d.EventsPerSec/j.EventsPerSec, d.PerCore/j.PerCore)
@@ -247,6 +250,12 @@ func Targets(rs []Result) string {
 		check("serving metrics costs < 2% of jsonl-run's throughput", cost, cost < 2, true, "%")
 	} else {
 		check("serving metrics costs < 2% of jsonl-run's throughput", 0, false, false, "")
+	}
+	if f, ok := find(rs, "jsonl-run-where"); ok && okj {
+		cost := 100 * (1 - f.EventsPerSec/j.EventsPerSec)
+		check("a where: costs < 10% of jsonl-run's throughput", cost, cost < 10, true, "%")
+	} else {
+		check("a where: costs < 10% of jsonl-run's throughput", 0, false, false, "")
 	}
 	for _, db := range []string{"sqlite", "postgres"} {
 		r, _, _, ok := upsertRatio(rs, db, "keyed-insert")
