@@ -132,7 +132,7 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	}
 	panes := &engine.Stream[Pane[K, O]]{}
 	late := &engine.Stream[Late[K, T]]{}
-	p.legacy = append(p.legacy, fmt.Sprintf("stage %s: %T%+v %+v %+v %T", label, w.s.Assigner, w.s.Assigner, w.s, t.wm, f))
+	p.legacy = append(p.legacy, fmt.Sprintf("stage %s: %T%+v %+v %s %T", label, w.s.Assigner, w.s.Assigner, w.s, t.wm.Fingerprint(), f))
 	node := plan.ID{Kind: plan.KindAggregation, Name: stage}
 	op := &plan.Aggregation{Strategy: w.s, Watermark: t.wm, Format: stateFormat, Parallelism: p.o.parallelism,
 		Layout: []plan.Setting{

@@ -920,6 +920,13 @@ func (p *parser) watermark(root *node, j *Job) error {
 	if err != nil {
 		return err
 	}
+	quiet, hasQuiet, err := w.duration("quiet")
+	if err != nil {
+		return err
+	}
+	if hasQuiet && quiet <= 0 {
+		return w.errf(w.get("quiet"), "watermark.quiet", "must be a positive duration")
+	}
 	if hasDrift && drift <= 0 {
 		return w.errf(w.get("max_drift"), "watermark.max_drift", "must be a positive duration")
 	}
@@ -927,8 +934,8 @@ func (p *parser) watermark(root *node, j *Job) error {
 	case perfect && fromNode != nil:
 		return w.errf(fromNode, "watermark", "choose one of perfect and from_field")
 	case perfect || fromNode != nil:
-		if hasDelay || hasInterval || hasIdle || hasDrift {
-			return w.errf(nil, "watermark", "delay, interval, idle and max_drift apply to a bounded watermark, not to perfect or from_field")
+		if hasDelay || hasInterval || hasIdle || hasDrift || hasQuiet {
+			return w.errf(nil, "watermark", "delay, interval, idle, max_drift and quiet apply to a bounded watermark, not to perfect or from_field")
 		}
 		if perfect {
 			j.Watermark = watermark.PerfectWatermark()
@@ -949,6 +956,7 @@ func (p *parser) watermark(root *node, j *Job) error {
 		}
 		j.Watermark.Idle = idle
 		j.Watermark.MaxDrift = drift
+		j.Watermark.Quiet = quiet
 		if hasDrift && j.Kafka == nil {
 			return w.errf(w.get("max_drift"), "watermark.max_drift", "needs a source that can pause its partitions (kafka): a file is read in one order")
 		}

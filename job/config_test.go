@@ -205,7 +205,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad late", minimal + "trigger: {late: sometimes}\n",
 			`job.yaml:7: trigger.late: expected each, none or a throttle duration such as 1m, got "sometimes"`},
 		{"watermark mix", minimal + "watermark: {perfect: true, delay: 2s}\n",
-			`job.yaml:7: watermark: delay, interval, idle and max_drift apply to a bounded watermark, not to perfect or from_field`},
+			`job.yaml:7: watermark: delay, interval, idle, max_drift and quiet apply to a bounded watermark, not to perfect or from_field`},
 		{"no output", strings.Replace(minimal, "output: results.jsonl\n", "", 1),
 			`job.yaml:1: output: missing: where results go, a file or - for standard output`},
 		{"no source", strings.Replace(minimal, "source: {file: input.jsonl}\n", "", 1),

@@ -1000,9 +1000,9 @@ func hashString(s string) uint64 {
 // checkpoint settings may change).
 func fingerprint(j *Job) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "time=%s key=%s id=%s horizon=%d window=%T%+v lateness=%d trigger=%+v mode=%s wm=%+v/%s",
+	fmt.Fprintf(&b, "time=%s key=%s id=%s horizon=%d window=%T%+v lateness=%d trigger=%+v mode=%s wm=%s/%s",
 		j.TimeField, j.Key, j.ID, j.DedupHorizon, j.Window.Assigner, j.Window.Assigner, j.Window.AllowedLateness,
-		j.Window.Trigger, j.Window.Mode, j.Watermark, j.WMField)
+		j.Window.Trigger, j.Window.Mode, j.Watermark.Fingerprint(), j.WMField)
 	if j.KeyParts != nil {
 		// Only a composite key adds to the text, so that the fingerprints
 		// of jobs written before it are unchanged.

@@ -118,6 +118,7 @@ var watermarkShape = object("How far event time has progressed: bounded out-of-o
 	field{"delay", dur("W = max(event time) - delay - 1 ms (default 0s).")},
 	field{"interval", dur("How often the watermark is emitted, in processing time (default 200ms; 0s: after every event).")},
 	field{"idle", dur("A partition with no event for this long stops holding the watermark back.")},
+	field{"quiet", dur("Once the whole stream has had no event for this long, the watermark follows the clock (now - quiet), so the last windows close in a quiet night; an event later than this then is late.")},
 	field{"max_drift", dur("Pause a Kafka partition whose watermark runs this far ahead of the slowest.")},
 	field{"perfect", boolean("Read a recorded file ahead: the smallest event time still to come.")},
 	field{"from_field", fieldName("A line with this field and no event time moves the watermark.")},

@@ -455,6 +455,9 @@ func DescribeWatermark(w watermark.Strategy, from string) string {
 	if w.MaxDrift > 0 {
 		s += ", max drift " + mtime.FormatDuration(w.MaxDrift)
 	}
+	if w.Quiet > 0 {
+		s += ", the clock's after " + mtime.FormatDuration(w.Quiet) + " quiet"
+	}
 	return s
 }
 

@@ -13,6 +13,10 @@ import "github.com/weirstream/weir/mtime"
 // StatusWatermarkValve. An idle partition rejoins with its next event, and the
 // combined watermark does not move backwards when it does.
 //
+// With a quiet bound (Strategy.Quiet), once no partition has had an event
+// or a backlog for that long, the combined watermark is at least now -
+// Quiet: it follows the processing clock while the whole stream is quiet.
+//
 // A floor from outside (SetFloor: a consumer group's watermark) moves the
 // combined watermark only while every partition is idle: then it is the
 // larger of the largest W_p and the floor.
@@ -22,6 +26,11 @@ type Tracker struct {
 	delay mtime.Time
 	idle  mtime.Time
 	drift mtime.Time
+	quiet mtime.Time
+	// last is the processing time of the last event or backlog of any
+	// partition; seen says a partition has had an event.
+	last  mtime.Time
+	seen  bool
 	parts []partition
 	out   mtime.Time
 	floor mtime.Time
@@ -37,7 +46,7 @@ type partition struct {
 // NewTracker returns a tracker for the strategy's delay, idleness and
 // alignment.
 func NewTracker(s Strategy) *Tracker {
-	return &Tracker{delay: s.Delay, idle: s.Idle, drift: s.MaxDrift, out: mtime.MinTime, floor: mtime.MinTime}
+	return &Tracker{delay: s.Delay, idle: s.Idle, drift: s.MaxDrift, quiet: s.Quiet, out: mtime.MinTime, floor: mtime.MinTime, last: mtime.MinTime}
 }
 
 // SetFloor sets the watermark that the combined watermark follows while
@@ -99,6 +108,7 @@ func (t *Tracker) Observe(p int, ts, now mtime.Time) {
 	}
 	pt.lastActive = now
 	pt.idle = false
+	t.last, t.seen = max(t.last, now), true
 }
 
 // SetBacklog records what the source of partition p reports at processing
@@ -119,6 +129,7 @@ func (t *Tracker) SetBacklog(p int, backlog int64, now mtime.Time) {
 	if backlog > 0 {
 		pt.lastActive = max(pt.lastActive, now)
 		pt.idle = false
+		t.last = max(t.last, now)
 	}
 }
 
@@ -158,6 +169,9 @@ func (t *Tracker) Current(now mtime.Time) mtime.Time {
 			w = t.floor
 		}
 	}
+	if q := t.QuietFrom(); now >= q && now-t.quiet > w {
+		w = now - t.quiet
+	}
 	if w > t.out {
 		t.out = w
 	}
@@ -184,6 +198,17 @@ func (t *Tracker) NextIdle() mtime.Time {
 		}
 	}
 	return next
+}
+
+// QuietFrom is the processing time from which the whole stream is quiet
+// and the watermark follows the clock: Quiet after the last event or
+// backlog of any partition. MaxTime if there is no quiet bound or no
+// partition has had an event yet (there is no window to close).
+func (t *Tracker) QuietFrom() mtime.Time {
+	if t.quiet <= 0 || !t.seen {
+		return mtime.MaxTime
+	}
+	return t.last.Add(t.quiet)
 }
 
 // PartitionWatermark is W_p of partition p: its largest event time - delay
@@ -222,6 +247,8 @@ func (t *Tracker) Restore(s TrackerState) {
 	t.parts = t.parts[:0]
 	for i := range s.Max {
 		t.parts = append(t.parts, partition{max: s.Max[i], lastActive: s.LastActive[i], idle: s.Idle[i]})
+		t.last = max(t.last, s.LastActive[i])
+		t.seen = t.seen || s.Max[i] != mtime.MinTime
 	}
 	t.out = s.Out
 }

@@ -142,3 +142,62 @@ func TestFloorMovesOnlyAnIdleTracker(t *testing.T) {
 		t.Fatalf("idle without a floor: W = %d, want 9499", got)
 	}
 }
+
+// A quiet stream: once no partition has had an event for Quiet of
+// processing time, the watermark follows the clock (now - Quiet); an event
+// ends the quiet, and the watermark does not go back. A partition that is
+// only behind (a backlog) keeps the stream from being quiet, and there is
+// no quiet before the first event.
+func TestQuietStreamFollowsTheClock(t *testing.T) {
+	tr := NewTracker(Strategy{Delay: 2000, Quiet: 60_000})
+	tr.AddPartition(0, 0)
+	tr.AddPartition(1, 0)
+	if q := tr.QuietFrom(); q != mtime.MaxTime {
+		t.Fatalf("no event yet: quiet from %d", q)
+	}
+	if got := tr.Current(500_000); got != mtime.MinTime {
+		t.Fatalf("no event yet: W = %d", got)
+	}
+	tr.Observe(0, 1_000_000, 1_000_000)
+	tr.Observe(1, 1_000_500, 1_000_500)
+	if q := tr.QuietFrom(); q != 1_060_500 {
+		t.Fatalf("quiet from %d, want 1060500", q)
+	}
+	if got := tr.Current(1_060_499); got != 997_999 {
+		t.Fatalf("not yet quiet: W = %d, want 997999", got)
+	}
+	if got := tr.Current(1_060_500); got != 1_000_500 {
+		t.Fatalf("quiet: W = %d, want now - 60s = 1000500", got)
+	}
+	if got := tr.Current(4_600_000); got != 4_540_000 {
+		t.Fatalf("an hour quiet: W = %d, want 4540000", got)
+	}
+	// A partition behind is not quiet.
+	tr.SetBacklog(0, 10, 4_600_000)
+	if q := tr.QuietFrom(); q != 4_660_000 {
+		t.Fatalf("behind: quiet from %d, want 4660000", q)
+	}
+	if got := tr.Current(4_630_000); got != 4_540_000 {
+		t.Fatalf("behind: W = %d, want 4540000 (it does not go back)", got)
+	}
+	// An event ends the quiet: an old one does not move W back.
+	tr.Observe(1, 4_000_000, 4_630_000)
+	if got := tr.Current(4_640_000); got != 4_540_000 {
+		t.Fatalf("after an event: W = %d", got)
+	}
+	// Restored, it knows when the stream went quiet.
+	r := NewTracker(Strategy{Delay: 2000, Quiet: 60_000})
+	r.Restore(tr.State())
+	if q := r.QuietFrom(); q != 4_690_000 {
+		t.Fatalf("restored: quiet from %d, want 4690000", q)
+	}
+	// Without a quiet bound, nothing of this.
+	off := NewTracker(Strategy{Delay: 2000})
+	off.Observe(0, 1_000_000, 1_000_000)
+	if got := off.Current(9_000_000); got != 997_999 || off.QuietFrom() != mtime.MaxTime {
+		t.Fatalf("without quiet: W = %d", got)
+	}
+	if (Strategy{Quiet: -1}).Validate() == nil {
+		t.Error("a negative quiet accepted")
+	}
+}

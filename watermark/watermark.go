@@ -17,6 +17,7 @@ package watermark
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/weirstream/weir/mtime"
@@ -56,6 +57,13 @@ type Strategy struct {
 	// partitions open. It needs a source that can pause its partitions
 	// (connector.Pauser: Kafka).
 	MaxDrift mtime.Time
+	// Quiet, when positive, is how long the whole stream may go without an
+	// event (no partition having one, and none behind) before the
+	// watermark follows the processing clock: W = now - Quiet. The windows
+	// of the last minutes before a quiet night then close in the night,
+	// not when the next event comes; the price is that an event that comes
+	// after that more than Quiet after its event time is late.
+	Quiet mtime.Time
 }
 
 // BoundedOutOfOrderness returns Flink's watermark strategy with the default
@@ -89,6 +97,29 @@ func (s Strategy) WithMaxDrift(d time.Duration) Strategy {
 	return s
 }
 
+// WithQuiet returns s following the processing clock (W = now - d) once
+// no partition has had an event for d.
+func (s Strategy) WithQuiet(d time.Duration) Strategy {
+	s.Quiet = mtime.Millis(d)
+	return s
+}
+
+// Fingerprint is the strategy as the fingerprint of a checkpoint before
+// layout 4 names it: the fields the first weirs had, and a field added
+// since only when it is set, so that a job that does not set it keeps its
+// fingerprint and restores such a checkpoint.
+func (s Strategy) Fingerprint() string {
+	type first struct {
+		Kind                            Kind
+		Delay, Interval, Idle, MaxDrift mtime.Time
+	}
+	t := fmt.Sprintf("%+v", first{s.Kind, s.Delay, s.Interval, s.Idle, s.MaxDrift})
+	if s.Quiet != 0 {
+		t += fmt.Sprintf(" quiet=%d", s.Quiet)
+	}
+	return t
+}
+
 // Validate reports a configuration error.
 func (s Strategy) Validate() error {
 	switch {
@@ -98,6 +129,8 @@ func (s Strategy) Validate() error {
 		return errors.New("delay must not be negative")
 	case s.Interval < 0:
 		return errors.New("interval must not be negative")
+	case s.Quiet < 0:
+		return errors.New("quiet must not be negative")
 	case s.Idle < 0:
 		return errors.New("idle must not be negative")
 	}

@@ -88,6 +88,15 @@ func (d *Driver[K, T]) nextInstant() mtime.Time {
 		}
 		at = min(at, idle)
 	}
+	if q := d.tracker.QuietFrom(); q < mtime.MaxTime {
+		// Quiet from q: the watermark follows the clock, moved at every
+		// emission (every DefaultInterval when the interval is 0).
+		step := d.s.Interval
+		if step <= 0 {
+			step = mtime.Millis(watermark.DefaultInterval)
+		}
+		at = min(at, alignUp(max(q, d.now+1), step))
+	}
 	return at
 }
 
