@@ -481,3 +481,40 @@ func TestFailureWithAStageThatDoesNotReturn(t *testing.T) {
 		}
 	})
 }
+
+// threeQuiet is a source of three partitions that never get a record.
+type threeQuiet struct{ said bool }
+
+func (s *threeQuiet) Open(context.Context, []byte) error { return nil }
+func (s *threeQuiet) Read(ctx context.Context, b *connector.Batch) error {
+	if !s.said {
+		s.said = true
+		b.Partitions = []connector.Partition{{Name: "orders/0"}, {Name: "orders/1"}, {Name: "orders/2"}}
+		return nil
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (s *threeQuiet) Close() error { return nil }
+
+// The status shows every partition of the source from the start, before
+// any has had a record: each inactive, holding nothing back.
+func TestStatusShowsPartitionsThatNeverHadARecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := build(t, engine.Config{Name: "quiet", Live: true}, &threeQuiet{}, &memSink{})
+		done := make(chan error, 1)
+		go func() { done <- e.Run(context.Background()) }()
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		st := e.Control().Status(context.Background(), time.Second)
+		var got []string
+		for _, p := range st.Partitions {
+			got = append(got, fmt.Sprintf("%s %s %v %v", p.Name, p.Diagnosis, p.Watermark == mtime.MinTime, p.HoldsBack))
+		}
+		if want := "orders/0 inactive true false,orders/1 inactive true false,orders/2 inactive true false"; strings.Join(got, ",") != want {
+			t.Errorf("partitions %q, want %q", strings.Join(got, ","), want)
+		}
+		e.Control().Stop(context.Background(), true)
+		<-done
+	})
+}

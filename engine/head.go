@@ -865,13 +865,26 @@ func (h *Head[K, T]) status(s *Status) {
 	}
 	quiet := max(2*time.Second.Milliseconds(), int64(tr.IdleTimeout())/2)
 	lo, hi, holder := mtime.MaxTime, mtime.MinTime, -1
-	for i := range st.Max {
+	// Every partition the source has, from the start: one that has had no
+	// record yet is not in the watermark's partitions until the first
+	// record of any (it holds nothing back yet), and shows as inactive,
+	// backlogged or interrupted by its source's report.
+	n := len(st.Max)
+	if !h.logic {
+		n = max(n, len(names))
+		for _, r := range h.reports {
+			n = max(n, r.Partition+1)
+		}
+	}
+	for i := range n {
 		name := fmt.Sprintf("partition %d", i)
 		if i < len(names) {
 			name = names[i]
 		}
-		ps := PartitionStatus{
-			Name: name, Watermark: tr.PartitionWatermark(i), MaxEventTime: st.Max[i], LastEvent: st.LastActive[i], Idle: st.Idle[i], Backlog: -1,
+		ps := PartitionStatus{Name: name, Watermark: mtime.MinTime, MaxEventTime: mtime.MinTime, LastEvent: mtime.MinTime, Backlog: -1}
+		tracked := i < len(st.Max)
+		if tracked {
+			ps.Watermark, ps.MaxEventTime, ps.LastEvent, ps.Idle = tr.PartitionWatermark(i), st.Max[i], st.LastActive[i], st.Idle[i]
 		}
 		r, hasReport := reports[i]
 		if hasReport {
@@ -890,12 +903,14 @@ func (h *Head[K, T]) status(s *Status) {
 			ps.Diagnosis = DiagIdle
 		case ps.Backlog > 0:
 			ps.Diagnosis = DiagBacklogged
+		case !tracked:
+			ps.Diagnosis = DiagInactive // no record yet
 		case int64(now-st.LastActive[i]) >= quiet && (!hasReport || r.CaughtUp):
 			ps.Diagnosis = DiagInactive
 		default:
 			ps.Diagnosis = DiagActive
 		}
-		if !ps.Idle {
+		if tracked && !ps.Idle {
 			if ps.Watermark < lo {
 				lo, holder = ps.Watermark, i
 			}
