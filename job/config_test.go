@@ -348,3 +348,31 @@ func TestExamplesLoad(t *testing.T) {
 		}
 	}
 }
+
+// weir lint notes an allowed lateness outside 5% to 20% of the window (of
+// the gap for sessions) and below the ten windows past which it warns.
+func TestLatenessNote(t *testing.T) {
+	for _, c := range []struct{ window, lateness, want string }{
+		{"{tumbling: 1m}", "30s", "allowed_lateness 30s is 50% of the window (tumbling 1m0s); the usual advice is 5% to 20% (3s to 12s): weir lateness --job measures what each lateness would keep of this input"},
+		{"{tumbling: 1h}", "1s", "allowed_lateness 1s is 0.028% of the window (tumbling 1h0m0s); the usual advice is 5% to 20% (3m0s to 12m0s): weir lateness --job measures what each lateness would keep of this input"},
+		{"{session: {gap: 10m}}", "5m", "allowed_lateness 5m0s is 50% of the window (session gap 10m0s); the usual advice is 5% to 20% (30s to 2m0s): weir lateness --job measures what each lateness would keep of this input"},
+		{"{tumbling: 1m}", "3s", ""},  // 5%
+		{"{tumbling: 1m}", "12s", ""}, // 20%
+		{"{tumbling: 1m}", "0s", ""},  // none: the late_output warning speaks
+		{"{tumbling: 1m}", "10m", ""}, // ten windows: a warning instead
+	} {
+		j, err := Parse([]byte(`source: input.jsonl
+time: {field: ts}
+window: `+c.window+`
+allowed_lateness: `+c.lateness+`
+aggregates: {n: count}
+output: results.jsonl
+`), "job.yaml", "/jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(j.Notes(), "\n"); got != c.want {
+			t.Errorf("%s, %s: %q, want %q", c.window, c.lateness, got, c.want)
+		}
+	}
+}

@@ -40,6 +40,46 @@ func (j *Job) Warnings() []string {
 	return w
 }
 
+// Notes are advice weir lint gives that a job's start does not: settings
+// that work, outside the range the usual advice gives.
+func (j *Job) Notes() []string {
+	var n []string
+	if msg := latenessNote(j.Window); msg != "" {
+		n = append(n, msg)
+	}
+	return n
+}
+
+// latenessNote notes an allowed lateness outside the usual advice of 5% to
+// 20% of the window (of the gap, for sessions), below the ten windows past
+// which latenessWarning warns: too little drops the stragglers a few
+// seconds of lateness would have counted, too much keeps windows open and
+// fires them again for little gain. Without lateness it says nothing: the
+// late_output warning speaks for that.
+func latenessNote(ws window.Strategy) string {
+	l := ws.AllowedLateness
+	var size mtime.Time
+	switch a := ws.Assigner.(type) {
+	case window.Tumbling:
+		size = a.Size
+	case window.Sliding:
+		size = a.Size
+	case window.Session:
+		size = a.Gap
+	}
+	if l <= 0 || size <= 0 || l >= 10*size || (20*l >= size && 5*l <= size) {
+		return ""
+	}
+	lo, hi := size/20, size/5
+	return fmt.Sprintf("allowed_lateness %s is %s of the window (%s); the usual advice is 5%% to 20%% (%s to %s): weir lateness --job measures what each lateness would keep of this input",
+		mtime.FormatDuration(l), percent(l, size), ws.Assigner, mtime.FormatDuration(lo), mtime.FormatDuration(hi))
+}
+
+// percent is a of b as a percentage, to two significant digits.
+func percent(a, b mtime.Time) string {
+	return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.2g", 100*float64(a)/float64(b)), ".0"), ".") + "%"
+}
+
 // latenessWarning warns of an allowed lateness that is many times the
 // window (ten or more), or days long: every key keeps that many windows
 // open, and each late event fires one again.

@@ -64,6 +64,9 @@ func lint(j *job.Job, file string, n int, resolved bool, stdout io.Writer) int {
 	for _, w := range j.Warnings() {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", file, j.Redact(w))
 	}
+	for _, n := range j.Notes() {
+		fmt.Fprintf(stdout, "%s: note: %s\n", file, j.Redact(n))
+	}
 	if resolved {
 		fmt.Fprintf(stdout, "\n# %s as weir reads it\n", file)
 		stdout.Write(j.Resolved())
