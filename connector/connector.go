@@ -127,6 +127,29 @@ type Reporter interface {
 	Report() []PartitionReport
 }
 
+// Committer is a Source that acknowledges what it read to where it read
+// it from, and may do so only once a checkpoint holds the records' effects:
+// a queue or an MQTT session, which cannot be rewound to a position, and
+// sends again, after a crash, only what was not acknowledged.
+//
+// The engine calls Committed once a checkpoint (or savepoint) that holds
+// position is durable: position is what the source returned in a
+// Batch.Position (or was opened at), the last the engine had delivered
+// when the checkpoint began; every record up to it may be acknowledged.
+// Positions come in the order of the checkpoints, from a goroutine of the
+// engine's (not Read's), possibly while Read runs. A job that takes no
+// checkpoints never calls it: such a source acknowledges on its own.
+//
+// Waiting reports whether the source holds as many unacknowledged records as
+// its origin lets it (a broker's window of messages in flight), so that it
+// reads nothing more until a checkpoint: the engine then takes one at once,
+// if none is under way, instead of at its next interval. It is called from
+// the engine's loop, after each batch it delivers and after each checkpoint.
+type Committer interface {
+	Committed(position []byte)
+	Waiting() bool
+}
+
 // PartitionReport is what a source knows of one partition's reading.
 type PartitionReport struct {
 	// Partition is the index in Batch.Partitions; Name its name.

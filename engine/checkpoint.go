@@ -223,6 +223,16 @@ type CheckpointBarrier struct {
 	reply   chan savepointResult
 	started time.Time
 	onDone  []func()
+	// sources are the positions of the sources that acknowledge what a
+	// checkpoint holds (connector.Committer), told once it is durable.
+	sources []sourceAck
+}
+
+// sourceAck is a position a checkpoint holds of a source that acknowledges
+// it.
+type sourceAck struct {
+	src connector.Committer
+	pos []byte
 }
 
 // OnDone registers f to be called once the checkpoint is written, or has
@@ -315,6 +325,9 @@ func (e *Engine) barrier(kind checkpoint.Kind, reply chan savepointResult) {
 	e.nextID++
 	e.coord.started(b)
 	for _, in := range e.inputs {
+		if c := in.committer(); c != nil && in.pos != nil {
+			b.sources = append(b.sources, sourceAck{c, in.pos})
+		}
 		b.Ack(in.p, File{Name: in.p.name, Data: in.pos})
 	}
 	e.signal(Signal{Kind: Barrier, Barrier: b})
@@ -508,6 +521,11 @@ func (c *coordinator) handle(b *CheckpointBarrier) {
 			}
 			return
 		}
+	}
+	// The checkpoint holds what the sources read up to their positions:
+	// those that acknowledge it to where they read it from may now.
+	for _, sa := range b.sources {
+		sa.src.Committed(sa.pos)
 	}
 	if err := c.commitAll(b.ID); err != nil && e.cfg.Checkpoint.Publish != nil {
 		e.log(errText(err)) // and the job stops

@@ -476,6 +476,12 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 		if e.coord.Stalled() != "" || (e.coord != nil && !e.holdBack()) {
 			in = nil
 		}
+		// A source that acknowledges only what checkpoints hold, and has
+		// as much unacknowledged as its origin lets it, gets a checkpoint
+		// now rather than at the interval.
+		if in != nil && e.store != nil && e.coord != nil && e.coord.inflight.Load() == 0 && e.sourceWaiting() != nil {
+			e.barrier(checkpoint.Periodic, nil)
+		}
 		select {
 		case <-unstalled:
 		case <-e.heldWake:

@@ -92,6 +92,28 @@ func (in *input) start(ctx context.Context) error {
 	return nil
 }
 
+// committer is the input's source when it acknowledges what checkpoints
+// hold (connector.Committer), else nil.
+func (in *input) committer() connector.Committer {
+	if f, ok := in.feed.(*sourceFeed); ok {
+		if c, ok := f.src.(connector.Committer); ok {
+			return c
+		}
+	}
+	return nil
+}
+
+// sourceWaiting is the first input whose source reads nothing more until a
+// checkpoint acknowledges what it holds (connector.Committer.Waiting).
+func (e *Engine) sourceWaiting() *input {
+	for _, in := range e.inputs {
+		if c := in.committer(); c != nil && !in.ended && c.Waiting() {
+			return in
+		}
+	}
+	return nil
+}
+
 // run reads batches until the feed ends or fails, or ctx is done.
 func (in *input) run(ctx context.Context, out chan<- *inputBatch) {
 	defer close(in.done)
