@@ -71,7 +71,7 @@ func (m topCounts) add(id []byte, n int64) {
 		*c += n
 		return
 	}
-	m[string(id)] = &n
+	m[string(id)] = new(n) // not &n: n would move to the heap at every call
 }
 
 // clone is a copy of m that shares no count with it.
