@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -48,6 +49,13 @@ func init() {
 		Name: "jsonl-run-metrics", Group: "jsonl",
 		About: "jsonl-run serving its console (weir run --http), with /metrics and /api/status scraped every second",
 		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRunServed(jsonlRate) },
+	})
+	register(Bench{
+		Name: "jsonl-run-percentile", Group: "jsonl",
+		About: "jsonl-run with its sum a percentile: tumbling count and percentile(amount, 0.95), from a DDSketch a window",
+		Run: func(time.Duration) (int64, map[string]float64, string, error) {
+			return jsonlRunJob(jsonlRate, jsonlPercentileJob, false)
+		},
 	})
 	register(Bench{
 		Name: "jsonl-run-sparse", Group: "jsonl",
@@ -107,6 +115,9 @@ aggregates: {orders: count, spent: sum(amount)}
 output: %s
 `
 
+// jsonlPercentileJob is jsonlJob with a percentile for the sum.
+var jsonlPercentileJob = strings.Replace(jsonlJob, "spent: sum(amount)", "p95: percentile(amount, 0.95)", 1)
+
 func jsonlRun(rate int) (int64, map[string]float64, string, error) {
 	return jsonlRunWith(rate, false)
 }
@@ -119,6 +130,12 @@ func jsonlRunServed(rate int) (int64, map[string]float64, string, error) {
 }
 
 func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, error) {
+	return jsonlRunJob(rate, jsonlJob, served)
+}
+
+// jsonlRunJob runs the job jobText (see jsonlRunText) over the lines of
+// rate.
+func jsonlRunJob(rate int, jobText string, served bool) (int64, map[string]float64, string, error) {
 	in, err := JSONLFile(rate)
 	if err != nil {
 		return 0, nil, "", err
@@ -128,13 +145,19 @@ func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, err
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	return jsonlRunTo(in, filepath.Join(dir, "out.jsonl"), served)
+	return jsonlRunText(jobText, in, filepath.Join(dir, "out.jsonl"), served)
 }
 
 // jsonlRunTo runs the job over the file in, writing its panes to out.
 func jsonlRunTo(in, out string, served bool) (int64, map[string]float64, string, error) {
+	return jsonlRunText(jsonlJob, in, out, served)
+}
+
+// jsonlRunText runs the job jobText (a format of the input's and the
+// output's paths) over the file in, writing its panes to out.
+func jsonlRunText(jobText, in, out string, served bool) (int64, map[string]float64, string, error) {
 	dir := filepath.Dir(out)
-	j, err := job.Parse([]byte(fmt.Sprintf(jsonlJob, in, out)), "bench.yaml", dir)
+	j, err := job.Parse([]byte(fmt.Sprintf(jobText, in, out)), "bench.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}
