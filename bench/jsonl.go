@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fastjson"
@@ -53,7 +54,14 @@ func init() {
 		Name: "jsonl-run-where", Group: "jsonl",
 		About: "jsonl-run with a where: that keeps every line (amount >= 0 && card != \"\"): what evaluating a filter costs",
 		Run: func(time.Duration) (int64, map[string]float64, string, error) {
-			return jsonlRunWith(jsonlRate, false, `amount >= 0 && card != ""`)
+			return jsonlRunJob(jsonlRate, jsonlWhereJob, false)
+		},
+	})
+	register(Bench{
+		Name: "jsonl-run-percentile", Group: "jsonl",
+		About: "jsonl-run with its sum a percentile: tumbling count and percentile(amount, 0.95), from a DDSketch a window",
+		Run: func(time.Duration) (int64, map[string]float64, string, error) {
+			return jsonlRunJob(jsonlRate, jsonlPercentileJob, false)
 		},
 	})
 	register(Bench{
@@ -114,20 +122,30 @@ aggregates: {orders: count, spent: sum(amount)}
 output: %s
 `
 
+// jsonlWhereJob is jsonlJob with a filter that keeps every line.
+var jsonlWhereJob = jsonlJob + `where: 'amount >= 0 && card != ""'` + "\n"
+
+// jsonlPercentileJob is jsonlJob with a percentile for the sum.
+var jsonlPercentileJob = strings.Replace(jsonlJob, "spent: sum(amount)", "p95: percentile(amount, 0.95)", 1)
+
 func jsonlRun(rate int) (int64, map[string]float64, string, error) {
-	return jsonlRunWith(rate, false, "")
+	return jsonlRunWith(rate, false)
 }
 
 // jsonlRunServed is jsonlRun with the console served, and /metrics and
 // /api/status fetched every second: a Prometheus scraping at 1 s (its
 // default is 15 s) and a console open in a browser.
 func jsonlRunServed(rate int) (int64, map[string]float64, string, error) {
-	return jsonlRunWith(rate, true, "")
+	return jsonlRunWith(rate, true)
 }
 
-// jsonlRunWith runs the job over the input of that rate, with its console
-// served or not, and with the filter where if not empty.
-func jsonlRunWith(rate int, served bool, where string) (int64, map[string]float64, string, error) {
+func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, error) {
+	return jsonlRunJob(rate, jsonlJob, served)
+}
+
+// jsonlRunJob runs the job jobText (see jsonlRunText) over the lines of
+// rate.
+func jsonlRunJob(rate int, jobText string, served bool) (int64, map[string]float64, string, error) {
 	in, err := JSONLFile(rate)
 	if err != nil {
 		return 0, nil, "", err
@@ -137,17 +155,19 @@ func jsonlRunWith(rate int, served bool, where string) (int64, map[string]float6
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	return jsonlRunTo(in, filepath.Join(dir, "out.jsonl"), served, where)
+	return jsonlRunText(jobText, in, filepath.Join(dir, "out.jsonl"), served)
 }
 
 // jsonlRunTo runs the job over the file in, writing its panes to out.
-func jsonlRunTo(in, out string, served bool, where string) (int64, map[string]float64, string, error) {
+func jsonlRunTo(in, out string, served bool) (int64, map[string]float64, string, error) {
+	return jsonlRunText(jsonlJob, in, out, served)
+}
+
+// jsonlRunText runs the job jobText (a format of the input's and the
+// output's paths) over the file in, writing its panes to out.
+func jsonlRunText(jobText, in, out string, served bool) (int64, map[string]float64, string, error) {
 	dir := filepath.Dir(out)
-	text := fmt.Sprintf(jsonlJob, in, out)
-	if where != "" {
-		text += "where: " + strconv.Quote(where) + "\n"
-	}
-	j, err := job.Parse([]byte(text), "bench.yaml", dir)
+	j, err := job.Parse([]byte(fmt.Sprintf(jobText, in, out)), "bench.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -27,7 +27,7 @@ func TestDuckDBAgreesWithWeir(t *testing.T) {
 	}
 	dir := t.TempDir()
 	weirOut, duckOut := filepath.Join(dir, "weir.jsonl"), filepath.Join(dir, "duckdb.jsonl")
-	n, extra, _, err := jsonlRunTo(in, weirOut, false, "")
+	n, extra, _, err := jsonlRunTo(in, weirOut, false)
 	if err != nil {
 		t.Fatal(err)
 	}

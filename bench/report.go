@@ -47,6 +47,9 @@ func Ratios(rs []Result) string {
 		if p, ok := find(rs, "jsonl-parse-only"); ok {
 			fmt.Fprintf(&b, "  weir run takes %.2fx the time of the parse-only pass over the same lines\n", p.EventsPerSec/j.EventsPerSec)
 		}
+		if p, ok := find(rs, "jsonl-run-percentile"); ok {
+			fmt.Fprintf(&b, "  a percentile for the sum takes %.2fx jsonl-run's time\n", j.EventsPerSec/p.EventsPerSec)
+		}
 		if m, ok := find(rs, "jsonl-run-metrics"); ok {
 			fmt.Fprintf(&b, "  serving the console and metrics (scraped every second) costs %.1f%% of jsonl-run's throughput\n", 100*(1-m.EventsPerSec/j.EventsPerSec))
 		}
@@ -244,6 +247,10 @@ func Targets(rs []Result) string {
 		sc, oks := find(rs, "group-scale-256")
 		check("group: at most 2 Kafka clients a thread (256 partitions, 64 tasks an instance, clients)", sc.Extra["max_clients"],
 			sc.Extra["max_clients"] <= 2*float64(runtime.NumCPU()), oks && sc.Extra["max_clients"] > 0, "")
+	}
+	if p, ok := find(rs, "jsonl-run-percentile"); ok && okj {
+		r := j.EventsPerSec / p.EventsPerSec
+		check("a job with a percentile for its sum within 2x jsonl-run's time", r, r < 2, true, "x")
 	}
 	if m, ok := find(rs, "jsonl-run-metrics"); ok && okj {
 		cost := 100 * (1 - m.EventsPerSec/j.EventsPerSec)

@@ -320,6 +320,12 @@ func differs(j *Job, r *table.Stored, p *lastPane) string {
 			}
 			continue
 		}
+		if want.kind == vJSON {
+			if !have.Valid || have.String != TableValueText(want.js) {
+				return fmt.Sprintf("%s %s, the last pane %s", g.Name, have.String, TableValueText(want.js))
+			}
+			continue
+		}
 		if !have.Valid || !sameNumber(have.String, want) {
 			return fmt.Sprintf("%s %s, the last pane %s", g.Name, have.String, string(appendOutVal(nil, want)))
 		}

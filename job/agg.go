@@ -3,11 +3,13 @@ package job
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"unsafe"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
 )
 
 // vkind is the JSON type of a field value read from an event.
@@ -19,6 +21,7 @@ const (
 	vFloat              // any other number
 	vText               // a string, or true/false (count_distinct only)
 	vDec                // a decimal result: i / 10^scale (exact sums)
+	vJSON               // a result that is JSON text (outVal.js)
 )
 
 // value is one field of an event, as the aggregates need it. A number
@@ -31,15 +34,16 @@ type value struct {
 	dec   int64
 	scale int8
 	exact bool
-	text  []byte // canonical text, for count_distinct
+	text  []byte // identity (linedec.AppendIdentity), for count_distinct, first, last, top
 }
 
 // record is what the window operator keeps of an event: its line, the raw
 // text (for the side output) and the values its aggregates read. raw and
 // vals point into the reader's chunks and a slab: no allocation per event.
 type record struct {
-	line int64 // line number of a file, offset of a Kafka record
-	part int32 // the record's partition (Kafka)
+	line int64      // line number of a file, offset of a Kafka record
+	ts   mtime.Time // event time (first, last)
+	part int32      // the record's partition (Kafka)
 	raw  []byte
 	vals []value
 }
@@ -57,11 +61,9 @@ type slot struct {
 	// or the number of values of a count_distinct's set in the state
 	// database (exact: a float64 holds integers up to 2^53).
 	f float64
-	// set is count_distinct's values in memory: the memory backend's,
-	// and on the Pebble backend up to spillAt of them. Past that they are
-	// keys of the state database (see setAggs), and the slot holds their
-	// set's id and their number.
-	set   map[string]struct{}
+	// ext is the state of an aggregate that is not numbers, or nil while
+	// it has none (see ext). One pointer keeps a slot at 32 bytes.
+	ext   *ext
 	float bool // sum: an inexact number was added; extreme: the value is a float
 	has   bool // extreme: a value was seen
 	scale int8 // sum: decimals of i
@@ -70,8 +72,40 @@ type slot struct {
 	partial bool
 }
 
+// ext is the state of a slot whose aggregate keeps more than numbers.
+// Which of its fields is in use follows from the aggregate's kind, which the
+// slot does not keep: set is count_distinct's values in memory (the memory
+// backend's, and on the Pebble backend up to spillAt of them: past that they
+// are keys of the state database, see setAggs, and the slot holds their
+// set's id and their number); more is the state of the others (see
+// aggmore.go): a percentile's or median's *aggregate.Sketch, an
+// approx_count_distinct's *aggregate.Distinct, first's and last's *pick, a
+// histogram's []int64, a top's topCounts. A window holds one when
+// its aggregate is given a value: an allocation a window, never an event.
+type ext struct {
+	set  map[string]struct{}
+	more any
+}
+
+// set is the values of a count_distinct the slot holds itself.
+func (s *slot) set() map[string]struct{} {
+	if s.ext == nil {
+		return nil
+	}
+	return s.ext.set
+}
+
+// setTo makes m the values of a count_distinct the slot holds itself.
+func (s *slot) setTo(m map[string]struct{}) {
+	if m == nil {
+		s.ext = nil
+		return
+	}
+	s.ext = &ext{set: m}
+}
+
 // distinct is the number of values of a count_distinct.
-func (s *slot) distinct() int64 { return int64(s.f) + int64(len(s.set)) }
+func (s *slot) distinct() int64 { return int64(s.f) + int64(len(s.set())) }
 
 // setID is the id of a count_distinct's set in the state database, 0
 // while its values are in set.
@@ -90,10 +124,11 @@ func counted(k AggKind) bool { return k == AggCount || k == AggCountField || k =
 
 // outVal is one result column of a pane.
 type outVal struct {
-	kind  vkind // vNull, vInt, vFloat or vDec
+	kind  vkind // vNull, vInt, vFloat, vDec or vJSON
 	i     int64
 	f     float64
-	scale int8 // vDec
+	js    string // vJSON: first's and last's value, a histogram's object, a top's array
+	scale int8   // vDec
 	// partial: the value covers only what came since the aggregate was
 	// added to the job (slot.partial).
 	partial bool
@@ -107,6 +142,14 @@ func (o outVal) number() float64 {
 		return o.f
 	case vDec:
 		return float64(o.i) / pow10[o.scale]
+	case vJSON:
+		// first or last of a number; NaN for a string, true or false, or
+		// the object or array of a histogram or a top.
+		if c := o.js[0]; c == '-' || c >= '0' && c <= '9' {
+			if f, err := strconv.ParseFloat(o.js, 64); err == nil {
+				return f
+			}
+		}
 	}
 	return math.NaN()
 }
@@ -200,11 +243,13 @@ type aggs struct {
 	// sets holds count_distinct's values when the operator instance keeps
 	// its state in a state database (setAggs.UseSets); nil in memory.
 	sets engine.SetStore
-	ids  []uint64 // sets of a sliding window's slices (MergedResult)
+	ids  []uint64  // sets of a sliding window's slices (MergedResult)
+	tops []topItem // a top's values, sorted for its result
 }
 
 // newAggs is the aggregate function of a job whose aggregates are list,
-// reading the fields field: setAggs if one of them is count_distinct.
+// reading the fields field: setAggs if one of them is count_distinct,
+// moreAggs if one keeps its state in slot.ext.
 func newAggs(list []Aggregate, field []int) aggregate.Func[record, acc, []outVal] {
 	a := &aggs{list: list, field: field}
 	for _, g := range list {
@@ -212,7 +257,28 @@ func newAggs(list []Aggregate, field []int) aggregate.Func[record, acc, []outVal
 			return setAggs{a}
 		}
 	}
+	for _, g := range list {
+		if hasMore(g.Kind) {
+			return moreAggs{a}
+		}
+	}
 	return a
+}
+
+// moreAggs is aggs of a job with an aggregate whose state is in slot.ext
+// (a percentile's sketch, a top's counts...), without count_distinct: a
+// session merged into another gives it its state rather than a copy
+// (engine.Absorber). A session that grows by an event at a time is merged
+// at every event.
+type moreAggs struct{ *aggs }
+
+var _ engine.Absorber[acc] = moreAggs{}
+
+// Absorb is Merge of an accumulator that goes away.
+func (a moreAggs) Absorb(c, other acc) acc {
+	c = a.merge(c, other, true, true)
+	a.recycle(other)
+	return c
 }
 
 // moreSlab is how many accumulators' extra slots one allocation holds: a
@@ -318,15 +384,17 @@ func (a *aggs) Add(c acc, r record) acc {
 				a.insert(s, v.text)
 				continue
 			}
-			if s.set == nil {
-				s.set = map[string]struct{}{}
+			if s.ext == nil {
+				s.setTo(map[string]struct{}{})
 			}
-			if _, ok := s.set[string(v.text)]; !ok {
-				s.set[string(v.text)] = struct{}{}
-				if len(s.set) > spillAt && a.sets != nil {
+			if _, ok := s.set()[string(v.text)]; !ok {
+				s.set()[string(v.text)] = struct{}{}
+				if len(s.set()) > spillAt && a.sets != nil {
 					a.spill(s)
 				}
 			}
+		case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+			a.addMore(&a.list[k], s, v, r.ts)
 		}
 	}
 	return c
@@ -344,10 +412,10 @@ func (a *aggs) insert(s *slot, v []byte) {
 // into a set of the state database.
 func (a *aggs) spill(s *slot) {
 	s.i = int64(a.sets.NewSet())
-	for v := range s.set {
+	for v := range s.set() {
 		a.insert(s, unsafe.Slice(unsafe.StringData(v), len(v)))
 	}
-	s.set = nil
+	s.setTo(nil)
 }
 
 func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
@@ -367,10 +435,12 @@ func (a *aggs) extreme(s *slot, max, isFloat bool, i int64, f float64) {
 	s.has, s.float, s.i, s.f = true, isFloat, i, f
 }
 
-func (a *aggs) Merge(c, other acc) acc { return a.merge(c, other, true) }
+func (a *aggs) Merge(c, other acc) acc { return a.merge(c, other, true, false) }
 
-// merge is Merge, of count_distinct's sets too if sets.
-func (a *aggs) merge(c, other acc, sets bool) acc {
+// merge is Merge, of count_distinct's sets too if sets; with take, other
+// goes away, and c may take over the state of its aggregates kept in
+// slot.ext.
+func (a *aggs) merge(c, other acc, sets, take bool) acc {
 	for k := range a.list {
 		s, o := c.slot(k), other.slot(k)
 		s.partial = s.partial || o.partial
@@ -392,6 +462,8 @@ func (a *aggs) merge(c, other acc, sets bool) acc {
 			if sets {
 				a.mergeDistinct(s, o)
 			}
+		case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+			mergeMore(&a.list[k], s, o, take)
 		}
 	}
 	return c
@@ -406,18 +478,18 @@ func (a *aggs) mergeDistinct(s, o *slot) {
 		if o.i != 0 {
 			s.f += float64(a.sets.Union(s.setID(), o.setID()))
 		}
-		for v := range o.set {
+		for v := range o.set() {
 			a.insert(s, unsafe.Slice(unsafe.StringData(v), len(v)))
 		}
 		return
 	}
-	if len(o.set) > 0 && s.set == nil {
-		s.set = make(map[string]struct{}, len(o.set))
+	if len(o.set()) > 0 && s.ext == nil {
+		s.setTo(make(map[string]struct{}, len(o.set())))
 	}
-	for v := range o.set {
-		s.set[v] = struct{}{}
+	for v := range o.set() {
+		s.set()[v] = struct{}{}
 	}
-	if len(s.set) > spillAt && a.sets != nil {
+	if len(s.set()) > spillAt && a.sets != nil {
 		a.spill(s)
 	}
 }
@@ -455,6 +527,8 @@ func (a *aggs) Result(c acc) []outVal {
 			}
 		case AggCountDistinct:
 			out[k] = outVal{kind: vInt, i: s.distinct()}
+		case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+			out[k] = a.resultMore(k, s)
 		}
 		out[k].partial = s.partial
 	}
@@ -487,7 +561,7 @@ func (a setAggs) Absorb(c, other acc) acc {
 		}
 		s, o := c.slot(k), other.slot(k)
 		if o.distinct() > s.distinct() {
-			s.set, o.set = o.set, s.set
+			s.ext, o.ext = o.ext, s.ext
 			s.i, o.i = o.i, s.i
 			s.f, o.f = o.f, s.f
 		}
@@ -495,9 +569,9 @@ func (a setAggs) Absorb(c, other acc) acc {
 		if o.i != 0 {
 			a.sets.Drop(o.setID())
 		}
-		o.set, o.i, o.f = nil, 0, 0
+		o.ext, o.i, o.f = nil, 0, 0
 	}
-	c = a.Merge(c, other) // the other aggregates; the sets are merged
+	c = a.merge(c, other, true, true) // the other aggregates; the sets are merged
 	a.recycle(other)
 	return c
 }
@@ -510,7 +584,7 @@ func (a setAggs) Absorb(c, other acc) acc {
 func (a setAggs) MergedResult(parts []acc) []outVal {
 	c := a.New()
 	for _, p := range parts {
-		c = a.merge(c, p, false)
+		c = a.merge(c, p, false, false)
 	}
 	for k := range a.list {
 		if a.list[k].Kind != AggCountDistinct {
@@ -528,14 +602,14 @@ func (a setAggs) MergedResult(parts []acc) []outVal {
 		}
 		s := c.slot(k)
 		for _, p := range parts {
-			for v := range p.slot(k).set {
-				if _, ok := s.set[v]; ok || a.stored(v) {
+			for v := range p.slot(k).set() {
+				if _, ok := s.set()[v]; ok || a.stored(v) {
 					continue
 				}
-				if s.set == nil {
-					s.set = map[string]struct{}{}
+				if s.ext == nil {
+					s.setTo(map[string]struct{}{})
 				}
-				s.set[v] = struct{}{}
+				s.set()[v] = struct{}{}
 			}
 		}
 		s.f = float64(n) // a count, of no set of its own
@@ -589,13 +663,13 @@ func (a setAggs) settle(s *slot, from engine.SetSource) error {
 			s.i = int64(id)
 		}
 		switch {
-		case s.i == 0 && len(s.set) > spillAt:
+		case s.i == 0 && len(s.set()) > spillAt:
 			a.spill(s)
 		case s.i != 0:
-			for v := range s.set { // a set of both (none is)
+			for v := range s.set() { // a set of both (none is)
 				a.insert(s, unsafe.Slice(unsafe.StringData(v), len(v)))
 			}
-			s.set = nil
+			s.setTo(nil)
 		}
 		return nil
 	}
@@ -603,14 +677,14 @@ func (a setAggs) settle(s *slot, from engine.SetSource) error {
 		if from == nil {
 			return fmt.Errorf("set %d is in no checkpoint: %w", s.i, enc.ErrCorrupt)
 		}
-		if s.set == nil {
-			s.set = make(map[string]struct{}, int(s.f))
+		if s.ext == nil {
+			s.setTo(make(map[string]struct{}, int(s.f)))
 		}
-		if err := from(s.setID(), func(v []byte) { s.set[string(v)] = struct{}{} }); err != nil {
+		if err := from(s.setID(), func(v []byte) { s.set()[string(v)] = struct{}{} }); err != nil {
 			return err
 		}
-		if float64(len(s.set)) != s.f {
-			return fmt.Errorf("a set of %v values holds %d: %w", s.f, len(s.set), enc.ErrCorrupt)
+		if float64(len(s.set())) != s.f {
+			return fmt.Errorf("a set of %v values holds %d: %w", s.f, len(s.set()), enc.ErrCorrupt)
 		}
 		s.i, s.f = 0, 0
 	}

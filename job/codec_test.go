@@ -37,7 +37,8 @@ func TestCodecKeepsCountsApart(t *testing.T) {
 	got := c.AppendAcc(nil, a)
 
 	// The format: the number of slots; each slot's count, its sum or
-	// extreme, float, flags, scale, partial and set.
+	// extreme, float, flags, scale, partial, set and state kept in ext
+	// (format 4; none for these).
 	want := enc.AppendUvarint(nil, 4)
 	for _, s := range []struct {
 		n, i         int64
@@ -53,13 +54,14 @@ func TestCodecKeepsCountsApart(t *testing.T) {
 		want = append(want, byte(s.scale))
 		want = enc.AppendBool(want, s.partial)
 		want = enc.AppendUvarint(want, 0)
+		want = enc.AppendUvarint(want, 0)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("AppendAcc wrote\n%x\nwant\n%x", got, want)
 	}
 	back := c.ReadAcc(enc.NewDecoder(got))
 	for k := range 4 {
-		if g, w := *back.slot(k), *a.slot(k); g.i != w.i || g.f != w.f || g.float != w.float || g.has != w.has || g.scale != w.scale || g.partial != w.partial || len(g.set) != 0 {
+		if g, w := *back.slot(k), *a.slot(k); g.i != w.i || g.f != w.f || g.float != w.float || g.has != w.has || g.scale != w.scale || g.partial != w.partial || len(g.set()) != 0 {
 			t.Errorf("slot %d read back as %+v, want %+v", k, *back.slot(k), *a.slot(k))
 		}
 	}

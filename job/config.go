@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -194,25 +195,61 @@ type AggKind uint8
 
 // The aggregate functions a job file can name.
 const (
-	AggCount         AggKind = iota // count: events
-	AggCountField                   // count(f): events where f is not null
-	AggSum                          // sum(f)
-	AggMin                          // min(f)
-	AggMax                          // max(f)
-	AggAvg                          // avg(f)
-	AggCountDistinct                // count_distinct(f)
+	AggCount          AggKind = iota // count: events
+	AggCountField                    // count(f): events where f is not null
+	AggSum                           // sum(f)
+	AggMin                           // min(f)
+	AggMax                           // max(f)
+	AggAvg                           // avg(f)
+	AggCountDistinct                 // count_distinct(f)
+	AggPercentile                    // percentile(f, q)
+	AggMedian                        // median(f): percentile(f, 0.5)
+	AggFirst                         // first(f): of the earliest event time
+	AggLast                          // last(f): of the latest event time
+	AggHistogram                     // histogram(f, [b1, b2, ...])
+	AggTop                           // top(f, n)
+	AggApproxDistinct                // approx_count_distinct(f)
 )
 
 var aggNames = map[string]AggKind{
 	"count": AggCountField, "sum": AggSum, "min": AggMin, "max": AggMax, "avg": AggAvg,
-	"count_distinct": AggCountDistinct,
+	"count_distinct": AggCountDistinct, "percentile": AggPercentile, "median": AggMedian,
+	"first": AggFirst, "last": AggLast, "histogram": AggHistogram, "top": AggTop,
+	"approx_count_distinct": AggApproxDistinct,
 }
+
+// aggList is how an error lists the aggregates.
+const aggList = "count, count(f), sum(f), min(f), max(f), avg(f), count_distinct(f), approx_count_distinct(f), " +
+	"percentile(f, q), median(f), first(f), last(f), histogram(f, [b1, b2, ...]) or top(f, n)"
 
 // Aggregate is one named result column.
 type Aggregate struct {
 	Name  string
 	Kind  AggKind
 	Field Path // empty for count
+	// Q is the quantile of a percentile (0.5 for a median).
+	Q float64
+	// Bounds are a histogram's, ascending.
+	Bounds []float64
+	// N is how many values a top keeps.
+	N int
+}
+
+// maxTop is the largest n of top(f, n).
+const maxTop = 1000
+
+// maxBounds is the most bounds a histogram has.
+const maxBounds = 1000
+
+// JSONValued reports whether the aggregate's value is JSON text rather than
+// a number: first and last keep their values' types, and a histogram and a
+// top are objects and arrays.
+func (a Aggregate) JSONValued() bool {
+	switch a.Kind {
+	case AggFirst, AggLast, AggHistogram, AggTop:
+		return true
+	}
+	return false
 }
 
 // Reserved output fields: aggregates may not take these names.
@@ -266,7 +303,7 @@ func Parse(data []byte, file, dir string) (*Job, error) {
 // ParseWith is Parse with the file changed as o says (--set).
 func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 	var doc yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(bytes.NewReader(quoteCalls(data)))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &Error{File: file, Msg: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
@@ -1194,9 +1231,28 @@ func (p *parser) trigger(root *node, j *Job) error {
 	return nil
 }
 
-var aggRE = regexp.MustCompile(`^\s*([a-z_]+)\s*(?:\(\s*([^()\s]*)\s*\))?\s*$`)
+var aggRE = regexp.MustCompile(`^\s*([a-z_]+)\s*(?:\((.*)\))?\s*$`)
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// callRE is a mapping's value that is, plain, a call of an aggregate with
+// a comma in it, with what follows it on its line: a comma or a brace of a
+// flow mapping, a comment or the end.
+var callRE = regexp.MustCompile(`(?m)(:[ \t]+)((?:count|sum|min|max|avg|count_distinct|approx_count_distinct|percentile|median|first|last|histogram|top)[ \t]*\([^()"'\\\n#{}]*,[^()"'\\\n#{}]*\))([ \t]*(?:[,}]|#|\r?$))`)
+
+// quoteCalls quotes the plain values of a job file that are calls of an
+// aggregate with a comma in them. In a flow mapping, as a newcomer writes
+// aggregates ({p95: percentile(ms, 0.95)}), YAML ends a plain value at its
+// first comma: p95 would be "percentile(ms" and "0.95)" a key of its own,
+// and a histogram's bounds not YAML at all. Quoted, the value is the call
+// whole; in a block mapping it is the value it was. Nothing else changes,
+// lines included, so that errors name the lines written.
+func quoteCalls(data []byte) []byte {
+	return callRE.ReplaceAll(data, []byte(`$1"$2"$3`))
+}
+
+// fieldArgRE is a field an aggregate reads.
+var fieldArgRE = regexp.MustCompile(`^[^()\s,\[\]]+$`)
 
 func (p *parser) aggregates(root *node, j *Job) error {
 	a, err := root.sub("aggregates")
@@ -1222,28 +1278,129 @@ func (p *parser) aggregates(root *node, j *Job) error {
 		}
 		m := aggRE.FindStringSubmatch(v.Value)
 		if v.Kind != yaml.ScalarNode || m == nil {
-			return a.errf(v, field, "expected count, count(field), sum(field), min(field), max(field), avg(field) or count_distinct(field), got %q", v.Value)
+			return a.errf(v, field, "expected %s, got %q", aggList, v.Value)
 		}
 		kind, ok := aggNames[m[1]]
 		if !ok {
-			return a.errf(v, field, "unknown function %q; expected count, sum, min, max, avg or count_distinct", m[1])
+			return a.errf(v, field, "unknown function %q; expected count, sum, min, max, avg, count_distinct, approx_count_distinct, percentile, median, first, last, histogram or top", m[1])
 		}
 		hasArg := strings.Contains(v.Value, "(")
+		args := splitArgs(m[2])
 		switch {
 		case kind == AggCountField && !hasArg:
 			kind = AggCount
-		case kind == AggCountField && m[2] == "":
+		case kind == AggCountField && len(args) == 1 && args[0] == "":
 			kind = AggCount // count()
-		case kind != AggCountField && m[2] == "":
-			return a.errf(v, field, "%s needs a field, e.g. %s(amount)", m[1], m[1])
+		case len(args) == 0 || args[0] == "":
+			return a.errf(v, field, "%s needs a field, e.g. %s", m[1], aggExample(kind))
 		}
 		agg := Aggregate{Name: k.Value, Kind: kind}
 		if kind != AggCount {
-			agg.Field = ParsePath(m[2])
+			if !fieldArgRE.MatchString(args[0]) {
+				return a.errf(v, field, "%q is not a field, in %s", args[0], strings.TrimSpace(v.Value))
+			}
+			agg.Field = ParsePath(args[0])
+			if msg := aggArgs(&agg, m[1], args[1:]); msg != "" {
+				return a.errf(v, field, "%s", msg)
+			}
 		}
 		j.Aggregates = append(j.Aggregates, agg)
 	}
 	return nil
+}
+
+// aggExample is an aggregate of kind k as an error shows it.
+func aggExample(k AggKind) string {
+	switch k {
+	case AggPercentile:
+		return "percentile(latency, 0.95)"
+	case AggHistogram:
+		return "histogram(latency, [10, 50, 100])"
+	case AggTop:
+		return "top(page, 10)"
+	}
+	n := (Aggregate{Kind: k}).String()
+	return strings.TrimSuffix(n, "()") + "(amount)"
+}
+
+// splitArgs splits the arguments of an aggregate at the commas outside
+// brackets, each trimmed; none for no text.
+func splitArgs(s string) []string {
+	if strings.TrimSpace(s) == "" {
+		if s == "" {
+			return nil
+		}
+		return []string{""}
+	}
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(out, strings.TrimSpace(s[start:]))
+}
+
+// aggArgs reads the arguments of agg after its field into it, or says why
+// they are wrong.
+func aggArgs(agg *Aggregate, fn string, args []string) string {
+	want := 0
+	switch agg.Kind {
+	case AggPercentile, AggHistogram, AggTop:
+		want = 1
+	}
+	if len(args) != want {
+		if want == 0 {
+			return fmt.Sprintf("%s takes one field, e.g. %s, got %d arguments", fn, aggExample(agg.Kind), len(args)+1)
+		}
+		return fmt.Sprintf("%s takes a field and %s, e.g. %s", fn, map[AggKind]string{
+			AggPercentile: "a quantile", AggHistogram: "a list of bounds", AggTop: "a count"}[agg.Kind], aggExample(agg.Kind))
+	}
+	switch agg.Kind {
+	case AggMedian:
+		agg.Q = 0.5
+	case AggPercentile:
+		q, err := strconv.ParseFloat(args[0], 64)
+		if err != nil || !(q > 0 && q <= 1) {
+			return fmt.Sprintf("percentile's q must be in (0, 1], got %s", args[0])
+		}
+		agg.Q = q
+	case AggTop:
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 1 || n > maxTop {
+			return fmt.Sprintf("top's n must be a whole number from 1 to %d, got %s", maxTop, args[0])
+		}
+		agg.N = n
+	case AggHistogram:
+		list := args[0]
+		if len(list) < 2 || list[0] != '[' || list[len(list)-1] != ']' {
+			return fmt.Sprintf("histogram's bounds must be a list of numbers in brackets, e.g. [10, 50, 100], got %s", list)
+		}
+		items := splitArgs(list[1 : len(list)-1])
+		if len(items) == 0 || len(items) > maxBounds {
+			return fmt.Sprintf("a histogram has 1 to %d bounds, got %d", maxBounds, len(items))
+		}
+		for _, it := range items {
+			b, err := strconv.ParseFloat(it, 64)
+			if err != nil || math.IsInf(b, 0) || math.IsNaN(b) {
+				return fmt.Sprintf("histogram's bound %q is not a number", it)
+			}
+			if n := len(agg.Bounds); n > 0 && b <= agg.Bounds[n-1] {
+				return fmt.Sprintf("histogram's bounds must ascend, got %s after %s", it, string(text.AppendJSONFloat(nil, agg.Bounds[n-1])))
+			}
+			agg.Bounds = append(agg.Bounds, b)
+		}
+	}
+	return ""
 }
 
 // DerivedField is a field an event gains: its name, and the expression of
@@ -1307,6 +1464,9 @@ func (p *parser) having(root *node, j *Job) error {
 		return err
 	}
 	if _, err := compileHaving(h, j.Aggregates); err != nil {
+		if nn, ok := err.(notNumber); ok {
+			return root.errf(n, "having", "%s", nn)
+		}
 		msg := strings.ReplaceAll(err.Error(), "\n", " ")
 		return root.errf(n, "having", "expression %q does not compile: %s", h, strings.Join(strings.Fields(msg), " "))
 	}

@@ -364,7 +364,7 @@ func TestCodecSetsOfFormat2(t *testing.T) {
 	// Into memory: as it was.
 	inMem := newAggs(j.Aggregates, fields).(setAggs)
 	a, err := inMem.Settle(read(), engine.SetSource(func(uint64, func([]byte)) error { return errors.New("no sets") }))
-	if err != nil || result(inMem, a) != "100 5 3" || len(a.slot(0).set) != 100 {
+	if err != nil || result(inMem, a) != "100 5 3" || len(a.slot(0).set()) != 100 {
 		t.Fatalf("settled in memory: %v, result %s", err, result(inMem, a))
 	}
 
@@ -375,7 +375,7 @@ func TestCodecSetsOfFormat2(t *testing.T) {
 	onDisk.UseSets(store)
 	a, err = onDisk.Settle(read(), nil)
 	s := a.slot(0)
-	if err != nil || s.set != nil || s.i == 0 || len(store.sets[s.setID()]) != 100 || len(a.slot(2).set) != 3 || result(onDisk, a) != "100 5 3" {
+	if err != nil || s.ext != nil || s.i == 0 || len(store.sets[s.setID()]) != 100 || len(a.slot(2).set()) != 3 || result(onDisk, a) != "100 5 3" {
 		t.Fatalf("settled into the store: %v, slot %+v, result %s", err, *s, result(onDisk, a))
 	}
 	// Format 3: the set is its id and its count; back in memory, from
@@ -384,11 +384,11 @@ func TestCodecSetsOfFormat2(t *testing.T) {
 	b := c.AppendAcc(nil, a)
 	d := enc.NewDecoder(b)
 	back := c.ReadAcc(d)
-	if d.Err() != nil || back.slot(0).set != nil || back.slot(0).i != s.i || back.slot(0).f != 100 || len(back.slot(2).set) != 3 {
+	if d.Err() != nil || back.slot(0).ext != nil || back.slot(0).i != s.i || back.slot(0).f != 100 || len(back.slot(2).set()) != 3 {
 		t.Fatalf("format 3 read back: %v, slot %+v", d.Err(), *back.slot(0))
 	}
 	back, err = inMem.Settle(back, store.source)
-	if err != nil || result(inMem, back) != "100 5 3" || back.slot(0).i != 0 || len(back.slot(0).set) != 100 {
+	if err != nil || result(inMem, back) != "100 5 3" || back.slot(0).i != 0 || len(back.slot(0).set()) != 100 {
 		t.Fatalf("from a checkpoint's sets into memory: %v, result %s", err, result(inMem, back))
 	}
 }

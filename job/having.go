@@ -5,13 +5,16 @@ import (
 	"reflect"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/weirstream/weir/window"
 )
 
 // havingExpr is a compiled `having` expression (expr-lang/expr). It sees every
-// aggregate by name (a number, NaN when the pane has none), and the pane's
+// aggregate by name (a number, NaN when the pane has none; first and last
+// are their values when they are numbers, NaN otherwise; a histogram or a
+// top it refuses to read), and the pane's
 // key, revision, timing ("EARLY", "ON_TIME", "LATE") and final flag.
 //
 // Most expressions are evaluated directly (see direct), without expr's
@@ -57,9 +60,37 @@ func compileHaving(h string, aggs []Aggregate) (*havingExpr, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A histogram's object and a top's array are no numbers: an
+	// expression over them would see NaN, always.
+	var names usedNames
+	node := prog.Node()
+	ast.Walk(&node, &names)
+	for _, a := range aggs {
+		if (a.Kind == AggHistogram || a.Kind == AggTop) && names[a.Name] {
+			return nil, notNumber(fmt.Sprintf("%s is %s, a JSON value: having compares numbers (counts, sums, percentiles, first and last of numbers), not %ss", a.Name, a, map[AggKind]string{AggHistogram: "histogram", AggTop: "top"}[a.Kind]))
+		}
+	}
 	he := &havingExpr{prog: prog, env: ptr.Interface(), val: ptr.Elem(), direct: compileDirect(prog.Node(), aggs)}
 	he.denv.aggs = make([]float64, len(aggs))
 	return he, nil
+}
+
+// notNumber is the error of a having expression that reads an aggregate
+// that is no number.
+type notNumber string
+
+func (e notNumber) Error() string { return string(e) }
+
+// usedNames are the names an expression reads.
+type usedNames map[string]bool
+
+func (u *usedNames) Visit(n *ast.Node) {
+	if id, ok := (*n).(*ast.IdentifierNode); ok {
+		if *u == nil {
+			*u = usedNames{}
+		}
+		(*u)[id.Value] = true
+	}
 }
 
 // keep evaluates the expression for a pane. A retraction is judged by the

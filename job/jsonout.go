@@ -50,6 +50,8 @@ func appendOutVal(b []byte, v outVal) []byte {
 		return text.AppendJSONFloat(b, v.f)
 	case vDec:
 		return appendDecimal(b, v.i, v.scale)
+	case vJSON:
+		return append(b, v.js...)
 	}
 	return append(b, "null"...)
 }

@@ -89,21 +89,15 @@ func newSample(j *Job) *Sample {
 			continue
 		}
 		f := &sampledField{setting: "aggregates." + a.Name, what: aggText(a), path: a.Field, other: map[string]int64{}}
-		f.numeric = a.Kind == AggSum || a.Kind == AggMin || a.Kind == AggMax || a.Kind == AggAvg
+		f.numeric = a.Kind == AggSum || a.Kind == AggMin || a.Kind == AggMax || a.Kind == AggAvg ||
+			a.Kind == AggPercentile || a.Kind == AggMedian || a.Kind == AggHistogram
 		s.fields = append(s.fields, f)
 	}
 	return s
 }
 
 // aggText is an aggregate as a job file writes it.
-func aggText(a Aggregate) string {
-	for name, k := range aggNames {
-		if k == a.Kind {
-			return name + "(" + a.Field.String() + ")"
-		}
-	}
-	return a.Field.String()
-}
+func aggText(a Aggregate) string { return a.String() }
 
 // observe takes one line of the input with what the job made of it.
 func (s *Sample) observe(raw []byte, kind engine.DecodedKind, reason string, line int64) {

@@ -79,6 +79,7 @@ type lineParser struct {
 	fields  []Path // the distinct fields the aggregates read
 	numeric []bool // whether a field must be a number
 	summed  []bool // whether a sum or an average adds it up
+	texted  []bool // whether an aggregate reads its identity (value.text): count_distinct, first, last, top
 	// times are the rules of the line's times; their latest event time is
 	// the latest whose windows, and their allowed lateness, end before the
 	// last instant weir can write (9999-12-31).
@@ -131,8 +132,13 @@ func newLineParser(j *Job) *lineParser {
 			lp.fields = append(lp.fields, a.Field)
 			lp.numeric = append(lp.numeric, false)
 			lp.summed = append(lp.summed, false)
+			lp.texted = append(lp.texted, false)
 		}
-		if a.Kind != AggCountDistinct && a.Kind != AggCountField {
+		switch a.Kind {
+		case AggCountField:
+		case AggCountDistinct, AggApproxDistinct, AggFirst, AggLast, AggTop:
+			lp.texted[idx] = true
+		default:
 			lp.numeric[idx] = true
 		}
 		if a.Kind == AggSum || a.Kind == AggAvg {
@@ -184,7 +190,7 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 	if lp.j.PartitionField != nil {
 		return nil
 	}
-	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, times: lp.times, agg: lp.agg,
+	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, texted: lp.texted, times: lp.times, agg: lp.agg,
 		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true}
 	f.expressions()
 	return f
@@ -263,7 +269,7 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 		if lp.j.PartitionField != nil {
 			d.Partition = p.part
 		}
-		p.rec.line, p.rec.part = r.Offset, int32(r.Partition)
+		p.rec.line, p.rec.part, p.rec.ts = r.Offset, int32(r.Partition), p.ts
 		d.Value = p.rec
 	}
 }
@@ -463,7 +469,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 				vals[i] = value{kind: vFloat, f: fl}
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
 			}
-			if !lp.numeric[i] {
+			if lp.texted[i] {
 				lp.keyBuf = linedec.AppendIdentity(lp.keyBuf[:0], fv)
 				vals[i].text = lp.keepText(lp.keyBuf)
 			}

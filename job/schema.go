@@ -226,7 +226,7 @@ var jobShape = object("A weir job: a windowed aggregation over a stream of JSON 
 	field{"trigger", triggerShape},
 	field{"allowed_lateness", dur("Late events within this much of a window's end are added, and the window fires again (default 0s).")},
 	field{"mode", enum("How panes relate (default accumulating).", "accumulating", "discarding", "retracting", "accumulating_and_retracting")},
-	field{"aggregates", &shape{Kind: kMap, Min: 1, Doc: "The results, by name: count, count(f), sum(f), min(f), max(f), avg(f), count_distinct(f).",
+	field{"aggregates", &shape{Kind: kMap, Min: 1, Doc: "The results, by name: count, count(f), sum(f), min(f), max(f), avg(f), count_distinct(f), approx_count_distinct(f), percentile(f, q), median(f), first(f), last(f), histogram(f, [b1, b2, ...]), top(f, n).",
 		Pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, Item: &shape{Kind: kString, Doc: "An aggregate.", Pattern: aggPattern}}},
 	field{"where", str("An expression over the event's fields (expr-lang's syntax): only events for which it holds are windowed; the others are counted as filtered.")},
 	field{"fields", &shape{Kind: kMap, Doc: "Derived fields, by name: an expression over the event's fields each, computed before its time, key, id and aggregates are read.",
@@ -257,7 +257,10 @@ const durationPattern = `^(0|[0-9]+(\.[0-9]*)?d|([0-9]*(\.[0-9]*)?(ns|us|µs|ms|
 
 // aggPattern is what an aggregate's value may be (aggRE, with the known
 // functions).
-const aggPattern = `^\s*(count|sum|min|max|avg|count_distinct)\s*(\(\s*[^()\s]*\s*\))?\s*$`
+const aggPattern = `^\s*((count|sum|min|max|avg|count_distinct|approx_count_distinct|median|first|last)\s*(\(\s*[^()\s,\[\]]*\s*\))?` +
+	`|percentile\s*\(\s*[^()\s,\[\]]+\s*,\s*[0-9.eE+-]+\s*\)` +
+	`|top\s*\(\s*[^()\s,\[\]]+\s*,\s*[0-9]+\s*\)` +
+	`|histogram\s*\(\s*[^()\s,\[\]]+\s*,\s*\[[^\[\]()]*\]\s*\))\s*$`
 
 // varPattern is a value that names an environment variable: any field may
 // take its value from one.

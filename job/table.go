@@ -217,10 +217,14 @@ func (t *TableOutput) schema(j *Job) table.Schema {
 	for _, a := range j.Aggregates {
 		c := table.Column{Name: a.Name, Type: table.Numeric}
 		switch a.Kind {
-		case AggCount, AggCountField, AggCountDistinct:
+		case AggCount, AggCountField, AggCountDistinct, AggApproxDistinct:
 			c.Type = table.Integer
-		case AggAvg:
+		case AggAvg, AggPercentile, AggMedian:
 			c.Type = table.Real
+		case AggFirst, AggLast, AggHistogram, AggTop:
+			// first and last as a key is written (TableKeyText), a
+			// histogram's object and a top's array as JSON text.
+			c.Type = table.Text
 		}
 		s.Values = append(s.Values, c)
 	}
@@ -341,9 +345,17 @@ func tableValue(v outVal) any {
 		return v.f
 	case vDec:
 		return table.Decimal{Unscaled: v.i, Scale: v.scale}
+	case vJSON:
+		return TableValueText(v.js)
 	}
 	return nil
 }
+
+// TableValueText is how a value that is JSON text (first, last, histogram,
+// top; see Aggregate.JSONValued) is written to a table's TEXT column: as a
+// key is (TableKeyText), so that first(card) holds card_7 as the key column
+// does, and 12.5 for a number; an object or an array as its JSON text.
+func TableValueText(js string) string { return TableKeyText(js) }
 
 // paneStatus is the status of a pane a business reads: provisional until the final
 // pane, which is closed; a retraction withdraws its pane.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -49,14 +50,37 @@ func describeTime(j *Job) string {
 	return j.TimeField.String()
 }
 
-// String is the aggregate as the job file writes it: count, sum(amount).
+// String is the aggregate as the job file writes it, in one form: count,
+// sum(amount), percentile(latency, 0.95), histogram(latency, [10, 50, 100]).
+// A restore into a changed job keeps the state of an aggregate whose
+// String is the same.
 func (a Aggregate) String() string {
 	name := map[AggKind]string{AggCount: "count", AggCountField: "count", AggSum: "sum", AggMin: "min", AggMax: "max",
-		AggAvg: "avg", AggCountDistinct: "count_distinct"}[a.Kind]
+		AggAvg: "avg", AggCountDistinct: "count_distinct", AggPercentile: "percentile", AggMedian: "median",
+		AggFirst: "first", AggLast: "last", AggHistogram: "histogram", AggTop: "top",
+		AggApproxDistinct: "approx_count_distinct"}[a.Kind]
 	if a.Kind == AggCount {
 		return name
 	}
-	return name + "(" + a.Field.String() + ")"
+	b := append([]byte(name+"("), a.Field.String()...)
+	switch a.Kind {
+	case AggPercentile:
+		b = append(b, ", "...)
+		b = strconv.AppendFloat(b, a.Q, 'g', -1, 64)
+	case AggTop:
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(a.N), 10)
+	case AggHistogram:
+		b = append(b, ", ["...)
+		for i, x := range a.Bounds {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = text.AppendJSONFloat(b, x)
+		}
+		b = append(b, ']')
+	}
+	return string(append(b, ')'))
 }
 
 // restoreCodec is the codec that reads the window state of the checkpoint

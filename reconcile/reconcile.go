@@ -413,7 +413,7 @@ func diff(j *job.Job, st *table.Stored, live bool, res result) string {
 			continue
 		}
 		have := st.Values[i]
-		if sameValue(have, want) {
+		if sameValue(a, have, want) {
 			continue
 		}
 		shown := "null"
@@ -452,20 +452,25 @@ func lowered(j *job.Job, st *table.Stored, live bool, res result) string {
 }
 
 // sameValue compares a stored value with a recomputed one as numbers (the
-// tables keep them as numeric, double or integer columns).
-func sameValue(have sql.NullString, want string) bool {
+// tables keep them as numeric, double or integer columns), or, for an
+// aggregate whose value is JSON text (first, last, histogram, top), as the
+// text the table holds (job.TableValueText).
+func sameValue(a job.Aggregate, have sql.NullString, want string) bool {
 	if want == "null" {
 		return !have.Valid
 	}
 	if !have.Valid {
 		return false
 	}
-	a, err1 := strconv.ParseFloat(have.String, 64)
-	b, err2 := strconv.ParseFloat(want, 64)
+	if a.JSONValued() {
+		return have.String == job.TableValueText(want)
+	}
+	h, err1 := strconv.ParseFloat(have.String, 64)
+	w, err2 := strconv.ParseFloat(want, 64)
 	if err1 != nil || err2 != nil {
 		return have.String == want
 	}
-	return a == b
+	return h == w
 }
 
 // sqlValue is a recomputed value as the table connector takes it: counts as
@@ -475,12 +480,15 @@ func sqlValue(a job.Aggregate, text string) any {
 		return nil
 	}
 	switch a.Kind {
-	case job.AggCount, job.AggCountField, job.AggCountDistinct:
+	case job.AggCount, job.AggCountField, job.AggCountDistinct, job.AggApproxDistinct:
 		n, _ := strconv.ParseInt(text, 10, 64)
 		return n
-	case job.AggAvg:
+	case job.AggAvg, job.AggPercentile, job.AggMedian:
 		f, _ := strconv.ParseFloat(text, 64)
 		return f
+	}
+	if a.JSONValued() {
+		return job.TableValueText(text)
 	}
 	if d, ok := parseDecimal(text); ok {
 		return d
