@@ -83,6 +83,9 @@ func (s *Sketch) Merge(o *Sketch) {
 	s.s.MergeWith(o.s) // no error: one mapping
 }
 
+// Clear empties s, keeping its memory for the values it is given next.
+func (s *Sketch) Clear() { s.s.Clear() }
+
 // Copy returns a sketch of the same values that shares nothing with s.
 func (s *Sketch) Copy() *Sketch { return &Sketch{s.s.Copy()} }
 

@@ -245,6 +245,10 @@ type aggs struct {
 	sets engine.SetStore
 	ids  []uint64  // sets of a sliding window's slices (MergedResult)
 	tops []topItem // a top's values, sorted for its result
+	// sketches are released windows' percentile sketches, emptied, each
+	// in its ext, for the next window's first value: a window's sketch
+	// is some seven allocations and 2 KiB.
+	sketches []*ext
 }
 
 // newAggs is the aggregate function of a job whose aggregates are list,
@@ -319,6 +323,14 @@ func cut[T any](slab *[]T, n, per int) []T {
 // Release takes back an accumulator whose window is gone, and deletes its
 // sets from the state database.
 func (a *aggs) Release(c acc) {
+	for k := range a.slots(c) {
+		s := c.slot(k)
+		if sk := s.sketch(); sk != nil && len(a.sketches) < maxFreeSketches {
+			sk.Clear()
+			a.sketches = append(a.sketches, s.ext)
+			s.ext = nil
+		}
+	}
 	if a.sets != nil {
 		for k := range a.slots(c) {
 			if s := c.slot(k); a.list[k].Kind == AggCountDistinct && s.i != 0 {
@@ -328,6 +340,10 @@ func (a *aggs) Release(c acc) {
 	}
 	a.recycle(c)
 }
+
+// maxFreeSketches is how many emptied sketches an operator instance keeps
+// for new windows: 4,096 of 2 KiB or more each.
+const maxFreeSketches = 4096
 
 // recycle keeps the extra slots of an accumulator whose window is gone for
 // the next New.

@@ -97,8 +97,13 @@ func (a *aggs) addMore(g *Aggregate, s *slot, v *value, ts mtime.Time) {
 	case AggPercentile, AggMedian:
 		sk := s.sketch()
 		if sk == nil {
-			sk = aggregate.NewSketch()
-			s.keep(sk)
+			if n := len(a.sketches); n > 0 {
+				s.ext, a.sketches = a.sketches[n-1], a.sketches[:n-1]
+				sk = s.sketch()
+			} else {
+				sk = aggregate.NewSketch()
+				s.keep(sk)
+			}
 		}
 		sk.Add(v.f)
 	case AggApproxDistinct:
