@@ -7,6 +7,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weirstream/weir/connector"
+	// The kinds weir registers itself: a job file writes to them by name.
+	_ "github.com/weirstream/weir/connector/webhook"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
