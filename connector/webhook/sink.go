@@ -108,31 +108,25 @@ func (s *Sink) Open(_ context.Context, r connector.Resume) error {
 	return nil
 }
 
-// Write implements connector.Sink: it sends the items, batch at a time,
-// max_in_flight requests at once, the requests of one key and window (an
-// item's Key) one after the other, in order; and returns once each has
-// been delivered or refused (a *connector.RefusedError names the refused).
-// A receiver that does not answer holds it back until ctx is done.
+// Write implements connector.Sink: it sends the items over max_in_flight
+// lanes, a request at a time each, the items of one key and window (an
+// item's Key) in one lane, in order, batch at a time; and returns once each
+// request has been delivered or refused (a *connector.RefusedError names the
+// refused items). A receiver that does not answer holds it back until ctx is
+// done.
 func (s *Sink) Write(ctx context.Context, items []plan.Item) error {
 	if len(items) == 0 {
 		return nil
 	}
-	b := s.cfg.Batch
-	type request struct{ first, n int }
-	var reqs []request
-	for i := 0; i < len(items); i += b {
-		reqs = append(reqs, request{i, min(b, len(items)-i)})
-	}
-	lanes := min(s.cfg.MaxInFlight, len(reqs))
-	queues := make([][]int, lanes)
-	for r, rq := range reqs {
-		l := r % lanes
-		if b == 1 && lanes > 1 {
-			l = int(laneHash(&items[rq.first]) % uint64(lanes))
+	lanes := make([][]int, min(s.cfg.MaxInFlight, len(items)))
+	for i := range items {
+		l := 0
+		if len(lanes) > 1 {
+			l = int(laneHash(&items[i]) % uint64(len(lanes)))
 		}
-		queues[l] = append(queues[l], r)
+		lanes[l] = append(lanes[l], i)
 	}
-	refused := make([]string, len(reqs))
+	refused := make([]string, len(items))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -140,19 +134,26 @@ func (s *Sink) Write(ctx context.Context, items []plan.Item) error {
 		errOnce sync.Once
 		failed  error
 	)
-	for _, q := range queues {
-		if len(q) == 0 {
+	for _, lane := range lanes {
+		if len(lane) == 0 {
 			continue
 		}
 		wg.Go(func() {
-			for _, r := range q {
-				rq := reqs[r]
-				why, err := s.send(ctx, items[rq.first:rq.first+rq.n])
+			batch := make([]plan.Item, 0, min(s.cfg.Batch, len(lane)))
+			for first := 0; first < len(lane); first += s.cfg.Batch {
+				chunk := lane[first:min(first+s.cfg.Batch, len(lane))]
+				batch = batch[:0]
+				for _, i := range chunk {
+					batch = append(batch, items[i])
+				}
+				why, err := s.send(ctx, batch)
 				if err != nil {
 					errOnce.Do(func() { failed = err; cancel() })
 					return
 				}
-				refused[r] = why
+				for _, i := range chunk {
+					refused[i] = why
+				}
 			}
 		})
 	}
@@ -161,15 +162,12 @@ func (s *Sink) Write(ctx context.Context, items []plan.Item) error {
 		return failed
 	}
 	var re connector.RefusedError
-	for r, why := range refused {
-		if why == "" {
-			s.stats.delivered.Add(int64(reqs[r].n))
-			continue
-		}
-		for i := range reqs[r].n {
-			re.Items = append(re.Items, connector.RefusedItem{Index: reqs[r].first + i, Reason: why})
+	for i, why := range refused {
+		if why != "" {
+			re.Items = append(re.Items, connector.RefusedItem{Index: i, Reason: why})
 		}
 	}
+	s.stats.delivered.Add(int64(len(items) - len(re.Items)))
 	if len(re.Items) > 0 {
 		s.stats.refused.Add(int64(len(re.Items)))
 		return &re
@@ -177,8 +175,8 @@ func (s *Sink) Write(ctx context.Context, items []plan.Item) error {
 	return nil
 }
 
-// laneHash spreads items over the requests in flight by their key and
-// window, so that the revisions of a pane are sent in order.
+// laneHash spreads items over the lanes by their key and window, so that
+// the revisions of a pane are sent in order.
 func laneHash(it *plan.Item) uint64 {
 	h := fnv.New64a()
 	switch {

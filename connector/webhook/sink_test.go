@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -406,5 +407,38 @@ func TestBackoff(t *testing.T) {
 		if d := s2.backoff(a); d != got[a-1] {
 			t.Errorf("attempt %d: %s, then %s", a, got[a-1], d)
 		}
+	}
+}
+
+// With batches and several requests in flight, the revisions of a pane
+// still arrive in order, and each request holds at most batch results.
+func TestBatchesKeepThePanesOrder(t *testing.T) {
+	var items []plan.Item
+	for rev := range int64(5) {
+		for k := range 12 {
+			items = append(items, testPane(fmt.Sprint("k", k), 0, rev, rev))
+		}
+	}
+	got := send(t, plan.Values{"batch": 3, "max_in_flight": 4}, items...)
+	last := map[string]int64{}
+	n := 0
+	for _, b := range got.bodies {
+		var panes []struct {
+			Key      string `json:"key"`
+			Revision int64  `json:"revision"`
+		}
+		if err := json.Unmarshal([]byte(b), &panes); err != nil || len(panes) == 0 || len(panes) > 3 {
+			t.Fatalf("%v: %s", err, b)
+		}
+		for _, p := range panes {
+			if prev, ok := last[p.Key]; ok && p.Revision != prev+1 {
+				t.Errorf("%s: revision %d after %d", p.Key, p.Revision, prev)
+			}
+			last[p.Key] = p.Revision
+			n++
+		}
+	}
+	if n != len(items) {
+		t.Errorf("%d panes arrived, want %d", n, len(items))
 	}
 }
