@@ -442,3 +442,51 @@ func TestBatchesKeepThePanesOrder(t *testing.T) {
 		t.Errorf("%d panes arrived, want %d", n, len(items))
 	}
 }
+
+// The URL's credentials, path and query and the headers' values are in no
+// log line, refusal or error of the sink, whether the receiver is down,
+// refuses, or the job stops.
+func TestSecretsAreNeverShown(t *testing.T) {
+	secrets := []string{"USERSECRET", "PASSSECRET", "PATHSECRET", "QUERYSECRET", "HEADERSECRET"}
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, "who are you?")
+	}))
+	defer refuse.Close()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	down := ln.Addr().String()
+	ln.Close()
+	var shown []string
+	for _, host := range []string{strings.TrimPrefix(refuse.URL, "http://"), down} {
+		s, _, logs := newTestSink(t, plan.Values{"url": "http://USERSECRET:PASSSECRET@" + host + "/hooks/PATHSECRET?sig=QUERYSECRET",
+			"headers": map[string]string{"Authorization": "Bearer HEADERSECRET"}})
+		ctx, cancel := context.WithCancel(context.Background())
+		tries := 0
+		s.sleep = func(ctx context.Context, d time.Duration) error {
+			if tries++; tries == 5 {
+				cancel()
+			}
+			return ctx.Err()
+		}
+		err := s.Write(ctx, []plan.Item{testPane("a", 0, 0, 1)})
+		cancel()
+		if err == nil {
+			t.Fatalf("%s: no error", host)
+		}
+		shown = append(shown, err.Error(), logs.String(), s.cfg.Writes(), s.cfg.Target())
+	}
+	all := strings.Join(shown, "\n")
+	for _, sec := range secrets {
+		if strings.Contains(all, sec) {
+			t.Errorf("%s is shown:\n%s", sec, all)
+		}
+	}
+	for _, want := range []string{"401 Unauthorized: who are you?", "connection refused", "webhook http://127.0.0.1:"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("%q is not said:\n%s", want, all)
+		}
+	}
+	if _, err := Parse(plan.Values{"url": "http://USERSECRET:PASSSECRET@host/%zz/PATHSECRET"}); err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("a URL that does not parse: %v", err)
+	}
+}
