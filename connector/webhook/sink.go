@@ -222,7 +222,7 @@ func (s *Sink) send(ctx context.Context, items []plan.Item) (why string, err err
 				s.log(fmt.Sprintf("%s: delivered after %d attempts", s.cfg.Writes(), attempt))
 			}
 			return "", nil
-		case a.status == http.StatusRequestTimeout || a.status == http.StatusTooManyRequests || a.status >= 500:
+		case retried(a.status):
 			failure = statusText(a.status, a.prefix)
 		default:
 			return fmt.Sprintf("%s: %s", s.cfg.Writes(), statusText(a.status, a.prefix)), nil
@@ -284,10 +284,16 @@ func (s *Sink) do(ctx context.Context, body []byte, ctype, key string) answer {
 	a.prefix = printable(head[:n])
 	// The rest is read (up to a bound) so that the connection is reused.
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable || a.status >= 500 || a.status == http.StatusRequestTimeout {
+	if retried(a.status) {
 		a.retryAfter = retryAfter(resp.Header.Get("Retry-After"), s.now())
 	}
 	return a
+}
+
+// retried reports whether a request answered with status is tried again:
+// a 5xx, a 408 or a 429.
+func retried(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
 // retryAfter is what a Retry-After header says to wait: seconds, or an
@@ -315,10 +321,11 @@ func retryAfter(v string, now time.Time) time.Duration {
 // backoff is the wait before retry attempt+1: backoff doubled each
 // attempt, up to max_backoff, half of it jittered.
 func (s *Sink) backoff(attempt int) time.Duration {
-	d := s.cfg.MaxBackoff
-	if attempt < 32 {
-		d = min(s.cfg.Backoff<<(attempt-1), s.cfg.MaxBackoff)
+	d := s.cfg.Backoff
+	for i := 1; i < attempt && d < s.cfg.MaxBackoff; i++ {
+		d *= 2
 	}
+	d = min(d, s.cfg.MaxBackoff)
 	s.mu.Lock()
 	j := time.Duration(s.rng.Int64N(int64(d/2) + 1))
 	s.mu.Unlock()

@@ -402,6 +402,13 @@ func TestBackoff(t *testing.T) {
 		}
 		got = append(got, d)
 	}
+	// A long first wait doubled many times stays within max_backoff.
+	long, _, _ := newTestSink(t, plan.Values{"url": "http://127.0.0.1:1/", "backoff": time.Hour, "max_backoff": 2 * time.Hour})
+	for _, a := range []int{1, 2, 40, 1000} {
+		if d := long.backoff(a); d < 30*time.Minute || d > 2*time.Hour {
+			t.Errorf("attempt %d: %s", a, d)
+		}
+	}
 	s2, _, _ := newTestSink(t, plan.Values{"url": "http://127.0.0.1:1/", "backoff": 100 * time.Millisecond, "max_backoff": 2 * time.Second})
 	for a := 1; a <= 8; a++ {
 		if d := s2.backoff(a); d != got[a-1] {
