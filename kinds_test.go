@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,5 +84,33 @@ func TestRegisteredKindsFromGo(t *testing.T) {
 		if err := p.Run(context.Background()); err == nil || err.Error() != c.want {
 			t.Errorf("%s %v: %v, want %s", c.kind, c.vals, err, c.want)
 		}
+	}
+}
+
+// The webhook output is registered by importing weir: a Go pipeline
+// writes to it by name, with the settings a job file gives it, headers as
+// a map.
+func TestTheWebhookKindFromGo(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, r.Header.Get("X-Team")+" "+string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	p := weir.NewPipeline()
+	s := weir.FromSlice(p, []int{1, 2, 3})
+	weir.SinkToKind(s, "alerts", "webhook", plan.Values{"url": srv.URL + "/hook", "headers": map[string]string{"X-Team": "ops"}, "max_in_flight": 1},
+		func(n int) plan.Item { return plan.Item{JSON: fmt.Appendf(nil, `{"n":%d}`, n), ID: uint64(n)} })
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{`ops {"n":1}`, `ops {"n":2}`, `ops {"n":3}`}; !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if s := p.Plan().String(); !strings.Contains(s, "webhook "+srv.URL+"/…") {
+		t.Errorf("the plan:\n%s", s)
 	}
 }

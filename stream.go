@@ -189,7 +189,13 @@ func (s *kindSinkNode[T]) Build(c *translate.Ctx) error {
 	if err != nil {
 		return fmt.Errorf("weir: sink %s: %w", s.name, err)
 	}
-	n, err := engine.NewSink[T](e, s.name, &encodedSink[T]{Sink: ks, encode: s.encode})
+	var opts []engine.SinkOption
+	if a, ok := s.cfg.(plan.Accepter); ok {
+		if g, set := a.Accepts(); set {
+			opts = append(opts, engine.Accept(g))
+		}
+	}
+	n, err := engine.NewSink[T](e, s.name, &encodedSink[T]{Sink: ks, encode: s.encode}, opts...)
 	if err != nil {
 		return fmt.Errorf("weir: %w", err)
 	}

@@ -360,7 +360,13 @@ func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 	// databases (transactional ids): a secret that came into it is the
 	// ${NAME} it came from there too.
 	j.Name = secrets.Redact(j.Name)
+	if j.Custom != nil {
+		addKindSecrets(secrets, j.Custom.Config)
+	}
 	for _, o := range j.AllOutputs() {
+		if o.Custom != nil {
+			addKindSecrets(secrets, o.Custom.Config)
+		}
 		if t := o.Table; t != nil && t.DSN != "" {
 			// The connection string with its password put in (withPassword).
 			for _, pw := range secret.DSNSecrets(t.DSN) {

@@ -7,6 +7,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weirstream/weir/connector"
+	// The kinds weir registers itself: a job file names them (and so the
+	// weir command, weir schema and the job file's JSON schema know them).
+	_ "github.com/weirstream/weir/connector/mqtt"
+	_ "github.com/weirstream/weir/connector/webhook"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -78,6 +82,25 @@ func (s yamlSettings) Path(name string) (string, bool, error) {
 		return v, ok, err
 	}
 	return s.p.resolve(v), true, nil
+}
+
+func (s yamlSettings) StringMap(name string) (map[string]string, bool, error) {
+	v := s.m.get(name)
+	switch {
+	case v == nil || v.Kind == yaml.ScalarNode && v.Tag == "!!null":
+		return nil, v != nil, nil
+	case v.Kind != yaml.MappingNode:
+		return nil, true, s.m.errf(v, s.m.field(name), "expected a mapping of names to strings")
+	}
+	out := make(map[string]string, len(v.Content)/2)
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		if val.Kind != yaml.ScalarNode || val.Tag == "!!null" {
+			return nil, true, s.m.errf(val, s.m.field(name)+"."+k.Value, "expected a string")
+		}
+		out[k.Value] = val.Value
+	}
+	return out, true, nil
 }
 
 func (s yamlSettings) Errorf(name, format string, args ...any) error {
@@ -231,7 +254,13 @@ func customSink[T any](rn *Runnable, o *Output, encode func(b []byte, v T) plan.
 	if err != nil {
 		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, o.Field, err), Err: err}
 	}
-	n, err := engine.NewSink[T](rn.e, o.Field, &itemSink[T]{Sink: ks, encode: encode}, recordName(rn.j, o))
+	opts := []engine.SinkOption{recordName(rn.j, o)}
+	if a, ok := o.Custom.Config.(plan.Accepter); ok {
+		if g, set := a.Accepts(); set {
+			opts = append(opts, engine.Accept(g))
+		}
+	}
+	n, err := engine.NewSink[T](rn.e, o.Field, &itemSink[T]{Sink: ks, encode: encode}, opts...)
 	if err != nil {
 		return nil, setupError(rn.j, err)
 	}

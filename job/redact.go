@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/internal/secret"
+	"github.com/weirstream/weir/plan"
 )
 
 // Redact returns s with every secret of the job replaced by what may be
@@ -73,6 +74,16 @@ func addSecrets(set *secret.Set, field string, n *yaml.Node) {
 			set.Add(pw, secret.Mask)
 		}
 	})
+}
+
+// addKindSecrets adds to the set the secrets a registered kind's settings
+// say they hold (plan.Secreter).
+func addKindSecrets(set *secret.Set, cfg any) {
+	if s, ok := cfg.(plan.Secreter); ok {
+		for _, v := range s.Secrets() {
+			set.Add(v, secret.Mask)
+		}
+	}
 }
 
 func lastPart(field string) string {

@@ -335,6 +335,8 @@ func kindShape(doc string, fields []plan.Field) *shape {
 			sh = dur(f.Doc)
 		case plan.Strings:
 			sh = oneOf(f.Doc, str(f.Doc), &shape{Kind: kList, Item: str(f.Doc)})
+		case plan.StringMap:
+			sh = &shape{Kind: kMap, Doc: f.Doc, Item: str("")}
 		default:
 			sh = str(f.Doc)
 		}
@@ -435,8 +437,11 @@ func jsonShape(s *shape) ordered {
 		}
 	case kMap:
 		doc()
-		o = append(o, kv{"type", "object"}, kv{"propertyNames", ordered{{"pattern", s.Pattern}}},
-			kv{"additionalProperties", jsonShape(s.Item)})
+		o = append(o, kv{"type", "object"})
+		if s.Pattern != "" {
+			o = append(o, kv{"propertyNames", ordered{{"pattern", s.Pattern}}})
+		}
+		o = append(o, kv{"additionalProperties", jsonShape(s.Item)})
 		if s.Min > 0 {
 			o = append(o, kv{"minProperties", s.Min})
 		}

@@ -13,10 +13,6 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
-
-	// The kinds weir ships, as the weir command links them: the schema
-	// file describes the job files it reads.
-	_ "github.com/weirstream/weir/connector/mqtt"
 )
 
 var updateSchema = flag.Bool("update-schema", false, "write the job file's JSON schema to docs/job.schema.json")

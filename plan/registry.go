@@ -41,6 +41,9 @@ const (
 	Duration // a duration: 2s, 5m, 1h30m
 	Strings  // a list of strings (or one string)
 	Path     // a file's path, relative to the job file's directory
+	// StringMap is a mapping of names to strings (HTTP headers: {Authorization:
+	// "Bearer ${TOKEN}"}).
+	StringMap
 )
 
 // Settings are a kind's settings as a front door gives them: a job file's
@@ -54,6 +57,8 @@ type Settings interface {
 	Strings(name string) ([]string, bool, error)
 	// Path is a file's path, relative to the job file's directory.
 	Path(name string) (string, bool, error)
+	// StringMap is a mapping of names to strings.
+	StringMap(name string) (map[string]string, bool, error)
 	// Errorf is an error about the setting name, in the front door's
 	// form (a job file's names its file, line and field).
 	Errorf(name, format string, args ...any) error
@@ -89,6 +94,25 @@ type SourceConfig interface {
 	Reads() string
 	// New builds the source.
 	New(env Env) (connector.Source, error)
+}
+
+// Secreter is a SourceConfig or SinkConfig whose settings hold secrets: a
+// URL's credentials, a header's value, a routing key. The front door hides
+// each of them wherever it shows the job (its log lines, errors, status, the
+// job file as the console serves it), as it hides a password. Secrets are
+// the values as given (variables expanded).
+type Secreter interface {
+	Secrets() []string
+}
+
+// Accepter is a SinkConfig whose settings say what the job accepts from its
+// sink, whatever the job's delivery promise (a webhook's delivery:
+// at_least_once): with checkpoints, a sink whose guarantee does not keep the
+// job's promise is refused, unless its settings accept what it gives.
+type Accepter interface {
+	// Accepts is the guarantee the settings accept, and whether they say
+	// one.
+	Accepts() (connector.Guarantee, bool)
 }
 
 // SinkKind is a kind of output: its connector writes what the job
@@ -330,6 +354,17 @@ func (v Values) Strings(name string) ([]string, bool, error) {
 }
 
 func (v Values) Path(name string) (string, bool, error) { return v.String(name) }
+
+func (v Values) StringMap(name string) (map[string]string, bool, error) {
+	switch x := v[name].(type) {
+	case nil:
+		return nil, false, nil
+	case map[string]string:
+		return x, true, nil
+	default:
+		return nil, true, v.Errorf(name, "expected a map[string]string, got %T", x)
+	}
+}
 
 func (v Values) Errorf(name, format string, args ...any) error {
 	return fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...))

@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // WriteCrashInput writes n events in arrival order: 1000 cards, jitter of
@@ -175,4 +177,25 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return dst.Close()
+}
+
+// KillRuns runs weir run job.yaml in dir n times, each killed with SIGKILL
+// after a random wait of minMs to maxMs milliseconds (drawn from r), then
+// once more to its end; it returns what that last run said, and fails the
+// test if it failed.
+func KillRuns(t testing.TB, dir string, r *rand.Rand, n, minMs, maxMs int) []byte {
+	t.Helper()
+	for range n {
+		cmd := StartRun(t, dir, "job.yaml")
+		time.Sleep(time.Duration(minMs+r.IntN(maxMs-minMs)) * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+	}
+	cmd := exec.Command(Bin, "run", "job.yaml")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("final run: %v\n%s", err, out)
+	}
+	return out
 }

@@ -4,9 +4,10 @@
 //
 // A secret is a value weir was given to authenticate with: the value of a
 // field whose name says so (Named: sasl.password, http.token, a postgres
-// password), the passwords of a connection string (DSNSecrets), and a value
-// that came from an environment variable into one of those, or from a
-// variable whose own name says so. A Set holds a job's secrets and replaces
+// password), the passwords of a connection string (DSNSecrets), what the
+// settings of a registered kind say they hold (plan.Secreter: a webhook's
+// URL and header values), and a value that came from an environment
+// variable into one of those, or from a variable whose own name says so. A Set holds a job's secrets and replaces
 // every occurrence of one, in any of the forms it travels in (as written,
 // URL-escaped, quoted), by what may be shown instead: the ${NAME} it came
 // from, or [redacted].

@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -241,20 +240,8 @@ func TestTablesKillNine(t *testing.T) {
 checkpoint: {dir: ckpt, interval: 150ms}
 `, dsn)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(job), 0o644)
-	r := rand.New(rand.NewPCG(11, 11))
 	start := time.Now()
-	for i := 0; i < 10; i++ {
-		cmd := clitest.StartRun(t, dir, "job.yaml")
-		time.Sleep(time.Duration(150+r.IntN(900)) * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
-	}
-	cmd := exec.Command(clitest.Bin, "run", "job.yaml")
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("final run: %v\n%s", err, out)
-	}
+	out := clitest.KillRuns(t, dir, rand.New(rand.NewPCG(11, 11)), 10, 150, 1050)
 	t.Logf("%d rows (%d tombstones); 10 crashes and the final run took %s; the final run said:\n%s",
 		len(want), tombstones, time.Since(start).Round(time.Millisecond), out)
 	clitest.SameAsReference(t, dir, ref)
