@@ -92,6 +92,8 @@ type analyzer struct {
 	all          tally
 	groups       []*grouping
 	parts        map[string]int32
+	partNames    []string // by index: the partitions' values
+	latest       latest
 
 	seen        bool
 	maxTS       mtime.Time // the largest event time so far
@@ -194,10 +196,12 @@ func (a *analyzer) feed(b *batch) {
 			if !ok {
 				pi = int32(len(a.parts))
 				a.parts[string(pv)] = pi
+				a.partNames = append(a.partNames, string(pv))
 			}
 			r.part = pi
 		}
 		travel := int64(r.arr - r.ts)
+		a.latest.add(a.c.Latest, r)
 		outOfOrder := a.seen && r.ts < a.maxTS
 		a.all.add(travel, r.w, outOfOrder)
 		for j, gr := range a.groups {
@@ -296,4 +300,67 @@ func AnalyzeFrom(path string, stdin io.Reader, o Options) (*Report, error) {
 		return nil, readErr
 	}
 	return a.report()
+}
+
+// latest keeps the events with the longest travel times: a heap of at most
+// Options.Latest, the shortest on top. Of two events that travelled as
+// long, the earlier line is kept, so that the list is the same however the
+// input is read.
+type latest []record
+
+// later reports whether a is later than b: it travelled longer, or as long
+// and comes first.
+func later(a, b *record) bool {
+	ta, tb := a.arr-a.ts, b.arr-b.ts
+	return ta > tb || ta == tb && a.line < b.line
+}
+
+func (l *latest) add(n int, r *record) {
+	h := *l
+	switch {
+	case n <= 0:
+		return
+	case len(h) < n:
+		h = append(h, *r)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !later(&h[p], &h[i]) {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+	case later(r, &h[0]):
+		h[0] = *r
+		for i := 0; ; {
+			m, c := i, 2*i+1
+			if c < len(h) && later(&h[m], &h[c]) {
+				m = c
+			}
+			if c+1 < len(h) && later(&h[m], &h[c+1]) {
+				m = c + 1
+			}
+			if m == i {
+				break
+			}
+			h[i], h[m] = h[m], h[i]
+			i = m
+		}
+	}
+	*l = h
+}
+
+// sorted is the events kept, the latest first.
+func (l latest) sorted() []record {
+	s := slices.Clone(l)
+	slices.SortFunc(s, func(a, b record) int {
+		switch {
+		case later(&a, &b):
+			return -1
+		case later(&b, &a):
+			return 1
+		}
+		return 0
+	})
+	return s
 }

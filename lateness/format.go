@@ -205,6 +205,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		rows = append(rows, []string{b.Label, r.count(b.Events, b.Weight), fmtPct(b.Percent)})
 	}
 	table(w, "   ", rows)
+	if len(r.Latest) > 0 {
+		fmt.Fprintf(w, "\n   The %d latest events:\n\n", len(r.Latest))
+		head := []string{"line", "happened", "arrived", "late by"}
+		if r.PartitionField != "" {
+			head = []string{"line", "partition", "happened", "arrived", "late by"}
+		}
+		rows := [][]string{head}
+		for _, e := range r.Latest {
+			row := []string{strconv.FormatInt(e.Line, 10)}
+			if r.PartitionField != "" {
+				row = append(row, e.Partition)
+			}
+			rows = append(rows, append(row, e.EventTime, e.Arrival, fmtMS(e.TravelMS)))
+		}
+		table(w, "   ", rows)
+	}
 	for _, g := range r.By {
 		fmt.Fprintln(w)
 		head := []string{"by " + g.Field, "events", "share"}

@@ -80,6 +80,9 @@ type Options struct {
 	NoWeight bool
 	// By lists fields to group the travel times by (platform, event_name).
 	By []string
+	// Latest, when positive, lists that many of the latest events: those
+	// with the longest travel times, the latest first (Report.Latest).
+	Latest int
 	// Window is the size of the tumbling windows replayed (default 1 min).
 	Window time.Duration
 	// Delays are the watermark delays of Table 1 (default DefaultDelays);

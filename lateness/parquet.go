@@ -192,6 +192,7 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 		vals[i] = make([]parquet.Value, batchSize)
 	}
 	var buf []byte
+	var row int64 // the rows read, for a record's number
 	for _, rg := range pf.RowGroups() {
 		chunks := rg.ColumnChunks()
 		curs := make([]*cursor, len(cols))
@@ -214,7 +215,8 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 			}
 			b := p.get()
 			for r := range n {
-				rec := record{w: 1}
+				row++
+				rec := record{w: 1, line: row}
 				arrWhy := rOK
 				if t, why := pqTime(arr, vals[1][r], rNoArrival, rBadArrival); why != rOK {
 					arrWhy = why

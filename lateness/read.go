@@ -197,10 +197,12 @@ func (jp *jsonParser) parse(lines []source.Line, b *batch) {
 			continue
 		}
 		if ln.Cut != nil {
-			b.recs = append(b.recs, record{w: 1, why: rLineTooLong})
+			b.recs = append(b.recs, record{w: 1, why: rLineTooLong, line: ln.No})
 			continue
 		}
-		b.recs = append(b.recs, jp.line(ln.Text, b))
+		rec := jp.line(ln.Text, b)
+		rec.line = ln.No
+		b.recs = append(b.recs, rec)
 	}
 }
 
@@ -418,12 +420,14 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 			var pe *csv.ParseError
 			switch {
 			case errors.As(err, &pe):
-				rec.why = rNotCSV
+				rec.why, rec.line = rNotCSV, int64(pe.StartLine)
 				b.recs = append(b.recs, rec)
 			case err != nil:
 				return fmt.Errorf("reading %s: %w", c.path, err)
 			default:
+				line, _ := cr.FieldPos(0)
 				rec = csvRecord(c, row, field, tsCol, arrCol, partCol, wCol, byCols, b)
+				rec.line = int64(line)
 				b.recs = append(b.recs, rec)
 			}
 			if len(b.recs) == batchSize {

@@ -64,6 +64,7 @@ func reasonOf(name string) reason {
 type record struct {
 	ts, arr    mtime.Time
 	w          float64
+	line       int64 // its line in the file (a CSV row's line, a Parquet row's number)
 	part       int32
 	why        reason
 	hasArrival bool // a rejected line with an arrival still moves the clock

@@ -48,6 +48,9 @@ type Report struct {
 
 	// Travel is the distribution of travel times (arrival - event time).
 	Travel Travel `json:"travel"`
+	// Latest are the events that travelled longest, the latest first
+	// (Options.Latest of them; none without it).
+	Latest []LatestEvent `json:"latest,omitempty"`
 	// By is the travel times grouped by each --by field.
 	By []Grouping `json:"by,omitempty"`
 	// OutOfOrder is the events that arrive after an event that happened
@@ -59,6 +62,34 @@ type Report struct {
 	Recommendation Recommendation `json:"recommendation"`
 
 	cdf []cdfPoint // the travel-time distribution, for the plot
+}
+
+// identityText is a partition's value as its identity holds it
+// (linedec.AppendIdentity: a type byte, then the string or the number's
+// text), written as the value.
+func identityText(id string) string {
+	switch {
+	case id == "":
+		return ""
+	case id[0] == 's' || id[0] == 'n':
+		return id[1:]
+	case id == "t":
+		return "true"
+	case id == "f":
+		return "false"
+	}
+	return id
+}
+
+// LatestEvent is one of the events that travelled longest: where it is in
+// the input (its line: a CSV row's line, a Parquet row's number), its
+// partition, when it happened and arrived, and how late.
+type LatestEvent struct {
+	Line      int64  `json:"line"`
+	Partition string `json:"partition,omitempty"`
+	EventTime string `json:"event_time"`
+	Arrival   string `json:"arrival"`
+	TravelMS  int64  `json:"travel_ms"`
 }
 
 // Travel is a travel-time distribution.
@@ -222,6 +253,13 @@ func (a *analyzer) report() (*Report, error) {
 		}
 	}
 	r.Travel = travelOf(&a.all)
+	for _, e := range a.latest.sorted() {
+		l := LatestEvent{Line: e.line, EventTime: e.ts.String(), Arrival: e.arr.String(), TravelMS: int64(e.arr - e.ts)}
+		if c.partP != nil && int(e.part) < len(a.partNames) {
+			l.Partition = identityText(a.partNames[e.part])
+		}
+		r.Latest = append(r.Latest, l)
+	}
 	for i := range r.Travel.Buckets {
 		b := &r.Travel.Buckets[i]
 		if i > 0 {

@@ -84,6 +84,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for, on every line (default: sample_weight where the input has it)")
 	noWeight := fs.Bool("no-weight", false, "ignore any weight field: every line counts once")
 	var by listFlag
+	latestN := fs.Int("latest", 0, "also list the `N` latest events (the longest travel times): line, partition, when they happened and arrived")
 	fs.Var(&by, "by", "group the travel times by this `field` (repeatable, or comma-separated; one field with --ledger)")
 	win := fs.String("window", "1m", "tumbling window `size`")
 	delays := fs.String("delays", "none,2s,5m,1h,3h,6h", "watermark `delays` of Table 1, comma-separated (none = 0)")
@@ -119,7 +120,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight"} {
+		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight", "latest"} {
 			if set[name] {
 				return usageErr("--%s does not apply with --ledger", name)
 			}
@@ -133,6 +134,10 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	}
 	var o lateness.Options
 	o.Format, o.Weight, o.NoWeight, o.By = *inFormat, *weight, *noWeight, by
+	if *latestN < 0 {
+		return usageErr("--latest must not be negative")
+	}
+	o.Latest = *latestN
 	var err error
 	parseDur := func(name, s string) (time.Duration, bool) {
 		d, err := mtime.ParseDuration(strings.TrimSpace(s))
