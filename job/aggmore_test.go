@@ -511,3 +511,34 @@ func BenchmarkAggregateAdd(b *testing.B) {
 		})
 	}
 }
+
+// A window's whole life with a percentile (made, six values, its result,
+// released) allocates nothing once a window before it has been released:
+// its sketch is the released one's, emptied.
+func TestPercentileWindowReusesASketch(t *testing.T) {
+	j, err := Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count, p: percentile(ms, 0.95)}\noutput: out.jsonl\n"), "job.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := newLineParser(j)
+	f := newAggs(j.Aggregates, lp.agg.field).(moreAggs)
+	var recs []record
+	for i := range 6 {
+		p := lp.parse(fmt.Appendf(nil, `{"ts":1780000000001,"ms":%d}`, 3+i*17), 1_780_000_000_010)
+		p.rec.ts = p.ts
+		p.rec.vals = slices.Clone(p.rec.vals)
+		recs = append(recs, p.rec)
+	}
+	life := func() {
+		c := f.New()
+		for _, r := range recs {
+			c = f.Add(c, r)
+		}
+		_ = f.Result(c)
+		f.Release(c)
+	}
+	life()
+	if n := testing.AllocsPerRun(100, life); n != 0 {
+		t.Errorf("a window's life allocates %v times", n)
+	}
+}
