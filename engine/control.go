@@ -210,6 +210,9 @@ const (
 	DiagBacklogged  = "backlogged"
 	DiagInterrupted = "transport interrupted"
 	DiagIdle        = "declared idle"
+	// DiagFinished is a partition of an input that has ended: the
+	// watermark is at the end of time.
+	DiagFinished = "finished"
 )
 
 // Histogram counts observations in buckets of upper bounds (ms).

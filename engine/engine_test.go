@@ -518,3 +518,19 @@ func TestStatusShowsPartitionsThatNeverHadARecord(t *testing.T) {
 		<-done
 	})
 }
+
+// A job whose input has ended says so: its partitions are finished, not
+// active, and its watermark (at the end of time) is behind processing time
+// by nothing, never by a negative number.
+func TestStatusOfAFinishedJob(t *testing.T) {
+	src := &lines{bounded: true, more: make(chan struct{}, 1)}
+	src.add("a 1000 2000", "b 61000 62000")
+	e := build(t, engine.Config{Name: "done"}, src, &memSink{})
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := e.StatusAfterRun()
+	if len(st.Partitions) != 1 || st.Partitions[0].Diagnosis != engine.DiagFinished || st.WatermarkGap != 0 || st.Watermark != mtime.MaxTime {
+		t.Errorf("partitions %+v, watermark %s, gap %d", st.Partitions, st.Watermark, st.WatermarkGap)
+	}
+}

@@ -895,6 +895,8 @@ func (h *Head[K, T]) status(s *Status) {
 			ps.EventDelay = h.delay[i].histogram()
 		}
 		switch {
+		case w.Watermark() == mtime.MaxTime:
+			ps.Diagnosis = DiagFinished
 		case ps.Err != "":
 			ps.Diagnosis = DiagInterrupted
 		case ps.Idle && st.Max[i] == mtime.MinTime:
@@ -930,7 +932,10 @@ func (h *Head[K, T]) status(s *Status) {
 	if lo < hi && lo != mtime.MinTime {
 		s.EventTimeSkew = int64(hi - lo)
 	}
-	if wm := w.Watermark(); wm > mtime.MinTime && now > mtime.MinTime {
+	// How far the watermark is behind processing time: never negative (a
+	// watermark ahead of the clock, or at the end of an ended input, is
+	// behind by nothing).
+	if wm := w.Watermark(); wm > mtime.MinTime && wm < mtime.MaxTime && now > wm {
 		s.WatermarkGap = int64(now - wm)
 	}
 	if b := h.behind.histogram(); b != nil {

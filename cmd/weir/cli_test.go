@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/clitest"
+	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/reconcile"
 )
 
@@ -475,5 +476,13 @@ table alerts: 1 windows corrected, 5 already right, 2 not correctable (the ledge
 	}
 	if strings.Count(got, "\n") != 10 {
 		t.Errorf("--all: %d lines:\n%s", strings.Count(got, "\n"), got)
+	}
+}
+
+// weir status of a job whose input ended says so, without a lag.
+func TestStatusTextFinished(t *testing.T) {
+	text := statusText(engine.Status{Job: "j", State: "finished", Watermark: mtime.MaxTime})
+	if !strings.Contains(text, "\nwatermark at the end of the input: every window has fired; 0 open windows, 0 keys\n") || strings.Contains(text, "behind") {
+		t.Errorf("status:\n%s", text)
 	}
 }

@@ -101,7 +101,11 @@ func statusText(s engine.Status) string {
 		stale = " (stale: the job did not answer in time)"
 	}
 	fmt.Fprintf(&b, "job %s, %s%s\n", s.Job, s.State, stale)
-	fmt.Fprintf(&b, "watermark %s, %.1f s behind processing time; %d open windows, %d keys\n", showTime(s.Watermark), float64(s.WatermarkGap)/1000, s.OpenWindows, s.Keys)
+	if s.Watermark == mtime.MaxTime {
+		fmt.Fprintf(&b, "watermark at the end of the input: every window has fired; %d open windows, %d keys\n", s.OpenWindows, s.Keys)
+	} else {
+		fmt.Fprintf(&b, "watermark %s, %.1f s behind processing time; %d open windows, %d keys\n", showTime(s.Watermark), float64(s.WatermarkGap)/1000, s.OpenWindows, s.Keys)
+	}
 	// A partition holds the watermark back when it is behind the others by
 	// more than the delay (and a second), as the console says it.
 	held := s.HeldBy != "" && s.EventTimeSkew >= max(s.WatermarkDelay, 1000)
