@@ -293,6 +293,8 @@ func SampleInput(j *Job, n int) (*Sample, error) {
 	case j.Input == "-":
 		s.Source = "none: the input is standard input (weir run says what its first lines show)"
 		return s, nil
+	case j.Format != nil && j.Format.file != nil:
+		return sampleRows(j, s, n)
 	}
 	f, err := os.Open(j.Input)
 	if err != nil {
