@@ -6,6 +6,7 @@ package formats
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -81,6 +82,7 @@ func (c *avroConfig) New(env plan.Env, topic string) (plan.Decoder, error) {
 	d := &avroDecoder{reader: c.reader, byID: map[int]*avroSchema{}}
 	if c.reader != nil {
 		d.readerNode = c.reader.Root().ExpandReferences()
+		d.fixed = directly(&avroSchema{s: c.reader, node: d.readerNode})
 	}
 	if c.reg != nil {
 		cl, err := newRegistryClient(c.reg, env.Log)
@@ -107,6 +109,8 @@ type avroDecoder struct {
 	readerNode *avro.SchemaNode
 	reg        *registryClient
 	subject    string
+	// fixed is the schema of every record, without a registry.
+	fixed *avroSchema
 
 	// readerOnce settles the reader's schema, when no file gives it.
 	readerOnce sync.Once
@@ -119,12 +123,24 @@ type avroDecoder struct {
 type avroSchema struct {
 	s    *avro.Schema
 	node *avro.SchemaNode
-	err  error
+	// direct, when the writer's schema is the reader's, writes its
+	// records straight from their binary.
+	direct *transcoder
+	err    error
+}
+
+// directly is s, writing its records straight from their binary when its
+// schema is a record's.
+func directly(s *avroSchema) *avroSchema {
+	if s.node != nil && s.node.Type == "record" {
+		s.direct = newTranscoder(s.node)
+	}
+	return s
 }
 
 // AppendJSON implements plan.Decoder.
 func (d *avroDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
-	s := &avroSchema{s: d.reader, node: d.readerNode}
+	s := d.fixed
 	payload := value
 	if d.reg != nil {
 		id, p, err := frame(value)
@@ -135,6 +151,13 @@ func (d *avroDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
 		if s, err = d.schema(id); err != nil {
 			return dst, err
 		}
+	}
+	if s.direct != nil {
+		out, err := s.direct.appendJSON(dst, payload)
+		if err != nil {
+			return dst, plan.Bad(ReasonNotDecodable, "%v", err)
+		}
+		return out, nil
 	}
 	var v any
 	rest, err := s.s.Decode(payload, &v)
@@ -198,8 +221,8 @@ func (d *avroDecoder) resolve(id int, w sr.Schema) *avroSchema {
 		d.reader, d.readerNode = writer, writer.Root().ExpandReferences()
 	})
 	reader, node := d.reader, d.readerNode
-	if reader == writer {
-		return &avroSchema{s: writer, node: node}
+	if reader == writer || bytes.Equal(reader.Canonical(), writer.Canonical()) {
+		return directly(&avroSchema{s: writer, node: node})
 	}
 	resolved, err := avro.Resolve(writer, reader)
 	if err != nil {
