@@ -394,3 +394,31 @@ func TestAvroAndCSVFiles(t *testing.T) {
 		})
 	}
 }
+
+// The sample of a job's first records reads the fields of what the format
+// made of them, not their bytes: no field the job names is said missing.
+func TestAvroSampleSeesFields(t *testing.T) {
+	reg := srfake.New()
+	t.Cleanup(reg.Close)
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: ordersV1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := Parse([]byte(fmt.Sprintf(avroFraudJob, fmt.Sprintf("{kafka: {brokers: [127.0.0.1:1], topic: orders}, format: avro, registry: {url: %q}}", reg.URL()))), "job.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &lineWatch{lineParser: newLineParser(j), s: newSample(j), log: func(string) {}}
+	s := avro.MustParse(ordersV1)
+	for i, line := range fraudOrders(t, 200) {
+		b, err := s.Encode(orderValue(t, line, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d engine.Decoded[string, record]
+		w.Decode(&connector.Record{Value: framed(id, b), Offset: int64(i), Arrival: mtime.Now(), Timestamp: mtime.MinTime}, &d)
+	}
+	if f := w.s.Findings(); len(f) != 0 {
+		t.Errorf("%v", f)
+	}
+}

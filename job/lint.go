@@ -351,7 +351,11 @@ func (w *lineWatch) Settle(r *connector.Record, d *engine.Decoded[string, record
 	if w.done {
 		return
 	}
-	w.s.observe(r.Value, d.Kind, d.Reason, r.Offset)
+	raw := r.Value
+	if w.format != nil && d.Kind == engine.Event {
+		raw = d.Value.raw // the record's JSON, which the format made of it
+	}
+	w.s.observe(raw, d.Kind, d.Reason, r.Offset)
 	if w.s.Lines == DefaultSample {
 		w.flush()
 	}
