@@ -57,6 +57,9 @@ type Job struct {
 	// Custom, when set, is the source instead of a file: one of a kind
 	// registered in package plan.
 	Custom *CustomSource
+	// Format, when set, is the format of the source's records (Avro);
+	// without, they are JSON lines.
+	Format *SourceFormat
 
 	TimeField      Path
 	RecordTime     bool // time.record_timestamp: the event time is the Kafka record's timestamp
@@ -407,6 +410,9 @@ func (p *parser) job(root *node) (*Job, error) {
 		return nil, err
 	}
 	if err := p.source(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.sourceFormat(root, j); err != nil {
 		return nil, err
 	}
 	if err := p.fields(root, j); err != nil {

@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -142,7 +143,7 @@ func registeredKind[K any](m *node, lookup func(string) (K, bool)) (string, K, b
 // sourceKindNames are the fields source may name: its own and the
 // registered kinds'.
 func sourceKindNames() []string {
-	names := sourceShape.names()
+	names := append(sourceShape.names(), formatFieldNames()...)
 	for _, k := range plan.SourceKinds() {
 		names = append(names, k.Name)
 	}
@@ -161,8 +162,10 @@ func outputKindNames() []string {
 
 // customSource reads source: {KIND: {...}} of a registered kind.
 func (p *parser) customSource(s *node, j *Job, name string, k plan.SourceKind) error {
-	if len(s.n.Content) > 2 {
-		return s.errf(nil, "source", "choose one of file, kafka and %s", name)
+	for i := 0; i < len(s.n.Content); i += 2 {
+		if f := s.n.Content[i].Value; f != name && !slices.Contains(formatFieldNames(), f) {
+			return s.errf(nil, "source", "choose one of file, kafka and %s", name)
+		}
 	}
 	set, err := p.kindMapping(s, name, k.Fields)
 	if err != nil {

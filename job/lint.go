@@ -287,6 +287,8 @@ func SampleInput(j *Job, n int) (*Sample, error) {
 	case j.Input == "-":
 		s.Source = "none: the input is standard input (weir run says what its first lines show)"
 		return s, nil
+	case j.Format != nil && j.Format.file != nil:
+		return sampleRows(j, s, n)
 	}
 	f, err := os.Open(j.Input)
 	if err != nil {
@@ -343,7 +345,11 @@ func (w *lineWatch) Settle(r *connector.Record, d *engine.Decoded[string, record
 	if w.done {
 		return
 	}
-	w.s.observe(r.Value, d.Kind, d.Reason, r.Offset)
+	raw := r.Value
+	if w.format != nil && d.Kind == engine.Event {
+		raw = d.Value.raw // the record's JSON, which the format made of it
+	}
+	w.s.observe(raw, d.Kind, d.Reason, r.Offset)
 	if w.s.Lines == DefaultSample {
 		w.flush()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/window"
 )
@@ -107,12 +108,20 @@ type lineParser struct {
 	derive []*expression.Program
 	where  *expression.Program
 	arena  fastjson.Arena
+
+	// format, when the source's records are not JSON lines, turns each
+	// into the JSON object parse reads, in the slab formatBuf (format.go).
+	format    plan.Decoder
+	formatBuf []byte
 }
 
 func newLineParser(j *Job) *lineParser {
 	lp := &lineParser{j: j, keys: newKeyTable(keyTableKeys(j.State.MemoryBudget, 1)), parts: map[string]int{}}
 	if len(j.Key) == 1 {
 		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
+	}
+	if j.Format != nil {
+		lp.format, lp.keyName = j.Format.dec, nil
 	}
 	lp.expressions()
 	lp.agg = &aggs{list: j.Aggregates}
@@ -191,7 +200,7 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, texted: lp.texted, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true}
+		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format}
 	f.expressions()
 	return f
 }
@@ -244,7 +253,7 @@ func (lp *lineParser) Settle(r *connector.Record, d *engine.Decoded[string, reco
 
 // decode is Decode without Settle: what a fork does.
 func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, record]) {
-	if isBlank(r.Value) {
+	if isBlank(r.Value) && (lp.format == nil || len(r.Value) == 0) {
 		d.Kind = engine.Blank
 		return
 	}
@@ -254,7 +263,14 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 		d.Arrival = mtime.MinTime
 		return
 	}
-	p := lp.parse(r.Value, r.Arrival)
+	value := r.Value
+	if lp.format != nil {
+		var ok bool
+		if value, ok = lp.formatDecode(r, d); !ok {
+			return
+		}
+	}
+	p := lp.parse(value, r.Arrival)
 	d.Arrival = mtime.MinTime
 	if p.hasArrival {
 		d.Arrival = p.arrival

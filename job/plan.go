@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/state"
@@ -47,6 +48,9 @@ func (rn *Runnable) plan() *plan.Graph {
 		read.Connector = j.Custom.Kind
 	case j.Input == "-":
 		read.Connector = "stdin"
+	}
+	if j.Format != nil {
+		read.Format = j.Format.Config.Describe()
 	}
 	g.Add(&plan.Node{ID: src, Label: "source", Op: read, Impl: &sourceNode{rn: rn}})
 	win := plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}
@@ -204,6 +208,8 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		src = cs
 	case j.Input == "-":
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
+	case j.Format != nil && j.Format.file != nil:
+		src = &formats.FileSource{Path: j.Input, Format: j.Format.file}
 	default:
 		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
 		src = rn.fileSrc

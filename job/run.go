@@ -384,6 +384,7 @@ func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	rn.warn = j.Warnings()
 	rn.lp = newLineParser(j)
+	rn.useFormat()
 	if o.task != nil && j.Key != nil {
 		rn.lp.route = o.task.Route
 		rn.lp.route.Log = func(s string) { rn.logf("%s", s) }

@@ -302,6 +302,7 @@ func withKinds(s *shape, done map[*shape]*shape) *shape {
 	}
 	switch s {
 	case sourceShape:
+		c.Fields = append(c.Fields, formatShapes()...)
 		for _, k := range plan.SourceKinds() {
 			c.Fields = append(c.Fields, field{k.Name, kindShape(k.Doc, k.Fields)})
 		}

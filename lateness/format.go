@@ -160,7 +160,7 @@ func wrap(w io.Writer, indent, text string) {
 // shows, the largest first.
 const maxTextGroups = 30
 
-var formatNames = map[string]string{FormatJSON: "JSON lines", FormatCSV: "CSV", FormatParquet: "Parquet"}
+var formatNames = map[string]string{FormatJSON: "JSON lines", FormatCSV: "CSV", FormatParquet: "Parquet", FormatAvro: "Avro"}
 
 // WriteText writes the report for a person: the travel times, the
 // out-of-order share, Table 1 and the recommendation.

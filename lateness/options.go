@@ -19,6 +19,9 @@ const (
 	FormatJSON    = "jsonl"
 	FormatCSV     = "csv"
 	FormatParquet = "parquet"
+	// FormatAvro is an Avro object container file, read as weir run reads
+	// one (package formats).
+	FormatAvro = "avro"
 )
 
 // DefaultWeightField is the weight field used when Options.Weight is empty:
@@ -205,6 +208,8 @@ func FormatOf(path string) string {
 		return FormatCSV
 	case ".parquet", ".parq", ".pq":
 		return FormatParquet
+	case ".avro":
+		return FormatAvro
 	}
 	return FormatJSON
 }
@@ -218,12 +223,12 @@ func (o Options) resolve(path string) (*config, error) {
 	switch c.format {
 	case FormatJSON, "json", "ndjson":
 		c.format = FormatJSON
-	case FormatCSV, FormatParquet:
+	case FormatCSV, FormatParquet, FormatAvro:
 	default:
-		return nil, usagef("unknown input format %q: want jsonl, csv or parquet", o.Format)
+		return nil, usagef("unknown input format %q: want jsonl, csv, parquet or avro", o.Format)
 	}
-	if c.format == FormatParquet && path == "-" {
-		return nil, usagef("a Parquet file cannot be read from standard input")
+	if (c.format == FormatParquet || c.format == FormatAvro) && path == "-" {
+		return nil, usagef("a %s file cannot be read from standard input", formatNames[c.format])
 	}
 	if c.TimeField == "" {
 		c.TimeField = "ts"

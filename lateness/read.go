@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fastjson"
 
+	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
@@ -63,6 +64,8 @@ func openInput(c *config, stdin io.Reader) (producer, io.Closer, error) {
 		prod, err = openCSV(r, c)
 	case FormatParquet:
 		prod, err = openParquet(f, c)
+	case FormatAvro:
+		prod, err = openRows(c, func() (formats.RowReader, error) { return formats.OpenAvroFile(c.path, "") })
 	}
 	if err != nil {
 		if f != nil {
@@ -75,6 +78,61 @@ func openInput(c *config, stdin io.Reader) (producer, io.Closer, error) {
 		closer = f
 	}
 	return prod, closer, nil
+}
+
+// openRows reads a file of a format of weir run's (package formats): each
+// row as the JSON object weir run reads, with weir run's rules.
+func openRows(c *config, open func() (formats.RowReader, error)) (producer, error) {
+	rows, err := open()
+	if err != nil {
+		return nil, usagef("cannot read %s: %v", c.path, err)
+	}
+	return func(p *pool, emit func(*batch) bool) error {
+		defer rows.Close()
+		jp := &jsonParser{c: c}
+		var buf []byte
+		var n int64 // the rows read, for a record's number
+		return inBatches(p, emit, func(b *batch) (bool, error) {
+			row, _, err := rows.Next(buf[:0])
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			if err != nil {
+				return false, fmt.Errorf("reading %s: %w", c.path, err)
+			}
+			buf = row
+			n++
+			rec := jp.line(row, b)
+			rec.line = n
+			b.recs = append(b.recs, rec)
+			return true, nil
+		})
+	}, nil
+}
+
+// inBatches emits in batches of batchSize the records that add appends, one
+// or none a call, until add says the input has ended.
+func inBatches(p *pool, emit func(*batch) bool, add func(b *batch) (more bool, err error)) error {
+	b := p.get()
+	for {
+		more, err := add(b)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		if len(b.recs) == batchSize {
+			if !emit(b) {
+				return errStopped
+			}
+			b = p.get()
+		}
+	}
+	if len(b.recs) > 0 && !emit(b) {
+		return errStopped
+	}
+	return nil
 }
 
 func isBlank(b []byte) bool {
@@ -410,37 +468,26 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 			}
 			return ""
 		}
-		b := p.get()
-		for {
+		return inBatches(p, emit, func(b *batch) (bool, error) {
 			row, err := cr.Read()
 			if err == io.EOF {
-				break
+				return false, nil
 			}
 			rec := record{w: 1}
 			var pe *csv.ParseError
 			switch {
 			case errors.As(err, &pe):
 				rec.why, rec.line = rNotCSV, int64(pe.StartLine)
-				b.recs = append(b.recs, rec)
 			case err != nil:
-				return fmt.Errorf("reading %s: %w", c.path, err)
+				return false, fmt.Errorf("reading %s: %w", c.path, err)
 			default:
 				line, _ := cr.FieldPos(0)
 				rec = csvRecord(c, row, field, tsCol, arrCol, partCol, wCol, byCols, b)
 				rec.line = int64(line)
-				b.recs = append(b.recs, rec)
 			}
-			if len(b.recs) == batchSize {
-				if !emit(b) {
-					return errStopped
-				}
-				b = p.get()
-			}
-		}
-		if len(b.recs) > 0 && !emit(b) {
-			return errStopped
-		}
-		return nil
+			b.recs = append(b.recs, rec)
+			return true, nil
+		})
 	}, nil
 }
 

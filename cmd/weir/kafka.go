@@ -44,6 +44,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	orders := fs.Bool("orders", false, "produce the fraud job's orders live into the orders topic, and print the alerts")
 	rate := fs.Float64("rate", 50, "with --orders: orders a second, on average")
 	data := fs.String("data", "", "keep the broker's data in this `directory` across restarts")
+	registry := fs.Int("registry", 0, "serve a schema registry on this `port` too (127.0.0.1 only); with --orders, the orders are Avro in its framing")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kafkaUsage)
 		fs.PrintDefaults()
@@ -69,10 +70,27 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	addr := c.ListenAddrs()[0]
 	fmt.Fprintf(stderr, "weir kafka: a DEVELOPMENT broker (kfake, in memory) on %s, not for production\n", addr)
 	fmt.Fprintf(stderr, "weir kafka: topics orders (3 partitions), alerts, orders-late, orders-quarantine; Ctrl-C stops it\n")
+	live := liveOrders{Rate: *rate}
+	if *registry != 0 {
+		url, reg, closeReg, err := serveRegistry(*registry)
+		if err != nil {
+			fmt.Fprintln(stderr, "weir kafka: --registry:", err)
+			return 1
+		}
+		defer closeReg()
+		fmt.Fprintf(stderr, "weir kafka: a DEVELOPMENT schema registry (srfake, in memory) on %s\n", url)
+		if *orders {
+			if live.Avro, err = newAvroOrders(reg); err != nil {
+				fmt.Fprintln(stderr, "weir kafka: --registry:", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "weir kafka: the orders are Avro, their schema orders-value (id %d)\n", live.Avro.id)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *orders {
-		go produceOrders(ctx, addr, liveOrders{Rate: *rate}, stderr)
+		go produceOrders(ctx, addr, live, stderr)
 		go printAlerts(ctx, addr, stdout)
 	}
 	<-ctx.Done()
@@ -84,6 +102,9 @@ type liveOrders struct {
 	Rate  float64 // orders a second, on average
 	Limit int     // stop after so many (0: never)
 	Seed  uint64
+	// Avro, when set, encodes the orders as Avro in a schema registry's
+	// framing; else they are JSON.
+	Avro *avroOrders
 }
 
 // The demo's orders, in real time.
@@ -204,7 +225,14 @@ func produceOrders(ctx context.Context, addr string, o liveOrders, log io.Writer
 		v.Set("amount", arena.NewNumberString(fmt.Sprintf("%d.%02d", cents/100, cents%100)))
 		v.Set("ts", arena.NewString(ts.UTC().Format("2006-01-02T15:04:05.000Z")))
 		v.Set("arrival", arena.NewString(sent.UTC().Format("2006-01-02T15:04:05.000Z")))
-		cl.Produce(ctx, orderRecord(v, v.MarshalTo(nil)), nil)
+		rec := orderRecord(v, v.MarshalTo(nil))
+		if o.Avro != nil {
+			if rec.Value, err = o.Avro.encode(v); err != nil {
+				fmt.Fprintln(log, "weir kafka:", err)
+				return n
+			}
+		}
+		cl.Produce(ctx, rec, nil)
 		select {
 		case <-report.C:
 			fmt.Fprintf(log, "weir kafka: %d orders produced\n", n)

@@ -80,7 +80,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	waitList := fs.String("waits", "1m,5m,1h,6h,24h", "with --ledger: the `waits` after an entry at which to give the share arrived, comma-separated")
 	timeField := fs.String("time", "ts", "event-time `field` (dotted for nested JSON)")
 	arrival := fs.String("arrival", "arrival", "arrival-time `field`")
-	inFormat := fs.String("input-format", "", "input `format`: jsonl, csv or parquet (default: from the extension)")
+	inFormat := fs.String("input-format", "", "input `format`: jsonl, csv, parquet or avro (default: from the extension)")
 	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for, on every line (default: sample_weight where the input has it)")
 	noWeight := fs.Bool("no-weight", false, "ignore any weight field: every line counts once")
 	var by listFlag

@@ -132,7 +132,7 @@ func TestLatenessErrors(t *testing.T) {
 		{[]string{"--target", "200%", "events.jsonl"}, "--target"},
 		{[]string{"--format", "xml", "events.jsonl"}, "--format must be text, json or csv"},
 		{[]string{"--plot", "out.gif", "events.jsonl"}, "--plot"},
-		{[]string{"--input-format", "avro", "events.jsonl"}, "unknown input format"},
+		{[]string{"--input-format", "orc", "events.jsonl"}, "unknown input format"},
 		{[]string{"--job", "job.yaml", "--time", "x", "events.jsonl"}, "weir lateness:"},
 	}
 	for _, c := range cases {

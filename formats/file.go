@@ -1,0 +1,112 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+)
+
+// FileFormat is a format whose records come in a file of its own (a CSV
+// file, an Avro object container file), read whole by weir run rather than
+// as lines.
+type FileFormat interface {
+	plan.FormatConfig
+	// OpenFile reads the file's rows, each as a JSON object.
+	OpenFile(path string) (RowReader, error)
+}
+
+// RowReader reads a file's rows in order.
+type RowReader interface {
+	// Next appends the next row, as a JSON object, to dst, and gives its
+	// place in the file (its line for CSV, its number from 1 for Avro). A
+	// row that cannot be one is given as its text, which the job then
+	// quarantines. At the end it returns io.EOF.
+	Next(dst []byte) (row []byte, place int64, err error)
+	Close() error
+}
+
+// FileSource is a connector.Source of a file of a FileFormat: one record per
+// row, the row as a JSON object. Its position in checkpoints is how many rows
+// it has read; a restore reads the file again from its start and skips them.
+type FileSource struct {
+	Path   string
+	Format FileFormat
+
+	rows  RowReader
+	read  uint64
+	sent  bool
+	batch []byte
+}
+
+// Open implements connector.Source.
+func (s *FileSource) Open(ctx context.Context, position []byte) error {
+	rows, err := s.Format.OpenFile(s.Path)
+	if err != nil {
+		return err
+	}
+	s.rows, s.read = rows, 0
+	if position == nil {
+		return nil
+	}
+	d := enc.NewDecoder(position)
+	skip := d.Uvarint()
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("%s: a position that is not a row count: %w", s.Path, err)
+	}
+	var buf []byte
+	for ; s.read < skip; s.read++ {
+		if _, _, err := rows.Next(buf[:0]); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("%s has %d rows, fewer than the %d the checkpoint read: it is not the file it read", s.Path, s.read, skip)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// Read implements connector.Source.
+func (s *FileSource) Read(ctx context.Context, b *connector.Batch) error {
+	if !s.sent {
+		s.sent = true
+		b.Partitions = []connector.Partition{{Name: s.Path}}
+	}
+	// The rows of a batch share one buffer of their own, which the records
+	// keep.
+	s.batch = make([]byte, 0, 64<<10)
+	for len(b.Records) < 1024 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		start := len(s.batch)
+		out, place, err := s.rows.Next(s.batch)
+		if errors.Is(err, io.EOF) {
+			b.Position = enc.AppendUvarint(nil, s.read)
+			return io.EOF
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Path, err)
+		}
+		s.read++
+		// A row that did not fit grew a new array: those before it keep
+		// the old one.
+		s.batch = out
+		b.Records = append(b.Records, connector.Record{Value: out[start:len(out):len(out)], Offset: place, Arrival: mtime.MinTime, Timestamp: mtime.MinTime})
+	}
+	b.Position = enc.AppendUvarint(nil, s.read)
+	return nil
+}
+
+// Close implements connector.Source.
+func (s *FileSource) Close() error {
+	if s.rows == nil {
+		return nil
+	}
+	return s.rows.Close()
+}

@@ -1,0 +1,150 @@
+package formats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"github.com/weirstream/weir/plan"
+)
+
+// The reasons a record that a registry's framing or its schema refuses is
+// quarantined with.
+const (
+	// ReasonBadMagicByte: the record does not begin with the framing's
+	// magic byte 0 and a 4-byte schema id.
+	ReasonBadMagicByte = "bad_magic_byte"
+	// ReasonUnknownSchema: the registry has no schema of the record's id,
+	// or one the format cannot read.
+	ReasonUnknownSchema = "unknown_schema"
+	// ReasonNotDecodable: the payload does not decode with its schema.
+	ReasonNotDecodable = "not_decodable"
+)
+
+// registryClient fetches schemas by id from a schema registry, once each:
+// an id the registry has is kept for the run (a registry's ids are
+// immutable), one it does not have is remembered as unknown. A registry
+// that cannot be reached is asked again with backoff, for as long as it
+// takes: the record waits, and with it the source (backpressure), while
+// records of schemas already fetched never ask.
+type registryClient struct {
+	cl  *sr.Client
+	url string
+	log func(string)
+
+	mu      sync.Mutex
+	fetched map[int]*fetch
+	// wait is the longest wait between two tries (tests shorten it).
+	wait time.Duration
+}
+
+// fetch is one id's schema, fetched once; done is closed when it is.
+type fetch struct {
+	done   chan struct{}
+	schema sr.Schema
+	err    error // a *plan.BadRecord: the id is unknown
+}
+
+// newRegistryClient is a client of the registry reg. Its credentials go in
+// the requests' headers only: no log line or error shows them.
+func newRegistryClient(reg *plan.Registry, log func(string)) (*registryClient, error) {
+	opts := []sr.ClientOpt{sr.URLs(reg.URL), sr.UserAgent("weir")}
+	switch {
+	case reg.Token != "":
+		opts = append(opts, sr.BearerToken(reg.Token))
+	case reg.Username != "" || reg.Password != "":
+		opts = append(opts, sr.BasicAuth(reg.Username, reg.Password))
+	}
+	cl, err := sr.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("registry.url: %w", err)
+	}
+	if log == nil {
+		log = func(string) {}
+	}
+	return &registryClient{cl: cl, url: reg.URL, log: log, fetched: map[int]*fetch{}, wait: 30 * time.Second}, nil
+}
+
+// schema is the schema of id, fetched at most once at a time.
+func (c *registryClient) schema(id int) (sr.Schema, error) {
+	c.mu.Lock()
+	f, ok := c.fetched[id]
+	if !ok {
+		f = &fetch{done: make(chan struct{})}
+		c.fetched[id] = f
+		c.mu.Unlock()
+		f.schema, f.err = c.fetchRetrying(id)
+		close(f.done)
+		return f.schema, f.err
+	}
+	c.mu.Unlock()
+	<-f.done
+	return f.schema, f.err
+}
+
+// fetchRetrying asks the registry for id until it answers: with the schema,
+// or that it has none.
+func (c *registryClient) fetchRetrying(id int) (sr.Schema, error) {
+	wait := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := c.cl.SchemaByID(ctx, id)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		if notFound(err) {
+			return sr.Schema{}, plan.Bad(ReasonUnknownSchema, "the registry has no schema of id %d", id)
+		}
+		// sr's errors name the URL, never the credentials.
+		c.log(fmt.Sprintf("schema registry %s: schema %d: %v (try %d; trying again in %s)", c.url, id, err, try, wait))
+		time.Sleep(wait)
+		wait = min(2*wait, c.wait)
+	}
+}
+
+// latest is the latest schema of subject, or ok false when the registry
+// has no such subject; a registry that cannot be reached is asked again.
+func (c *registryClient) latest(subject string) (s sr.Schema, ok bool) {
+	wait := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ss, err := c.cl.SchemaByVersion(ctx, subject, -1)
+		cancel()
+		if err == nil {
+			return ss.Schema, true
+		}
+		if notFound(err) {
+			return sr.Schema{}, false
+		}
+		c.log(fmt.Sprintf("schema registry %s: subject %s: %v (try %d; trying again in %s)", c.url, subject, err, try, wait))
+		time.Sleep(wait)
+		wait = min(2*wait, c.wait)
+	}
+}
+
+// notFound says the registry answered that it has no such thing (rather
+// than not answering).
+func notFound(err error) bool {
+	var re *sr.ResponseError
+	if errors.As(err, &re) {
+		return sr.IsNotFoundError(re.ErrorCode) || re.StatusCode == 404
+	}
+	return false
+}
+
+// frame splits a record in the registry's framing: the magic byte 0, a
+// 4-byte big-endian schema id, the payload.
+func frame(b []byte) (id int, payload []byte, err error) {
+	if len(b) < 5 {
+		return 0, nil, plan.Bad(ReasonBadMagicByte, "%d bytes, shorter than the framing's 5", len(b))
+	}
+	if b[0] != 0 {
+		return 0, nil, plan.Bad(ReasonBadMagicByte, "the first byte is %d, not the framing's 0", b[0])
+	}
+	return int(uint32(b[1])<<24 | uint32(b[2])<<16 | uint32(b[3])<<8 | uint32(b[4])), b[5:], nil
+}

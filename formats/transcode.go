@@ -1,0 +1,276 @@
+package formats
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/twmb/avro"
+
+	"github.com/weirstream/weir/internal/text"
+)
+
+// A record whose writer's schema is the reader's is written as JSON straight
+// from its Avro binary, guided by the schema: no value of it is made in
+// between (the library's decoding into maps costs more than the rest of
+// reading a record). It writes what appendAvroJSON writes of the library's
+// values, except that a map's keys keep their order on the wire. A record
+// that needs resolving to the reader's schema goes through the library.
+
+// errAvro is a payload that does not decode with its schema.
+var errAvro = errors.New("the payload does not decode with its schema")
+
+// maxDepth bounds the nesting of a recursive schema's values.
+const maxDepth = 64
+
+// transcoder writes the records of one schema as JSON.
+type transcoder struct {
+	root  *avro.SchemaNode
+	named map[string]*avro.SchemaNode
+}
+
+// newTranscoder is the transcoder of a schema's tree (references expanded).
+func newTranscoder(root *avro.SchemaNode) *transcoder {
+	t := &transcoder{root: root, named: map[string]*avro.SchemaNode{}}
+	t.index(root, 0)
+	return t
+}
+
+func (t *transcoder) index(n *avro.SchemaNode, depth int) {
+	if n == nil || depth > maxDepth {
+		return
+	}
+	switch n.Type {
+	case "record", "error", "enum", "fixed":
+		if _, ok := t.named[n.Name]; ok {
+			return
+		}
+		t.named[n.Name] = n
+		if n.Namespace != "" {
+			t.named[n.Namespace+"."+n.Name] = n
+		}
+	}
+	for i := range n.Fields {
+		t.index(&n.Fields[i].Type, depth+1)
+	}
+	for i := range n.Branches {
+		t.index(&n.Branches[i], depth+1)
+	}
+	t.index(n.Items, depth+1)
+	t.index(n.Values, depth+1)
+}
+
+// appendJSON appends the record in src as JSON; src must hold it exactly.
+func (t *transcoder) appendJSON(dst, src []byte) ([]byte, error) {
+	out, rest, err := t.value(dst, src, t.root, 0)
+	if err != nil {
+		return dst, err
+	}
+	if len(rest) > 0 {
+		return dst, errors.New("bytes after the record")
+	}
+	return out, nil
+}
+
+func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte, []byte, error) {
+	if depth > maxDepth {
+		return b, src, errors.New("values nested too deep")
+	}
+	switch n.Type {
+	case "null":
+		return append(b, "null"...), src, nil
+	case "boolean":
+		if len(src) < 1 {
+			return b, src, errAvro
+		}
+		// As the library and Java's reference read it: only 1 is true.
+		return strconv.AppendBool(b, src[0] == 1), src[1:], nil
+	case "int", "long":
+		v, src, err := varlong(src)
+		if err != nil {
+			return b, src, err
+		}
+		if n.Type == "int" && (v < math.MinInt32 || v > math.MaxInt32) {
+			return b, src, errAvro
+		}
+		return appendLong(b, v, n.LogicalType), src, nil
+	case "float":
+		if len(src) < 4 {
+			return b, src, errAvro
+		}
+		f := math.Float32frombits(binary.LittleEndian.Uint32(src))
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return append(b, "null"...), src[4:], nil
+		}
+		return strconv.AppendFloat(b, float64(f), 'g', -1, 32), src[4:], nil
+	case "double":
+		if len(src) < 8 {
+			return b, src, errAvro
+		}
+		f := math.Float64frombits(binary.LittleEndian.Uint64(src))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return append(b, "null"...), src[8:], nil
+		}
+		return strconv.AppendFloat(b, f, 'g', -1, 64), src[8:], nil
+	case "string", "bytes":
+		data, rest, err := lengthPrefixed(src)
+		if err != nil {
+			return b, src, err
+		}
+		return appendBytes(b, data, n), rest, nil
+	case "fixed":
+		if n.Size < 0 || len(src) < n.Size {
+			return b, src, errAvro
+		}
+		return appendBytes(b, src[:n.Size], n), src[n.Size:], nil
+	case "enum":
+		i, rest, err := varlong(src)
+		if err != nil || i < 0 || i >= int64(len(n.Symbols)) {
+			return b, src, errAvro
+		}
+		return text.AppendJSONString(b, []byte(n.Symbols[i])), rest, nil
+	case "union":
+		i, rest, err := varlong(src)
+		if err != nil || i < 0 || i >= int64(len(n.Branches)) {
+			return b, src, errAvro
+		}
+		return t.value(b, rest, &n.Branches[i], depth+1)
+	case "record", "error":
+		b = append(b, '{')
+		var err error
+		for i := range n.Fields {
+			f := &n.Fields[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = text.AppendJSONString(b, []byte(f.Name))
+			b = append(b, ':')
+			if b, src, err = t.value(b, src, &f.Type, depth+1); err != nil {
+				return b, src, err
+			}
+		}
+		return append(b, '}'), src, nil
+	case "array", "map":
+		open, closing := byte('['), byte(']')
+		item := n.Items
+		if n.Type == "map" {
+			open, closing, item = '{', '}', n.Values
+		}
+		if item == nil {
+			return b, src, errAvro
+		}
+		b = append(b, open)
+		first := true
+		for {
+			count, rest, err := varlong(src)
+			if err != nil {
+				return b, src, err
+			}
+			src = rest
+			if count == 0 {
+				break
+			}
+			if count < 0 {
+				// A negative count is followed by the block's size.
+				if _, src, err = varlong(src); err != nil {
+					return b, src, err
+				}
+				count = -count
+			}
+			if count > int64(len(src)) && !(item.Type == "null" && n.Type == "array") {
+				return b, src, errAvro // more items than bytes
+			}
+			for ; count > 0; count-- {
+				if !first {
+					b = append(b, ',')
+				}
+				first = false
+				if n.Type == "map" {
+					key, rest, err := lengthPrefixed(src)
+					if err != nil {
+						return b, src, err
+					}
+					b = text.AppendJSONString(b, key)
+					b = append(b, ':')
+					src = rest
+				}
+				if b, src, err = t.value(b, src, item, depth+1); err != nil {
+					return b, src, err
+				}
+			}
+		}
+		return append(b, closing), src, nil
+	}
+	if ref, ok := t.named[n.Type]; ok && ref != n {
+		return t.value(b, src, ref, depth+1)
+	}
+	return b, src, errors.New("a type weir does not know: " + n.Type)
+}
+
+// appendLong writes an int or long with its logical type, as
+// appendAvroJSON writes the library's value of it.
+func appendLong(b []byte, v int64, logical string) []byte {
+	switch logical {
+	case "timestamp-micros", "local-timestamp-micros":
+		return appendTime(b, time.UnixMicro(v))
+	case "timestamp-nanos", "local-timestamp-nanos":
+		return appendTime(b, time.Unix(0, v))
+	case "date":
+		return time.Unix(v*86400, 0).UTC().AppendFormat(append(b, '"'), `2006-01-02T15:04:05Z"`)
+	case "time-micros":
+		return strconv.AppendInt(b, v/1000, 10)
+	}
+	// timestamp-millis and local-timestamp-millis: epoch milliseconds, as
+	// they are; time-millis: milliseconds.
+	return strconv.AppendInt(b, v, 10)
+}
+
+func appendTime(b []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(append(b, '"'), `2006-01-02T15:04:05.999999999Z"`)
+}
+
+// appendBytes writes a string, bytes or fixed with its logical type.
+func appendBytes(b, data []byte, n *avro.SchemaNode) []byte {
+	switch {
+	case n.Type == "string":
+		return text.AppendJSONString(b, data)
+	case n.LogicalType == "decimal":
+		unscaled := new(big.Int).SetBytes(data)
+		if len(data) > 0 && data[0]&0x80 != 0 {
+			// Two's complement: subtract 2^(8*len).
+			unscaled.Sub(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*len(data))))
+		}
+		return append(b, new(big.Rat).SetFrac(unscaled, new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(n.Scale)), nil)).FloatString(n.Scale)...)
+	case n.LogicalType == "uuid" && n.Type == "fixed" && len(data) == 16:
+		return append(append(append(b, '"'), uuidString([16]byte(data))...), '"')
+	case n.LogicalType == "duration" && n.Type == "fixed" && len(data) == 12:
+		return append(b, `{"months":`+strconv.FormatUint(uint64(binary.LittleEndian.Uint32(data)), 10)+
+			`,"days":`+strconv.FormatUint(uint64(binary.LittleEndian.Uint32(data[4:])), 10)+
+			`,"milliseconds":`+strconv.FormatUint(uint64(binary.LittleEndian.Uint32(data[8:])), 10)+`}`...)
+	}
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, data)
+	return append(b, '"')
+}
+
+// varlong reads a zig-zag varint of at most 10 bytes.
+func varlong(src []byte) (int64, []byte, error) {
+	u, n := binary.Uvarint(src)
+	if n <= 0 {
+		return 0, src, errAvro
+	}
+	return int64(u>>1) ^ -int64(u&1), src[n:], nil
+}
+
+// lengthPrefixed reads a long length, then that many bytes.
+func lengthPrefixed(src []byte) ([]byte, []byte, error) {
+	l, rest, err := varlong(src)
+	if err != nil || l < 0 || l > int64(len(rest)) {
+		return nil, src, errAvro
+	}
+	return rest[:l], rest[l:], nil
+}
