@@ -91,7 +91,7 @@ func (b *Broker) start(bin string) error {
 	defer logf.Close()
 	cmd := exec.Command(bin, "-c", b.conf)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting mosquitto: %w", err)
 	}
