@@ -353,6 +353,59 @@ func TestSinkOpenRetried(t *testing.T) {
 	})
 }
 
+// lateSource is a source whose broker is not up for its first opens.
+type lateSource struct {
+	lines
+	fails int
+}
+
+func (s *lateSource) Open(ctx context.Context, pos []byte) error {
+	if s.fails > 0 {
+		s.fails--
+		return connector.Transient(errors.New("unable to dial: connection refused"))
+	}
+	return s.lines.Open(ctx, pos)
+}
+
+// A source whose broker is down or restarting when the job starts is
+// waited for, as a sink's database is: its Open is retried with backoff
+// rather than failing the job; what no retry mends still fails it at once.
+func TestSourceOpenRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &lateSource{lines: lines{more: make(chan struct{}, 1), bounded: true}, fails: 3}
+		src.add("a 1000", "a 9000")
+		var log syncBuffer
+		sink := &memSink{}
+		e := build(t, engine.Config{Name: "late", Log: &log}, src, sink)
+		if err := e.Run(context.Background()); err != nil {
+			t.Fatalf("Run: %v\n%s", err, log.String())
+		}
+		if !strings.Contains(log.String(), "mem open: unable to dial: connection refused; retrying in") || !strings.Contains(log.String(), "mem open: succeeded after 3 retries") || sink.String() == "" {
+			t.Errorf("log:\n%s\noutput: %q", log.String(), sink.String())
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		src := &permanentSource{}
+		var log syncBuffer
+		e := build(t, engine.Config{Name: "gone", Log: &log}, src, &memSink{})
+		err := e.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "topic orders does not exist") || src.opens != 1 {
+			t.Errorf("Run: %v after %d opens\n%s", err, src.opens, log.String())
+		}
+	})
+}
+
+// permanentSource is a source whose topic does not exist.
+type permanentSource struct {
+	lines
+	opens int
+}
+
+func (s *permanentSource) Open(context.Context, []byte) error {
+	s.opens++
+	return connector.Permanent(errors.New("topic orders does not exist"))
+}
+
 // chunked is a bounded source of n records, ten a batch every 10 ms, that
 // counts its reads.
 type chunked struct {

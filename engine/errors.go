@@ -17,12 +17,20 @@ func Backoff(attempt int) time.Duration {
 // retry runs f until it succeeds, fails with an error that is not retryable
 // (connector.Retryable), or the job stops; each retry is logged once, and
 // recovery too.
-func retry(e *Engine, what string, f func() error) error { return retryAfter(e, what, f(), f) }
+func retry(e *Engine, what string, f func() error) error {
+	return retryUntil(e, e.sinkCtx.Done(), what, f(), f)
+}
 
 // retryAfter is retry after a first attempt that returned err: a caller on a
 // hot path makes its first attempt itself, so that it builds the closure f
 // only when that attempt failed.
 func retryAfter(e *Engine, what string, err error, f func() error) error {
+	return retryUntil(e, e.sinkCtx.Done(), what, err, f)
+}
+
+// retryUntil is retryAfter until done is closed: the sinks' context for
+// what writes, the source loop's for what reads.
+func retryUntil(e *Engine, done <-chan struct{}, what string, err error, f func() error) error {
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			err = f()
@@ -40,7 +48,7 @@ func retryAfter(e *Engine, what string, err error, f func() error) error {
 		e.log(fmt.Sprintf("%s: %v; retrying in %s", what, err, wait))
 		select {
 		case <-time.After(wait):
-		case <-e.sinkCtx.Done():
+		case <-done:
 			return err
 		}
 	}

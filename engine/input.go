@@ -81,8 +81,13 @@ func (e *Engine) RestoredPosition(name string) []byte {
 	return nil
 }
 
+// start opens the feed as the engine retries its own operations (retry): a
+// source whose broker or server is down or restarting when the job starts
+// is waited for with backoff, as a sink's open is, and as the source waits
+// for it once reading; what no retry mends fails the job at once.
 func (in *input) start(ctx context.Context) error {
-	if err := in.feed.Open(ctx, in.pos); err != nil {
+	open := func() error { return in.feed.Open(ctx, in.pos) }
+	if err := retryUntil(in.e, ctx.Done(), in.name+" open", open(), open); err != nil {
 		var ce *connector.Error
 		if errors.As(err, &ce) {
 			return err
