@@ -108,11 +108,16 @@ type Source interface {
 	// Open prepares reading from a position that an earlier Read returned
 	// in Batch.Position (restored from a checkpoint), or from the source's
 	// configured start when position is nil. A source that cannot go back to
-	// a position (standard input) returns an error for a non-nil one.
+	// a position (standard input) returns an error for a non-nil one. An
+	// Open that fails with a retryable error (Retryable: a broker down or
+	// restarting) is called again with backoff until it succeeds or the job
+	// stops, so a failed Open must leave nothing open behind it.
 	Open(ctx context.Context, position []byte) error
 	// Read fills b (empty on entry) with the next records. At the end of a
 	// bounded source it returns io.EOF, with or without records in b; when
-	// ctx is done it returns ctx.Err().
+	// ctx is done it returns ctx.Err(). Any other error ends the job: a
+	// source whose connection drops while reading waits for it and
+	// reconnects itself, in Read, as the Kafka and MQTT sources do.
 	Read(ctx context.Context, b *Batch) error
 	// Close releases the source. It may be called while a Read is blocked
 	// (the engine cancels that Read's ctx first).
