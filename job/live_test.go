@@ -170,3 +170,48 @@ func TestLiveIdlePartitionWithoutInput(t *testing.T) {
 		lj.stop()
 	})
 }
+
+// A live job says when its first panes can come, and logs a line of
+// progress at a steady interval, so that its log shows it alive before its
+// first pane: what it read and how each record counted, the panes, and the
+// watermark with its lag behind the clock.
+func TestLiveProgressLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := loadJob(t, t.TempDir(), liveBase+"window: {tumbling: 1m}\n")
+		r, w := io.Pipe()
+		log := &lockedBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), j, Options{Stdin: r, Stdout: io.Discard, Log: log, ProgressEvery: 30 * time.Second})
+			done <- err
+		}()
+		time.Sleep(10 * time.Second) // 00:00:10
+		fmt.Fprintf(w, "{\"ts\":%q}\nnot json\n", at(-5*time.Second))
+		time.Sleep(25 * time.Second) // 00:00:35
+		synctest.Wait()
+		fmt.Fprintf(w, "{\"ts\":%q}\n", at(0))
+		time.Sleep(30 * time.Second) // 00:01:05
+		synctest.Wait()
+		w.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range log.lines() {
+			if i := strings.Index(l, "the first panes"); i >= 0 {
+				got = append(got, l[i:])
+			}
+			if i := strings.Index(l, "progress:"); i >= 0 {
+				got = append(got, l[i:])
+			}
+		}
+		want := []string{
+			"the first panes: a window's pane at the watermark once the watermark passes its end (window tumbling 1m0s; the watermark is the greatest event time read minus 0s): the first window closes when an event that much past its end is read",
+			"progress: read 2: 1 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 1 quarantined; 0 panes fired; windows open: 1; watermark 2000-01-01T00:00:04.999Z, 25.001s behind the clock",
+			"progress: read 3 (+1 in 30s): 2 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 1 quarantined; 0 panes fired; windows open: 1; watermark 2000-01-01T00:00:34.999Z, 25.001s behind the clock",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(log.lines(), "\n"))
+		}
+	})
+}

@@ -45,6 +45,10 @@ type Options struct {
 	// Progress, when set, receives a one-line progress report a few times a
 	// second (lines/s, watermark, open windows), each ending in "\r".
 	Progress io.Writer
+	// ProgressEvery, when positive, logs a line of progress at that
+	// interval while a live job runs: read, accepted, late, duplicates,
+	// quarantined, panes, the watermark and its lag, the source's backlog.
+	ProgressEvery time.Duration
 	// From restores from this checkpoint or savepoint directory instead of
 	// the newest one in the job's checkpoint directory.
 	From string
@@ -810,7 +814,13 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		stop := rn.watchState()
 		defer stop()
 	}
+	stopLog := func() {}
+	if rn.o.ProgressEvery > 0 && rn.e.Live() {
+		rn.logf("%s", firstPanes(rn.j))
+		stopLog = rn.logProgress(rn.o.ProgressEvery)
+	}
 	err := rn.e.Run(ctx)
+	stopLog()
 	if progress != nil {
 		progress.stop()
 	}

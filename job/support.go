@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
+	"github.com/weirstream/weir/watermark"
 )
 
 // perfectWatermarks reads a recorded file ahead: future[n] is the smallest
@@ -146,6 +147,108 @@ func progressLine(st engine.Status, base, size, read, read0 int64, elapsed, sinc
 		wms = st.Watermark.String()
 	}
 	fmt.Fprintf(&b, "  watermark %s  open windows %d", wms, st.OpenWindows)
+	return b.String()
+}
+
+// logProgress logs a line of progress every d while the job runs (what a
+// live job does when no terminal shows the progress line, so that its log
+// says it is alive before its first pane), and returns what stops it.
+func (rn *Runnable) logProgress(d time.Duration) (stop func()) {
+	ctl := rn.e.Control()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		prev := int64(-1)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				st := ctl.Status(context.Background(), time.Second)
+				rn.logf("%s", progressLogLine(st, prev, d))
+				prev = st.Counts.Read
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+// firstPanes says when a live job's first panes can come: a window's pane
+// at the watermark comes once the watermark passes the window's end, so
+// nothing is written before the first window closes (or an early firing
+// comes), however long that takes on the clock.
+func firstPanes(j *Job) string {
+	var b strings.Builder
+	b.WriteString("the first panes: ")
+	t := j.Window.Trigger
+	if t.HasEarly() {
+		b.WriteString("early ones as the trigger fires them (" + t.Describe() + "); ")
+	}
+	fmt.Fprintf(&b, "a window's pane at the watermark once the watermark passes its end (window %s", j.Window.Assigner)
+	switch j.Watermark.Kind {
+	case watermark.Bounded:
+		fmt.Fprintf(&b, "; the watermark is the greatest event time read minus %s", mtime.FormatDuration(j.Watermark.Delay))
+		if j.Watermark.Quiet > 0 {
+			fmt.Fprintf(&b, ", or the clock minus %s once the stream is quiet that long", mtime.FormatDuration(j.Watermark.Quiet))
+		}
+		b.WriteString("): the first window closes when an event that much past its end is read")
+	default:
+		fmt.Fprintf(&b, "; watermark %s)", describeWatermark(j))
+	}
+	return b.String()
+}
+
+// progressLogLine is a live job's line of progress: what it read (and
+// since the line before, which read prev records; -1 for the first line,
+// every d), how each record was counted, the panes fired, the watermark
+// and how far it is behind the clock, the records waiting in the source,
+// and why reading is paused, if it is.
+func progressLogLine(st engine.Status, prev int64, d time.Duration) string {
+	c := st.Counts
+	var b strings.Builder
+	fmt.Fprintf(&b, "progress: read %d", c.Read)
+	if prev >= 0 {
+		fmt.Fprintf(&b, " (%+d in %s)", c.Read-prev, d)
+	}
+	fmt.Fprintf(&b, ": %d accepted (%d late within the allowed lateness), %d too late, %d duplicates, %d quarantined", c.Accepted, c.LateAccepted, c.TooLate+c.BeyondDedupHorizon, c.Duplicates, c.Quarantined)
+	if c.Filtered > 0 {
+		fmt.Fprintf(&b, ", %d filtered", c.Filtered)
+	}
+	fmt.Fprintf(&b, "; %d panes fired; windows open: %d", c.PanesFired, st.OpenWindows)
+	if st.Watermark > mtime.MinTime {
+		fmt.Fprintf(&b, "; watermark %s", st.Watermark)
+		if st.WatermarkGap >= 0 && st.Live {
+			fmt.Fprintf(&b, ", %s behind the clock", time.Duration(st.WatermarkGap)*time.Millisecond)
+		}
+	} else {
+		b.WriteString("; no watermark yet: no window can close before the first event")
+	}
+	var backlog int64
+	known := false
+	for _, src := range st.Sources {
+		for _, p := range src.Partitions {
+			if p.Backlog >= 0 {
+				backlog += p.Backlog
+				known = true
+			}
+		}
+	}
+	if known {
+		fmt.Fprintf(&b, "; %d waiting in the source", backlog)
+	}
+	if st.Backpressure != "" {
+		fmt.Fprintf(&b, "; reading paused: %s", st.Backpressure)
+	}
+	if st.Stale {
+		b.WriteString(" (the source loop did not answer in time: its last report)")
+	}
 	return b.String()
 }
 

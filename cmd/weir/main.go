@@ -164,8 +164,9 @@ func addSetFlag(fs *flag.FlagSet) {
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("weir run", stderr)
-	quiet := fs.Bool("quiet", false, "do not print the summary on standard error")
+	quiet := fs.Bool("quiet", false, "do not print the summary on standard error, nor a live job's lines of progress")
 	progress := fs.Bool("progress", isTerminal(stderr), "show progress on standard error (default: when it is a terminal)")
+	progressEvery := fs.Duration("progress-every", 30*time.Second, "without --progress, a live job logs a line of progress this often (read, accepted, late, panes, watermark, backlog); 0: never")
 	from := fs.String("from", "", "restore from this checkpoint or savepoint `directory` instead of the newest checkpoint")
 	noSavepoint := fs.Bool("no-savepoint-on-stop", false, "on SIGTERM or Ctrl-C, stop without taking a savepoint")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to `file` (for go tool pprof)")
@@ -188,6 +189,11 @@ With checkpoint.dir set, the job resumes from its newest complete checkpoint,
 commits its output at each checkpoint, and on SIGTERM or Ctrl-C takes a
 savepoint and exits 0 (a second signal stops it at once); SIGUSR1 (or weir
 savepoint) takes a savepoint and goes on.
+
+A live job (a topic, MQTT, a followed file) says when its first panes can
+come, and logs a line of progress every 30s (--progress-every) unless
+standard error is a terminal, which shows the progress line instead, or
+--quiet.
 
 A job whose Kafka source names a group is one instance of a consumer group:
 the instances share the topic's partitions, a task each, with the state in
@@ -244,6 +250,10 @@ Flags:
 		fmt.Fprintln(stderr, "weir: --fresh and --from: start from the beginning, or from a checkpoint, not both")
 		return 2
 	}
+	if *progressEvery < 0 {
+		fmt.Fprintln(stderr, "weir: --progress-every: must not be negative (0: never)")
+		return 2
+	}
 	if *check && *from != "" {
 		return checkRestore(j, *from, drop, stdout, stderr)
 	}
@@ -293,6 +303,8 @@ Flags:
 	}
 	if *progress {
 		opts.Progress = stderr
+	} else if !*quiet {
+		opts.ProgressEvery = *progressEvery
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
