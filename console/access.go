@@ -93,6 +93,9 @@ func Listen(ctx context.Context, addr string, s Console) (net.Addr, error) {
 		MaxHeaderBytes:    maxHeaderBytes,
 	}
 	ll := newLimitListener(l, ConnLimit())
+	if js, ok := s.(*Server); ok {
+		go js.Record(ctx)
+	}
 	go func() {
 		if err := srv.Serve(ll); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			ll.Close()

@@ -965,8 +965,12 @@ func TestBrowserConsole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(rn.Console().Handler())
+	cs := rn.Console()
+	srv := httptest.NewServer(cs.Handler())
 	t.Cleanup(srv.Close)
+	recordCtx, stopRecording := context.WithCancel(context.Background())
+	t.Cleanup(stopRecording)
+	go cs.Record(recordCtx)
 	type ended struct {
 		sum *job.Summary
 		err error
@@ -1058,5 +1062,19 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	if st.Status.State != "stopped" {
 		t.Errorf("the status after the stop: %+v", st.Status)
+	}
+	// A page opened after the end draws the charts of the whole run from
+	// the history the server kept, not only from the moment it opened.
+	var kept []console.Sample
+	getJSON(t, srv.URL+"/api/history", &kept)
+	if len(kept) < 2 {
+		t.Fatalf("the server kept %d samples of the run", len(kept))
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	checkConsolePage(t, ctx, srv.URL, m, false) // the charts drawn, as above
+	if n := eval[string](t, ctx, `document.getElementById("console").dataset.samples`); n != fmt.Sprint(len(kept)) {
+		t.Errorf("a page opened after the end draws %s samples; the server kept %d", n, len(kept))
 	}
 }

@@ -67,6 +67,7 @@ type Server struct {
 	Started time.Time
 
 	final atomic.Pointer[engine.Status] // the status at the job's end (Ended)
+	hist  history                       // the charts' samples (record)
 }
 
 // Ended tells the console that the job's Run has returned: from then on
@@ -102,6 +103,7 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("GET /api/status", s.status)
+	mux.HandleFunc("GET /api/history", s.historyReply)
 	mux.HandleFunc("GET /api/panes", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Panes), s.Redact) })
 	mux.HandleFunc("GET /api/late", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, items(s.Late), s.Redact) })
 	mux.HandleFunc("GET /api/simulate", simulate)

@@ -1,5 +1,7 @@
 // weir's web console: polls api/status, api/panes and api/late every second,
-// keeps a rolling history in the page, and draws it.
+// keeps a rolling history in the page (seeded from api/history, which the
+// server keeps, so that a page opened late or after the end has the charts
+// from before it), and draws it.
 import {
   $, h, C, PARTITION_COLORS, MIN_TIME, MAX_TIME, setText, fmtTime, fmtSpan, fmtDuration, fmtBytes, tenths,
   isoShort, clock, lineChart, niceTicks, timeTicks, getJSON,
@@ -14,7 +16,7 @@ const PANE_FIELDS = new Set(["key", "window_start", "window_end", "revision", "t
 
 const history = [];   // {t, wm, parts: {name: wm}, lateAccepted, tooLate}
 const colors = new Map(); // partition name -> colour, in order of appearance
-let lastAt = null, jobShown = false, busy = false;
+let lastAt = null, jobShown = false, busy = false, seeded = false;
 
 const DIAG_CLASS = {
   "active": "active", "inactive": "inactive", "backlogged": "backlogged",
@@ -42,6 +44,10 @@ async function tick() {
   busy = true;
   try {
     const [reply, panes, late] = await Promise.all([getJSON("api/status"), getJSON("api/panes"), getJSON("api/late")]);
+    if (!seeded) {
+      seeded = true;
+      seed(await getJSON("api/history"));
+    }
     $("error").hidden = true;
     render(reply, panes, late);
   } catch (e) {
@@ -61,9 +67,18 @@ async function tick() {
   }
 }
 
+// seed starts the page's history with the samples the server kept.
+function seed(samples) {
+  for (const e of samples || []) {
+    history.push({t: e.t, wm: e.watermark, parts: e.partitions || {}, lateAccepted: e.late_accepted, tooLate: e.too_late});
+  }
+  while (history.length > KEEP) history.shift();
+}
+
 function render(reply, panes, late) {
   const st = reply.status;
-  if (st.at !== lastAt) {
+  const last = history.length ? history[history.length - 1].t : null;
+  if (st.at !== lastAt && (last === null || st.processing_time > last)) {
     lastAt = st.at;
     const parts = {};
     for (const p of st.partitions || []) parts[p.name] = p.watermark;
@@ -83,6 +98,7 @@ function render(reply, panes, late) {
   renderSinks(st);
   renderPanes(panes);
   renderLate(late);
+  $("console").dataset.samples = history.length;
   // Last: the tests wait for the status the page shows.
   $("console").dataset.at = st.at;
 }
