@@ -1207,7 +1207,27 @@ func (p *parser) trigger(root *node, j *Job) error {
 		return err
 	}
 	tr.EarlyDelay, tr.EarlyAligned, tr.EarlyElements = early, aligned, count
-	if v := t.get("late"); v != nil {
+	if v := t.get("late"); v != nil && v.Kind == yaml.MappingNode {
+		// late: {count: N}: a late pane per N late events.
+		lm, err := t.sub("late")
+		if err != nil {
+			return err
+		}
+		if err := lm.strict("count"); err != nil {
+			return err
+		}
+		n, given, err := lm.integer("count")
+		if err != nil {
+			return err
+		}
+		if !given || n < 1 {
+			return lm.errf(lm.get("count"), "trigger.late.count", "expected a count of late events of at least 1, such as late: {count: 10}")
+		}
+		tr.Late, tr.LateElements = trigger.LateCount, n
+		if n == 1 {
+			tr.Late, tr.LateElements = trigger.LateEach, 0 // the same
+		}
+	} else if v != nil {
 		switch v.Value {
 		case "each", "every", "true":
 			tr.Late = trigger.LateEach
@@ -1216,7 +1236,7 @@ func (p *parser) trigger(root *node, j *Job) error {
 		default:
 			d, err := t.durationOf(v, "trigger.late")
 			if err != nil {
-				return t.errf(v, "trigger.late", "expected each, none or a throttle duration such as 1m, got %q", v.Value)
+				return t.errf(v, "trigger.late", "expected each, none, a throttle duration such as 1m, or {count: N}, got %q", v.Value)
 			}
 			if d == 0 {
 				tr.Late = trigger.LateEach

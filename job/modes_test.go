@@ -3,6 +3,8 @@
 package job
 
 import (
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -125,5 +127,50 @@ func TestFileModeIsChecked(t *testing.T) {
 		if err != nil || j.FileMode != want {
 			t.Errorf("%s: %v %v", m, err, j)
 		}
+	}
+}
+
+// trigger: {late: {count: 2}} fires a late pane every two late events of a
+// window; the one left over is in the closing pane. The event at 1m40s
+// passes the on-time and the closing instants of [10s, 20s) at once: one
+// pane, on time and final.
+func TestLateCountJob(t *testing.T) {
+	dir, sum := runJob(t, `
+source: {file: input.jsonl}
+time: {field: ts}
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 10s}
+allowed_lateness: 1m
+trigger: {late: {count: 2}}
+aggregates: {n: count}
+output: out.jsonl
+`, lines(
+		`{"ts":"2026-09-01T00:00:01Z"}`, `{"ts":"2026-09-01T00:00:12Z"}`,
+		`{"ts":"2026-09-01T00:00:02Z"}`, `{"ts":"2026-09-01T00:00:03Z"}`, `{"ts":"2026-09-01T00:00:04Z"}`,
+		`{"ts":"2026-09-01T00:01:40Z"}`,
+	))
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(read(t, dir, "out.jsonl")), "\n") {
+		var p struct {
+			Start  string `json:"window_start"`
+			Rev    int    `json:"revision"`
+			Timing string `json:"timing"`
+			Final  bool   `json:"final"`
+			N      int    `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s #%d %s n=%d final=%v", p.Start[11:19], p.Rev, p.Timing, p.N, p.Final))
+	}
+	want := []string{
+		"00:00:00 #1 ON_TIME n=1 final=false",
+		"00:00:00 #2 LATE n=3 final=false",
+		"00:00:10 #1 ON_TIME n=1 final=true",
+		"00:00:00 #3 LATE n=4 final=true",
+		"00:01:40 #1 ON_TIME n=1 final=true",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || sum.LateAccepted != 3 {
+		t.Errorf("panes:\n%s\nwant\n%s\nlate accepted %d", strings.Join(got, "\n"), strings.Join(want, "\n"), sum.LateAccepted)
 	}
 }

@@ -16,6 +16,7 @@
 //	trigger.AfterWatermark()                                  // on time; late: every element
 //	trigger.AfterWatermark().EarlyEvery(time.Minute, true)    // plus aligned early firings
 //	trigger.AfterWatermark().EarlyCount(100).LateThrottled(time.Minute)
+//	trigger.AfterWatermark().LateCount(10)                    // a late pane per 10 late events
 //	trigger.OnClose()                                         // only the final pane
 //	trigger.AfterWatermark().ClosingIfChanged()               // no closing pane that repeats the last
 package trigger
@@ -41,6 +42,11 @@ const (
 	// update held back is emitted when its period runs out or when the window
 	// closes, never kept silently.
 	LateThrottled
+	// LateCount fires a late pane once LateElements late events have come
+	// since the window's last pane (Beam's
+	// Late(Repeatedly(AfterPane.elementCountAtLeast(N)))); fewer are in the
+	// closing pane, never kept silently.
+	LateCount
 )
 
 // Trigger is the firing policy of a window. The zero value is
@@ -59,6 +65,8 @@ type Trigger struct {
 	// is the period of LateThrottled.
 	Late       LateKind
 	LatePeriod mtime.Time
+	// LateElements is the count of LateCount.
+	LateElements int
 	// FinalOnly writes only the final pane of each window.
 	FinalOnly bool
 	// Closing says whether the pane a window closes with (when its allowed
@@ -106,19 +114,26 @@ func (t Trigger) EarlyCount(n int) Trigger {
 
 // LateEach fires a late pane for every late event (the default).
 func (t Trigger) LateEach() Trigger {
-	t.Late, t.LatePeriod = LateEach, 0
+	t.Late, t.LatePeriod, t.LateElements = LateEach, 0, 0
 	return t
 }
 
 // LateNone fires no late panes; late events show in the closing pane.
 func (t Trigger) LateNone() Trigger {
-	t.Late, t.LatePeriod = LateNone, 0
+	t.Late, t.LatePeriod, t.LateElements = LateNone, 0, 0
 	return t
 }
 
 // LateThrottled fires at most one late pane per window per d.
 func (t Trigger) LateThrottled(d time.Duration) Trigger {
-	t.Late, t.LatePeriod = LateThrottled, mtime.Millis(d)
+	t.Late, t.LatePeriod, t.LateElements = LateThrottled, mtime.Millis(d), 0
+	return t
+}
+
+// LateCount fires a late pane every n late events of a window; the late
+// events since the last one are in the closing pane.
+func (t Trigger) LateCount(n int) Trigger {
+	t.Late, t.LatePeriod, t.LateElements = LateCount, 0, n
 	return t
 }
 
@@ -146,7 +161,9 @@ func (t Trigger) Validate() error {
 		return errors.New("early count must not be negative")
 	case t.Late == LateThrottled && t.LatePeriod <= 0:
 		return errors.New("late throttle period must be a positive duration")
-	case t.Late > LateThrottled:
+	case t.Late == LateCount && t.LateElements < 1:
+		return errors.New("late count must be at least 1")
+	case t.Late > LateCount:
 		return errors.New("unknown late firing")
 	case t.Closing > ClosingIfChanged:
 		return errors.New("unknown closing behaviour")
@@ -180,6 +197,8 @@ func (t Trigger) String() string {
 		b.WriteString(".Late(AfterCount(1))")
 	case LateThrottled:
 		fmt.Fprintf(&b, ".Late(Throttled(%s))", mtime.FormatDuration(t.LatePeriod))
+	case LateCount:
+		fmt.Fprintf(&b, ".Late(Repeatedly(AfterCount(%d)))", t.LateElements)
 	case LateNone:
 		b.WriteString(".Late(Never())")
 	}
@@ -212,6 +231,8 @@ func (t Trigger) Describe() string {
 		b.WriteString("; late: a pane per late event")
 	case LateThrottled:
 		fmt.Fprintf(&b, "; late: at most a pane per %s", mtime.FormatDuration(t.LatePeriod))
+	case LateCount:
+		fmt.Fprintf(&b, "; late: a pane per %d late events", t.LateElements)
 	case LateNone:
 		b.WriteString("; late: none")
 	}

@@ -255,7 +255,7 @@ func newSchedule(seed uint64) *schedule {
 	if !s.kafkaIn {
 		// Triggers that act on processing time: a replay's is its
 		// arrival times, the same from run to run.
-		s.trigger = pick(r, "", "", "{early: 10s}", "{late: 5s}")
+		s.trigger = pick(r, "", "", "{early: 10s}", "{late: 5s}", "{late: {count: 3}}")
 	}
 	kinds := []string{kFile, kKafka, kSQLite, kPostgres}
 	r.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })

@@ -156,7 +156,7 @@ type win[A, O any] struct {
 // winMore is the part of a window's state that only some triggers and
 // modes use.
 type winMore[O any] struct {
-	n     int64      // elements since the last firing, counted only for early firings
+	n     int64      // elements since the last firing, counted only for early firings and late counts
 	early mtime.Time // the pending early firing
 	// late firings (throttled)
 	lateAt   mtime.Time
@@ -245,7 +245,7 @@ func (op *WindowOp[K, T, A, O]) dropMore(st *win[A, O]) {
 // counted counts an element of st, for the triggers that fire early by
 // count or when an element came since the last firing.
 func (op *WindowOp[K, T, A, O]) counted(st *win[A, O]) {
-	if op.early {
+	if op.early || (st.late && op.lateCount) {
 		op.moreOf(st).n++
 	}
 }
@@ -290,18 +290,19 @@ func (ks *keyState[A, O]) find(w window.Window) int {
 // each with a step number larger than the previous one and a processing time
 // that does not go back. Outputs accumulate until Take.
 type WindowOp[K comparable, T, A, O any] struct {
-	strategy window.Strategy
-	trg      trigger.Trigger
-	agg      aggregate.Func[T, A, O]
-	lateness mtime.Time
-	merging  bool
-	gap      mtime.Time
-	slice    mtime.Time // slice length when sliding windows share slices, else 0
-	tumble   window.Tumbling
-	early    bool               // the trigger fires early
-	release  func(A)            // the aggregate's Releaser, if it has one
-	absorb   func(A, A) A       // the aggregate's Absorber, if it has one
-	mem      *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
+	strategy  window.Strategy
+	trg       trigger.Trigger
+	agg       aggregate.Func[T, A, O]
+	lateness  mtime.Time
+	merging   bool
+	gap       mtime.Time
+	slice     mtime.Time // slice length when sliding windows share slices, else 0
+	tumble    window.Tumbling
+	early     bool               // the trigger fires early
+	lateCount bool               // the trigger fires late panes by count
+	release   func(A)            // the aggregate's Releaser, if it has one
+	absorb    func(A, A) A       // the aggregate's Absorber, if it has one
+	mem       *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
 	// events and timers look ahead in mem over the events of a batch (see
 	// Runner.instance) and the timers due.
 	events, timers lookahead[K, A, O]
@@ -368,6 +369,7 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	}
 	op.tumble, _ = s.Assigner.(window.Tumbling)
 	op.early = s.Trigger.HasEarly()
+	op.lateCount = s.Trigger.Late == trigger.LateCount && !s.Trigger.FinalOnly
 	if r, ok := agg.(aggregate.Releaser[A]); ok {
 		op.release = r.Release
 	}
@@ -897,6 +899,13 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, 
 					m.lateAt = m.lastLate + t.LatePeriod
 					op.pt.add(m.lateAt, newTimer(key, st.w, st.seq, tLate))
 				}
+			}
+		case trigger.LateCount:
+			// counted has counted the element.
+			if st.count() >= int64(t.LateElements) {
+				op.fire(key, ks, st, window.Late, false, none, op.now)
+			} else {
+				st.latePending = true
 			}
 		}
 		return
