@@ -29,6 +29,10 @@ const (
 	WatermarkOnly
 	// Blank: an empty line, counted apart.
 	Blank
+	// Heartbeat: a record that advances its partition's event time to Time
+	// without being an event (a source's heartbeat, so that a partition
+	// with no events does not hold the watermark back), counted apart.
+	Heartbeat
 )
 
 // Decoded is what a Decoder makes of one record.
@@ -270,6 +274,9 @@ type Counts struct {
 	WindowsFired       int64 `json:"windows_fired"`
 	WatermarkLines     int64 `json:"watermark_lines"`
 	BlankLines         int64 `json:"blank_lines"`
+	// Heartbeats counts the records that advanced their partition's event
+	// time without being events (Heartbeat): not in Read.
+	Heartbeats int64 `json:"heartbeats,omitempty"`
 	// Lost counts the records the source skipped knowing they were there
 	// (a Kafka partition's retention deleted them before they were read,
 	// and the job says on_gap: skip): never read, so not in Read.
@@ -537,6 +544,13 @@ func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 	case WatermarkOnly:
 		h.c.WatermarkLines++
 		w.SetWatermark(d.Watermark)
+	case Heartbeat:
+		h.c.Heartbeats++
+		part := d.Partition
+		if part < 0 {
+			part = r.Partition
+		}
+		w.Observe(part, d.Time)
 	default:
 		h.c.Read++
 		h.c.FirstEventTime = min(h.c.FirstEventTime, d.Time)
@@ -644,8 +658,8 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 // state with its length (a savepoint is inspected without the decoder), 6
 // the processing time (a line set aside right after a restore, before any
 // line has an arrival, is dated as in an uninterrupted run), 7 the events
-// filtered.
-const headVersion = 7
+// filtered, 8 the heartbeats.
+const headVersion = 8
 
 // appendState appends the head's state; the de-duplication ids, unless
 // idsInFiles (they are in a Pebble checkpoint beside it).
@@ -663,6 +677,7 @@ func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	}
 	b = enc.AppendBool(b, h.announ)
 	b = enc.AppendVarint(b, c.Filtered)
+	b = enc.AppendVarint(b, c.Heartbeats)
 	if sd, ok := h.cfg.Decoder.(StatefulDecoder); ok {
 		b = enc.AppendBool(b, true)
 		b = enc.AppendBytes(b, sd.AppendState(nil))
@@ -740,6 +755,9 @@ func readHead(d *enc.Decoder, decoderState func(*enc.Decoder) error) (headFile, 
 	f.announce = d.Bool()
 	if v >= 7 {
 		c.Filtered = d.Varint()
+	}
+	if v >= 8 {
+		c.Heartbeats = d.Varint()
 	}
 	if d.Bool() {
 		st := d

@@ -99,6 +99,13 @@ type missingError struct{ field string }
 
 func (e *missingError) Error() string { return "no field " + e.field }
 
+// IsMissing reports whether err is the failure of an expression that read
+// a field the record does not have.
+func IsMissing(err error) bool {
+	var miss *missingError
+	return errors.As(err, &miss)
+}
+
 // Compile compiles the expression src.
 func Compile(src string) (*Program, error) {
 	tree, err := parser.Parse(src)

@@ -176,7 +176,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 	} else {
 		a.Input.Sources = []string{j.Input}
 	}
-	a.Input.Lines = sum.Read + sum.WatermarkLines + sum.BlankLines
+	a.Input.Lines = sum.Read + sum.WatermarkLines + sum.BlankLines + sum.Heartbeats
 	a.Input.Events = sum.Read - sum.Quarantined
 	a.Input.Lost = sum.Lost
 	if c.FirstEventTime <= c.LastEventTime {

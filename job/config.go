@@ -83,8 +83,13 @@ type Job struct {
 	// counted as filtered. Fields are the events' derived fields
 	// (fields:), computed before their time, key, id and aggregates are
 	// read, in order.
-	Where       *expression.Program
-	Fields      []DerivedField
+	Where  *expression.Program
+	Fields []DerivedField
+	// Heartbeat says which records are a source's heartbeats (heartbeat:):
+	// their time advances their partition's event time, and they are not
+	// events (counted apart, never windowed). A record without a field it
+	// reads is not a heartbeat.
+	Heartbeat   *expression.Program
 	Having      string
 	Parallelism int
 
@@ -1475,19 +1480,34 @@ func (p *parser) fields(root *node, j *Job) error {
 // where reads where: an expression over the event's fields that keeps the
 // events for which it holds.
 func (p *parser) where(root *node, j *Job) error {
-	w, n, err := root.str("where")
-	if err != nil || n == nil {
+	var err error
+	if j.Where, err = condition(root, "where", `event == "click"`); err != nil {
 		return err
 	}
+	if j.Heartbeat, err = condition(root, "heartbeat", `type == "heartbeat"`); err != nil {
+		return err
+	}
+	if j.Heartbeat != nil && j.Watermark.Kind != watermark.Bounded {
+		return root.errf(root.get("heartbeat"), "heartbeat", "a heartbeat advances a partition's event time, which only a bounded watermark (delay) follows")
+	}
+	return nil
+}
+
+// condition compiles the expression of field, or is nil when the job has
+// none; example shows one in the error of an empty one.
+func condition(root *node, field, example string) (*expression.Program, error) {
+	w, n, err := root.str(field)
+	if err != nil || n == nil {
+		return nil, err
+	}
 	if w == "" {
-		return root.errf(n, "where", "expected an expression over the event's fields, such as event == \"click\"")
+		return nil, root.errf(n, field, "expected an expression over the record's fields, such as %s", example)
 	}
 	prog, err := expression.Compile(w)
 	if err != nil {
-		return root.errf(n, "where", "expression %q does not compile: %v", w, err)
+		return nil, root.errf(n, field, "expression %q does not compile: %v", w, err)
 	}
-	j.Where = prog
-	return nil
+	return prog, nil
 }
 
 func (p *parser) having(root *node, j *Job) error {

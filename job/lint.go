@@ -102,8 +102,8 @@ func aggText(a Aggregate) string { return a.String() }
 // observe takes one line of the input with what the job made of it.
 func (s *Sample) observe(raw []byte, kind engine.DecodedKind, reason string, line int64) {
 	switch kind {
-	case engine.Blank, engine.WatermarkOnly:
-		if kind == engine.WatermarkOnly {
+	case engine.Blank, engine.WatermarkOnly, engine.Heartbeat:
+		if kind != engine.Blank {
 			s.seen(raw) // the watermark field occurs
 		}
 		return

@@ -69,6 +69,9 @@ type parsed struct {
 	rec  record
 	// filtered: the where does not hold for it.
 	filtered bool
+	// heartbeat: a source's heartbeat (the job's heartbeat holds), ts its
+	// time, part its partition.
+	heartbeat bool
 }
 
 // lineParser reads the fields a job uses from a JSON line. It decodes with
@@ -107,6 +110,7 @@ type lineParser struct {
 	// fields' values, reset for each line.
 	derive []*expression.Program
 	where  *expression.Program
+	beat   *expression.Program // the job's heartbeat
 	arena  fastjson.Arena
 
 	// format, when the source's records are not JSON lines, turns each
@@ -216,6 +220,9 @@ func (lp *lineParser) expressions() {
 	if j.Where != nil {
 		lp.where = j.Where.Clone()
 	}
+	if j.Heartbeat != nil {
+		lp.beat = j.Heartbeat.Clone()
+	}
 }
 
 // decodeOn sets the size of the key tables of lp and of its forks for
@@ -280,6 +287,11 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 		d.Kind, d.Reason, d.Detail = engine.Rejected, p.reason, p.detail
 	case p.wmOnly:
 		d.Kind, d.Watermark = engine.WatermarkOnly, p.wm
+	case p.heartbeat:
+		d.Kind, d.Time = engine.Heartbeat, p.ts
+		if lp.j.PartitionField != nil {
+			d.Partition = p.part
+		}
 	default:
 		d.Kind, d.Time, d.Key, d.ID, d.Filtered = engine.Event, p.ts, p.key, p.id, p.filtered
 		if lp.j.PartitionField != nil {
@@ -373,6 +385,31 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		return out
 	}
 	out.ts = t.Time
+	if lp.beat != nil {
+		// A heartbeat has a time (and a partition), never a key, an id or
+		// values: it is told apart before they are read.
+		beat, err := lp.beat.Holds(v)
+		if expression.IsMissing(err) {
+			// Without the field a heartbeat has: an event.
+			beat, err = false, nil
+		}
+		if err != nil {
+			out.reason, out.detail = ReasonExpression, fmt.Sprintf("heartbeat (%s): %v", lp.beat, err)
+			return out
+		}
+		if beat {
+			if j.PartitionField != nil {
+				part := get(v, j.PartitionField)
+				if part == nil || !linedec.Scalar(part, &lp.numBuf) {
+					out.reason = ReasonNoPartition
+					return out
+				}
+				out.part = lp.partition(part)
+			}
+			out.heartbeat = true
+			return out
+		}
+	}
 	if j.KeyParts != nil {
 		key, reason, detail := lp.compositeKey(v)
 		if reason != "" {

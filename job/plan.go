@@ -122,6 +122,9 @@ func expressionSettings(j *Job) []plan.Setting {
 	if j.Where != nil {
 		out = append(out, plan.Setting{Field: "where", Value: j.Where.String()})
 	}
+	if j.Heartbeat != nil {
+		out = append(out, plan.Setting{Field: "heartbeat", Value: j.Heartbeat.String()})
+	}
 	return out
 }
 

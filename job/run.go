@@ -146,16 +146,19 @@ type Summary struct {
 	// LateForSomeWindows counts the accepted events too late for some of
 	// their windows (a sliding window's earlier ones): each is in the late
 	// output too, naming the windows it missed.
-	LateForSomeWindows int64         `json:"late_for_some_windows"`
-	PanesFired         int64         `json:"panes_fired"`
-	PanesWritten       int64         `json:"panes_written"`
-	WindowsFired       int64         `json:"windows_fired"`
-	LateWritten        int64         `json:"late_written"`
-	WatermarkLines     int64         `json:"watermark_lines"`
-	BlankLines         int64         `json:"blank_lines"`
-	HavingErrors       int64         `json:"having_errors,omitempty"`
-	TooLateByWindow    []WindowDrops `json:"too_late_by_window"`
-	Watermark          string        `json:"watermark"`
+	LateForSomeWindows int64 `json:"late_for_some_windows"`
+	PanesFired         int64 `json:"panes_fired"`
+	PanesWritten       int64 `json:"panes_written"`
+	WindowsFired       int64 `json:"windows_fired"`
+	LateWritten        int64 `json:"late_written"`
+	WatermarkLines     int64 `json:"watermark_lines"`
+	BlankLines         int64 `json:"blank_lines"`
+	// Heartbeats counts the sources' heartbeats (heartbeat:): records
+	// that advanced their partition's event time, not events, not in Read.
+	Heartbeats      int64         `json:"heartbeats,omitempty"`
+	HavingErrors    int64         `json:"having_errors,omitempty"`
+	TooLateByWindow []WindowDrops `json:"too_late_by_window"`
+	Watermark       string        `json:"watermark"`
 	// InputRestarted says why the input was read from its start although
 	// the job resumed from a checkpoint (--accept-changed-input: the file
 	// was not the one the checkpoint read).
@@ -248,6 +251,9 @@ func (s *Summary) Text() string {
 		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
 	}
 	text += fmt.Sprintf("weir: %s: %s; watermark %s\n", name, written, s.Watermark)
+	if s.Heartbeats > 0 {
+		text += fmt.Sprintf("weir: %s: %d heartbeats advanced their partitions' event time (not events, not in the lines read)\n", name, s.Heartbeats)
+	}
 	if s.HavingErrors > 0 {
 		text += fmt.Sprintf("weir: %s: the having expression failed on %d panes; they were written unfiltered\n", name, s.HavingErrors)
 	}
@@ -902,7 +908,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	st := rn.win.Stats()
 	s := &Summary{
 		Job: rn.j.Name, Accounting: c.Accounting,
-		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Lost: c.Lost,
+		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Heartbeats: c.Heartbeats, Lost: c.Lost,
 		LateAccepted: st.LateAccepted, PanesFired: st.Panes, WindowsFired: st.Fired,
 		PanesWritten: rn.out.Written(),
 	}

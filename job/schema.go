@@ -230,6 +230,7 @@ var jobShape = object("A weir job: a windowed aggregation over a stream of JSON 
 	field{"mode", enum("How panes relate (default accumulating).", "accumulating", "discarding", "retracting", "accumulating_and_retracting")},
 	field{"aggregates", &shape{Kind: kMap, Min: 1, Doc: "The results, by name: count, count(f), sum(f), min(f), max(f), avg(f), count_distinct(f), approx_count_distinct(f), percentile(f, q), median(f), first(f), last(f), histogram(f, [b1, b2, ...]), top(f, n).",
 		Pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, Item: &shape{Kind: kString, Doc: "An aggregate.", Pattern: aggPattern}}},
+	field{"heartbeat", str("An expression over a record's fields that says it is a source's heartbeat: its time advances its partition's event time (so that a partition with no events does not hold the watermark back); it is counted apart, never windowed. A record without a field it reads is not a heartbeat.")},
 	field{"where", str("An expression over the event's fields (expr-lang's syntax): only events for which it holds are windowed; the others are counted as filtered.")},
 	field{"fields", &shape{Kind: kMap, Doc: "Derived fields, by name: an expression over the event's fields each, computed before its time, key, id and aggregates are read.",
 		Pattern: `^[A-Za-z_][A-Za-z0-9_]*$`, Item: str("An expression.")}},

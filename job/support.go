@@ -125,7 +125,7 @@ func inputBacklog(st engine.Status) int64 {
 // and the time left, at the rate of this run since its first report (read0
 // bytes read then, since ago); elapsed is the run's time.
 func progressLine(st engine.Status, base, size, read, read0 int64, elapsed, since time.Duration) string {
-	n := st.Counts.Read + st.Counts.WatermarkLines + st.Counts.BlankLines
+	n := st.Counts.Read + st.Counts.WatermarkLines + st.Counts.BlankLines + st.Counts.Heartbeats
 	var b strings.Builder
 	fmt.Fprintf(&b, "lines %d", n)
 	if base > 0 {
