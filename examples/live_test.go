@@ -2,6 +2,8 @@ package examples
 
 import (
 	"bytes"
+	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +17,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/twmb/avro"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/weirstream/weir/internal/clitest"
 	"github.com/weirstream/weir/internal/mqtttest"
@@ -187,4 +193,47 @@ func sensorCountsPostgres(t *testing.T, r *recipe, root string) map[string][]byt
 		t.Fatalf("psql: %v\n%s", err, out)
 	}
 	return map[string][]byte{"sensor_counts.txt": out}
+}
+
+// avroRegistry runs the Avro recipe on a broker and a schema registry of
+// the test's own: reading.avsc registered as readings-value, each line of
+// readings.jsonl produced as an Avro record in the registry's framing, the
+// job run until it has written their minutes, then stopped.
+func avroRegistry(t *testing.T, r *recipe, root string) map[string][]byte {
+	schemaText, err := os.ReadFile(filepath.Join(r.dir(root), "reading.avsc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := srfake.NewRegistry()
+	srv := httptest.NewServer(reg.Handler())
+	defer srv.Close()
+	id, _, err := reg.RegisterSchema("readings-value", sr.Schema{Schema: string(schemaText), Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := avro.Parse(string(schemaText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var records [][]byte
+	for _, l := range lines(t, filepath.Join(r.dir(root), "readings.jsonl")) {
+		var v struct {
+			Sensor  string    `json:"sensor"`
+			Celsius float64   `json:"celsius"`
+			TS      time.Time `json:"ts"`
+		}
+		if err := json.Unmarshal(l, &v); err != nil {
+			t.Fatal(err)
+		}
+		rec := []byte{0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(rec[1:], uint32(id))
+		if rec, err = schema.AppendEncode(rec, map[string]any{"sensor": v.Sensor, "celsius": v.Celsius, "ts": v.TS}); err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, rec)
+	}
+	b := clitest.StartBroker(t, "readings:1")
+	b.ProduceLines("readings", 0, records)
+	cmd, stderr := r.startWeir(t, root, []string{"WEIR_KAFKA=" + b.Addr, "WEIR_REGISTRY=" + srv.URL}, "run", "examples/avro-registry/job.yaml")
+	return stopAt(t, cmd, stderr, filepath.Join(r.dir(root), "out", "means.jsonl"), 4)
 }
