@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -236,4 +237,37 @@ func avroRegistry(t *testing.T, r *recipe, root string) map[string][]byte {
 	b.ProduceLines("readings", 0, records)
 	cmd, stderr := r.startWeir(t, root, []string{"WEIR_KAFKA=" + b.Addr, "WEIR_REGISTRY=" + srv.URL}, "run", "examples/avro-registry/job.yaml")
 	return stopAt(t, cmd, stderr, filepath.Join(r.dir(root), "out", "means.jsonl"), 4)
+}
+
+// consumerGroup runs the consumer-group recipe: the readings produced to
+// a topic of two partitions, each sensor's to one (s1 to 0, s2 to 1), and
+// two instances of the job, which share them, run until the output topic
+// holds their results, then stopped. The topic's records are in the order
+// the two tasks committed them: the expected output is sorted.
+func consumerGroup(t *testing.T, r *recipe, root string) map[string][]byte {
+	b := clitest.StartBroker(t, "readings:2", "sensor-counts:1")
+	var part [2][][]byte
+	for _, l := range lines(t, filepath.Join(r.dir(root), "readings.jsonl")) {
+		p := 0
+		if bytes.Contains(l, []byte(`"sensor":"s2"`)) {
+			p = 1
+		}
+		part[p] = append(part[p], l)
+	}
+	for p, ls := range part {
+		b.ProduceLines("readings", int32(p), ls)
+	}
+	env := []string{"WEIR_KAFKA=" + b.Addr}
+	cmd1, stderr1 := r.startWeir(t, root, env, "run", "examples/consumer-group/job.yaml")
+	cmd2, stderr2 := r.startWeir(t, root, env, "run", "examples/consumer-group/job.yaml")
+	got := b.WaitCommitted("sensor-counts", 4, 2*time.Minute)
+	stop(t, cmd1, stderr1)
+	stop(t, cmd2, stderr2)
+	if len(got) != 4 {
+		t.Fatalf("sensor-counts holds %d records, not 4:\n%s\n%s\n%s", len(got), strings.Join(got, "\n"), stderr1, stderr2)
+	}
+	out := withoutEmittedAt([]byte(strings.Join(b.Committed("sensor-counts"), "\n")))
+	ls := strings.Split(string(out), "\n")
+	slices.Sort(ls)
+	return map[string][]byte{"sensor-counts.jsonl": []byte(strings.Join(ls, "\n") + "\n")}
 }

@@ -35,6 +35,7 @@ var recipes = []recipe{
 	}},
 	{name: "follow-log", run: followLog},
 	{name: "kafka-exactly-once", run: kafkaExactlyOnce},
+	{name: "consumer-group", run: consumerGroup},
 	{name: "avro-registry", run: avroRegistry},
 	{name: "mqtt-input", run: mqttInput},
 	{name: "webhook-alerts", run: webhookAlerts},
