@@ -90,6 +90,9 @@ func TestCookbook(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			root := t.TempDir()
 			copyDir(t, r.name, r.dir(root))
+			git(t, root, "init", "-q")
+			git(t, root, "add", "-A")
+			git(t, root, "commit", "-qm", "the recipe")
 			run := r.run
 			if run == nil {
 				run = runJob
@@ -115,6 +118,11 @@ func TestCookbook(t *testing.T) {
 				got[rel] = b
 				return nil
 			})
+			// What the recipe wrote is ignored by git: a run leaves the
+			// repository as it was.
+			if st := git(t, root, "status", "--porcelain", "--untracked-files=all"); st != "" {
+				t.Errorf("%s: git status after the recipe:\n%s", r.name, st)
+			}
 			expDir := filepath.Join(r.name, "expected")
 			if *update {
 				os.RemoveAll(expDir)
@@ -221,6 +229,19 @@ func shownFiles(t *testing.T, page []byte) map[string]string {
 		shown[path] = block
 	}
 	return shown
+}
+
+// git runs git with args in dir and returns what it prints.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
 
 // copyDir copies the recipe's directory but its expected outputs to dst.

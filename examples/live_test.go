@@ -103,11 +103,14 @@ func lines(t *testing.T, path string) [][]byte {
 	return bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))
 }
 
-// followLog runs the followed log: the job reads the log, then the lines
-// of more.log are appended to it while it runs, and it is stopped once it
-// has written their minute.
+// followLog runs the followed log: the log, copied to where the job
+// follows it, is read; then the lines of more.log are appended to it while
+// the job runs, and it is stopped once it has written their minute.
 func followLog(t *testing.T, r *recipe, root string) map[string][]byte {
 	dir := r.dir(root)
+	log := filepath.Join(dir, "out", "access.log")
+	r.commands = append(r.commands, "cp examples/follow-log/access.log examples/follow-log/out/access.log")
+	copyFile(t, filepath.Join(dir, "access.log"), log)
 	cmd, stderr := r.startWeir(t, root, nil, "run", "examples/follow-log/job.yaml")
 	out := filepath.Join(dir, "out", "status.jsonl")
 	waitLines(t, out, 6, stderr)
@@ -115,14 +118,28 @@ func followLog(t *testing.T, r *recipe, root string) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.commands = append(r.commands, "cat examples/follow-log/more.log >> examples/follow-log/access.log")
-	f, err := os.OpenFile(filepath.Join(dir, "access.log"), os.O_APPEND|os.O_WRONLY, 0)
+	r.commands = append(r.commands, "cat examples/follow-log/more.log >> examples/follow-log/out/access.log")
+	f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Write(more)
 	f.Close()
-	return stopAt(t, cmd, stderr, out, 8)
+	got := stopAt(t, cmd, stderr, out, 8)
+	os.Remove(log) // the input, not an output
+	return got
+}
+
+// copyFile copies the file from to the file to.
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // kafkaExactlyOnce runs the Kafka recipe on a broker of the test's own:
