@@ -34,7 +34,7 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-var updateScreenshots = flag.Bool("update-screenshots", false, "write the README's screenshots to docs/console.png (the console walkthrough) and docs/simulator.png")
+var updateScreenshots = flag.Bool("update-screenshots", false, "write the documentation's screenshots to docs/console.png (the console walkthrough) and docs/simulator.png")
 
 // deadline bounds each browser test: every wait is "until the page shows
 // this", within it.

@@ -18,20 +18,21 @@ import (
 	"github.com/weirstream/weir/internal/clitest"
 )
 
-// TestMain builds the weir command, for the walkthrough of the README.
+// TestMain builds the weir command, for the walkthrough of the getting-started
+// page (docs/getting-started.md).
 func TestMain(m *testing.M) { clitest.Main(m) }
 
-// walkthrough is the README's console walkthrough: the weir commands of
+// walkthrough is the getting-started page's console walkthrough: the weir commands of
 // the block that follows its introduction, each as its arguments.
 func walkthrough(t *testing.T) [][]string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	b, err := os.ReadFile("../docs/getting-started.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, block, ok := strings.Cut(string(b), "A job that keeps running, in three terminals")
 	if _, block, ok = strings.Cut(block, "```sh\n"); !ok {
-		t.Fatal("the README has no console walkthrough")
+		t.Fatal("docs/getting-started.md has no console walkthrough")
 	}
 	block, _, _ = strings.Cut(block, "```")
 	var cmds [][]string
@@ -46,12 +47,12 @@ func walkthrough(t *testing.T) [][]string {
 	return cmds
 }
 
-// The README's console walkthrough, run as written (on ports of the
+// The getting-started page's console walkthrough, run as written (on ports of the
 // test's own): the development broker with orders coming live, the fraud
 // job with its console, and weir status. In a browser the console shows
 // what a live job is: the watermark a couple of seconds behind the clock,
 // the partitions level, late and too-late orders, the alerts. Its
-// screenshot is the README's (-update-screenshots).
+// screenshot is the README's and the page's (-update-screenshots).
 func TestConsoleWalkthrough(t *testing.T) {
 	cmds := walkthrough(t)
 	want := [][]string{
@@ -60,7 +61,7 @@ func TestConsoleWalkthrough(t *testing.T) {
 		{"status", "examples/fraud/kafka.yaml"},
 	}
 	if fmt.Sprint(cmds) != fmt.Sprint(want) {
-		t.Fatalf("the README's walkthrough is %q; this test runs %q", cmds, want)
+		t.Fatalf("docs/getting-started.md's walkthrough is %q; this test runs %q", cmds, want)
 	}
 	if testing.Short() {
 		t.Skip("the walkthrough waits for a live job's first minutes: not in -short")

@@ -164,8 +164,8 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 	objects("", jobShape)
 }
 
-// The example job files, and the README's description of every field,
-// follow the schema.
+// The example job files, and the job-file reference's description of
+// every field (docs/job-file.md), follow the schema.
 func TestSchemaValidatesExamples(t *testing.T) {
 	var schema any
 	if err := json.Unmarshal(Schema(), &schema); err != nil {
@@ -179,14 +179,14 @@ func TestSchemaValidatesExamples(t *testing.T) {
 		}
 		files["examples/fraud/"+f] = b
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/job-file.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, block, _ := strings.Cut(string(readme), "## The job file")
 	_, block, _ = strings.Cut(block, "```yaml\n")
 	block, _, _ = strings.Cut(block, "```")
-	files["README.md's job file"] = []byte(block)
+	files["docs/job-file.md's job file"] = []byte(block)
 	for name, b := range files {
 		var v any
 		if err := yaml.Unmarshal(b, &v); err != nil {

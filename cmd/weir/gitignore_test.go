@@ -10,10 +10,11 @@ import (
 	"github.com/weirstream/weir/internal/clitest"
 )
 
-// The README's commands leave nothing git would show: what they write is
-// in .gitignore. In a repository of the example and .gitignore alone, the
-// demo job, weir lint, the generator and weir lateness of the README run,
-// and git status stays clean.
+// The documented commands (the README's and docs/getting-started.md's)
+// leave nothing git would show: what they write is in .gitignore. In a
+// repository of the example and .gitignore alone, the demo job, weir lint,
+// the generator and weir lateness of the getting-started page run, and git
+// status stays clean.
 func TestGitignoreCoversTheREADME(t *testing.T) {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -61,6 +62,6 @@ func TestGitignoreCoversTheREADME(t *testing.T) {
 		}
 	}
 	if st := sh(git, "status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Errorf("git status after the README's commands:\n%s", st)
+		t.Errorf("git status after the documented commands:\n%s", st)
 	}
 }

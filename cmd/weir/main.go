@@ -45,7 +45,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "[flags] JOB.yaml", "run a job file (see README.md for its fields)", cmdRun},
+		{"run", "[flags] JOB.yaml", "run a job file (see docs/job-file.md for its fields)", cmdRun},
 		{"lint", "[flags] JOB.yaml", "check a job file and the first lines of its\ninput: typos, fields that never occur", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdLint(a, o, e) }},
 		{"plan", "[flags] JOB.yaml", "print the plan a job file compiles to: its\nsources, aggregations and sinks", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdPlan(a, o, e) }},
 		{"savepoint", "JOB.yaml | inspect DIR", "ask the running job for a savepoint; inspect:\nwhat a savepoint holds", func(a []string, _ io.Reader, o, e io.Writer) int { return cmdSavepoint(a, o, e) }},
