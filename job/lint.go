@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"github.com/weirstream/weir/expression"
 	"os"
 	"sort"
 	"strings"
@@ -54,6 +55,10 @@ type Sample struct {
 	fields []*sampledField
 	names  map[string]bool // every field path that occurs (to depth 3)
 	p      fastjson.Parser
+	// derive computes the job's derived fields (fields:) into each line
+	// before its fields are looked for, as a run does; arena holds them.
+	derive []DerivedField
+	arena  fastjson.Arena
 }
 
 // sampledField is a field the job names, and how often it occurred.
@@ -69,6 +74,9 @@ type sampledField struct {
 
 func newSample(j *Job) *Sample {
 	s := &Sample{Quarantined: map[string]int64{}, first: map[string]int64{}, names: map[string]bool{}, kafka: j.Kafka != nil}
+	for _, f := range j.Fields {
+		s.derive = append(s.derive, DerivedField{Name: f.Name, Expr: f.Expr.Clone()})
+	}
 	add := func(setting string, p Path) {
 		if p != nil {
 			s.fields = append(s.fields, &sampledField{setting: setting, path: p})
@@ -122,6 +130,14 @@ func (s *Sample) seen(raw []byte) {
 	v, err := s.p.ParseBytes(raw)
 	if err != nil || v.Type() != fastjson.TypeObject {
 		return
+	}
+	// The derived fields join the line as they do in a run (one that
+	// fails is a quarantined line, which the run's reasons count).
+	s.arena.Reset()
+	for _, f := range s.derive {
+		if val, err := f.Expr.Eval(v); err == nil {
+			expression.Set(v, f.Name, val, &s.arena)
+		}
 	}
 	if len(s.names) < 10_000 {
 		notePaths(s.names, "", v, 3)

@@ -2,6 +2,8 @@ package job
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -90,5 +92,34 @@ func TestWhereAndFieldsErrors(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("got  %v\nwant %s", err, want)
 		}
+	}
+}
+
+// The sample of weir lint (and of a run's first lines) looks for a job's
+// fields in each line with its derived fields computed, as the run reads
+// them: a key or an aggregate over a derived field is found.
+func TestSampleSeesDerivedFields(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(lines(
+		`{"ts":"2026-09-01T00:00:01Z","site":"a","n":1,"usd":10}`,
+		`{"ts":"2026-09-01T00:00:02Z","site":"b","n":2,"usd":20}`,
+	)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := loadJob(t, dir, `
+source: {file: input.jsonl}
+time: {field: ts}
+fields: {device: "site + \"/\" + string(n)", eur: "usd * 0.9"}
+key: device
+window: {tumbling: 1m}
+aggregates: {spent: sum(eur)}
+output: out.jsonl
+`)
+	s, err := SampleInput(j, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := s.Findings(); len(f) != 0 || s.Lines != 2 {
+		t.Errorf("%d lines, findings %v", s.Lines, f)
 	}
 }
