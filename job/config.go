@@ -1481,10 +1481,10 @@ func (p *parser) fields(root *node, j *Job) error {
 // events for which it holds.
 func (p *parser) where(root *node, j *Job) error {
 	var err error
-	if j.Where, err = condition(root, "where", `event == "click"`); err != nil {
+	if j.Where, err = condition(root, "where", "event", `event == "click"`); err != nil {
 		return err
 	}
-	if j.Heartbeat, err = condition(root, "heartbeat", `type == "heartbeat"`); err != nil {
+	if j.Heartbeat, err = condition(root, "heartbeat", "record", `type == "heartbeat"`); err != nil {
 		return err
 	}
 	if j.Heartbeat != nil && j.Watermark.Kind != watermark.Bounded {
@@ -1494,14 +1494,14 @@ func (p *parser) where(root *node, j *Job) error {
 }
 
 // condition compiles the expression of field, or is nil when the job has
-// none; example shows one in the error of an empty one.
-func condition(root *node, field, example string) (*expression.Program, error) {
+// none; example shows one over an of's fields in the error of an empty one.
+func condition(root *node, field, of, example string) (*expression.Program, error) {
 	w, n, err := root.str(field)
 	if err != nil || n == nil {
 		return nil, err
 	}
 	if w == "" {
-		return nil, root.errf(n, field, "expected an expression over the record's fields, such as %s", example)
+		return nil, root.errf(n, field, "expected an expression over the %s's fields, such as %s", of, example)
 	}
 	prog, err := expression.Compile(w)
 	if err != nil {
