@@ -76,6 +76,9 @@ type KafkaOutput struct {
 	TransactionTimeout mtime.Time
 	TimeoutSet         bool // transaction_timeout was given
 	RestartBudget      mtime.Time
+	// Create creates the topic when it does not exist (compacted when it
+	// gets the results' revisions); without it a missing topic is refused.
+	Create bool
 }
 
 // KafkaInput reads a topic.
@@ -259,6 +262,9 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 				*f.dst = v
 				ko.TimeoutSet = ko.TimeoutSet || f.name == "transaction_timeout"
 			}
+		}
+		if ko.Create, err = k.boolean("create"); err != nil {
+			return err
 		}
 		o.Kafka = ko
 	}

@@ -573,7 +573,13 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 		k := o.Kafka
 		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: rec, Identify: id,
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
-			TransactionalID:    transactionalID(rn.j, o.Field)}
+			TransactionalID:    transactionalID(rn.j, o.Field), Create: k.Create}
+		for i := range rn.j.Outputs {
+			// The results' topic gets revised panes, keyed by key and window.
+			if &rn.j.Outputs[i] == o && len(rn.j.revisions()) > 0 {
+				ks.Revisions = true
+			}
+		}
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if rn.o.task != nil {
 			ks.Txn = rn.o.task.Txn

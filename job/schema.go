@@ -172,6 +172,7 @@ var kafkaOutputShape = object("A Kafka topic: a record per pane, keyed by [key, 
 		field{"delivery", enum("exactly_once (default with checkpoints: a transaction per checkpoint) or at_least_once.", "exactly_once", "at_least_once")},
 		field{"transaction_timeout", dur("Must exceed checkpoint.interval plus restart_budget (default 15m; 1m in a group).")},
 		field{"restart_budget", dur("How long a restart may take (default 5m).")},
+		field{"create", boolean("Create the topic when it does not exist (with the brokers' default partitions; compacted when it gets revised panes); without it, a missing topic is refused.")},
 	)...)
 
 var outputObject = object("One output, of one kind.", nil,

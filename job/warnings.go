@@ -120,6 +120,29 @@ func latenessWarning(ws window.Strategy) string {
 // a reader of lines that does not keep each window's highest revision
 // counts a window more than once.
 func revisionWarnings(j *Job) []string {
+	why := j.revisions()
+	if len(why) == 0 {
+		return nil
+	}
+	var w []string
+	for _, o := range j.Outputs {
+		if o.File == "" {
+			continue
+		}
+		name := filepath.Base(o.File)
+		if o.File == "-" {
+			name = "standard output"
+		}
+		w = append(w, fmt.Sprintf("%s (%s) gets more than one pane per window (%s): a reader that does not keep each key and window's highest revision counts a window more than once; trigger: {final_only: true} writes one pane per window, and a table (sqlite, postgres) upserts",
+			o.Field, name, strings.Join(why, ", ")))
+	}
+	return w
+}
+
+// revisions says why the job writes more than one pane per window (early
+// panes, late panes, retractions), or nothing when it writes one (or
+// deltas, which are added up).
+func (j *Job) revisions() []string {
 	ws, tr := j.Window, j.Window.Trigger
 	if tr.FinalOnly || ws.Mode == window.Discarding {
 		return nil // one pane per window; or deltas, to be added up
@@ -137,20 +160,5 @@ func revisionWarnings(j *Job) []string {
 	if ws.Mode == window.Retracting {
 		why = append(why, "retractions")
 	}
-	if len(why) == 0 {
-		return nil
-	}
-	var w []string
-	for _, o := range j.Outputs {
-		if o.File == "" {
-			continue
-		}
-		name := filepath.Base(o.File)
-		if o.File == "-" {
-			name = "standard output"
-		}
-		w = append(w, fmt.Sprintf("%s (%s) gets more than one pane per window (%s): a reader that does not keep each key and window's highest revision counts a window more than once; trigger: {final_only: true} writes one pane per window, and a table (sqlite, postgres) upserts",
-			o.Field, name, strings.Join(why, ", ")))
-	}
-	return w
+	return why
 }

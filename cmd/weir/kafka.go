@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
@@ -68,8 +69,12 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	}
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
+	if err := compactAlerts(addr); err != nil {
+		fmt.Fprintln(stderr, "weir kafka:", err)
+		return 1
+	}
 	fmt.Fprintf(stderr, "weir kafka: a DEVELOPMENT broker (kfake, in memory) on %s, not for production\n", addr)
-	fmt.Fprintf(stderr, "weir kafka: topics orders (3 partitions), alerts, orders-late, orders-quarantine; Ctrl-C stops it\n")
+	fmt.Fprintf(stderr, "weir kafka: topics orders (3 partitions), alerts (compacted: the job revises its panes), orders-late, orders-quarantine; Ctrl-C stops it\n")
 	live := liveOrders{Rate: *rate}
 	if *registry != 0 {
 		url, reg, closeReg, err := serveRegistry(*registry)
@@ -248,6 +253,30 @@ func produceOrders(ctx context.Context, addr string, o liveOrders, log io.Writer
 // while the parser and the line reader reuse theirs for the next line.
 func orderRecord(v *fastjson.Value, line []byte) *kgo.Record {
 	return &kgo.Record{Topic: "orders", Key: bytes.Clone(v.GetStringBytes("card")), Value: bytes.Clone(line)}
+}
+
+// compactAlerts makes the alerts topic compacted, as a topic of panes that
+// are revised should be: its consumers read it as a table.
+func compactAlerts(addr string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	policy := "compact"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "cleanup.policy", Value: &policy}}, "alerts")
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		if r, err = rs.On("alerts", nil); err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cannot make the alerts topic compacted: %w", err)
+	}
+	return nil
 }
 
 // printAlerts prints what the job commits to the alerts topic.

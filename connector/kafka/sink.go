@@ -65,6 +65,15 @@ type Sink[T any] struct {
 	// that a later checkpoint had committed. Without it, such a restore
 	// writes those records twice.
 	Identify func(v T) uint64
+	// Revisions says the sink writes a window's panes again as it revises
+	// them, each record keyed by its key and window: a reader must keep
+	// the last of each key (a table), which is what a compacted topic
+	// keeps. Open warns (Log) when the topic is not compacted.
+	Revisions bool
+	// Create, when the topic does not exist, creates it (with the
+	// brokers' default partitions and replication; compacted when
+	// Revisions) instead of refusing to start.
+	Create bool
 	// Txn, when set, is the task's transactions this sink shares with the
 	// task's other sinks and its changelog (a consumer-group job): the sink
 	// holds what it writes until the task's checkpoint, which hands it to
@@ -200,6 +209,9 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 		return err
 	}
 	s.maxRecord, s.compacted = s.topicLimits(ctx)
+	if s.Revisions && !s.compacted {
+		s.logf("%s", fmt.Sprintf("kafka %s: warning: the topic gets a window's panes again as they are revised (keyed by key and window), and it is not compacted: a consumer that reads it as a stream of events counts a window more than once, and the topic keeps every revision; make it compacted (cleanup.policy=compact) and read it as a table, or write one pane per window (trigger: {final_only: true})", s.Topic))
+	}
 	if s.Txn != nil {
 		s.mem = s.Txn.join()
 		return nil
@@ -431,11 +443,31 @@ func (s *Sink[T]) checkTopic(ctx context.Context) error {
 	for _, rt := range resp.Topics {
 		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
 			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return connector.Permanent(fmt.Errorf("topic %s does not exist", s.Topic))
+				if s.Create {
+					return s.create(ctx)
+				}
+				return connector.Permanent(fmt.Errorf("topic %s does not exist (create: true creates it)", s.Topic))
 			}
 			return classify(err)
 		}
 	}
+	return nil
+}
+
+// create creates the sink's topic, compacted when it gets revisions.
+func (s *Sink[T]) create(ctx context.Context) error {
+	var configs map[string]*string
+	what := ""
+	if s.Revisions {
+		configs, what = compacted(), ", compacted: the last revision of each key and window is kept"
+	}
+	if _, err := kadm.NewClient(s.admin).CreateTopic(ctx, -1, -1, configs, s.Topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return classify(err)
+	}
+	// The client's metadata said the topic is missing, and keeps saying so
+	// for a while unless told to forget it.
+	s.admin.PurgeTopicsFromClient(s.Topic)
+	s.logf("kafka %s: created the topic%s", s.Topic, what)
 	return nil
 }
 

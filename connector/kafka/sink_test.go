@@ -239,3 +239,58 @@ func TestProducerStartRetriesABrokerClosingConnections(t *testing.T) {
 		t.Fatalf("starting a producer on a broker closing connections: %v (retryable %v), want a retryable error", err, connector.Retryable(err))
 	}
 }
+
+// A topic of revised panes is read as a table: a sink with create makes a
+// missing one compacted (and a topic of events, one with the brokers'
+// policy); without create, a missing topic is refused with the way out;
+// an existing topic of revised panes that is not compacted is warned of.
+func TestSinkCreatesCompactedTopicsOfRevisions(t *testing.T) {
+	ctx := context.Background()
+	c := cluster(t)
+	adm := kadm.NewClient(client(t, c))
+	policy := func(topic string) string {
+		t.Helper()
+		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rcs.On(topic, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, cf := range rc.Configs {
+			if cf.Key == "cleanup.policy" && cf.Value != nil {
+				return *cf.Value
+			}
+		}
+		return ""
+	}
+	open := func(topic string, create, revisions bool) (string, error) {
+		var log strings.Builder
+		s := strSink(c)
+		s.Topic, s.Create, s.Revisions = topic, create, revisions
+		s.Log = func(l string) { log.WriteString(l + "\n") }
+		err := s.Open(ctx, connector.Resume{})
+		if err == nil {
+			s.Close()
+		}
+		return log.String(), err
+	}
+	if _, err := open("alerts", false, true); err == nil || err.Error() != "topic alerts does not exist (create: true creates it)" || connector.Retryable(err) {
+		t.Errorf("without create: %v", err)
+	}
+	log, err := open("alerts", true, true)
+	if err != nil || log != "kafka alerts: created the topic, compacted: the last revision of each key and window is kept\n" || policy("alerts") != "compact" {
+		t.Errorf("created: %v, policy %q, log:\n%s", err, policy("alerts"), log)
+	}
+	if log, err := open("alerts", true, true); err != nil || log != "" {
+		t.Errorf("opened again: %v, log:\n%s", err, log)
+	}
+	if log, err := open("late", true, false); err != nil || log != "kafka late: created the topic\n" || policy("late") == "compact" {
+		t.Errorf("a topic of events: %v, policy %q, log:\n%s", err, policy("late"), log)
+	}
+	log, err = open("late", true, true)
+	if err != nil || !strings.HasPrefix(log, "kafka late: warning: the topic gets a window's panes again as they are revised (keyed by key and window), and it is not compacted") {
+		t.Errorf("revisions into a topic not compacted: %v, log:\n%s", err, log)
+	}
+}
