@@ -336,7 +336,9 @@ func (d *protoDecoder) compile(id int, w sr.Schema) *protoSchema {
 // references fetches a schema's references, and theirs, into files.
 func (d *protoDecoder) references(files map[string]any, refs []sr.SchemaReference, depth int) error {
 	for _, r := range refs {
-		if _, ok := files[r.Name]; ok {
+		if _, ok := files[r.Name]; ok || standardImport(r.Name) {
+			// The well-known types are the compiler's own: the copies
+			// some clients register are not always well formed.
 			continue
 		}
 		if depth > maxDepth || len(files) > maxReferences {
@@ -354,16 +356,64 @@ func (d *protoDecoder) references(files map[string]any, refs []sr.SchemaReferenc
 	return nil
 }
 
+// noFile is a resolver that has no file.
+var noFile = protocompile.ResolverFunc(func(string) (protocompile.SearchResult, error) {
+	return protocompile.SearchResult{}, os.ErrNotExist
+})
+
+// standardImport says the file is one of the well-known types, which the
+// compiler has.
+func standardImport(path string) bool {
+	_, err := protocompile.WithStandardImports(noFile).FindFileByPath(path)
+	return err == nil
+}
+
 // protoSource is a registry's Protobuf schema: a .proto's text, or a
 // serialized FileDescriptorProto in base64.
 func protoSource(schema string) any {
 	if b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(schema)); err == nil {
 		fdp := &descriptorpb.FileDescriptorProto{}
 		if proto.Unmarshal(b, fdp) == nil {
+			fillJSONNames(fdp.MessageType)
 			return fdp
 		}
 	}
 	return schema
+}
+
+// fillJSONNames gives the fields of a descriptor that has none (as
+// generated code's descriptors are serialized) their default JSON names,
+// as protoc does: the compiler otherwise takes each missing one for an
+// empty custom name, in conflict with the next.
+func fillJSONNames(ms []*descriptorpb.DescriptorProto) {
+	for _, m := range ms {
+		for _, f := range m.Field {
+			if f.GetJsonName() == "" {
+				f.JsonName = proto.String(jsonCamelCase(f.GetName()))
+			}
+		}
+		fillJSONNames(m.NestedType)
+	}
+}
+
+// jsonCamelCase is a field's default JSON name: its underscores dropped,
+// the letter after each in upper case.
+func jsonCamelCase(s string) string {
+	b := make([]byte, 0, len(s))
+	up := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' {
+			up = true
+			continue
+		}
+		if up && 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		up = false
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 // message is the message of the indexes (nil: the first) in the schema.

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/weirstream/weir/plan"
 )
@@ -148,9 +149,20 @@ func TestProtobufRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// shop.proto's descriptor, as some clients register a schema.
+	// shop.proto's descriptor, as some clients register a schema: in
+	// base64, without the fields' JSON names (as generated code keeps it).
 	d0 := protoDecoderOf(t, "shop.Order", nil).(*protoDecoder)
 	fdp := protodesc.ToFileDescriptorProto(d0.fixed.md.ParentFile())
+	var noJSONNames func(ms []*descriptorpb.DescriptorProto)
+	noJSONNames = func(ms []*descriptorpb.DescriptorProto) {
+		for _, m := range ms {
+			for _, f := range m.Field {
+				f.JsonName = nil
+			}
+			noJSONNames(m.NestedType)
+		}
+	}
+	noJSONNames(fdp.MessageType)
 	raw, _ := proto.Marshal(fdp)
 	idB64, _, err := reg.RegisterSchema("b64-value", sr.Schema{Schema: base64.StdEncoding.EncodeToString(raw), Type: sr.TypeProtobuf})
 	if err != nil {
