@@ -208,12 +208,13 @@ type protoSchema struct {
 
 // protoMessage is a message type records are of.
 type protoMessage struct {
-	md  protoreflect.MessageDescriptor
-	typ protoreflect.MessageType
+	md   protoreflect.MessageDescriptor
+	typ  protoreflect.MessageType
+	plan *wirePlan // its records written straight from their bytes
 }
 
 func newProtoMessage(md protoreflect.MessageDescriptor) *protoMessage {
-	return &protoMessage{md: md, typ: dynamicpb.NewMessageType(md)}
+	return &protoMessage{md: md, typ: dynamicpb.NewMessageType(md), plan: newWirePlan(md, map[protoreflect.FullName]*wirePlan{})}
 }
 
 // protoUnmarshal reads payloads: fields a newer writer added and this
@@ -241,12 +242,17 @@ func (d *protoDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
 		}
 		payload = p
 	}
+	st := wireStates.Get().(*wireState)
+	out, err := m.plan.appendWire(dst, payload, st, 0)
+	wireStates.Put(st)
+	if err == nil {
+		return out, nil
+	}
 	msg := m.typ.New()
 	if err := protoUnmarshal.Unmarshal(payload, msg.Interface()); err != nil {
 		return dst, plan.Bad(ReasonNotDecodable, "%v", err)
 	}
-	out, err := appendProtoMessage(dst, msg, 0)
-	if err != nil {
+	if out, err = appendProtoMessage(dst, msg, 0); err != nil {
 		return dst, plan.Bad(ReasonNotDecodable, "%v", err)
 	}
 	return out, nil
