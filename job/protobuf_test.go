@@ -220,3 +220,33 @@ message E { string event_id = 1; string card = 2; google.protobuf.Timestamp ts =
 		}
 	}
 }
+
+// The example job on Protobuf orders loads, with the registry or, as its
+// comment says, with orders.proto and its message instead.
+func TestProtobufExample(t *testing.T) {
+	j, err := Load("../examples/fraud/kafka-protobuf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := j.Format.Config.Describe(); d != "protobuf, schemas from the registry at http://127.0.0.1:8081" {
+		t.Errorf("%s", d)
+	}
+	b, err := os.ReadFile("../examples/fraud/kafka-protobuf.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const reg = `  registry: {url: "${WEIR_REGISTRY:-http://127.0.0.1:8081}"}` + "\n"
+	if !strings.Contains(string(b), reg) || !strings.Contains(string(b), "#   schema: orders.proto\n#   message: shop.Order\n") {
+		t.Fatal("the example's registry or its comment changed")
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(strings.Replace(string(b), reg, "  schema: orders.proto\n  message: shop.Order\n", 1)), 0o644)
+	src, _ := os.ReadFile("../examples/fraud/orders.proto")
+	os.WriteFile(filepath.Join(dir, "orders.proto"), src, 0o644)
+	if j, err = Load(filepath.Join(dir, "job.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if d := j.Format.Config.Describe(); !strings.HasPrefix(d, "protobuf, message shop.Order of ") {
+		t.Errorf("%s", d)
+	}
+}
