@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/bufbuild/protocompile"
 	"github.com/twmb/franz-go/pkg/sr"
@@ -590,7 +589,7 @@ func appendWellKnown(b []byte, m protoreflect.Message) (out []byte, ok bool, err
 		if nanos < 0 || nanos >= 1e9 || sec < -62135596800 || sec > 253402300799 {
 			return b, true, fmt.Errorf("%s: not a timestamp: seconds %d, nanos %d", md.FullName(), sec, nanos)
 		}
-		return appendTime(b, time.Unix(sec, nanos)), true, nil
+		return appendRFC3339(b, sec, nanos), true, nil
 	case "DoubleValue", "FloatValue", "Int64Value", "UInt64Value", "Int32Value", "UInt32Value", "BoolValue", "StringValue", "BytesValue":
 		fd := md.Fields().ByName("value")
 		if fd == nil {

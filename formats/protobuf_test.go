@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
@@ -298,5 +299,27 @@ home { zip: 2 } channels: [APP, WEB] ratios: [0.5, 2]`)
 	}
 	if agreed < 10000 {
 		t.Errorf("the direct path wrote %d of 30000", agreed)
+	}
+}
+
+// A Timestamp is written as appendTime writes its time, from year 1 to
+// 9999, to the nanosecond.
+func TestAppendRFC3339(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 100000 {
+		sec := rng.Int64N(253402300799+62135596800+1) - 62135596800
+		nanos := rng.Int64N(1e9)
+		switch i % 4 {
+		case 0:
+			nanos = 0
+		case 1:
+			nanos -= nanos % 1e6
+		case 2:
+			sec = []int64{-62135596800, 253402300799, 0, -1, 951782400}[i%5]
+		}
+		got := appendRFC3339(nil, sec, nanos)
+		if want := appendTime(nil, time.Unix(sec, nanos)); string(got) != string(want) {
+			t.Fatalf("%d %d: %s, want %s", sec, nanos, got, want)
+		}
 	}
 }

@@ -409,5 +409,51 @@ func (p *wirePlan) appendTimestamp(b, src []byte, spans []wireSpan) ([]byte, err
 	if nanos < 0 || nanos >= 1e9 || sec < -62135596800 || sec > 253402300799 {
 		return b, errSlow
 	}
-	return appendTime(b, time.Unix(sec, nanos)), nil
+	return appendRFC3339(b, sec, nanos), nil
+}
+
+// appendRFC3339 appends a Timestamp's time (seconds within years 1 to
+// 9999, nanos within a second) as appendTime does, in RFC 3339 with all its
+// digits, without time's layouts (a fifth of a record's cost).
+func appendRFC3339(b []byte, sec, nanos int64) []byte {
+	t := time.Unix(sec, 0).UTC()
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	b = append(b, '"')
+	b = appendDigits(b, y, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(mo), 2)
+	b = append(b, '-')
+	b = appendDigits(b, d, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, h, 2)
+	b = append(b, ':')
+	b = appendDigits(b, mi, 2)
+	b = append(b, ':')
+	b = appendDigits(b, s, 2)
+	if nanos > 0 {
+		digits := 9
+		for nanos%10 == 0 {
+			nanos /= 10
+			digits--
+		}
+		b = append(b, '.')
+		b = appendDigits(b, int(nanos), digits)
+	}
+	return append(b, 'Z', '"')
+}
+
+// appendDigits appends v, at least width digits, zeros before.
+func appendDigits(b []byte, v, width int) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for v >= 10 || width > 1 {
+		i--
+		buf[i] = byte('0' + v%10)
+		v /= 10
+		width--
+	}
+	i--
+	buf[i] = byte('0' + v)
+	return append(b, buf[i:]...)
 }
