@@ -252,8 +252,10 @@ func TestProtoWireAgreesWithLibrary(t *testing.T) {
 	base := protocEncode(t, "shop.Line", `sku: "s-1" i32: -7 i64: -9007199254740993 u32: 4000000000 u64: 18446744073709551615 s32: -3 s64: -4
 f32: 7 f64: 8 sf32: -9 sf64: -10 fl: 1.5 db: 0.1 ok: true raw: "\001\002" channel: APP packed: [1, -2, 300] names: "x" names: "y\"z"
 stops { city: "A" zip: 1 } stops { city: "B" } b { city: "C" } maybe: 0 at { seconds: 1788264001 nanos: 5 } note { value: "n" }
-home { zip: 2 } channels: [APP, WEB] ratios: [0.5, 2]`)
-	other := protocEncode(t, "shop.Line", `a: "won" home { city: "H" } packed: 5 sku: "s-2" channels: APP`)
+home { zip: 2 } channels: [APP, WEB] ratios: [0.5, 2] attrs { key: "z" value: -1 } attrs { key: "a" value: 2 } attrs { key: "z" value: 3 }
+by_num { key: 5 value { city: "F" } } by_num { key: -5 } by_num { value { zip: 1 } } flags { key: true value: "t" } flags { key: false value: "f" }
+chans { key: 18446744073709551615 value: APP } chans { key: 1 }`)
+	other := protocEncode(t, "shop.Line", `a: "won" home { city: "H" } packed: 5 sku: "s-2" channels: APP attrs { key: "a" value: 9 } by_num { key: 5 }`)
 	lib := func(b []byte) ([]byte, error) {
 		msg := m.typ.New()
 		if err := protoUnmarshal.Unmarshal(b, msg.Interface()); err != nil {

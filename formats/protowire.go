@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"sort"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -18,7 +19,7 @@ import (
 // guided by its message's descriptor, when it can be: parsing it into a
 // dynamic message first costs ten times what the rest of reading a record
 // does. The direct path writes exactly what appendProtoMessage writes of
-// the parsed message; whatever it does not handle (a map field, a group, a
+// the parsed message; whatever it does not handle (a group, a
 // proto2 default or closed enum, a singular message sent in parts to be
 // merged, two members of a oneof, a wire type other than the field's, a
 // payload that does not parse) it leaves to the library, which then reads
@@ -58,6 +59,8 @@ type wireField struct {
 	peers []int
 	oneof bool
 	msg   *wirePlan
+	// mapKey and mapValue are a map's entries' fields.
+	mapKey, mapValue *wireField
 }
 
 // newWirePlan is the plan of md and of the messages it holds.
@@ -83,27 +86,17 @@ func newWirePlan(md protoreflect.MessageDescriptor, plans map[protoreflect.FullN
 	fs := md.Fields()
 	for i := range fs.Len() {
 		fd := fs.Get(i)
-		if fd.IsMap() || fd.Kind() == protoreflect.GroupKind || fd.HasDefault() ||
-			fd.Kind() == protoreflect.EnumKind && fd.Enum().IsClosed() {
+		if fd.Kind() == protoreflect.GroupKind || fd.HasDefault() || fd.Kind() == protoreflect.EnumKind && fd.Enum().IsClosed() ||
+			fd.IsMap() && (fd.MapValue().Kind() == protoreflect.EnumKind && fd.MapValue().Enum().IsClosed()) {
 			p.slow = true
 		}
-		f := wireField{fd: fd, num: fd.Number(), kind: fd.Kind(), list: fd.IsList(), presence: fd.HasPresence()}
-		f.key = append(text.AppendJSONString(nil, []byte(fd.Name())), ':')
-		f.wire = wireType(fd.Kind())
+		f := newWireField(fd, plans)
 		if o := fd.ContainingOneof(); o != nil && !o.IsSynthetic() {
 			f.oneof = true
 			for j := range o.Fields().Len() {
 				if peer := o.Fields().Get(j); peer != fd {
 					f.peers = append(f.peers, peer.Index())
 				}
-			}
-		}
-		switch fd.Kind() {
-		case protoreflect.MessageKind, protoreflect.GroupKind:
-			f.msg = newWirePlan(fd.Message(), plans)
-		default:
-			if !fd.IsList() && !fd.IsMap() {
-				f.zero, _ = appendProtoValue(nil, fd, fd.Default(), 0)
 			}
 		}
 		if n := int(fd.Number()); n < 256 {
@@ -117,6 +110,23 @@ func newWirePlan(md protoreflect.MessageDescriptor, plans map[protoreflect.FullN
 		p.fields = append(p.fields, f)
 	}
 	return p
+}
+
+// newWireField is the field fd of a plan (or a map's key or value).
+func newWireField(fd protoreflect.FieldDescriptor, plans map[protoreflect.FullName]*wirePlan) wireField {
+	f := wireField{fd: fd, num: fd.Number(), kind: fd.Kind(), list: fd.IsList(), presence: fd.HasPresence()}
+	f.key = append(text.AppendJSONString(nil, []byte(fd.Name())), ':')
+	f.wire = wireType(fd.Kind())
+	switch {
+	case fd.IsMap():
+		k, v := newWireField(fd.MapKey(), plans), newWireField(fd.MapValue(), plans)
+		f.mapKey, f.mapValue = &k, &v
+	case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
+		f.msg = newWirePlan(fd.Message(), plans)
+	case !fd.IsList():
+		f.zero, _ = appendProtoValue(nil, fd, fd.Default(), 0)
+	}
+	return f
 }
 
 func wireType(k protoreflect.Kind) protowire.Type {
@@ -154,7 +164,17 @@ type wireSpan struct {
 
 // wireState is the spans of the messages being written, one window of
 // spans a level.
-type wireState struct{ spans []wireSpan }
+type wireState struct {
+	spans   []wireSpan
+	entries []wireEntry
+}
+
+// wireEntry is a map's entry: its key and its value on the wire.
+type wireEntry struct {
+	key, value []byte
+	k          protoreflect.Value // a key not a string's
+	hasValue   bool
+}
 
 var wireStates = sync.Pool{New: func() any { return &wireState{spans: make([]wireSpan, 0, 64)} }}
 
@@ -199,7 +219,7 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 		if sp.n == 0 {
 			return append(b, p.fields[0].zero...), nil
 		}
-		return p.appendValue(b, &p.fields[0], src[sp.start:sp.end], sp.wire, st, depth)
+		return appendWireValue(b, &p.fields[0], src[sp.start:sp.end], sp.wire, st, depth)
 	}
 	b = append(b, '{')
 	first := true
@@ -223,6 +243,10 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 		first = false
 		b = append(b, f.key...)
 		switch {
+		case f.mapKey != nil:
+			if b, err = appendWireMap(b, f, src, sp, st, depth); err != nil {
+				return b, err
+			}
 		case f.list:
 			if b, err = p.appendList(b, f, src, sp, st, depth); err != nil {
 				return b, err
@@ -236,7 +260,7 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 		case f.msg != nil && sp.n > 1:
 			return b, errSlow // parts to merge
 		default:
-			if b, err = p.appendValue(b, f, src[sp.start:sp.end], sp.wire, st, depth); err != nil {
+			if b, err = appendWireValue(b, f, src[sp.start:sp.end], sp.wire, st, depth); err != nil {
 				return b, err
 			}
 		}
@@ -287,7 +311,7 @@ func (p *wirePlan) appendList(b []byte, f *wireField, src []byte, sp wireSpan, s
 					b = append(b, ',')
 				}
 				first = false
-				if b, err = p.appendValue(b, f, v[:k], f.wire, st, depth); err != nil {
+				if b, err = appendWireValue(b, f, v[:k], f.wire, st, depth); err != nil {
 					return b, err
 				}
 				v = v[k:]
@@ -298,7 +322,7 @@ func (p *wirePlan) appendList(b []byte, f *wireField, src []byte, sp wireSpan, s
 			b = append(b, ',')
 		}
 		first = false
-		if b, err = p.appendValue(b, f, v, typ, st, depth); err != nil {
+		if b, err = appendWireValue(b, f, v, typ, st, depth); err != nil {
 			return b, err
 		}
 	}
@@ -307,11 +331,36 @@ func (p *wirePlan) appendList(b []byte, f *wireField, src []byte, sp wireSpan, s
 
 // appendValue appends one value of f, v its bytes on the wire (a
 // length-delimited one's content).
-func (p *wirePlan) appendValue(b []byte, f *wireField, v []byte, typ protowire.Type, st *wireState, depth int) ([]byte, error) {
+func appendWireValue(b []byte, f *wireField, v []byte, typ protowire.Type, st *wireState, depth int) ([]byte, error) {
 	if typ != f.wire {
 		return b, errSlow
 	}
+	if typ == protowire.BytesType {
+		switch f.kind {
+		case protoreflect.StringKind:
+			if !utf8.Valid(v) {
+				return b, errSlow
+			}
+			return text.AppendJSONString(b, v), nil
+		case protoreflect.BytesKind:
+			return appendBase64(b, v), nil
+		case protoreflect.MessageKind:
+			return f.msg.appendWire(b, v, st, depth+1)
+		}
+		return b, errSlow
+	}
+	x, err := scalarValue(f, v, typ)
+	if err != nil {
+		return b, err
+	}
+	return appendProtoValue(b, f.fd, x, depth)
+}
+
+// scalarValue is a scalar's value from its bytes on the wire (not a
+// string's, bytes' or message's), as the library reads it.
+func scalarValue(f *wireField, v []byte, typ protowire.Type) (protoreflect.Value, error) {
 	var x protoreflect.Value
+	b := x // what is returned with errSlow
 	switch typ {
 	case protowire.VarintType:
 		u, k := protowire.ConsumeVarint(v)
@@ -364,23 +413,123 @@ func (p *wirePlan) appendValue(b []byte, f *wireField, v []byte, typ protowire.T
 		default:
 			x = protoreflect.ValueOfFloat64(math.Float64frombits(u))
 		}
-	case protowire.BytesType:
-		switch f.kind {
-		case protoreflect.StringKind:
-			if !utf8.Valid(v) {
-				return b, errSlow
-			}
-			return text.AppendJSONString(b, v), nil
-		case protoreflect.BytesKind:
-			return appendBase64(b, v), nil
-		case protoreflect.MessageKind:
-			return f.msg.appendWire(b, v, st, depth+1)
-		}
-		return b, errSlow
 	default:
 		return b, errSlow
 	}
-	return appendProtoValue(b, f.fd, x, depth)
+	return x, nil
+}
+
+// appendWireMap appends a map field as an object, its keys sorted, the
+// last entry of a key kept, as appendProtoMap writes the library's map.
+func appendWireMap(b []byte, f *wireField, src []byte, sp wireSpan, st *wireState, depth int) ([]byte, error) {
+	b = append(b, '{')
+	if sp.n == 0 {
+		return append(b, '}'), nil
+	}
+	base := len(st.entries)
+	defer func() { st.entries = st.entries[:base] }()
+	kf, vf := f.mapKey, f.mapValue
+	for i := 0; i < len(src); {
+		num, typ, tl := protowire.ConsumeTag(src[i:])
+		i += tl
+		vl := protowire.ConsumeFieldValue(num, typ, src[i:])
+		entry := src[i : i+vl]
+		i += vl
+		if num != f.num {
+			continue
+		}
+		if typ != protowire.BytesType {
+			return b, errSlow
+		}
+		entry, _ = protowire.ConsumeBytes(entry)
+		var e wireEntry
+		for j := 0; j < len(entry); {
+			num, typ, tl := protowire.ConsumeTag(entry[j:])
+			if tl < 0 {
+				return b, errSlow
+			}
+			j += tl
+			vl := protowire.ConsumeFieldValue(num, typ, entry[j:])
+			if vl < 0 {
+				return b, errSlow
+			}
+			v := entry[j : j+vl]
+			j += vl
+			if typ == protowire.BytesType {
+				v, _ = protowire.ConsumeBytes(v)
+			}
+			switch num {
+			case 1:
+				if typ != kf.wire {
+					return b, errSlow
+				}
+				e.key = v
+			case 2:
+				if typ != vf.wire {
+					return b, errSlow
+				}
+				e.value, e.hasValue = v, true
+			}
+		}
+		if kf.kind == protoreflect.StringKind {
+			if !utf8.Valid(e.key) {
+				return b, errSlow
+			}
+		} else if e.key == nil {
+			e.k = kf.fd.Default()
+		} else {
+			k, err := scalarValue(kf, e.key, kf.wire)
+			if err != nil {
+				return b, err
+			}
+			e.k = k
+		}
+		st.entries = append(st.entries, e)
+	}
+	entries := st.entries[base:]
+	less := func(x, y *wireEntry) bool {
+		switch kf.kind {
+		case protoreflect.StringKind:
+			return string(x.key) < string(y.key)
+		case protoreflect.BoolKind:
+			return !x.k.Bool() && y.k.Bool()
+		case protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind:
+			return x.k.Uint() < y.k.Uint()
+		}
+		return x.k.Int() < y.k.Int()
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return less(&entries[i], &entries[j]) })
+	n := len(entries)
+	first := true
+	var err error
+	for i := 0; i < n; i++ {
+		e := st.entries[base+i]
+		if i+1 < n && !less(&e, &st.entries[base+i+1]) {
+			continue // a later entry of the same key wins
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		if kf.kind == protoreflect.StringKind {
+			b = text.AppendJSONString(b, e.key)
+		} else {
+			b = text.AppendJSONString(b, []byte(e.k.String()))
+		}
+		b = append(b, ':')
+		switch {
+		case e.hasValue:
+			b, err = appendWireValue(b, vf, e.value, vf.wire, st, depth)
+		case vf.msg != nil:
+			b, err = vf.msg.appendWire(b, nil, st, depth+1)
+		default:
+			b = append(b, vf.zero...)
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // appendTimestamp appends a google.protobuf.Timestamp from its fields'
