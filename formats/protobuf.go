@@ -169,7 +169,7 @@ func (c *protoConfig) Describe() string {
 }
 
 func (c *protoConfig) New(env plan.Env, topic string) (plan.Decoder, error) {
-	d := &protoDecoder{fixed: c.fixed, byID: map[int]*protoSchema{}}
+	d := &protoDecoder{fixed: c.fixed}
 	if c.reg == nil {
 		if c.fixed == nil {
 			return nil, errors.New("protobuf records need a schema registry (registry: {url: ...}) or a .proto file and a message (schema: orders.proto, message: shop.Order)")
@@ -190,8 +190,7 @@ type protoDecoder struct {
 	fixed *protoMessage
 	reg   *registryClient
 
-	mu   sync.Mutex
-	byID map[int]*protoSchema
+	byID compiled[*protoSchema]
 }
 
 // protoSchema is a registry's schema, compiled, and its messages by
@@ -281,22 +280,10 @@ func messageIndexes(b []byte) ([]int, []byte, error) {
 
 // schema is the compiled schema of a registry's id.
 func (d *protoDecoder) schema(id int) (*protoSchema, error) {
-	d.mu.Lock()
-	s, ok := d.byID[id]
-	d.mu.Unlock()
-	if ok {
-		return s, s.err
-	}
-	w, err := d.reg.schema(id)
+	s, err := d.byID.get(d.reg, id, d.compile)
 	if err != nil {
-		// An unknown id stays unknown; a registry that does not answer
-		// was waited for.
 		return nil, err
 	}
-	s = d.compile(id, w)
-	d.mu.Lock()
-	d.byID[id] = s
-	d.mu.Unlock()
 	return s, s.err
 }
 

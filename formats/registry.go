@@ -170,6 +170,37 @@ func notFound(err error) bool {
 	return false
 }
 
+// compiled is what a decoder made of each id's schema (compiled, resolved):
+// made once per id, as the registry's ids never change.
+type compiled[T any] struct {
+	mu sync.Mutex
+	m  map[int]T
+}
+
+// get is what build made of the schema of id, fetched from reg the first
+// time; an id the registry does not have, or does not answer for, is the
+// fetch's error.
+func (c *compiled[T]) get(reg *registryClient, id int, build func(int, sr.Schema) T) (T, error) {
+	c.mu.Lock()
+	v, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	w, err := reg.schema(id)
+	if err != nil {
+		return v, err
+	}
+	v = build(id, w)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[int]T{}
+	}
+	c.m[id] = v
+	c.mu.Unlock()
+	return v, nil
+}
+
 // frame splits a record in the registry's framing: the magic byte 0, a
 // 4-byte big-endian schema id, the payload.
 func frame(b []byte) (id int, payload []byte, err error) {
