@@ -32,12 +32,16 @@ func init() {
 		Name: "avro",
 		Doc:  "Avro binary: framed by a schema registry (registry:), or alone, written with the schema file schema:.",
 		Fields: []plan.Field{
-			{Name: "schema", Type: plan.Path, Doc: "The Avro schema (.avsc): without a registry, the one every record is written with; with one, the reader's schema records are resolved to."},
+			{Name: "schema", Type: plan.Path, Doc: schemaDoc},
 		},
 		Registry: true,
 		Parse:    parseAvro,
 	})
 }
+
+// schemaDoc is the doc of the setting schema, which avro and protobuf
+// share.
+const schemaDoc = "The schema file: for avro, the Avro schema (.avsc): without a registry, the one every record is written with; with one, the reader's schema records are resolved to; for protobuf without a registry, the .proto file (its imports found beside it)."
 
 // avroConfig is the avro format's settings.
 type avroConfig struct {

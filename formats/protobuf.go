@@ -64,7 +64,7 @@ func init() {
 		Name: "protobuf",
 		Doc:  "Protobuf binary: framed by a schema registry (registry:), the message by the record's indexes; or alone, each record a message of the type message: in the .proto file schema:.",
 		Fields: []plan.Field{
-			{Name: "schema", Type: plan.Path, Doc: "The schema file: an Avro schema (.avsc) for avro; a .proto file for protobuf without a registry (its imports found beside it)."},
+			{Name: "schema", Type: plan.Path, Doc: schemaDoc},
 			{Name: "message", Type: plan.String, Doc: "With format protobuf and schema: the message type of every record, by its full name (shop.Order)."},
 		},
 		Registry: true,
