@@ -96,6 +96,10 @@ func parseProtobuf(s plan.Settings, reg *plan.Registry) (plan.FormatConfig, erro
 			return nil, s.Errorf("schema", "with a registry, each record's schema is the registry's: leave schema out")
 		case hasMsg:
 			return nil, s.Errorf("message", "with a registry, each record's message is given by its indexes: leave message out")
+		case reg.Subject != "":
+			// Avro's reader's schema; Protobuf reads each record as
+			// written (its fields are found by number).
+			return nil, s.Errorf("registry", "subject is the reader's schema of Avro records: a Protobuf record is read with its own schema; leave subject out")
 		}
 		return c, nil
 	}

@@ -124,6 +124,7 @@ func TestProtobufSettings(t *testing.T) {
 		{plan.Values{"schema": filepath.Join(dir, "bad.proto"), "message": "A"}, nil, "does not compile"},
 		{plan.Values{"schema": "testdata/none.proto", "message": "A"}, nil, "no such file"},
 		{plan.Values{"schema": "testdata/shop.proto"}, &plan.Registry{URL: "http://127.0.0.1:1"}, "leave schema out"},
+		{plan.Values{}, &plan.Registry{URL: "http://127.0.0.1:1", Subject: "orders-value"}, "leave subject out"},
 	} {
 		if _, err := parseProtobuf(c.v, c.reg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.v, err, c.want)
