@@ -32,12 +32,16 @@ func init() {
 		Name: "avro",
 		Doc:  "Avro binary: framed by a schema registry (registry:), or alone, written with the schema file schema:.",
 		Fields: []plan.Field{
-			{Name: "schema", Type: plan.Path, Doc: "The Avro schema (.avsc): without a registry, the one every record is written with; with one, the reader's schema records are resolved to."},
+			{Name: "schema", Type: plan.Path, Doc: schemaDoc},
 		},
 		Registry: true,
 		Parse:    parseAvro,
 	})
 }
+
+// schemaDoc is the doc of the setting schema, which avro and protobuf
+// share.
+const schemaDoc = "The schema file: for avro, the Avro schema (.avsc): without a registry, the one every record is written with; with one, the reader's schema records are resolved to; for protobuf without a registry, the .proto file (its imports found beside it)."
 
 // avroConfig is the avro format's settings.
 type avroConfig struct {
@@ -79,7 +83,7 @@ func (c *avroConfig) New(env plan.Env, topic string) (plan.Decoder, error) {
 	if c.reg == nil && c.reader == nil {
 		return nil, errors.New("avro records need a schema registry (registry: {url: ...}) or a schema file (schema: orders.avsc)")
 	}
-	d := &avroDecoder{reader: c.reader, byID: map[int]*avroSchema{}}
+	d := &avroDecoder{reader: c.reader}
 	if c.reader != nil {
 		d.readerNode = c.reader.Root().ExpandReferences()
 		d.fixed = directly(&avroSchema{s: c.reader, node: d.readerNode})
@@ -114,8 +118,7 @@ type avroDecoder struct {
 
 	// readerOnce settles the reader's schema, when no file gives it.
 	readerOnce sync.Once
-	mu         sync.Mutex
-	byID       map[int]*avroSchema
+	byID       compiled[*avroSchema]
 }
 
 // avroSchema is a writer's schema resolved to the reader's, and the
@@ -175,20 +178,10 @@ func (d *avroDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
 
 // schema is the resolved schema of a writer's id.
 func (d *avroDecoder) schema(id int) (*avroSchema, error) {
-	d.mu.Lock()
-	s, ok := d.byID[id]
-	d.mu.Unlock()
-	if ok {
-		return s, s.err
-	}
-	w, err := d.reg.schema(id)
+	s, err := d.byID.get(d.reg, id, d.resolve)
 	if err != nil {
 		return nil, err
 	}
-	s = d.resolve(id, w)
-	d.mu.Lock()
-	d.byID[id] = s
-	d.mu.Unlock()
 	return s, s.err
 }
 

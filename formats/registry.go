@@ -36,8 +36,10 @@ type registryClient struct {
 	url string
 	log func(string)
 
-	mu      sync.Mutex
-	fetched map[int]*fetch
+	mu sync.Mutex
+	// fetched are the schemas by id (an int) and by subject and version
+	// (a subjectVersion: a Protobuf schema's references).
+	fetched map[any]*fetch
 	// wait is the longest wait between two tries (tests shorten it).
 	wait time.Duration
 }
@@ -66,18 +68,48 @@ func newRegistryClient(reg *plan.Registry, log func(string)) (*registryClient, e
 	if log == nil {
 		log = func(string) {}
 	}
-	return &registryClient{cl: cl, url: reg.URL, log: log, fetched: map[int]*fetch{}, wait: 30 * time.Second}, nil
+	return &registryClient{cl: cl, url: reg.URL, log: log, fetched: map[any]*fetch{}, wait: 30 * time.Second}, nil
 }
 
 // schema is the schema of id, fetched at most once at a time.
 func (c *registryClient) schema(id int) (sr.Schema, error) {
+	return c.once(id, func() (sr.Schema, error) {
+		return c.fetchRetrying(fmt.Sprintf("schema %d", id), func(ctx context.Context) (sr.Schema, error) {
+			return c.cl.SchemaByID(ctx, id)
+		}, func() error { return plan.Bad(ReasonUnknownSchema, "the registry has no schema of id %d", id) })
+	})
+}
+
+// subjectVersion names a version of a subject: what a schema's reference
+// names.
+type subjectVersion struct {
+	subject string
+	version int
+}
+
+// version is the schema of a subject's version (a reference's), fetched at
+// most once at a time: a version, like an id, is immutable.
+func (c *registryClient) version(subject string, version int) (sr.Schema, error) {
+	return c.once(subjectVersion{subject, version}, func() (sr.Schema, error) {
+		return c.fetchRetrying(fmt.Sprintf("subject %s version %d", subject, version), func(ctx context.Context) (sr.Schema, error) {
+			ss, err := c.cl.SchemaByVersion(ctx, subject, version)
+			return ss.Schema, err
+		}, func() error {
+			return plan.Bad(ReasonUnknownSchema, "the registry has no version %d of subject %s", version, subject)
+		})
+	})
+}
+
+// once is the schema that get fetches for key, fetched once: those who
+// ask while it is fetched wait for it.
+func (c *registryClient) once(key any, get func() (sr.Schema, error)) (sr.Schema, error) {
 	c.mu.Lock()
-	f, ok := c.fetched[id]
+	f, ok := c.fetched[key]
 	if !ok {
 		f = &fetch{done: make(chan struct{})}
-		c.fetched[id] = f
+		c.fetched[key] = f
 		c.mu.Unlock()
-		f.schema, f.err = c.fetchRetrying(id)
+		f.schema, f.err = get()
 		close(f.done)
 		return f.schema, f.err
 	}
@@ -86,22 +118,23 @@ func (c *registryClient) schema(id int) (sr.Schema, error) {
 	return f.schema, f.err
 }
 
-// fetchRetrying asks the registry for id until it answers: with the schema,
-// or that it has none.
-func (c *registryClient) fetchRetrying(id int) (sr.Schema, error) {
+// fetchRetrying asks the registry for what (a schema's id, a subject's
+// version) until it answers: with the schema, or that it has none
+// (missing's error).
+func (c *registryClient) fetchRetrying(what string, get func(context.Context) (sr.Schema, error), missing func() error) (sr.Schema, error) {
 	wait := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		s, err := c.cl.SchemaByID(ctx, id)
+		s, err := get(ctx)
 		cancel()
 		if err == nil {
 			return s, nil
 		}
 		if notFound(err) {
-			return sr.Schema{}, plan.Bad(ReasonUnknownSchema, "the registry has no schema of id %d", id)
+			return sr.Schema{}, missing()
 		}
 		// sr's errors name the URL, never the credentials.
-		c.log(fmt.Sprintf("schema registry %s: schema %d: %v (try %d; trying again in %s)", c.url, id, err, try, wait))
+		c.log(fmt.Sprintf("schema registry %s: %s: %v (try %d; trying again in %s)", c.url, what, err, try, wait))
 		time.Sleep(wait)
 		wait = min(2*wait, c.wait)
 	}
@@ -135,6 +168,37 @@ func notFound(err error) bool {
 		return sr.IsNotFoundError(re.ErrorCode) || re.StatusCode == 404
 	}
 	return false
+}
+
+// compiled is what a decoder made of each id's schema (compiled, resolved):
+// made once per id, as the registry's ids never change.
+type compiled[T any] struct {
+	mu sync.Mutex
+	m  map[int]T
+}
+
+// get is what build made of the schema of id, fetched from reg the first
+// time; an id the registry does not have, or does not answer for, is the
+// fetch's error.
+func (c *compiled[T]) get(reg *registryClient, id int, build func(int, sr.Schema) T) (T, error) {
+	c.mu.Lock()
+	v, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	w, err := reg.schema(id)
+	if err != nil {
+		return v, err
+	}
+	v = build(id, w)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[int]T{}
+	}
+	c.m[id] = v
+	c.mu.Unlock()
+	return v, nil
 }
 
 // frame splits a record in the registry's framing: the magic byte 0, a

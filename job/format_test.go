@@ -186,34 +186,25 @@ func TestAvroTopicWithRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	values = slices.Insert(values, 400, framed(idStr, wrong))
-	checkAvroRun(t, addr, reg.URL(), values, want, map[string]int64{"bad_magic_byte": 1, "unknown_schema": 1, "not_decodable": 2})
+	checkRegistryRun(t, "avro", addr, reg.URL(), values, want, map[string]int64{"bad_magic_byte": 1, "unknown_schema": 1, "not_decodable": 2})
 }
 
-// checkAvroRun produces the records to the topic orders at addr, runs the
-// fraud job on them with the registry at url, and checks its panes and
-// what it quarantined.
-func checkAvroRun(t *testing.T, addr, url string, values [][]byte, want []string, reasons map[string]int64) {
+// checkRegistryRun produces the records to the topic orders at addr, runs
+// the fraud job on them, of the format with the registry at url, and
+// checks its panes and what it quarantined.
+func checkRegistryRun(t *testing.T, format, addr, url string, values [][]byte, want []string, reasons map[string]int64) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	for _, v := range values {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: v}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	produce(t, addr, values)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(avroFraudJob,
-		fmt.Sprintf("{kafka: {brokers: [%s], topic: orders}, format: avro, registry: {url: %q}}", addr, url))), 0o644)
+		fmt.Sprintf("{kafka: {brokers: [%s], topic: orders}, format: %s, registry: {url: %q}}", addr, format, url))), 0o644)
 	log, sum, err := runLive(t, dir, int64(len(values)))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
 	got := panes(t, filepath.Join(dir, "results.jsonl"))
 	if !slices.Equal(got, want) || len(got) < 100 {
-		t.Errorf("%d panes from Avro, %d from JSON lines; first difference:\n%s", len(got), len(want), firstDiff(got, want))
+		t.Errorf("%d panes from %s, %d from JSON lines; first difference:\n%s", len(got), format, len(want), firstDiff(got, want))
 	}
 	var n int64
 	for r, c := range reasons {
@@ -230,6 +221,21 @@ func checkAvroRun(t *testing.T, addr, url string, values [][]byte, want []string
 	for _, want := range []string{`"reason":"unknown_schema"`, `"reason":"bad_magic_byte"`, `"partition":"orders/0"`, `"offset":101`, `_base64":"`} {
 		if !strings.Contains(string(q), want) {
 			t.Errorf("the quarantine lacks %s:\n%s", want, q)
+		}
+	}
+}
+
+// produce produces the values, in order, to the topic orders at addr.
+func produce(t *testing.T, addr string, values [][]byte) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, v := range values {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Value: v}).FirstErr(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
@@ -329,7 +335,20 @@ func TestAvroFromConfluentClient(t *testing.T) {
 	v1, v2 := filepath.Join(dir, "v1.avsc"), filepath.Join(dir, "v2.avsc")
 	os.WriteFile(v1, []byte(ordersV1), 0o644)
 	os.WriteFile(v2, []byte(ordersV2), 0o644)
-	cmd := exec.Command(py, "testdata/confluent_avro.py", reg.URL(), "orders", v1, v2)
+	values := hexRecords(t, exec.Command(py, "testdata/confluent_avro.py", reg.URL(), "orders", v1, v2), orders)
+	if len(values) != len(orders) {
+		t.Fatalf("%d records for %d orders", len(values), len(orders))
+	}
+	if ss, ok := reg.GetSchema("orders-value", 2); !ok || !strings.Contains(ss.Schema.Schema, "channel") {
+		t.Fatalf("the client did not register the second version: %+v", ss)
+	}
+	checkRegistryRun(t, "avro", broker(t, "orders"), reg.URL(), badRecords(values), want, map[string]int64{"bad_magic_byte": 1, "unknown_schema": 1, "not_decodable": 1})
+}
+
+// hexRecords are the records cmd writes of the orders it reads, one a line
+// in hex.
+func hexRecords(t *testing.T, cmd *exec.Cmd, orders []string) [][]byte {
+	t.Helper()
 	cmd.Stdin = strings.NewReader(strings.Join(orders, "\n"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -345,13 +364,7 @@ func TestAvroFromConfluentClient(t *testing.T) {
 		}
 		values = append(values, b)
 	}
-	if len(values) != len(orders) {
-		t.Fatalf("%d records for %d orders", len(values), len(orders))
-	}
-	if ss, ok := reg.GetSchema("orders-value", 2); !ok || !strings.Contains(ss.Schema.Schema, "channel") {
-		t.Fatalf("the client did not register the second version: %+v", ss)
-	}
-	checkAvroRun(t, broker(t, "orders"), reg.URL(), badRecords(values), want, map[string]int64{"bad_magic_byte": 1, "unknown_schema": 1, "not_decodable": 1})
+	return values
 }
 
 // An Avro object container file written by Apache Avro's Python library

@@ -45,7 +45,8 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	orders := fs.Bool("orders", false, "produce the fraud job's orders live into the orders topic, and print the alerts")
 	rate := fs.Float64("rate", 50, "with --orders: orders a second, on average")
 	data := fs.String("data", "", "keep the broker's data in this `directory` across restarts")
-	registry := fs.Int("registry", 0, "serve a schema registry on this `port` too (127.0.0.1 only); with --orders, the orders are Avro in its framing")
+	registry := fs.Int("registry", 0, "serve a schema registry on this `port` too (127.0.0.1 only); with --orders, the orders are Avro (or --format) in its framing")
+	format := fs.String("format", "avro", "with --registry and --orders: the orders' `format`, avro or protobuf (shop.Order of examples/fraud/orders.proto)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kafkaUsage)
 		fs.PrintDefaults()
@@ -54,7 +55,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 || *rate <= 0 {
+	if len(pos) != 0 || *rate <= 0 || *format != "avro" && *format != "protobuf" {
 		fs.Usage()
 		return 2
 	}
@@ -84,7 +85,14 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 		}
 		defer closeReg()
 		fmt.Fprintf(stderr, "weir kafka: a DEVELOPMENT schema registry (srfake, in memory) on %s\n", url)
-		if *orders {
+		switch {
+		case *orders && *format == "protobuf":
+			if live.Protobuf, err = newProtoOrders(reg); err != nil {
+				fmt.Fprintln(stderr, "weir kafka: --registry:", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "weir kafka: the orders are Protobuf (shop.Order), their schema orders-value (id %d)\n", live.Protobuf.id)
+		case *orders:
 			if live.Avro, err = newAvroOrders(reg); err != nil {
 				fmt.Fprintln(stderr, "weir kafka: --registry:", err)
 				return 1
@@ -108,8 +116,9 @@ type liveOrders struct {
 	Limit int     // stop after so many (0: never)
 	Seed  uint64
 	// Avro, when set, encodes the orders as Avro in a schema registry's
-	// framing; else they are JSON.
-	Avro *avroOrders
+	// framing, Protobuf as Protobuf; else they are JSON.
+	Avro     *avroOrders
+	Protobuf *protoOrders
 }
 
 // The demo's orders, in real time.
@@ -231,11 +240,15 @@ func produceOrders(ctx context.Context, addr string, o liveOrders, log io.Writer
 		v.Set("ts", arena.NewString(ts.UTC().Format("2006-01-02T15:04:05.000Z")))
 		v.Set("arrival", arena.NewString(sent.UTC().Format("2006-01-02T15:04:05.000Z")))
 		rec := orderRecord(v, v.MarshalTo(nil))
-		if o.Avro != nil {
-			if rec.Value, err = o.Avro.encode(v); err != nil {
-				fmt.Fprintln(log, "weir kafka:", err)
-				return n
-			}
+		switch {
+		case o.Avro != nil:
+			rec.Value, err = o.Avro.encode(v)
+		case o.Protobuf != nil:
+			rec.Value, err = o.Protobuf.encode(v)
+		}
+		if err != nil {
+			fmt.Fprintln(log, "weir kafka:", err)
+			return n
 		}
 		cl.Produce(ctx, rec, nil)
 		select {

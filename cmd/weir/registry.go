@@ -3,14 +3,17 @@ package main
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 	"github.com/valyala/fastjson"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // The development broker's schema registry (weir kafka --registry PORT):
@@ -70,4 +73,71 @@ func (a *avroOrders) encode(v *fastjson.Value) ([]byte, error) {
 		"user_id": string(v.GetStringBytes("user_id")), "amount": v.Get("amount").String(),
 		"ts": at("ts"), "arrival": at("arrival"),
 	})
+}
+
+// ordersProto is examples/fraud/orders.proto, the orders' Protobuf schema
+// in the registry with --format protobuf.
+const ordersProto = `// The orders of the fraud example as Protobuf messages, for
+// kafka-protobuf.yaml: the fields of orders.jsonl, their times
+// google.protobuf.Timestamp. weir compiles it when the job starts (no
+// generated code); a producer generates its classes from it (protoc
+// --python_out, --java_out, ...).
+syntax = "proto3";
+
+package shop;
+
+import "google/protobuf/timestamp.proto";
+
+message Order {
+  string order_id = 1;
+  string card = 2;
+  string user_id = 3;
+  double amount = 4;
+  google.protobuf.Timestamp ts = 5;
+  google.protobuf.Timestamp arrival = 6;
+}
+`
+
+// protoOrders encodes the orders as shop.Order messages, framed with their
+// schema's id and the first message's index.
+type protoOrders struct{ id int }
+
+// newProtoOrders registers orders.proto as orders-value.
+func newProtoOrders(reg *srfake.Registry) (*protoOrders, error) {
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: ordersProto, Type: sr.TypeProtobuf})
+	if err != nil {
+		return nil, err
+	}
+	return &protoOrders{id: id}, nil
+}
+
+// encode is the order v as a shop.Order in the registry's framing, its
+// fields numbered as in orders.proto.
+func (p *protoOrders) encode(v *fastjson.Value) ([]byte, error) {
+	b := make([]byte, 6, 112)
+	binary.BigEndian.PutUint32(b[1:], uint32(p.id))
+	for i, f := range []string{"order_id", "card", "user_id"} {
+		b = protowire.AppendTag(b, protowire.Number(i+1), protowire.BytesType)
+		b = protowire.AppendBytes(b, v.GetStringBytes(f))
+	}
+	amount, err := strconv.ParseFloat(v.Get("amount").String(), 64)
+	if err != nil {
+		return nil, err
+	}
+	b = protowire.AppendTag(b, 4, protowire.Fixed64Type)
+	b = protowire.AppendFixed64(b, math.Float64bits(amount))
+	for i, f := range []string{"ts", "arrival"} {
+		t, err := time.Parse(time.RFC3339Nano, string(v.GetStringBytes(f)))
+		if err != nil {
+			return nil, err
+		}
+		var ts []byte
+		ts = protowire.AppendTag(ts, 1, protowire.VarintType)
+		ts = protowire.AppendVarint(ts, uint64(t.Unix()))
+		ts = protowire.AppendTag(ts, 2, protowire.VarintType)
+		ts = protowire.AppendVarint(ts, uint64(t.Nanosecond()))
+		b = protowire.AppendTag(b, protowire.Number(i+5), protowire.BytesType)
+		b = protowire.AppendBytes(b, ts)
+	}
+	return b, nil
 }

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
-	_ "github.com/weirstream/weir/formats" // the avro format
+	_ "github.com/weirstream/weir/formats" // the avro and protobuf formats
 	"github.com/weirstream/weir/internal/clitest"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -21,6 +22,22 @@ import (
 // order the same seed produces as JSON: its card, its amount to the cent,
 // its event time's distance to its arrival.
 func TestKafkaOrdersAsAvro(t *testing.T) {
+	checkOrdersInFormat(t, "avro")
+}
+
+// weir kafka --registry --orders --format protobuf: the same, as Protobuf's
+// shop.Order of examples/fraud/orders.proto.
+func TestKafkaOrdersAsProtobuf(t *testing.T) {
+	src, err := os.ReadFile("../../examples/fraud/orders.proto")
+	if err != nil || string(src) != ordersProto {
+		t.Fatalf("ordersProto is not examples/fraud/orders.proto: %v", err)
+	}
+	checkOrdersInFormat(t, "protobuf")
+}
+
+// checkOrdersInFormat produces the orders as JSON and in the format, and
+// checks that each is the same order.
+func checkOrdersInFormat(t *testing.T, format string) {
 	url, reg, closeReg, err := serveRegistry(0)
 	if err != nil {
 		t.Fatal(err)
@@ -35,14 +52,19 @@ func TestKafkaOrdersAsAvro(t *testing.T) {
 	if got := produceOrders(context.Background(), b.Addr, liveOrders{Rate: 1e9, Limit: n, Seed: 7}, &log); got != n {
 		t.Fatalf("%d JSON orders: %s", got, log.String())
 	}
-	av, err := newAvroOrders(reg)
+	live := liveOrders{Rate: 1e9, Limit: n, Seed: 7}
+	if format == "protobuf" {
+		live.Protobuf, err = newProtoOrders(reg)
+	} else {
+		live.Avro, err = newAvroOrders(reg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := produceOrders(context.Background(), b.Addr, liveOrders{Rate: 1e9, Limit: n, Seed: 7, Avro: av}, &log); got != n {
-		t.Fatalf("%d Avro orders: %s", got, log.String())
+	if got := produceOrders(context.Background(), b.Addr, live, &log); got != n {
+		t.Fatalf("%d %s orders: %s", got, format, log.String())
 	}
-	k, _ := plan.LookupFormat("avro")
+	k, _ := plan.LookupFormat(format)
 	cfg, err := k.Parse(plan.Values{}, &plan.Registry{URL: url})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +99,7 @@ func TestKafkaOrdersAsAvro(t *testing.T) {
 		})
 	}
 	if len(jsonOrders) != n || len(avroOrders) != n {
-		t.Fatalf("%d JSON and %d Avro orders read", len(jsonOrders), len(avroOrders))
+		t.Fatalf("%d JSON and %d %s orders read", len(jsonOrders), len(avroOrders), format)
 	}
 	for id, j := range jsonOrders {
 		a := avroOrders[id]
@@ -86,9 +108,23 @@ func TestKafkaOrdersAsAvro(t *testing.T) {
 		// millisecond, so within one).
 		ts, _ := mtime.Parse(j.GetStringBytes("ts"))
 		arr, _ := mtime.Parse(j.GetStringBytes("arrival"))
-		if a == nil || a.Get("amount").String() != j.Get("amount").String() || string(a.GetStringBytes("card")) != string(j.GetStringBytes("card")) ||
-			abs(a.GetInt64("arrival")-a.GetInt64("ts")-int64(arr-ts)) > 1 {
-			t.Fatalf("%s: JSON %s, Avro %s", id, j, a)
+		if a == nil {
+			t.Fatalf("%s: no %s order", id, format)
+		}
+		ats, aarr := a.GetInt64("ts"), a.GetInt64("arrival")
+		if format == "protobuf" {
+			// Timestamps, in RFC 3339.
+			t1, _ := mtime.Parse(a.GetStringBytes("ts"))
+			t2, _ := mtime.Parse(a.GetStringBytes("arrival"))
+			ats, aarr = int64(t1), int64(t2)
+		}
+		sameAmount := a.Get("amount").String() == j.Get("amount").String()
+		if format == "protobuf" {
+			sameAmount = a.GetFloat64("amount") == j.GetFloat64("amount") // a double
+		}
+		if !sameAmount || string(a.GetStringBytes("card")) != string(j.GetStringBytes("card")) ||
+			ats == 0 || abs(aarr-ats-int64(arr-ts)) > 1 {
+			t.Fatalf("%s: JSON %s, %s %s", id, j, format, a)
 		}
 	}
 }
