@@ -538,6 +538,11 @@ func TestPercentileWindowReusesASketch(t *testing.T) {
 		f.Release(c)
 	}
 	life()
+	if raceEnabled {
+		// The race detector's sync.Pool drops what it is given at random:
+		// the allocations are counted without it.
+		return
+	}
 	if n := testing.AllocsPerRun(100, life); n != 0 {
 		t.Errorf("a window's life allocates %v times", n)
 	}
