@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
@@ -72,4 +73,50 @@ func TestLateCountSessions(t *testing.T) {
 		"k 10:00:00.001-10:00:00.026 #1 LATE v=133 wm=10:00:00.050 at=none",
 		"k 10:00:00.001-10:00:00.026 #2 LATE v=133 wm=10:00:00.300 at=none final",
 	)
+}
+
+// A burst of 100 late events of one window within a minute of processing
+// time, as the concepts page counts its late panes: one per late event
+// (each), two with a throttle of a minute (the first at once, the others
+// when the minute runs out), one with a count of 100; the closing pane
+// comes after each.
+func TestBurstOfLateEvents(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		tr   trigger.Trigger
+		late int
+	}{
+		{"each", trigger.AfterWatermark(), 100},
+		{"throttled 1m", trigger.AfterWatermark().LateThrottled(time.Minute), 2},
+		{"count 100", trigger.AfterWatermark().LateCount(100), 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := sum(window.NewStrategy(window.TumblingWindows(time.Minute)).WithLateness(time.Hour).WithTrigger(c.tr))
+			h.AdvanceProcessingTime(base)
+			h.AdvanceWatermark(base)
+			h.Add("k", base+1, 1)
+			h.AdvanceWatermark(base + 2*60_000)
+			for i := range 100 {
+				h.AdvanceProcessingTime(base + mtime.Time(i)*500) // 100 in 50 s
+				h.Add("k", base+mtime.Time(2+i), 1)
+			}
+			h.AdvanceProcessingTime(base + 2*60_000)
+			late, final := 0, 0
+			for _, p := range h.Panes() {
+				if p.Timing == window.Late {
+					late++
+				}
+				if p.Final {
+					final++
+				}
+			}
+			if late != c.late || final != 0 {
+				t.Errorf("%d late panes (%d final), want %d", late, final, c.late)
+			}
+			h.AdvanceWatermark(base + 2*60*60_000)
+			if p := h.Panes()[len(h.Panes())-1]; !p.Final || p.Value != 101 {
+				t.Errorf("the closing pane: %+v", p)
+			}
+		})
+	}
 }
