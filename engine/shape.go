@@ -28,6 +28,8 @@ const (
 	StatePosition = "position"
 	// StateCommits is a sink's commit record.
 	StateCommits = "commits"
+	// StateJoin is an interval join's buffered records.
+	StateJoin = "join"
 )
 
 // Part is one part of a job that holds state.
@@ -232,6 +234,7 @@ var stateNames = map[string]string{
 	StateDedup:    "its de-duplication ids",
 	StatePosition: "its position",
 	StateCommits:  "its commit record",
+	StateJoin:     "its buffered records",
 }
 
 // CompareShapes compares the shape of a checkpoint with the job's, as the

@@ -1,0 +1,265 @@
+package weir_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// shop is one event of a shop's stream: an order, or a payment of one.
+type shop struct {
+	Kind    string // "order" or "payment"
+	Order   string
+	At      mtime.Time // event time
+	Arrival mtime.Time // processing time
+}
+
+// shopJoin reads evs (arriving in order) from one source, splits orders
+// (left) from payments (right), and joins them by order within
+// [lower, upper].
+func shopJoin(p *weir.Pipeline, evs []shop, wm watermark.Strategy, lower, upper time.Duration, stopAt int, cancel func(), opts ...weir.JoinOption) (weir.Stream[weir.Joined[string, shop, shop]], weir.Stream[weir.JoinLate[string, shop, shop]]) {
+	src := weir.FromSeq(p, func(yield func(shop, mtime.Time) bool) {
+		for i, e := range evs {
+			if i == stopAt && cancel != nil {
+				cancel()
+			}
+			if !yield(e, e.Arrival) {
+				return
+			}
+		}
+	}, weir.Named("shop"))
+	side := func(kind string) weir.Keyed[string, shop] {
+		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm), func(e shop) string { return e.Order })
+	}
+	return weir.IntervalJoin(side("order"), side("payment"), lower, upper, append(opts, weir.Named("payments"))...)
+}
+
+func joinedLine(j weir.Joined[string, shop, shop]) string {
+	if !j.Matched {
+		return fmt.Sprintf("%s unmatched %d", j.Key, j.LeftTime)
+	}
+	return fmt.Sprintf("%s (%d,%d) at %d", j.Key, j.LeftTime, j.RightTime, j.Time)
+}
+
+func lateLine(l weir.JoinLate[string, shop, shop]) string {
+	return fmt.Sprintf("late %s %s %d %s wm %d", l.Key, l.Side, l.Timestamp, l.Reason, l.Watermark)
+}
+
+// Flink IntervalJoinOperatorTest.testLateData, through a whole pipeline:
+// the watermark of each side is its own records' (delay 0), the join's
+// the minimum; the late records of either side go to the late output with
+// their reason, and are counted.
+func TestIntervalJoinLateDataPipeline(t *testing.T) {
+	ev := func(kind string, ts int64) shop {
+		return shop{Kind: kind, Order: "o", At: mtime.Time(ts), Arrival: mtime.Time(ts)}
+	}
+	evs := []shop{ev("order", 3), ev("payment", 3), ev("order", 4), ev("payment", 4),
+		ev("order", 1), ev("payment", 2), ev("order", 5), ev("payment", 5)}
+	p := weir.NewPipeline()
+	out, late := shopJoin(p, evs, watermark.BoundedOutOfOrderness(0).WithInterval(0), -time.Millisecond, time.Millisecond, -1, nil)
+	var got []string
+	weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { got = append(got, joinedLine(j)); return nil })
+	weir.Sink(late, func(l weir.JoinLate[string, shop, shop]) error { got = append(got, lateLine(l)); return nil })
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"o (3,3) at 3",
+		"o (4,3) at 4",                 // the order at 4 joins the payment at 3
+		"o (3,4) at 4", "o (4,4) at 4", // the payment at 4, both orders, in their order
+		"late o left 1 too_late_for_join wm 3", "late o right 2 too_late_for_join wm 3",
+		"o (5,4) at 5", "o (4,5) at 5", "o (5,5) at 5",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// An anti join: the orders without a payment within 10 minutes, emitted
+// once the watermark passes each order's time plus 10 minutes (the end of
+// the input passes every one).
+func TestIntervalJoinAntiPipeline(t *testing.T) {
+	m := func(min int) mtime.Time { return mtime.Time(min) * 60_000 }
+	evs := []shop{
+		{"order", "a", m(0), m(0)},
+		{"order", "b", m(1), m(1)},
+		{"payment", "a", m(5), m(5)},
+		{"order", "c", m(2), m(6)},
+		{"payment", "b", m(12), m(12)}, // too late for b: 11 minutes
+		{"order", "d", m(20), m(20)},
+		{"payment", "z", m(30), m(30)},
+		{"order", "e", m(35), m(35)},
+	}
+	p := weir.NewPipeline()
+	out, late := shopJoin(p, evs, watermark.BoundedOutOfOrderness(time.Minute).WithInterval(0), 0, 10*time.Minute, -1, nil, weir.Anti())
+	var got []string
+	weir.Sink(out, func(j weir.Joined[string, shop, shop]) error {
+		got = append(got, fmt.Sprintf("%s wm %d", joinedLine(j), j.Watermark/60_000))
+		return nil
+	})
+	weir.Sink(late, func(l weir.JoinLate[string, shop, shop]) error { got = append(got, lateLine(l)); return nil })
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		// The watermark is the minimum of both sides' latest time minus 1
+		// minute (and 1 ms, as Flink's): the payment at 30 moves it to
+		// 18:59.999 (the order at 20), past b's 1+10 and c's 2+10; d's
+		// 30 waits for the end, the last order moving it to 28:59.999
+		// (the payment at 30) only.
+		"b unmatched 60000 wm 18",
+		"c unmatched 120000 wm 18",
+		fmt.Sprintf("d unmatched 1200000 wm %d", mtime.MaxTime/60_000),
+		fmt.Sprintf("e unmatched 2100000 wm %d", mtime.MaxTime/60_000),
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A side whose watermark partition has gone idle does not hold the join's
+// watermark back, as an idle partition does not elsewhere.
+func TestIntervalJoinIdleSide(t *testing.T) {
+	evs := []shop{{"payment", "x", 1000, 1000}}
+	for i := range 10 {
+		evs = append(evs, shop{"order", fmt.Sprint(i), mtime.Time(2000 + 1000*i), mtime.Time(2000 + 1000*i)})
+	}
+	for _, idle := range []bool{false, true} {
+		wm := watermark.BoundedOutOfOrderness(0).WithInterval(0)
+		if idle {
+			wm = wm.WithIdleness(1500 * time.Millisecond)
+		}
+		p := weir.NewPipeline()
+		out, _ := shopJoin(p, evs, wm, 0, 0, -1, nil, weir.Anti())
+		var first mtime.Time = -1
+		weir.Sink(out, func(j weir.Joined[string, shop, shop]) error {
+			if first < 0 {
+				first = j.Watermark
+			}
+			return nil
+		})
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Idle from 2.5 s, the payments no longer hold the watermark back:
+		// the order at 3 s moves it to 2.999 s, past the order at 2 s.
+		if idle && first != 2999 || !idle && first != mtime.MaxTime {
+			t.Errorf("idleness %v: the first unmatched order came at the watermark %d", idle, first)
+		}
+	}
+}
+
+// shopEvents are n orders, each paid (or not) within some minutes, with
+// events out of order.
+func shopEvents(n int) []shop {
+	r := rand.New(rand.NewPCG(4, 9))
+	var evs []shop
+	at := mtime.Time(1_780_000_000_000)
+	for i := range n {
+		at += mtime.Time(r.IntN(3000))
+		id := fmt.Sprintf("o%d", i%(n/3+1))
+		evs = append(evs, shop{"order", id, at - mtime.Time(r.IntN(2000)), at})
+		if r.IntN(4) > 0 {
+			evs = append(evs, shop{"payment", id, at + mtime.Time(r.IntN(40_000)) - 15_000, at + 1})
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b shop) int { return int(a.Arrival - b.Arrival) })
+	return evs
+}
+
+// joinFile runs a left outer join of evs into path, exactly once; cancel,
+// when set, is called after the element at stopAt was read.
+func joinFile(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	p := weir.NewPipeline(opts...)
+	out, late := shopJoin(p, evs, watermark.BoundedOutOfOrderness(5*time.Second), -5*time.Second, 20*time.Second, stopAt, cancel, weir.LeftOuter())
+	all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
+	weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
+		Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+	return p
+}
+
+// A join stops with a savepoint and resumes from it, at the same and at
+// another parallelism: the output is what an uninterrupted run writes,
+// byte for byte.
+func TestIntervalJoinCheckpointsAndResume(t *testing.T) {
+	evs := shopEvents(6000)
+	dir := t.TempDir()
+	ref := filepath.Join(dir, "ref.txt")
+	if err := joinFile(evs, ref, nil, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := os.ReadFile(ref)
+	if n := bytes.Count(want, []byte("unmatched")); n < 100 || bytes.Count(want, []byte("late")) < 10 || bytes.Count(want, []byte("\n")) < 3000 {
+		t.Fatalf("the reference output is too small: %d bytes, %d unmatched", len(want), n)
+	}
+	for _, pars := range [][2]int{{1, 1}, {1, 3}, {4, 2}} {
+		out := filepath.Join(dir, fmt.Sprintf("out-%d-%d.txt", pars[0], pars[1]))
+		ckpt := weir.Checkpoints(filepath.Join(dir, fmt.Sprintf("ckpt-%d-%d", pars[0], pars[1])), time.Hour)
+		ctx, cancel := context.WithCancel(context.Background())
+		err := joinFile(evs, out, []weir.Option{ckpt, weir.Parallelism(pars[0])}, 3000, cancel).Run(ctx)
+		var stopped *engine.StoppedError
+		if !errors.As(err, &stopped) || stopped.Savepoint == "" {
+			t.Fatalf("stopped: %v", err)
+		}
+		got, _ := os.ReadFile(out)
+		if !bytes.HasPrefix(want, got) || len(got) == 0 || len(got) == len(want) {
+			t.Fatalf("after the stop the output (%d bytes) is not a part of the reference (%d bytes)", len(got), len(want))
+		}
+		var log strings.Builder
+		if err := joinFile(evs, out, []weir.Option{ckpt, weir.Parallelism(pars[1]), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(log.String(), "weir: resuming from ") {
+			t.Errorf("the last run did not resume: %q", log.String())
+		}
+		if got, _ := os.ReadFile(out); !bytes.Equal(got, want) {
+			t.Errorf("parallelism %d then %d: the resumed output differs from an uninterrupted run (%d bytes, want %d)", pars[0], pars[1], len(got), len(want))
+		}
+	}
+}
+
+// The pipeline errors of a join.
+func TestIntervalJoinErrors(t *testing.T) {
+	p := weir.NewPipeline()
+	s := weir.FromSlice(p, []int{1})
+	k := func(wm watermark.Strategy) weir.Keyed[int, int] {
+		return weir.KeyBy(weir.WithTimestamps(s, func(int) mtime.Time { return 0 }, wm), func(int) int { return 0 })
+	}
+	out, _ := weir.IntervalJoin(k(watermark.BoundedOutOfOrderness(0)), k(watermark.BoundedOutOfOrderness(time.Second)), 0, time.Second)
+	weir.Sink(out, func(weir.Joined[int, int, int]) error { return nil })
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "different watermark strategies") {
+		t.Errorf("different strategies: %v", err)
+	}
+	p = weir.NewPipeline()
+	s = weir.FromSlice(p, []int{1})
+	out, _ = weir.IntervalJoin(k(watermark.BoundedOutOfOrderness(0)), k(watermark.BoundedOutOfOrderness(0)), time.Second, 0)
+	weir.Sink(out, func(weir.Joined[int, int, int]) error { return nil })
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "lower bound 1s is above the upper bound 0s") {
+		t.Errorf("bounds: %v", err)
+	}
+	p = weir.NewPipeline(weir.Checkpoints(t.TempDir(), time.Hour), weir.Delivery(connector.AtLeastOnce))
+	s = weir.FromSlice(p, []int{1})
+	type fn struct{ F func() }
+	r := weir.KeyBy(weir.WithTimestamps(weir.Map(s, func(int) fn { return fn{} }), func(fn) mtime.Time { return 0 }, watermark.BoundedOutOfOrderness(0)), func(fn) int { return 0 })
+	out2, _ := weir.IntervalJoin(k(watermark.BoundedOutOfOrderness(0)), r, 0, time.Second)
+	weir.Sink(out2, func(weir.Joined[int, int, fn]) error { return nil })
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot be checkpointed") {
+		t.Errorf("a type without a codec: %v", err)
+	}
+}
