@@ -186,8 +186,12 @@ func shopEvents(n int) []shop {
 // joinFile runs a left outer join of evs into path, exactly once; cancel,
 // when set, is called after the element at stopAt was read.
 func joinFile(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	return joinFileWith(evs, path, opts, stopAt, cancel, 20*time.Second)
+}
+
+func joinFileWith(evs []shop, path string, opts []weir.Option, stopAt int, cancel func(), upper time.Duration, jopts ...weir.JoinOption) *weir.Pipeline {
 	p := weir.NewPipeline(opts...)
-	out, late := shopJoin(p, evs, watermark.BoundedOutOfOrderness(5*time.Second), -5*time.Second, 20*time.Second, stopAt, cancel, weir.LeftOuter())
+	out, late := shopJoin(p, evs, watermark.BoundedOutOfOrderness(5*time.Second), -5*time.Second, upper, stopAt, cancel, append(jopts, weir.LeftOuter())...)
 	all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
 	weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
 		Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
@@ -261,5 +265,44 @@ func TestIntervalJoinErrors(t *testing.T) {
 	weir.Sink(out2, func(weir.Joined[int, int, fn]) error { return nil })
 	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot be checkpointed") {
 		t.Errorf("a type without a codec: %v", err)
+	}
+}
+
+// A restore into a join whose interval, mode or lateness changed carries
+// the buffered records over and says what becomes of them.
+func TestIntervalJoinRestoreAfterAChange(t *testing.T) {
+	evs := shopEvents(3000)
+	for _, c := range []struct {
+		name  string
+		upper time.Duration
+		opts  []weir.JoinOption
+		log   []string
+	}{
+		{"interval", 30 * time.Second, nil, []string{"restore: carries over interval: [-5s, 20s] -> [-5s, 30s]: the buffered records join and expire by the new interval from the restore on (what was emitted stays emitted)"}},
+		{"lateness", 20 * time.Second, []weir.JoinOption{weir.JoinLateness(time.Minute)}, []string{"restore: carries over allowed_lateness: 0s -> 1m0s: the buffered records expire at their time plus the interval plus the new lateness, and records are late by it from the restore on (those let go already stay gone)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out.txt")
+			ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if err := joinFile(evs, out, []weir.Option{ckpt}, 1500, cancel).Run(ctx); err == nil {
+				t.Fatal("the stopped run ended")
+			}
+			var log strings.Builder
+			if err := joinFileWith(evs, out, []weir.Option{ckpt, weir.Log(&log)}, -1, nil, c.upper, c.opts...).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range strings.Split(log.String(), "\n") {
+				if l, ok := strings.CutPrefix(l, "weir: "); ok && strings.HasPrefix(l, "restore: ") {
+					got = append(got, l)
+				}
+			}
+			if !slices.Equal(got, c.log) {
+				t.Errorf("the restore says\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.log, "\n"))
+			}
+		})
 	}
 }
