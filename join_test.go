@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/engine"
@@ -224,6 +225,17 @@ func TestIntervalJoinCheckpointsAndResume(t *testing.T) {
 		got, _ := os.ReadFile(out)
 		if !bytes.HasPrefix(want, got) || len(got) == 0 || len(got) == len(want) {
 			t.Fatalf("after the stop the output (%d bytes) is not a part of the reference (%d bytes)", len(got), len(want))
+		}
+		c, err := checkpoint.Load(checkpoint.OSFS, stopped.Savepoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := engine.Inspect(c, nil)
+		if err != nil || len(in.Joins) != 1 || len(in.Windows) != 0 {
+			t.Fatalf("inspect %s: %v, %+v", stopped.Savepoint, err, in)
+		}
+		if js := in.Joins[0]; js.Name != "join:payments" || js.Instances != pars[0] || js.Keys < 10 || js.Watermark < 1_780_000_000_000 || js.Bytes < 1000 {
+			t.Errorf("the savepoint's join: %+v", js)
 		}
 		var log strings.Builder
 		if err := joinFile(evs, out, []weir.Option{ckpt, weir.Parallelism(pars[1]), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {

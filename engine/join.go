@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/join"
@@ -146,7 +148,7 @@ func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[
 	if e.Checkpointed() && (cfg.Codec == nil || cfg.Hash == nil) {
 		return nil, fmt.Errorf("engine: join %s: checkpoints need a codec and a stable hash of the keys", cfg.Name)
 	}
-	p, err := e.participant(cfg.Name, partOther)
+	p, err := e.participant(cfg.Name, partJoin)
 	if err != nil {
 		return nil, err
 	}
@@ -335,4 +337,42 @@ func (j *Join[K, L, R]) emit(o *join.Out[K, L, R]) {
 		}
 		j.Late.Push(l)
 	}
+}
+
+// JoinState is a join stage's state in a checkpoint.
+type JoinState struct {
+	Name string
+	// Instances is the number of parts its buffers are kept in.
+	Instances int
+	Watermark mtime.Time
+	// Keys with buffered records; Bytes the size of the stage's files.
+	Keys, Bytes int64
+}
+
+// inspectJoin reads what a checkpoint holds of the join name.
+func inspectJoin(c *checkpoint.Checkpoint, name string) (JoinState, error) {
+	js := JoinState{Name: name}
+	d := enc.NewDecoder(c.Files[name+".clock"])
+	js.Instances = d.Count(exec.KeyGroups)
+	if err := exec.NewDriver[struct{}, struct{}](nil, watermark.Strategy{}, false).RestoreState(d); err != nil {
+		return js, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
+	}
+	op, _ := join.New[struct{}, struct{}, struct{}](join.Config{}, nil)
+	if err := op.RestoreHeader(d); err != nil {
+		return js, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
+	}
+	js.Watermark = op.Watermark()
+	for _, f := range c.Manifest.Files {
+		if strings.HasPrefix(f.Name, name+".") {
+			js.Bytes += f.Size
+		}
+	}
+	for i := range js.Instances {
+		d := enc.NewDecoder(c.Files[fmt.Sprintf("%s.op-%d", name, i)])
+		js.Keys += int64(d.Uvarint())
+		if d.Err() != nil {
+			return js, fmt.Errorf("%s: %s.op-%d is corrupt", c.Path, name, i)
+		}
+	}
+	return js, nil
 }
