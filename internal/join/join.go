@@ -152,6 +152,10 @@ type timer[K comparable] struct {
 	key  K
 }
 
+// timers are the expiries, ordered by (time, arrival): a total order, so
+// that they fire in the same order whatever order they were pushed in (a
+// restore pushes them anew), which internal/heap, ordered by one key,
+// does not give for equal times.
 type timers[K comparable] []timer[K]
 
 func (t timers[K]) Len() int { return len(t) }
