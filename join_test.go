@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,12 +15,15 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/weirtest"
+	"github.com/weirstream/weir/window"
 )
 
 // shop is one event of a shop's stream: an order, or a payment of one.
@@ -316,5 +320,77 @@ func TestIntervalJoinRestoreAfterAChange(t *testing.T) {
 				t.Errorf("the restore says\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.log, "\n"))
 			}
 		})
+	}
+}
+
+// A join's output windowed again: with watermark.ScriptedWatermark() and
+// weir.JoinTime, the aggregation follows the join's watermark, as one of
+// panes follows the aggregation before it.
+func TestIntervalJoinThenAggregate(t *testing.T) {
+	evs := shopEvents(3000)
+	count := func(chained bool) string {
+		p := weir.NewPipeline()
+		out, _ := shopJoin(p, evs, watermark.BoundedOutOfOrderness(5*time.Second), -5*time.Second, 20*time.Second, -1, nil)
+		var got strings.Builder
+		if chained {
+			stamped := weir.WithTimestamps(out, weir.JoinTime[string, shop, shop], watermark.ScriptedWatermark())
+			panes, late := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(weir.Joined[string, shop, shop]) string { return "all" }),
+				window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[weir.Joined[string, shop, shop]]())
+			weir.Sink(panes, func(pn weir.Pane[string, int64]) error {
+				fmt.Fprintf(&got, "%s %d %s\n", pn.Window, pn.Value, pn.Timing)
+				return nil
+			})
+			weir.Sink(late, func(weir.Late[string, weir.Joined[string, shop, shop]]) error {
+				got.WriteString("late\n")
+				return nil
+			})
+		}
+		counts := map[mtime.Time]int64{}
+		if !chained {
+			weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { counts[j.Time-j.Time%60_000]++; return nil })
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, start := range slices.Sorted(maps.Keys(counts)) {
+			fmt.Fprintf(&got, "%s %d ON_TIME\n", window.Window{Start: start, End: start + 60_000}, counts[start])
+		}
+		return got.String()
+	}
+	want := count(false)
+	if got := count(true); got != want || strings.Count(got, "\n") < 20 {
+		t.Errorf("the pairs per minute, windowed after the join:\n%s\nwant\n%s", got, want)
+	}
+}
+
+// Flink IntervalJoinOperatorTest.testDiscardsLateData, scripted with a
+// weirtest.TestStream: the watermark the script moves is both sides'.
+func TestIntervalJoinTestStream(t *testing.T) {
+	ev := func(kind string, ts int64) shop { return shop{Kind: kind, Order: "o", At: mtime.Time(ts)} }
+	script := weirtest.NewTestStream[shop]().
+		AddElements(ev("order", 1), ev("payment", 1), ev("order", 2), ev("payment", 2), ev("order", 3), ev("payment", 3)).
+		AdvanceWatermarkTo(3).
+		AddElements(ev("order", 1)). // late: not joined again
+		AddElements(ev("order", 4), ev("payment", 4), ev("order", 5), ev("payment", 5))
+	p := weir.NewPipeline()
+	src := weir.From(p, script)
+	side := func(kind string) weir.Keyed[string, shop] {
+		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, watermark.ScriptedWatermark()), func(e shop) string { return e.Order })
+	}
+	out, late := weir.IntervalJoin(side("order"), side("payment"), -time.Millisecond, time.Millisecond)
+	var got []string
+	weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { got = append(got, joinedLine(j)); return nil })
+	weir.Sink(late, func(l weir.JoinLate[string, shop, shop]) error { got = append(got, lateLine(l)); return nil })
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"o (1,1) at 1", "o (2,1) at 2", "o (1,2) at 2", "o (2,2) at 2", "o (3,2) at 3", "o (2,3) at 3", "o (3,3) at 3",
+		"late o left 1 too_late_for_join wm 3",
+		"o (4,3) at 4", "o (3,4) at 4", "o (4,4) at 4", "o (5,4) at 5", "o (4,5) at 5", "o (5,5) at 5",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
