@@ -48,11 +48,26 @@ func shopJoin(p *weir.Pipeline, evs []shop, wm watermark.Strategy, lower, upper 
 			}
 		}
 	}, weir.Named("shop"))
-	side := func(kind string) weir.Keyed[string, shop] {
-		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
-		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm), func(e shop) string { return e.Order })
+	return weir.IntervalJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm), lower, upper, append(opts, weir.Named("payments"))...)
+}
+
+// shopSide is the events of a kind, by order.
+func shopSide(src weir.Stream[shop], kind string, wm watermark.Strategy) weir.Keyed[string, shop] {
+	s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+	return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm), func(e shop) string { return e.Order })
+}
+
+// runLines runs p and returns the lines of a join's outputs and late
+// records, in the order they came.
+func runLines(t *testing.T, p *weir.Pipeline, out weir.Stream[weir.Joined[string, shop, shop]], late weir.Stream[weir.JoinLate[string, shop, shop]]) []string {
+	t.Helper()
+	var got []string
+	weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { got = append(got, joinedLine(j)); return nil })
+	weir.Sink(late, func(l weir.JoinLate[string, shop, shop]) error { got = append(got, lateLine(l)); return nil })
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	return weir.IntervalJoin(side("order"), side("payment"), lower, upper, append(opts, weir.Named("payments"))...)
+	return got
 }
 
 func joinedLine(j weir.Joined[string, shop, shop]) string {
@@ -78,12 +93,7 @@ func TestIntervalJoinLateDataPipeline(t *testing.T) {
 		ev("order", 1), ev("payment", 2), ev("order", 5), ev("payment", 5)}
 	p := weir.NewPipeline()
 	out, late := shopJoin(p, evs, watermark.BoundedOutOfOrderness(0).WithInterval(0), -time.Millisecond, time.Millisecond, -1, nil)
-	var got []string
-	weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { got = append(got, joinedLine(j)); return nil })
-	weir.Sink(late, func(l weir.JoinLate[string, shop, shop]) error { got = append(got, lateLine(l)); return nil })
-	if err := p.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	got := runLines(t, p, out, late)
 	want := []string{
 		"o (3,3) at 3",
 		"o (4,3) at 4",                 // the order at 4 joins the payment at 3
@@ -374,17 +384,9 @@ func TestIntervalJoinTestStream(t *testing.T) {
 		AddElements(ev("order", 4), ev("payment", 4), ev("order", 5), ev("payment", 5))
 	p := weir.NewPipeline()
 	src := weir.From(p, script)
-	side := func(kind string) weir.Keyed[string, shop] {
-		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
-		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, watermark.ScriptedWatermark()), func(e shop) string { return e.Order })
-	}
-	out, late := weir.IntervalJoin(side("order"), side("payment"), -time.Millisecond, time.Millisecond)
-	var got []string
-	weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { got = append(got, joinedLine(j)); return nil })
-	weir.Sink(late, func(l weir.JoinLate[string, shop, shop]) error { got = append(got, lateLine(l)); return nil })
-	if err := p.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	out, late := weir.IntervalJoin(shopSide(src, "order", watermark.ScriptedWatermark()), shopSide(src, "payment", watermark.ScriptedWatermark()),
+		-time.Millisecond, time.Millisecond)
+	got := runLines(t, p, out, late)
 	want := []string{
 		"o (1,1) at 1", "o (2,1) at 2", "o (1,2) at 2", "o (2,2) at 2", "o (3,2) at 3", "o (2,3) at 3", "o (3,3) at 3",
 		"late o left 1 too_late_for_join wm 3",
