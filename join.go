@@ -107,7 +107,8 @@ func IntervalJoin[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], l
 	name := p.part("join", c.part, fmt.Sprintf("join-%d", id))
 	out := &engine.Stream[Joined[K, L, R]]{}
 	late := &engine.Stream[JoinLate[K, L, R]]{}
-	node := plan.ID{Kind: plan.KindJoin, Name: name}
+	// Its state's name in checkpoints, apart from the aggregations'.
+	node := plan.ID{Kind: plan.KindJoin, Name: "join:" + name}
 	outs := func() (Stream[Joined[K, L, R]], Stream[JoinLate[K, L, R]]) {
 		// The join runs in the source loop: its streams are the loop's.
 		return Stream[Joined[K, L, R]]{p: p, n: out, from: plan.Input{From: node}},
@@ -171,7 +172,7 @@ type joinNode[K comparable, L, R any] struct {
 func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 	e := c.Engine()
 	op := c.Node().Op.(*plan.Join)
-	cfg := engine.JoinConfig[K, L, R]{Name: "join:" + n.name, Spec: n.spec, Watermark: op.Watermark,
+	cfg := engine.JoinConfig[K, L, R]{Name: c.Participant(), Spec: n.spec, Watermark: op.Watermark,
 		Parallelism: op.Parallelism, Hash: stableHash[K](e.Checkpointed()),
 		Out: n.out, Late: n.late}
 	if e.Checkpointed() {

@@ -38,7 +38,14 @@ type shop struct {
 // (left) from payments (right), and joins them by order within
 // [lower, upper].
 func shopJoin(p *weir.Pipeline, evs []shop, wm watermark.Strategy, lower, upper time.Duration, stopAt int, cancel func(), opts ...weir.JoinOption) (weir.Stream[weir.Joined[string, shop, shop]], weir.Stream[weir.JoinLate[string, shop, shop]]) {
-	src := weir.FromSeq(p, func(yield func(shop, mtime.Time) bool) {
+	src := shopSource(p, evs, stopAt, cancel)
+	return weir.IntervalJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm), lower, upper, append(opts, weir.Named("payments"))...)
+}
+
+// shopSource reads evs, arriving in order; cancel, when set, is called
+// after the element at stopAt was read.
+func shopSource(p *weir.Pipeline, evs []shop, stopAt int, cancel func()) weir.Stream[shop] {
+	return weir.FromSeq(p, func(yield func(shop, mtime.Time) bool) {
 		for i, e := range evs {
 			if i == stopAt && cancel != nil {
 				cancel()
@@ -48,7 +55,6 @@ func shopJoin(p *weir.Pipeline, evs []shop, wm watermark.Strategy, lower, upper 
 			}
 		}
 	}, weir.Named("shop"))
-	return weir.IntervalJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm), lower, upper, append(opts, weir.Named("payments"))...)
 }
 
 // shopSide is the events of a kind, by order.
@@ -394,5 +400,60 @@ func TestIntervalJoinTestStream(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// paid is a payment as a type of its own.
+type paid struct {
+	Order string
+	At    mtime.Time
+}
+
+// A join whose record type changed cannot restore its buffered records:
+// the restore is refused, unless weir.DropState("join") starts them afresh,
+// keeping the positions.
+func TestIntervalJoinLayoutChange(t *testing.T) {
+	evs := shopEvents(3000)
+	wm := watermark.BoundedOutOfOrderness(5 * time.Second)
+	build := func(out string, opts []weir.Option, stopAt int, cancel func(), typed bool) *weir.Pipeline {
+		p := weir.NewPipeline(opts...)
+		src := shopSource(p, evs, stopAt, cancel)
+		orders := shopSide(src, "order", wm)
+		var lines weir.Stream[string]
+		if typed {
+			pays := weir.Map(weir.Filter(src, func(e shop) bool { return e.Kind == "payment" }), func(e shop) paid { return paid{e.Order, e.At} })
+			right := weir.KeyBy(weir.WithTimestamps(pays, func(e paid) mtime.Time { return e.At }, wm), func(e paid) string { return e.Order })
+			j, _ := weir.IntervalJoin(orders, right, 0, 20*time.Second, weir.Named("payments"))
+			lines = weir.Map(j, func(j weir.Joined[string, shop, paid]) string {
+				return fmt.Sprintf("%s (%d,%d)", j.Key, j.LeftTime, j.RightTime)
+			})
+		} else {
+			j, _ := weir.IntervalJoin(orders, shopSide(src, "payment", wm), 0, 20*time.Second, weir.Named("payments"))
+			lines = weir.Map(j, func(j weir.Joined[string, shop, shop]) string {
+				return fmt.Sprintf("%s (%d,%d)", j.Key, j.LeftTime, j.RightTime)
+			})
+		}
+		weir.SinkTo(lines, "joined", &file.Sink[string]{Path: out, ExactlyOnce: true,
+			Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+		return p
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.txt")
+	ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := build(out, []weir.Option{ckpt}, 1500, cancel, false).Run(ctx); err == nil {
+		t.Fatal("the stopped run ended")
+	}
+	err := build(out, []weir.Option{ckpt}, -1, nil, true).Run(context.Background())
+	if err == nil || !strings.HasSuffix(err.Error(), `, weir_test.paid now: restoring would lose the buffered records of 20 keys; weir.DropState("join") starts them afresh, keeping the positions and the other state`) {
+		t.Fatalf("a changed right type: %v", err)
+	}
+	var log strings.Builder
+	if err := build(out, []weir.Option{ckpt, weir.DropState(engine.StateJoin), weir.Log(&log)}, -1, nil, true).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), `restore: restarts right: weir_test.shop -> weir_test.paid: its buffered records dropped (weir.DropState("join"))`) {
+		t.Errorf("the restore says %q", log.String())
 	}
 }

@@ -183,6 +183,11 @@ func (j *Join[K, L, R]) restore(clock []byte) error {
 		return err
 	}
 	j.restored = n
+	if j.e.restore.DroppedPart(j.p.name) {
+		// Its layout changed and the job said to start its buffers
+		// afresh (DropState): the clocks and counts carry over.
+		return nil
+	}
 	for i := range n {
 		data := j.p.File(fmt.Sprintf("op-%d", i))
 		if data == nil {

@@ -266,11 +266,11 @@ func CompareShapes(old, now *Shape, drop []string) *RestoreReport {
 }
 
 // CheckDropState reports a kind of state a restore cannot drop: only
-// StateWindows and StateDedup start afresh deliberately.
+// StateWindows, StateDedup and StateJoin start afresh deliberately.
 func CheckDropState(kinds []string) error {
 	for _, k := range kinds {
-		if k != StateWindows && k != StateDedup {
-			return fmt.Errorf("%q is not a kind of state a restore may drop: windows or dedup", k)
+		if k != StateWindows && k != StateDedup && k != StateJoin {
+			return fmt.Errorf("%q is not a kind of state a restore may drop: windows, dedup or join", k)
 		}
 	}
 	return nil
