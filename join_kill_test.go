@@ -37,7 +37,8 @@ func TestIntervalJoinKill9(t *testing.T) {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 		ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), 20*time.Millisecond)
-		joinFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{ckpt, weir.Parallelism(2)}, stop, kill).Run(context.Background())
+		readHook = kill
+		joinFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{ckpt, weir.Parallelism(2)}, stop, nil).Run(context.Background())
 		t.Fatal("the child was not killed")
 	}
 	if testing.Short() {
