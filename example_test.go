@@ -256,3 +256,48 @@ func ExampleNamed() {
 	// card-1 spent 42.50 in the minute from 12:00
 	// card-2 spent 8.00 in the minute from 12:00
 }
+
+// Event is an order or a payment of one, from a shop's stream.
+type Event struct {
+	Kind  string // "order" or "payment"
+	Order string
+	At    mtime.Time
+}
+
+// The orders without a payment within 10 minutes: an anti join of the
+// orders with the payments, by order, emitted once the watermark passes
+// each order's time plus 10 minutes.
+func ExampleIntervalJoin() {
+	events := []Event{
+		{"order", "A-1", at("2026-09-07T12:00:00Z")},
+		{"order", "A-2", at("2026-09-07T12:01:00Z")},
+		{"payment", "A-1", at("2026-09-07T12:04:00Z")},
+		{"order", "A-3", at("2026-09-07T12:05:00Z")},
+		{"payment", "A-2", at("2026-09-07T12:12:00Z")}, // 11 minutes: too late
+		{"payment", "A-3", at("2026-09-07T12:14:00Z")},
+		{"order", "A-4", at("2026-09-07T12:30:00Z")},
+	}
+	p := weir.NewPipeline()
+	all := weir.FromSlice(p, events)
+	side := func(kind string) weir.Keyed[string, Event] {
+		s := weir.Filter(all, func(e Event) bool { return e.Kind == kind })
+		stamped := weir.WithTimestamps(s, func(e Event) mtime.Time { return e.At },
+			watermark.BoundedOutOfOrderness(time.Minute).WithInterval(0))
+		return weir.KeyBy(stamped, func(e Event) string { return e.Order })
+	}
+	unpaid, late := weir.IntervalJoin(side("order"), side("payment"), 0, 10*time.Minute, weir.Anti())
+	weir.Sink(unpaid, func(j weir.Joined[string, Event, Event]) error {
+		fmt.Printf("%s ordered at %s: no payment within 10 minutes\n", j.Key, j.LeftTime)
+		return nil
+	})
+	weir.Sink(late, func(l weir.JoinLate[string, Event, Event]) error {
+		fmt.Printf("%s: %s\n", l.Key, l.Reason)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// A-2 ordered at 2026-09-07T12:01:00.000Z: no payment within 10 minutes
+	// A-4 ordered at 2026-09-07T12:30:00.000Z: no payment within 10 minutes
+}

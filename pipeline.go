@@ -206,7 +206,9 @@ func Delivery(g connector.Guarantee) Option {
 // carry over into the pipeline as it is now: engine.StateWindows (the open
 // windows of an aggregation whose window, key type or aggregate changed)
 // and engine.StateDedup (the ids of a de-duplication whose id changed),
-// keeping the sources' positions and the sinks' commits. Without it such a
+// and engine.StateJoin (the buffered records of an interval join whose key
+// or record types changed), keeping the sources' positions and the sinks'
+// commits. Without it such a
 // restore is refused.
 func DropState(kinds ...string) Option {
 	return func(o *options) { o.cfg.Checkpoint.DropState = append(o.cfg.Checkpoint.DropState, kinds...) }

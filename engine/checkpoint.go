@@ -92,6 +92,7 @@ const (
 	partSink   = "sink"
 	partWindow = "window"
 	partHead   = "head"
+	partJoin   = "join"
 	partOther  = "other"
 )
 

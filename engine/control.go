@@ -156,6 +156,8 @@ type Status struct {
 	Keys        int64 `json:"keys"`
 	// PanesByTiming counts the panes fired (retractions included).
 	PanesByTiming map[string]int64 `json:"panes_by_timing"`
+	// Joins: what each interval join holds and did.
+	Joins []JoinStatus `json:"joins,omitempty"`
 	// StateBytes estimates the memory and disk the state takes.
 	StateBytes int64 `json:"state_bytes"`
 	// Backpressure says why reading is paused (a sink that cannot commit),

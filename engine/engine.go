@@ -80,7 +80,7 @@ type Checkpointing struct {
 	// in every checkpoint, and a restore compares the checkpoint's with it
 	// (CompareShapes), refusing what cannot carry over.
 	Shape *Shape
-	// DropState names the kinds of state (StateWindows, StateDedup) a
+	// DropState names the kinds of state (StateWindows, StateDedup, StateJoin) a
 	// restore starts afresh when the checkpoint's cannot carry over (weir
 	// run --drop-state), keeping the rest: positions, counts, other state.
 	DropState []string

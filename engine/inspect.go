@@ -30,6 +30,7 @@ type Inspection struct {
 	// Bytes is the size of every file of the checkpoint.
 	Bytes   int64
 	Windows []WindowState
+	Joins   []JoinState
 	Heads   []HeadState
 	Sources []SourceState
 	Sinks   []SinkState
@@ -124,6 +125,12 @@ func Inspect(c *checkpoint.Checkpoint, decoderState func(*enc.Decoder) error) (*
 				s.Pending = append(s.Pending, PendingCommit{Checkpoint: pc.id, Items: pc.items, Bytes: len(pc.data)})
 			}
 			in.Sinks = append(in.Sinks, s)
+		case kind == partJoin:
+			js, err := inspectJoin(c, name)
+			if err != nil {
+				return nil, err
+			}
+			in.Joins = append(in.Joins, js)
 		case kind == partWindow:
 			w, err := inspectWindow(c, files, name)
 			if err != nil {

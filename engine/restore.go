@@ -123,6 +123,10 @@ func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) *RestoreRefusedErr
 		if ids, _, err := headIDs(c, ch.Part, nil); err == nil && ids >= 0 {
 			e.Lost = fmt.Sprintf("the %d de-duplication ids", ids)
 		}
+	case StateJoin:
+		if js, err := inspectJoin(c, ch.Part); err == nil {
+			e.Lost = fmt.Sprintf("the buffered records of %d keys", js.Keys)
+		}
 	}
 	dedup := slices.ContainsFunc(now.Parts, func(p Part) bool { return p.Kind == StateDedup })
 	switch {
@@ -132,6 +136,8 @@ func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) *RestoreRefusedErr
 		e.Keeps = "the positions"
 	case ch.Kind == StateDedup:
 		e.Keeps = "the positions and the windows"
+	case ch.Kind == StateJoin:
+		e.Keeps = "the positions and the other state"
 	}
 	return e
 }

@@ -28,6 +28,8 @@ const (
 	StatePosition = "position"
 	// StateCommits is a sink's commit record.
 	StateCommits = "commits"
+	// StateJoin is an interval join's buffered records.
+	StateJoin = "join"
 )
 
 // Part is one part of a job that holds state.
@@ -232,6 +234,7 @@ var stateNames = map[string]string{
 	StateDedup:    "its de-duplication ids",
 	StatePosition: "its position",
 	StateCommits:  "its commit record",
+	StateJoin:     "its buffered records",
 }
 
 // CompareShapes compares the shape of a checkpoint with the job's, as the
@@ -263,11 +266,11 @@ func CompareShapes(old, now *Shape, drop []string) *RestoreReport {
 }
 
 // CheckDropState reports a kind of state a restore cannot drop: only
-// StateWindows and StateDedup start afresh deliberately.
+// StateWindows, StateDedup and StateJoin start afresh deliberately.
 func CheckDropState(kinds []string) error {
 	for _, k := range kinds {
-		if k != StateWindows && k != StateDedup {
-			return fmt.Errorf("%q is not a kind of state a restore may drop: windows or dedup", k)
+		if k != StateWindows && k != StateDedup && k != StateJoin {
+			return fmt.Errorf("%q is not a kind of state a restore may drop: windows, dedup or join", k)
 		}
 	}
 	return nil
@@ -349,7 +352,7 @@ func (r *RestoreReport) comparePart(o, p *Part, drop bool) {
 func (r *RestoreReport) settings(o, p *Part) {
 	for _, s := range p.Settings {
 		if was, _ := find(o.Settings, s.Field); was != s.Value {
-			r.Changes = append(r.Changes, Change{Verdict: Carried, Part: p.Name, Kind: p.Kind, Field: s.Field, Was: was, Now: s.Value, Detail: settingDetail(s.Field, was, s.Value)})
+			r.Changes = append(r.Changes, Change{Verdict: Carried, Part: p.Name, Kind: p.Kind, Field: s.Field, Was: was, Now: s.Value, Detail: settingDetail(p.Kind, s.Field, was, s.Value)})
 		}
 	}
 	for _, s := range o.Settings {
@@ -368,7 +371,10 @@ const (
 )
 
 // settingDetail says what a change of a setting does to the state restored.
-func settingDetail(field, was, now string) string {
+func settingDetail(kind, field, was, now string) string {
+	if kind == StateJoin {
+		return joinSettingDetail(field)
+	}
 	longer := func() (bool, bool) {
 		w, err1 := mtime.ParseDuration(was)
 		n, err2 := mtime.ParseDuration(now)
@@ -389,6 +395,20 @@ func settingDetail(field, was, now string) string {
 		}
 	case SettingTrigger:
 		return "the open windows fire as the new trigger says from the restore on"
+	}
+	return ""
+}
+
+// joinSettingDetail is what a change of an interval join's setting does to
+// the records it buffers.
+func joinSettingDetail(field string) string {
+	switch field {
+	case "interval":
+		return "the buffered records join and expire by the new interval from the restore on (what was emitted stays emitted)"
+	case "mode":
+		return "the join emits as the new mode says from the restore on, the buffered records included"
+	case SettingLateness:
+		return "the buffered records expire at their time plus the interval plus the new lateness, and records are late by it from the restore on (those let go already stay gone)"
 	}
 	return ""
 }

@@ -215,19 +215,25 @@ func inspectText(in *engine.Inspection) string {
 		fmt.Fprintf(&b, "created %s\n", in.Created)
 	}
 	b.WriteString("operators:\n")
-	for _, w := range in.Windows {
-		wm := w.Watermark.String()
-		if w.Watermark == mtime.MinTime {
+	operator := func(name, keys string, bytes int64, instances int, watermark mtime.Time) {
+		wm := watermark.String()
+		if watermark == mtime.MinTime {
 			wm = "none"
 		}
 		inst := "instances"
-		if w.Instances == 1 {
+		if instances == 1 {
 			inst = "instance"
 		}
-		fmt.Fprintf(&b, "  %s: %d keys, %s in %d %s, watermark %s\n", w.Name, w.Keys, text.Size(w.Bytes), w.Instances, inst, wm)
-		if p := partOf(in.Shape, w.Name); p != nil {
+		fmt.Fprintf(&b, "  %s: %s, %s in %d %s, watermark %s\n", name, keys, text.Size(bytes), instances, inst, wm)
+		if p := partOf(in.Shape, name); p != nil {
 			fmt.Fprintf(&b, "    %s\n", describePart(p))
 		}
+	}
+	for _, w := range in.Windows {
+		operator(w.Name, fmt.Sprintf("%d keys", w.Keys), w.Bytes, w.Instances, w.Watermark)
+	}
+	for _, j := range in.Joins {
+		operator(j.Name, fmt.Sprintf("%d keys with buffered records", j.Keys), j.Bytes, j.Instances, j.Watermark)
 	}
 	for _, h := range in.Heads {
 		ids := "no de-duplication"

@@ -49,6 +49,9 @@ const (
 	KindAggregation
 	// KindSink writes a stream: with a two-phase commit at checkpoints.
 	KindSink
+	// KindJoin joins two keyed streams by event time (an interval join):
+	// its output, and the records too late for it.
+	KindJoin
 )
 
 // String is the kind as a plan prints it.
@@ -62,6 +65,8 @@ func (k Kind) String() string {
 		return "aggregation"
 	case KindSink:
 		return "sink"
+	case KindJoin:
+		return "join"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -224,6 +229,46 @@ type Sink struct {
 
 func (*Sink) kind() Kind { return KindSink }
 
+// Join is an event-time interval join of its two inputs, the left one
+// first: for one key, a left record at time a and a right one at time b
+// join when b is in [a+Lower, a+Upper].
+type Join struct {
+	Lower, Upper                   mtime.Time
+	LowerExclusive, UpperExclusive bool
+	// Mode is "inner", "left_outer" or "anti".
+	Mode string
+	// Lateness is how long after the watermark a record may still come.
+	Lateness  mtime.Time
+	Watermark watermark.Strategy
+	// Layout is what its state is organised by (the key, the types of
+	// both sides): a change is refused on restore, unless the state is
+	// dropped.
+	Layout []Setting
+	// Settings are what else it does that a restore reports when it
+	// changes (the parallelism).
+	Settings []Setting
+	// Format is the version of the encoding of its state by its front
+	// door's codec.
+	Format int
+	// Parallelism is how many parts its state is kept in, by key group.
+	Parallelism int
+}
+
+func (*Join) kind() Kind { return KindJoin }
+
+// Interval is the join's interval as a person reads it: "[0s, 10m]", an
+// exclusive bound with a parenthesis.
+func (j *Join) Interval() string {
+	lo, hi := "[", "]"
+	if j.LowerExclusive {
+		lo = "("
+	}
+	if j.UpperExclusive {
+		hi = ")"
+	}
+	return lo + mtime.FormatDuration(j.Lower) + ", " + mtime.FormatDuration(j.Upper) + hi
+}
+
 // Graph is a plan: its nodes, each after its inputs.
 type Graph struct {
 	// Name is the job's name.
@@ -337,7 +382,7 @@ func hasPort(k Kind, p Port) bool {
 	case Rejected:
 		return k == KindSource
 	case Late:
-		return k == KindAggregation
+		return k == KindAggregation || k == KindJoin
 	case Refused:
 		return k == KindSink
 	}

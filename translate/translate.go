@@ -303,6 +303,16 @@ func Shape(g *plan.Graph) *engine.Shape {
 				}, settings(op.Settings)...),
 			}
 			s.Parts = append(s.Parts, p)
+		case *plan.Join:
+			s.Parts = append(s.Parts, engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateJoin, Format: op.Format,
+				Layout: settings(op.Layout),
+				Settings: append([]engine.Setting{
+					{Field: "interval", Value: op.Interval()},
+					{Field: "mode", Value: op.Mode},
+					{Field: "watermark", Value: plan.DescribeWatermark(op.Watermark, "")},
+					{Field: engine.SettingLateness, Value: mtime.FormatDuration(op.Lateness)},
+				}, settings(op.Settings)...),
+			})
 		case *plan.Sink:
 			p := engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateCommits}
 			if op.Writes != "" {

@@ -1,0 +1,383 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/join"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// JoinSpec is an interval join's bounds (in milliseconds, each inclusive
+// unless said exclusive), mode and allowed lateness: see join.Config.
+type JoinSpec = join.Config
+
+// JoinMode is what a join emits: JoinInner, JoinLeftOuter or JoinAnti.
+type JoinMode = join.Mode
+
+// The modes of a join.
+const (
+	// JoinInner emits the joined pairs.
+	JoinInner = join.Inner
+	// JoinLeftOuter emits the joined pairs and, once the watermark has
+	// passed its interval, every left record that joined nothing.
+	JoinLeftOuter = join.LeftOuter
+	// JoinAnti emits only the left records that joined nothing, once the
+	// watermark has passed their interval.
+	JoinAnti = join.Anti
+)
+
+// ReasonTooLateForJoin is the reason of a record that came after the join
+// let go of what it could have joined: at or behind the combined watermark
+// (minus the allowed lateness).
+const ReasonTooLateForJoin = "too_late_for_join"
+
+// Joined is one output of an interval join: a left record and the right
+// record it joined, or (Matched false) a left record that joined nothing
+// within its interval, whose Right is the zero value.
+type Joined[K comparable, L, R any] struct {
+	Key   K
+	Left  L
+	Right R
+	// LeftTime and RightTime are the records' event times (RightTime is
+	// mtime.MinTime when unmatched); Time is the later of the two, the
+	// output's event time (LeftTime when unmatched).
+	LeftTime, RightTime, Time mtime.Time
+	Matched                   bool
+	// Watermark is the join's combined watermark when it was emitted.
+	Watermark mtime.Time
+}
+
+// JoinLate is a record that came too late for the join (Reason
+// ReasonTooLateForJoin): Side says which input it came on, "left" (Left is
+// set) or "right" (Right is set).
+type JoinLate[K comparable, L, R any] struct {
+	Key       K
+	Side      string
+	Left      L
+	Right     R
+	Timestamp mtime.Time
+	Watermark mtime.Time
+	Reason    string
+	// At is the processing time at which it was set aside.
+	At mtime.Time
+}
+
+// JoinStatus is what a join stage holds and did, in a status report.
+type JoinStatus struct {
+	Name string `json:"name"`
+	// Keys with records buffered; the records buffered on each side.
+	Keys  int64 `json:"keys"`
+	Left  int64 `json:"buffered_left"`
+	Right int64 `json:"buffered_right"`
+	// Pairs joined, left records emitted unmatched, records too late on
+	// each side.
+	Pairs     int64 `json:"pairs"`
+	Unmatched int64 `json:"unmatched"`
+	LateLeft  int64 `json:"late_left"`
+	LateRight int64 `json:"late_right"`
+}
+
+// JoinConfig configures a join stage.
+type JoinConfig[K comparable, L, R any] struct {
+	// Name identifies the stage in checkpoints.
+	Name string
+	Spec JoinSpec
+	// Watermark is the strategy of both inputs' watermarks, over the
+	// partitions of both: the combined watermark is their minimum, without
+	// the idle ones.
+	Watermark watermark.Strategy
+	// Parallelism is the number of parts the state is kept in, by key
+	// group, as a window stage's operator instances keep theirs: a
+	// checkpoint restores at any parallelism.
+	Parallelism int
+	// Hash puts keys in key groups; it must be stable from run to run.
+	Hash func(K) uint64
+	// Codec encodes keys, left records (as accumulators) and right
+	// records (as results); required with checkpoints.
+	Codec Codec[K, L, R]
+	// Out and Late, when set, are the streams the stage's outputs go to.
+	Out  *Stream[Joined[K, L, R]]
+	Late *Stream[JoinLate[K, L, R]]
+}
+
+// Join is an event-time interval join of two keyed inputs of the source
+// loop (see package join for its rules). It runs in the goroutine that
+// feeds it: its inputs' elements and signals come from the source loop, in
+// one order, so that a checkpoint barrier is aligned across both inputs as
+// it comes, and the same input in the same order gives the same output.
+//
+// The left input calls Left, the right input Right, and the source loop's
+// signals come through Signal, once (the signals of the right input, the
+// same ones, are ignored: RightSignal).
+type Join[K comparable, L, R any] struct {
+	e        *Engine
+	cfg      JoinConfig[K, L, R]
+	p        *Participant
+	op       *join.Op[K, L, R]
+	d        *exec.Driver[K, sided[L, R]]
+	declared bool
+	ended    bool
+	restored int
+
+	// Out receives the joined pairs (and unmatched left records), Late
+	// the records too late for the join.
+	Out  *Stream[Joined[K, L, R]]
+	Late *Stream[JoinLate[K, L, R]]
+}
+
+// sided is a record of either input.
+type sided[L, R any] struct {
+	side join.Side
+	l    L
+	r    R
+}
+
+// NewJoin builds a join stage, restoring its state if the job resumes.
+func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[K, L, R], error) {
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = 1
+	}
+	if err := cfg.Watermark.Validate(); err != nil {
+		return nil, err
+	}
+	if e.Checkpointed() && (cfg.Codec == nil || cfg.Hash == nil) {
+		return nil, fmt.Errorf("engine: join %s: checkpoints need a codec and a stable hash of the keys", cfg.Name)
+	}
+	p, err := e.participant(cfg.Name, partJoin)
+	if err != nil {
+		return nil, err
+	}
+	j := &Join[K, L, R]{e: e, cfg: cfg, p: p, Out: cfg.Out, Late: cfg.Late}
+	if j.Out == nil {
+		j.Out = &Stream[Joined[K, L, R]]{}
+	}
+	if j.Late == nil {
+		j.Late = &Stream[JoinLate[K, L, R]]{}
+	}
+	if j.op, err = join.New(cfg.Spec, j.emit); err != nil {
+		return nil, fmt.Errorf("engine: join %s: %w", cfg.Name, err)
+	}
+	j.d = exec.NewDriver[K, sided[L, R]]((*joinTarget[K, L, R])(j), cfg.Watermark, false)
+	if clock := p.File("clock"); clock != nil {
+		if err := j.restore(clock); err != nil {
+			return nil, fmt.Errorf("cannot restore %s: %s: %w", e.resumed.Path, p.FileName("clock"), err)
+		}
+		j.declared = true
+	}
+	e.OnStatus(j.status)
+	return j, nil
+}
+
+func (j *Join[K, L, R]) restore(clock []byte) error {
+	d := enc.NewDecoder(clock)
+	n := d.Count(exec.KeyGroups)
+	if err := j.d.RestoreState(d); err != nil {
+		return err
+	}
+	if err := j.op.RestoreHeader(d); err != nil {
+		return err
+	}
+	j.restored = n
+	if j.e.restore.DroppedPart(j.p.name) {
+		// Its layout changed and the job said to start its buffers
+		// afresh (DropState): the clocks and counts carry over.
+		return nil
+	}
+	for i := range n {
+		data := j.p.File(fmt.Sprintf("op-%d", i))
+		if data == nil {
+			return fmt.Errorf("its state %s is missing", j.p.FileName(fmt.Sprintf("op-%d", i)))
+		}
+		if err := j.op.RestoreKeys(enc.NewDecoder(data), j.cfg.Codec); err != nil {
+			return fmt.Errorf("%s: %w", j.p.FileName(fmt.Sprintf("op-%d", i)), err)
+		}
+	}
+	return nil
+}
+
+// RestoredInstances is the parallelism of the checkpoint the stage was
+// restored from, 0 when it started afresh.
+func (j *Join[K, L, R]) RestoredInstances() int { return j.restored }
+
+// Stats is what the join holds and did so far.
+func (j *Join[K, L, R]) Stats() JoinStatus {
+	st := j.op.Stats()
+	l, r := j.op.Buffered()
+	return JoinStatus{Name: j.cfg.Name, Keys: int64(j.op.Keys()), Left: l, Right: r,
+		Pairs: st.Pairs, Unmatched: st.Unmatched, LateLeft: st.Late[join.Left], LateRight: st.Late[join.Right]}
+}
+
+func (j *Join[K, L, R]) status(s *Status) {
+	st := j.Stats()
+	s.Keys += st.Keys
+	s.Joins = append(s.Joins, st)
+}
+
+// Watermark is the join's combined watermark.
+func (j *Join[K, L, R]) Watermark() mtime.Time { return j.op.Watermark() }
+
+// declare makes the two inputs' first partitions known to the watermark,
+// so that neither moves it alone before the other has said anything (until
+// it is idle).
+func (j *Join[K, L, R]) declare() {
+	if !j.declared {
+		j.declared = true
+		j.d.Tracker().AddPartition(1, j.d.Now())
+	}
+}
+
+// Left sends a record of the left input, of its watermark partition part.
+func (j *Join[K, L, R]) Left(part int, key K, ts mtime.Time, v L) {
+	j.declare()
+	j.d.Event(2*part, key, ts, sided[L, R]{side: join.Left, l: v})
+}
+
+// Right sends a record of the right input, of its watermark partition part.
+func (j *Join[K, L, R]) Right(part int, key K, ts mtime.Time, v R) {
+	j.declare()
+	j.d.Event(2*part+1, key, ts, sided[L, R]{side: join.Right, r: v})
+}
+
+// Signal takes the source loop's signals (from the left input).
+func (j *Join[K, L, R]) Signal(s Signal) {
+	switch s.Kind {
+	case Proc:
+		j.d.Advance(s.Now)
+		j.declare()
+	case Watermark:
+		j.d.Advance(s.Now)
+		j.declare()
+		if j.cfg.Watermark.Kind == watermark.Scripted {
+			j.d.SetWatermark(s.Watermark)
+		}
+		return // the join's own watermark goes on instead
+	case Barrier:
+		j.barrier(s.Barrier)
+	case End:
+		if j.ended {
+			return
+		}
+		j.ended = true
+		j.d.End()
+	case Stop:
+		if j.ended {
+			return
+		}
+		j.ended = true
+	}
+	j.Out.Signal(s)
+	j.Late.Signal(s)
+}
+
+// RightSignal takes the right input's signals: the source loop's, which
+// Signal takes already.
+func (j *Join[K, L, R]) RightSignal(Signal) {}
+
+// barrier acknowledges a checkpoint with the join's state: its clocks and
+// combined watermark, and its buffers by key group, in as many parts as
+// its parallelism.
+func (j *Join[K, L, R]) barrier(b *CheckpointBarrier) {
+	n := j.cfg.Parallelism
+	clock := enc.AppendUvarint(nil, uint64(n))
+	clock = j.d.AppendState(clock)
+	clock = j.op.AppendHeader(clock)
+	files := []File{{Name: j.p.FileName("clock"), Data: clock}}
+	for i := range n {
+		data := j.op.AppendKeys(nil, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, func(g int) bool { return g*n/exec.KeyGroups == i })
+		files = append(files, File{Name: j.p.FileName(fmt.Sprintf("op-%d", i)), Data: data})
+	}
+	b.Ack(j.p, files...)
+}
+
+// joinTarget is the join as the target of its watermark's driver.
+type joinTarget[K comparable, L, R any] Join[K, L, R]
+
+// Event implements exec.Target: a record on its way into the operator.
+func (j *joinTarget[K, L, R]) Event(key K, ts, _ mtime.Time, v sided[L, R]) {
+	if v.side == join.Left {
+		j.op.AddLeft(key, ts, v.l)
+	} else {
+		j.op.AddRight(key, ts, v.r)
+	}
+}
+
+// Aside implements exec.Target; a join sets nothing aside before it.
+func (j *joinTarget[K, L, R]) Aside(key K, ts, now mtime.Time, v sided[L, R], _ string) {
+	j.Event(key, ts, now, v)
+}
+
+// Proc implements exec.Target: the join has no processing-time timers.
+func (j *joinTarget[K, L, R]) Proc(mtime.Time) {}
+
+// Watermark implements exec.Target: the combined watermark moved.
+func (j *joinTarget[K, L, R]) Watermark(w, now mtime.Time) {
+	j.op.Advance(w)
+	s := Signal{Kind: Watermark, Watermark: w, Now: now}
+	j.Out.Signal(s)
+	j.Late.Signal(s)
+}
+
+// End implements exec.Target: both inputs ended; every buffered left
+// record that joined nothing is emitted (left outer and anti joins).
+func (j *joinTarget[K, L, R]) End(mtime.Time) { j.op.Advance(mtime.MaxTime) }
+
+func (j *Join[K, L, R]) emit(o *join.Out[K, L, R]) {
+	switch o.Kind {
+	case join.OutPair:
+		j.Out.Push(Joined[K, L, R]{Key: o.Key, Left: o.Left, Right: o.Right, LeftTime: o.LeftTime, RightTime: o.RightTime,
+			Time: max(o.LeftTime, o.RightTime), Matched: true, Watermark: o.Watermark})
+	case join.OutUnmatched:
+		j.Out.Push(Joined[K, L, R]{Key: o.Key, Left: o.Left, Right: o.Right, LeftTime: o.LeftTime, RightTime: mtime.MinTime,
+			Time: o.LeftTime, Watermark: o.Watermark})
+	case join.OutLate:
+		l := JoinLate[K, L, R]{Key: o.Key, Side: o.Side.String(), Left: o.Left, Right: o.Right, Timestamp: o.LeftTime,
+			Watermark: o.Watermark, Reason: ReasonTooLateForJoin, At: j.d.Now()}
+		if o.Side == join.Right {
+			l.Timestamp = o.RightTime
+		}
+		j.Late.Push(l)
+	}
+}
+
+// JoinState is a join stage's state in a checkpoint.
+type JoinState struct {
+	Name string
+	// Instances is the number of parts its buffers are kept in.
+	Instances int
+	Watermark mtime.Time
+	// Keys with buffered records; Bytes the size of the stage's files.
+	Keys, Bytes int64
+}
+
+// inspectJoin reads what a checkpoint holds of the join name.
+func inspectJoin(c *checkpoint.Checkpoint, name string) (JoinState, error) {
+	js := JoinState{Name: name}
+	d := enc.NewDecoder(c.Files[name+".clock"])
+	js.Instances = d.Count(exec.KeyGroups)
+	if err := exec.NewDriver[struct{}, struct{}](nil, watermark.Strategy{}, false).RestoreState(d); err != nil {
+		return js, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
+	}
+	op, _ := join.New[struct{}, struct{}, struct{}](join.Config{}, nil)
+	if err := op.RestoreHeader(d); err != nil {
+		return js, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
+	}
+	js.Watermark = op.Watermark()
+	for _, f := range c.Manifest.Files {
+		if strings.HasPrefix(f.Name, name+".") {
+			js.Bytes += f.Size
+		}
+	}
+	for i := range js.Instances {
+		d := enc.NewDecoder(c.Files[fmt.Sprintf("%s.op-%d", name, i)])
+		js.Keys += int64(d.Uvarint())
+		if d.Err() != nil {
+			return js, fmt.Errorf("%s: %s.op-%d is corrupt", c.Path, name, i)
+		}
+	}
+	return js, nil
+}

@@ -1,0 +1,483 @@
+// Package join is the operator of an event-time interval join (Flink's
+// IntervalJoinOperator): for one key, a left record a and a right record b
+// join when b's time is in [a's time + lower, a's time + upper]. Both sides
+// are buffered per key, in order of (event time, arrival), and a record
+// leaves its buffer once the watermark has passed the last time a record of
+// the other side that is not late could still join it: a left record at
+// a.ts + max(0, upper), a right one at b.ts + max(0, -lower) (plus the
+// allowed lateness). A left outer or anti join emits the left records that
+// found no partner at that moment.
+//
+// The operator is synchronous and deterministic: the same calls give the
+// same outputs, joined pairs in order of the other side's (time, arrival),
+// and expiries in order of (expiry time, arrival).
+package join
+
+import (
+	"bytes"
+	"container/heap"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/mtime"
+)
+
+// Mode is what a join emits.
+type Mode uint8
+
+// The modes.
+const (
+	// Inner emits the joined pairs.
+	Inner Mode = iota
+	// LeftOuter emits the joined pairs and, once its interval has passed,
+	// every left record that joined nothing.
+	LeftOuter
+	// Anti emits only the left records that joined nothing, once their
+	// interval has passed.
+	Anti
+)
+
+// String is the mode as a restore reports it.
+func (m Mode) String() string {
+	switch m {
+	case Inner:
+		return "inner"
+	case LeftOuter:
+		return "left_outer"
+	case Anti:
+		return "anti"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// Side is the input a record came on.
+type Side uint8
+
+// The sides.
+const (
+	Left Side = iota
+	Right
+)
+
+// String is "left" or "right".
+func (s Side) String() string {
+	if s == Left {
+		return "left"
+	}
+	return "right"
+}
+
+// Config is a join's interval, mode and allowed lateness, in milliseconds.
+type Config struct {
+	Lower, Upper                   mtime.Time
+	LowerExclusive, UpperExclusive bool
+	Mode                           Mode
+	// Lateness is how far behind the watermark a record may still come:
+	// the buffers keep records that much longer.
+	Lateness mtime.Time
+}
+
+// Validate refuses an interval whose lower bound is above its upper bound
+// (as Flink does) and a negative lateness.
+func (c Config) Validate() error {
+	if c.Lower > c.Upper {
+		return fmt.Errorf("join: the lower bound %s is above the upper bound %s", mtime.FormatDuration(c.Lower), mtime.FormatDuration(c.Upper))
+	}
+	if c.Lateness < 0 {
+		return errors.New("join: the allowed lateness is negative")
+	}
+	return nil
+}
+
+// Interval is the inclusive interval [lo, hi] of the bounds (an exclusive
+// bound moved in by a millisecond, as Flink does).
+func (c Config) Interval() (lo, hi mtime.Time) {
+	lo, hi = c.Lower, c.Upper
+	if c.LowerExclusive {
+		lo++
+	}
+	if c.UpperExclusive {
+		hi--
+	}
+	return lo, hi
+}
+
+// Entry is a buffered record.
+type Entry[T any] struct {
+	TS  mtime.Time
+	Seq uint64 // arrival order, over both sides
+	V   T
+	// Joined says a left record has joined at least once.
+	Joined bool
+}
+
+// OutKind says what an Out is.
+type OutKind uint8
+
+// The kinds of outputs.
+const (
+	// OutPair is a joined pair.
+	OutPair OutKind = iota
+	// OutUnmatched is a left record that joined nothing in its interval.
+	OutUnmatched
+	// OutLate is a record that came after its buffer would have let it go.
+	OutLate
+)
+
+// Out is one output of the operator: valid only during the call.
+type Out[K comparable, L, R any] struct {
+	Kind OutKind
+	Key  K
+	// Side is the side of a late record.
+	Side                Side
+	Left                L
+	Right               R
+	LeftTime, RightTime mtime.Time
+	// Watermark is the combined watermark when it was emitted.
+	Watermark mtime.Time
+}
+
+type keyState[L, R any] struct {
+	left  []Entry[L]
+	right []Entry[R]
+}
+
+type timer[K comparable] struct {
+	at   mtime.Time
+	seq  uint64
+	side Side
+	key  K
+}
+
+// timers are the expiries, ordered by (time, arrival): a total order, so
+// that they fire in the same order whatever order they were pushed in (a
+// restore pushes them anew), which internal/heap, ordered by one key,
+// does not give for equal times.
+type timers[K comparable] []timer[K]
+
+func (t timers[K]) Len() int { return len(t) }
+func (t timers[K]) Less(i, j int) bool {
+	if t[i].at != t[j].at {
+		return t[i].at < t[j].at
+	}
+	return t[i].seq < t[j].seq
+}
+func (t timers[K]) Swap(i, j int) { t[i], t[j] = t[j], t[i] }
+func (t *timers[K]) Push(x any)   { *t = append(*t, x.(timer[K])) }
+func (t *timers[K]) Pop() any {
+	old := *t
+	x := old[len(old)-1]
+	*t = old[:len(old)-1]
+	return x
+}
+
+// Stats counts what the operator did.
+type Stats struct {
+	Left, Right int64 // records buffered
+	Pairs       int64
+	Unmatched   int64
+	// Late counts the records too late for the join, by side.
+	Late [2]int64
+}
+
+// Op is an interval join's operator.
+type Op[K comparable, L, R any] struct {
+	cfg    Config
+	lo, hi mtime.Time
+	wm     mtime.Time
+	seq    uint64
+	keys   map[K]*keyState[L, R]
+	timers timers[K]
+	size   [2]int64
+	stats  Stats
+	emit   func(*Out[K, L, R])
+	out    Out[K, L, R]
+}
+
+// New returns an operator that hands its outputs to emit.
+func New[K comparable, L, R any](cfg Config, emit func(*Out[K, L, R])) (*Op[K, L, R], error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	lo, hi := cfg.Interval()
+	return &Op[K, L, R]{cfg: cfg, lo: lo, hi: hi, wm: mtime.MinTime, keys: map[K]*keyState[L, R]{}, emit: emit}, nil
+}
+
+// Watermark is the combined watermark the operator has seen.
+func (o *Op[K, L, R]) Watermark() mtime.Time { return o.wm }
+
+// Stats is what the operator did so far.
+func (o *Op[K, L, R]) Stats() Stats { return o.stats }
+
+// Buffered is the number of records buffered on each side.
+func (o *Op[K, L, R]) Buffered() (left, right int64) { return o.size[Left], o.size[Right] }
+
+// Keys is the number of keys with buffered records.
+func (o *Op[K, L, R]) Keys() int { return len(o.keys) }
+
+// Times are the distinct event times buffered on a side for key, in order
+// (what Flink's tests assert of its buffers).
+func (o *Op[K, L, R]) Times(side Side, key K) []mtime.Time {
+	ks := o.keys[key]
+	if ks == nil {
+		return nil
+	}
+	var out []mtime.Time
+	add := func(ts mtime.Time) {
+		if len(out) == 0 || out[len(out)-1] != ts {
+			out = append(out, ts)
+		}
+	}
+	if side == Left {
+		for _, e := range ks.left {
+			add(e.TS)
+		}
+	} else {
+		for _, e := range ks.right {
+			add(e.TS)
+		}
+	}
+	return out
+}
+
+// late says a record at ts comes after its buffer would have let it go: at
+// or behind the watermark (minus the lateness). A record at the watermark
+// is late, unlike in Flink (which drops only those before it): a buffer
+// lets a record go when the watermark reaches its expiry, so a record of
+// the other side at exactly the watermark could miss a partner it should
+// have joined, and an anti join would have emitted that partner as
+// unmatched already.
+func (o *Op[K, L, R]) late(ts mtime.Time) bool {
+	return o.wm != mtime.MinTime && ts <= o.wm-o.cfg.Lateness
+}
+
+// expiry is when a record of side at ts leaves its buffer.
+func (o *Op[K, L, R]) expiry(side Side, ts mtime.Time) mtime.Time {
+	if side == Left {
+		return ts + max(0, o.hi) + o.cfg.Lateness
+	}
+	return ts + max(0, -o.lo) + o.cfg.Lateness
+}
+
+func (o *Op[K, L, R]) state(key K) *keyState[L, R] {
+	ks := o.keys[key]
+	if ks == nil {
+		ks = &keyState[L, R]{}
+		o.keys[key] = ks
+	}
+	return ks
+}
+
+// insert puts e in order of (time, arrival) and returns where.
+func insert[T any](list []Entry[T], e Entry[T]) []Entry[T] {
+	i := len(list)
+	for i > 0 && list[i-1].TS > e.TS {
+		i--
+	}
+	return slices.Insert(list, i, e)
+}
+
+// first is the index of the first entry at or after ts.
+func first[T any](list []Entry[T], ts mtime.Time) int {
+	i, _ := slices.BinarySearchFunc(list, ts, func(e Entry[T], t mtime.Time) int {
+		if e.TS < t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// AddLeft adds a left record.
+func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
+	if o.late(ts) {
+		o.stats.Late[Left]++
+		o.out = Out[K, L, R]{Kind: OutLate, Key: key, Side: Left, Left: v, LeftTime: ts, Watermark: o.wm}
+		o.emit(&o.out)
+		return
+	}
+	ks := o.state(key)
+	o.seq++
+	e := Entry[L]{TS: ts, Seq: o.seq, V: v}
+	for i := first(ks.right, ts+o.lo); i < len(ks.right) && ks.right[i].TS <= ts+o.hi; i++ {
+		e.Joined = true
+		if o.cfg.Mode == Anti {
+			break
+		}
+		r := &ks.right[i]
+		o.pair(key, v, ts, r.V, r.TS)
+	}
+	ks.left = insert(ks.left, e)
+	o.size[Left]++
+	o.stats.Left++
+	heap.Push(&o.timers, timer[K]{at: o.expiry(Left, ts), seq: e.Seq, side: Left, key: key})
+}
+
+// AddRight adds a right record.
+func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
+	if o.late(ts) {
+		o.stats.Late[Right]++
+		o.out = Out[K, L, R]{Kind: OutLate, Key: key, Side: Right, Right: v, RightTime: ts, Watermark: o.wm}
+		o.emit(&o.out)
+		return
+	}
+	ks := o.state(key)
+	o.seq++
+	e := Entry[R]{TS: ts, Seq: o.seq, V: v}
+	for i := first(ks.left, ts-o.hi); i < len(ks.left) && ks.left[i].TS <= ts-o.lo; i++ {
+		l := &ks.left[i]
+		l.Joined = true
+		if o.cfg.Mode != Anti {
+			o.pair(key, l.V, l.TS, v, ts)
+		}
+	}
+	ks.right = insert(ks.right, e)
+	o.size[Right]++
+	o.stats.Right++
+	heap.Push(&o.timers, timer[K]{at: o.expiry(Right, ts), seq: e.Seq, side: Right, key: key})
+}
+
+func (o *Op[K, L, R]) pair(key K, l L, lts mtime.Time, r R, rts mtime.Time) {
+	o.stats.Pairs++
+	o.out = Out[K, L, R]{Kind: OutPair, Key: key, Left: l, Right: r, LeftTime: lts, RightTime: rts, Watermark: o.wm}
+	o.emit(&o.out)
+}
+
+// Advance moves the combined watermark to wm (never back): the records
+// whose expiry it reaches leave their buffers, in order of (expiry,
+// arrival), and a left outer or anti join emits those of the left that
+// joined nothing.
+func (o *Op[K, L, R]) Advance(wm mtime.Time) {
+	if wm <= o.wm {
+		return
+	}
+	o.wm = wm
+	for len(o.timers) > 0 && o.timers[0].at <= wm {
+		t := heap.Pop(&o.timers).(timer[K])
+		ks := o.keys[t.key]
+		if t.side == Left {
+			i := slices.IndexFunc(ks.left, func(e Entry[L]) bool { return e.Seq == t.seq })
+			e := ks.left[i]
+			ks.left = slices.Delete(ks.left, i, i+1)
+			if !e.Joined && o.cfg.Mode != Inner {
+				o.stats.Unmatched++
+				o.out = Out[K, L, R]{Kind: OutUnmatched, Key: t.key, Left: e.V, LeftTime: e.TS, Watermark: wm}
+				o.emit(&o.out)
+			}
+		} else {
+			i := slices.IndexFunc(ks.right, func(e Entry[R]) bool { return e.Seq == t.seq })
+			ks.right = slices.Delete(ks.right, i, i+1)
+		}
+		o.size[t.side]--
+		if len(ks.left) == 0 && len(ks.right) == 0 {
+			delete(o.keys, t.key)
+		}
+	}
+}
+
+// Codec encodes keys, left records and right records for checkpoints: the
+// window stage's codec, whose accumulators are the left records and whose
+// results are the right ones.
+type Codec[K comparable, L, R any] = exec.Codec[K, L, R]
+
+// stateVersion is the version of the encoding of a join's state.
+const stateVersion = 1
+
+// AppendHeader appends what the operator keeps besides its buffers: the
+// watermark, the arrival counter and the statistics.
+func (o *Op[K, L, R]) AppendHeader(b []byte) []byte {
+	b = enc.AppendUvarint(b, stateVersion)
+	b = enc.AppendVarint(b, int64(o.wm))
+	b = enc.AppendUvarint(b, o.seq)
+	for _, n := range []int64{o.stats.Left, o.stats.Right, o.stats.Pairs, o.stats.Unmatched, o.stats.Late[0], o.stats.Late[1]} {
+		b = enc.AppendVarint(b, n)
+	}
+	return b
+}
+
+// RestoreHeader reads what AppendHeader wrote.
+func (o *Op[K, L, R]) RestoreHeader(d *enc.Decoder) error {
+	if v := d.Uvarint(); d.Err() == nil && v != stateVersion {
+		return fmt.Errorf("join: state of version %d, this weir reads %d", v, stateVersion)
+	}
+	o.wm = mtime.Time(d.Varint())
+	o.seq = d.Uvarint()
+	for _, p := range []*int64{&o.stats.Left, &o.stats.Right, &o.stats.Pairs, &o.stats.Unmatched, &o.stats.Late[0], &o.stats.Late[1]} {
+		*p = d.Varint()
+	}
+	return d.Err()
+}
+
+// AppendKeys appends the buffers of the keys for which keep(group) holds,
+// where group is a key's key group (hash(key) % groups), in order of key
+// group and then of encoded key: the same state gives the same bytes.
+func (o *Op[K, L, R]) AppendKeys(b []byte, c Codec[K, L, R], hash func(K) uint64, groups int, keep func(group int) bool) []byte {
+	type ent struct {
+		group int
+		enc   []byte
+		ks    *keyState[L, R]
+	}
+	var list []ent
+	for k, ks := range o.keys {
+		g := int(hash(k) % uint64(groups))
+		if keep(g) {
+			list = append(list, ent{g, c.AppendKey(nil, k), ks})
+		}
+	}
+	slices.SortFunc(list, func(a, b ent) int {
+		if a.group != b.group {
+			return a.group - b.group
+		}
+		return bytes.Compare(a.enc, b.enc)
+	})
+	b = enc.AppendUvarint(b, uint64(len(list)))
+	for _, e := range list {
+		b = append(b, e.enc...)
+		b = enc.AppendUvarint(b, uint64(len(e.ks.left)))
+		for _, l := range e.ks.left {
+			b = enc.AppendVarint(b, int64(l.TS))
+			b = enc.AppendUvarint(b, l.Seq)
+			b = enc.AppendBool(b, l.Joined)
+			b = c.AppendAcc(b, l.V)
+		}
+		b = enc.AppendUvarint(b, uint64(len(e.ks.right)))
+		for _, r := range e.ks.right {
+			b = enc.AppendVarint(b, int64(r.TS))
+			b = enc.AppendUvarint(b, r.Seq)
+			b = c.AppendOut(b, r.V)
+		}
+	}
+	return b
+}
+
+// RestoreKeys reads the buffers AppendKeys wrote (of any set of key
+// groups: a restore at another parallelism reads every instance's) and
+// sets their expiries again.
+func (o *Op[K, L, R]) RestoreKeys(d *enc.Decoder, c Codec[K, L, R]) error {
+	n := d.Items(1 << 40)
+	for range n {
+		k := c.ReadKey(d)
+		ks := o.state(k)
+		for range d.Items(1 << 40) {
+			e := Entry[L]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint(), Joined: d.Bool()}
+			e.V = c.ReadAcc(d)
+			ks.left = append(ks.left, e)
+			heap.Push(&o.timers, timer[K]{at: o.expiry(Left, e.TS), seq: e.Seq, side: Left, key: k})
+		}
+		for range d.Items(1 << 40) {
+			e := Entry[R]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint()}
+			e.V = c.ReadOut(d)
+			ks.right = append(ks.right, e)
+			heap.Push(&o.timers, timer[K]{at: o.expiry(Right, e.TS), seq: e.Seq, side: Right, key: k})
+		}
+		o.size[Left] += int64(len(ks.left))
+		o.size[Right] += int64(len(ks.right))
+		if d.Err() != nil {
+			break
+		}
+	}
+	return d.Err()
+}

@@ -1,0 +1,214 @@
+package weir
+
+import (
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/translate"
+)
+
+// Joined is one output of an interval join: a left record and the right
+// record it joined, or, in a left outer or anti join, a left record that
+// joined nothing (Matched false); see engine.Joined.
+type Joined[K comparable, L, R any] = engine.Joined[K, L, R]
+
+// JoinLate is a record that came too late for an interval join, with the
+// reason too_late_for_join; see engine.JoinLate.
+type JoinLate[K comparable, L, R any] = engine.JoinLate[K, L, R]
+
+// JoinOption configures an interval join: LeftOuter, Anti, ExclusiveLower,
+// ExclusiveUpper, JoinLateness, or Named (which names the join).
+type JoinOption interface {
+	applyJoin(*joinConfig)
+}
+
+type joinConfig struct {
+	spec engine.JoinSpec
+	part partConfig
+}
+
+type joinOption func(*joinConfig)
+
+func (o joinOption) applyJoin(c *joinConfig) { o(c) }
+
+func (o PartOption) applyJoin(c *joinConfig) { o(&c.part) }
+
+// LeftOuter makes an interval join a left outer join: besides the pairs,
+// every left record that joined nothing is emitted (Matched false) once the
+// watermark has passed its time plus the upper bound.
+func LeftOuter() JoinOption {
+	return joinOption(func(c *joinConfig) { c.spec.Mode = engine.JoinLeftOuter })
+}
+
+// Anti makes an interval join an anti join: only the left records that
+// joined nothing are emitted (Matched false), once the watermark has passed
+// their time plus the upper bound: the orders without a payment within 10
+// minutes.
+func Anti() JoinOption {
+	return joinOption(func(c *joinConfig) { c.spec.Mode = engine.JoinAnti })
+}
+
+// ExclusiveLower excludes the lower bound from the interval.
+func ExclusiveLower() JoinOption {
+	return joinOption(func(c *joinConfig) { c.spec.LowerExclusive = true })
+}
+
+// ExclusiveUpper excludes the upper bound from the interval.
+func ExclusiveUpper() JoinOption {
+	return joinOption(func(c *joinConfig) { c.spec.UpperExclusive = true })
+}
+
+// JoinLateness lets records come up to d behind the combined watermark:
+// the join keeps what they could join that much longer, and emits the
+// unmatched left records that much later.
+func JoinLateness(d time.Duration) JoinOption {
+	return joinOption(func(c *joinConfig) { c.spec.Lateness = mtime.Millis(d) })
+}
+
+// IntervalJoin joins two keyed streams by event time, as Flink's
+// intervalJoin: for the same key, a left record at time a and a right
+// record at time b join when b is in [a+lower, a+upper], both bounds
+// included unless ExclusiveLower or ExclusiveUpper says otherwise. A
+// joined pair's time is the later of the two; pairs come in the order the
+// records arrive and, for one record, in order of the other side's (time,
+// arrival), so that the same input in the same order gives the same
+// output. LeftOuter and Anti emit the left records that joined nothing.
+//
+// The join's watermark is the minimum of both sides', over the partitions
+// of both (an idle partition, or an idle side, does not hold it back): the
+// two sides need the same watermark strategy. A record at or behind it
+// (minus JoinLateness) is too late: it goes to the second stream, counted,
+// never joined. A record leaves the join's state once the watermark has
+// passed the last time a record of the other side could still join it, so
+// that the state holds the interval plus the lateness. With Checkpoints the
+// state is kept in checkpoints, aligned across both inputs, and restored
+// at any parallelism.
+//
+// Both sides are streams of the source loop (read from sources, through
+// Map, Filter, FlatMap, Union or another join), not the output of an
+// aggregation; the join runs in the source loop, and its streams are the
+// loop's too (they may be merged with Union). The same input in the same
+// order gives the same output: the elements of one source arrive in its
+// order, those of two sources in the order they happen to be read, as in
+// Union.
+func IntervalJoin[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], lower, upper time.Duration, opts ...JoinOption) (Stream[Joined[K, L, R]], Stream[JoinLate[K, L, R]]) {
+	p := left.t.s.p
+	var c joinConfig
+	for _, o := range opts {
+		o.applyJoin(&c)
+	}
+	c.spec.Lower, c.spec.Upper = mtime.Millis(lower), mtime.Millis(upper)
+	p.stages++
+	id := p.stages
+	name := p.part("join", c.part, fmt.Sprintf("join-%d", id))
+	out := &engine.Stream[Joined[K, L, R]]{}
+	late := &engine.Stream[JoinLate[K, L, R]]{}
+	// Its state's name in checkpoints, apart from the aggregations'.
+	node := plan.ID{Kind: plan.KindJoin, Name: "join:" + name}
+	outs := func() (Stream[Joined[K, L, R]], Stream[JoinLate[K, L, R]]) {
+		// The join runs in the source loop: its streams are the loop's.
+		return Stream[Joined[K, L, R]]{p: p, n: out, from: plan.Input{From: node}},
+			Stream[JoinLate[K, L, R]]{p: p, n: late, from: plan.Input{From: node, Port: plan.Late}}
+	}
+	if err := c.spec.Validate(); err != nil {
+		p.fail("join %s: %v", name, err)
+		return outs()
+	}
+	switch {
+	case right.t.s.p != p:
+		p.fail("join %s: its two sides are streams of different pipelines", name)
+		return outs()
+	case left.t.s.origin != 0 || right.t.s.origin != 0:
+		p.fail("join %s: a side is the output of an aggregation; only streams read from sources can be joined", name)
+		return outs()
+	case left.t.wm.Fingerprint() != right.t.wm.Fingerprint():
+		p.fail("join %s: its sides have different watermark strategies (%s and %s): they need the same one", name, left.t.wm.Fingerprint(), right.t.wm.Fingerprint())
+		return outs()
+	case left.t.id != nil || right.t.id != nil:
+		p.fail("join %s: a side is Deduplicated, which a join does not do yet", name)
+		return outs()
+	}
+	if p.checkpointed() {
+		for _, t := range []reflect.Type{reflect.TypeFor[K](), reflect.TypeFor[L](), reflect.TypeFor[R]()} {
+			if why := checkpointable(t); why != "" {
+				p.fail("join %s: the type %s cannot be checkpointed: %s", name, t, why)
+				return outs()
+			}
+		}
+	}
+	op := &plan.Join{Lower: c.spec.Lower, Upper: c.spec.Upper, LowerExclusive: c.spec.LowerExclusive, UpperExclusive: c.spec.UpperExclusive,
+		Mode: c.spec.Mode.String(), Lateness: c.spec.Lateness, Watermark: left.t.wm, Format: stateFormat,
+		Layout: []plan.Setting{
+			{Field: "key", Value: reflect.TypeFor[K]().String()},
+			{Field: "left", Value: reflect.TypeFor[L]().String()},
+			{Field: "right", Value: reflect.TypeFor[R]().String()},
+		},
+		Settings:    []plan.Setting{translate.ParallelismSetting(p.o.parallelism)},
+		Parallelism: p.o.parallelism,
+	}
+	jn := &joinNode[K, L, R]{name: name, spec: c.spec, left: left, right: right, out: out, late: late,
+		lin: later[L](left.t.s.n), rin: later[R](right.t.s.n)}
+	p.add(&plan.Node{ID: node, Label: "join " + name, Inputs: []plan.Input{left.t.s.from, right.t.s.from}, Op: op, Impl: jn})
+	return outs()
+}
+
+// joinNode is the implementation of an interval join's node: a join stage
+// fed by both sides.
+type joinNode[K comparable, L, R any] struct {
+	name  string
+	spec  engine.JoinSpec
+	left  Keyed[K, L]
+	right Keyed[K, R]
+	out   *engine.Stream[Joined[K, L, R]]
+	late  *engine.Stream[JoinLate[K, L, R]]
+	lin   *lazy[L]
+	rin   *lazy[R]
+}
+
+func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
+	e := c.Engine()
+	op := c.Node().Op.(*plan.Join)
+	cfg := engine.JoinConfig[K, L, R]{Name: c.Participant(), Spec: n.spec, Watermark: op.Watermark,
+		Parallelism: op.Parallelism, Hash: stableHash[K](e.Checkpointed()),
+		Out: n.out, Late: n.late}
+	if e.Checkpointed() {
+		cfg.Codec = jsonCodec[K, L, R]{}
+	}
+	j, err := engine.NewJoin(e, cfg)
+	if err != nil {
+		return fmt.Errorf("weir: join %s: %w", n.name, err)
+	}
+	n.lin.c = &joinSide[K, L]{key: n.left.key, ts: n.left.t.ts, part: n.left.t.part,
+		add: j.Left, signal: j.Signal}
+	n.rin.c = &joinSide[K, R]{key: n.right.key, ts: n.right.t.ts, part: n.right.t.part,
+		add: j.Right, signal: j.RightSignal}
+	return nil
+}
+
+// joinSide feeds one side of a join from its input stream.
+type joinSide[K comparable, T any] struct {
+	key    func(T) K
+	ts     func(T) mtime.Time
+	part   func(T) int
+	add    func(part int, key K, ts mtime.Time, v T)
+	signal func(engine.Signal)
+}
+
+func (s *joinSide[K, T]) Push(v T) {
+	part := 0
+	if s.part != nil {
+		part = s.part(v)
+	}
+	s.add(part, s.key(v), s.ts(v), v)
+}
+
+func (s *joinSide[K, T]) Signal(sg engine.Signal) { s.signal(sg) }
+
+// JoinTime is the event time of a join's output as an element of the next
+// stage: the later of the two records' times, or the left record's when it
+// joined nothing.
+func JoinTime[K comparable, L, R any](j Joined[K, L, R]) mtime.Time { return j.Time }
