@@ -27,7 +27,8 @@ type Sample struct {
 }
 
 // history is a ring of the last HistoryLength samples, one per processing
-// time: a status whose processing time did not move adds nothing.
+// time: a status whose processing time did not move adds nothing, nor one
+// of a job that has no processing time yet.
 type history struct {
 	mu   sync.Mutex
 	ring []Sample
@@ -35,6 +36,9 @@ type history struct {
 }
 
 func (h *history) add(st engine.Status) {
+	if st.ProcessingTime <= mtime.MinTime || st.ProcessingTime >= mtime.MaxTime {
+		return // no clock yet: nothing to place on a chart's time axis
+	}
 	s := Sample{T: st.ProcessingTime, Watermark: st.Watermark, Partitions: make(map[string]mtime.Time, len(st.Partitions)),
 		LateAccepted: st.Counts.LateAccepted, TooLate: st.Counts.TooLate}
 	for _, p := range st.Partitions {

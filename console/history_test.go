@@ -23,7 +23,12 @@ func TestHistoryKeepsTheLastSamples(t *testing.T) {
 		h.add(st(pt))
 		h.add(st(pt)) // the same processing time again: nothing new
 	}
-	h.add(st(3)) // behind: nothing new
+	h.add(st(3))                                        // behind: nothing new
+	h.add(engine.Status{ProcessingTime: mtime.MinTime}) // no clock yet: nothing
+	var fresh history
+	if fresh.add(engine.Status{ProcessingTime: mtime.MinTime}); len(fresh.samples()) != 0 {
+		t.Errorf("a status without a processing time is a sample: %+v", fresh.samples())
+	}
 	got := h.samples()
 	if len(got) != HistoryLength {
 		t.Fatalf("%d samples, want %d", len(got), HistoryLength)

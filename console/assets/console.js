@@ -70,6 +70,7 @@ async function tick() {
 // seed starts the page's history with the samples the server kept.
 function seed(samples) {
   for (const e of samples || []) {
+    if (!known(e.t)) continue;
     history.push({t: e.t, wm: e.watermark, parts: e.partitions || {}, lateAccepted: e.late_accepted, tooLate: e.too_late});
   }
   while (history.length > KEEP) history.shift();
@@ -78,7 +79,7 @@ function seed(samples) {
 function render(reply, panes, late) {
   const st = reply.status;
   const last = history.length ? history[history.length - 1].t : null;
-  if (st.at !== lastAt && (last === null || st.processing_time > last)) {
+  if (st.at !== lastAt && known(st.processing_time) && (last === null || st.processing_time > last)) {
     lastAt = st.at;
     const parts = {};
     for (const p of st.partitions || []) parts[p.name] = p.watermark;
