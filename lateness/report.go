@@ -60,6 +60,12 @@ type Report struct {
 	Delays []Delay `json:"delays"`
 	// Recommendation is the advice drawn from Table 1.
 	Recommendation Recommendation `json:"recommendation"`
+	// State estimates the state of the job and the memory it needs
+	// (Options.EstimateState).
+	State *State `json:"state,omitempty"`
+	// Idle is the partitions' quiet gaps and the idle timeouts replayed
+	// (with a partition field).
+	Idle *Idle `json:"idle,omitempty"`
 
 	cdf []cdfPoint // the travel-time distribution, for the plot
 }
@@ -328,6 +334,7 @@ func (a *analyzer) report() (*Report, error) {
 	}
 	r.cdf = cdfOf(&a.all.travel)
 	r.Recommendation = a.recommend(r)
+	r.State = a.stateEstimate(r)
 	return r, nil
 }
 

@@ -462,3 +462,38 @@ func TestLatenessLedgerFlags(t *testing.T) {
 		}
 	}
 }
+
+// With a job, weir lateness estimates its state (keys x open windows x
+// bytes a key and window) and replays the idle timeouts of its partitions.
+func TestLatenessJobIdleAndState(t *testing.T) {
+	dir := latenessDir(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: events.jsonl}\ntime: {field: ts, arrival_field: arrival, partition_field: platform}\n"+
+		"key: platform\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\n"), 0o644)
+	code, stdout, stderr := runLateness(t, dir, "--job", "job.yaml", "--delays", "none", "--idles", "30s,5m", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r lateness.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.State == nil || r.State.Keys != 2 || r.State.Key != "platform" || r.State.Bytes != 2*r.State.OpenWindowsPeak*lateness.BytesPerKeyWindow {
+		t.Errorf("state %+v", r.State)
+	}
+	if r.Idle == nil || len(r.Idle.Timeouts) != 3 || len(r.Idle.Partitions) != 2 || r.Idle.Partitions[0].Partition != "iOS" {
+		t.Errorf("idle %+v", r.Idle)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--idles", "30s", "events.jsonl"}, "weir lateness: --idles needs --job"},
+		{[]string{"--job", "job.yaml", "--idles", "0s"}, `weir lateness: --idles: "0s" must be positive`},
+		{[]string{"--job", "job.yaml", "--idles", "soon"}, `weir lateness: --idles: "soon" is not a duration`},
+	} {
+		code, stdout, stderr := runLateness(t, dir, c.args...)
+		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
