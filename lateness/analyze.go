@@ -123,12 +123,22 @@ type analyzer struct {
 	// The quiet gaps of each partition (by index): arrival minus the
 	// partition's latest arrival before, and of all partitions together.
 	gaps gapTally
+	// periodGroups is the travel times of each period compared, a grouping
+	// whose values are the periods.
+	periodGroups *grouping
 }
 
 func newAnalyzer(c *config) (*analyzer, error) {
 	a := &analyzer{c: c, parts: map[string]int32{}, margins: c.partP == nil && c.idle == 0, engines: map[[2]mtime.Time]*replay{}}
 	if c.EstimateState {
 		a.keys = map[string]struct{}{}
+	}
+	if len(c.periods) > 0 {
+		g := &grouping{field: "period", index: map[string]int32{}, other: -1}
+		for _, p := range c.Periods {
+			g.of([]byte(p.label()))
+		}
+		a.periodGroups = g
 	}
 	for _, b := range c.By {
 		a.groups = append(a.groups, &grouping{field: b, index: map[string]int32{}, other: -1})
@@ -226,6 +236,11 @@ func (a *analyzer) feed(b *batch) {
 		a.all.add(travel, r.w, outOfOrder)
 		for j, gr := range a.groups {
 			gr.of(b.get(g[j])).add(travel, r.w, outOfOrder)
+		}
+		for j, s := range a.c.periods {
+			if s.has(r.ts) {
+				a.periodGroups.tally[j].add(travel, r.w, outOfOrder)
+			}
 		}
 		if a.seen {
 			end := a.c.window.Start(r.ts) + a.c.window.Size

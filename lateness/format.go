@@ -273,6 +273,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		rows = append(rows, row)
 	}
 	table(w, "   ", rows)
+	if len(r.Periods) > 0 {
+		fmt.Fprintln(w)
+		r.writePeriods(w)
+	}
 
 	rec := r.Recommendation
 	fmt.Fprintf(w, "\n4. Recommendation (target: under %s too late; results wait at most %s)\n\n",
@@ -303,6 +307,36 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.writeIdle(w, n, id)
 	}
 	return ew.err
+}
+
+// writePeriods writes Table 1 of each period side by side.
+func (r *Report) writePeriods(w io.Writer) {
+	wrap(w, "   ", "By period of event time: the events that happened in each period, replayed with the whole stream. Too late: a share of the period's events; the waits are of the windows that start in it.")
+	fmt.Fprintln(w)
+	head := []string{"watermark"}
+	sub := []string{"delay"}
+	for _, p := range r.Periods {
+		head = append(head, p.Label, "", "")
+		sub = append(sub, "too late", "events", "median wait")
+	}
+	events := []string{"(events)"}
+	for _, p := range r.Periods {
+		events = append(events, "", r.count(p.Events, p.Weight), "")
+	}
+	rows := [][]string{head, sub}
+	for i, d := range r.Delays {
+		row := []string{d.Label}
+		for _, p := range r.Periods {
+			pd := p.Delays[i]
+			wait := "-"
+			if pd.WaitMedianMS != nil {
+				wait = fmtMS(*pd.WaitMedianMS)
+			}
+			row = append(row, fmtPct(pd.TooLatePercent), r.count(pd.TooLate, pd.TooLateWeight), wait)
+		}
+		rows = append(rows, row)
+	}
+	table(w, "   ", append(rows, events))
 }
 
 // maxTextPartitions is the number of partitions the text report lists.

@@ -86,6 +86,11 @@ type Options struct {
 	NoWeight bool
 	// By lists fields to group the travel times by (platform, event_name).
 	By []string
+	// Periods, two or more, compare spans of event time: the travel times
+	// grouped by period (a grouping "period" of Report.By, in this order)
+	// and Table 1 of each (Report.Periods). An event counts in every
+	// period that holds its event time.
+	Periods []Period
 	// Latest, when positive, lists that many of the latest events: those
 	// with the longest travel times, the latest first (Report.Latest).
 	Latest int
@@ -194,6 +199,7 @@ type config struct {
 	ledger   bool
 	byP      [][]string // the --by fields, then the key fields
 	nBy      int        // the --by fields of byP
+	periods  []timeSpan
 	window   window.Tumbling
 	delays   []mtime.Time
 	lateness []mtime.Time
@@ -283,6 +289,9 @@ func (o Options) resolve(path string) (*config, error) {
 			}
 			c.byP = append(c.byP, splitPath(k))
 		}
+	}
+	if err := c.resolvePeriods(); err != nil {
+		return nil, err
 	}
 	if c.Window == 0 {
 		c.Window = DefaultWindow

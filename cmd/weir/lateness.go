@@ -86,6 +86,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	var by listFlag
 	latestN := fs.Int("latest", 0, "also list the `N` latest events (the longest travel times): line, partition, when they happened and arrived")
 	fs.Var(&by, "by", "group the travel times by this `field` (repeatable, or comma-separated; one field with --ledger)")
+	compare := fs.String("compare", "", "compare `periods` of event time side by side, each START/LENGTH (2026-08-31/7d; START an RFC 3339 date or time, UTC when a date), comma-separated, at least two")
 	idles := fs.String("idles", "", "with --job, for a job with time.partition_field: the idle `timeouts` to replay, comma-separated (default: from the partitions' quiet gaps)")
 	win := fs.String("window", "1m", "tumbling window `size`")
 	delays := fs.String("delays", "none,2s,5m,1h,3h,6h", "watermark `delays` of Table 1, comma-separated (none = 0)")
@@ -121,7 +122,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight", "latest", "idles"} {
+		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight", "latest", "idles", "compare"} {
 			if set[name] {
 				return usageErr("--%s does not apply with --ledger", name)
 			}
@@ -203,6 +204,11 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 		}
 		if o.Idles, ok = positiveDurs("idles", *idles); !ok {
 			return 2
+		}
+	}
+	if set["compare"] {
+		if o.Periods, err = parsePeriods(*compare); err != nil {
+			return usageErr("--compare: %v", err)
 		}
 	}
 	if o.Target, err = parseShare(*target); err != nil {
@@ -321,6 +327,34 @@ func loadJob(path, file string) (*job.Job, error) {
 		return nil, err
 	}
 	return job.Parse(data, path, dir)
+}
+
+// parsePeriods reads --compare: START/LENGTH, comma-separated, at least
+// two.
+func parsePeriods(list string) ([]lateness.Period, error) {
+	var ps []lateness.Period
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		start, length, ok := strings.Cut(s, "/")
+		if !ok {
+			return nil, fmt.Errorf("%q is not START/LENGTH (such as 2026-08-31/7d)", s)
+		}
+		t, err := time.Parse(time.DateOnly, start)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, start); err != nil {
+				return nil, fmt.Errorf("%q: the start %q is not an RFC 3339 date or time (2026-08-31 or 2026-08-31T06:00:00Z)", s, start)
+			}
+		}
+		d, err := mtime.ParseDuration(length)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q: the length %q is not a positive duration (such as 7d or 12h)", s, length)
+		}
+		ps = append(ps, lateness.Period{Label: s, Start: t, Length: time.Duration(d) * time.Millisecond})
+	}
+	if len(ps) < 2 {
+		return nil, fmt.Errorf("compare at least two periods, not %d", len(ps))
+	}
+	return ps, nil
 }
 
 // parseShare reads "0.1%" or "0.001".
