@@ -2,6 +2,7 @@ package lateness
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -95,6 +96,30 @@ func TestIdleTimeouts(t *testing.T) {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("the text lacks %q:\n%s", s, b.String())
 		}
+	}
+
+	// The same stream as CSV, whose key is read as a column: the same
+	// answers.
+	var csvText strings.Builder
+	csvText.WriteString("ts,arrival,p\n")
+	for _, l := range strings.Split(strings.TrimSpace(idleStream()), "\n") {
+		var v struct{ Ts, Arrival, P string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&csvText, "%s,%s,%s\n", v.Ts, v.Arrival, v.P)
+	}
+	rc, err := Analyze(writeFile(t, "idle.csv", csvText.String()), Options{PartitionField: "p", Delays: []time.Duration{0}, Lateness: []time.Duration{},
+		EstimateState: true, Key: []string{"p"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := fmt.Sprintf("%+v %+v", *rc.State, rc.Idle.Partitions), fmt.Sprintf("%+v %+v", *r.State, r.Idle.Partitions); a != b {
+		t.Errorf("CSV:\n%s\nJSON lines:\n%s", a, b)
+	}
+	if _, err := Analyze(writeFile(t, "idle2.csv", csvText.String()), Options{PartitionField: "p", EstimateState: true, Key: []string{"user"}}); err == nil ||
+		!strings.Contains(err.Error(), `has no column "user" for the key`) {
+		t.Errorf("a missing key column: %v", err)
 	}
 
 	// With a timeout that adds nothing, it is recommended: 3 min is longer

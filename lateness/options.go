@@ -208,6 +208,19 @@ type config struct {
 	future   mtime.Time
 }
 
+// groupFields are the fields read like groups, in the order of byP: the
+// --by fields, then the key's; what names each in a message.
+func (c *config) groupFields() (names, what []string) {
+	for i, p := range c.byP {
+		names = append(names, strings.Join(p, "."))
+		what = append(what, "--by")
+		if i >= c.nBy {
+			what[i] = "the key"
+		}
+	}
+	return names, what
+}
+
 // timeWhat names the time field in messages.
 func (c *config) timeWhat() string {
 	if c.ledger {
