@@ -265,9 +265,11 @@ func idleText(id *Idle, c *config) string {
 	return b.String()
 }
 
-// jobDur writes a duration as a job file takes it: "30s", "5m", "1h".
+// jobDur writes a duration as a job file takes it: "30s", "5m", "1h", "7d".
 func jobDur(d mtime.Time) string {
 	switch {
+	case d%86400000 == 0:
+		return fmt.Sprintf("%dd", d/86400000)
 	case d%3600000 == 0:
 		return fmt.Sprintf("%dh", d/3600000)
 	case d%60000 == 0:

@@ -34,6 +34,18 @@ func TestPeriods(t *testing.T) {
 	if len(r.Periods) != 2 {
 		t.Fatalf("%d periods", len(r.Periods))
 	}
+	if l := (Period{Start: start, Length: 7 * 24 * time.Hour}).label(); l != "2026-01-01/7d" {
+		t.Errorf("label %q", l)
+	}
+	for _, ps := range [][]Period{
+		{{Start: start, Length: time.Hour}},
+		{{Start: start, Length: time.Hour}, {Start: start, Length: 0}},
+		{{Start: start, Length: time.Hour}, {Start: start, Length: time.Hour}},
+	} {
+		if _, err := Analyze(in, Options{Periods: ps}); !IsUsage(err) {
+			t.Errorf("%v: %v, want a usage error", ps, err)
+		}
+	}
 	var got []string
 	for _, p := range r.Periods {
 		got = append(got, fmt.Sprintf("%s %s %s %d", p.Label, p.Start, p.End, p.Events))
