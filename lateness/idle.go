@@ -1,9 +1,11 @@
 package lateness
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -198,9 +200,18 @@ func (a *analyzer) replayAgain(stdin io.Reader, engines []*replay, atLeast [][]i
 	defer closer.Close()
 	last := make([]mtime.Time, len(a.partNames))
 	seen := make([]bool, len(a.partNames))
-	g := &replayGroup{engines: engines, in: make(chan *batch, 8), done: make(chan struct{})}
+	// The replays spread over the processors, as the first pass's.
+	gs := make([]*replayGroup, max(1, min(runtime.GOMAXPROCS(0), len(engines))))
+	for i := range gs {
+		gs[i] = &replayGroup{in: make(chan *batch, 8), done: make(chan struct{})}
+	}
+	for i, e := range engines {
+		gs[i%len(gs)].engines = append(gs[i%len(gs)].engines, e)
+	}
 	p := newPool()
-	go g.run(p)
+	for _, g := range gs {
+		go g.run(p)
+	}
 	stride := len(c.byP) + 1
 	readErr := prod(p, func(b *batch) bool {
 		gi := 0
@@ -225,16 +236,21 @@ func (a *analyzer) replayAgain(stdin io.Reader, engines []*replay, atLeast [][]i
 			}
 			seen[pi], last[pi] = true, max(last[pi], r.arr)
 		}
-		b.refs.Store(1)
-		g.in <- b
+		b.refs.Store(int32(len(gs)))
+		for _, g := range gs {
+			g.in <- b
+		}
 		return true
 	})
-	close(g.in)
-	<-g.done
-	if readErr != nil {
-		return readErr
+	for _, g := range gs {
+		close(g.in)
 	}
-	return g.err
+	err = nil
+	for _, g := range gs {
+		<-g.done
+		err = cmp.Or(err, g.err)
+	}
+	return cmp.Or(readErr, err)
 }
 
 func idleText(id *Idle, c *config) string {
