@@ -116,10 +116,30 @@ type analyzer struct {
 
 	groupsE []*replayGroup
 	engines map[[2]mtime.Time]*replay
+
+	// The state estimate: the distinct keys (their values joined).
+	keys   map[string]struct{}
+	keyBuf []byte
+	// The quiet gaps of each partition (by index): arrival minus the
+	// partition's latest arrival before, and of all partitions together.
+	gaps gapTally
+	// periodGroups is the travel times of each period compared, a grouping
+	// whose values are the periods.
+	periodGroups *grouping
 }
 
 func newAnalyzer(c *config) (*analyzer, error) {
 	a := &analyzer{c: c, parts: map[string]int32{}, margins: c.partP == nil && c.idle == 0, engines: map[[2]mtime.Time]*replay{}}
+	if c.EstimateState {
+		a.keys = map[string]struct{}{}
+	}
+	if len(c.periods) > 0 {
+		g := &grouping{field: "period", index: map[string]int32{}, other: -1}
+		for _, p := range c.Periods {
+			g.of([]byte(p.label()))
+		}
+		a.periodGroups = g
+	}
 	for _, b := range c.By {
 		a.groups = append(a.groups, &grouping{field: b, index: map[string]int32{}, other: -1})
 	}
@@ -170,7 +190,7 @@ func newAnalyzer(c *config) (*analyzer, error) {
 // feed takes the next batch: tallies it here, then hands it to the engines.
 func (a *analyzer) feed(b *batch) {
 	a.blank += b.blank
-	nby := len(a.groups)
+	nby := len(a.c.byP)
 	stride := nby
 	if a.c.partP != nil {
 		stride++
@@ -199,6 +219,16 @@ func (a *analyzer) feed(b *batch) {
 				a.partNames = append(a.partNames, string(pv))
 			}
 			r.part = pi
+			a.gaps.add(pi, r.arr)
+		}
+		if a.keys != nil {
+			a.keyBuf = a.keyBuf[:0]
+			for _, s := range g[a.c.nBy:nby] {
+				a.keyBuf = append(append(a.keyBuf, b.get(s)...), 0)
+			}
+			if _, ok := a.keys[string(a.keyBuf)]; !ok {
+				a.keys[string(a.keyBuf)] = struct{}{}
+			}
 		}
 		travel := int64(r.arr - r.ts)
 		a.latest.add(a.c.Latest, r)
@@ -206,6 +236,11 @@ func (a *analyzer) feed(b *batch) {
 		a.all.add(travel, r.w, outOfOrder)
 		for j, gr := range a.groups {
 			gr.of(b.get(g[j])).add(travel, r.w, outOfOrder)
+		}
+		for j, s := range a.c.periods {
+			if s.has(r.ts) {
+				a.periodGroups.tally[j].add(travel, r.w, outOfOrder)
+			}
 		}
 		if a.seen {
 			end := a.c.window.Start(r.ts) + a.c.window.Size
@@ -299,7 +334,14 @@ func AnalyzeFrom(path string, stdin io.Reader, o Options) (*Report, error) {
 	if readErr != nil && !errors.Is(readErr, errStopped) {
 		return nil, readErr
 	}
-	return a.report()
+	r, err := a.report()
+	if err != nil {
+		return nil, err
+	}
+	if r.Idle, err = a.idleReport(r, stdin); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // latest keeps the events with the longest travel times: a heap of at most

@@ -51,6 +51,30 @@
 // too-late share of any delay at all, which the finer search of the
 // recommendation uses; tests check that the two agree.
 //
+// # Periods, state and idleness
+//
+// Options.Periods compares spans of event time (the week before a drop and
+// the week of it): the travel times are grouped by period as by a --by field
+// (a grouping named "period", in the order given), and Report.Periods splits
+// Table 1 by period out of the same replays: a too-late event counts in the
+// period of its event time, a result's wait in the period its window starts
+// in, so the watermark is the whole stream's, as in weir run.
+//
+// For a job (FromJob, Options.EstimateState), Report.State estimates its
+// state: the distinct values of its key in the sample, times the windows
+// open at most with the recommended delay, times BytesPerKeyWindow (what
+// weir bench's state-per-key measures for the memory backend), an upper
+// bound; and the memory_budget to set for it, or the Pebble backend past
+// PebbleAbove.
+//
+// With a partition field, Report.Idle gives each partition's quiet gaps
+// (arrival minus the partition's arrival before, in the file's order) and
+// replays the stream a second time, with the recommended delay, once with
+// no idleness and once with each candidate idle timeout (Options.Idles, or
+// derived from the gaps): the too-late events each adds against the mean
+// and longest wait of a result, and the shortest timeout that adds at most
+// the target share.
+//
 // # Weights
 //
 // A sample often stands for more events than it holds: a Parquet sample

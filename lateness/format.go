@@ -273,6 +273,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		rows = append(rows, row)
 	}
 	table(w, "   ", rows)
+	if len(r.Periods) > 0 {
+		fmt.Fprintln(w)
+		r.writePeriods(w)
+	}
 
 	rec := r.Recommendation
 	fmt.Fprintf(w, "\n4. Recommendation (target: under %s too late; results wait at most %s)\n\n",
@@ -293,7 +297,99 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		table(w, "   ", rows)
 	}
+	n := 5
+	if st := r.State; st != nil {
+		fmt.Fprintf(w, "\n%d. State: the memory the job needs\n\n", n)
+		n++
+		wrap(w, "   ", st.Text)
+	}
+	if id := r.Idle; id != nil {
+		r.writeIdle(w, n, id)
+	}
 	return ew.err
+}
+
+// writePeriods writes Table 1 of each period side by side.
+func (r *Report) writePeriods(w io.Writer) {
+	wrap(w, "   ", "By period of event time: the events that happened in each period, replayed with the whole stream. Too late: a share of the period's events; the waits are of the windows that start in it.")
+	fmt.Fprintln(w)
+	head := []string{"watermark"}
+	sub := []string{"delay"}
+	for _, p := range r.Periods {
+		head = append(head, p.Label, "", "")
+		sub = append(sub, "too late", "events", "median wait")
+	}
+	events := []string{"(events)"}
+	for _, p := range r.Periods {
+		events = append(events, "", r.count(p.Events, p.Weight), "")
+	}
+	rows := [][]string{head, sub}
+	for i, d := range r.Delays {
+		row := []string{d.Label}
+		for _, p := range r.Periods {
+			pd := p.Delays[i]
+			wait := "-"
+			if pd.WaitMedianMS != nil {
+				wait = fmtMS(*pd.WaitMedianMS)
+			}
+			row = append(row, fmtPct(pd.TooLatePercent), r.count(pd.TooLate, pd.TooLateWeight), wait)
+		}
+		rows = append(rows, row)
+	}
+	table(w, "   ", append(rows, events))
+}
+
+// maxTextPartitions is the number of partitions the text report lists.
+const maxTextPartitions = 30
+
+func (r *Report) writeIdle(w io.Writer, n int, id *Idle) {
+	fmt.Fprintf(w, "\n%d. Idle timeout: quiet partitions\n\n", n)
+	wrap(w, "   ", "The gaps between an event's arrival and the one before it of the same partition. A partition quiet for the idle timeout is declared idle: the watermark stops waiting for it, and its next events may find their windows fired.")
+	fmt.Fprintln(w)
+	head := []string{"partition", "events", "median gap", "99%", "longest"}
+	for _, c := range id.CandidatesMS {
+		head = append(head, ">= "+durLabel(mtime.Time(c)))
+	}
+	rows := [][]string{head}
+	shown := id.Partitions
+	if len(shown) > maxTextPartitions {
+		shown = shown[:maxTextPartitions]
+	}
+	for _, p := range shown {
+		row := []string{p.Partition, fmtInt(p.Events), "-", "-", "-"}
+		if p.Gaps > 0 {
+			row[2], row[3], row[4] = fmtMS(p.P50MS), fmtMS(p.P99MS), fmtMS(p.MaxMS)
+		}
+		for _, k := range p.AtLeast {
+			row = append(row, fmtInt(k))
+		}
+		rows = append(rows, row)
+	}
+	table(w, "   ", rows)
+	if k := len(id.Partitions) - len(shown); k > 0 {
+		fmt.Fprintf(w, "   ... and %d more partitions (all of them in --format json).\n", k)
+	}
+	if len(id.Timeouts) > 0 {
+		fmt.Fprintln(w)
+		wrap(w, "   ", fmt.Sprintf("Each idle timeout replayed with a watermark delay of %s:", delayLabel(mtime.Time(id.DelayMS))))
+		fmt.Fprintln(w)
+		rows := [][]string{
+			{"idle", "too late", "", "", "each result waits", ""},
+			{"timeout", "share", "events", "added", "mean", "longest"},
+		}
+		for _, t := range id.Timeouts {
+			row := []string{t.Label, fmtPct(t.TooLatePercent), r.count(t.TooLate, t.TooLateWeight), fmtPct(t.AddedPercent)}
+			if t.WaitMaxMS == nil {
+				row = append(row, "-", "-")
+			} else {
+				row = append(row, fmtMS(*t.WaitMeanMS), fmtMS(*t.WaitMaxMS))
+			}
+			rows = append(rows, row)
+		}
+		table(w, "   ", rows)
+	}
+	fmt.Fprintln(w)
+	wrap(w, "   ", id.Text)
 }
 
 type errWriter struct {

@@ -292,7 +292,7 @@ func newLedgerJoin(events string, o Options, l LedgerOptions) (*ledgerJoin, erro
 	}
 	// The events: weir run's rules, no weights, no partitions.
 	eo := o
-	eo.Weight, eo.NoWeight, eo.PartitionField, eo.Idle = "", true, "", 0
+	eo.Weight, eo.NoWeight, eo.PartitionField, eo.Idle, eo.EstimateState = "", true, "", 0, false
 	ec, err := eo.resolve(events)
 	if err != nil {
 		return nil, err

@@ -63,6 +63,9 @@ type Options struct {
 	// time.partition_field; Idle is the watermark's idleness timeout.
 	PartitionField string
 	Idle           time.Duration
+	// Idles are the idle timeouts to replay a stream with partitions with
+	// (Report.Idle); default: derived from its quiet gaps.
+	Idles []time.Duration
 	// MaxFuture, when positive, rejects events more than this far ahead of
 	// their arrival, as weir run's max_future does.
 	MaxFuture time.Duration
@@ -83,6 +86,11 @@ type Options struct {
 	NoWeight bool
 	// By lists fields to group the travel times by (platform, event_name).
 	By []string
+	// Periods, two or more, compare spans of event time: the travel times
+	// grouped by period (a grouping "period" of Report.By, in this order)
+	// and Table 1 of each (Report.Periods). An event counts in every
+	// period that holds its event time.
+	Periods []Period
 	// Latest, when positive, lists that many of the latest events: those
 	// with the longest travel times, the latest first (Report.Latest).
 	Latest int
@@ -100,6 +108,17 @@ type Options struct {
 	// MaxWait is the longest a result may wait after its window ends:
 	// delays above it are never recommended (default 1 h).
 	MaxWait time.Duration
+	// EstimateState asks for the state a job would keep (Report.State):
+	// its distinct keys (the values of the Key fields, one global key
+	// without them) times the open windows a key holds at most, times
+	// BytesPerKeyWindow. FromJob sets it, with Key and the job's backend.
+	EstimateState bool
+	// Key are the fields of the job's key (several: a composite key).
+	Key []string
+	// StateBackend and MemoryBudget are the job's state: (memory or
+	// pebble) and its memory_budget in bytes (0: not set).
+	StateBackend string
+	MemoryBudget int64
 }
 
 // UsageError is a problem with the options or the input that is the caller's
@@ -141,6 +160,16 @@ func FromJob(o Options, j *job.Job) (Options, error) {
 	if o.MaxFuture == 0 {
 		o.MaxFuture = time.Duration(j.MaxFuture) * time.Millisecond
 	}
+	o.EstimateState = true
+	o.Key = nil
+	if j.KeyParts != nil {
+		for _, k := range j.KeyParts {
+			o.Key = append(o.Key, k.String())
+		}
+	} else if j.Key != nil {
+		o.Key = []string{j.Key.String()}
+	}
+	o.StateBackend, o.MemoryBudget = j.State.Backend, j.State.MemoryBudget
 	if t, ok := j.Window.Assigner.(window.Tumbling); ok && o.Window == 0 && t.Offset == 0 {
 		o.Window = time.Duration(t.Size) * time.Millisecond
 	}
@@ -168,13 +197,28 @@ type config struct {
 	Match    string
 	matchP   []string
 	ledger   bool
-	byP      [][]string
+	byP      [][]string // the --by fields, then the key fields
+	nBy      int        // the --by fields of byP
+	periods  []timeSpan
 	window   window.Tumbling
 	delays   []mtime.Time
 	lateness []mtime.Time
 	maxWait  mtime.Time
 	idle     mtime.Time
 	future   mtime.Time
+}
+
+// groupFields are the fields read like groups, in the order of byP: the
+// --by fields, then the key's; what names each in a message.
+func (c *config) groupFields() (names, what []string) {
+	for i, p := range c.byP {
+		names = append(names, strings.Join(p, "."))
+		what = append(what, "--by")
+		if i >= c.nBy {
+			what[i] = "the key"
+		}
+	}
+	return names, what
 }
 
 // timeWhat names the time field in messages.
@@ -248,6 +292,20 @@ func (o Options) resolve(path string) (*config, error) {
 		}
 		c.byP = append(c.byP, splitPath(b))
 	}
+	// The key fields are read after the --by fields, as more of them, and
+	// counted rather than reported.
+	c.nBy = len(c.byP)
+	if o.EstimateState {
+		for _, k := range o.Key {
+			if k == "" {
+				return nil, usagef("an empty key field")
+			}
+			c.byP = append(c.byP, splitPath(k))
+		}
+	}
+	if err := c.resolvePeriods(); err != nil {
+		return nil, err
+	}
 	if c.Window == 0 {
 		c.Window = DefaultWindow
 	}
@@ -290,6 +348,11 @@ func (o Options) resolve(path string) (*config, error) {
 	}
 	if c.MaxWait < 0 {
 		return nil, usagef("the longest wait must not be negative")
+	}
+	for _, d := range c.Idles {
+		if d <= 0 {
+			return nil, usagef("an idle timeout must be positive, got %v", d)
+		}
 	}
 	if c.Idle < 0 || c.MaxFuture < 0 {
 		return nil, usagef("idleness and max_future must not be negative")

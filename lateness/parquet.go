@@ -118,8 +118,9 @@ func openParquet(f *os.File, c *config) (producer, error) {
 		c.weightP = splitPath(c.Weight)
 	}
 	var by []*pqColumn
-	for _, b := range c.By {
-		pc, err := col("--by", b)
+	names, what := c.groupFields()
+	for j, b := range names {
+		pc, err := col(what[j], b)
 		if err != nil {
 			return nil, err
 		}

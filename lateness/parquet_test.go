@@ -117,3 +117,27 @@ func TestParquetWeights(t *testing.T) {
 }
 
 func approx(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// A Parquet sample's key is read as a column, after the --by fields: with
+// --by platform and the key event_id, 3 keys (A, B and D) and the groups of
+// platform as without a key.
+func TestParquetKeyAfterBy(t *testing.T) {
+	ios := "iOS"
+	row := func(id string, ts, arr mtime.Time, plat *string) pqRow {
+		return pqRow{EventID: id, EventTime: ts.Time(), IngestTime: arr.Time(), TsText: ts.String(), ArrMS: int64(arr), Platform: plat, SampleWeight: 1}
+	}
+	path := writeParquet(t, []pqRow{
+		row("A", at(0, 10, 0), at(0, 11, 0), &ios),
+		row("B", at(1, 10, 0), at(1, 11, 0), nil),
+		row("A", at(0, 20, 0), at(1, 20, 0), &ios),
+		row("D", at(1, 30, 0), at(1, 31, 0), &ios),
+	})
+	r, err := Analyze(path, Options{TimeField: "event_time", ArrivalField: "ingest_time", By: []string{"platform"},
+		Delays: []time.Duration{0}, EstimateState: true, Key: []string{"event_id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State == nil || r.State.Keys != 3 || len(r.By) != 1 || len(r.By[0].Groups) != 2 || r.By[0].Groups[0].Value != "iOS" || r.By[0].Groups[0].Events != 3 {
+		t.Errorf("state %+v, by %+v; want 3 keys, iOS 3 events and (none) 1", r.State, r.By)
+	}
+}

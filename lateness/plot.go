@@ -128,42 +128,48 @@ func writePlotFile(path string, write func(io.Writer, string) error) error {
 func (r *Report) tradeoffPlot() (*plot.Plot, error) {
 	p := newPlot("Trade-off: a longer watermark delay, fewer late events",
 		"median wait of a result after its window ends (log scale)", "events too late (%)")
-	var pts plotter.XYs
-	var labels []string
+	series := r.tradeoffSeries()
 	lo, hi, top := math.Inf(1), 0.0, 0.0
-	for _, d := range r.Delays {
-		if d.WaitMedianMS == nil {
-			continue // no window fired: the wait is not known
+	for _, sr := range series {
+		for _, pt := range sr.pts {
+			x := math.Pow(10, pt.X)
+			lo, hi, top = math.Min(lo, x), math.Max(hi, x), math.Max(top, pt.Y)
 		}
-		x := math.Max(float64(*d.WaitMedianMS), 1) / 1000
-		pts = append(pts, plotter.XY{X: math.Log10(x), Y: d.TooLatePercent})
-		labels = append(labels, " "+d.Label)
-		lo, hi, top = math.Min(lo, x), math.Max(hi, x), math.Max(top, d.TooLatePercent)
 	}
 	lo, hi = decadeDown(lo), decadeUp(hi*1.5)
 	p.X.Min, p.X.Max = math.Log10(lo), math.Log10(hi)
 	p.X.Tick.Marker = durTicks(lo, hi)
 	p.Y.Min, p.Y.Max = 0, math.Max(top*1.15, 0.01)
 	p.Add(plotter.NewGrid())
-	line, points, err := plotter.NewLinePoints(pts)
-	if err != nil {
-		return nil, err
+	for i, sr := range series {
+		if sr.name != "" && len(sr.pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(sr.pts)
+		if err != nil {
+			return nil, err
+		}
+		line.Color = ink
+		line.Width = vg.Points(1.5)
+		points.Color = tomato
+		points.Shape = draw.CircleGlyph{}
+		points.Radius = vg.Points(4)
+		if sr.name != "" {
+			line.Color, points.Color = periodColors[i%len(periodColors)], periodColors[i%len(periodColors)]
+			p.Legend.Add(sr.name, line, points)
+		}
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: sr.pts, Labels: sr.labels})
+		if err != nil {
+			return nil, err
+		}
+		for i := range lab.TextStyle {
+			lab.TextStyle[i].Font = font.From(sans, 9)
+			lab.TextStyle[i].Color = ink
+			lab.TextStyle[i].YAlign = draw.YBottom
+		}
+		p.Add(line, points, lab)
 	}
-	line.Color = ink
-	line.Width = vg.Points(1.5)
-	points.Color = tomato
-	points.Shape = draw.CircleGlyph{}
-	points.Radius = vg.Points(4)
-	lab, err := plotter.NewLabels(plotter.XYLabels{XYs: pts, Labels: labels})
-	if err != nil {
-		return nil, err
-	}
-	for i := range lab.TextStyle {
-		lab.TextStyle[i].Font = font.From(sans, 9)
-		lab.TextStyle[i].Color = ink
-		lab.TextStyle[i].YAlign = draw.YBottom
-	}
-	p.Add(line, points, lab)
+	p.Legend.Top = true
 	if t := r.Recommendation.TargetPercent; t > 0 && t < p.Y.Max {
 		tl, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: t}, {X: p.X.Max, Y: t}})
 		if err != nil {
@@ -183,18 +189,79 @@ func (r *Report) tradeoffPlot() (*plot.Plot, error) {
 	return p, nil
 }
 
+// periodColors tell the periods' series apart.
+var periodColors = []color.Color{
+	tomato, ink, teal,
+	color.RGBA{0x8e, 0x44, 0xad, 0xff}, color.RGBA{0xd4, 0xa0, 0x17, 0xff},
+}
+
+// plotSeries is a curve of a figure: the whole stream's (no name) or a
+// period's.
+type plotSeries struct {
+	name   string
+	pts    plotter.XYs
+	labels []string
+}
+
+// tradeoffSeries are the trade-off curves: for each watermark delay whose
+// windows fired, the median wait (log10 of seconds) and the share too late;
+// one per period when periods are compared.
+func (r *Report) tradeoffSeries() []plotSeries {
+	curve := func(name string, n int, row func(i int) (string, *int64, float64)) plotSeries {
+		s := plotSeries{name: name}
+		for i := range n {
+			label, wait, late := row(i)
+			if wait == nil {
+				continue // no window fired: the wait is not known
+			}
+			x := math.Max(float64(*wait), 1) / 1000
+			s.pts = append(s.pts, plotter.XY{X: math.Log10(x), Y: late})
+			s.labels = append(s.labels, " "+label)
+		}
+		return s
+	}
+	if len(r.Periods) == 0 {
+		return []plotSeries{curve("", len(r.Delays), func(i int) (string, *int64, float64) {
+			d := &r.Delays[i]
+			return d.Label, d.WaitMedianMS, d.TooLatePercent
+		})}
+	}
+	var out []plotSeries
+	for _, p := range r.Periods {
+		out = append(out, curve(p.Label, len(p.Delays), func(i int) (string, *int64, float64) {
+			d := &p.Delays[i]
+			return d.Label, d.WaitMedianMS, d.TooLatePercent
+		}))
+	}
+	return out
+}
+
 func (r *Report) travelPlot() (*plot.Plot, error) {
 	p := newPlot("Travel time: events still on their way",
 		"time since the event happened (log scale)", "events not yet arrived (%, log scale)")
-	var pts plotter.XYs
+	type curve struct {
+		name string
+		pts  plotter.XYs
+	}
+	var curves []curve
 	floor := 100.0
-	for _, c := range r.cdf {
-		left := 100 * (1 - c.share)
-		if left <= 1e-9 {
-			break
+	add := func(name string, cdf []cdfPoint) {
+		var pts plotter.XYs
+		for _, c := range cdf {
+			left := 100 * (1 - c.share)
+			if left <= 1e-9 {
+				break
+			}
+			pts = append(pts, plotter.XY{X: math.Log10(c.ms / 1000), Y: math.Log10(left)})
+			floor = math.Min(floor, left)
 		}
-		pts = append(pts, plotter.XY{X: math.Log10(c.ms / 1000), Y: math.Log10(left)})
-		floor = math.Min(floor, left)
+		curves = append(curves, curve{name, pts})
+	}
+	if len(r.Periods) == 0 {
+		add("", r.cdf)
+	}
+	for _, pr := range r.Periods {
+		add(pr.Label, pr.cdf)
 	}
 	hi := decadeUp(math.Max(float64(r.Travel.MaxMS), 1000) / 1000)
 	lo := 0.001
@@ -222,12 +289,15 @@ func (r *Report) travelPlot() (*plot.Plot, error) {
 		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(l)
 	}
-	if len(pts) > 0 {
+	for i, c := range curves {
+		if len(c.pts) == 0 {
+			continue
+		}
 		// A step curve: the share stays put between two buckets.
 		var steps plotter.XYs
-		for i, pt := range pts {
+		for i, pt := range c.pts {
 			if i > 0 {
-				steps = append(steps, plotter.XY{X: pt.X, Y: pts[i-1].Y})
+				steps = append(steps, plotter.XY{X: pt.X, Y: c.pts[i-1].Y})
 			}
 			steps = append(steps, pt)
 		}
@@ -237,8 +307,13 @@ func (r *Report) travelPlot() (*plot.Plot, error) {
 		}
 		l.Color = tomato
 		l.Width = vg.Points(2)
+		if c.name != "" {
+			l.Color = periodColors[i%len(periodColors)]
+			p.Legend.Add(c.name, l)
+		}
 		p.Add(l)
 	}
+	p.Legend.Top = true
 	return p, nil
 }
 

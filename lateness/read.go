@@ -447,8 +447,9 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 		c.weightP = splitPath(c.Weight)
 	}
 	var byCols []int
-	for _, b := range c.By {
-		i, err := col("--by", b)
+	names, what := c.groupFields()
+	for j, b := range names {
+		i, err := col(what[j], b)
 		if err != nil {
 			return nil, err
 		}

@@ -27,20 +27,28 @@ type key = mtime.Time
 // so that the too-late events the operator reports can be summed by weight.
 type replay struct {
 	delay, lateness mtime.Time
+	idle            mtime.Time
 	win             window.Tumbling
 	op              *engine.Operator[key, float64, int64, int64]
 
 	lateW    float64 // weight of the too-late events
 	waits    hist    // on-time panes: emitted at - window end (lateness 0 only)
+	waitSum  float64 // their sum
 	atEnd    int64   // windows that fired only because the input ended
 	openSum  float64 // open windows after each event, summed
 	openPeak int64
 	events   int64
 	stats    engine.WindowStats
+
+	spans   []timeSpan // the periods compared (lateness 0 only)
+	periods periodTally
 }
 
 func newReplay(c *config, delay, lateness mtime.Time) (*replay, error) {
-	e := &replay{delay: delay, lateness: lateness, win: c.window}
+	e := &replay{delay: delay, lateness: lateness, idle: c.idle, win: c.window}
+	if lateness == 0 && len(c.periods) > 0 {
+		e.spans, e.periods = c.periods, newPeriodTally(len(c.periods))
+	}
 	ms := func(t mtime.Time) time.Duration { return time.Duration(t) * time.Millisecond }
 	wm := watermark.BoundedOutOfOrderness(ms(delay)).WithInterval(0)
 	if c.idle > 0 {
@@ -62,6 +70,12 @@ func newReplay(c *config, delay, lateness mtime.Time) (*replay, error) {
 func (e *replay) late(l *window.LateEvent[key, float64]) {
 	if l.Reason == "" {
 		e.lateW += l.Value
+		for i, s := range e.spans {
+			if s.has(l.Timestamp) {
+				e.periods.lateN[i]++
+				e.periods.lateW[i] += l.Value
+			}
+		}
 	}
 }
 
@@ -73,6 +87,12 @@ func (e *replay) pane(p *window.Pane[key, int64]) {
 		e.atEnd++
 	} else if e.lateness == 0 {
 		e.waits.add(int64(p.EmittedAt-p.Window.End), 1)
+		e.waitSum += float64(p.EmittedAt - p.Window.End)
+		for i, s := range e.spans {
+			if s.has(p.Window.Start) {
+				e.periods.waits[i].add(int64(p.EmittedAt-p.Window.End), 1)
+			}
+		}
 	}
 }
 

@@ -60,6 +60,15 @@ type Report struct {
 	Delays []Delay `json:"delays"`
 	// Recommendation is the advice drawn from Table 1.
 	Recommendation Recommendation `json:"recommendation"`
+	// State estimates the state of the job and the memory it needs
+	// (Options.EstimateState).
+	State *State `json:"state,omitempty"`
+	// Periods is Table 1 of each period compared (Options.Periods), in
+	// their order.
+	Periods []PeriodTable `json:"periods,omitempty"`
+	// Idle is the partitions' quiet gaps and the idle timeouts replayed
+	// (with a partition field).
+	Idle *Idle `json:"idle,omitempty"`
 
 	cdf []cdfPoint // the travel-time distribution, for the plot
 }
@@ -271,17 +280,7 @@ func (a *analyzer) report() (*Report, error) {
 	}
 	r.OutOfOrder = Share{Events: a.all.disorder, Weight: a.all.disW, Percent: pct(a.all.disW, a.all.w)}
 	for _, g := range a.groups {
-		gr := Grouping{Field: g.field}
-		for i, v := range g.values {
-			t := g.tally[i]
-			grp := Group{Value: v, Events: t.n, Weight: t.w, Percent: pct(t.w, a.all.w),
-				P50MS: t.travel.quantile(0.5), P99MS: t.travel.quantile(0.99), MaxMS: t.travel.max,
-				OutOfOrderPercent: pct(t.disW, t.w)}
-			for _, w := range t.bucketW {
-				grp.BucketPercent = append(grp.BucketPercent, pct(w, t.w))
-			}
-			gr.Groups = append(gr.Groups, grp)
-		}
+		gr := a.groupingOf(g)
 		sort.SliceStable(gr.Groups, func(i, j int) bool {
 			x, y := gr.Groups[i], gr.Groups[j]
 			if (x.Value == "(other)") != (y.Value == "(other)") {
@@ -293,6 +292,9 @@ func (a *analyzer) report() (*Report, error) {
 			return x.Value < y.Value
 		})
 		r.By = append(r.By, gr)
+	}
+	if a.periodGroups != nil {
+		r.By = append(r.By, a.groupingOf(a.periodGroups)) // in the order given
 	}
 	for _, d := range c.delays {
 		e := a.engines[[2]mtime.Time{d, 0}]
@@ -328,7 +330,27 @@ func (a *analyzer) report() (*Report, error) {
 	}
 	r.cdf = cdfOf(&a.all.travel)
 	r.Recommendation = a.recommend(r)
+	r.State = a.stateEstimate(r)
+	if a.periodGroups != nil {
+		r.Periods = a.periodTables(r)
+	}
 	return r, nil
+}
+
+// groupingOf is the report of a grouping's tallies.
+func (a *analyzer) groupingOf(g *grouping) Grouping {
+	gr := Grouping{Field: g.field}
+	for i, v := range g.values {
+		t := g.tally[i]
+		grp := Group{Value: v, Events: t.n, Weight: t.w, Percent: pct(t.w, a.all.w),
+			P50MS: t.travel.quantile(0.5), P99MS: t.travel.quantile(0.99), MaxMS: t.travel.max,
+			OutOfOrderPercent: pct(t.disW, t.w)}
+		for _, w := range t.bucketW {
+			grp.BucketPercent = append(grp.BucketPercent, pct(w, t.w))
+		}
+		gr.Groups = append(gr.Groups, grp)
+	}
+	return gr
 }
 
 func (e *replay) openMean() float64 {

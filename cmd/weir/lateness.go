@@ -86,6 +86,8 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	var by listFlag
 	latestN := fs.Int("latest", 0, "also list the `N` latest events (the longest travel times): line, partition, when they happened and arrived")
 	fs.Var(&by, "by", "group the travel times by this `field` (repeatable, or comma-separated; one field with --ledger)")
+	compare := fs.String("compare", "", "compare `periods` of event time side by side, each START/LENGTH (2026-08-31/7d; START an RFC 3339 date or time, UTC when a date), comma-separated, at least two")
+	idles := fs.String("idles", "", "with --job, for a job with time.partition_field: the idle `timeouts` to replay, comma-separated (default: from the partitions' quiet gaps)")
 	win := fs.String("window", "1m", "tumbling window `size`")
 	delays := fs.String("delays", "none,2s,5m,1h,3h,6h", "watermark `delays` of Table 1, comma-separated (none = 0)")
 	lateList := fs.String("lateness", "1m,5m,1h,6h", "allowed `latenesses` to try with the recommended delay")
@@ -120,7 +122,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight", "latest"} {
+		for _, name := range []string{"window", "delays", "lateness", "target", "max-wait", "weight", "no-weight", "latest", "idles", "compare"} {
 			if set[name] {
 				return usageErr("--%s does not apply with --ledger", name)
 			}
@@ -147,8 +149,23 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 		}
 		return time.Duration(d) * time.Millisecond, true
 	}
+	// positiveDurs reads a comma-separated list of positive durations.
+	positiveDurs := func(name, list string) ([]time.Duration, bool) {
+		var ds []time.Duration
+		for _, s := range strings.Split(list, ",") {
+			d, ok := parseDur(name, s)
+			if !ok {
+				return nil, false
+			}
+			if d <= 0 {
+				usageErr("--%s: %q must be positive", name, strings.TrimSpace(s))
+				return nil, false
+			}
+			ds = append(ds, d)
+		}
+		return ds, true
+	}
 	if set["window"] || *jobFile == "" {
-		var ok bool
 		if o.Window, ok = parseDur("window", *win); !ok {
 			return 2
 		}
@@ -180,6 +197,19 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 			return usageErr("--lateness: %q must be positive", s)
 		}
 		o.Lateness = append(o.Lateness, d)
+	}
+	if set["idles"] {
+		if *jobFile == "" {
+			return usageErr("--idles needs --job: the partitions and their idleness are the job's")
+		}
+		if o.Idles, ok = positiveDurs("idles", *idles); !ok {
+			return 2
+		}
+	}
+	if set["compare"] {
+		if o.Periods, err = parsePeriods(*compare); err != nil {
+			return usageErr("--compare: %v", err)
+		}
 	}
 	if o.Target, err = parseShare(*target); err != nil {
 		return usageErr("--target: %v", err)
@@ -236,15 +266,8 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	var rep report
 	if *ledger != "" {
 		l := lateness.LedgerOptions{Path: *ledger, Match: *match, Time: *ledgerTime}
-		for _, s := range strings.Split(*waitList, ",") {
-			d, ok := parseDur("waits", s)
-			if !ok {
-				return 2
-			}
-			if d <= 0 {
-				return usageErr("--waits: %q must be positive", strings.TrimSpace(s))
-			}
-			l.Waits = append(l.Waits, d)
+		if l.Waits, ok = positiveDurs("waits", *waitList); !ok {
+			return 2
 		}
 		rep, err = lateness.AnalyzeLedger(path, o, l)
 	} else {
@@ -304,6 +327,34 @@ func loadJob(path, file string) (*job.Job, error) {
 		return nil, err
 	}
 	return job.Parse(data, path, dir)
+}
+
+// parsePeriods reads --compare: START/LENGTH, comma-separated, at least
+// two.
+func parsePeriods(list string) ([]lateness.Period, error) {
+	var ps []lateness.Period
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		start, length, ok := strings.Cut(s, "/")
+		if !ok {
+			return nil, fmt.Errorf("%q is not START/LENGTH (such as 2026-08-31/7d)", s)
+		}
+		t, err := time.Parse(time.DateOnly, start)
+		if err != nil {
+			if t, err = time.Parse(time.RFC3339, start); err != nil {
+				return nil, fmt.Errorf("%q: the start %q is not an RFC 3339 date or time (2026-08-31 or 2026-08-31T06:00:00Z)", s, start)
+			}
+		}
+		d, err := mtime.ParseDuration(length)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%q: the length %q is not a positive duration (such as 7d or 12h)", s, length)
+		}
+		ps = append(ps, lateness.Period{Label: s, Start: t, Length: time.Duration(d) * time.Millisecond})
+	}
+	if len(ps) < 2 {
+		return nil, fmt.Errorf("compare at least two periods, not %d", len(ps))
+	}
+	return ps, nil
 }
 
 // parseShare reads "0.1%" or "0.001".

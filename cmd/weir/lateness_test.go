@@ -462,3 +462,72 @@ func TestLatenessLedgerFlags(t *testing.T) {
 		}
 	}
 }
+
+// With a job, weir lateness estimates its state (keys x open windows x
+// bytes a key and window) and replays the idle timeouts of its partitions.
+func TestLatenessJobIdleAndState(t *testing.T) {
+	dir := latenessDir(t)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: events.jsonl}\ntime: {field: ts, arrival_field: arrival, partition_field: platform}\n"+
+		"key: platform\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\n"), 0o644)
+	code, stdout, stderr := runLateness(t, dir, "--job", "job.yaml", "--delays", "none", "--idles", "30s,5m", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r lateness.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.State == nil || r.State.Keys != 2 || r.State.Key != "platform" || r.State.Bytes != 2*r.State.OpenWindowsPeak*lateness.BytesPerKeyWindow {
+		t.Errorf("state %+v", r.State)
+	}
+	if r.Idle == nil || len(r.Idle.Timeouts) != 3 || len(r.Idle.Partitions) != 2 || r.Idle.Partitions[0].Partition != "iOS" {
+		t.Errorf("idle %+v", r.Idle)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--idles", "30s", "events.jsonl"}, "weir lateness: --idles needs --job"},
+		{[]string{"--job", "job.yaml", "--idles", "0s"}, `weir lateness: --idles: "0s" must be positive`},
+		{[]string{"--job", "job.yaml", "--idles", "soon"}, `weir lateness: --idles: "soon" is not a duration`},
+	} {
+		code, stdout, stderr := runLateness(t, dir, c.args...)
+		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
+
+// --compare reports each period of event time beside the others.
+func TestLatenessCompare(t *testing.T) {
+	dir := latenessDir(t)
+	code, stdout, stderr := runLateness(t, dir, "--compare", "2026-01-01T00:00:00Z/1m, 2026-01-01T00:01:00Z/1m", "--delays", "none,1m", "--format", "json", "events.jsonl")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r lateness.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	// The third line (00:00:20, arrived 00:01:20) is too late with no
+	// delay: the first minute's window fired at 00:01:11.
+	if len(r.Periods) != 2 || r.Periods[0].Label != "2026-01-01T00:00:00Z/1m" || r.Periods[0].Events != 2 || r.Periods[1].Events != 2 ||
+		r.Periods[0].Delays[0].TooLate != 1 || r.Periods[1].Delays[0].TooLate != 0 || r.Periods[0].Delays[1].TooLate != 0 {
+		t.Errorf("periods %+v", r.Periods)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--compare", "2026-01-01/1d", "events.jsonl"}, "weir lateness: --compare: compare at least two periods, not 1"},
+		{[]string{"--compare", "2026-01-01/1d,yesterday/1d", "events.jsonl"}, `weir lateness: --compare: "yesterday/1d": the start "yesterday" is not an RFC 3339 date`},
+		{[]string{"--compare", "2026-01-01/1d,2026-01-02/0s", "events.jsonl"}, `weir lateness: --compare: "2026-01-02/0s": the length "0s" is not a positive duration`},
+		{[]string{"--compare", "2026-01-01,2026-01-02", "events.jsonl"}, `weir lateness: --compare: "2026-01-01" is not START/LENGTH`},
+		{[]string{"--compare", "2026-01-01/1d,2026-01-02/1d", "--ledger", "l.jsonl", "--match", "id", "events.jsonl"}, "weir lateness: --compare does not apply with --ledger"},
+	} {
+		code, stdout, stderr := runLateness(t, dir, c.args...)
+		if code != 2 || stdout != "" || !strings.HasPrefix(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
+}
