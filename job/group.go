@@ -122,8 +122,10 @@ func (g *groupTask) Run(ctx context.Context) error {
 	if sum != nil && err == nil {
 		// What the task did, as its checkpoints counted it (across the
 		// instances that ran it).
-		g.rn.logf("stopped at watermark %s: read %d: %d accepted, %d duplicates, %d too late, %d beyond the dedup horizon, %d quarantined; %d panes written",
-			sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, sum.TooLate, sum.BeyondDedupHorizon, sum.Quarantined, sum.PanesWritten)
+		// A stop that could not wait for its savepoint leaves records in
+		// flight: read, not yet counted, and read again by the next run.
+		g.rn.logf("stopped at watermark %s: read %d: %d accepted, %d duplicates, %d too late, %d beyond the dedup horizon, %d quarantined, %d in flight; %d panes written",
+			sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, sum.TooLate, sum.BeyondDedupHorizon, sum.Quarantined, sum.InFlight, sum.PanesWritten)
 	}
 	return err
 }
