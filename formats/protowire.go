@@ -569,17 +569,17 @@ func appendRFC3339(b []byte, sec, nanos int64) []byte {
 	y, mo, d := t.Date()
 	h, mi, s := t.Clock()
 	b = append(b, '"')
-	b = appendDigits(b, y, 4)
+	b = text.AppendPadded(b, int64(y), 4)
 	b = append(b, '-')
-	b = appendDigits(b, int(mo), 2)
+	b = text.AppendPadded(b, int64(mo), 2)
 	b = append(b, '-')
-	b = appendDigits(b, d, 2)
+	b = text.AppendPadded(b, int64(d), 2)
 	b = append(b, 'T')
-	b = appendDigits(b, h, 2)
+	b = text.AppendPadded(b, int64(h), 2)
 	b = append(b, ':')
-	b = appendDigits(b, mi, 2)
+	b = text.AppendPadded(b, int64(mi), 2)
 	b = append(b, ':')
-	b = appendDigits(b, s, 2)
+	b = text.AppendPadded(b, int64(s), 2)
 	if nanos > 0 {
 		digits := 9
 		for nanos%10 == 0 {
@@ -587,22 +587,7 @@ func appendRFC3339(b []byte, sec, nanos int64) []byte {
 			digits--
 		}
 		b = append(b, '.')
-		b = appendDigits(b, int(nanos), digits)
+		b = text.AppendPadded(b, nanos, digits)
 	}
 	return append(b, 'Z', '"')
-}
-
-// appendDigits appends v, at least width digits, zeros before.
-func appendDigits(b []byte, v, width int) []byte {
-	var buf [20]byte
-	i := len(buf)
-	for v >= 10 || width > 1 {
-		i--
-		buf[i] = byte('0' + v%10)
-		v /= 10
-		width--
-	}
-	i--
-	buf[i] = byte('0' + v)
-	return append(b, buf[i:]...)
 }
