@@ -96,7 +96,8 @@ func (rn *Runnable) startProgress() *progressReporter {
 				st := ctl.Status(context.Background(), 200*time.Millisecond)
 				read := int64(-1)
 				if size >= 0 {
-					read = size - inputBacklog(st)
+					backlog, _ := inputBacklog(st)
+					read = size - backlog
 				}
 				if read0 < 0 {
 					read0, first = read, time.Now()
@@ -108,15 +109,18 @@ func (rn *Runnable) startProgress() *progressReporter {
 	return p
 }
 
-// inputBacklog is what the job's input has waiting, in bytes for a file.
-func inputBacklog(st engine.Status) int64 {
-	var n int64
+// inputBacklog is what the job's input has waiting (records, or bytes for
+// a file), and whether any of its partitions can tell.
+func inputBacklog(st engine.Status) (n int64, known bool) {
 	for _, src := range st.Sources {
 		for _, p := range src.Partitions {
-			n += max(p.Backlog, 0)
+			if p.Backlog >= 0 {
+				n += p.Backlog
+				known = true
+			}
 		}
 	}
-	return n
+	return n, known
 }
 
 // progressLine is the progress report of a status: the lines read, this
@@ -230,17 +234,7 @@ func progressLogLine(st engine.Status, prev int64, d time.Duration) string {
 	} else {
 		b.WriteString("; no watermark yet: no window can close before the first event")
 	}
-	var backlog int64
-	known := false
-	for _, src := range st.Sources {
-		for _, p := range src.Partitions {
-			if p.Backlog >= 0 {
-				backlog += p.Backlog
-				known = true
-			}
-		}
-	}
-	if known {
+	if backlog, known := inputBacklog(st); known {
 		fmt.Fprintf(&b, "; %d waiting in the source", backlog)
 	}
 	if st.Backpressure != "" {
