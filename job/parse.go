@@ -302,6 +302,16 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 	}
 }
 
+// partitionField is the value of the job's partition field in v: nil
+// without one, and not ok when v lacks it or it is not a scalar.
+func (lp *lineParser) partitionField(v *fastjson.Value) (part *fastjson.Value, ok bool) {
+	if lp.j.PartitionField == nil {
+		return nil, true
+	}
+	part = get(v, lp.j.PartitionField)
+	return part, part != nil && linedec.Scalar(part, &lp.numBuf)
+}
+
 // PartitionNames implements engine.PartitionNamer: with a partition field,
 // the partitions are its values, in order of first appearance.
 // A string value is named without its quotes.
@@ -398,12 +408,12 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			return out
 		}
 		if beat {
-			if j.PartitionField != nil {
-				part := get(v, j.PartitionField)
-				if part == nil || !linedec.Scalar(part, &lp.numBuf) {
-					out.reason = ReasonNoPartition
-					return out
-				}
+			part, ok := lp.partitionField(v)
+			if !ok {
+				out.reason = ReasonNoPartition
+				return out
+			}
+			if part != nil {
 				out.part = lp.partition(part)
 			}
 			out.heartbeat = true
@@ -456,12 +466,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		lp.idBuf = linedec.AppendIdentity(lp.idBuf[:0], id)
 		out.id = lp.idBuf
 	}
-	var part *fastjson.Value
-	if j.PartitionField != nil {
-		if part = get(v, j.PartitionField); part == nil || !linedec.Scalar(part, &lp.numBuf) {
-			out.reason = ReasonNoPartition
-			return out
-		}
+	part, ok := lp.partitionField(v)
+	if !ok {
+		out.reason = ReasonNoPartition
+		return out
 	}
 	if lp.where != nil {
 		// After the line's validation (its times, key, id and partition)
