@@ -285,7 +285,7 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.Input != "-" && j.Kafka == nil && j.Custom == nil {
+	if j.inputIsFile() {
 		if st, err := os.Stat(j.Input); err != nil {
 			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
 				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, errText(err))}
@@ -602,6 +602,11 @@ func (p *parser) checkKeyParts(j *Job) error {
 
 // Keyed reports whether the job has a key (one field, or composite).
 func (j *Job) Keyed() bool { return j.Key != nil || j.KeyParts != nil }
+
+// inputIsFile reports whether the job reads a file of the local disk
+// (source.file), not standard input, a topic or a registered kind's
+// source.
+func (j *Job) inputIsFile() bool { return j.Input != "-" && j.Kafka == nil && j.Custom == nil }
 
 // KeyName names the job's key as a restore, a plan and a message say it:
 // "card", or "[user, page]"; "" without one.

@@ -47,21 +47,77 @@ type TableOutput struct {
 }
 
 // Kind names the output's kind in messages.
-func (o *Output) Kind() string {
+func (o *Output) Kind() string { return o.kind().writes() }
+
+// outputKind is what an output's kind says of it. Each kind (a file,
+// standard output, a Kafka topic, a table, a kind registered in package
+// plan) answers in one place, so that no rule of the job's outputs
+// lists the kinds: a new kind is a new implementation.
+type outputKind interface {
+	// connector names the kind as a plan shows it: file, stdout, kafka,
+	// sqlite, postgres, or a registered kind's name.
+	connector() string
+	// writes says where the output writes, as messages name it.
+	writes() string
+	// target names where it writes, in the name of its commit record in
+	// checkpoints; rel makes a path relative to the job file's directory
+	// when it can.
+	target(rel func(path string) string) string
+}
+
+// kind is the output's kind: the one place that reads which of its
+// settings' fields is set.
+func (o *Output) kind() outputKind {
 	switch {
 	case o.Custom != nil:
-		return o.Custom.Config.Writes()
+		return o.Custom
 	case o.Kafka != nil:
-		return "kafka topic " + o.Kafka.Topic
-	case o.Table != nil && o.Table.Driver == "sqlite":
-		return "table " + o.Table.Table + " in " + o.Table.Path
+		return o.Kafka
 	case o.Table != nil:
-		return "postgres table " + o.Table.Table
+		return o.Table
 	case o.File == "-":
-		return "standard output"
+		return stdoutKind{}
 	}
-	return o.File
+	return fileKind(o.File)
 }
+
+// fileKind is an output to a file, by its path.
+type fileKind string
+
+func (f fileKind) connector() string                     { return "file" }
+func (f fileKind) writes() string                        { return string(f) }
+func (f fileKind) target(rel func(string) string) string { return "file:" + rel(string(f)) }
+
+// stdoutKind is an output to standard output.
+type stdoutKind struct{}
+
+func (stdoutKind) connector() string                 { return "stdout" }
+func (stdoutKind) writes() string                    { return "standard output" }
+func (stdoutKind) target(func(string) string) string { return "stdout" }
+
+func (k *KafkaOutput) connector() string                 { return "kafka" }
+func (k *KafkaOutput) writes() string                    { return "kafka topic " + k.Topic }
+func (k *KafkaOutput) target(func(string) string) string { return "kafka:" + k.Topic }
+
+func (t *TableOutput) connector() string { return t.Driver }
+
+func (t *TableOutput) writes() string {
+	if t.Driver == "sqlite" {
+		return "table " + t.Table + " in " + t.Path
+	}
+	return "postgres table " + t.Table
+}
+
+func (t *TableOutput) target(rel func(string) string) string {
+	if t.Driver == "sqlite" {
+		return "sqlite:" + rel(t.Path) + "#" + t.Table
+	}
+	return "postgres:" + t.Table
+}
+
+func (c *CustomOutput) connector() string                 { return c.Kind }
+func (c *CustomOutput) writes() string                    { return c.Config.Writes() }
+func (c *CustomOutput) target(func(string) string) string { return c.Kind + ":" + c.Config.Target() }
 
 // KafkaConn is how a job reaches a Kafka cluster.
 type KafkaConn = kafka.Config

@@ -89,7 +89,7 @@ func (rn *Runnable) plan() *plan.Graph {
 	add := func(o *Output, in plan.Input, role outputRole) {
 		key, former := recordKey(j, o)
 		id := plan.ID{Kind: plan.KindSink, Name: key}
-		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.connector(), Writes: o.Kind(), Former: former},
+		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.kind().connector(), Writes: o.Kind(), Former: former},
 			Impl: &sinkNode{rn: rn, o: o, role: role}})
 		if role == roleResults || role == roleLate {
 			refusing = append(refusing, plan.Input{From: id, Port: plan.Refused})
@@ -126,21 +126,6 @@ func expressionSettings(j *Job) []plan.Setting {
 		out = append(out, plan.Setting{Field: "heartbeat", Value: j.Heartbeat.String()})
 	}
 	return out
-}
-
-// connector is the kind of the output's connector, as a plan names it.
-func (o *Output) connector() string {
-	switch {
-	case o.Custom != nil:
-		return o.Custom.Kind
-	case o.Kafka != nil:
-		return "kafka"
-	case o.Table != nil:
-		return o.Table.Driver
-	case o.File == "-":
-		return "stdout"
-	}
-	return "file"
 }
 
 // outputRole is what an output of a job file writes.
@@ -338,25 +323,19 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 	for _, d := range c.Consumers(plan.Refused) {
 		dead = d.(*deadLetters)
 	}
+	f := newFormat(j)
 	switch s.role {
 	case roleResults:
 		var n *engine.SinkNode[pane]
 		var err error
-		switch {
-		case o.Custom != nil:
-			if n, err = customSink(rn, o, newFormat(j).paneItem); err != nil {
-				return err
-			}
-		case o.Table != nil:
+		if _, ok := o.kind().(*TableOutput); ok {
+			// A table upserts each pane's fields, not its line.
 			ts := newTableSink(j, o, e.Checkpointed(), rn.partial, rn.former, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {
 				return setupError(j, err)
 			}
-		default:
-			f := newFormat(j)
-			if n, err = newSink(rn, o, newFormat(j).appendPane, f.paneRecord, paneID); err != nil {
-				return err
-			}
+		} else if n, err = outputSink(rn, o, writer[pane]{f.appendPane, f.paneRecord, f.paneItem, paneID}); err != nil {
+			return err
 		}
 		rn.outs = append(rn.outs, n)
 		if dead != nil {
@@ -364,13 +343,7 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 		}
 		c.SetInput(n)
 	case roleLate:
-		var n *engine.SinkNode[lateEvent]
-		var err error
-		if o.Custom != nil {
-			n, err = customSink(rn, o, newFormat(j).lateItem)
-		} else {
-			n, err = newSink(rn, o, newFormat(j).appendLate, newFormat(j).lateRecord, lateID)
-		}
+		n, err := outputSink(rn, o, writer[lateEvent]{f.appendLate, f.lateRecord, f.lateItem, lateID})
 		if err != nil {
 			return err
 		}
@@ -379,26 +352,13 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 		}
 		c.SetInput(n)
 	case roleRejected:
-		var n *engine.SinkNode[engine.RejectedRecord]
-		var err error
-		if o.Custom != nil {
-			n, err = customSink(rn, o, newFormat(j).rejectedItem)
-		} else {
-			n, err = newSink(rn, o, newFormat(j).appendRejected, newFormat(j).rejectedRecord, rejectedID)
-		}
+		n, err := outputSink(rn, o, writer[engine.RejectedRecord]{f.appendRejected, f.rejectedRecord, f.rejectedItem, rejectedID})
 		if err != nil {
 			return err
 		}
 		c.SetInput(n)
 	case roleDead:
-		var n *engine.SinkNode[deadRecord]
-		var err error
-		if o.Custom != nil {
-			n, err = customSink(rn, o, newFormat(j).deadItem)
-		} else {
-			df := newFormat(j)
-			n, err = newSink(rn, o, df.appendDead, df.deadKafka, deadID)
-		}
+		n, err := outputSink(rn, o, writer[deadRecord]{f.appendDead, f.deadKafka, f.deadItem, deadID})
 		if err != nil {
 			return err
 		}

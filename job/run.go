@@ -562,16 +562,27 @@ func (rn *Runnable) reportStateBytes() {
 	}
 }
 
-// newSink makes the sink of an output: a file (exactly once at each
-// checkpoint, when the job has checkpoints), standard output, or a Kafka
-// topic (a transaction per checkpoint, or at least once).
-func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Encoder[T], id func(T) uint64) (*engine.SinkNode[T], error) {
+// writer is how the items of an output's role (panes, too-late events,
+// rejected records, dead letters) are written, whatever the output's kind.
+type writer[T any] struct {
+	line   file.Encoder[T]               // a line of a file or of standard output
+	record kafka.Encoder[T]              // a topic's record
+	item   func(b []byte, v T) plan.Item // an item for a registered kind's sink
+	id     func(T) uint64                // the identity a topic's records carry
+}
+
+// outputSink makes the sink of an output: a file (exactly once at each
+// checkpoint, when the job has checkpoints), standard output, a Kafka
+// topic (a transaction per checkpoint, or at least once) or a registered
+// kind's. A table's is the results' own (newTableSink).
+func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T], error) {
 	var s connector.Sink[T]
 	var opts []engine.SinkOption
-	switch {
-	case o.Kafka != nil:
-		k := o.Kafka
-		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: rec, Identify: id,
+	switch k := o.kind().(type) {
+	case *CustomOutput:
+		return customSink(rn, o, c.item)
+	case *KafkaOutput:
+		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: c.record, Identify: c.id,
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
 			TransactionalID:    transactionalID(rn.j, o.Field), Create: k.Create}
 		for i := range rn.j.Outputs {
@@ -586,10 +597,13 @@ func newSink[T any](rn *Runnable, o *Output, line file.Encoder[T], rec kafka.Enc
 		}
 		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))
-	case o.File == "-":
-		s = &file.Writer[T]{W: rn.o.Stdout, Encode: line}
+	case stdoutKind:
+		s = &file.Writer[T]{W: rn.o.Stdout, Encode: c.line}
+	case fileKind:
+		s = &file.Sink[T]{Path: string(k), Encode: c.line, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS, Force: rn.o.Force}
 	default:
-		s = &file.Sink[T]{Path: o.File, Encode: line, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS, Force: rn.o.Force}
+		// The job file refuses it (a table holds results only).
+		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %s cannot be written here", rn.j.File, o.Field, k.writes())}
 	}
 	opts = append(opts, recordName(rn.j, o))
 	n, err := engine.NewSink(rn.e, o.Field, s, opts...)
@@ -622,34 +636,22 @@ func recordKey(j *Job, o *Output) (key string, former []string) {
 	// Checkpoints of an earlier weir named the output relative to the job
 	// file's directory as given, when they could (dir).
 	base, _ := filepath.Abs(filepath.Dir(j.File))
-	rel := func(p string, dir bool) string {
-		if dir {
-			if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+	rel := func(dir bool) func(string) string {
+		return func(p string) string {
+			if dir {
+				if r, err := filepath.Rel(filepath.Dir(j.File), p); err == nil && filepath.IsLocal(r) {
+					return filepath.ToSlash(r)
+				}
+				return p
+			}
+			abs, _ := filepath.Abs(p)
+			if r, err := filepath.Rel(base, abs); err == nil && filepath.IsLocal(r) {
 				return filepath.ToSlash(r)
 			}
 			return p
 		}
-		abs, _ := filepath.Abs(p)
-		if r, err := filepath.Rel(base, abs); err == nil && filepath.IsLocal(r) {
-			return filepath.ToSlash(r)
-		}
-		return p
 	}
-	target := func(dir bool) string {
-		switch {
-		case o.Custom != nil:
-			return o.Custom.Kind + ":" + o.Custom.Config.Target()
-		case o.Kafka != nil:
-			return "kafka:" + o.Kafka.Topic
-		case o.Table != nil && o.Table.Driver == "sqlite":
-			return "sqlite:" + rel(o.Table.Path, dir) + "#" + o.Table.Table
-		case o.Table != nil:
-			return "postgres:" + o.Table.Table
-		case o.File == "-":
-			return "stdout"
-		}
-		return "file:" + rel(o.File, dir)
-	}
+	target := func(dir bool) string { return o.kind().target(rel(dir)) }
 	// A checkpoint's files are named by their records: no slashes.
 	key = url.PathEscape(role + ":" + target(false))
 	former = []string{o.Field}

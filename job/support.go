@@ -72,7 +72,7 @@ type progressReporter struct {
 func (rn *Runnable) startProgress() *progressReporter {
 	w, ctl := rn.o.Progress, rn.e.Control()
 	var size int64 = -1
-	if j := rn.j; j.Kafka == nil && j.Custom == nil && j.Input != "-" && !j.Follow {
+	if j := rn.j; j.inputIsFile() && !j.Follow {
 		if st, err := os.Stat(j.Input); err == nil {
 			size = st.Size()
 		}
