@@ -508,6 +508,9 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.checkDelivery(j); err != nil {
 		return nil, err
 	}
+	if err := p.checkAvroNames(j); err != nil {
+		return nil, err
+	}
 	if err := p.checkTables(j); err != nil {
 		return nil, err
 	}

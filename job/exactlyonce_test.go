@@ -38,9 +38,19 @@ func broker(t *testing.T, topics ...string) string {
 	return c.ListenAddrs()[0]
 }
 
-// committedRecords reads every committed record of a topic, up to its last
-// stable offset, partition by partition.
+// committedRecords are the values of the committed records of a topic.
 func committedRecords(t *testing.T, addr, topic string) []string {
+	t.Helper()
+	var out []string
+	for _, r := range committed(t, addr, topic) {
+		out = append(out, string(r.Value))
+	}
+	return out
+}
+
+// committed is every committed record of a topic, up to its last stable
+// offset, partition by partition.
+func committed(t *testing.T, addr, topic string) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -53,7 +63,7 @@ func committedRecords(t *testing.T, addr, topic string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	var out []*kgo.Record
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Offset <= 0 {
 			return
@@ -72,7 +82,7 @@ func committedRecords(t *testing.T, addr, topic string) []string {
 			fs.EachRecord(func(r *kgo.Record) {
 				next = max(next, r.Offset+1)
 				if !r.Attrs.IsControl() && r.Offset < o.Offset {
-					out = append(out, string(r.Value))
+					out = append(out, r)
 				}
 			})
 		}

@@ -39,6 +39,34 @@ type SourceFormat struct {
 // registryFields are the settings of source.registry.
 var registryFields = []string{"url", "username", "password", "token", "subject"}
 
+// registrySettings reads the registry of m (a source or an output: field
+// names it), of the settings given, or nil when it has none.
+func registrySettings(m *node, field string, settings []string) (*plan.Registry, error) {
+	rn, err := m.sub("registry")
+	if err != nil || rn == nil {
+		return nil, err
+	}
+	if err := rn.strict(settings...); err != nil {
+		return nil, err
+	}
+	reg := &plan.Registry{}
+	for _, f := range []struct {
+		name string
+		to   *string
+	}{{"url", &reg.URL}, {"username", &reg.Username}, {"password", &reg.Password}, {"token", &reg.Token}, {"subject", &reg.Subject}} {
+		if *f.to, _, err = rn.str(f.name); err != nil {
+			return nil, err
+		}
+	}
+	if reg.URL == "" {
+		return nil, rn.errf(nil, field+".registry.url", "missing: the schema registry's URL (http://127.0.0.1:8081)")
+	}
+	if reg.Token != "" && (reg.Username != "" || reg.Password != "") {
+		return nil, rn.errf(rn.get("token"), field+".registry.token", "choose one of token (bearer) and username and password (basic)")
+	}
+	return reg, nil
+}
+
 // formatFieldNames are the fields of a source that belong to its format:
 // format, registry, and every registered format's settings.
 func formatFieldNames() []string {
@@ -85,31 +113,12 @@ func (p *parser) sourceFormat(root *node, j *Job) error {
 			return s.errf(s.get(f), s.field(f), "is not a setting of format %s", name)
 		}
 	}
-	var reg *plan.Registry
-	if rn, err := s.sub("registry"); err != nil {
+	reg, err := registrySettings(s, "source", registryFields)
+	if err != nil {
 		return err
-	} else if rn != nil {
-		if !k.Registry {
-			return s.errf(s.get("registry"), "source.registry", "format %s is not read through a schema registry", name)
-		}
-		if err := rn.strict(registryFields...); err != nil {
-			return err
-		}
-		reg = &plan.Registry{}
-		for _, f := range []struct {
-			name string
-			to   *string
-		}{{"url", &reg.URL}, {"username", &reg.Username}, {"password", &reg.Password}, {"token", &reg.Token}, {"subject", &reg.Subject}} {
-			if *f.to, _, err = rn.str(f.name); err != nil {
-				return err
-			}
-		}
-		if reg.URL == "" {
-			return rn.errf(nil, "source.registry.url", "missing: the schema registry's URL (http://127.0.0.1:8081)")
-		}
-		if reg.Token != "" && (reg.Username != "" || reg.Password != "") {
-			return rn.errf(rn.get("token"), "source.registry.token", "choose one of token (bearer) and username and password (basic)")
-		}
+	}
+	if reg != nil && !k.Registry {
+		return s.errf(s.get("registry"), "source.registry", "format %s is not read through a schema registry", name)
 	}
 	cfg, err := k.Parse(yamlSettings{p: p, m: s}, reg)
 	if err != nil {

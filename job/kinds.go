@@ -297,8 +297,13 @@ func (f *format) paneItem(b []byte, p pane) plan.Item {
 			pf.Values = append(pf.Values, v.f)
 		case vDec:
 			pf.Values = append(pf.Values, string(appendDecimal(nil, v.i, v.scale)))
+		case vJSON:
+			pf.Values = append(pf.Values, plan.RawJSON(v.js))
 		default:
 			pf.Values = append(pf.Values, nil)
+		}
+		if v.partial {
+			pf.Partial = append(pf.Partial, a.Name)
 		}
 	}
 	return plan.Item{Kind: plan.Pane, JSON: line[:len(line)-1], Key: key, ID: paneID(p), Pane: pf}

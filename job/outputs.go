@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
 )
@@ -135,6 +136,13 @@ type KafkaOutput struct {
 	// Create creates the topic when it does not exist (compacted when it
 	// gets the results' revisions); without it a missing topic is refused.
 	Create bool
+	// Format is the records' format: "" for JSON, or "avro": a pane's key
+	// and value as Avro records in the framing of the schema registry
+	// Registry, their schemas registered under the subjects Subjects
+	// names (formats.AvroPanes).
+	Format   string
+	Registry *plan.Registry
+	Subjects formats.SubjectStrategy
 }
 
 // KafkaInput reads a topic.
@@ -324,9 +332,56 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 		}
 		o.Kafka = ko
 	}
+	if err := p.outputFormat(m, field, o); err != nil {
+		return err
+	}
 	if o.File == "" && o.Kafka == nil {
 		return m.errf(nil, field, "missing: say where it goes, e.g. {file: results.jsonl}, {sqlite: {path: results.db, table: results}} or {kafka: {brokers: [localhost:9092], topic: alerts}}")
 	}
+	return nil
+}
+
+// outputFormat reads the format of an output's records (format, registry,
+// subject_name_strategy): JSON unless a Kafka output of results says avro.
+func (p *parser) outputFormat(m *node, field string, o *Output) error {
+	name, n, err := m.str("format")
+	if err != nil {
+		return err
+	}
+	if name == "" || name == "json" {
+		for _, f := range []string{"registry", "subject_name_strategy"} {
+			if m.get(f) != nil {
+				return m.errf(m.get(f), field+"."+f, "belongs to the format of a Kafka output: give format: avro")
+			}
+		}
+		return nil
+	}
+	switch {
+	case name != "avro":
+		return m.errf(n, field+".format", "unknown format %q; an output writes json or avro", name)
+	case o.Kafka == nil:
+		return m.errf(n, field+".format", "format avro is for a Kafka output; a file holds JSON lines")
+	case field != "output" && !strings.HasPrefix(field, "output["):
+		return m.errf(n, field+".format", "format avro is for the results' outputs; %s is written as JSON", field)
+	}
+	reg, err := registrySettings(m, field, []string{"url", "username", "password", "token"})
+	if err != nil {
+		return err
+	}
+	if reg == nil {
+		return m.errf(nil, field+".registry", "missing: the schema registry the Avro schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}")
+	}
+	strategy, sn, err := m.str("subject_name_strategy")
+	if err != nil {
+		return err
+	}
+	switch s := formats.SubjectStrategy(strategy); s {
+	case "", formats.TopicName, formats.RecordName, formats.TopicRecordName:
+		o.Kafka.Subjects = s
+	default:
+		return m.errf(sn, field+".subject_name_strategy", "expected topic_name, record_name or topic_record_name, got %q", strategy)
+	}
+	o.Kafka.Format, o.Kafka.Registry = name, reg
 	return nil
 }
 
@@ -462,6 +517,31 @@ func (j *Job) AllOutputs() []*Output {
 		}
 	}
 	return all
+}
+
+// checkAvroNames checks that every field of the panes an avro output
+// writes can be an Avro field: the aggregates' names and a composite key's
+// fields (dots made underscores).
+func (p *parser) checkAvroNames(j *Job) error {
+	for _, o := range j.AllOutputs() {
+		if o.Kafka == nil || o.Kafka.Format != "avro" {
+			continue
+		}
+		shape := j.paneShape()
+		for _, k := range shape.Keys {
+			if !formats.AvroName(k) {
+				return &Error{File: p.file, Line: o.Line, Field: "key",
+					Msg: fmt.Sprintf("%s writes avro, and the key's field %q is not a name an Avro field can have (letters, digits and _, not beginning with a digit): rename it with fields:", o.Field, k)}
+			}
+		}
+		for _, a := range shape.Aggregates {
+			if !formats.AvroName(a.Name) {
+				return &Error{File: p.file, Line: o.Line, Field: "aggregates." + a.Name,
+					Msg: fmt.Sprintf("%s writes avro, and %q is not a name an Avro field can have (letters, digits and _, not beginning with a digit): rename it", o.Field, a.Name)}
+			}
+		}
+	}
+	return nil
 }
 
 // checkDelivery applies the rules of exactly-once Kafka output, once the

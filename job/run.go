@@ -25,6 +25,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -582,7 +583,21 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 	case *CustomOutput:
 		return customSink(rn, o, c.item)
 	case *KafkaOutput:
-		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: c.record, Identify: c.id,
+		encode := c.record
+		var avro *formats.AvroPanes
+		if k.Format == "avro" {
+			var err error
+			if avro, err = formats.NewAvroPanes(rn.j.paneShape(), k.Registry, k.Topic, k.Subjects, func(s string) { rn.logf("%s", s) }); err != nil {
+				return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, o.Field, err), Err: err}
+			}
+			var buf []byte
+			encode = func(v T) (key, value []byte) {
+				it := c.item(buf[:0], v)
+				buf = it.JSON[:0]
+				return avro.Record(it.Pane)
+			}
+		}
+		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: encode, Identify: c.id,
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
 			TransactionalID:    transactionalID(rn.j, o.Field), Create: k.Create}
 		for i := range rn.j.Outputs {
@@ -596,6 +611,9 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 			ks.Txn = rn.o.task.Txn
 		}
 		s = ks
+		if avro != nil {
+			s = &registering[T]{Sink: ks, register: avro.Register}
+		}
 		opts = append(opts, engine.Accept(k.Delivery))
 	case stdoutKind:
 		s = &file.Writer[T]{W: rn.o.Stdout, Encode: c.line}
@@ -611,6 +629,51 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 		return nil, setupError(rn.j, err)
 	}
 	return n, nil
+}
+
+// registering is a Kafka sink whose records' schemas are registered in a
+// schema registry before it opens (again at each open, until the registry
+// has taken them): a registry that cannot be reached is retried as the
+// brokers are, and one that refuses a schema stops the job, naming the
+// subject and its compatibility rule. Every other method is the sink's.
+type registering[T any] struct {
+	*kafka.Sink[T]
+	register func(context.Context) error
+}
+
+func (s *registering[T]) Open(ctx context.Context, r connector.Resume) error {
+	if err := s.register(ctx); err != nil {
+		return err
+	}
+	return s.Sink.Open(ctx, r)
+}
+
+// paneShape is the shape of the job's panes, which an output format
+// derives its schema from: a composite key's fields are named as a table
+// names their columns (dots made underscores).
+func (j *Job) paneShape() plan.PaneShape {
+	s := plan.PaneShape{Job: jobName(j)}
+	_, global := j.Window.Assigner.(window.Global)
+	s.Windowed = !global
+	switch {
+	case j.KeyParts != nil:
+		for _, k := range j.KeyParts {
+			s.Keys = append(s.Keys, strings.ReplaceAll(k.String(), ".", "_"))
+		}
+	case j.Key != nil:
+		s.Keys = []string{"key"}
+	}
+	for _, a := range j.Aggregates {
+		t := plan.Number
+		switch {
+		case a.JSONValued():
+			t = plan.JSONText
+		case a.Kind == AggCount, a.Kind == AggCountField, a.Kind == AggCountDistinct, a.Kind == AggApproxDistinct:
+			t = plan.Integer
+		}
+		s.Aggregates = append(s.Aggregates, plan.AggregateShape{Name: a.Name, Type: t})
+	}
+	return s
 }
 
 // recordName names an output's commit record in checkpoints by what the

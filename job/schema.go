@@ -180,6 +180,14 @@ var outputObject = object("One output, of one kind.", nil,
 	field{"kafka", kafkaOutputShape},
 	field{"sqlite", sqliteShape},
 	field{"postgres", postgresShape},
+	field{"format", enum("The records' format: json (the default) or avro (a Kafka output of results: the pane's key and value as Avro records in a schema registry's framing, their schemas derived from the job).", "json", "avro")},
+	field{"registry", object("The schema registry an avro output registers its schemas in.", []string{"url"},
+		field{"url", str("The registry's URL (http://127.0.0.1:8081).")},
+		field{"username", str("Basic authentication's user.")},
+		field{"password", str("Basic authentication's password (a secret).")},
+		field{"token", str("A bearer token (a secret).")},
+	)},
+	field{"subject_name_strategy", enum("The subjects an avro output's schemas are registered under: topic_name (TOPIC-key, TOPIC-value; the default), record_name or topic_record_name.", "topic_name", "record_name", "topic_record_name")},
 )
 
 // sideOutputObject is a late_output or a quarantine: a table holds results

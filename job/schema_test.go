@@ -51,6 +51,7 @@ var schemaContext = map[string][]string{
 	"window.sliding":    {"window={sliding: {size: 10m, slide: 1m}}"},
 	"window.session":    {"window={session: {gap: 1m}}"},
 	"output.kafka":      {"output={kafka: {brokers: [b:9092], topic: out}}"},
+	"output.registry":   {"output={kafka: {brokers: [b:9092], topic: out}, format: avro, registry: {url: http://r:8081}}"},
 	"output.sqlite":     {"output={sqlite: {path: r.db, table: r}}"},
 	"output.postgres":   {"output={postgres: {dsn: postgres://h/db, table: r}}"},
 	"late_output.kafka": {"late_output={kafka: {brokers: [b:9092], topic: late}}"},

@@ -140,7 +140,7 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 	b = append(b, `,"retract":`...)
 	b = appendBool(b, p.Retract)
 	b = append(b, `,"status":"`...)
-	b = append(b, paneStatus(&p)...)
+	b = append(b, window.Status(p.Final, p.Retract)...)
 	b = append(b, `","version":`...)
 	b = strconv.AppendInt(b, f.j.Version, 10)
 	b = append(b, `,"watermark":`...)

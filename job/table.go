@@ -357,18 +357,6 @@ func tableValue(v outVal) any {
 // does, and 12.5 for a number; an object or an array as its JSON text.
 func TableValueText(js string) string { return TableKeyText(js) }
 
-// paneStatus is the status of a pane a business reads: provisional until the final
-// pane, which is closed; a retraction withdraws its pane.
-func paneStatus(p *pane) string {
-	switch {
-	case p.Retract:
-		return "retracted"
-	case p.Final:
-		return "closed"
-	}
-	return "provisional"
-}
-
 // TableSink is a sink on the table of output o (which must be a table), as
 // the job writes it, not opened: weir reconcile reads the table's rows back
 // through it and publishes corrections.

@@ -175,7 +175,8 @@ const (
 // PaneFields are a pane's fields, typed: what a sink that stores columns
 // (a table, a columnar file) writes.
 type PaneFields struct {
-	// Keys are the key's values (a string, an int64, a float64, a bool).
+	// Keys are the key's values, each its text (a string's characters, a
+	// number's digits), as a table's key columns hold them.
 	Keys []any
 	// Start and End are its window; for the global window, MinTime and
 	// MaxTime.
@@ -186,10 +187,61 @@ type PaneFields struct {
 	Version            int64
 	Watermark, Emitted mtime.Time
 	// Names and Values are its aggregates, in order: a value is an int64,
-	// a float64, a decimal string, or nil.
+	// a float64, a decimal string, a RawJSON (first, last, a histogram, a
+	// top), or nil.
 	Names  []string
 	Values []any
+	// Partial names the aggregates whose values cover only part of the
+	// window (added to the job after the window opened); usually none.
+	Partial []string
 }
+
+// RawJSON is a value that is JSON text: printed as its text, and
+// marshalled as the JSON it is.
+type RawJSON string
+
+// MarshalJSON is the text itself.
+func (r RawJSON) MarshalJSON() ([]byte, error) {
+	if r == "" {
+		return []byte("null"), nil
+	}
+	return []byte(r), nil
+}
+
+// PaneShape is the shape of the panes a job writes, known before it runs:
+// what an output format derives a pane's schema from.
+type PaneShape struct {
+	// Job is the job's name.
+	Job string
+	// Keys name the key's fields as a pane names them: "key" for a key
+	// of one field, each field of a composite key, none for a job without
+	// a key. A key's values are their text (PaneFields.Keys).
+	Keys []string
+	// Windowed says the panes have a window (all but the global window's).
+	Windowed bool
+	// Aggregates are the aggregates, in order.
+	Aggregates []AggregateShape
+}
+
+// AggregateShape is an aggregate's name and the type of its values.
+type AggregateShape struct {
+	Name string
+	Type ValueType
+}
+
+// ValueType is the type of an aggregate's values.
+type ValueType uint8
+
+// The types of aggregates' values.
+const (
+	// Integer values are int64s: counts.
+	Integer ValueType = iota
+	// Number values are int64s, float64s or exact decimals' text (a sum
+	// of decimal amounts), whichever each pane's value is.
+	Number
+	// JSONText values are JSON text (first, last, a histogram, a top).
+	JSONText
+)
 
 var registry struct {
 	sync.RWMutex

@@ -51,6 +51,18 @@ type Pane[K comparable, O any] struct {
 	Value     O
 }
 
+// Status is a pane's standing as a business reads it: provisional until
+// the final pane, which is closed; a retraction withdraws its pane.
+func Status(final, retract bool) string {
+	switch {
+	case retract:
+		return "retracted"
+	case final:
+		return "closed"
+	}
+	return "provisional"
+}
+
 // LateEvent is an event that came too late for every window it belongs to:
 // the watermark had passed End-1+allowed lateness of each when it arrived.
 // Window is the last of them (the one that closed most recently).
