@@ -287,9 +287,13 @@ func (a *AvroPanes) Record(p *plan.PaneFields) (key, value []byte) {
 
 func (a *AvroPanes) appendKey(b []byte, p *plan.PaneFields) []byte {
 	for i := range a.shape.Keys {
-		s := ""
+		var s string
 		if i < len(p.Keys) {
-			s = fmt.Sprint(p.Keys[i])
+			if k, ok := p.Keys[i].(string); ok {
+				s = k
+			} else {
+				s = fmt.Sprint(p.Keys[i])
+			}
 		}
 		b = avroString(b, s)
 	}

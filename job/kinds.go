@@ -273,7 +273,7 @@ func customSink[T any](rn *Runnable, o *Output, encode func(b []byte, v T) plan.
 // paneItem encodes a pane as an item, its JSON appended to b.
 func (f *format) paneItem(b []byte, p pane) plan.Item {
 	line := f.appendPane(b, p)
-	key, _ := f.paneRecord(p)
+	key := f.paneKey(p)
 	pf := &plan.PaneFields{Start: p.Window.Start, End: p.Window.End, Revision: int64(p.Revision), Timing: p.Timing.String(),
 		Final: p.Final, Retract: p.Retract, Version: f.j.Version, Watermark: p.Watermark, Emitted: p.EmittedAt}
 	if p.Window.IsGlobal() {

@@ -178,6 +178,13 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 // that a compacted topic keeps each window's latest revision; the value is
 // the pane's JSON.
 func (f *format) paneRecord(p pane) (key, value []byte) {
+	v := f.appendPane(nil, p)
+	return f.paneKey(p), v[:len(v)-1]
+}
+
+// paneKey is a pane's key as a Kafka record's: [key, window_start,
+// window_end] (the global window's without its window).
+func (f *format) paneKey(p pane) (key []byte) {
 	key = append(key, '[')
 	if !f.j.Keyed() {
 		key = append(key, "null"...)
@@ -190,9 +197,7 @@ func (f *format) paneRecord(p pane) (key, value []byte) {
 		key = append(key, ',')
 		key = appendTime(key, p.Window.End)
 	}
-	key = append(key, ']')
-	v := f.appendPane(nil, p)
-	return key, v[:len(v)-1]
+	return append(key, ']')
 }
 
 // The identities of output records: what a record is, whenever it was

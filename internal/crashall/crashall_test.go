@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -21,9 +22,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/twmb/avro"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 	_ "modernc.org/sqlite"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -61,6 +65,10 @@ type shared struct {
 	pgDir string
 	pgDSN string
 	pgEnd func()
+	// reg is the schema registry of the Avro outputs: in process, it
+	// outlives the broker's restarts.
+	reg    *srfake.Registry
+	schema map[int]*avro.Schema // by id, as the registry has them
 }
 
 func (w *shared) close() {
@@ -71,6 +79,9 @@ func (w *shared) close() {
 	}
 	if w.pgEnd != nil {
 		w.pgEnd()
+	}
+	if w.reg != nil {
+		w.reg.Close()
 	}
 	if w.pgDir != "" {
 		os.RemoveAll(w.pgDir)
@@ -93,6 +104,7 @@ func setUp(t *testing.T) {
 			return
 		}
 		world.pgDSN, world.pgEnd, world.err = pgtest.Start(world.pgDir)
+		world.reg = srfake.New()
 	})
 	if world.err != nil {
 		t.Fatalf("the test's broker and database: %v", world.err)
@@ -206,6 +218,7 @@ type schedule struct {
 	torn      bool   // a kill at a write of more than a page leaves its first pages
 	rerun     bool   // the finished job is run again by the same command
 	bigKeys   bool   // keys and ids are integers beyond 64 bits, which a float64 would merge
+	avroOut   bool   // the results' topic holds Avro in a schema registry's framing
 	plan      []step
 	logs      []string // what each run said, for a failure's report
 }
@@ -293,6 +306,7 @@ func newSchedule(seed uint64) *schedule {
 	s.torn = r.IntN(3) == 0
 	s.rerun = r.IntN(2) == 0
 	s.bigKeys = r.IntN(3) == 0
+	s.avroOut = slices.Contains(s.results, kKafka) && r.IntN(2) == 0
 	return s
 }
 
@@ -334,6 +348,9 @@ func (s *schedule) String() string {
 	}
 	if s.bigKeys {
 		held += ", keys and ids integers beyond 64 bits"
+	}
+	if s.avroOut {
+		held += ", the results' topic in Avro"
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -402,6 +419,9 @@ func (s *schedule) output(kind, what string, ref bool) string {
 	case kFile:
 		return what + ".jsonl"
 	case kKafka:
+		if what == "results" && s.avroOut {
+			return fmt.Sprintf("{kafka: {brokers: [%s], topic: %s}, format: avro, registry: {url: %q}}", addr, s.topic(what, ref), world.reg.URL())
+		}
 		return fmt.Sprintf("{kafka: {brokers: [%s], topic: %s}}", addr, s.topic(what, ref))
 	case kSQLite:
 		return "{sqlite: {path: results.db, table: results}}"
@@ -988,13 +1008,54 @@ func topicRecords(t *testing.T, topic string, live bool) []string {
 			fs.EachRecord(func(r *kgo.Record) {
 				next = max(next, r.Offset+1)
 				if !r.Attrs.IsControl() && r.Offset < end.Offset {
-					out = append(out, fmt.Sprintf("%d %s", p, normalize(string(r.Value), live)))
+					out = append(out, fmt.Sprintf("%d %s", p, normalize(avroJSON(t, r.Value), live)))
 				}
 			})
 		}
 		rc.Close()
 	}
 	return out
+}
+
+// avroJSON is a record's value as JSON: an Avro record in a schema
+// registry's framing decoded with the registry's schema of its id (two
+// runs may have registered the same schema under two subjects), else the
+// value itself.
+func avroJSON(t *testing.T, v []byte) string {
+	t.Helper()
+	if len(v) < 5 || v[0] != 0 {
+		return string(v)
+	}
+	id := int(binary.BigEndian.Uint32(v[1:5]))
+	world.mu.Lock()
+	defer world.mu.Unlock()
+	s := world.schema[id]
+	if s == nil {
+		cl, err := sr.NewClient(sr.URLs(world.reg.URL()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := cl.SchemaByID(context.Background(), id)
+		if err != nil {
+			t.Fatalf("the registry's schema %d: %v", id, err)
+		}
+		if s, err = avro.Parse(ss.Schema); err != nil {
+			t.Fatal(err)
+		}
+		if world.schema == nil {
+			world.schema = map[int]*avro.Schema{}
+		}
+		world.schema[id] = s
+	}
+	var m map[string]any
+	if rest, err := s.Decode(v[5:], &m); err != nil || len(rest) != 0 {
+		t.Fatalf("an Avro record of schema %d: %v (%d bytes left)", id, err, len(rest))
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // tableRows are a table's rows, each as text, sorted; live, without
