@@ -219,6 +219,7 @@ type schedule struct {
 	rerun     bool   // the finished job is run again by the same command
 	bigKeys   bool   // keys and ids are integers beyond 64 bits, which a float64 would merge
 	avroOut   bool   // the results' topic holds Avro in a schema registry's framing
+	avroIn    bool   // the input topic holds Avro in a schema registry's framing
 	plan      []step
 	logs      []string // what each run said, for a failure's report
 }
@@ -307,6 +308,8 @@ func newSchedule(seed uint64) *schedule {
 	s.rerun = r.IntN(2) == 0
 	s.bigKeys = r.IntN(3) == 0
 	s.avroOut = slices.Contains(s.results, kKafka) && r.IntN(2) == 0
+	// Avro's long cannot hold the big keys.
+	s.avroIn = s.kafkaIn && !s.bigKeys && r.IntN(2) == 0
 	return s
 }
 
@@ -351,6 +354,9 @@ func (s *schedule) String() string {
 	}
 	if s.avroOut {
 		held += ", the results' topic in Avro"
+	}
+	if s.avroIn {
+		held += ", the input topic in Avro"
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -440,7 +446,11 @@ func (s *schedule) jobFile(ref bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: crash%d\n", s.seed)
 	if s.kafkaIn {
-		fmt.Fprintf(&b, "source: {kafka: {brokers: [%s], topic: %s}}\ntime: {field: ts}\nmax_future: none\n", addr, s.topic("in", false))
+		format := ""
+		if s.avroIn {
+			format = fmt.Sprintf(", format: avro, registry: {url: %q}", world.reg.URL())
+		}
+		fmt.Fprintf(&b, "source: {kafka: {brokers: [%s], topic: %s}%s}\ntime: {field: ts}\nmax_future: none\n", addr, s.topic("in", false), format)
 	} else {
 		b.WriteString("source: {file: input.jsonl}\ntime: {field: ts, arrival_field: arrival}\n")
 	}
@@ -499,8 +509,19 @@ func (s *schedule) topics(t *testing.T) {
 		create(s.topic("in", false), 1)
 		p := kafkaClient(t)
 		defer p.Close()
+		id := 0
+		if s.avroIn {
+			var err error
+			if id, _, err = world.reg.RegisterSchema(s.topic("in", false)+"-value", sr.Schema{Schema: eventSchema}); err != nil {
+				t.Fatal(err)
+			}
+		}
 		for _, l := range s.input() {
-			p.Produce(ctx, &kgo.Record{Topic: s.topic("in", false), Value: []byte(l)}, nil)
+			v := []byte(l)
+			if s.avroIn {
+				v = avroEvent(t, id, l)
+			}
+			p.Produce(ctx, &kgo.Record{Topic: s.topic("in", false), Value: v}, nil)
 		}
 		if err := p.Flush(ctx); err != nil {
 			t.Fatal(err)
@@ -925,6 +946,21 @@ func (s *schedule) compare(t *testing.T, dir, ref string) {
 	if err := readJSON(filepath.Join(ref, "summary.json"), &want); err != nil {
 		t.Fatal(err)
 	}
+	if want.Accepted == 0 {
+		t.Fatalf("the uninterrupted run accepted no event: %+v", want)
+	}
+	if s.avroIn {
+		// Every event decoded: only the broken lines are not Avro.
+		broken := 0
+		for _, l := range s.input() {
+			if strings.HasPrefix(l, "broken line") {
+				broken++
+			}
+		}
+		if n := want.QuarantineReasons["bad_magic_byte"]; n != int64(broken) || want.Quarantined != n {
+			t.Fatalf("the uninterrupted run quarantined %v of an Avro topic with %d broken lines", want.QuarantineReasons, broken)
+		}
+	}
 	parts := got.Accepted + got.Duplicates + got.TooLate + got.BeyondDedupHorizon + got.Quarantined + got.InFlight
 	if got.Read != parts {
 		t.Errorf("the summary does not add up: read %d, its parts %d", got.Read, parts)
@@ -1015,6 +1051,34 @@ func topicRecords(t *testing.T, topic string, live bool) []string {
 		rc.Close()
 	}
 	return out
+}
+
+// eventSchema is the Avro schema of the input's events.
+const eventSchema = `{"type":"record","name":"Event","namespace":"crashall","fields":[{"name":"id","type":"string"},{"name":"card","type":"string"},
+{"name":"amount","type":"double"},{"name":"ts","type":"long"},{"name":"arrival","type":"long"}]}`
+
+var eventAvro = avro.MustParse(eventSchema)
+
+// avroEvent is an input line as an Avro record in a schema registry's
+// framing, of the schema id; a line that is not an event (a broken line)
+// stays as it is, which the job quarantines.
+func avroEvent(t *testing.T, id int, line string) []byte {
+	t.Helper()
+	var e struct {
+		ID, Card    string
+		Amount      float64
+		TS, Arrival int64
+	}
+	if json.Unmarshal([]byte(line), &e) != nil {
+		return []byte(line)
+	}
+	b := []byte{0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], uint32(id))
+	b, err := eventAvro.AppendEncode(b, map[string]any{"id": e.ID, "card": e.Card, "amount": e.Amount, "ts": e.TS, "arrival": e.Arrival})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // avroJSON is a record's value as JSON: an Avro record in a schema

@@ -5,8 +5,9 @@
 // Each schedule is made from one seed: a random job (window kind, allowed
 // lateness, accumulation mode, de-duplication), a random combination of
 // outputs in one job (JSON-lines files, Kafka topics, SQLite and PostgreSQL
-// tables; too-late events and rejected lines on files or topics), and a
-// random fault plan: runs killed with SIGKILL at any write, sync or rename
+// tables; too-late events and rejected lines on files or topics; the input
+// topic and the results' topic in JSON or in Avro through an in-process
+// schema registry), and a random fault plan: runs killed with SIGKILL at any write, sync or rename
 // of a checkpoint or an output file, or between two batches; two kills
 // within one checkpoint interval; a corrupt newest checkpoint; a restore
 // from an older savepoint; the broker restarted while the job runs or while
