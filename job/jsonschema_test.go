@@ -129,3 +129,24 @@ func BenchmarkDecodeJSONSchema(b *testing.B) {
 		}
 	}
 }
+
+// The example job on JSON Schema orders loads, its source the registry's
+// framing; without a registry the format is refused, as it would have no
+// schemas.
+func TestJSONSchemaExample(t *testing.T) {
+	j, err := Load("../examples/fraud/kafka-json-schema.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := j.Format.Config.Describe(); d != "json_schema, schemas from the registry at http://127.0.0.1:8081" {
+		t.Errorf("%s", d)
+	}
+	_, err = Parse([]byte(fmt.Sprintf(avroFraudJob, "{kafka: {brokers: [127.0.0.1:1], topic: orders}, format: json_schema}")), "job.yaml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "source.registry: missing") {
+		t.Errorf("%v", err)
+	}
+	_, err = Parse([]byte(fmt.Sprintf(avroFraudJob, "{file: orders.jsonl, format: json_schema, registry: {url: http://127.0.0.1:1}}")), "job.yaml", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "read from a Kafka topic, not a file") {
+		t.Errorf("%v", err)
+	}
+}
