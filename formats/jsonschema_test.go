@@ -72,6 +72,21 @@ func TestJSONSchemaRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// format is asserted in drafts up to 7, as they say it may be; an
+	// annotation only in 2020-12, as it says (its default).
+	idDate7, _, err := reg.RegisterSchema("d7-value", sr.Schema{Schema: `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"ts":{"format":"date-time"}}}`, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idDate2020, _, err := reg.RegisterSchema("d2020-value", sr.Schema{Schema: `{"$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"ts":{"format":"date-time"}}}`, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without $schema: draft 7, the registry's default.
+	idDateNone, _, err := reg.RegisterSchema("dnone-value", sr.Schema{Schema: `{"properties":{"ts":{"format":"date-time"}}}`, Type: sr.TypeJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := jsonSchemaDecoderOf(t, &plan.Registry{URL: reg.URL()})
 	const order = `{"order_id":"o1","card":"c1","user_id":"u1","amount":12.5,"ts":"2026-09-01T00:00:00.361Z"}`
 	long := strings.Repeat("x", 2000)
@@ -100,6 +115,10 @@ func TestJSONSchemaRegistry(t *testing.T) {
 		{"amount below its minimum", "not_valid: at '/amount': minimum: got -1, want 0", framed(id, []byte(strings.Replace(order, `12.5`, `-1`, 1)))},
 		{"no ts", "not_valid: at '': missing property 'ts'", framed(id, []byte(`{"order_id":"o1","amount":1}`))},
 		{"a field the schema does not have", "not_valid: at '': additional properties 'channel' not allowed", framed(id, []byte(`{"order_id":"o1","amount":1,"ts":"t","channel":"web"}`))},
+		{"a date-time, draft 7", `{"ts":"2026-09-01T00:00:00.361Z"}`, framed(idDate7, []byte(`{"ts":"2026-09-01T00:00:00.361Z"}`))},
+		{"not a date-time, draft 7", "not_valid: at '/ts': 'yesterday' is not valid date-time: less than 20 characters long", framed(idDate7, []byte(`{"ts":"yesterday"}`))},
+		{"not a date-time, no $schema", "not_valid: at '/ts': 'yesterday' is not valid date-time: less than 20 characters long", framed(idDateNone, []byte(`{"ts":"yesterday"}`))},
+		{"not a date-time, 2020-12", `{"ts":"yesterday"}`, framed(idDate2020, []byte(`{"ts":"yesterday"}`))},
 		{"a long value", "not_valid: at '/card': got number, want null or string", framed(id, []byte(`{"order_id":"o1","card":1`+strings.Repeat("0", 500)+`,"amount":1,"ts":"t"}`))},
 		{"a long field name", "not_valid: at '': additional properties '" + long[:maxDetail-len("at '': additional properties '")] + "…", framed(id, []byte(`{"order_id":"o1","amount":1,"ts":"t","`+long+`":1}`))},
 	} {
