@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -114,25 +113,6 @@ func (d *jsonSchemaDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
 	var b bytes.Buffer
 	json.Compact(&b, payload)
 	return append(dst, b.Bytes()...), nil
-}
-
-// decodeJSON is the payload as the validator reads it: numbers as
-// json.Number, with all their digits (an integer's bounds are checked
-// exactly). A payload that is not one JSON value is an error.
-func decodeJSON(payload []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("an empty payload, not JSON")
-		}
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if rest := bytes.TrimSpace(payload[dec.InputOffset():]); len(rest) > 0 {
-		return nil, fmt.Errorf("not JSON: %d bytes after the value", len(rest))
-	}
-	return v, nil
 }
 
 func jsonKind(v any) string {

@@ -1,11 +1,14 @@
 package formats
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,4 +369,39 @@ func BenchmarkJSONSchema(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// decodeJSON reads what encoding/json's Decoder with UseNumber reads, to
+// the same value, and refuses what it refuses, with its words.
+func FuzzDecodeJSON(f *testing.F) {
+	for _, s := range []string{
+		`{"order_id":"o1","card":null,"amount":12.5,"ts":"2026-09-01T00:00:00.361Z","n":[1,-0,0.5e-3,1E+9,{"a":[]},{}],"ok":true,"no":false}`,
+		` {"a" : 1 } `, "{\n\t\"a\":\r\n1}", `{"a":1,"a":2}`, `[1,2]`, `"x"`, `-12`, `true`, `null`, ``, ` `,
+		`{"esc":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00\ud800x"}`, "{\"bad\":\"\xff\xfe\"}", "{\"ctl\":\"a\x01\"}", `{"u":"\u12"}`,
+		`{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":-}`, `{"a":+1}`, `{"a":1,}`, `[1,]`, `{,}`, `{"a"}`, `{"a":tru}`,
+		`{"a":nul}`, `{"a":1} x`, `{"a":1}{}`, `{'a':1}`, `{"a":"x`, `{"a":"\`, `[[[[[[[[[[]]]]]]]]]]`, strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		`{"big":123456789012345678901234567890,"neg":-1.5E-300}`, "{\"é\":\"ü\"}", `{"a":NaN}`, `{"a":Infinity}`, "\ufeff{}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, err := decodeJSON(b)
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var want any
+		stdErr := dec.Decode(&want)
+		if stdErr == nil && len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) > 0 {
+			stdErr = errors.New("bytes after the value")
+		}
+		switch {
+		case (err == nil) != (stdErr == nil):
+			t.Fatalf("%q: %v, encoding/json %v", b, err, stdErr)
+		case err != nil:
+			if err.Error() != stdJSONError(b).Error() {
+				t.Fatalf("%q: %v", b, err)
+			}
+		case !reflect.DeepEqual(got, want):
+			t.Fatalf("%q:\n got %#v\nwant %#v", b, got, want)
+		}
+	})
 }
