@@ -405,3 +405,45 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+// What a decoder makes of an id's schema is made once, however many
+// goroutines first ask for it at the same time; an unknown id is made
+// nothing of.
+func TestCompiledOncePerID(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	id1, _, _ := reg.RegisterSchema("a-value", sr.Schema{Schema: `{"type":"object"}`, Type: sr.TypeJSON})
+	id2, _, _ := reg.RegisterSchema("b-value", sr.Schema{Schema: `{"type":"array"}`, Type: sr.TypeJSON})
+	cl, err := newRegistryClient(&plan.Registry{URL: reg.URL()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c compiled[string]
+	var mu sync.Mutex
+	builds := map[int]int{}
+	build := func(id int, s sr.Schema) string {
+		mu.Lock()
+		builds[id]++
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // long enough for the others to ask
+		return s.Schema
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			<-start
+			id := []int{id1, id2, 4242}[g%3]
+			v, err := c.get(cl, id, build)
+			want := map[int]string{id1: `{"type":"object"}`, id2: `{"type":"array"}`}[id]
+			if id == 4242 && err == nil || id != 4242 && (err != nil || v != want) {
+				t.Errorf("id %d: %q %v", id, v, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if builds[id1] != 1 || builds[id2] != 1 || builds[4242] != 0 {
+		t.Errorf("built %v", builds)
+	}
+}
