@@ -18,10 +18,11 @@ import (
 // byte 0, the schema's 4-byte id, the JSON text (as Confluent's
 // JSONSerializer writes it). The schema of each id is fetched from the
 // registry once, compiled once by santhosh-tekuri/jsonschema (drafts 4, 6,
-// 7, 2019-09 and 2020-12; a schema without $schema is read as draft 7, the
-// registry's own default), its references (other subjects' versions)
-// fetched by subject and version. A record is validated against its
-// schema and, valid, handed on as the JSON it is: nothing is re-encoded.
+// 7, 2019-09 and 2020-12; a schema without $schema is read as draft 7,
+// pinned rather than the library's default, which moves with new drafts),
+// its references (other subjects' versions) fetched by subject and
+// version. A record is validated against its schema and, valid, handed on
+// as the JSON it is: nothing is re-encoded.
 //
 // A payload that is not one JSON object is not_decodable; an object the
 // schema refuses is not_valid, with the validator's first error.

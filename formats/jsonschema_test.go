@@ -85,7 +85,7 @@ func TestJSONSchemaRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Without $schema: draft 7, the registry's default.
+	// Without $schema: draft 7.
 	idDateNone, _, err := reg.RegisterSchema("dnone-value", sr.Schema{Schema: `{"properties":{"ts":{"format":"date-time"}}}`, Type: sr.TypeJSON})
 	if err != nil {
 		t.Fatal(err)
