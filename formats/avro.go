@@ -1,6 +1,7 @@
 // Package formats registers the formats of records weir reads besides JSON
-// lines (package plan's RegisterFormat): Avro, alone with a schema file or
-// framed by a schema registry. A decoder turns a record into the JSON
+// lines (package plan's RegisterFormat): Avro and Protobuf, alone with a
+// schema file or framed by a schema registry, JSON validated by a
+// registry's JSON Schema, and CSV. A decoder turns a record into the JSON
 // object the job's line rules read (see plan.Decoder).
 package formats
 

@@ -171,34 +171,50 @@ func notFound(err error) bool {
 }
 
 // compiled is what a decoder made of each id's schema (compiled, resolved):
-// made once per id, as the registry's ids never change.
+// made once per id, as the registry's ids never change, however many
+// goroutines ask for it first.
 type compiled[T any] struct {
 	mu sync.Mutex
-	m  map[int]T
+	m  map[int]*built[T]
+}
+
+// built is an id's T, made once: done is closed when it is.
+type built[T any] struct {
+	done chan struct{}
+	v    T
 }
 
 // get is what build made of the schema of id, fetched from reg the first
 // time; an id the registry does not have, or does not answer for, is the
-// fetch's error.
+// fetch's error. Those who ask while it is built wait for it.
 func (c *compiled[T]) get(reg *registryClient, id int, build func(int, sr.Schema) T) (T, error) {
 	c.mu.Lock()
-	v, ok := c.m[id]
+	b, ok := c.m[id]
 	c.mu.Unlock()
 	if ok {
-		return v, nil
+		<-b.done
+		return b.v, nil
 	}
 	w, err := reg.schema(id)
 	if err != nil {
-		return v, err
+		var zero T
+		return zero, err
 	}
-	v = build(id, w)
 	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[int]T{}
+	if b, ok = c.m[id]; ok {
+		c.mu.Unlock()
+		<-b.done
+		return b.v, nil
 	}
-	c.m[id] = v
+	if c.m == nil {
+		c.m = map[int]*built[T]{}
+	}
+	b = &built[T]{done: make(chan struct{})}
+	c.m[id] = b
 	c.mu.Unlock()
-	return v, nil
+	b.v = build(id, w)
+	close(b.done)
+	return b.v, nil
 }
 
 // frame splits a record in the registry's framing: the magic byte 0, a

@@ -173,7 +173,7 @@ func TestSchemaValidatesExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
-	for _, f := range []string{"job.yaml", "kafka.yaml", "group.yaml", "kafka-avro.yaml", "kafka-protobuf.yaml"} {
+	for _, f := range []string{"job.yaml", "kafka.yaml", "group.yaml", "kafka-avro.yaml", "kafka-protobuf.yaml", "kafka-json-schema.yaml"} {
 		b, err := os.ReadFile("../examples/fraud/" + f)
 		if err != nil {
 			t.Fatal(err)

@@ -46,7 +46,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	rate := fs.Float64("rate", 50, "with --orders: orders a second, on average")
 	data := fs.String("data", "", "keep the broker's data in this `directory` across restarts")
 	registry := fs.Int("registry", 0, "serve a schema registry on this `port` too (127.0.0.1 only); with --orders, the orders are Avro (or --format) in its framing")
-	format := fs.String("format", "avro", "with --registry and --orders: the orders' `format`, avro or protobuf (shop.Order of examples/fraud/orders.proto)")
+	format := fs.String("format", "avro", "with --registry and --orders: the orders' `format`, avro, protobuf (shop.Order of examples/fraud/orders.proto) or json_schema (JSON of examples/fraud/orders.schema.json)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, kafkaUsage)
 		fs.PrintDefaults()
@@ -55,7 +55,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if len(pos) != 0 || *rate <= 0 || *format != "avro" && *format != "protobuf" {
+	if len(pos) != 0 || *rate <= 0 || *format != "avro" && *format != "protobuf" && *format != "json_schema" {
 		fs.Usage()
 		return 2
 	}
@@ -92,6 +92,12 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 				return 1
 			}
 			fmt.Fprintf(stderr, "weir kafka: the orders are Protobuf (shop.Order), their schema orders-value (id %d)\n", live.Protobuf.id)
+		case *orders && *format == "json_schema":
+			if live.JSONSchema, err = newJSONSchemaOrders(reg); err != nil {
+				fmt.Fprintln(stderr, "weir kafka: --registry:", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "weir kafka: the orders are JSON, their JSON Schema orders-value (id %d)\n", live.JSONSchema.id)
 		case *orders:
 			if live.Avro, err = newAvroOrders(reg); err != nil {
 				fmt.Fprintln(stderr, "weir kafka: --registry:", err)
@@ -116,9 +122,11 @@ type liveOrders struct {
 	Limit int     // stop after so many (0: never)
 	Seed  uint64
 	// Avro, when set, encodes the orders as Avro in a schema registry's
-	// framing, Protobuf as Protobuf; else they are JSON.
-	Avro     *avroOrders
-	Protobuf *protoOrders
+	// framing, Protobuf as Protobuf, JSONSchema as JSON so framed; else
+	// they are JSON lines.
+	Avro       *avroOrders
+	Protobuf   *protoOrders
+	JSONSchema *jsonSchemaOrders
 }
 
 // The demo's orders, in real time.
@@ -245,6 +253,8 @@ func produceOrders(ctx context.Context, addr string, o liveOrders, log io.Writer
 			rec.Value, err = o.Avro.encode(v)
 		case o.Protobuf != nil:
 			rec.Value, err = o.Protobuf.encode(v)
+		case o.JSONSchema != nil:
+			rec.Value, err = o.JSONSchema.encode(v)
 		}
 		if err != nil {
 			fmt.Fprintln(log, "weir kafka:", err)

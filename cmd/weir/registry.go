@@ -21,7 +21,9 @@ import (
 // (subjects, versions, schemas by id, compatibility), on 127.0.0.1. With
 // --orders the orders are produced as Avro in the registry's framing, their
 // schema registered as orders-value, for source: {kafka: ..., format: avro,
-// registry: {url: ...}} (examples/fraud/kafka-avro.yaml).
+// registry: {url: ...}} (examples/fraud/kafka-avro.yaml); with --format
+// protobuf or json_schema, as Protobuf or as JSON validated by a JSON
+// Schema, in the same framing.
 
 // ordersAvroSchema is the orders' schema in the registry: the times
 // timestamp-millis, the amount a decimal of scale 2.
@@ -140,4 +142,43 @@ func (p *protoOrders) encode(v *fastjson.Value) ([]byte, error) {
 		b = protowire.AppendBytes(b, ts)
 	}
 	return b, nil
+}
+
+// ordersJSONSchema is examples/fraud/orders.schema.json, the orders' JSON
+// Schema in the registry with --format json_schema.
+const ordersJSONSchema = `{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "title": "Order",
+  "description": "An order of the fraud example (orders.jsonl), for kafka-json-schema.yaml: its times in RFC 3339, its amount in euros.",
+  "type": "object",
+  "properties": {
+    "order_id": {"type": "string"},
+    "card": {"type": "string"},
+    "user_id": {"type": "string"},
+    "amount": {"type": "number", "minimum": 0},
+    "ts": {"type": "string", "format": "date-time"},
+    "arrival": {"type": "string", "format": "date-time"}
+  },
+  "required": ["order_id", "card", "user_id", "amount", "ts"]
+}
+`
+
+// jsonSchemaOrders frames the orders' JSON lines with their JSON Schema's
+// id, as Confluent's JSONSerializer does.
+type jsonSchemaOrders struct{ id int }
+
+// newJSONSchemaOrders registers orders.schema.json as orders-value.
+func newJSONSchemaOrders(reg *srfake.Registry) (*jsonSchemaOrders, error) {
+	id, _, err := reg.RegisterSchema("orders-value", sr.Schema{Schema: ordersJSONSchema, Type: sr.TypeJSON})
+	if err != nil {
+		return nil, err
+	}
+	return &jsonSchemaOrders{id: id}, nil
+}
+
+// encode is the order v, a JSON line, in the registry's framing.
+func (j *jsonSchemaOrders) encode(v *fastjson.Value) ([]byte, error) {
+	b := make([]byte, 5, 192)
+	binary.BigEndian.PutUint32(b[1:], uint32(j.id))
+	return v.MarshalTo(b), nil
 }

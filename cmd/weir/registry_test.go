@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
-	_ "github.com/weirstream/weir/formats" // the avro and protobuf formats
+	_ "github.com/weirstream/weir/formats" // the avro, protobuf and json_schema formats
 	"github.com/weirstream/weir/internal/clitest"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -35,6 +35,17 @@ func TestKafkaOrdersAsProtobuf(t *testing.T) {
 	checkOrdersInFormat(t, "protobuf")
 }
 
+// weir kafka --registry --orders --format json_schema: the same, as JSON
+// lines framed with the id of examples/fraud/orders.schema.json, each
+// valid under it.
+func TestKafkaOrdersAsJSONSchema(t *testing.T) {
+	src, err := os.ReadFile("../../examples/fraud/orders.schema.json")
+	if err != nil || string(src) != ordersJSONSchema {
+		t.Fatalf("ordersJSONSchema is not examples/fraud/orders.schema.json: %v", err)
+	}
+	checkOrdersInFormat(t, "json_schema")
+}
+
 // checkOrdersInFormat produces the orders as JSON and in the format, and
 // checks that each is the same order.
 func checkOrdersInFormat(t *testing.T, format string) {
@@ -53,9 +64,12 @@ func checkOrdersInFormat(t *testing.T, format string) {
 		t.Fatalf("%d JSON orders: %s", got, log.String())
 	}
 	live := liveOrders{Rate: 1e9, Limit: n, Seed: 7}
-	if format == "protobuf" {
+	switch format {
+	case "protobuf":
 		live.Protobuf, err = newProtoOrders(reg)
-	} else {
+	case "json_schema":
+		live.JSONSchema, err = newJSONSchemaOrders(reg)
+	default:
 		live.Avro, err = newAvroOrders(reg)
 	}
 	if err != nil {
@@ -112,8 +126,8 @@ func checkOrdersInFormat(t *testing.T, format string) {
 			t.Fatalf("%s: no %s order", id, format)
 		}
 		ats, aarr := a.GetInt64("ts"), a.GetInt64("arrival")
-		if format == "protobuf" {
-			// Timestamps, in RFC 3339.
+		if format == "protobuf" || format == "json_schema" {
+			// Timestamps, or JSON's strings, in RFC 3339.
 			t1, _ := mtime.Parse(a.GetStringBytes("ts"))
 			t2, _ := mtime.Parse(a.GetStringBytes("arrival"))
 			ats, aarr = int64(t1), int64(t2)
