@@ -157,6 +157,11 @@ func Targets(rs []Result) string {
 		one, ok1 := find(rs, "jsonl-run-1core")
 		r = j.EventsPerSec / one.EventsPerSec
 		check("JSON lines: 2 cores >= 1.8x one core's throughput", r, r >= 1.8, ok1 && okj, "x")
+		for _, f := range []string{"avro", "csv"} {
+			a, oka := find(rs, "jsonl-run-"+f)
+			r = j.EventsPerSec / a.EventsPerSec // its time over JSON lines'
+			check("a whole job on "+strings.ToUpper(f)+": at least as fast as on JSON lines", r, r <= 1, oka && okj, "x")
+		}
 		k, okk := find(rs, "state-per-key")
 		bpk := k.Extra["bytes_per_key"]
 		check("<= 300 bytes of memory per live key (count and sum, live heap)", bpk, bpk <= 300, okk && bpk > 0, "B")
