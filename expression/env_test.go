@@ -413,3 +413,17 @@ func FuzzEnv(f *testing.F) {
 		t.Fatalf("%s on %v %v revision %d: %s", src, a, b, rev, d)
 	})
 }
+
+// BenchmarkEnv evaluates a having's condition of comparisons over a pane.
+func BenchmarkEnv(b *testing.B) {
+	p := newPane()
+	p.set(7, 12.5, math.NaN(), "c1", 1, "ON_TIME", false, nil)
+	prog, err := p.env.CompileCondition(`orders >= 5 && spent > 10.5 && key != "c9" && timing == "ON_TIME" && !final && revision < 3`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		prog.Holds(p.vars)
+	}
+}

@@ -547,17 +547,96 @@ func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
 			return a, err
 		}, nil
 	}
+	// A constant right side (ms > 100, timing == "LATE") is read as a
+	// value, not called.
+	var rv Value
+	if k, ok := c.literal(n.Right); ok {
+		rv, r = k, nil
+	}
+	switch op {
+	case "==", "!=":
+		ne := op == "!="
+		return func(m *state) (Value, error) {
+			a, b, err := operands(m, l, r, rv)
+			if err != nil {
+				return Value{}, err
+			}
+			return Value{Kind: Bool, Bool: equal(a, b) != ne}, nil
+		}, nil
+	case "<", "<=", ">", ">=":
+		lt, eq, gt := op[0] == '<', len(op) == 2, op[0] == '>'
+		return func(m *state) (Value, error) {
+			a, b, err := operands(m, l, r, rv)
+			if err != nil {
+				return Value{}, err
+			}
+			c, err := order(op, a, b)
+			if err != nil {
+				return Value{}, err
+			}
+			return Value{Kind: Bool, Bool: c == -1 && lt || c == 0 && eq || c == 1 && gt}, nil
+		}, nil
+	}
 	return func(m *state) (Value, error) {
-		a, err := l(m)
+		a, b, err := operands(m, l, r, rv)
 		if err != nil {
-			return a, err
-		}
-		b, err := r(m)
-		if err != nil {
-			return b, err
+			return Value{}, err
 		}
 		return apply(m, op, a, b)
 	}, nil
+}
+
+// literal is the value of a constant node.
+func (c *compiler) literal(n ast.Node) (Value, bool) {
+	switch n.(type) {
+	case *ast.NilNode, *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode:
+		k, err := c.compile(n)
+		if err != nil {
+			return Value{}, false
+		}
+		v, err := k(nil)
+		return v, err == nil
+	}
+	return Value{}, false
+}
+
+// operands evaluates a binary operator's sides, left first: r, or rv when
+// r is nil.
+func operands(m *state, l, r node, rv Value) (a, b Value, err error) {
+	if a, err = l(m); err != nil {
+		return a, b, err
+	}
+	if r == nil {
+		return a, rv, nil
+	}
+	b, err = r(m)
+	return a, b, err
+}
+
+// unordered is order's answer for NaN, which is neither before, after nor
+// equal to a number.
+const unordered = 2
+
+// order compares two numbers or two strings: -1, 0, 1, or unordered.
+func order(op string, a, b Value) (int, error) {
+	switch {
+	case a.Kind == Int && b.Kind == Int:
+		return cmp.Compare(a.Int, b.Int), nil
+	case a.numeric() && b.numeric():
+		x, y := a.float(), b.float()
+		switch {
+		case x < y:
+			return -1, nil
+		case x > y:
+			return 1, nil
+		case x == y:
+			return 0, nil
+		}
+		return unordered, nil
+	case a.Kind == String && b.Kind == String:
+		return bytes.Compare(a.Str, b.Str), nil
+	}
+	return 0, fmt.Errorf("%s %s %s cannot be compared", a.Kind, op, b.Kind)
 }
 
 // equal says whether two values are the same: of one kind and one value.
@@ -582,34 +661,9 @@ func equal(a, b Value) bool {
 	return bytes.Equal(a.Str, b.Str)
 }
 
-// apply applies a binary operator to two values.
+// apply applies a binary operator other than a comparison to two values.
 func apply(m *state, op string, a, b Value) (Value, error) {
 	switch op {
-	case "==":
-		return Value{Kind: Bool, Bool: equal(a, b)}, nil
-	case "!=":
-		return Value{Kind: Bool, Bool: !equal(a, b)}, nil
-	case "<", "<=", ">", ">=":
-		var c int
-		switch {
-		case a.Kind == Int && b.Kind == Int:
-			c = cmp.Compare(a.Int, b.Int)
-		case a.numeric() && b.numeric():
-			x, y := a.float(), b.float()
-			switch {
-			case x < y:
-				c = -1
-			case x > y:
-				c = 1
-			case x != y: // NaN
-				return Value{Kind: Bool}, nil
-			}
-		case a.Kind == String && b.Kind == String:
-			c = bytes.Compare(a.Str, b.Str)
-		default:
-			return Value{}, fmt.Errorf("%s %s %s cannot be compared", a.Kind, op, b.Kind)
-		}
-		return Value{Kind: Bool, Bool: op == "<" && c < 0 || op == "<=" && c <= 0 || op == ">" && c > 0 || op == ">=" && c >= 0}, nil
 	case "+":
 		if a.Kind == String && b.Kind == String {
 			start := len(m.buf)
