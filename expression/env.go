@@ -29,9 +29,12 @@ import (
 // int64, which wrap); an Int meets a Number as a float64; a division's
 // result is a float64, and one by zero is an infinity or NaN, as Go's
 // (NaN is a value a Number may have: it compares unequal to everything);
-// int and float also read a string's number, and a slice's negative bound
-// counts from the end. Everything else (the operators, the functions,
-// their errors) is a JSON object's expression's.
+// int and float also read a string's number, len counts a string's
+// characters, and a slice's negative bound counts from the end. Everything
+// else (the operators, the functions, their errors) is a JSON object's
+// expression's: lower and upper change ASCII letters only, where expr-lang
+// changes every letter, and expr-lang's functions the language has not
+// (max, min, ...) are unknown.
 //
 // An Env is declared once, before its expressions are compiled, and is not
 // changed after: expressions compiled over it, and Vars made by it, share
