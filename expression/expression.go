@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -455,6 +456,10 @@ func (c *compiler) unary(n *ast.UnaryNode) (node, error) {
 }
 
 func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
+	switch n.Operator {
+	case "and", "&&", "or", "||":
+		return c.logic(n)
+	}
 	l, err := c.compile(n.Left)
 	if err != nil {
 		return nil, err
@@ -515,28 +520,6 @@ func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
 	}
 	op := n.Operator
 	switch op {
-	case "and", "&&", "or", "||":
-		and := op == "and" || op == "&&"
-		return func(m *state) (Value, error) {
-			a, err := l(m)
-			if err != nil {
-				return a, err
-			}
-			if a.Kind != Bool {
-				return a, fmt.Errorf("%s of %s", op, a.Kind)
-			}
-			if a.Bool != and {
-				return a, nil // false and ..., true or ...
-			}
-			b, err := r(m)
-			if err != nil {
-				return b, err
-			}
-			if b.Kind != Bool {
-				return b, fmt.Errorf("%s of %s", op, b.Kind)
-			}
-			return b, nil
-		}, nil
 	case "??":
 		return func(m *state) (Value, error) {
 			a, err := l(m)
@@ -637,6 +620,48 @@ func order(op string, a, b Value) (int, error) {
 		return bytes.Compare(a.Str, b.Str), nil
 	}
 	return 0, fmt.Errorf("%s %s %s cannot be compared", a.Kind, op, b.Kind)
+}
+
+// logic compiles a and b, or a or b, and a chain of one of them (a and b
+// and c ...) as one node, which evaluates its sides from the left until one
+// decides (false and ..., true or ...).
+func (c *compiler) logic(n *ast.BinaryNode) (node, error) {
+	op := n.Operator
+	and := op == "and" || op == "&&"
+	var sides []ast.Node
+	x := ast.Node(n)
+	for {
+		b, ok := x.(*ast.BinaryNode)
+		if !ok || b.Operator != op {
+			break
+		}
+		sides, x = append(sides, b.Right), b.Left
+	}
+	sides = append(sides, x)
+	slices.Reverse(sides)
+	nodes := make([]node, len(sides))
+	for i, side := range sides {
+		var err error
+		if nodes[i], err = c.compile(side); err != nil {
+			return nil, err
+		}
+	}
+	return func(m *state) (Value, error) {
+		var v Value
+		for _, side := range nodes {
+			var err error
+			if v, err = side(m); err != nil {
+				return v, err
+			}
+			if v.Kind != Bool {
+				return v, fmt.Errorf("%s of %s", op, v.Kind)
+			}
+			if v.Bool != and {
+				return v, nil
+			}
+		}
+		return v, nil
+	}, nil
 }
 
 // equal says whether two values are the same: of one kind and one value.
