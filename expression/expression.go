@@ -1,37 +1,50 @@
-// Package expression is weir's language of expressions over an event's
-// fields: the where of a job file, which keeps the events for which it
-// holds, and its derived fields (fields: {name: expression}), which an
-// event gains before its time, key, id and aggregates are read. Its syntax
-// is expr-lang's, as a job file's having is: fields by name (payment.amount
-// for a nested one, tags[0] for an element), numbers, strings, true, false
-// and nil; == != < <= > >=; and or not (&& || !); + - * / %; ?? (the right
-// side when the left is missing or null); a ? b : c; in [...]; contains,
-// startsWith, endsWith, matches (a constant regular expression); s[i:j] (of
-// a string's bytes); and the functions lower, upper, trim, len, abs, floor,
-// ceil, round, int, float, string and number.
+// Package expression is weir's expression language, compiled once and
+// evaluated without allocating: the where of a job file, which keeps the
+// events for which it holds, its derived fields (fields: {name:
+// expression}), which an event gains before its time, key, id and
+// aggregates are read, and its having, which keeps the panes for which it
+// holds. Its syntax is expr-lang's: names (for a JSON object, fields by
+// name: payment.amount for a nested one, tags[0] for an element), numbers,
+// strings, true, false and nil; == != < <= > >=; and or not (&& || !); + -
+// * / % **; ?? (the right side when the left is missing or null); a ? b :
+// c; in [...]; contains, startsWith, endsWith, matches (a constant regular
+// expression); s[i:j] (of a string's bytes); and the functions lower,
+// upper, trim, len, abs, floor, ceil, round, int, float, string and number.
 //
-// An expression is compiled once, ahead, into functions over a JSON object
-// that read numbers as float64 and strings in place: evaluating one
-// allocates nothing in the steady state. It fails, at compile time, on what
-// it cannot do (an unknown function, a field of an expression that is not
-// a field), and, on an event, on what the event makes impossible (a field
-// that is missing where it is needed, a number compared with a string, a
-// division by zero): the event is then set aside with the expression and the
-// reason, never silently kept or dropped.
+// An expression is compiled ahead into functions over what it reads: a
+// JSON object (Compile: an event's fields, numbers read as float64 and
+// strings in place), or an Env, names its reader declares with their kinds
+// and sets for each evaluation in a Vars (Env.Compile: a pane's aggregates,
+// key, revision, timing and final). One compiler serves both: only the
+// reading of a name, and the rules of numbers (see Env), differ. Evaluating
+// one allocates nothing in the steady state. Over a JSON object, an
+// expression fails, at compile time, on what it cannot do (an unknown
+// function, a field of an expression that is not a field), and, on an
+// event, on what the event makes impossible (a field that is missing where
+// it is needed, a number compared with a string, a division by zero): the
+// event is then set aside with the expression and the reason, never
+// silently kept or dropped. Over an Env, whose kinds are known ahead, an
+// expression is checked when it is compiled, and fails on values only in
+// what they make impossible (a remainder by zero, int of a string that is
+// no number).
 //
 // What belongs here is the language: its values, its compilation and its
-// evaluation. Where an expression applies, and what becomes of an event it
-// fails on, is its reader's (package job).
+// evaluation, over any environment. Where an expression applies, what it
+// reads (which names an Env declares, and their values), and what becomes
+// of an event or a pane it fails on, is its reader's (package job).
 package expression
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
@@ -48,6 +61,12 @@ const (
 	Bool
 	Number
 	String
+	// Int is a whole number of an Env (an int64, in Value.Int): a name
+	// declared an Int, and an integer constant of an expression compiled
+	// over an Env. Two Ints add, subtract, multiply, take a remainder and
+	// negate as Go's int64s do, wrapping; an Int meets a Number, and
+	// divides, as a float64. A JSON object's numbers are all Numbers.
+	Int
 )
 
 func (k Kind) String() string {
@@ -60,30 +79,55 @@ func (k Kind) String() string {
 		return "a number"
 	case String:
 		return "a string"
+	case Int:
+		return "an integer"
 	}
 	return "?"
 }
 
 // Value is the value of an expression: its kind, and the field that holds
-// it. A String's bytes are valid until the program's next evaluation.
+// it. A String's bytes are valid until the program's next evaluation, and
+// are not to be modified.
 type Value struct {
 	Kind Kind
 	Bool bool
 	Num  float64
 	Str  []byte
+	Int  int64
 }
 
-// Program is a compiled expression. A Program evaluates one object at a
-// time: a goroutine that evaluates one needs its own (Clone).
+// float is a number's value as a float64 (an Int converted).
+func (v Value) float() float64 {
+	if v.Kind == Int {
+		return float64(v.Int)
+	}
+	return v.Num
+}
+
+// numeric says whether v is a Number or an Int.
+func (v Value) numeric() bool { return v.Kind == Number || v.Kind == Int }
+
+// Program is a compiled expression over a JSON object. A Program evaluates
+// one object at a time: a goroutine that evaluates one needs its own
+// (Clone).
 type Program struct {
 	src    string
 	root   node
 	fields []string
-	buf    []byte // strings the evaluation makes
+	m      state
+}
+
+// state is what the nodes of an expression read while it is evaluated:
+// the JSON object or the Env's values, and the strings the evaluation makes.
+type state struct {
+	obj  *fastjson.Value
+	vars []Value
+	buf  []byte
+	env  bool // over an Env: its numbers' rules are expr's (see Env)
 }
 
 // node is a compiled node of the expression.
-type node func(p *Program, obj *fastjson.Value) (Value, error)
+type node func(m *state) (Value, error)
 
 // Error is an expression that cannot be compiled, or that failed on an
 // event: the expression, and why.
@@ -113,7 +157,7 @@ func Compile(src string) (*Program, error) {
 		return nil, &Error{Expr: src, Msg: firstLine(err.Error())}
 	}
 	p := &Program{src: src}
-	c := &compiler{p: p}
+	c := &compiler{fields: &p.fields}
 	root, err := c.compile(tree.Node)
 	if err != nil {
 		return nil, &Error{Expr: src, Msg: err.Error()}
@@ -137,14 +181,15 @@ func (p *Program) Fields() []string { return p.fields }
 // Clone is a program of the same expression for another goroutine.
 func (p *Program) Clone() *Program {
 	c := *p
-	c.buf = nil
+	c.m = state{}
 	return &c
 }
 
 // Eval evaluates the expression on obj, a JSON object.
 func (p *Program) Eval(obj *fastjson.Value) (Value, error) {
-	p.buf = p.buf[:0]
-	v, err := p.root(p, obj)
+	p.m.buf, p.m.obj = p.m.buf[:0], obj
+	v, err := p.root(&p.m)
+	p.m.obj = nil
 	if err != nil {
 		return Value{}, err
 	}
@@ -154,7 +199,10 @@ func (p *Program) Eval(obj *fastjson.Value) (Value, error) {
 // Holds evaluates a condition: true only for the bool true. Any other
 // value is an error, saying what it is.
 func (p *Program) Holds(obj *fastjson.Value) (bool, error) {
-	v, err := p.Eval(obj)
+	return holds(p.Eval(obj))
+}
+
+func holds(v Value, err error) (bool, error) {
 	if err != nil {
 		return false, err
 	}
@@ -185,22 +233,25 @@ func Set(obj *fastjson.Value, name string, v Value, arena *fastjson.Arena) {
 		}
 	case String:
 		jv = arena.NewStringBytes(v.Str)
+	case Int:
+		jv = arena.NewNumberString(strconv.FormatInt(v.Int, 10))
 	}
 	obj.Set(name, jv)
 }
 
 // compiler compiles a tree.
 type compiler struct {
-	p *Program
+	fields *[]string // over a JSON object: the fields read
+	env    *Env      // over an Env
 }
 
 func (c *compiler) field(name string) {
-	for _, f := range c.p.fields {
+	for _, f := range *c.fields {
 		if f == name {
 			return
 		}
 	}
-	c.p.fields = append(c.p.fields, name)
+	*c.fields = append(*c.fields, name)
 }
 
 func (c *compiler) compile(n ast.Node) (node, error) {
@@ -210,12 +261,18 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 	case *ast.BoolNode:
 		return constant(Value{Kind: Bool, Bool: n.Value}), nil
 	case *ast.IntegerNode:
+		if c.env != nil {
+			return constant(Value{Kind: Int, Int: int64(n.Value)}), nil
+		}
 		return constant(Value{Kind: Number, Num: float64(n.Value)}), nil
 	case *ast.FloatNode:
 		return constant(Value{Kind: Number, Num: n.Value}), nil
 	case *ast.StringNode:
 		return constant(Value{Kind: String, Str: []byte(n.Value)}), nil
 	case *ast.IdentifierNode, *ast.MemberNode, *ast.ChainNode:
+		if c.env != nil {
+			return c.ident(n)
+		}
 		path, optional, ok := fieldPath(n)
 		if !ok {
 			return nil, fmt.Errorf("only fields are read with . and [ ]: %s", n.String())
@@ -239,8 +296,8 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			v, err := cond(p, obj)
+		return func(m *state) (Value, error) {
+			v, err := cond(m)
 			if err != nil {
 				return v, err
 			}
@@ -248,9 +305,9 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 				return v, fmt.Errorf("the condition of ? : is %s, not true or false", v.Kind)
 			}
 			if v.Bool {
-				return a(p, obj)
+				return a(m)
 			}
-			return b(p, obj)
+			return b(m)
 		}, nil
 	case *ast.SliceNode:
 		return c.slice(n)
@@ -267,7 +324,7 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 }
 
 func constant(v Value) node {
-	return func(*Program, *fastjson.Value) (Value, error) { return v, nil }
+	return func(*state) (Value, error) { return v, nil }
 }
 
 // step is one step of a field's path: a name, or an element's index.
@@ -319,8 +376,8 @@ func pathString(path []step) string {
 // fieldNode reads a field: missing, it fails (or is null, optionally).
 func fieldNode(path []step, optional bool) node {
 	name := pathString(path)
-	return func(p *Program, obj *fastjson.Value) (Value, error) {
-		v := obj
+	return func(m *state) (Value, error) {
+		v := m.obj
 		for _, s := range path {
 			if s.elem {
 				if v.Type() != fastjson.TypeArray {
@@ -366,8 +423,8 @@ func (c *compiler) unary(n *ast.UnaryNode) (node, error) {
 	}
 	switch n.Operator {
 	case "not", "!":
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			v, err := x(p, obj)
+		return func(m *state) (Value, error) {
+			v, err := x(m)
 			if err != nil {
 				return v, err
 			}
@@ -378,15 +435,18 @@ func (c *compiler) unary(n *ast.UnaryNode) (node, error) {
 		}, nil
 	case "-", "+":
 		neg := n.Operator == "-"
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			v, err := x(p, obj)
+		return func(m *state) (Value, error) {
+			v, err := x(m)
 			if err != nil {
 				return v, err
 			}
-			if v.Kind != Number {
+			if !v.numeric() {
 				return v, fmt.Errorf("%s of %s", n.Operator, v.Kind)
 			}
-			if neg {
+			switch {
+			case neg && v.Kind == Int:
+				v.Int = -v.Int
+			case neg:
 				v.Num = -v.Num
 			}
 			return v, nil
@@ -396,6 +456,10 @@ func (c *compiler) unary(n *ast.UnaryNode) (node, error) {
 }
 
 func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
+	switch n.Operator {
+	case "and", "&&", "or", "||":
+		return c.logic(n)
+	}
 	l, err := c.compile(n.Left)
 	if err != nil {
 		return nil, err
@@ -409,8 +473,8 @@ func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("matches: %v", err)
 		}
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			v, err := l(p, obj)
+		return func(m *state) (Value, error) {
+			v, err := l(m)
 			if err != nil {
 				return v, err
 			}
@@ -433,13 +497,13 @@ func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
 			}
 			set = append(set, en)
 		}
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			v, err := l(p, obj)
+		return func(m *state) (Value, error) {
+			v, err := l(m)
 			if err != nil {
 				return v, err
 			}
 			for _, e := range set {
-				w, err := e(p, obj)
+				w, err := e(m)
 				if err != nil {
 					return w, err
 				}
@@ -456,54 +520,159 @@ func (c *compiler) binary(n *ast.BinaryNode) (node, error) {
 	}
 	op := n.Operator
 	switch op {
-	case "and", "&&", "or", "||":
-		and := op == "and" || op == "&&"
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			a, err := l(p, obj)
-			if err != nil {
-				return a, err
-			}
-			if a.Kind != Bool {
-				return a, fmt.Errorf("%s of %s", op, a.Kind)
-			}
-			if a.Bool != and {
-				return a, nil // false and ..., true or ...
-			}
-			b, err := r(p, obj)
-			if err != nil {
-				return b, err
-			}
-			if b.Kind != Bool {
-				return b, fmt.Errorf("%s of %s", op, b.Kind)
-			}
-			return b, nil
-		}, nil
 	case "??":
-		return func(p *Program, obj *fastjson.Value) (Value, error) {
-			a, err := l(p, obj)
+		return func(m *state) (Value, error) {
+			a, err := l(m)
 			var miss *missingError
 			if errors.As(err, &miss) || err == nil && a.Kind == Null {
-				return r(p, obj)
+				return r(m)
 			}
 			return a, err
 		}, nil
 	}
-	return func(p *Program, obj *fastjson.Value) (Value, error) {
-		a, err := l(p, obj)
+	// A constant right side (ms > 100, timing == "LATE") is read as a
+	// value, not called.
+	var rv Value
+	if k, ok := c.literal(n.Right); ok {
+		rv, r = k, nil
+	}
+	switch op {
+	case "==", "!=":
+		ne := op == "!="
+		return func(m *state) (Value, error) {
+			a, b, err := operands(m, l, r, rv)
+			if err != nil {
+				return Value{}, err
+			}
+			return Value{Kind: Bool, Bool: equal(a, b) != ne}, nil
+		}, nil
+	case "<", "<=", ">", ">=":
+		lt, eq, gt := op[0] == '<', len(op) == 2, op[0] == '>'
+		return func(m *state) (Value, error) {
+			a, b, err := operands(m, l, r, rv)
+			if err != nil {
+				return Value{}, err
+			}
+			c, err := order(op, a, b)
+			if err != nil {
+				return Value{}, err
+			}
+			return Value{Kind: Bool, Bool: c == -1 && lt || c == 0 && eq || c == 1 && gt}, nil
+		}, nil
+	}
+	return func(m *state) (Value, error) {
+		a, b, err := operands(m, l, r, rv)
 		if err != nil {
-			return a, err
+			return Value{}, err
 		}
-		b, err := r(p, obj)
+		return apply(m, op, a, b)
+	}, nil
+}
+
+// literal is the value of a constant node.
+func (c *compiler) literal(n ast.Node) (Value, bool) {
+	switch n.(type) {
+	case *ast.NilNode, *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode, *ast.StringNode:
+		k, err := c.compile(n)
 		if err != nil {
-			return b, err
+			return Value{}, false
 		}
-		return apply(p, op, a, b)
+		v, err := k(nil)
+		return v, err == nil
+	}
+	return Value{}, false
+}
+
+// operands evaluates a binary operator's sides, left first: r, or rv when
+// r is nil.
+func operands(m *state, l, r node, rv Value) (a, b Value, err error) {
+	if a, err = l(m); err != nil {
+		return a, b, err
+	}
+	if r == nil {
+		return a, rv, nil
+	}
+	b, err = r(m)
+	return a, b, err
+}
+
+// unordered is order's answer for NaN, which is neither before, after nor
+// equal to a number.
+const unordered = 2
+
+// order compares two numbers or two strings: -1, 0, 1, or unordered.
+func order(op string, a, b Value) (int, error) {
+	switch {
+	case a.Kind == Int && b.Kind == Int:
+		return cmp.Compare(a.Int, b.Int), nil
+	case a.numeric() && b.numeric():
+		x, y := a.float(), b.float()
+		switch {
+		case x < y:
+			return -1, nil
+		case x > y:
+			return 1, nil
+		case x == y:
+			return 0, nil
+		}
+		return unordered, nil
+	case a.Kind == String && b.Kind == String:
+		return bytes.Compare(a.Str, b.Str), nil
+	}
+	return 0, fmt.Errorf("%s %s %s cannot be compared", a.Kind, op, b.Kind)
+}
+
+// logic compiles a and b, or a or b, and a chain of one of them (a and b
+// and c ...) as one node, which evaluates its sides from the left until one
+// decides (false and ..., true or ...).
+func (c *compiler) logic(n *ast.BinaryNode) (node, error) {
+	op := n.Operator
+	and := op == "and" || op == "&&"
+	var sides []ast.Node
+	x := ast.Node(n)
+	for {
+		b, ok := x.(*ast.BinaryNode)
+		if !ok || b.Operator != op {
+			break
+		}
+		sides, x = append(sides, b.Right), b.Left
+	}
+	sides = append(sides, x)
+	slices.Reverse(sides)
+	nodes := make([]node, len(sides))
+	for i, side := range sides {
+		var err error
+		if nodes[i], err = c.compile(side); err != nil {
+			return nil, err
+		}
+	}
+	return func(m *state) (Value, error) {
+		var v Value
+		for _, side := range nodes {
+			var err error
+			if v, err = side(m); err != nil {
+				return v, err
+			}
+			if v.Kind != Bool {
+				return v, fmt.Errorf("%s of %s", op, v.Kind)
+			}
+			if v.Bool != and {
+				return v, nil
+			}
+		}
+		return v, nil
 	}, nil
 }
 
 // equal says whether two values are the same: of one kind and one value.
 func equal(a, b Value) bool {
-	if a.Kind != b.Kind {
+	if a.Kind != b.Kind || a.Kind == Int {
+		if a.numeric() && b.numeric() {
+			if a.Kind == Int && b.Kind == Int {
+				return a.Int == b.Int
+			}
+			return a.float() == b.float()
+		}
 		return false
 	}
 	switch a.Kind {
@@ -517,43 +686,26 @@ func equal(a, b Value) bool {
 	return bytes.Equal(a.Str, b.Str)
 }
 
-// apply applies a binary operator to two values.
-func apply(p *Program, op string, a, b Value) (Value, error) {
+// apply applies a binary operator other than a comparison to two values.
+func apply(m *state, op string, a, b Value) (Value, error) {
 	switch op {
-	case "==":
-		return Value{Kind: Bool, Bool: equal(a, b)}, nil
-	case "!=":
-		return Value{Kind: Bool, Bool: !equal(a, b)}, nil
-	case "<", "<=", ">", ">=":
-		var c int
-		switch {
-		case a.Kind == Number && b.Kind == Number:
-			switch {
-			case a.Num < b.Num:
-				c = -1
-			case a.Num > b.Num:
-				c = 1
-			case a.Num != b.Num: // NaN
-				return Value{Kind: Bool}, nil
-			}
-		case a.Kind == String && b.Kind == String:
-			c = bytes.Compare(a.Str, b.Str)
-		default:
-			return Value{}, fmt.Errorf("%s %s %s cannot be compared", a.Kind, op, b.Kind)
-		}
-		return Value{Kind: Bool, Bool: op == "<" && c < 0 || op == "<=" && c <= 0 || op == ">" && c > 0 || op == ">=" && c >= 0}, nil
 	case "+":
 		if a.Kind == String && b.Kind == String {
-			start := len(p.buf)
-			p.buf = append(append(p.buf, a.Str...), b.Str...)
-			return Value{Kind: String, Str: p.buf[start:len(p.buf):len(p.buf)]}, nil
+			start := len(m.buf)
+			m.buf = append(append(m.buf, a.Str...), b.Str...)
+			return Value{Kind: String, Str: m.buf[start:len(m.buf):len(m.buf)]}, nil
 		}
 		fallthrough
 	case "-", "*", "/", "%", "**", "^":
-		if a.Kind != Number || b.Kind != Number {
+		if !a.numeric() || !b.numeric() {
 			return Value{}, fmt.Errorf("%s %s %s", a.Kind, op, b.Kind)
 		}
-		x, y := a.Num, b.Num
+		if a.Kind == Int && b.Kind == Int {
+			if v, ok := intArith(op, a.Int, b.Int); ok {
+				return v, nil
+			}
+		}
+		x, y := a.float(), b.float()
 		var z float64
 		switch op {
 		case "+":
@@ -563,7 +715,7 @@ func apply(p *Program, op string, a, b Value) (Value, error) {
 		case "*":
 			z = x * y
 		case "/":
-			if y == 0 {
+			if y == 0 && !m.env {
 				return Value{}, errors.New("division by zero")
 			}
 			z = x / y
@@ -594,6 +746,29 @@ func apply(p *Program, op string, a, b Value) (Value, error) {
 	return Value{}, fmt.Errorf("unknown operator %s", op)
 }
 
+// intArith is a binary operator on two Ints that gives an Int, as Go's
+// int64 does (wrapping): + - * and %, which fails by zero. ok is false for
+// another operator.
+func intArith(op string, x, y int64) (v Value, ok bool) {
+	v.Kind = Int
+	switch op {
+	case "+":
+		v.Int = x + y
+	case "-":
+		v.Int = x - y
+	case "*":
+		v.Int = x * y
+	case "%":
+		if y == 0 {
+			return Value{}, false
+		}
+		v.Int = x % y
+	default:
+		return Value{}, false
+	}
+	return v, true
+}
+
 // slice compiles s[i:j], of a string's bytes.
 func (c *compiler) slice(n *ast.SliceNode) (node, error) {
 	s, err := c.compile(n.Node)
@@ -611,34 +786,45 @@ func (c *compiler) slice(n *ast.SliceNode) (node, error) {
 			return nil, err
 		}
 	}
-	bound := func(p *Program, obj *fastjson.Value, b node, def int) (int, error) {
+	bound := func(m *state, b node, def int) (int, error) {
 		if b == nil {
 			return def, nil
 		}
-		v, err := b(p, obj)
+		v, err := b(m)
 		if err != nil {
 			return 0, err
+		}
+		if v.Kind == Int {
+			return int(v.Int), nil
 		}
 		if v.Kind != Number || v.Num != math.Trunc(v.Num) {
 			return 0, fmt.Errorf("a slice's bound is %s, not a whole number", v.Kind)
 		}
 		return int(v.Num), nil
 	}
-	return func(p *Program, obj *fastjson.Value) (Value, error) {
-		v, err := s(p, obj)
+	return func(m *state) (Value, error) {
+		v, err := s(m)
 		if err != nil {
 			return v, err
 		}
 		if v.Kind != String {
 			return v, fmt.Errorf("a slice of %s", v.Kind)
 		}
-		i, err := bound(p, obj, from, 0)
+		i, err := bound(m, from, 0)
 		if err != nil {
 			return v, err
 		}
-		j, err := bound(p, obj, to, len(v.Str))
+		j, err := bound(m, to, len(v.Str))
 		if err != nil {
 			return v, err
+		}
+		if m.env { // as expr's: a negative bound counts from the end
+			if i < 0 {
+				i += len(v.Str)
+			}
+			if j < 0 {
+				j += len(v.Str)
+			}
 		}
 		i, j = max(0, min(i, len(v.Str))), max(0, min(j, len(v.Str)))
 		if i > j {
@@ -662,38 +848,44 @@ func (c *compiler) call(name string, args []ast.Node, text string) (node, error)
 	if err != nil {
 		return nil, err
 	}
-	return func(p *Program, obj *fastjson.Value) (Value, error) {
-		v, err := x(p, obj)
+	return func(m *state) (Value, error) {
+		v, err := x(m)
 		if err != nil {
 			return v, err
 		}
-		return builtin(p, name, v)
+		return builtin(m, name, v)
 	}, nil
 }
 
 // builtin applies a function to a value.
-func builtin(p *Program, name string, v Value) (Value, error) {
+func builtin(m *state, name string, v Value) (Value, error) {
 	switch name {
 	case "lower", "upper", "trim":
 		if v.Kind != String {
 			return v, fmt.Errorf("%s of %s", name, v.Kind)
 		}
-		start := len(p.buf)
+		start := len(m.buf)
 		switch name {
 		case "lower":
-			p.buf = appendMapped(p.buf, v.Str, 'A', 'Z', 'a'-'A')
+			m.buf = appendMapped(m.buf, v.Str, 'A', 'Z', 'a'-'A')
 		case "upper":
-			p.buf = appendMapped(p.buf, v.Str, 'a', 'z', 'A'-'a')
+			m.buf = appendMapped(m.buf, v.Str, 'a', 'z', 'A'-'a')
 		default:
 			return Value{Kind: String, Str: bytes.TrimSpace(v.Str)}, nil
 		}
-		return Value{Kind: String, Str: p.buf[start:len(p.buf):len(p.buf)]}, nil
+		return Value{Kind: String, Str: m.buf[start:len(m.buf):len(m.buf)]}, nil
 	case "len":
 		if v.Kind != String {
 			return v, fmt.Errorf("len of %s", v.Kind)
 		}
+		if m.env { // as expr's: an integer, of characters
+			return Value{Kind: Int, Int: int64(utf8.RuneCount(v.Str))}, nil
+		}
 		return Value{Kind: Number, Num: float64(len(v.Str))}, nil
 	case "abs", "floor", "ceil", "round", "int", "float":
+		if m.env {
+			return envNumber(name, v)
+		}
 		if v.Kind != Number {
 			return v, fmt.Errorf("%s of %s", name, v.Kind)
 		}
@@ -711,18 +903,20 @@ func builtin(p *Program, name string, v Value) (Value, error) {
 		}
 		return v, nil
 	case "string":
-		start := len(p.buf)
+		start := len(m.buf)
 		switch v.Kind {
 		case String:
 			return v, nil
 		case Number:
-			p.buf = strconv.AppendFloat(p.buf, v.Num, 'g', -1, 64)
+			m.buf = strconv.AppendFloat(m.buf, v.Num, 'g', -1, 64)
+		case Int:
+			m.buf = strconv.AppendInt(m.buf, v.Int, 10)
 		case Bool:
-			p.buf = strconv.AppendBool(p.buf, v.Bool)
+			m.buf = strconv.AppendBool(m.buf, v.Bool)
 		default:
-			p.buf = append(p.buf, "null"...)
+			m.buf = append(m.buf, "null"...)
 		}
-		return Value{Kind: String, Str: p.buf[start:len(p.buf):len(p.buf)]}, nil
+		return Value{Kind: String, Str: m.buf[start:len(m.buf):len(m.buf)]}, nil
 	case "number":
 		switch v.Kind {
 		case Number:
@@ -737,6 +931,53 @@ func builtin(p *Program, name string, v Value) (Value, error) {
 		return v, fmt.Errorf("number of %s", v.Kind)
 	}
 	return v, fmt.Errorf("unknown function %s", name)
+}
+
+// envNumber is one of the functions of numbers over an Env, which keep an
+// Int whole where expr's do (abs, int), make a Number of it where they do
+// (floor, ceil, round, float), and read a string's number (int, float).
+func envNumber(name string, v Value) (Value, error) {
+	if v.Kind == String && (name == "int" || name == "float") {
+		if name == "int" {
+			i, err := strconv.Atoi(string(v.Str))
+			if err != nil {
+				return Value{}, fmt.Errorf("int of %q: not a whole number", v.Str)
+			}
+			return Value{Kind: Int, Int: int64(i)}, nil
+		}
+		f, err := strconv.ParseFloat(string(v.Str), 64)
+		if err != nil {
+			return Value{}, fmt.Errorf("float of %q: not a number", v.Str)
+		}
+		return Value{Kind: Number, Num: f}, nil
+	}
+	if !v.numeric() {
+		return v, fmt.Errorf("%s of %s", name, v.Kind)
+	}
+	switch {
+	case name == "abs": // as expr's: -0 stays -0
+		if v.Kind == Int && v.Int < 0 {
+			v.Int = -v.Int
+		} else if v.Num < 0 {
+			v.Num = -v.Num
+		}
+		return v, nil
+	case name == "int":
+		if v.Kind == Number {
+			return Value{Kind: Int, Int: int64(int(v.Num))}, nil
+		}
+		return v, nil
+	}
+	x := v.float()
+	switch name {
+	case "floor":
+		x = math.Floor(x)
+	case "ceil":
+		x = math.Ceil(x)
+	case "round":
+		x = math.Round(x)
+	}
+	return Value{Kind: Number, Num: x}, nil
 }
 
 // appendMapped appends s with the bytes from lo to hi moved by d (ASCII

@@ -2,76 +2,50 @@ package job
 
 import (
 	"fmt"
-	"reflect"
+	"slices"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/vm"
-
+	"github.com/weirstream/weir/expression"
 	"github.com/weirstream/weir/window"
 )
 
-// havingExpr is a compiled `having` expression (expr-lang/expr). It sees every
-// aggregate by name (a number, NaN when the pane has none; first and last
-// are their values when they are numbers, NaN otherwise; a histogram or a
-// top it refuses to read), and the pane's
-// key, revision, timing ("EARLY", "ON_TIME", "LATE") and final flag.
-//
-// Most expressions are evaluated directly (see direct), without expr's
-// machine, and allocate nothing. The others run on expr's machine, with an
-// environment that is a struct made for the job's aggregates (a field per
-// aggregate, named by an expr tag), set in place for each pane, so that
-// evaluating a pane builds no map. They still allocate: expr's machine
-// reads a field as an interface, which boxes a float (one allocation for
-// each aggregate the expression reads).
+// havingExpr is a compiled `having` expression: package expression's
+// language over an environment of the pane. It sees every aggregate by name
+// (a number, NaN when the pane has none; first and last are their values
+// when they are numbers, NaN otherwise; a histogram or a top it refuses to
+// read), and the pane's key, revision (an integer), timing ("EARLY",
+// "ON_TIME", "LATE") and final flag. Evaluating a pane sets these values in
+// place and allocates nothing.
 type havingExpr struct {
-	prog *vm.Program
-	vm   vm.VM
-	env  any           // a pointer to the struct
-	val  reflect.Value // the struct
+	prog *expression.EnvProgram
+	vars *expression.Vars
 
-	direct direct // nil: the expression runs on expr's machine
-	denv   directEnv
+	aggs                         []expression.Var // by the job's aggregates' order
+	key, revision, timing, final expression.Var
 }
-
-// Fields of the environment after the aggregates'.
-const (
-	envKey = iota
-	envRevision
-	envTiming
-	envFinal
-	envFixed
-)
 
 // compileHaving checks an expression against the result fields it may use.
 func compileHaving(h string, aggs []Aggregate) (*havingExpr, error) {
-	var fields []reflect.StructField
-	for i, a := range aggs {
-		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("A%d", i), Type: reflect.TypeFor[float64](), Tag: reflect.StructTag(`expr:"` + a.Name + `"`)})
+	var env expression.Env
+	he := &havingExpr{}
+	for _, a := range aggs {
+		he.aggs = append(he.aggs, env.Declare(a.Name, expression.Number))
 	}
-	fields = append(fields,
-		reflect.StructField{Name: "Key", Type: reflect.TypeFor[string](), Tag: `expr:"key"`},
-		reflect.StructField{Name: "Revision", Type: reflect.TypeFor[int](), Tag: `expr:"revision"`},
-		reflect.StructField{Name: "Timing", Type: reflect.TypeFor[string](), Tag: `expr:"timing"`},
-		reflect.StructField{Name: "Final", Type: reflect.TypeFor[bool](), Tag: `expr:"final"`},
-	)
-	ptr := reflect.New(reflect.StructOf(fields))
-	prog, err := expr.Compile(h, expr.Env(ptr.Interface()), expr.AsBool())
+	he.key = env.Declare("key", expression.String)
+	he.revision = env.Declare("revision", expression.Int)
+	he.timing = env.Declare("timing", expression.String)
+	he.final = env.Declare("final", expression.Bool)
+	prog, err := env.CompileCondition(h)
 	if err != nil {
 		return nil, err
 	}
 	// A histogram's object and a top's array are no numbers: an
 	// expression over them would see NaN, always.
-	var names usedNames
-	node := prog.Node()
-	ast.Walk(&node, &names)
 	for _, a := range aggs {
-		if (a.Kind == AggHistogram || a.Kind == AggTop) && names[a.Name] {
+		if (a.Kind == AggHistogram || a.Kind == AggTop) && slices.Contains(prog.Names(), a.Name) {
 			return nil, notNumber(fmt.Sprintf("%s is %s, a JSON value: having compares numbers (counts, sums, percentiles, first and last of numbers), not %ss", a.Name, a, map[AggKind]string{AggHistogram: "histogram", AggTop: "top"}[a.Kind]))
 		}
 	}
-	he := &havingExpr{prog: prog, env: ptr.Interface(), val: ptr.Elem(), direct: compileDirect(prog.Node(), aggs)}
-	he.denv.aggs = make([]float64, len(aggs))
+	he.prog, he.vars = prog, env.Vars()
 	return he, nil
 }
 
@@ -81,42 +55,19 @@ type notNumber string
 
 func (e notNumber) Error() string { return string(e) }
 
-// usedNames are the names an expression reads.
-type usedNames map[string]bool
-
-func (u *usedNames) Visit(n *ast.Node) {
-	if id, ok := (*n).(*ast.IdentifierNode); ok {
-		if *u == nil {
-			*u = usedNames{}
-		}
-		(*u)[id.Value] = true
-	}
-}
-
-// keep evaluates the expression for a pane. A retraction is judged by the
-// values it withdraws, so it is written exactly when the pane it withdraws
-// was.
+// keep evaluates the expression for a pane: it keeps the pane when the
+// expression is true (compiled as a condition, it is a bool; any other
+// value would be false, as on expr's machine). A retraction is judged by the values it
+// withdraws, so it is written exactly when the pane it withdraws was.
 func (h *havingExpr) keep(aggs []Aggregate, p *window.Pane[string, []outVal], key string) (bool, error) {
-	if h.direct != nil {
-		e := &h.denv
-		for k := range aggs {
-			e.aggs[k] = p.Value[k].number()
-		}
-		e.key, e.revision, e.timing, e.final = key, int64(p.Revision), p.Timing.String(), p.Final
-		return h.direct(e), nil
-	}
-	n := len(aggs)
+	v := h.vars
 	for k := range aggs {
-		h.val.Field(k).SetFloat(p.Value[k].number())
+		v.SetNumber(h.aggs[k], p.Value[k].number())
 	}
-	h.val.Field(n + envKey).SetString(key)
-	h.val.Field(n + envRevision).SetInt(int64(p.Revision))
-	h.val.Field(n + envTiming).SetString(p.Timing.String())
-	h.val.Field(n + envFinal).SetBool(p.Final)
-	out, err := h.vm.Run(h.prog, h.env)
-	if err != nil {
-		return false, err
-	}
-	b, _ := out.(bool)
-	return b, nil
+	v.SetString(h.key, key)
+	v.SetInt(h.revision, int64(p.Revision))
+	v.SetString(h.timing, p.Timing.String())
+	v.SetBool(h.final, p.Final)
+	r, err := h.prog.Eval(v)
+	return r.Kind == expression.Bool && r.Bool, err
 }
