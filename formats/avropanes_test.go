@@ -193,3 +193,24 @@ func TestAvroPanesNames(t *testing.T) {
 		t.Errorf("avroIdent: %s", s)
 	}
 }
+
+// An Avro schema's fields as the line rules read them: a union with null
+// as its one other branch, a nested record's fields by path (to three
+// levels), logical types as their JSON (a timestamp is a string, a decimal
+// a number), a union of several types of no one type.
+func TestAvroFields(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"O","fields":[
+{"name":"id","type":"string"},{"name":"n","type":["null","long"]},{"name":"either","type":["null","long","string"]},
+{"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
+{"name":"price","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}},
+{"name":"tags","type":{"type":"array","items":"string"}},
+{"name":"a","type":{"type":"record","name":"A","fields":[{"name":"ok","type":"boolean"},
+ {"name":"b","type":{"type":"record","name":"B","fields":[{"name":"c","type":{"type":"record","name":"C","fields":[{"name":"d","type":"int"}]}}]}}]}}]}`)
+	got := map[string]string{}
+	avroFields(got, "", s.Root().ExpandReferences(), fieldDepth)
+	want := map[string]string{"id": "string", "n": "number", "either": "", "ts": "string", "price": "number", "tags": "array",
+		"a": "object", "a.ok": "bool", "a.b": "object", "a.b.c": "object"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fields\n got %v\nwant %v", got, want)
+	}
+}

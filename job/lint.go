@@ -1,18 +1,21 @@
 package job
 
 import (
+	"context"
 	"fmt"
-	"github.com/weirstream/weir/expression"
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/valyala/fastjson"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/expression"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/source"
 )
 
@@ -59,6 +62,11 @@ type Sample struct {
 	// before its fields are looked for, as a run does; arena holds them.
 	derive []DerivedField
 	arena  fastjson.Arena
+	// schema holds the fields of the records' schema, by path, with
+	// their JSON types, when the source is checked against its schema
+	// rather than sampled (a topic of a format that knows its fields).
+	schema     map[string]string
+	schemaFrom string // what the schema is
 }
 
 // sampledField is a field the job names, and how often it occurred.
@@ -102,6 +110,71 @@ func newSample(j *Job) *Sample {
 		s.fields = append(s.fields, f)
 	}
 	return s
+}
+
+// fieldLister is the source's format when it knows its records' fields
+// from its schema.
+func (f *SourceFormat) fieldLister() (plan.FieldLister, bool) {
+	if f == nil {
+		return nil, false
+	}
+	fl, ok := f.Config.(plan.FieldLister)
+	return fl, ok
+}
+
+// schemaSample is the sample of a topic whose format knows its records'
+// fields: no record is read; the fields the job names are checked against
+// the schema's (the registry's latest of the subject, or the schema file).
+// A schema that cannot be had is said, and checks nothing.
+func schemaSample(j *Job, s *Sample, fl plan.FieldLister) (*Sample, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	fields, from, err := fl.Fields(ctx, j.Kafka.Topic)
+	if err != nil {
+		s.Source = fmt.Sprintf("none: the records' schema cannot be read (%v); weir run says what the first records show", err)
+		return s, nil
+	}
+	s.schema, s.schemaFrom, s.Source = fields, from, "none: the job's fields checked against "+from
+	return s, nil
+}
+
+// schemaFindings are the problems the records' schema shows: a field the
+// job names that the schema lacks (a derived field is the job's own), an
+// aggregate that needs a number over a field the schema says is not one.
+func (s *Sample) schemaFindings() []Finding {
+	known := make([]string, 0, len(s.schema))
+	for n := range s.schema {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	derived := map[string]bool{}
+	for _, f := range s.derive {
+		derived[f.Name] = true
+	}
+	var out []Finding
+	for _, f := range s.fields {
+		if derived[f.path[0]] {
+			continue
+		}
+		lead := ""
+		if f.what != "" {
+			lead = f.what + ": "
+		}
+		p := f.path.String()
+		t, ok := s.schema[p]
+		switch {
+		case !ok:
+			msg := fmt.Sprintf("%sthe field %q is not in %s", lead, p, s.schemaFrom)
+			if sug := suggest(p, known); sug != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", sug)
+			}
+			out = append(out, Finding{f.setting, msg})
+		case f.numeric && t != "" && t != "number":
+			out = append(out, Finding{f.setting, fmt.Sprintf("%s%q is a %s in %s, never a number: such records are quarantined as bad_value",
+				lead, p, t, s.schemaFrom)})
+		}
+	}
+	return out
 }
 
 // aggText is an aggregate as a job file writes it.
@@ -175,6 +248,9 @@ func notePaths(names map[string]bool, prefix string, v *fastjson.Value, depth in
 // occurs in no line, an aggregate whose field is never a number, every
 // line quarantined.
 func (s *Sample) Findings() []Finding {
+	if s.schema != nil {
+		return s.schemaFindings()
+	}
 	if s.Lines == 0 {
 		return nil
 	}
@@ -295,6 +371,9 @@ func SampleInput(j *Job, n int) (*Sample, error) {
 	s := newSample(j)
 	switch {
 	case j.Kafka != nil:
+		if fl, ok := j.Format.fieldLister(); ok {
+			return schemaSample(j, s, fl)
+		}
 		s.Source = "none: the input is a Kafka topic (weir run says what its first records show)"
 		return s, nil
 	case j.Custom != nil:

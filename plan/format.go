@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"sort"
 )
@@ -43,6 +44,18 @@ type Registry struct {
 	// Subject is the subject whose latest schema is the reader's schema,
 	// or empty for TOPIC-value.
 	Subject string
+}
+
+// FieldLister is a FormatConfig whose records' fields are known before a
+// record is read: from its schema file, or from the registry's latest
+// schema of the topic's subject. weir lint checks the fields a job names
+// against them.
+type FieldLister interface {
+	// Fields are the schema's fields by path (a nested record's field as
+	// a.b, to depth 3), each with its type as JSON has it ("number",
+	// "string", "bool", "object", "array", or "" when it may be several),
+	// and what the schema is ("subject orders-value, version 2").
+	Fields(ctx context.Context, topic string) (fields map[string]string, from string, err error)
 }
 
 // FormatConfig is a format's settings, read and checked.

@@ -29,7 +29,9 @@ its input with the job's own rules and reports, on standard output:
     lateness, several panes per window into a file that cannot upsert).
 
 A Kafka topic or standard input is not sampled: weir run says what their
-first lines show. Exit status: 0 nothing found, 1 the sample shows a
+first lines show. A topic whose records have a schema weir can read first
+(Avro or JSON Schema behind a registry, Avro or Protobuf with a schema
+file) has the fields the job names checked against it instead. Exit status: 0 nothing found, 1 the sample shows a
 problem, 2 bad flags or a bad job file. weir run --check does the same.
 
 Flags:
