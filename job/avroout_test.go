@@ -170,7 +170,11 @@ func jsonObject(t *testing.T, line string) map[string]any {
 func TestAvroOutputRefused(t *testing.T) {
 	for _, c := range []struct{ output, late, want string }{
 		{`{file: out.jsonl, format: avro, registry: {url: "http://127.0.0.1:1"}}`, ``,
-			`output.format: format avro is for a Kafka output; a file holds JSON lines`},
+			`output.format: format avro is for a Kafka output; a file holds JSON lines, a table columns`},
+		{`{sqlite: {path: r.db, table: r}, format: avro, registry: {url: "http://127.0.0.1:1"}}`, ``,
+			`output.format: format avro is for a Kafka output; a file holds JSON lines, a table columns`},
+		{`{sqlite: {path: r.db, table: r}, registry: {url: "http://127.0.0.1:1"}}`, ``,
+			`output.registry: belongs to the format of a Kafka output: give format: avro`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: avro}`, ``,
 			`output.registry: missing: the schema registry the Avro schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, registry: {url: "http://127.0.0.1:1"}}`, ``,

@@ -272,6 +272,12 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 	if kinds > 1 {
 		return m.errf(nil, field, "choose one of %s and %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
 	}
+	if m.get("kafka") == nil {
+		// Only a Kafka output writes a format other than its kind's own.
+		if err := p.outputFormat(m, field, o); err != nil {
+			return err
+		}
+	}
 	if name, k, ok := registeredKind(m, plan.LookupSink); ok {
 		return p.customOutput(m, field, name, k, o)
 	}
@@ -332,8 +338,10 @@ func (p *parser) output(n *yaml.Node, field string, o *Output) error {
 		}
 		o.Kafka = ko
 	}
-	if err := p.outputFormat(m, field, o); err != nil {
-		return err
+	if o.Kafka != nil {
+		if err := p.outputFormat(m, field, o); err != nil {
+			return err
+		}
 	}
 	if o.File == "" && o.Kafka == nil {
 		return m.errf(nil, field, "missing: say where it goes, e.g. {file: results.jsonl}, {sqlite: {path: results.db, table: results}} or {kafka: {brokers: [localhost:9092], topic: alerts}}")
@@ -360,7 +368,7 @@ func (p *parser) outputFormat(m *node, field string, o *Output) error {
 	case name != "avro":
 		return m.errf(n, field+".format", "unknown format %q; an output writes json or avro", name)
 	case o.Kafka == nil:
-		return m.errf(n, field+".format", "format avro is for a Kafka output; a file holds JSON lines")
+		return m.errf(n, field+".format", "format avro is for a Kafka output; a file holds JSON lines, a table columns")
 	case field != "output" && !strings.HasPrefix(field, "output["):
 		return m.errf(n, field+".format", "format avro is for the results' outputs; %s is written as JSON", field)
 	}
