@@ -2,7 +2,10 @@
 // lines (package plan's RegisterFormat): Avro and Protobuf, alone with a
 // schema file or framed by a schema registry, JSON validated by a
 // registry's JSON Schema, and CSV. A decoder turns a record into the JSON
-// object the job's line rules read (see plan.Decoder).
+// object the job's line rules read (see plan.Decoder); a format that knows
+// its records' fields before one is read lists them for weir lint
+// (plan.FieldLister). It also writes panes as Avro in a registry's framing
+// (AvroPanes), their schema derived from the job's plan.PaneShape.
 package formats
 
 import (
