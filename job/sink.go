@@ -178,13 +178,15 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 // that a compacted topic keeps each window's latest revision; the value is
 // the pane's JSON.
 func (f *format) paneRecord(p pane) (key, value []byte) {
-	v := f.appendPane(nil, p)
+	// Room for a usual pane, so that its line grows once at most.
+	v := f.appendPane(make([]byte, 0, 256+24*len(p.Value)), p)
 	return f.paneKey(p), v[:len(v)-1]
 }
 
 // paneKey is a pane's key as a Kafka record's: [key, window_start,
 // window_end] (the global window's without its window).
 func (f *format) paneKey(p pane) (key []byte) {
+	key = make([]byte, 0, len(p.Key)+56) // [key,"start","end"]
 	key = append(key, '[')
 	if !f.j.Keyed() {
 		key = append(key, "null"...)
