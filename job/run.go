@@ -610,10 +610,10 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 		if rn.o.task != nil {
 			ks.Txn = rn.o.task.Txn
 		}
-		s = ks
 		if avro != nil {
-			s = &registering[T]{Sink: ks, register: avro.Register}
+			ks.Prepare = avro.Register
 		}
+		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))
 	case stdoutKind:
 		s = &file.Writer[T]{W: rn.o.Stdout, Encode: c.line}
@@ -629,23 +629,6 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 		return nil, setupError(rn.j, err)
 	}
 	return n, nil
-}
-
-// registering is a Kafka sink whose records' schemas are registered in a
-// schema registry before it opens (again at each open, until the registry
-// has taken them): a registry that cannot be reached is retried as the
-// brokers are, and one that refuses a schema stops the job, naming the
-// subject and its compatibility rule. Every other method is the sink's.
-type registering[T any] struct {
-	*kafka.Sink[T]
-	register func(context.Context) error
-}
-
-func (s *registering[T]) Open(ctx context.Context, r connector.Resume) error {
-	if err := s.register(ctx); err != nil {
-		return err
-	}
-	return s.Sink.Open(ctx, r)
 }
 
 // paneShape is the shape of the job's panes, which an output format

@@ -80,6 +80,11 @@ type Sink[T any] struct {
 	// the thread's transaction (Thread); Delivery and TransactionalID are
 	// then the Txn's.
 	Txn *Txn
+	// Prepare, when set, runs at the start of each Open, before the sink
+	// touches the brokers: what Encode needs first, such as registering
+	// the records' schemas in a schema registry (formats.AvroPanes). Its
+	// error is Open's, retried as Open's are when it is retryable.
+	Prepare func(ctx context.Context) error
 
 	mem     *member
 	admin   *kgo.Client // EndTxn after a restore
@@ -186,6 +191,11 @@ func (s *Sink[T]) Guarantee() connector.Guarantee {
 // checkpoint or savepoint, or after falling back from a corrupt newest
 // one) are recognised by their identity and not written again.
 func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
+	if s.Prepare != nil {
+		if err := s.Prepare(ctx); err != nil {
+			return err
+		}
+	}
 	opts, err := s.opts()
 	if err != nil {
 		return err
