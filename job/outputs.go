@@ -96,8 +96,15 @@ func (stdoutKind) connector() string                 { return "stdout" }
 func (stdoutKind) writes() string                    { return "standard output" }
 func (stdoutKind) target(func(string) string) string { return "stdout" }
 
-func (k *KafkaOutput) connector() string                 { return "kafka" }
-func (k *KafkaOutput) writes() string                    { return "kafka topic " + k.Topic }
+func (k *KafkaOutput) connector() string { return "kafka" }
+
+func (k *KafkaOutput) writes() string {
+	if k.Format != "" {
+		return "kafka topic " + k.Topic + " (" + k.Format + ")"
+	}
+	return "kafka topic " + k.Topic
+}
+
 func (k *KafkaOutput) target(func(string) string) string { return "kafka:" + k.Topic }
 
 func (t *TableOutput) connector() string { return t.Driver }
