@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -68,7 +69,7 @@ func NewAvroPanes(shape plan.PaneShape, reg *plan.Registry, topic string, strate
 	default:
 		return nil, fmt.Errorf("unknown subject name strategy %q", strategy)
 	}
-	for _, n := range append(slicesOfKeys(shape), aggregateNames(shape)...) {
+	for _, n := range slices.Concat(shape.Keys, aggregateNames(shape)) {
 		if !AvroName(n) {
 			return nil, fmt.Errorf("%q is not a name an Avro field can have (letters, digits and _, not beginning with a digit)", n)
 		}
@@ -86,8 +87,6 @@ func NewAvroPanes(shape plan.PaneShape, reg *plan.Registry, topic string, strate
 	}
 	return a, nil
 }
-
-func slicesOfKeys(s plan.PaneShape) []string { return s.Keys }
 
 func aggregateNames(s plan.PaneShape) []string {
 	var out []string
@@ -130,10 +129,10 @@ func avroIdent(s string) string {
 
 // avroField is a field of a record schema, marshalled in this order.
 type avroField struct {
-	Name    string `json:"name"`
-	Type    any    `json:"type"`
-	Default any    `json:"default,omitempty"`
-	Doc     string `json:"doc,omitempty"`
+	Name    string          `json:"name"`
+	Type    any             `json:"type"`
+	Default json.RawMessage `json:"default,omitempty"`
+	Doc     string          `json:"doc,omitempty"`
 }
 
 type avroRecord struct {
@@ -143,11 +142,6 @@ type avroRecord struct {
 	Doc       string      `json:"doc,omitempty"`
 	Fields    []avroField `json:"fields"`
 }
-
-// nullDefault marks a field whose default is null (omitempty drops a nil).
-type nullDefault struct{}
-
-func (nullDefault) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
 
 var timestamp = map[string]string{"type": "long", "logicalType": "timestamp-millis"}
 
@@ -181,9 +175,9 @@ func (a *AvroPanes) schemas(ns string) (key, value string) {
 		default:
 			t = []any{"null", map[string]string{"type": "string", "doc": "JSON text"}}
 		}
-		vf = append(vf, avroField{Name: g.Name, Type: t, Default: nullDefault{}})
+		vf = append(vf, avroField{Name: g.Name, Type: t, Default: json.RawMessage("null")})
 	}
-	vf = append(vf, avroField{Name: "partial", Type: map[string]string{"type": "array", "items": "string"}, Default: []string{},
+	vf = append(vf, avroField{Name: "partial", Type: map[string]string{"type": "array", "items": "string"}, Default: json.RawMessage("[]"),
 		Doc: "the aggregates whose values cover only part of the window"})
 	if keyFields == nil {
 		keyFields = []avroField{}

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -83,6 +84,24 @@ func TestAvroPanesRoundTrip(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("%d fields, want %d: %v", len(got), len(want), got)
+	}
+	// Every field a job may add or drop has a default: the aggregates
+	// null, partial [].
+	_, vs := a.Schemas()
+	var schema struct{ Fields []map[string]json.RawMessage }
+	if err := json.Unmarshal([]byte(vs), &schema); err != nil {
+		t.Fatal(err)
+	}
+	defaults := map[string]string{}
+	for _, f := range schema.Fields {
+		if d, ok := f["default"]; ok {
+			var name string
+			json.Unmarshal(f["name"], &name)
+			defaults[name] = string(d)
+		}
+	}
+	if want := map[string]string{"orders": "null", "spent": "null", "mean": "null", "biggest": "null", "first_id": "null", "none": "null", "partial": "[]"}; !reflect.DeepEqual(defaults, want) {
+		t.Errorf("defaults %v, want %v", defaults, want)
 	}
 }
 
