@@ -232,8 +232,12 @@ func (a *AvroPanes) refusal(ctx context.Context, subject string, err error) erro
 	if !errors.As(err, &re) {
 		return connector.Transient(fmt.Errorf("schema registry %s: registering subject %s: %w", a.reg.url, subject, err))
 	}
-	if re.StatusCode >= 500 || re.StatusCode == 408 || re.StatusCode == 429 {
+	switch {
+	case re.StatusCode >= 500 || re.StatusCode == 408 || re.StatusCode == 429:
 		return connector.Transient(fmt.Errorf("schema registry %s: registering subject %s: %s", a.reg.url, subject, re.Message))
+	case re.StatusCode != 409 && re.StatusCode != 422:
+		// Not a verdict on the schema: credentials, permissions, a path.
+		return connector.Permanent(fmt.Errorf("schema registry %s: registering subject %s: %s (HTTP %d)", a.reg.url, subject, oneLine(re.Message), re.StatusCode))
 	}
 	rule := "unknown"
 	for _, c := range [][]string{{subject}, nil} { // the subject's, else the registry's

@@ -168,7 +168,7 @@ func TestAvroPanesRefused(t *testing.T) {
 		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/subjects/alerts-value/versions"):
 			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 			w.WriteHeader(status)
-			w.Write([]byte(`{"error_code":` + map[int]string{409: "409", 500: "50001"}[status] + `,"message":"Schema being registered is incompatible with an earlier schema for subject \"alerts-value\", details: [{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'n' at path '/fields/1' in the new schema has no default value and is missing in the old schema'}]"}`))
+			w.Write([]byte(`{"error_code":` + map[int]string{409: "409", 500: "50001", 401: "401"}[status] + `,"message":"Schema being registered is incompatible with an earlier schema for subject \"alerts-value\", details: [{errorType:'READER_FIELD_MISSING_DEFAULT_VALUE', description:'The field 'n' at path '/fields/1' in the new schema has no default value and is missing in the old schema'}]"}`))
 		case r.Method == http.MethodGet && r.URL.Path == "/config/alerts-value":
 			w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
 			w.Write([]byte(`{"compatibilityLevel":"FULL_TRANSITIVE"}`))
@@ -189,6 +189,10 @@ func TestAvroPanesRefused(t *testing.T) {
 	status = http.StatusInternalServerError
 	if err := a.Register(context.Background()); err == nil || !connector.Retryable(err) {
 		t.Errorf("a failing registry: %v, want a retryable error", err)
+	}
+	status = http.StatusUnauthorized
+	if err := a.Register(context.Background()); err == nil || connector.Retryable(err) || !strings.HasSuffix(err.Error(), "(HTTP 401)") {
+		t.Errorf("an unauthorized client: %v, want a permanent error saying HTTP 401", err)
 	}
 	// The key's subject was registered by the first try already.
 	if _, ok := reg.GetSchema("alerts-key", 1); !ok {
