@@ -171,9 +171,12 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 		a.Scope = "this run, resumed from " + r.Path + ": its counts of panes and its sink verification cover what it wrote after the restore; the accounting covers the whole input"
 		a.Recovery.Resumed, a.Recovery.From = true, r.Path
 	}
-	if j.Kafka != nil {
+	switch {
+	case j.Kafka != nil:
 		a.Input.Sources = []string{"kafka topic " + j.Kafka.Topic}
-	} else {
+	case j.Custom != nil:
+		a.Input.Sources = []string{j.Custom.Config.Reads()}
+	default:
 		a.Input.Sources = []string{j.Input}
 	}
 	a.Input.Lines = sum.Read + sum.WatermarkLines + sum.BlankLines + sum.Heartbeats

@@ -40,15 +40,8 @@ func (rn *Runnable) plan() *plan.Graph {
 	j := rn.j
 	g := &plan.Graph{Name: j.Name}
 	src := plan.ID{Kind: plan.KindSource, Name: nodeInput}
-	read := &plan.Source{Connector: "file", Reads: j.inputName, Format: "json"}
-	switch {
-	case j.Kafka != nil:
-		read.Connector, read.Reads = "kafka", "kafka topic "+j.Kafka.Topic
-	case j.Custom != nil:
-		read.Connector = j.Custom.Kind
-	case j.Input == "-":
-		read.Connector = "stdin"
-	}
+	connector, reads, _ := j.sourceNames()
+	read := &plan.Source{Connector: connector, Reads: reads, Format: "json"}
 	if j.Format != nil {
 		read.Format = j.Format.Config.Describe()
 	}
@@ -128,6 +121,22 @@ func expressionSettings(j *Job) []plan.Setting {
 	return out
 }
 
+// sourceNames name the job's source, read in one place: connector is its
+// kind as a plan shows it (file, stdin, kafka or a registered kind's),
+// reads what it reads as the plan says it, head the name the head gives
+// its records' source (a path, a topic, a registered kind's Reads).
+func (j *Job) sourceNames() (connector, reads, head string) {
+	switch {
+	case j.Kafka != nil:
+		return "kafka", "kafka topic " + j.Kafka.Topic, j.Kafka.Topic
+	case j.Custom != nil:
+		return j.Custom.Kind, j.inputName, j.Custom.Config.Reads()
+	case j.Input == "-":
+		return "stdin", j.inputName, j.Input
+	}
+	return "file", j.inputName, j.Input
+}
+
 // outputRole is what an output of a job file writes.
 type outputRole uint8
 
@@ -150,13 +159,7 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 	for _, q := range c.Consumers(plan.Rejected) {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
 	}
-	srcName := j.Input
-	switch {
-	case j.Kafka != nil:
-		srcName = j.Kafka.Topic
-	case j.Custom != nil:
-		srcName = j.Custom.Config.Reads()
-	}
+	_, _, srcName := j.sourceNames()
 	agg := c.Plan().Consumers(c.Node().ID, plan.Main)[0]
 	hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: rn.decoder(rn.lp), Window: rn.win, Dedup: rn.dd,
 		Quarantine: quarantine, Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}

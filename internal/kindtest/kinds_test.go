@@ -46,6 +46,7 @@ output: [{memsink: {name: kinds-results}}, results.jsonl]
 late_output: {memsink: {name: kinds-late}}
 quarantine: {memsink: {name: kinds-quarantine}}
 checkpoint: {dir: ckpt, interval: 1h}
+acceptance: acceptance.json
 `, strings.Join(quoted, ", "))
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
 	j, err := job.Load(filepath.Join(dir, "job.yaml"))
@@ -69,6 +70,12 @@ checkpoint: {dir: ckpt, interval: 1h}
 	}
 	if q := kindtest.Committed("kinds-quarantine"); len(q) != 1 || !strings.Contains(q[0], `"reason":"not_json"`) || !strings.Contains(q[0], `"line":301`) {
 		t.Errorf("quarantine: %q", q)
+	}
+	// The acceptance record names the source as the plan does.
+	if acc, err := os.ReadFile(filepath.Join(dir, "acceptance.json")); err != nil || !strings.Contains(string(acc), `"sources": [
+      "memlines orders"
+    ]`) {
+		t.Errorf("the acceptance record's sources (%v):\n%s", err, acc)
 	}
 	text := j.Plan().String()
 	for _, want := range []string{"source       input", "memlines orders as json", "memsink kinds-results", "memsink kinds-late"} {
