@@ -219,8 +219,8 @@ func TestAvroPanesNames(t *testing.T) {
 
 // An Avro schema's fields as the line rules read them: a union with null
 // as its one other branch, a nested record's fields by path (to three
-// levels), logical types as their JSON (a timestamp is a string, a decimal
-// a number), a union of several types of no one type.
+// levels), logical types as their JSON (timestamp-millis epoch
+// milliseconds, a decimal a number), a union of several types of no one type.
 func TestAvroFields(t *testing.T) {
 	s := avro.MustParse(`{"type":"record","name":"O","fields":[
 {"name":"id","type":"string"},{"name":"n","type":["null","long"]},{"name":"either","type":["null","long","string"]},
@@ -231,7 +231,7 @@ func TestAvroFields(t *testing.T) {
  {"name":"b","type":{"type":"record","name":"B","fields":[{"name":"c","type":{"type":"record","name":"C","fields":[{"name":"d","type":"int"}]}}]}}]}}]}`)
 	got := map[string]string{}
 	avroFields(got, "", s.Root().ExpandReferences(), fieldDepth)
-	want := map[string]string{"id": "string", "n": "number", "either": "", "ts": "string", "price": "number", "tags": "array",
+	want := map[string]string{"id": "string", "n": "number", "either": "", "ts": "number", "price": "number", "tags": "array",
 		"a": "object", "a.ok": "bool", "a.b": "object", "a.b.c": "object"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("fields\n got %v\nwant %v", got, want)

@@ -116,10 +116,10 @@ func avroJSONType(n *avro.SchemaNode) string {
 		return ""
 	}
 	switch n.LogicalType {
-	case "timestamp-millis", "timestamp-micros", "timestamp-nanos", "local-timestamp-millis", "local-timestamp-micros", "date", "time-millis", "time-micros", "uuid":
-		return "string"
-	case "decimal":
-		return "number"
+	case "timestamp-millis", "local-timestamp-millis", "time-millis", "time-micros", "decimal":
+		return "number" // epoch milliseconds (weir's event time), milliseconds, digits
+	case "timestamp-micros", "timestamp-nanos", "local-timestamp-micros", "local-timestamp-nanos", "date", "uuid":
+		return "string" // RFC 3339 with all its digits, a date's midnight, a UUID's text
 	}
 	switch n.Type {
 	case "int", "long", "float", "double":

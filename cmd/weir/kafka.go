@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/plan"
 )
 
 const kafkaUsage = `Usage: weir kafka [flags]
@@ -77,6 +79,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "weir kafka: a DEVELOPMENT broker (kfake, in memory) on %s, not for production\n", addr)
 	fmt.Fprintf(stderr, "weir kafka: topics orders (3 partitions), alerts (compacted: the job revises its panes), orders-late, orders-quarantine; Ctrl-C stops it\n")
 	live := liveOrders{Rate: *rate}
+	regURL := ""
 	if *registry != 0 {
 		url, reg, closeReg, err := serveRegistry(*registry)
 		if err != nil {
@@ -85,6 +88,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 		}
 		defer closeReg()
 		fmt.Fprintf(stderr, "weir kafka: a DEVELOPMENT schema registry (srfake, in memory) on %s\n", url)
+		regURL = url
 		switch {
 		case *orders && *format == "protobuf":
 			if live.Protobuf, err = newProtoOrders(reg); err != nil {
@@ -110,7 +114,7 @@ func cmdKafka(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if *orders {
 		go produceOrders(ctx, addr, live, stderr)
-		go printAlerts(ctx, addr, stdout)
+		go printAlerts(ctx, addr, regURL, stdout)
 	}
 	<-ctx.Done()
 	return 0
@@ -302,18 +306,38 @@ func compactAlerts(addr string) error {
 	return nil
 }
 
-// printAlerts prints what the job commits to the alerts topic.
-func printAlerts(ctx context.Context, addr string, out io.Writer) {
+// printAlerts prints what the job commits to the alerts topic: a JSON
+// pane as it is, an Avro one (a job's format: avro output, its schema in
+// the registry at registry, when there is one) decoded to JSON by weir's
+// own avro format.
+func printAlerts(ctx context.Context, addr, registry string, out io.Writer) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics("alerts"), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		return
 	}
 	defer cl.Close()
+	var dec plan.Decoder
+	if k, ok := plan.LookupFormat("avro"); ok && registry != "" {
+		if cfg, err := k.Parse(plan.Values{}, &plan.Registry{URL: registry}); err == nil {
+			dec, _ = cfg.New(plan.Env{}, "alerts")
+		}
+	}
 	for {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachRecord(func(r *kgo.Record) { fmt.Fprintf(out, "alert: %s\n", r.Value) })
+		fs.EachRecord(func(r *kgo.Record) {
+			v := r.Value
+			if dec != nil && len(v) > 0 && v[0] == 0 {
+				j, err := dec.AppendJSON(nil, v)
+				if err != nil {
+					fmt.Fprintf(out, "alert: %x (%v)\n", v, err)
+					return
+				}
+				v = j
+			}
+			fmt.Fprintf(out, "alert: %s\n", v)
+		})
 	}
 }

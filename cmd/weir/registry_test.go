@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fastjson"
 
-	_ "github.com/weirstream/weir/formats" // the avro, protobuf and json_schema formats
+	"github.com/weirstream/weir/formats" // the avro, protobuf and json_schema formats
 	"github.com/weirstream/weir/internal/clitest"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -148,4 +148,48 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// weir kafka --orders --registry prints the alerts a job writes as Avro
+// (format: avro) decoded to JSON by weir's avro format (timestamp-millis as
+// epoch milliseconds), and JSON alerts as they are.
+func TestPrintAlertsDecodesAvro(t *testing.T) {
+	url, _, closeReg, err := serveRegistry(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeReg()
+	b := clitest.StartBroker(t, "alerts")
+	shape := plan.PaneShape{Job: "fraud", Keys: []string{"key"}, Windowed: true,
+		Aggregates: []plan.AggregateShape{{Name: "orders", Type: plan.Integer}, {Name: "spent", Type: plan.Number}}}
+	avro, err := formats.NewAvroPanes(shape, &plan.Registry{URL: url}, "alerts", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := avro.Register(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	key, value := avro.Record(&plan.PaneFields{Keys: []any{"card_7"}, Start: 1_788_000_000_000, End: 1_788_000_060_000, Revision: 1,
+		Timing: "ON_TIME", Final: true, Version: 1, Watermark: 1_788_000_062_000, Emitted: 1_788_000_062_500, Values: []any{int64(5), "110.70"}})
+	cl := b.Client(kgo.DefaultProduceTopic("alerts"))
+	for _, r := range []*kgo.Record{{Value: []byte(`{"key":"card_1","orders":6}`)}, {Key: key, Value: value}} {
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out lockedBuffer
+	done := make(chan struct{})
+	go func() { printAlerts(ctx, b.Addr, url, &out); close(done) }()
+	want := `alert: {"key":"card_1","orders":6}
+alert: {"key":"card_7","window_start":1788000000000,"window_end":1788000060000,"revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":1788000062000,"emitted_at":1788000062500,"orders":5,"spent":"110.70","partial":[]}
+`
+	for deadline := time.Now().Add(30 * time.Second); out.String() != want && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if out.String() != want {
+		t.Errorf("printed\n%s\nwant\n%s", out.String(), want)
+	}
 }
