@@ -33,9 +33,10 @@ event time is the moment it is sent, but 2% come from phones that were
 offline, 5 s to 1 minute late, and 0.3% 2 to 5 minutes late, so that the
 job has late events to accept and too-late ones to set aside; a stolen
 card every 10 seconds or so pays 5 to 30 times in 10 to 60 seconds. It
-prints every alert the job commits to the alerts topic (read_committed).
-Run the job beside
-it: weir run --http 127.0.0.1:8080 examples/fraud/kafka.yaml
+prints every alert the job commits to the alerts topic (read_committed),
+an Avro one decoded to JSON through the --registry. Run the job beside
+it: weir run --http 127.0.0.1:8080 examples/fraud/kafka.yaml (with
+--registry, examples/fraud/kafka-avro.yaml: Avro orders in, Avro alerts out)
 
 Flags:
 `
