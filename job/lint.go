@@ -163,6 +163,8 @@ func (s *Sample) schemaFindings() []Finding {
 		p := f.path.String()
 		t, ok := s.schema[p]
 		switch {
+		case !ok && s.underUnlisted(f.path):
+			// Under a map, or deeper than the fields listed: not checked.
 		case !ok:
 			msg := fmt.Sprintf("%sthe field %q is not in %s", lead, p, s.schemaFrom)
 			if sug := suggest(p, known); sug != "" {
@@ -175,6 +177,27 @@ func (s *Sample) schemaFindings() []Finding {
 		}
 	}
 	return out
+}
+
+// underUnlisted reports whether the path is under an object of the schema
+// whose fields it does not list (a map, or a record deeper than the
+// levels listed), where any field may be.
+func (s *Sample) underUnlisted(p Path) bool {
+	for i := len(p) - 1; i > 0; i-- {
+		prefix := p[:i].String()
+		if t, ok := s.schema[prefix]; ok {
+			if t != "object" {
+				return false
+			}
+			for name := range s.schema {
+				if strings.HasPrefix(name, prefix+".") {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // aggText is an aggregate as a job file writes it.

@@ -27,7 +27,8 @@ func TestLintAgainstSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsonSchema := `{"type":"object","properties":{"order_id":{"type":"string"},"card":{"type":["string","null"]},
-"amount":{"type":"number"},"ts":{"type":"string","format":"date-time"},"meta":{"type":"object","properties":{"shop":{"type":"integer"}}}}}`
+"amount":{"type":"number"},"ts":{"type":"string","format":"date-time"},"meta":{"type":"object","properties":{"shop":{"type":"integer"}}},
+"attrs":{"type":"object","additionalProperties":{"type":"number"}}}}`
 	if _, _, err := reg.RegisterSchema("js-value", sr.Schema{Schema: jsonSchema, Type: sr.TypeJSON}); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestLintAgainstSchema(t *testing.T) {
 			`aggregates.spent: sum(amout): the field "amout" is not in the schema of subject orders-value, version 2 (did you mean "amount"?)`,
 			`aggregates.top: max(card): "card" is a string in the schema of subject orders-value, version 2, never a number: such records are quarantined as bad_value`,
 		}},
-		{"js", fmt.Sprintf("json_schema, registry: {url: %q}", reg.URL()), ", shop: max(meta.shop), x: max(meta.shp)", "none: the job's fields checked against the schema of subject js-value, version 1", []string{
+		{"js", fmt.Sprintf("json_schema, registry: {url: %q}", reg.URL()), ", shop: max(meta.shop), x: max(meta.shp), any: max(attrs.anything)", "none: the job's fields checked against the schema of subject js-value, version 1", []string{
 			`aggregates.spent: sum(amout): the field "amout" is not in the schema of subject js-value, version 1 (did you mean "amount"?)`,
 			`aggregates.top: max(card): "card" is a string in the schema of subject js-value, version 1, never a number: such records are quarantined as bad_value`,
 			`aggregates.x: max(meta.shp): the field "meta.shp" is not in the schema of subject js-value, version 1 (did you mean "meta.shop"?)`,
