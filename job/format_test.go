@@ -317,12 +317,20 @@ func BenchmarkDecodeAvro(b *testing.B) {
 // python3-avro are.
 func python(t *testing.T) string {
 	t.Helper()
+	return pythonWith(t, "confluent_kafka.avro, avro.datafile, requests", "python3-confluent-kafka, python3-avro and python3-requests")
+}
+
+// pythonWith is Debian's Python 3 (or the PATH's) that imports the modules
+// imports; without one the test fails, naming the Debian packages that
+// hold them.
+func pythonWith(t *testing.T, imports, packages string) string {
+	t.Helper()
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import confluent_kafka.avro, avro.datafile, requests").Run() == nil {
+		if exec.Command(p, "-c", "import "+imports).Run() == nil {
 			return p
 		}
 	}
-	t.Fatal("no python3 with python3-confluent-kafka, python3-avro and python3-requests (apt-get install them)")
+	t.Fatalf("no python3 with %s (apt-get install them)", packages)
 	return ""
 }
 

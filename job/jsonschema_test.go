@@ -30,13 +30,7 @@ var ordersJSONSchemaV2 = strings.Replace(ordersJSONSchemaV1, `"arrival":{`, `"ch
 // JSON Schema serializer, which validates with python3-jsonschema.
 func pythonJSONSchema(t *testing.T) string {
 	t.Helper()
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import confluent_kafka.schema_registry.json_schema, jsonschema, requests").Run() == nil {
-			return p
-		}
-	}
-	t.Fatal("no python3 with python3-confluent-kafka, python3-jsonschema and python3-requests (apt-get install them)")
-	return ""
+	return pythonWith(t, "confluent_kafka.schema_registry.json_schema, jsonschema, requests", "python3-confluent-kafka, python3-jsonschema and python3-requests")
 }
 
 // Records written by Confluent's own client library (python3-confluent-

@@ -30,13 +30,7 @@ func pythonProtobuf(t *testing.T) (py, protoc string) {
 	if err != nil {
 		t.Fatal("no protoc (apt-get install protobuf-compiler)")
 	}
-	for _, p := range []string{"/usr/bin/python3", "python3"} {
-		if exec.Command(p, "-c", "import confluent_kafka.schema_registry.protobuf, requests").Run() == nil {
-			return p, protoc
-		}
-	}
-	t.Fatal("no python3 with python3-confluent-kafka, python3-protobuf and python3-requests (apt-get install them)")
-	return "", ""
+	return pythonWith(t, "confluent_kafka.schema_registry.protobuf, requests", "python3-confluent-kafka, python3-protobuf and python3-requests"), protoc
 }
 
 // Records written by Confluent's own client library (python3-confluent-
