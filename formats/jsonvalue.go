@@ -108,18 +108,10 @@ func (r *jsonReader) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			r.space()
-			if r.i == len(r.b) {
+			if end, ok := r.next('}'); !ok {
 				return nil, false
-			}
-			switch r.b[r.i] {
-			case ',':
-				r.i++
-			case '}':
-				r.i++
+			} else if end {
 				return m, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '[':
@@ -140,18 +132,10 @@ func (r *jsonReader) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			r.space()
-			if r.i == len(r.b) {
+			if end, ok := r.next(']'); !ok {
 				return nil, false
-			}
-			switch r.b[r.i] {
-			case ',':
-				r.i++
-			case ']':
-				r.i++
+			} else if end {
 				return a, true
-			default:
-				return nil, false
 			}
 		}
 	case c == '"':
@@ -166,6 +150,25 @@ func (r *jsonReader) value(depth int) (any, bool) {
 		return nil, r.literal("null")
 	}
 	return nil, false
+}
+
+// next reads what follows an object's member or an array's element: a
+// comma (another comes) or close (the end), after any space; anything else
+// is not JSON.
+func (r *jsonReader) next(close byte) (end, ok bool) {
+	r.space()
+	if r.i == len(r.b) {
+		return false, false
+	}
+	switch r.b[r.i] {
+	case ',':
+		r.i++
+		return false, true
+	case close:
+		r.i++
+		return true, true
+	}
+	return false, false
 }
 
 func (r *jsonReader) literal(s string) bool {
