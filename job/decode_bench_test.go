@@ -97,3 +97,19 @@ func TestHavingAllocations(t *testing.T) {
 		t.Error("orders 4 kept")
 	}
 }
+
+// benchDecode decodes the records of lines by the job's rules, one by one
+// and round, each an event or the benchmark fails: what a record of a
+// format costs to become an event.
+func benchDecode(b *testing.B, j *Job, lines [][]byte) {
+	b.Helper()
+	lp := newLineParser(j)
+	var d engine.Decoded[string, record]
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		lp.Decode(&connector.Record{Value: lines[i%len(lines)], Offset: int64(i)}, &d)
+		if d.Kind != engine.Event {
+			b.Fatalf("%v %s %s", d.Kind, d.Reason, d.Detail)
+		}
+	}
+}

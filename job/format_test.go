@@ -302,15 +302,7 @@ func BenchmarkDecodeAvro(b *testing.B) {
 		}
 		lines[i] = framed(id, v)
 	}
-	lp := newLineParser(j)
-	var d engine.Decoded[string, record]
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		lp.Decode(&connector.Record{Value: lines[i%len(lines)], Offset: int64(i)}, &d)
-		if d.Kind != engine.Event {
-			b.Fatalf("%v %s %s", d.Kind, d.Reason, d.Detail)
-		}
-	}
+	benchDecode(b, j, lines)
 }
 
 // python is Debian's Python 3, where Debian's python3-confluent-kafka and

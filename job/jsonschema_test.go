@@ -11,9 +11,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
-
-	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/engine"
 )
 
 // The orders' JSON Schema, as Confluent's JSONSerializer registers it (it
@@ -113,15 +110,7 @@ func BenchmarkDecodeJSONSchema(b *testing.B) {
 	for i := range lines {
 		lines[i] = framed(id, fmt.Appendf(nil, `{"event_id":"e%d","card":"c%d","ts":%d,"arrival":%d,"amount":%d.%02d,"user":"u%d"}`, i, i%100, 1788782400000+i, 1788782400000+i, i%300, i%100, i%7))
 	}
-	lp := newLineParser(j)
-	var d engine.Decoded[string, record]
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		lp.Decode(&connector.Record{Value: lines[i%len(lines)], Offset: int64(i)}, &d)
-		if d.Kind != engine.Event {
-			b.Fatalf("%v %s %s", d.Kind, d.Reason, d.Detail)
-		}
-	}
+	benchDecode(b, j, lines)
 }
 
 // The example job on JSON Schema orders loads, its source the registry's

@@ -16,9 +16,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
-
-	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/engine"
 )
 
 // pythonProtobuf is Debian's Python 3 with python3-confluent-kafka's
@@ -204,15 +201,7 @@ message E { string event_id = 1; string card = 2; google.protobuf.Timestamp ts =
 		}
 		lines[i] = append(framed(id, []byte{0}), v...)
 	}
-	lp := newLineParser(j)
-	var d engine.Decoded[string, record]
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		lp.Decode(&connector.Record{Value: lines[i%len(lines)], Offset: int64(i)}, &d)
-		if d.Kind != engine.Event {
-			b.Fatalf("%v %s %s", d.Kind, d.Reason, d.Detail)
-		}
-	}
+	benchDecode(b, j, lines)
 }
 
 // The example job on Protobuf orders loads, with the registry or, as its
