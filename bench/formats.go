@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,13 +47,8 @@ func formatRun(format string, rate int) (int64, map[string]float64, string, erro
 	if err != nil {
 		return 0, nil, "", err
 	}
-	dir, err := os.MkdirTemp("", "weir-bench-")
-	if err != nil {
-		return 0, nil, "", err
-	}
-	defer os.RemoveAll(dir)
 	jobText := strings.Replace(jsonlJob, "source: {file: %s}", "source: {file: %s, format: "+format+"}", 1)
-	return jsonlRunText(jobText, in, filepath.Join(dir, "out.jsonl"), false)
+	return jsonlRunIn(jobText, in, false)
 }
 
 // formatFile is JSONLFile's events written as a file of format (avro or

@@ -150,6 +150,12 @@ func jsonlRunJob(rate int, jobText string, served bool) (int64, map[string]float
 	if err != nil {
 		return 0, nil, "", err
 	}
+	return jsonlRunIn(jobText, in, served)
+}
+
+// jsonlRunIn runs the job jobText over the file in, its panes written to a
+// temporary directory removed after.
+func jsonlRunIn(jobText, in string, served bool) (int64, map[string]float64, string, error) {
 	dir, err := os.MkdirTemp("", "weir-bench-")
 	if err != nil {
 		return 0, nil, "", err
