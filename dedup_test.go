@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
@@ -101,7 +102,7 @@ allowed_lateness: 30s
 aggregates: {orders: count, cents: sum(cents)}
 output: job.jsonl
 `), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

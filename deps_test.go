@@ -33,3 +33,23 @@ func TestTheLibraryLinksNoApplication(t *testing.T) {
 	}
 	t.Logf("import weir links %d packages", len(deps))
 }
+
+// The job file's grammar (package jobfile) says what a file means and runs
+// nothing: it links no engine, no operators, no translator, no group, no
+// console. Its lowering (package job) is where those meet.
+func TestTheGrammarLinksNoEngine(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/weirstream/weir/jobfile").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 20 {
+		t.Fatalf("go list -deps gave %d packages", len(deps))
+	}
+	for _, d := range deps {
+		switch strings.TrimPrefix(d, "github.com/weirstream/weir/") {
+		case "engine", "internal/exec", "internal/join", "translate", "group", "console", "job", "bench":
+			t.Errorf("the grammar links %s", d)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -55,7 +56,7 @@ func followLatency(d time.Duration) (int64, map[string]float64, string, error) {
 	}
 	defer in.Close()
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(followJob), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/weirstream/weir/gen"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/source"
 )
 
@@ -133,7 +134,7 @@ func produce(c *kfake.Cluster, next func() (key, value []byte, ok bool)) error {
 // runGroups runs n instances of the group job text until done says the
 // tasks are where they should be.
 func runGroups(text string, n int, done func([]job.GroupStatus) bool) error {
-	j, err := job.Parse([]byte(text), "bench.yaml", ".")
+	j, err := jobfile.Parse([]byte(text), "bench.yaml", ".")
 	if err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func keysCluster(n int) (*kfake.Cluster, error) {
 func groupRestoreStandby(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 	name := fmt.Sprintf("bench-restore-standby-%d", groupSeq.Add(1))
 	text := strings.Replace(fmt.Sprintf(restoreJob, c.ListenAddrs()[0], name), "session_timeout: 6s}", "session_timeout: 6s, standby: 1}", 1)
-	j, err := job.Parse([]byte(text), "bench.yaml", ".")
+	j, err := jobfile.Parse([]byte(text), "bench.yaml", ".")
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 )
@@ -173,7 +174,7 @@ func jsonlRunTo(in, out string, served bool) (int64, map[string]float64, string,
 // output's paths) over the file in, writing its panes to out.
 func jsonlRunText(jobText, in, out string, served bool) (int64, map[string]float64, string, error) {
 	dir := filepath.Dir(out)
-	j, err := job.Parse([]byte(fmt.Sprintf(jobText, in, out)), "bench.yaml", dir)
+	j, err := jobfile.Parse([]byte(fmt.Sprintf(jobText, in, out)), "bench.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 )
@@ -80,7 +81,7 @@ func kafkaFraud(c *kfake.Cluster) (int64, map[string]float64, string, error) {
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	j, err := job.Parse([]byte(fmt.Sprintf(kafkaFraudJob, c.ListenAddrs()[0], filepath.Join(dir, "ckpt"))), "bench.yaml", dir)
+	j, err := jobfile.Parse([]byte(fmt.Sprintf(kafkaFraudJob, c.ListenAddrs()[0], filepath.Join(dir, "ckpt"))), "bench.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

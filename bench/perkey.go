@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -92,7 +93,7 @@ func statePerKey() (int64, map[string]float64, string, error) {
 		return 0, nil, "", err
 	}
 	defer os.RemoveAll(dir)
-	j, err := job.Parse([]byte(fmt.Sprintf(perKeyJob, in, filepath.Join(dir, "out.jsonl"))), "perkey.yaml", dir)
+	j, err := jobfile.Parse([]byte(fmt.Sprintf(perKeyJob, in, filepath.Join(dir, "out.jsonl"))), "perkey.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	_ "modernc.org/sqlite"
 )
 
@@ -76,7 +77,7 @@ func soak(d time.Duration) (int64, map[string]float64, string, error) {
 		return 0, nil, "", err
 	}
 	defer in.Close()
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirstream/weir/gen"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/state"
 )
 
@@ -133,7 +134,7 @@ func steepRun(backend string, every time.Duration) (int64, map[string]float64, s
 	if every > 0 {
 		text += fmt.Sprintf("checkpoint: {dir: ckpt, interval: %s}\n", every)
 	}
-	j, err := job.Parse([]byte(text), "steep.yaml", dir)
+	j, err := jobfile.Parse([]byte(text), "steep.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -957,7 +958,7 @@ func TestBrowserConsole(t *testing.T) {
 	if err := os.WriteFile(jobFile, []byte(consoleJob), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, err := job.Load(jobFile)
+	j, err := jobfile.Load(jobFile)
 	if err != nil {
 		t.Fatal(err)
 	}

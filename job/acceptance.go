@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/weirstream/weir/internal/secret"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/weirstream/weir/internal/secret"
+	"github.com/weirstream/weir/jobfile"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/table"
@@ -221,7 +223,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 }
 
 // NewAcceptance is an acceptance record with the job's settings filled in.
-func NewAcceptance(j *Job) *Acceptance {
+func NewAcceptance(j *jobfile.Job) *Acceptance {
 	a := &Acceptance{Job: j.Name, JobFile: j.File, Version: j.Version}
 	s := &a.Settings
 	s.Window, s.Trigger = j.Window.Assigner.String(), j.Window.Trigger.Describe()
@@ -244,10 +246,10 @@ func NewAcceptance(j *Job) *Acceptance {
 
 // verify reads a table back and compares it with the last pane this run
 // wrote of each window.
-func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
+func (rn *Runnable) verify(ctx context.Context, o *jobfile.Output) SinkCheck {
 	j, t := rn.j, rn.accept
 	sc := SinkCheck{Output: o.Field, Table: o.Table.Table, Windows: len(t.last)}
-	s := j.TableSink(o, nil)
+	s := TableSink(j, o, nil)
 	if err := s.Open(ctx, connector.Resume{}); err != nil {
 		sc.Error, sc.Verdict = err.Error(), "not verified"
 		return sc
@@ -308,7 +310,7 @@ func (rn *Runnable) verify(ctx context.Context, o *Output) SinkCheck {
 }
 
 // differs says how a row differs from the pane written last of its window.
-func differs(j *Job, r *table.Stored, p *lastPane) string {
+func differs(j *jobfile.Job, r *table.Stored, p *lastPane) string {
 	if r.Revision != p.revision {
 		return fmt.Sprintf("revision %d, the last pane %d", r.Revision, p.revision)
 	}
@@ -395,11 +397,8 @@ func writeAcceptance(path string, a *Acceptance, force bool, mode os.FileMode, s
 	if err := writeOutputFile(path, append(secrets.RedactJSON(b), '\n'), force, mode); err != nil {
 		return err
 	}
-	return writeOutputFile(acceptanceMarkdown(path), []byte(secrets.Redact(a.Markdown())), force, mode)
+	return writeOutputFile(jobfile.AcceptanceMarkdown(path), []byte(secrets.Redact(a.Markdown())), force, mode)
 }
-
-// acceptanceMarkdown is the Markdown file beside the JSON record.
-func acceptanceMarkdown(path string) string { return strings.TrimSuffix(path, ".json") + ".md" }
 
 // acceptanceTitle begins every Markdown record.
 const acceptanceTitle = "# Acceptance record: "

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 // The acceptance record of a run: the input's scope, the settings, the
@@ -80,7 +82,7 @@ acceptance: acceptance.json
 		t.Fatal(err)
 	}
 	db.Close()
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +147,7 @@ acceptance: acceptance.json
 	if _, err := db.Exec(`UPDATE spend SET spent_exact = '296296296328489.64'`); err != nil {
 		t.Fatal(err)
 	}
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -120,7 +121,9 @@ const spillAt = 64
 
 // counted says whether slot.i of an aggregate of kind k is a count (it was
 // a field of its own in checkpoints, and still is in their format).
-func counted(k AggKind) bool { return k == AggCount || k == AggCountField || k == AggAvg }
+func counted(k jobfile.AggKind) bool {
+	return k == jobfile.AggCount || k == jobfile.AggCountField || k == jobfile.AggAvg
+}
 
 // outVal is one result column of a pane.
 type outVal struct {
@@ -235,7 +238,7 @@ func (a *acc) extra(n int) []slot {
 // count_distinct has it as setAggs, which keeps the sets in the state
 // database when there is one.
 type aggs struct {
-	list  []Aggregate
+	list  []jobfile.Aggregate
 	field []int    // index into record.vals per aggregate; -1 for count
 	free  []*slot  // released accumulators' extra slots (acc.more), cleared
 	more  []slot   // slab that the slots beyond the inline ones are cut from
@@ -254,10 +257,10 @@ type aggs struct {
 // newAggs is the aggregate function of a job whose aggregates are list,
 // reading the fields field: setAggs if one of them is count_distinct,
 // moreAggs if one keeps its state in slot.ext.
-func newAggs(list []Aggregate, field []int) aggregate.Func[record, acc, []outVal] {
+func newAggs(list []jobfile.Aggregate, field []int) aggregate.Func[record, acc, []outVal] {
 	a := &aggs{list: list, field: field}
 	for _, g := range list {
-		if g.Kind == AggCountDistinct {
+		if g.Kind == jobfile.AggCountDistinct {
 			return setAggs{a}
 		}
 	}
@@ -333,7 +336,7 @@ func (a *aggs) Release(c acc) {
 	}
 	if a.sets != nil {
 		for k := range a.slots(c) {
-			if s := c.slot(k); a.list[k].Kind == AggCountDistinct && s.i != 0 {
+			if s := c.slot(k); a.list[k].Kind == jobfile.AggCountDistinct && s.i != 0 {
 				a.sets.Drop(s.setID())
 			}
 		}
@@ -368,7 +371,7 @@ func (a *aggs) Add(c acc, r record) acc {
 	for k := range a.list {
 		s := c.slot(k)
 		switch a.list[k].Kind {
-		case AggCount:
+		case jobfile.AggCount:
 			s.i++
 			continue
 		}
@@ -377,25 +380,25 @@ func (a *aggs) Add(c acc, r record) acc {
 			continue
 		}
 		switch a.list[k].Kind {
-		case AggCountField:
+		case jobfile.AggCountField:
 			s.i++
-		case AggSum:
+		case jobfile.AggSum:
 			if v.exact {
 				addDec(s, v.dec, v.scale)
 			} else {
 				s.f += v.f
 				s.float = true
 			}
-		case AggMin, AggMax:
-			a.extreme(s, a.list[k].Kind == AggMax, v.kind == vFloat, v.i, v.f)
-		case AggAvg:
+		case jobfile.AggMin, jobfile.AggMax:
+			a.extreme(s, a.list[k].Kind == jobfile.AggMax, v.kind == vFloat, v.i, v.f)
+		case jobfile.AggAvg:
 			s.i++
 			if v.kind == vInt {
 				s.f += float64(v.i)
 			} else {
 				s.f += v.f
 			}
-		case AggCountDistinct:
+		case jobfile.AggCountDistinct:
 			if s.i != 0 {
 				a.insert(s, v.text)
 				continue
@@ -409,7 +412,7 @@ func (a *aggs) Add(c acc, r record) acc {
 					a.spill(s)
 				}
 			}
-		case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+		case jobfile.AggPercentile, jobfile.AggMedian, jobfile.AggApproxDistinct, jobfile.AggFirst, jobfile.AggLast, jobfile.AggHistogram, jobfile.AggTop:
 			a.addMore(&a.list[k], s, v, r.ts)
 		}
 	}
@@ -461,24 +464,24 @@ func (a *aggs) merge(c, other acc, sets, take bool) acc {
 		s, o := c.slot(k), other.slot(k)
 		s.partial = s.partial || o.partial
 		switch a.list[k].Kind {
-		case AggCount, AggCountField:
+		case jobfile.AggCount, jobfile.AggCountField:
 			s.i += o.i
-		case AggSum:
+		case jobfile.AggSum:
 			addDec(s, o.i, o.scale)
 			s.f += o.f
 			s.float = s.float || o.float
-		case AggMin, AggMax:
+		case jobfile.AggMin, jobfile.AggMax:
 			if o.has {
-				a.extreme(s, a.list[k].Kind == AggMax, o.float, o.i, o.f)
+				a.extreme(s, a.list[k].Kind == jobfile.AggMax, o.float, o.i, o.f)
 			}
-		case AggAvg:
+		case jobfile.AggAvg:
 			s.i += o.i
 			s.f += o.f
-		case AggCountDistinct:
+		case jobfile.AggCountDistinct:
 			if sets {
 				a.mergeDistinct(s, o)
 			}
-		case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+		case jobfile.AggPercentile, jobfile.AggMedian, jobfile.AggApproxDistinct, jobfile.AggFirst, jobfile.AggLast, jobfile.AggHistogram, jobfile.AggTop:
 			mergeMore(&a.list[k], s, o, take)
 		}
 	}
@@ -518,9 +521,9 @@ func (a *aggs) Result(c acc) []outVal {
 	for k := range a.list {
 		s := c.slot(k)
 		switch a.list[k].Kind {
-		case AggCount, AggCountField:
+		case jobfile.AggCount, jobfile.AggCountField:
 			out[k] = outVal{kind: vInt, i: s.i}
-		case AggSum:
+		case jobfile.AggSum:
 			switch {
 			case s.float:
 				out[k] = outVal{kind: vFloat, f: float64(s.i)/pow10[s.scale] + s.f}
@@ -529,7 +532,7 @@ func (a *aggs) Result(c acc) []outVal {
 			default:
 				out[k] = outVal{kind: vDec, i: s.i, scale: s.scale}
 			}
-		case AggMin, AggMax:
+		case jobfile.AggMin, jobfile.AggMax:
 			switch {
 			case !s.has:
 			case s.float:
@@ -537,13 +540,13 @@ func (a *aggs) Result(c acc) []outVal {
 			default:
 				out[k] = outVal{kind: vInt, i: s.i}
 			}
-		case AggAvg:
+		case jobfile.AggAvg:
 			if s.i > 0 {
 				out[k] = outVal{kind: vFloat, f: s.f / float64(s.i)}
 			}
-		case AggCountDistinct:
+		case jobfile.AggCountDistinct:
 			out[k] = outVal{kind: vInt, i: s.distinct()}
-		case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+		case jobfile.AggPercentile, jobfile.AggMedian, jobfile.AggApproxDistinct, jobfile.AggFirst, jobfile.AggLast, jobfile.AggHistogram, jobfile.AggTop:
 			out[k] = a.resultMore(k, s)
 		}
 		out[k].partial = s.partial
@@ -572,7 +575,7 @@ func (a setAggs) UseSets(s engine.SetStore) { a.sets = s }
 // the larger stays, the smaller is added to it and deleted.
 func (a setAggs) Absorb(c, other acc) acc {
 	for k := range a.list {
-		if a.list[k].Kind != AggCountDistinct {
+		if a.list[k].Kind != jobfile.AggCountDistinct {
 			continue
 		}
 		s, o := c.slot(k), other.slot(k)
@@ -603,7 +606,7 @@ func (a setAggs) MergedResult(parts []acc) []outVal {
 		c = a.merge(c, p, false, false)
 	}
 	for k := range a.list {
-		if a.list[k].Kind != AggCountDistinct {
+		if a.list[k].Kind != jobfile.AggCountDistinct {
 			continue
 		}
 		a.ids = a.ids[:0]
@@ -652,7 +655,7 @@ func (a setAggs) stored(v string) bool {
 // store, under an id of this instance; with no store, into memory.
 func (a setAggs) Settle(c acc, from engine.SetSource) (acc, error) {
 	for k := range a.slots(c) {
-		if a.list[k].Kind == AggCountDistinct {
+		if a.list[k].Kind == jobfile.AggCountDistinct {
 			if err := a.settle(c.slot(k), from); err != nil {
 				return c, fmt.Errorf("aggregate %s: %w", a.list[k].Name, err)
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -92,9 +93,9 @@ func (s *slot) counts() []int64 {
 
 // addMore adds v to the slot of an aggregate of the kinds whose state is
 // in ext.
-func (a *aggs) addMore(g *Aggregate, s *slot, v *value, ts mtime.Time) {
+func (a *aggs) addMore(g *jobfile.Aggregate, s *slot, v *value, ts mtime.Time) {
 	switch g.Kind {
-	case AggPercentile, AggMedian:
+	case jobfile.AggPercentile, jobfile.AggMedian:
 		sk := s.sketch()
 		if sk == nil {
 			if n := len(a.sketches); n > 0 {
@@ -106,33 +107,33 @@ func (a *aggs) addMore(g *Aggregate, s *slot, v *value, ts mtime.Time) {
 			}
 		}
 		sk.Add(v.f)
-	case AggApproxDistinct:
+	case jobfile.AggApproxDistinct:
 		d := s.estimator()
 		if d == nil {
 			d = aggregate.NewDistinct()
 			s.keep(d)
 		}
 		d.Insert(v.text)
-	case AggFirst, AggLast:
+	case jobfile.AggFirst, jobfile.AggLast:
 		p := s.picked()
 		switch {
 		case p == nil:
 			p = &pick{}
 			s.keep(p)
-		case g.Kind == AggFirst && ts >= p.t, g.Kind == AggLast && ts < p.t:
+		case g.Kind == jobfile.AggFirst && ts >= p.t, g.Kind == jobfile.AggLast && ts < p.t:
 			// Of one time, first keeps the event that came first, last
 			// takes the one that came last.
 			return
 		}
 		p.t, p.v = ts, append(p.v[:0], v.text...)
-	case AggHistogram:
+	case jobfile.AggHistogram:
 		c := s.counts()
 		if c == nil {
 			c = make([]int64, len(g.Bounds)+1)
 			s.keep(c)
 		}
 		c[aggregate.Bucket(g.Bounds, v.f)]++
-	case AggTop:
+	case jobfile.AggTop:
 		m := s.tops()
 		if m == nil {
 			m = topCounts{}
@@ -144,7 +145,7 @@ func (a *aggs) addMore(g *Aggregate, s *slot, v *value, ts mtime.Time) {
 
 // mergeMore merges o into s, of an aggregate whose state is in ext; with
 // take, o goes away and s may take its state over.
-func mergeMore(g *Aggregate, s, o *slot, take bool) {
+func mergeMore(g *jobfile.Aggregate, s, o *slot, take bool) {
 	if o.ext == nil {
 		return
 	}
@@ -153,30 +154,30 @@ func mergeMore(g *Aggregate, s, o *slot, take bool) {
 		return
 	}
 	switch g.Kind {
-	case AggPercentile, AggMedian:
+	case jobfile.AggPercentile, jobfile.AggMedian:
 		if s.ext == nil {
 			s.keep(o.sketch().Copy())
 			return
 		}
 		s.sketch().Merge(o.sketch())
-	case AggApproxDistinct:
+	case jobfile.AggApproxDistinct:
 		if s.ext == nil {
 			s.keep(o.estimator().Copy())
 			return
 		}
 		s.estimator().Merge(o.estimator())
-	case AggFirst, AggLast:
+	case jobfile.AggFirst, jobfile.AggLast:
 		// A merge's parts hold no events of one time (sessions that do not
 		// overlap, slices): on a tie, o is taken as the later one.
 		op, sp := o.picked(), s.picked()
 		if sp == nil {
 			sp = &pick{}
 			s.keep(sp)
-		} else if g.Kind == AggFirst && op.t >= sp.t || g.Kind == AggLast && op.t < sp.t {
+		} else if g.Kind == jobfile.AggFirst && op.t >= sp.t || g.Kind == jobfile.AggLast && op.t < sp.t {
 			return
 		}
 		sp.t, sp.v = op.t, append(sp.v[:0], op.v...)
-	case AggHistogram:
+	case jobfile.AggHistogram:
 		oc, sc := o.counts(), s.counts()
 		if sc == nil {
 			s.keep(slices.Clone(oc))
@@ -185,7 +186,7 @@ func mergeMore(g *Aggregate, s, o *slot, take bool) {
 		for i, n := range oc {
 			sc[i] += n
 		}
-	case AggTop:
+	case jobfile.AggTop:
 		om, sm := o.tops(), s.tops()
 		if sm == nil {
 			s.keep(om.clone())
@@ -201,23 +202,23 @@ func mergeMore(g *Aggregate, s, o *slot, take bool) {
 func (a *aggs) resultMore(k int, s *slot) outVal {
 	g := &a.list[k]
 	if s.ext == nil {
-		if g.Kind == AggApproxDistinct {
+		if g.Kind == jobfile.AggApproxDistinct {
 			return outVal{kind: vInt}
 		}
 		return outVal{}
 	}
 	switch g.Kind {
-	case AggPercentile, AggMedian:
+	case jobfile.AggPercentile, jobfile.AggMedian:
 		if v, ok := s.sketch().Quantile(g.Q); ok {
 			return outVal{kind: vFloat, f: v}
 		}
-	case AggApproxDistinct:
+	case jobfile.AggApproxDistinct:
 		return outVal{kind: vInt, i: s.estimator().Estimate()}
-	case AggFirst, AggLast:
+	case jobfile.AggFirst, jobfile.AggLast:
 		return outVal{kind: vJSON, js: string(appendIdentityJSON(nil, s.picked().v))}
-	case AggHistogram:
+	case jobfile.AggHistogram:
 		return outVal{kind: vJSON, js: string(appendHistogram(nil, g.Bounds, s.counts()))}
-	case AggTop:
+	case jobfile.AggTop:
 		return outVal{kind: vJSON, js: string(a.appendTop(nil, g.N, s.tops()))}
 	}
 	return outVal{}
@@ -305,20 +306,20 @@ func (a *aggs) appendTop(b []byte, n int, m topCounts) []byte {
 
 // moreBytes is the memory of the state in ext of a slot, roughly, for the
 // Pebble store's cache.
-func moreBytes(g *Aggregate, s *slot) int {
+func moreBytes(g *jobfile.Aggregate, s *slot) int {
 	if s.ext == nil {
 		return 0
 	}
 	switch g.Kind {
-	case AggPercentile, AggMedian:
+	case jobfile.AggPercentile, jobfile.AggMedian:
 		return 160 + 8*s.sketch().Bins()
-	case AggApproxDistinct:
+	case jobfile.AggApproxDistinct:
 		return 48 + s.estimator().Bytes()
-	case AggFirst, AggLast:
+	case jobfile.AggFirst, jobfile.AggLast:
 		return 48 + cap(s.picked().v)
-	case AggHistogram:
+	case jobfile.AggHistogram:
 		return 8 * (len(g.Bounds) + 1)
-	case AggTop:
+	case jobfile.AggTop:
 		n := 48
 		for v := range s.tops() {
 			n += 64 + len(v)
@@ -330,9 +331,9 @@ func moreBytes(g *Aggregate, s *slot) int {
 
 // hasMore reports whether an aggregate of kind k keeps its state in ext
 // (count_distinct aside, whose sets setAggs keeps).
-func hasMore(k AggKind) bool {
+func hasMore(k jobfile.AggKind) bool {
 	switch k {
-	case AggPercentile, AggMedian, AggApproxDistinct, AggFirst, AggLast, AggHistogram, AggTop:
+	case jobfile.AggPercentile, jobfile.AggMedian, jobfile.AggApproxDistinct, jobfile.AggFirst, jobfile.AggLast, jobfile.AggHistogram, jobfile.AggTop:
 		return true
 	}
 	return false
@@ -340,25 +341,25 @@ func hasMore(k AggKind) bool {
 
 // appendMore appends the state in ext of a slot of aggregate g, as bytes of
 // a length: none when it has none, or keeps none there.
-func appendMore(b []byte, g *Aggregate, s *slot) []byte {
+func appendMore(b []byte, g *jobfile.Aggregate, s *slot) []byte {
 	if s.ext == nil || !hasMore(g.Kind) {
 		return enc.AppendUvarint(b, 0)
 	}
 	var more []byte
 	switch g.Kind {
-	case AggPercentile, AggMedian:
+	case jobfile.AggPercentile, jobfile.AggMedian:
 		more, _ = s.sketch().AppendBinary(nil)
-	case AggApproxDistinct:
+	case jobfile.AggApproxDistinct:
 		more, _ = s.estimator().AppendBinary(nil)
-	case AggFirst, AggLast:
+	case jobfile.AggFirst, jobfile.AggLast:
 		p := s.picked()
 		more = enc.AppendVarint(nil, int64(p.t))
 		more = append(more, p.v...)
-	case AggHistogram:
+	case jobfile.AggHistogram:
 		for _, n := range s.counts() {
 			more = enc.AppendUvarint(more, uint64(n))
 		}
-	case AggTop:
+	case jobfile.AggTop:
 		m := s.tops()
 		more = enc.AppendUvarint(nil, uint64(len(m)))
 		for v, n := range m {
@@ -371,25 +372,25 @@ func appendMore(b []byte, g *Aggregate, s *slot) []byte {
 
 // readMore reads what appendMore wrote of a slot of aggregate g into its
 // ext, and reports whether it was well formed.
-func readMore(b []byte, g *Aggregate, s *slot) bool {
+func readMore(b []byte, g *jobfile.Aggregate, s *slot) bool {
 	var d enc.Decoder
 	d.Reset(b)
 	switch g.Kind {
-	case AggPercentile, AggMedian:
+	case jobfile.AggPercentile, jobfile.AggMedian:
 		sk := aggregate.NewSketch()
 		if sk.UnmarshalBinary(b) != nil {
 			return false
 		}
 		s.keep(sk)
 		return true
-	case AggApproxDistinct:
+	case jobfile.AggApproxDistinct:
 		e := aggregate.NewDistinct()
 		if e.UnmarshalBinary(b) != nil {
 			return false
 		}
 		s.keep(e)
 		return true
-	case AggFirst, AggLast:
+	case jobfile.AggFirst, jobfile.AggLast:
 		t := d.Varint()
 		v := b[len(b)-d.Len():]
 		if d.Err() != nil || len(v) == 0 {
@@ -397,7 +398,7 @@ func readMore(b []byte, g *Aggregate, s *slot) bool {
 		}
 		s.keep(&pick{t: mtime.Time(t), v: slices.Clone(v)})
 		return true
-	case AggHistogram:
+	case jobfile.AggHistogram:
 		c := make([]int64, len(g.Bounds)+1)
 		for i := range c {
 			c[i] = int64(d.Uvarint())
@@ -407,7 +408,7 @@ func readMore(b []byte, g *Aggregate, s *slot) bool {
 		}
 		s.keep(c)
 		return true
-	case AggTop:
+	case jobfile.AggTop:
 		n := d.Items(1 << 30)
 		m := make(topCounts, n)
 		for range n {

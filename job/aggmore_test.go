@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -322,9 +323,9 @@ func TestMoreAggregatesSameBytes(t *testing.T) {
 
 // moreAccs are accumulators of every aggregate beyond the five, each given
 // values, and the aggregate function.
-func moreAccs(t *testing.T) (*Job, *aggs, acc) {
+func moreAccs(t *testing.T) (*jobfile.Job, *aggs, acc) {
 	t.Helper()
-	j, err := Parse([]byte(`source: {file: in.jsonl}
+	j, err := jobfile.Parse([]byte(`source: {file: in.jsonl}
 time: {field: ts}
 window: {tumbling: 1m}
 `+moreAggregates+"output: out.jsonl\n"), "job.yaml", t.TempDir())
@@ -393,7 +394,7 @@ func appendValues(vs []outVal) []byte {
 // A checkpoint of format 3, before these aggregates, still restores: its
 // slots have no state kept in ext.
 func TestCodecReadsFormat3(t *testing.T) {
-	j := &Job{Aggregates: []Aggregate{{Name: "n", Kind: AggCount}, {Name: "s", Kind: AggSum}}}
+	j := &jobfile.Job{Aggregates: []jobfile.Aggregate{{Name: "n", Kind: jobfile.AggCount}, {Name: "s", Kind: jobfile.AggSum}}}
 	var b []byte
 	b = enc.AppendUvarint(b, 2)
 	for _, s := range []struct{ n, i int64 }{{5, 0}, {0, 1234}} {
@@ -421,7 +422,7 @@ func TestCodecReadsFormat3(t *testing.T) {
 // object or array as its JSON).
 func TestMoreAggregatesTableColumns(t *testing.T) {
 	j, _, _ := moreAccs(t)
-	s := (&TableOutput{Table: "t", KeyColumn: "key"}).schema(j)
+	s := (&jobfile.TableOutput{Table: "t", KeyColumn: "key"}).Schema(j)
 	var got []string
 	for _, c := range s.Values {
 		got = append(got, fmt.Sprintf("%s %v", c.Name, c.Type))
@@ -477,7 +478,7 @@ func TestTopTiesAreOrdered(t *testing.T) {
 func BenchmarkAggregateAdd(b *testing.B) {
 	for _, agg := range []string{"sum(ms)", "percentile(ms, 0.95)", "histogram(ms, [5, 20, 100])", "approx_count_distinct(p)", "top(p, 3)", "first(p)"} {
 		b.Run(strings.Fields(strings.ReplaceAll(agg, "(", " "))[0], func(b *testing.B) {
-			j, err := Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {x: "+agg+"}\noutput: out.jsonl\n"), "job.yaml", b.TempDir())
+			j, err := jobfile.Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {x: "+agg+"}\noutput: out.jsonl\n"), "job.yaml", b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -516,7 +517,7 @@ func BenchmarkAggregateAdd(b *testing.B) {
 // released) allocates nothing once a window before it has been released:
 // its sketch is the released one's, emptied.
 func TestPercentileWindowReusesASketch(t *testing.T) {
-	j, err := Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count, p: percentile(ms, 0.95)}\noutput: out.jsonl\n"), "job.yaml", t.TempDir())
+	j, err := jobfile.Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count, p: percentile(ms, 0.95)}\noutput: out.jsonl\n"), "job.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
 	"github.com/weirstream/weir/formats"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/window"
 )
@@ -58,7 +59,7 @@ func TestAvroOutputReadByConfluentClient(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
 		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(avroOutJob, extra, addr, reg.URL())), 0o644)
-		j, err := Load(filepath.Join(dir, "job.yaml"))
+		j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +191,7 @@ func TestAvroOutputRefused(t *testing.T) {
 		if c.late != "" {
 			src += "late_output: " + c.late + "\n"
 		}
-		_, err := Parse([]byte(src), "job.yaml", "/jobs")
+		_, err := jobfile.Parse([]byte(src), "job.yaml", "/jobs")
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s:\n got %v\nwant ...%s", c.output, err, c.want)
 		}
@@ -198,7 +199,7 @@ func TestAvroOutputRefused(t *testing.T) {
 	// A key's field that no Avro field can be named.
 	src := "source: {file: in.jsonl}\ntime: {field: ts}\nkey: [user-id, page]\nwindow: {tumbling: 1m}\naggregates: {n: count}\n" +
 		"output: {kafka: {brokers: [127.0.0.1:1], topic: a}, format: avro, registry: {url: \"http://127.0.0.1:1\"}}\n"
-	_, err := Parse([]byte(src), "job.yaml", "/jobs")
+	_, err := jobfile.Parse([]byte(src), "job.yaml", "/jobs")
 	if want := `key: output writes avro, and the key's field "user-id" is not a name an Avro field can have`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want ...%s", err, want)
 	}
@@ -208,7 +209,7 @@ func TestAvroOutputRefused(t *testing.T) {
 // carries every aggregate's value typed (first's JSON text as RawJSON, not
 // dropped), and names the aggregates whose values are partial.
 func TestPaneItemFields(t *testing.T) {
-	j, err := Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nkey: k\nwindow: {tumbling: 1m}\n"+
+	j, err := jobfile.Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nkey: k\nwindow: {tumbling: 1m}\n"+
 		"aggregates: {n: count, f: first(id), s: sum(amount), m: max(v)}\noutput: out.jsonl\n"), "job.yaml", "/jobs")
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestPaneItemFields(t *testing.T) {
 	if !reflect.DeepEqual(it.Pane, want) {
 		t.Errorf("pane fields\n got %+v\nwant %+v", it.Pane, want)
 	}
-	if s := j.paneShape(); !reflect.DeepEqual(s, plan.PaneShape{Job: "job", Keys: []string{"key"}, Windowed: true, Aggregates: []plan.AggregateShape{
+	if s := j.PaneShape(); !reflect.DeepEqual(s, plan.PaneShape{Job: "job", Keys: []string{"key"}, Windowed: true, Aggregates: []plan.AggregateShape{
 		{Name: "n", Type: plan.Integer}, {Name: "f", Type: plan.JSONText}, {Name: "s", Type: plan.Number}, {Name: "m", Type: plan.Number}}}) {
 		t.Errorf("shape %+v", s)
 	}
@@ -231,7 +232,7 @@ func TestPaneItemFields(t *testing.T) {
 // key and its line) and, beside it, as Avro in a registry's framing (its
 // fields typed, then both records written).
 func BenchmarkPaneRecord(b *testing.B) {
-	j, err := Parse([]byte("name: fraud\nsource: {file: in.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1m}\n"+
+	j, err := jobfile.Parse([]byte("name: fraud\nsource: {file: in.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1m}\n"+
 		"aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}\noutput: out.jsonl\n"), "job.yaml", "/jobs")
 	if err != nil {
 		b.Fatal(err)
@@ -248,7 +249,7 @@ func BenchmarkPaneRecord(b *testing.B) {
 	b.Run("avro", func(b *testing.B) {
 		reg := srfake.New()
 		defer reg.Close()
-		a, err := formats.NewAvroPanes(j.paneShape(), &plan.Registry{URL: reg.URL()}, "alerts", "", nil)
+		a, err := formats.NewAvroPanes(j.PaneShape(), &plan.Registry{URL: reg.URL()}, "alerts", "", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/weirstream/weir/jobfile"
 )
 
 const badJob = `name: bad
@@ -146,7 +147,7 @@ func TestLineLongerThanTheLimit(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(badJob+"output: results.jsonl\n"), 0o644)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestMemoryBudgetWarns(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(events(10)), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(badJob+"output: results.jsonl\nstate: {backend: memory, memory_budget: 1KiB}\n"), 0o644)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestSetAsideRightAfterARestore(t *testing.T) {
 	jobText := badJob + "output: results.jsonl\ncheckpoint: {dir: ckpt, interval: 1h}\n"
 	run := func(dir string, o Options) *Summary {
 		t.Helper()
-		j, err := Load(filepath.Join(dir, "job.yaml"))
+		j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package job
 
 import (
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // codecFormat is the format of the window state the codec writes: 2 added
@@ -30,13 +31,13 @@ const codecFormat = 4
 type codec struct {
 	format int
 	from   []int
-	kinds  []AggKind
-	list   []Aggregate
+	kinds  []jobfile.AggKind
+	list   []jobfile.Aggregate
 }
 
 // newCodec is the codec of the job's window state in the current format.
-func newCodec(j *Job) codec {
-	c := codec{kinds: make([]AggKind, len(j.Aggregates)), list: j.Aggregates}
+func newCodec(j *jobfile.Job) codec {
+	c := codec{kinds: make([]jobfile.AggKind, len(j.Aggregates)), list: j.Aggregates}
 	for k, a := range j.Aggregates {
 		c.kinds[k] = a.Kind
 	}
@@ -81,7 +82,7 @@ func (c codec) AppendAcc(b []byte, a acc) []byte {
 		b = enc.AppendBool(b, s.has)
 		b = append(b, byte(s.scale))
 		b = enc.AppendBool(b, s.partial)
-		if k != AggCountDistinct {
+		if k != jobfile.AggCountDistinct {
 			b = enc.AppendUvarint(b, 0)
 			b = appendMore(b, &c.list[i], s)
 			continue
@@ -149,7 +150,7 @@ func (c codec) ReadAcc(d *enc.Decoder) acc {
 // readSlot reads a slot into s, of the job's aggregate k (-1: of none, an
 // aggregate the job dropped).
 func (c codec) readSlot(d *enc.Decoder, s *slot, k int) {
-	kind := AggCount
+	kind := jobfile.AggCount
 	if k >= 0 {
 		kind = c.kinds[k]
 	}
@@ -170,7 +171,7 @@ func (c codec) readSlot(d *enc.Decoder, s *slot, k int) {
 			set[d.String()] = struct{}{}
 		}
 		switch {
-		case kind == AggCountDistinct:
+		case kind == jobfile.AggCountDistinct:
 			s.setTo(set)
 		case k >= 0:
 			d.Fail() // values of a set in a slot of an aggregate without
@@ -253,7 +254,7 @@ func (c codec) ReadOut(d *enc.Decoder) []outVal {
 func (c codec) SizeAcc(a acc) int {
 	n := 8 + 32*len(c.kinds)
 	for i := range c.slots(a) {
-		if c.kinds[i] != AggCountDistinct {
+		if c.kinds[i] != jobfile.AggCountDistinct {
 			n += moreBytes(&c.list[i], a.slot(i))
 			continue
 		}

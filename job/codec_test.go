@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // Every window of every key holds an accumulator: a job's count and sum take
@@ -25,8 +26,8 @@ func TestAccumulatorSize(t *testing.T) {
 // keep them apart as they always did: the bytes are those of the format,
 // and a checkpoint's slots read back, whichever of the two it filled.
 func TestCodecKeepsCountsApart(t *testing.T) {
-	j := &Job{Aggregates: []Aggregate{
-		{Name: "n", Kind: AggCount}, {Name: "s", Kind: AggSum}, {Name: "a", Kind: AggAvg}, {Name: "m", Kind: AggMax},
+	j := &jobfile.Job{Aggregates: []jobfile.Aggregate{
+		{Name: "n", Kind: jobfile.AggCount}, {Name: "s", Kind: jobfile.AggSum}, {Name: "a", Kind: jobfile.AggAvg}, {Name: "m", Kind: jobfile.AggMax},
 	}}
 	c := newCodec(j)
 	a := newAcc(4)
@@ -67,7 +68,7 @@ func TestCodecKeepsCountsApart(t *testing.T) {
 	}
 	// A checkpoint of a job of another number of aggregates, read as it
 	// is, is corrupt (aggs reads an accumulator's slots without a length).
-	short := newCodec(&Job{Aggregates: j.Aggregates[:2]})
+	short := newCodec(&jobfile.Job{Aggregates: j.Aggregates[:2]})
 	d := enc.NewDecoder(got)
 	short.ReadAcc(d)
 	if d.Err() == nil {
@@ -80,7 +81,7 @@ func TestCodecKeepsCountsApart(t *testing.T) {
 // a checkpoint holds it as none, which reads back as the zero accumulator,
 // also where the restore maps the aggregates of another job.
 func TestCodecZeroAccumulator(t *testing.T) {
-	j := &Job{Aggregates: []Aggregate{{Name: "n", Kind: AggCount}, {Name: "s", Kind: AggSum}, {Name: "m", Kind: AggMax}}}
+	j := &jobfile.Job{Aggregates: []jobfile.Aggregate{{Name: "n", Kind: jobfile.AggCount}, {Name: "s", Kind: jobfile.AggSum}, {Name: "m", Kind: jobfile.AggMax}}}
 	c := newCodec(j)
 	b := c.AppendAcc(nil, acc{})
 	if want := enc.AppendUvarint(nil, 0); !bytes.Equal(b, want) {

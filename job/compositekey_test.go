@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 const compositeJob = `name: views
@@ -116,13 +118,13 @@ func TestCompositeKeyErrors(t *testing.T) {
 		if tt.extra != "" {
 			y = strings.Replace(y, "output: results.jsonl\n", tt.extra, 1)
 		}
-		_, err := Parse([]byte(y), "job.yaml", "/d")
+		_, err := jobfile.Parse([]byte(y), "job.yaml", "/d")
 		if err == nil || err.Error() != tt.want {
 			t.Errorf("key: %s\ngot  %v\nwant %s", tt.key, err, tt.want)
 		}
 	}
 	// One field in a list is a key of one field.
-	j, err := Parse([]byte(strings.Replace(base, "KEY", "[user]", 1)), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(strings.Replace(base, "KEY", "[user]", 1)), "job.yaml", "/d")
 	if err != nil || j.Key.String() != "user" || j.KeyParts != nil {
 		t.Errorf("key: [user]: %v %v %v", err, j.Key, j.KeyParts)
 	}

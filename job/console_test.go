@@ -8,8 +8,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 // The console's recent panes are the panes the outputs get: after having,
@@ -23,7 +26,7 @@ func TestConsolePanesAreTheOutputs(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, f), b, 0o644)
 	}
-	j, err := LoadWith(filepath.Join(dir, "job.yaml"), LoadOptions{Set: []string{`output=["-"]`}})
+	j, err := jobfile.LoadWith(filepath.Join(dir, "job.yaml"), jobfile.LoadOptions{Set: []string{`output=["-"]`}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +82,7 @@ output: results.jsonl
 summary: summary.json
 acceptance: acceptance.json
 `), 0o644)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +122,41 @@ acceptance: acceptance.json
 	}
 	if !strings.Contains(shown["/metrics"], `weir_partition_idle{job_name="job-${WEIR_JOB_TOKEN}",partition="feed-${WEIR_JOB_TOKEN}"}`) {
 		t.Errorf("/metrics does not label the partition with the variable:\n%s", shown["/metrics"])
+	}
+}
+
+// The console shows the settings with every value that came from a
+// variable as the ${NAME} it came from, and the job file redacted.
+func TestConsoleShowsVariablesByName(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("WEIR_OUT_DIR", dir)
+	t.Setenv("WEIR_CK", "ck")
+	yaml := strings.Replace(minimal, "output: results.jsonl", `output: "${WEIR_OUT_DIR}/results.jsonl"`, 1) +
+		"checkpoint: {dir: \"${WEIR_CK}\"}\nhttp: {listen: \"127.0.0.1:0\", token: s3cret}\n"
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
+	path := filepath.Join(dir, "job.yaml")
+	os.WriteFile(path, []byte(yaml), 0o644)
+	j, err := jobfile.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn, err := Build(j, Options{Console: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rn.Engine().Discard()
+	c := rn.Console()
+	var got []string
+	for _, s := range c.Job.Settings {
+		got = append(got, s.Name+": "+s.Value)
+	}
+	want := []string{"output: ${WEIR_OUT_DIR}/results.jsonl", "checkpoints: every 10s in ${WEIR_OUT_DIR}/${WEIR_CK}"}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("settings %q lack %q", got, w)
+		}
+	}
+	if !strings.Contains(c.Job.Text, `token: "[redacted]"`) || strings.Contains(c.Job.Text, "s3cret") || c.Access.Token != "s3cret" {
+		t.Errorf("text %s, access %+v", c.Job.Text, c.Access)
 	}
 }

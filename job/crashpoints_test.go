@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/vfs"
 )
 
@@ -44,7 +45,7 @@ func TestCrashAtEveryStep(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, keep: 2}\n"), 0o644)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

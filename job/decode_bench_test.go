@@ -6,13 +6,14 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/window"
 )
 
 // BenchmarkDecode reads the lines of the fraud job: it allocates nothing per
 // line once its keys are interned.
 func BenchmarkDecode(b *testing.B) {
-	j, err := Parse([]byte(fraudJob), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(fraudJob), "job.yaml", "/d")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkDecodeNumberKeys reads the lines of the fraud job with cards that
 // are numbers: 16 digits (an int64) and 20 (beyond one).
 func BenchmarkDecodeNumberKeys(b *testing.B) {
-	j, err := Parse([]byte(fraudJob), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(fraudJob), "job.yaml", "/d")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func BenchmarkDecodeNumberKeys(b *testing.B) {
 // allocating once its key is interned, as one whose key is a string: a
 // number's text is checked in the parser's buffer.
 func TestDecodeNumbersAllocatesNothing(t *testing.T) {
-	j, err := Parse([]byte("name: n\nsource: {file: in.jsonl}\ntime: {field: ts, partition_field: p}\nkey: card\nid: id\n"+
+	j, err := jobfile.Parse([]byte("name: n\nsource: {file: in.jsonl}\ntime: {field: ts, partition_field: p}\nkey: card\nid: id\n"+
 		"window: {tumbling: 1m}\naggregates: {n: count, users: count_distinct(user)}\noutput: out.jsonl\n"), "n.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +79,7 @@ func TestDecodeNumbersAllocatesNothing(t *testing.T) {
 // allocates once per run and for what it reads, never for the pane's other
 // fields (a map environment boxed every field of every pane).
 func TestHavingAllocations(t *testing.T) {
-	aggs := []Aggregate{{Name: "orders", Kind: AggCount}, {Name: "spent", Kind: AggSum}}
+	aggs := []jobfile.Aggregate{{Name: "orders", Kind: jobfile.AggCount}, {Name: "spent", Kind: jobfile.AggSum}}
 	h, err := compileHaving(`orders >= 5 && spent > 10.5 && key != "c9" && timing == "ON_TIME" && !final && revision < 3`, aggs)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestHavingAllocations(t *testing.T) {
 // benchDecode decodes the records of lines by the job's rules, one by one
 // and round, each an event or the benchmark fails: what a record of a
 // format costs to become an event.
-func benchDecode(b *testing.B, j *Job, lines [][]byte) {
+func benchDecode(b *testing.B, j *jobfile.Job, lines [][]byte) {
 	b.Helper()
 	lp := newLineParser(j)
 	var d engine.Decoded[string, record]

@@ -18,6 +18,7 @@ import (
 
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // liveHeapPeak samples the live heap, as the garbage collector last
@@ -322,7 +323,7 @@ func (m *memSets) source(id uint64, each func([]byte)) error {
 // spillAt values goes into it, and format 3 writes the id of its set and
 // its number of values.
 func TestCodecSetsOfFormat2(t *testing.T) {
-	j := &Job{Aggregates: []Aggregate{{Name: "vs", Kind: AggCountDistinct}, {Name: "n", Kind: AggCount}, {Name: "few", Kind: AggCountDistinct}}}
+	j := &jobfile.Job{Aggregates: []jobfile.Aggregate{{Name: "vs", Kind: jobfile.AggCountDistinct}, {Name: "n", Kind: jobfile.AggCount}, {Name: "few", Kind: jobfile.AggCountDistinct}}}
 	var many []string
 	for i := range spillAt + 36 {
 		many = append(many, fmt.Sprint("v", i))
@@ -397,7 +398,7 @@ func TestCodecSetsOfFormat2(t *testing.T) {
 // adds the smaller to it, and deletes the smaller; both backends count
 // the same.
 func TestAbsorbKeepsTheLargerSet(t *testing.T) {
-	list := []Aggregate{{Name: "n", Kind: AggCount}, {Name: "s", Kind: AggSum}, {Name: "vs", Kind: AggCountDistinct}}
+	list := []jobfile.Aggregate{{Name: "n", Kind: jobfile.AggCount}, {Name: "s", Kind: jobfile.AggSum}, {Name: "vs", Kind: jobfile.AggCountDistinct}}
 	rec := func(v string) record {
 		return record{vals: []value{{}, {kind: vInt, dec: 1, exact: true}, {kind: vText, text: []byte(v)}}}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/vfs"
 )
 
@@ -45,7 +46,7 @@ func (f *fullFS) WriteFile(path string, data []byte) error {
 // runWithSavepoints runs a job in-process with a savepoint every 2000 lines,
 // and returns the savepoints' directories, oldest first.
 func runWithSavepoints(t *testing.T, dir string, fs checkpoint.FS) (*Summary, []string, error) {
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,14 +111,14 @@ func setupDurable(t *testing.T) (dir, refDir string) {
 // every 2 batches (at least 3 of them), and returns its directory, the run
 // without checkpoints, the savepoints oldest first and the job, loaded
 // again to be run from one of them.
-func savepointsOfDurable(t *testing.T) (dir, refDir string, paths []string, j *Job) {
+func savepointsOfDurable(t *testing.T) (dir, refDir string, paths []string, j *jobfile.Job) {
 	t.Helper()
 	dir, refDir = setupDurable(t)
 	_, paths, err := runWithSavepoints(t, dir, nil)
 	if err != nil || len(paths) < 3 {
 		t.Fatalf("%v: %d savepoints", err, len(paths))
 	}
-	if j, err = Load(filepath.Join(dir, "job.yaml")); err != nil {
+	if j, err = jobfile.Load(filepath.Join(dir, "job.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	return dir, refDir, paths, j
@@ -137,7 +138,7 @@ func sameOutputs(t *testing.T, dir, refDir string) {
 func TestPeriodicFailuresTolerated(t *testing.T) {
 	dir, refDir := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 1000}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	var log strings.Builder
 	var mu sync.Mutex
 	fs := &fullFS{FS: checkpoint.OSFS, full: func(n int) bool { return n%20 == 0 }}
@@ -157,7 +158,7 @@ func TestPeriodicFailuresTolerated(t *testing.T) {
 func TestTooManyFailuresStopTheJob(t *testing.T) {
 	dir, refDir := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 2}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	fs := &fullFS{FS: checkpoint.OSFS, full: func(n int) bool { return n > 12 }}
 	_, err := Run(context.Background(), j, Options{FS: fs, checkpointEvery: 1})
 	var re *RuntimeError
@@ -188,7 +189,7 @@ func TestSavepointRestoreOtherParallelism(t *testing.T) {
 	// Restore from a savepoint in the middle, as a job with parallelism 3.
 	mid := paths[len(paths)/2]
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"parallelism: 3\ncheckpoint: {dir: ckpt, interval: 1h}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	var log strings.Builder
 	var mu sync.Mutex
 	if _, err := Run(context.Background(), j, Options{From: mid, Log: &syncWriter{&mu, &log}}); err != nil {
@@ -220,7 +221,7 @@ func TestCheckpointOfAnotherJob(t *testing.T) {
 		t.Fatal(err, paths)
 	}
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(strings.Replace(durableJob, "{tumbling: 10s}", "{tumbling: 20s}", 1)+"checkpoint: {dir: ckpt}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	_, err = Run(context.Background(), j, Options{From: paths[0]})
 	want := filepath.Join(dir, "job.yaml") + ": window: tumbling 10s in " + paths[0] + ", tumbling 20s now: restoring would lose the open windows of 17 keys; --drop-state=windows starts them afresh, keeping the positions"
 	if err == nil || err.Error() != want {
@@ -266,7 +267,7 @@ func TestTornAndCorruptCheckpoints(t *testing.T) {
 			}
 			// The outputs hold what the crashed run had committed, and more
 			// (written later and never committed by a complete checkpoint).
-			j, _ := Load(filepath.Join(dir, "job.yaml"))
+			j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 			var log strings.Builder
 			var mu sync.Mutex
 			if _, err := Run(context.Background(), j, Options{Log: &syncWriter{&mu, &log}}); err != nil {
@@ -287,7 +288,7 @@ func TestTornAndCorruptCheckpoints(t *testing.T) {
 func TestFailedRunSummaryAddsUp(t *testing.T) {
 	dir, _ := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"summary: summary.json\ncheckpoint: {dir: ckpt, interval: 1ms, keep: 2, tolerable_failures: 0}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	fs := &fullFS{FS: checkpoint.OSFS, full: func(n int) bool { return n > 40 }}
 	sum, err := Run(context.Background(), j, Options{FS: fs, checkpointEvery: 1})
 	if err == nil {
@@ -311,7 +312,7 @@ func TestFailedRunSummaryAddsUp(t *testing.T) {
 func TestSavepointsKept(t *testing.T) {
 	dir, refDir := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	var log strings.Builder
 	var mu sync.Mutex
 	if _, err := Run(context.Background(), j, Options{Log: &syncWriter{&mu, &log}, savepointEvery: 1}); err != nil {
@@ -362,7 +363,7 @@ func (f *fullFile) WriteAt(b []byte, off int64) (int, error) {
 func TestOutputDiskFull(t *testing.T) {
 	dir, refDir := setupDurable(t)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(durableJob+"checkpoint: {dir: ckpt, interval: 1h, tolerable_failures: 100}\n"), 0o644)
-	j, _ := Load(filepath.Join(dir, "job.yaml"))
+	j, _ := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	ref := read(t, refDir, "results.jsonl")
 	sum, err := Run(context.Background(), j, Options{FS: &outputFull{FS: checkpoint.OSFS, room: int64(len(ref) / 2)}, checkpointEvery: 1})
 	if err == nil || !strings.Contains(err.Error(), "write results.jsonl: no space left on device") {

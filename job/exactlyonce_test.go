@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // broker is an in-process Kafka cluster on 127.0.0.1 with the topics (one
@@ -151,7 +152,7 @@ func eoSetup(t *testing.T, addr, ckpt string) (dir string, want []string) {
 // durable).
 func eoRun(t *testing.T, dir string, o Options, stopAt int64) (string, error) {
 	t.Helper()
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ checkpoint: {dir: ckpt, interval: 1h}
 `), 0o644)
 	runUntilRead := func(n int64) {
 		t.Helper()
-		j, err := Load(filepath.Join(dir, "job.yaml"))
+		j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +411,7 @@ checkpoint: {dir: ckpt, interval: 1h}
 // the run failed with before that.
 func runLive(t *testing.T, dir string, n int64) (string, *Summary, error) {
 	t.Helper()
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

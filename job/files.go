@@ -1,104 +1,16 @@
 package job
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-
-	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
-	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/vfs"
 )
-
-// checkFiles looks at the files a job would write before anything runs:
-// every output's directory exists; no output is the job file, the input or
-// another output, whatever names lead to it (a symbolic or a hard link); the
-// checkpoint and state directories are directories, empty or weir's (weir
-// prunes the one and empties the other). A mistake is a job-file error
-// naming the field. (Whether an existing output is weir's to replace is
-// decided once the job knows whether it resumes: claimOutputs.)
-func checkFiles(j *Job, jobPath string) error {
-	fail := func(field, format string, args ...any) error {
-		return &Error{File: j.File, Line: j.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
-	}
-	type named struct{ field, path string }
-	var protect []named // files an output must not be
-	protect = append(protect, named{"the job file", jobPath})
-	if j.Input != "-" && j.Input != "" {
-		protect = append(protect, named{"the input (source.file)", j.Input})
-	}
-	var outs []named
-	for _, o := range j.AllOutputs() {
-		if o.File != "" {
-			outs = append(outs, named{o.Field, o.File})
-			if _, ok := j.lines[o.Field]; !ok {
-				j.lines[o.Field] = o.Line
-			}
-		}
-	}
-	outs = append(outs, named{"summary", j.Summary})
-	if j.Acceptance != "" {
-		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", acceptanceMarkdown(j.Acceptance)})
-	}
-	for i, o := range outs {
-		if o.path == "" || o.path == "-" {
-			continue
-		}
-		dir := filepath.Dir(o.path)
-		if st, err := os.Stat(dir); err != nil {
-			return fail(o.field, "the directory %s does not exist", dir)
-		} else if !st.IsDir() {
-			return fail(o.field, "%s is not a directory", dir)
-		}
-		st, err := os.Stat(o.path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return fail(o.field, "cannot look at %s: %s", o.path, errText(err))
-		}
-		for _, p := range protect {
-			if pst, err := os.Stat(p.path); err == nil && os.SameFile(st, pst) {
-				return fail(o.field, "%s is %s (under another name): it would be overwritten", o.path, p.field)
-			}
-		}
-		for _, prev := range outs[:i] {
-			if prev.path == "" || prev.path == "-" {
-				continue
-			}
-			if pst, err := os.Stat(prev.path); err == nil && os.SameFile(st, pst) {
-				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
-			}
-		}
-	}
-	if d := j.Checkpoint.Dir; d != "" {
-		if st, err := os.Stat(d); err == nil && !st.IsDir() {
-			return fail("checkpoint", "dir %s is a file, not a directory", d)
-		} else if errors.Is(err, os.ErrNotExist) {
-			if pst, err := os.Stat(filepath.Dir(d)); err != nil || !pst.IsDir() {
-				return fail("checkpoint", "dir %s: its parent directory %s does not exist", d, filepath.Dir(d))
-			}
-		} else if err == nil {
-			if err := checkpoint.CheckDir(checkpoint.OSFS, d); err != nil {
-				return fail("checkpoint", "dir %v", err)
-			}
-		}
-	}
-	if d := j.State.Dir; d != "" && j.State.Backend == "pebble" {
-		if err := state.CheckDir(d); err != nil {
-			return fail("state", "dir %v", err)
-		}
-	}
-	return nil
-}
 
 // claimOutputs checks, for a job that starts afresh, that every file it
 // will replace is weir's to replace (see file.Sink): weir never overwrites
 // a file it cannot prove it wrote, unless force. All of them are checked
 // before any is touched.
-func claimOutputs(j *Job, fsys vfs.FS, force bool) error {
+func claimOutputs(j *jobfile.Job, fsys vfs.FS, force bool) error {
 	type named struct{ field, path string }
 	var outs []named
 	for _, o := range j.AllOutputs() {
@@ -110,11 +22,11 @@ func claimOutputs(j *Job, fsys vfs.FS, force bool) error {
 		outs = append(outs, named{"summary", j.Summary})
 	}
 	if j.Acceptance != "" {
-		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", acceptanceMarkdown(j.Acceptance)})
+		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", jobfile.AcceptanceMarkdown(j.Acceptance)})
 	}
 	for _, o := range outs {
 		if err := file.Claim(fsys, o.path, force); err != nil {
-			return &Error{File: j.File, Line: j.lines[o.field], Field: o.field, Msg: err.Error()}
+			return &jobfile.Error{File: j.File, Line: j.FieldLine(o.field), Field: o.field, Msg: err.Error()}
 		}
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -126,7 +127,7 @@ func jsonPanes(t testing.TB, orders []string) []string {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(avroFraudJob, "orders.jsonl")), 0o644)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func BenchmarkDecodeAvro(b *testing.B) {
 	}
 	s := avro.MustParse(schema)
 	job := strings.Replace(fraudJob, "source: {file: input.jsonl}", fmt.Sprintf("source: {kafka: {brokers: [127.0.0.1:1], topic: e}, format: avro, registry: {url: %q}}", reg.URL()), 1)
-	j, err := Parse([]byte(job), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(job), "job.yaml", "/d")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -396,7 +397,7 @@ func TestAvroAndCSVFiles(t *testing.T) {
 		t.Run(src, func(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(avroFraudJob, src)), 0o644)
 			os.RemoveAll(filepath.Join(dir, "ckpt"))
-			j, err := Load(filepath.Join(dir, "job.yaml"))
+			j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -423,7 +424,7 @@ func TestAvroSampleSeesFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, err := Parse([]byte(fmt.Sprintf(avroFraudJob, fmt.Sprintf("{kafka: {brokers: [127.0.0.1:1], topic: orders}, format: avro, registry: {url: %q}}", reg.URL()))), "job.yaml", t.TempDir())
+	j, err := jobfile.Parse([]byte(fmt.Sprintf(avroFraudJob, fmt.Sprintf("{kafka: {brokers: [127.0.0.1:1], topic: orders}, format: avro, registry: {url: %q}}", reg.URL()))), "job.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,37 +2,13 @@ package job
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/source"
 )
-
-// FuzzParse: any job file gives a job or a one-line error, never a panic.
-func FuzzParse(f *testing.F) {
-	f.Add([]byte(minimal))
-	f.Add([]byte(fraudJob))
-	f.Add([]byte(durableJob + "checkpoint: {dir: ckpt, interval: 1s}\nstate: {backend: pebble, memory_budget: 8MiB}\n"))
-	f.Add([]byte("window: {sliding: {size: 10m, slide: 1m, offset: -5s}}\ntrigger: {early: 1m, late: 30s}\n"))
-	f.Add([]byte("a: &x {b: 1}\nc: *x\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		j, err := Parse(data, "job.yaml", "/d")
-		if err != nil {
-			if strings.Contains(err.Error(), "\n") {
-				t.Errorf("a multi-line error: %q", err)
-			}
-			if _, ok := err.(*Error); !ok {
-				t.Errorf("an error of type %T: %v", err, err)
-			}
-			return
-		}
-		if j.Window.Validate() != nil || len(j.Aggregates) == 0 || len(j.Outputs) == 0 {
-			t.Errorf("an invalid job accepted: %+v", j)
-		}
-	})
-}
 
 // FuzzDecode: any line is an event, a rejected line with a reason, a
 // watermark line or a blank one; an event has a plausible time and, when a
@@ -48,7 +24,7 @@ window: {tumbling: 1m}
 aggregates: {n: count, s: sum(v), lo: min(v), hi: max(v), m: avg(v), d: count_distinct(u), c: count(u)}
 output: out.jsonl
 `
-	j, err := Parse([]byte(job), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(job), "job.yaml", "/d")
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/golden"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // Golden checkpoints: savepoints written by an earlier weir, kept in
@@ -206,7 +207,7 @@ func restoreGolden(t *testing.T, g string, edit func(yaml string) string) {
 	if err := golden.ExtractArchive(filepath.Join(g, "savepoint.tar.gz"), filepath.Join(dir, "savepoint")); err != nil {
 		t.Fatal(err)
 	}
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +239,7 @@ func writeGoldens(t *testing.T) {
 		run := t.TempDir()
 		os.WriteFile(filepath.Join(run, "input.jsonl"), []byte(in), 0o600)
 		os.WriteFile(filepath.Join(run, "job.yaml"), []byte(c.job), 0o600)
-		j, err := Load(filepath.Join(run, "job.yaml"))
+		j, err := jobfile.Load(filepath.Join(run, "job.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +272,7 @@ func writeGoldens(t *testing.T) {
 		ref := t.TempDir()
 		os.WriteFile(filepath.Join(ref, "input.jsonl"), []byte(in), 0o600)
 		os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(c.job), 0o600)
-		j, err = Load(filepath.Join(ref, "job.yaml"))
+		j, err = jobfile.Load(filepath.Join(ref, "job.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,8 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -24,23 +26,23 @@ import (
 // partition of the changelog topic. Group translates the job file into a
 // group.Config; the distribution itself is package group's.
 type Group struct {
-	j *Job
+	j *jobfile.Job
 	o Options
 	g *group.Instance
 }
 
 // NewGroup prepares an instance of the group job j.
-func NewGroup(j *Job, o Options) (*Group, error) {
+func NewGroup(j *jobfile.Job, o Options) (*Group, error) {
 	if !j.Grouped() {
 		return nil, errors.New("the job has no source.kafka.group")
 	}
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
-	o.Log = j.secrets.Writer(o.Log)
+	o.Log = j.Secrets().Writer(o.Log)
 	gr := &Group{j: j, o: o}
 	k := j.Kafka
-	timeout := DefaultGroupTransactionTimeout
+	timeout := jobfile.DefaultGroupTransactionTimeout
 	for _, out := range j.AllOutputs() {
 		if out.Kafka != nil {
 			timeout = max(timeout, out.Kafka.TransactionTimeout)
@@ -48,7 +50,7 @@ func NewGroup(j *Job, o Options) (*Group, error) {
 	}
 	c := group.Config{Conn: k.KafkaConn, Group: k.Group, Changelog: k.Changelog, Start: k.Start,
 		SessionTimeout:     time.Duration(k.SessionTimeout) * time.Millisecond,
-		TransactionalID:    "weir-" + jobName(j),
+		TransactionalID:    "weir-" + j.DisplayName(),
 		TransactionTimeout: time.Duration(timeout) * time.Millisecond,
 		Log:                o.Log, Task: gr.task}
 	if k.Repartition {
@@ -78,7 +80,7 @@ func (gr *Group) Run(ctx context.Context) error {
 		}
 	}
 	if err := gr.g.Run(ctx); err != nil {
-		return &RuntimeError{Msg: errText(err), Err: err}
+		return &RuntimeError{Msg: text.ErrorText(err), Err: err}
 	}
 	return nil
 }
@@ -89,7 +91,7 @@ func (gr *Group) task(_ context.Context, t *group.Task) (group.Runner, error) {
 	tj, tk := *j, *k
 	// Its checkpoints, their publication to the changelog and what a
 	// failed one does are the translator's (translate.Config.Task).
-	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.task = t.Dir, 1, "", t.Partition+1
+	tj.Checkpoint.Dir, tj.Parallelism, tj.HTTP, tj.Task = t.Dir, 1, "", t.Partition+1
 	if k.Repartition {
 		tk.Topic, tk.Start = t.Topic, kafka.Start{}
 	}
@@ -144,12 +146,12 @@ func (g *groupTask) Console() *console.Server { return g.srv }
 
 // RepartitionTopic is the topic a group job with source.kafka.repartition
 // copies its input into: GROUP-repartition.
-func RepartitionTopic(j *Job) string { return group.RepartitionTopic(j.Kafka.Group) }
+func RepartitionTopic(j *jobfile.Job) string { return group.RepartitionTopic(j.Kafka.Group) }
 
 // jsonKey returns the key the job's decoder finds at path in a JSON value,
 // as a producer keyed by it would write it: a string's bytes, or another
 // scalar's canonical text; nil when the value has none.
-func jsonKey(path Path) func([]byte) []byte {
+func jsonKey(path jobfile.Path) func([]byte) []byte {
 	var p fastjson.Parser
 	return func(value []byte) []byte {
 		v, err := p.ParseBytes(value)
@@ -185,14 +187,14 @@ const StopBudget = group.StopBudget
 // Console serves the instance's status and metrics.
 func (gr *Group) Console() *console.GroupServer {
 	j := gr.j
-	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(j.Warnings())}
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.ShownAll(j.Warnings())}
 	task := func(p int32) *console.Server {
 		if t, ok := gr.g.Running(p).(*groupTask); ok {
 			return t.Console()
 		}
 		return nil
 	}
-	return &console.GroupServer{Job: info, Status: gr.g.Status, Task: task, Redact: j.RedactJSON, Access: j.ConsoleAccess(),
+	return &console.GroupServer{Job: info, Status: gr.g.Status, Task: task, Redact: j.RedactJSON, Access: ConsoleAccess(j),
 		CheckpointInterval: time.Duration(j.Checkpoint.Interval) * time.Millisecond}
 }
 

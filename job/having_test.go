@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/window"
 )
 
@@ -12,7 +13,7 @@ import (
 // a decimal's value, first and last as their values when they are numbers
 // and NaN otherwise; and the pane's key, revision, timing and final.
 func TestHavingReadsThePane(t *testing.T) {
-	aggs := []Aggregate{{Name: "n", Kind: AggCount}, {Name: "s", Kind: AggSum}, {Name: "f", Kind: AggFirst}, {Name: "l", Kind: AggLast}}
+	aggs := []jobfile.Aggregate{{Name: "n", Kind: jobfile.AggCount}, {Name: "s", Kind: jobfile.AggSum}, {Name: "f", Kind: jobfile.AggFirst}, {Name: "l", Kind: jobfile.AggLast}}
 	p := pane{Key: `"c1"`, Revision: 2, Timing: window.Late, Final: true,
 		Value: []outVal{{kind: vNull}, {kind: vDec, i: 1255, scale: 1}, {kind: vJSON, js: `-2.5`}, {kind: vJSON, js: `"x"`}}}
 	for _, c := range []struct {
@@ -39,11 +40,11 @@ func TestHavingReadsThePane(t *testing.T) {
 	if got, err := h.keep(aggs, &p, "c1"); got || err == nil || err.Error() != "% of numbers that are not whole, or by zero" {
 		t.Errorf("a remainder by zero: %v, %v", got, err)
 	}
-	for _, a := range []Aggregate{{Name: "h", Kind: AggHistogram}, {Name: "h", Kind: AggTop}} {
-		if _, err := compileHaving("h > 1", []Aggregate{a}); err == nil {
+	for _, a := range []jobfile.Aggregate{{Name: "h", Kind: jobfile.AggHistogram}, {Name: "h", Kind: jobfile.AggTop}} {
+		if _, err := compileHaving("h > 1", []jobfile.Aggregate{a}); err == nil {
 			t.Errorf("%v read by having", a.Kind)
 		}
-		if _, err := compileHaving("final", []Aggregate{a}); err != nil {
+		if _, err := compileHaving("final", []jobfile.Aggregate{a}); err != nil {
 			t.Errorf("%v not read: %v", a.Kind, err)
 		}
 	}
@@ -60,7 +61,7 @@ func fmtValues(vs []outVal) string {
 // BenchmarkHaving judges a pane by an expression of comparisons, and by
 // one with a remainder and a function.
 func BenchmarkHaving(b *testing.B) {
-	aggs := []Aggregate{{Name: "orders", Kind: AggCount}, {Name: "spent", Kind: AggSum}}
+	aggs := []jobfile.Aggregate{{Name: "orders", Kind: jobfile.AggCount}, {Name: "spent", Kind: jobfile.AggSum}}
 	p := pane{Key: `"c1"`, Revision: 1, Timing: window.OnTime, Value: []outVal{{kind: vInt, i: 7}, {kind: vDec, i: 1255, scale: 1}}}
 	for name, src := range map[string]string{
 		"Comparisons":       `orders >= 5 && spent > 10.5 && key != "c9" && timing == "ON_TIME" && !final && revision < 3`,

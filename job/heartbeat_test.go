@@ -3,6 +3,8 @@ package job
 import (
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 // A partition with no events holds the watermark back until its source's
@@ -59,7 +61,7 @@ func TestHeartbeatRefusals(t *testing.T) {
 		{"heartbeat: \"type ==\"\n", `heartbeat: expression "type ==" does not compile`},
 		{"watermark: {perfect: true}\nheartbeat: type == \"hb\"\n", `heartbeat: a heartbeat advances a partition's event time, which only a bounded watermark (delay) follows`},
 	} {
-		_, err := Parse([]byte("name: n\nsource: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\n"+c.extra), "job.yaml", t.TempDir())
+		_, err := jobfile.Parse([]byte("name: n\nsource: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\n"+c.extra), "job.yaml", t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %s", c.extra, err, c.want)
 		}

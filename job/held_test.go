@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/jobfile"
 	_ "modernc.org/sqlite"
 )
 
@@ -58,7 +59,7 @@ func TestMaxHeldOutput(t *testing.T) {
 // A max_held_output too small to be worth a checkpoint is refused, naming
 // the field.
 func TestMaxHeldOutputRefused(t *testing.T) {
-	_, err := Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count}\n"+
+	_, err := jobfile.Parse([]byte("source: {file: in.jsonl}\ntime: {field: ts}\nwindow: {tumbling: 1m}\naggregates: {n: count}\n"+
 		"output: out.jsonl\ncheckpoint: {dir: ckpt, max_held_output: 1KiB}\n"), "job.yaml", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), `checkpoint.max_held_output: expected a size of at least 64KiB such as 64MiB, got "1KiB"`) {
 		t.Errorf("err = %v", err)

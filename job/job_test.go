@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // runJob writes a job file and its input into a fresh directory, runs it,
@@ -31,13 +32,13 @@ func runJob(t *testing.T, yaml, input string) (string, *Summary) {
 }
 
 // loadJob writes yaml as dir/job.yaml and loads it.
-func loadJob(t *testing.T, dir, yaml string) *Job {
+func loadJob(t *testing.T, dir, yaml string) *jobfile.Job {
 	t.Helper()
 	path := filepath.Join(dir, "job.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	j, err := Load(path)
+	j, err := jobfile.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ late_output: late.jsonl
 // Sums of plain decimals are exact (money adds up to the cent); numbers with
 // an exponent or too many digits fall back to floating point.
 func TestExactDecimalSums(t *testing.T) {
-	a := &aggs{list: []Aggregate{{Name: "s", Kind: AggSum}}, field: []int{0}}
+	a := &aggs{list: []jobfile.Aggregate{{Name: "s", Kind: jobfile.AggSum}}, field: []int{0}}
 	cases := []struct {
 		in   []string
 		want string
@@ -544,7 +545,7 @@ quarantine: quarantine.jsonl
 // from a slab: windows growing in number (every card's first order) must not
 // cost an allocation each, and accumulators cut from one slab stay apart.
 func TestAccumulatorsBeyondInlineShareASlab(t *testing.T) {
-	a := &aggs{list: []Aggregate{{Name: "n", Kind: AggCount}, {Name: "m", Kind: AggCount}, {Name: "o", Kind: AggCount}, {Name: "p", Kind: AggCount}}, field: []int{-1, -1, -1, -1}}
+	a := &aggs{list: []jobfile.Aggregate{{Name: "n", Kind: jobfile.AggCount}, {Name: "m", Kind: jobfile.AggCount}, {Name: "o", Kind: jobfile.AggCount}, {Name: "p", Kind: jobfile.AggCount}}, field: []int{-1, -1, -1, -1}}
 	const n = 1024
 	accs := make([]acc, 0, n)
 	allocs := testing.AllocsPerRun(1, func() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // The orders' JSON Schema, as Confluent's JSONSerializer registers it (it
@@ -102,7 +103,7 @@ func BenchmarkDecodeJSONSchema(b *testing.B) {
 		b.Fatal(err)
 	}
 	job := strings.Replace(fraudJob, "source: {file: input.jsonl}", fmt.Sprintf("source: {kafka: {brokers: [127.0.0.1:1], topic: e}, format: json_schema, registry: {url: %q}}", reg.URL()), 1)
-	j, err := Parse([]byte(job), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(job), "job.yaml", "/d")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,18 +118,18 @@ func BenchmarkDecodeJSONSchema(b *testing.B) {
 // framing; without a registry the format is refused, as it would have no
 // schemas.
 func TestJSONSchemaExample(t *testing.T) {
-	j, err := Load("../examples/fraud/kafka-json-schema.yaml")
+	j, err := jobfile.Load("../examples/fraud/kafka-json-schema.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := j.Format.Config.Describe(); d != "json_schema, schemas from the registry at http://127.0.0.1:8081" {
 		t.Errorf("%s", d)
 	}
-	_, err = Parse([]byte(fmt.Sprintf(avroFraudJob, "{kafka: {brokers: [127.0.0.1:1], topic: orders}, format: json_schema}")), "job.yaml", t.TempDir())
+	_, err = jobfile.Parse([]byte(fmt.Sprintf(avroFraudJob, "{kafka: {brokers: [127.0.0.1:1], topic: orders}, format: json_schema}")), "job.yaml", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "source.registry: missing") {
 		t.Errorf("%v", err)
 	}
-	_, err = Parse([]byte(fmt.Sprintf(avroFraudJob, "{file: orders.jsonl, format: json_schema, registry: {url: http://127.0.0.1:1}}")), "job.yaml", t.TempDir())
+	_, err = jobfile.Parse([]byte(fmt.Sprintf(avroFraudJob, "{file: orders.jsonl, format: json_schema, registry: {url: http://127.0.0.1:1}}")), "job.yaml", t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "read from a Kafka topic, not a file") {
 		t.Errorf("%v", err)
 	}

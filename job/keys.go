@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/state"
 )
 
@@ -264,7 +265,7 @@ func readsAsOther(s string) bool {
 // TableKeyTexts is a key (as an output's "key" holds it) as a table holds
 // it: the text of its column, or of each of a composite key's columns;
 // none for a job without a key.
-func (j *Job) TableKeyTexts(jsonKey string) []string {
+func TableKeyTexts(j *jobfile.Job, jsonKey string) []string {
 	switch {
 	case j.KeyParts != nil:
 		parts := splitKey(jsonKey)

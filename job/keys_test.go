@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/linedec"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // The key table gives every key its canonical text, one string per key,
@@ -108,7 +109,7 @@ func TestKeyTablesShareTheBudget(t *testing.T) {
 			t.Errorf("keyTableKeys(%d, %d) = %d, want %d", c.budget, c.decoders, got, c.want)
 		}
 	}
-	j, err := Parse([]byte("name: k\nsource: {file: in.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\nstate: {memory_budget: 64MiB}\n"), "k.yaml", t.TempDir())
+	j, err := jobfile.Parse([]byte("name: k\nsource: {file: in.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\nstate: {memory_budget: 64MiB}\n"), "k.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/valyala/fastjson"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/expression"
+	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/source"
@@ -60,7 +61,7 @@ type Sample struct {
 	p      fastjson.Parser
 	// derive computes the job's derived fields (fields:) into each line
 	// before its fields are looked for, as a run does; arena holds them.
-	derive []DerivedField
+	derive []jobfile.DerivedField
 	arena  fastjson.Arena
 	// schema holds the fields of the records' schema, by path, with
 	// their JSON types, when the source is checked against its schema
@@ -73,19 +74,19 @@ type Sample struct {
 type sampledField struct {
 	setting string // the job file's field that names it
 	what    string // for an aggregate: sum(amount)
-	path    Path
+	path    jobfile.Path
 	numeric bool // an aggregate that needs a number
 	present int64
 	number  int64
 	other   map[string]int64 // what it was when not a number, by JSON type
 }
 
-func newSample(j *Job) *Sample {
+func newSample(j *jobfile.Job) *Sample {
 	s := &Sample{Quarantined: map[string]int64{}, first: map[string]int64{}, names: map[string]bool{}, kafka: j.Kafka != nil}
 	for _, f := range j.Fields {
-		s.derive = append(s.derive, DerivedField{Name: f.Name, Expr: f.Expr.Clone()})
+		s.derive = append(s.derive, jobfile.DerivedField{Name: f.Name, Expr: f.Expr.Clone()})
 	}
-	add := func(setting string, p Path) {
+	add := func(setting string, p jobfile.Path) {
 		if p != nil {
 			s.fields = append(s.fields, &sampledField{setting: setting, path: p})
 		}
@@ -95,38 +96,28 @@ func newSample(j *Job) *Sample {
 	}
 	add("time.arrival_field", j.ArrivalField)
 	add("time.partition_field", j.PartitionField)
-	for _, k := range j.keyFields() {
+	for _, k := range j.KeyFields() {
 		add("key", k)
 	}
 	add("id", j.ID)
 	add("watermark.from_field", j.WMField)
 	for _, a := range j.Aggregates {
-		if a.Kind == AggCount {
+		if a.Kind == jobfile.AggCount {
 			continue
 		}
 		f := &sampledField{setting: "aggregates." + a.Name, what: aggText(a), path: a.Field, other: map[string]int64{}}
-		f.numeric = a.Kind == AggSum || a.Kind == AggMin || a.Kind == AggMax || a.Kind == AggAvg ||
-			a.Kind == AggPercentile || a.Kind == AggMedian || a.Kind == AggHistogram
+		f.numeric = a.Kind == jobfile.AggSum || a.Kind == jobfile.AggMin || a.Kind == jobfile.AggMax || a.Kind == jobfile.AggAvg ||
+			a.Kind == jobfile.AggPercentile || a.Kind == jobfile.AggMedian || a.Kind == jobfile.AggHistogram
 		s.fields = append(s.fields, f)
 	}
 	return s
-}
-
-// fieldLister is the source's format when it knows its records' fields
-// from its schema.
-func (f *SourceFormat) fieldLister() (plan.FieldLister, bool) {
-	if f == nil {
-		return nil, false
-	}
-	fl, ok := f.Config.(plan.FieldLister)
-	return fl, ok
 }
 
 // schemaSample is the sample of a topic whose format knows its records'
 // fields: no record is read; the fields the job names are checked against
 // the schema's (the registry's latest of the subject, or the schema file).
 // A schema that cannot be had is said, and checks nothing.
-func schemaSample(j *Job, s *Sample, fl plan.FieldLister) (*Sample, error) {
+func schemaSample(j *jobfile.Job, s *Sample, fl plan.FieldLister) (*Sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	fields, from, err := fl.Fields(ctx, j.Kafka.Topic)
@@ -167,7 +158,7 @@ func (s *Sample) schemaFindings() []Finding {
 			// Under a map, or deeper than the fields listed: not checked.
 		case !ok:
 			msg := fmt.Sprintf("%sthe field %q is not in %s", lead, p, s.schemaFrom)
-			if sug := suggest(p, known); sug != "" {
+			if sug := text.Suggest(p, known); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", sug)
 			}
 			out = append(out, Finding{f.setting, msg})
@@ -182,7 +173,7 @@ func (s *Sample) schemaFindings() []Finding {
 // underUnlisted reports whether the path is under an object of the schema
 // whose fields it does not list (a map, or a record deeper than the
 // levels listed), where any field may be.
-func (s *Sample) underUnlisted(p Path) bool {
+func (s *Sample) underUnlisted(p jobfile.Path) bool {
 	for i := len(p) - 1; i > 0; i-- {
 		prefix := p[:i].String()
 		if t, ok := s.schema[prefix]; ok {
@@ -201,7 +192,7 @@ func (s *Sample) underUnlisted(p Path) bool {
 }
 
 // aggText is an aggregate as a job file writes it.
-func aggText(a Aggregate) string { return a.String() }
+func aggText(a jobfile.Aggregate) string { return a.String() }
 
 // observe takes one line of the input with what the job made of it.
 func (s *Sample) observe(raw []byte, kind engine.DecodedKind, reason string, line int64) {
@@ -291,7 +282,7 @@ func (s *Sample) Findings() []Finding {
 		switch {
 		case f.present == 0:
 			msg := fmt.Sprintf("%sthe field %q occurs in none of %s", lead, f.path.String(), s.which())
-			if sug := suggest(f.path.String(), known); sug != "" {
+			if sug := text.Suggest(f.path.String(), known); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", sug)
 			}
 			out = append(out, Finding{f.setting, msg})
@@ -390,11 +381,11 @@ func (s *Sample) Report() string {
 // SampleInput reads the first n lines of the job's input file and says
 // what they show. A Kafka topic and standard input are not sampled (weir
 // run says what their first lines show).
-func SampleInput(j *Job, n int) (*Sample, error) {
+func SampleInput(j *jobfile.Job, n int) (*Sample, error) {
 	s := newSample(j)
 	switch {
 	case j.Kafka != nil:
-		if fl, ok := j.Format.fieldLister(); ok {
+		if fl, ok := j.Format.FieldLister(); ok {
 			return schemaSample(j, s, fl)
 		}
 		s.Source = "none: the input is a Kafka topic (weir run says what its first records show)"
@@ -405,7 +396,7 @@ func SampleInput(j *Job, n int) (*Sample, error) {
 	case j.Input == "-":
 		s.Source = "none: the input is standard input (weir run says what its first lines show)"
 		return s, nil
-	case j.Format != nil && j.Format.file != nil:
+	case j.Format != nil && j.Format.File() != nil:
 		return sampleRows(j, s, n)
 	}
 	f, err := os.Open(j.Input)
@@ -413,7 +404,7 @@ func SampleInput(j *Job, n int) (*Sample, error) {
 		return nil, err
 	}
 	defer f.Close()
-	s.Source = j.inputName
+	s.Source = j.InputName()
 	lp := newLineParser(j)
 	ls := source.NewLines(f, 1<<20, 0, 0)
 	now := mtime.Now()
@@ -541,34 +532,9 @@ func (rn *Runnable) decoder(lp *lineParser) engine.Decoder[string, record] {
 	return w
 }
 
-// Finding is f as weir lint prints it: "job.yaml:7: key: ...", with the
-// line of the field in the file (file names it).
-func (j *Job) Finding(file string, f Finding) string {
-	e := &Error{File: file, Line: j.lineOf(f.Field), Field: f.Field, Msg: f.Msg}
+// In is f as weir lint prints it for job j: "job.yaml:7: key: ...", with
+// the line of the field in the file (file names it).
+func (f Finding) In(j *jobfile.Job, file string) string {
+	e := &jobfile.Error{File: file, Line: j.LineOf(f.Field), Field: f.Field, Msg: f.Msg}
 	return j.Redact(e.Error())
-}
-
-// lineOf is the line of a field of the job file (the nearest one the file
-// has on the way to it), or 0.
-func (j *Job) lineOf(field string) int {
-	if j.doc == nil || len(j.doc.Content) == 0 || field == "" {
-		return 0
-	}
-	n, line := j.doc.Content[0], 0
-	for _, name := range splitSchemaPath(field) {
-		if n.Kind != yaml.MappingNode {
-			break
-		}
-		found := false
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == name {
-				line, n, found = n.Content[i].Line, n.Content[i+1], true
-				break
-			}
-		}
-		if !found {
-			break
-		}
-	}
-	return line
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // weir lint checks a topic's job against its records' schema, not read
@@ -57,7 +58,7 @@ func TestLintAgainstSchema(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(job, c.topic, c.format, c.extra)), 0o644)
-		j, err := Load(filepath.Join(dir, "job.yaml"))
+		j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -64,3 +64,13 @@ func pgDatabase(t *testing.T) string {
 	}
 	return strings.Replace(pg.dsn, "/postgres?", "/"+name+"?", 1)
 }
+
+// minimal is the smallest job file the tests build on, the grammar's
+// tests' own: a file source, a tumbling minute, a count, a file output.
+var minimal = func() string {
+	b, err := os.ReadFile("../jobfile/testdata/minimal.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()

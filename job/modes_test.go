@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 // modes lists every file and directory under dir with its permissions.
@@ -116,14 +118,14 @@ summary.json -rw-------`
 
 func TestFileModeIsChecked(t *testing.T) {
 	for _, m := range []string{`"0400"`, `"0644x"`, `"1777"`, `"9"`, `rw-r--r--`} {
-		_, err := Parse([]byte(minimal+"file_mode: "+m+"\n"), "job.yaml", "/jobs")
+		_, err := jobfile.Parse([]byte(minimal+"file_mode: "+m+"\n"), "job.yaml", "/jobs")
 		want := `job.yaml:7: file_mode: expected an octal mode from 0600 to 0777 such as "0640" (the owner reads and writes; group and others as you choose), got "` + strings.Trim(m, `"`) + `"`
 		if err == nil || err.Error() != want {
 			t.Errorf("%s: %v", m, err)
 		}
 	}
 	for m, want := range map[string]os.FileMode{`"0640"`: 0o640, `0660`: 0o660, `"0o644"`: 0o644, `"600"`: 0o600} {
-		j, err := Parse([]byte(minimal+"file_mode: "+m+"\n"), "job.yaml", "/jobs")
+		j, err := jobfile.Parse([]byte(minimal+"file_mode: "+m+"\n"), "job.yaml", "/jobs")
 		if err != nil || j.FileMode != want {
 			t.Errorf("%s: %v %v", m, err, j)
 		}

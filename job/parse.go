@@ -14,6 +14,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/source"
@@ -78,12 +79,12 @@ type parsed struct {
 // fastjson into a reused parser, so reading a line allocates nothing in the
 // steady state: keys are interned, values go into slabs.
 type lineParser struct {
-	j       *Job
+	j       *jobfile.Job
 	p       fastjson.Parser
-	fields  []Path // the distinct fields the aggregates read
-	numeric []bool // whether a field must be a number
-	summed  []bool // whether a sum or an average adds it up
-	texted  []bool // whether an aggregate reads its identity (value.text): count_distinct, first, last, top
+	fields  []jobfile.Path // the distinct fields the aggregates read
+	numeric []bool         // whether a field must be a number
+	summed  []bool         // whether a sum or an average adds it up
+	texted  []bool         // whether an aggregate reads its identity (value.text): count_distinct, first, last, top
 	// times are the rules of the line's times; their latest event time is
 	// the latest whose windows, and their allowed lateness, end before the
 	// last instant weir can write (9999-12-31).
@@ -119,18 +120,18 @@ type lineParser struct {
 	formatBuf []byte
 }
 
-func newLineParser(j *Job) *lineParser {
+func newLineParser(j *jobfile.Job) *lineParser {
 	lp := &lineParser{j: j, keys: newKeyTable(keyTableKeys(j.State.MemoryBudget, 1)), parts: map[string]int{}}
 	if len(j.Key) == 1 {
 		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
 	}
 	if j.Format != nil {
-		lp.format, lp.keyName = j.Format.dec, nil
+		lp.format, lp.keyName = j.Format.Decoder(), nil
 	}
 	lp.expressions()
 	lp.agg = &aggs{list: j.Aggregates}
 	for _, a := range j.Aggregates {
-		if a.Kind == AggCount {
+		if a.Kind == jobfile.AggCount {
 			lp.agg.field = append(lp.agg.field, -1)
 			continue
 		}
@@ -148,13 +149,13 @@ func newLineParser(j *Job) *lineParser {
 			lp.texted = append(lp.texted, false)
 		}
 		switch a.Kind {
-		case AggCountField:
-		case AggCountDistinct, AggApproxDistinct, AggFirst, AggLast, AggTop:
+		case jobfile.AggCountField:
+		case jobfile.AggCountDistinct, jobfile.AggApproxDistinct, jobfile.AggFirst, jobfile.AggLast, jobfile.AggTop:
 			lp.texted[idx] = true
 		default:
 			lp.numeric[idx] = true
 		}
-		if a.Kind == AggSum || a.Kind == AggAvg {
+		if a.Kind == jobfile.AggSum || a.Kind == jobfile.AggAvg {
 			lp.summed[idx] = true
 		}
 		lp.agg.field = append(lp.agg.field, idx)
@@ -170,7 +171,7 @@ func newLineParser(j *Job) *lineParser {
 // latestEventTime is the latest event time of a job whose every window ends,
 // with its allowed lateness, before the last instant weir can write: a
 // later one would be counted in a window that no output can hold.
-func latestEventTime(j *Job) mtime.Time {
+func latestEventTime(j *jobfile.Job) mtime.Time {
 	extent := mtime.Time(0)
 	switch a := j.Window.Assigner.(type) {
 	case window.Tumbling:
@@ -183,7 +184,7 @@ func latestEventTime(j *Job) mtime.Time {
 	return mtime.MaxTime - extent - j.Window.AllowedLateness - 1
 }
 
-func get(v *fastjson.Value, p Path) *fastjson.Value { return source.Get(v, p) }
+func get(v *fastjson.Value, p jobfile.Path) *fastjson.Value { return source.Get(v, p) }
 
 // Decode implements engine.Decoder: it reads one line of the input. In a
 // live job r.Arrival is the time the line was taken; in a replay the line's
@@ -437,10 +438,10 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			return out
 		}
 		if k.Type() == fastjson.TypeString {
-			if n := len(k.GetStringBytes()); int64(n) > j.maxKeyBytes() {
+			if n := len(k.GetStringBytes()); int64(n) > j.KeyBytesLimit() {
 				// An output may hold a key of a bounded size only (an
 				// index, a message): the line is set aside, not the output.
-				out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes, more than max_key_bytes (%d)", j.Key.String(), n, j.maxKeyBytes())
+				out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes, more than max_key_bytes (%d)", j.Key.String(), n, j.KeyBytesLimit())
 				return out
 			}
 		}
@@ -450,9 +451,9 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not valid UTF-8"
 			return out
 		}
-		if n := len(key); k.Type() == fastjson.TypeNumber && int64(n) > j.maxKeyBytes() {
+		if n := len(key); k.Type() == fastjson.TypeNumber && int64(n) > j.KeyBytesLimit() {
 			// A number is written in all its digits: 1e400 is 401 bytes.
-			out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.Key.String(), n, j.maxKeyBytes())
+			out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.Key.String(), n, j.KeyBytesLimit())
 			return out
 		}
 		out.key = key
@@ -581,8 +582,8 @@ func (lp *lineParser) compositeKey(v *fastjson.Value) (key, reason, detail strin
 	}
 	b = append(b, ']')
 	lp.keyBuf = b
-	if n := len(b); int64(n) > j.maxKeyBytes() {
-		return "", ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.KeyName(), n, j.maxKeyBytes())
+	if n := len(b); int64(n) > j.KeyBytesLimit() {
+		return "", ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.KeyName(), n, j.KeyBytesLimit())
 	}
 	return lp.keys.canonical(b), "", ""
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/formats"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/state"
@@ -31,7 +32,7 @@ const (
 
 // Plan is the plan the job file compiles to: what weir plan prints, and
 // what Build hands the translator.
-func (j *Job) Plan() *plan.Graph { return (&Runnable{j: j}).plan() }
+func Plan(j *jobfile.Job) *plan.Graph { return (&Runnable{j: j}).plan() }
 
 // plan compiles the job into a plan whose nodes the runnable builds: its
 // source, its aggregation, its having, and its outputs, each a sink of the
@@ -40,7 +41,7 @@ func (rn *Runnable) plan() *plan.Graph {
 	j := rn.j
 	g := &plan.Graph{Name: j.Name}
 	src := plan.ID{Kind: plan.KindSource, Name: nodeInput}
-	connector, reads, _ := j.sourceNames()
+	connector, reads, _ := sourceNames(j)
 	read := &plan.Source{Connector: connector, Reads: reads, Format: "json"}
 	if j.Format != nil {
 		read.Format = j.Format.Config.Describe()
@@ -79,10 +80,10 @@ func (rn *Runnable) plan() *plan.Graph {
 		results = plan.Input{From: h}
 	}
 	var refusing []plan.Input
-	add := func(o *Output, in plan.Input, role outputRole) {
+	add := func(o *jobfile.Output, in plan.Input, role outputRole) {
 		key, former := recordKey(j, o)
 		id := plan.ID{Kind: plan.KindSink, Name: key}
-		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.kind().connector(), Writes: o.Kind(), Former: former},
+		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.Destination().Connector(), Writes: o.Kind(), Former: former},
 			Impl: &sinkNode{rn: rn, o: o, role: role}})
 		if role == roleResults || role == roleLate {
 			refusing = append(refusing, plan.Input{From: id, Port: plan.Refused})
@@ -107,7 +108,7 @@ func (rn *Runnable) plan() *plan.Graph {
 // expressionSettings are the job's where and derived fields, as a restore
 // reports their changes (none when it has neither: a job before them
 // describes the same).
-func expressionSettings(j *Job) []plan.Setting {
+func expressionSettings(j *jobfile.Job) []plan.Setting {
 	var out []plan.Setting
 	for _, f := range j.Fields {
 		out = append(out, plan.Setting{Field: "fields." + f.Name, Value: f.Expr.String()})
@@ -125,16 +126,16 @@ func expressionSettings(j *Job) []plan.Setting {
 // kind as a plan shows it (file, stdin, kafka or a registered kind's),
 // reads what it reads as the plan says it, head the name the head gives
 // its records' source (a path, a topic, a registered kind's Reads).
-func (j *Job) sourceNames() (connector, reads, head string) {
+func sourceNames(j *jobfile.Job) (connector, reads, head string) {
 	switch {
 	case j.Kafka != nil:
 		return "kafka", "kafka topic " + j.Kafka.Topic, j.Kafka.Topic
 	case j.Custom != nil:
-		return j.Custom.Kind, j.inputName, j.Custom.Config.Reads()
+		return j.Custom.Kind, j.InputName(), j.Custom.Config.Reads()
 	case j.Input == "-":
-		return "stdin", j.inputName, j.Input
+		return "stdin", j.InputName(), j.Input
 	}
-	return "file", j.inputName, j.Input
+	return "file", j.InputName(), j.Input
 }
 
 // outputRole is what an output of a job file writes.
@@ -159,7 +160,7 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 	for _, q := range c.Consumers(plan.Rejected) {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
 	}
-	_, _, srcName := j.sourceNames()
+	_, _, srcName := sourceNames(j)
 	agg := c.Plan().Consumers(c.Node().ID, plan.Main)[0]
 	hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: rn.decoder(rn.lp), Window: rn.win, Dedup: rn.dd,
 		Quarantine: quarantine, Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}
@@ -199,8 +200,8 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		src = cs
 	case j.Input == "-":
 		src = &file.Reader{Name: "standard input", R: o.Stdin}
-	case j.Format != nil && j.Format.file != nil:
-		src = &formats.FileSource{Path: j.Input, Format: j.Format.file}
+	case j.Format != nil && j.Format.File() != nil:
+		src = &formats.FileSource{Path: j.Input, Format: j.Format.File()}
 	default:
 		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
 		src = rn.fileSrc
@@ -316,7 +317,7 @@ func (h *havingNode) Build(c *translate.Ctx) error {
 // its record name, handing what it refuses to the dead letters.
 type sinkNode struct {
 	rn   *Runnable
-	o    *Output
+	o    *jobfile.Output
 	role outputRole
 }
 
@@ -331,7 +332,7 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 	case roleResults:
 		var n *engine.SinkNode[pane]
 		var err error
-		if _, ok := o.kind().(*TableOutput); ok {
+		if _, ok := o.Destination().(*jobfile.TableOutput); ok {
 			// A table upserts each pane's fields, not its line.
 			ts := newTableSink(j, o, e.Checkpointed(), rn.partial, rn.former, func(s string) { rn.logf("%s", s) })
 			if n, err = engine.NewSink[pane](e, o.Field, ts, recordName(j, o)); err != nil {

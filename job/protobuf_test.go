@@ -13,6 +13,7 @@ import (
 	"github.com/bufbuild/protocompile"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+	"github.com/weirstream/weir/jobfile"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -176,7 +177,7 @@ message E { string event_id = 1; string card = 2; google.protobuf.Timestamp ts =
 	}
 	md := files[0].Messages().ByName("E")
 	job := strings.Replace(fraudJob, "source: {file: input.jsonl}", fmt.Sprintf("source: {kafka: {brokers: [127.0.0.1:1], topic: e}, format: protobuf, registry: {url: %q}}", reg.URL()), 1)
-	j, err := Parse([]byte(job), "job.yaml", "/d")
+	j, err := jobfile.Parse([]byte(job), "job.yaml", "/d")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -207,7 +208,7 @@ message E { string event_id = 1; string card = 2; google.protobuf.Timestamp ts =
 // The example job on Protobuf orders loads, with the registry or, as its
 // comment says, with orders.proto and its message instead.
 func TestProtobufExample(t *testing.T) {
-	j, err := Load("../examples/fraud/kafka-protobuf.yaml")
+	j, err := jobfile.Load("../examples/fraud/kafka-protobuf.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestProtobufExample(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(strings.Replace(string(b), reg, "  schema: orders.proto\n  message: shop.Order\n", 1)), 0o644)
 	src, _ := os.ReadFile("../examples/fraud/orders.proto")
 	os.WriteFile(filepath.Join(dir, "orders.proto"), src, 0o644)
-	if j, err = Load(filepath.Join(dir, "job.yaml")); err != nil {
+	if j, err = jobfile.Load(filepath.Join(dir, "job.yaml")); err != nil {
 		t.Fatal(err)
 	}
 	if d := j.Format.Config.Describe(); !strings.HasPrefix(d, "protobuf, message shop.Order of ") {

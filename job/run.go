@@ -27,6 +27,8 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/group"
+	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/state"
@@ -292,7 +294,7 @@ func (s *Summary) Text() string {
 
 // Runnable is a job turned into an engine, ready to run.
 type Runnable struct {
-	j       *Job
+	j       *jobfile.Job
 	o       Options
 	e       *engine.Engine
 	head    *engine.Head[string, record]
@@ -328,14 +330,14 @@ type Runnable struct {
 // decoder, de-duplication, the watermark), its window stage and its sinks.
 // With checkpoints it finds the checkpoint to resume from. Nothing runs and
 // nothing is written yet.
-func Build(j *Job, o Options) (*Runnable, error) {
+func Build(j *jobfile.Job, o Options) (*Runnable, error) {
 	if o.Stdin == nil {
 		o.Stdin = os.Stdin
 	}
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
-	o.Log, o.Progress = j.secrets.Writer(o.Log), j.secrets.Writer(o.Progress)
+	o.Log, o.Progress = j.Secrets().Writer(o.Log), j.Secrets().Writer(o.Progress)
 	rn := &Runnable{j: j, o: o}
 	if err := rn.build(); err != nil {
 		if rn.e != nil {
@@ -362,9 +364,9 @@ func (rn *Runnable) Warnings() []string { return rn.warn }
 // Options.Console).
 func (rn *Runnable) Console() *console.Server {
 	j := rn.j
-	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.shownAll(rn.warn)}
+	info := console.JobInfo{Name: j.Name, File: j.File, Text: j.Text(), Warnings: j.ShownAll(rn.warn)}
 	add := func(name, value string) {
-		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.shown(value)})
+		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.Shown(value)})
 	}
 	add("window", j.Window.Assigner.String())
 	add("watermark", describeWatermark(j))
@@ -377,11 +379,11 @@ func (rn *Runnable) Console() *console.Server {
 	if j.Checkpoint.Dir != "" {
 		add("checkpoints", fmt.Sprintf("every %s in %s", mtime.FormatDuration(j.Checkpoint.Interval), j.Checkpoint.Dir))
 	}
-	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: j.ConsoleAccess()}
+	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: ConsoleAccess(j)}
 }
 
 // describeWatermark is the job's watermark, as the plan says it.
-func describeWatermark(j *Job) string {
+func describeWatermark(j *jobfile.Job) string {
 	from := ""
 	if j.Watermark.Kind == watermark.Scripted {
 		from = j.WMField.String()
@@ -409,7 +411,7 @@ func (rn *Runnable) build() error {
 	tc := translate.Config{Engine: rn.engineConfig(), Fingerprint: fingerprint(j), Task: o.task, Opened: rn.opened}
 	job, err := translate.Build(rn.plan(), tc)
 	if err != nil {
-		var je *Error
+		var je *jobfile.Error
 		var re *RuntimeError
 		if errors.As(err, &je) || errors.As(err, &re) {
 			return err
@@ -447,7 +449,7 @@ func (rn *Runnable) build() error {
 // rerunRefusal words the engine's refusal to run a finished job again
 // (engine.RerunError) in the job file's terms: its outputs, and the flag
 // that runs it again on purpose. Any other error is returned as it is.
-func rerunRefusal(j *Job, err error) error {
+func rerunRefusal(j *jobfile.Job, err error) error {
 	var re *engine.RerunError
 	if !errors.As(err, &re) {
 		return err
@@ -463,7 +465,7 @@ func rerunRefusal(j *Job, err error) error {
 		outs = append(outs, what)
 	}
 	list := strings.Join(outs, ", ")
-	return &Error{File: j.File, Msg: fmt.Sprintf("the last run of this job finished (%s): running it again would write every result a second time to %s, which cannot take back what it holds; nothing was run. To run it again on purpose: weir run --fresh (the checkpoints are left behind, kept; %s gets every result again)", re.Checkpoint, list, list)}
+	return &jobfile.Error{File: j.File, Msg: fmt.Sprintf("the last run of this job finished (%s): running it again would write every result a second time to %s, which cannot take back what it holds; nothing was run. To run it again on purpose: weir run --fresh (the checkpoints are left behind, kept; %s gets every result again)", re.Checkpoint, list, list)}
 }
 
 // opened is what the job does once its engine is open and before its
@@ -576,18 +578,18 @@ type writer[T any] struct {
 // checkpoint, when the job has checkpoints), standard output, a Kafka
 // topic (a transaction per checkpoint, or at least once) or a registered
 // kind's. A table's is the results' own (newTableSink).
-func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T], error) {
+func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.SinkNode[T], error) {
 	var s connector.Sink[T]
 	var opts []engine.SinkOption
-	switch k := o.kind().(type) {
-	case *CustomOutput:
+	switch k := o.Destination().(type) {
+	case *jobfile.CustomOutput:
 		return customSink(rn, o, c.item)
-	case *KafkaOutput:
+	case *jobfile.KafkaOutput:
 		encode := c.record
 		var avro *formats.AvroPanes
 		if k.Format == "avro" {
 			var err error
-			if avro, err = formats.NewAvroPanes(rn.j.paneShape(), k.Registry, k.Topic, k.Subjects, func(s string) { rn.logf("%s", s) }); err != nil {
+			if avro, err = formats.NewAvroPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, func(s string) { rn.logf("%s", s) }); err != nil {
 				return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, o.Field, err), Err: err}
 			}
 			var buf []byte
@@ -602,7 +604,7 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 			TransactionalID:    transactionalID(rn.j, o.Field), Create: k.Create}
 		for i := range rn.j.Outputs {
 			// The results' topic gets revised panes, keyed by key and window.
-			if &rn.j.Outputs[i] == o && len(rn.j.revisions()) > 0 {
+			if &rn.j.Outputs[i] == o && len(rn.j.Revisions()) > 0 {
 				ks.Revisions = true
 			}
 		}
@@ -615,13 +617,13 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 		}
 		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))
-	case stdoutKind:
+	case jobfile.StdoutDestination:
 		s = &file.Writer[T]{W: rn.o.Stdout, Encode: c.line}
-	case fileKind:
+	case jobfile.FileDestination:
 		s = &file.Sink[T]{Path: string(k), Encode: c.line, ExactlyOnce: rn.e.Checkpointed(), FS: rn.o.FS, Force: rn.o.Force}
 	default:
 		// The job file refuses it (a table holds results only).
-		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %s cannot be written here", rn.j.File, o.Field, k.writes())}
+		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %s cannot be written here", rn.j.File, o.Field, k.Writes())}
 	}
 	opts = append(opts, recordName(rn.j, o))
 	n, err := engine.NewSink(rn.e, o.Field, s, opts...)
@@ -631,47 +633,19 @@ func outputSink[T any](rn *Runnable, o *Output, c writer[T]) (*engine.SinkNode[T
 	return n, nil
 }
 
-// paneShape is the shape of the job's panes, which an output format
-// derives its schema from: a composite key's fields are named as a table
-// names their columns (dots made underscores).
-func (j *Job) paneShape() plan.PaneShape {
-	s := plan.PaneShape{Job: jobName(j)}
-	_, global := j.Window.Assigner.(window.Global)
-	s.Windowed = !global
-	switch {
-	case j.KeyParts != nil:
-		for _, k := range j.KeyParts {
-			s.Keys = append(s.Keys, strings.ReplaceAll(k.String(), ".", "_"))
-		}
-	case j.Key != nil:
-		s.Keys = []string{"key"}
-	}
-	for _, a := range j.Aggregates {
-		t := plan.Number
-		switch {
-		case a.JSONValued():
-			t = plan.JSONText
-		case a.Kind == AggCount, a.Kind == AggCountField, a.Kind == AggCountDistinct, a.Kind == AggApproxDistinct:
-			t = plan.Integer
-		}
-		s.Aggregates = append(s.Aggregates, plan.AggregateShape{Name: a.Name, Type: t})
-	}
-	return s
-}
-
 // recordName names an output's commit record in checkpoints by what the
 // output is (its role and where it writes), not by its place in the job
 // file, so that reordering the outputs, or making one output a list, keeps
 // each record with its output. Checkpoints of an older weir named it by
 // the field.
-func recordName(j *Job, o *Output) engine.SinkOption {
+func recordName(j *jobfile.Job, o *jobfile.Output) engine.SinkOption {
 	key, former := recordKey(j, o)
 	return engine.RecordName(key, former...)
 }
 
 // recordKey is the name of an output's commit record (recordName), and
 // the names checkpoints of an older weir gave it.
-func recordKey(j *Job, o *Output) (key string, former []string) {
+func recordKey(j *jobfile.Job, o *jobfile.Output) (key string, former []string) {
 	role := "results"
 	switch o.Field {
 	case "late_output", "quarantine", "dead_letter":
@@ -697,7 +671,7 @@ func recordKey(j *Job, o *Output) (key string, former []string) {
 			return p
 		}
 	}
-	target := func(dir bool) string { return o.kind().target(rel(dir)) }
+	target := func(dir bool) string { return o.Destination().Target(rel(dir)) }
 	// A checkpoint's files are named by their records: no slashes.
 	key = url.PathEscape(role + ":" + target(false))
 	former = []string{o.Field}
@@ -713,13 +687,13 @@ func recordKey(j *Job, o *Output) (key string, former []string) {
 // transactionalID is the prefix of a Kafka sink's transactional ids: the
 // job's name (or its file's), the output's field, and the instance: stable
 // from run to run, different between jobs and outputs.
-func transactionalID(j *Job, field string) string {
-	return fmt.Sprintf("weir-%s-%s-i0", jobName(j), field)
+func transactionalID(j *jobfile.Job, field string) string {
+	return fmt.Sprintf("weir-%s-%s-i0", j.DisplayName(), field)
 }
 
 // setupError turns an engine's refusal into a job error naming its field,
 // in the words of weir run.
-func setupError(j *Job, err error) error {
+func setupError(j *jobfile.Job, err error) error {
 	var se *engine.SetupError
 	if errors.As(err, &se) && se.Field != "" {
 		msg := se.Msg
@@ -777,7 +751,7 @@ func (rn *Runnable) openState(lp *lineParser) error {
 // Options.From), and output reaches the files only when the checkpoint that
 // covers it is complete; when ctx is cancelled it takes a savepoint and
 // returns without error.
-func Run(ctx context.Context, j *Job, o Options) (*Summary, error) {
+func Run(ctx context.Context, j *jobfile.Job, o Options) (*Summary, error) {
 	rn, err := Build(j, o)
 	if err != nil {
 		return nil, err
@@ -932,7 +906,7 @@ func (rn *Runnable) writeEnd(ctx context.Context, sum *Summary) error {
 		}
 	}
 	if rn.accept != nil {
-		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force, rn.j.FileMode, rn.j.secrets); err != nil {
+		if err := writeAcceptance(rn.j.Acceptance, rn.acceptance(ctx, sum), rn.o.Force, rn.j.FileMode, rn.j.Secrets()); err != nil {
 			return &RuntimeError{Msg: "writing the acceptance record: " + err.Error(), Err: err}
 		}
 	}
@@ -993,7 +967,7 @@ func (rn *Runnable) summary(err error) *Summary {
 
 // writeSummary writes the summary of the job j (its secrets redacted) to
 // path.
-func writeSummary(j *Job, path string, sum *Summary, stdout io.Writer, force bool) error {
+func writeSummary(j *jobfile.Job, path string, sum *Summary, stdout io.Writer, force bool) error {
 	data, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
@@ -1005,7 +979,7 @@ func writeSummary(j *Job, path string, sum *Summary, stdout io.Writer, force boo
 		return err
 	}
 	if err := writeOutputFile(path, data, force, mode); err != nil {
-		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, errText(err)), Err: err}
+		return &RuntimeError{Msg: fmt.Sprintf("cannot write the summary %s: %s", path, text.ErrorText(err)), Err: err}
 	}
 	return nil
 }
@@ -1073,7 +1047,7 @@ func hashString(s string) uint64 {
 // fingerprint identifies what a job computes: a checkpoint restores only
 // into a job that computes the same thing (outputs, parallelism and
 // checkpoint settings may change).
-func fingerprint(j *Job) string {
+func fingerprint(j *jobfile.Job) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "time=%s key=%s id=%s horizon=%d window=%T%+v lateness=%d trigger=%+v mode=%s wm=%s/%s",
 		j.TimeField, j.Key, j.ID, j.DedupHorizon, j.Window.Assigner, j.Window.Assigner, j.Window.AllowedLateness,

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -25,11 +26,11 @@ type lateEvent = window.LateEvent[string, record]
 // format writes panes, too-late events and rejected lines as JSON lines. Each
 // output has a format of its own: they are used from different goroutines.
 type format struct {
-	j     *Job
+	j     *jobfile.Job
 	times timeCache
 }
 
-func newFormat(j *Job) *format { return &format{j: j} }
+func newFormat(j *jobfile.Job) *format { return &format{j: j} }
 
 // havingFilter passes on the panes for which the having expression holds. An
 // expression that fails on a pane (it compiled, but the pane's values make
@@ -37,7 +38,7 @@ func newFormat(j *Job) *format { return &format{j: j} }
 // failure is counted and the first few are logged with the pane they were
 // about.
 type havingFilter struct {
-	j      *Job
+	j      *jobfile.Job
 	h      *havingExpr
 	next   engine.Consumer[pane]
 	log    func(string)
@@ -312,7 +313,7 @@ func (f *format) appendLate(b []byte, l lateEvent) []byte {
 // first bytes, with its whole length (name_bytes) and the SHA-256 of all of
 // it (name_sha256). cut, when the source itself cut the record, gives those.
 func (f *format) appendRecord(b []byte, name string, data []byte, cut *connector.Cut, object bool) []byte {
-	limit := f.j.deadLetterMax()
+	limit := f.j.DeadLetterLimit()
 	whole := int64(len(data))
 	if cut != nil {
 		whole = cut.Length
@@ -367,8 +368,8 @@ func (f *format) appendRecord(b []byte, name string, data []byte, cut *connector
 // its partition and offset in a topic.
 func (f *format) appendPosition(b []byte, part int32, off int64) []byte {
 	if f.j.Kafka != nil {
-		if f.j.task > 0 { // a task reads one partition: index 0
-			part = f.j.task - 1
+		if f.j.Task > 0 { // a task reads one partition: index 0
+			part = f.j.Task - 1
 		}
 		b = append(b, `,"partition":`...)
 		b = text.AppendJSONString(b, []byte(f.j.Kafka.Topic+"/"+strconv.Itoa(int(part))))

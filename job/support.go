@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/watermark"
@@ -17,10 +20,10 @@ import (
 // perfectWatermarks reads a recorded file ahead: future[n] is the smallest
 // event time of a valid event after line n (MaxTime if none), so that after
 // line n the perfect watermark is future[n]-1 ms.
-func perfectWatermarks(j *Job) ([]mtime.Time, error) {
+func perfectWatermarks(j *jobfile.Job) ([]mtime.Time, error) {
 	f, err := os.Open(j.Input)
 	if err != nil {
-		return nil, &RuntimeError{Msg: fmt.Sprintf("cannot read %s: %s", j.Input, errText(err))}
+		return nil, &RuntimeError{Msg: fmt.Sprintf("cannot read %s: %s", j.Input, text.ErrorText(err))}
 	}
 	defer f.Close()
 	lp := newLineParser(j)
@@ -72,7 +75,7 @@ type progressReporter struct {
 func (rn *Runnable) startProgress() *progressReporter {
 	w, ctl := rn.o.Progress, rn.e.Control()
 	var size int64 = -1
-	if j := rn.j; j.inputIsFile() && !j.Follow {
+	if j := rn.j; j.InputIsFile() && !j.Follow {
 		if st, err := os.Stat(j.Input); err == nil {
 			size = st.Size()
 		}
@@ -188,7 +191,7 @@ func (rn *Runnable) logProgress(d time.Duration) (stop func()) {
 // at the watermark comes once the watermark passes the window's end, so
 // nothing is written before the first window closes (or an early firing
 // comes), however long that takes on the clock.
-func firstPanes(j *Job) string {
+func firstPanes(j *jobfile.Job) string {
 	var b strings.Builder
 	b.WriteString("the first panes: ")
 	t := j.Window.Trigger
@@ -249,4 +252,10 @@ func progressLogLine(st engine.Status, prev int64, d time.Duration) string {
 func (p *progressReporter) stop() {
 	close(p.done)
 	p.wg.Wait()
+}
+
+// ConsoleAccess is who may use job j's console (http.token,
+// http.allowed_hosts).
+func ConsoleAccess(j *jobfile.Job) console.Access {
+	return console.Access{Token: j.HTTPToken, AllowedHosts: j.HTTPHosts}
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -13,6 +12,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/translate"
 )
@@ -43,44 +43,11 @@ func orNone(s string) string {
 }
 
 // describeTime is where events get their time.
-func describeTime(j *Job) string {
+func describeTime(j *jobfile.Job) string {
 	if j.RecordTime {
 		return "the record's timestamp"
 	}
 	return j.TimeField.String()
-}
-
-// String is the aggregate as the job file writes it, in one form: count,
-// sum(amount), percentile(latency, 0.95), histogram(latency, [10, 50, 100]).
-// A restore into a changed job keeps the state of an aggregate whose
-// String is the same.
-func (a Aggregate) String() string {
-	name := map[AggKind]string{AggCount: "count", AggCountField: "count", AggSum: "sum", AggMin: "min", AggMax: "max",
-		AggAvg: "avg", AggCountDistinct: "count_distinct", AggPercentile: "percentile", AggMedian: "median",
-		AggFirst: "first", AggLast: "last", AggHistogram: "histogram", AggTop: "top",
-		AggApproxDistinct: "approx_count_distinct"}[a.Kind]
-	if a.Kind == AggCount {
-		return name
-	}
-	b := append([]byte(name+"("), a.Field.String()...)
-	switch a.Kind {
-	case AggPercentile:
-		b = append(b, ", "...)
-		b = strconv.AppendFloat(b, a.Q, 'g', -1, 64)
-	case AggTop:
-		b = append(b, ", "...)
-		b = strconv.AppendInt(b, int64(a.N), 10)
-	case AggHistogram:
-		b = append(b, ", ["...)
-		for i, x := range a.Bounds {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = text.AppendJSONFloat(b, x)
-		}
-		b = append(b, ']')
-	}
-	return string(append(b, ')'))
 }
 
 // restoreCodec is the codec that reads the window state of the checkpoint
@@ -88,7 +55,7 @@ func (a Aggregate) String() string {
 // taken from the checkpoint's aggregate of its name and definition, and an
 // aggregate the checkpoint lacks started from its zero, partial. It
 // returns nil when the live codec reads it as it is.
-func restoreCodec(j *Job, r *engine.RestoreReport) (*codec, []string) {
+func restoreCodec(j *jobfile.Job, r *engine.RestoreReport) (*codec, []string) {
 	old := r.OldPart(partWindow)
 	if old == nil {
 		if r.Legacy {
@@ -129,7 +96,7 @@ func restoreCodec(j *Job, r *engine.RestoreReport) (*codec, []string) {
 // in their order, when they differ from the job's: the value columns of
 // the table rows that checkpoint holds to commit again
 // (table.Options.FormerValues). nil when they are the same.
-func formerValues(j *Job, r *engine.RestoreReport) []string {
+func formerValues(j *jobfile.Job, r *engine.RestoreReport) []string {
 	old := r.OldPart(partWindow)
 	if old == nil {
 		return nil
@@ -175,12 +142,12 @@ func restoreNotes(r *engine.RestoreReport) (notes, howItRuns []string) {
 // job j does with its state: what carries over, what restarts, what is
 // refused (weir run --from DIR --check). A refusal is the report and an
 // error naming the field.
-func CheckRestore(j *Job, from string, dropState []string) (*engine.RestoreReport, error) {
+func CheckRestore(j *jobfile.Job, from string, dropState []string) (*engine.RestoreReport, error) {
 	c, err := checkpoint.Load(checkpoint.OSFS, from)
 	if err != nil {
 		return nil, &RuntimeError{Msg: "cannot restore: " + err.Error(), Err: err}
 	}
-	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: translate.Shape(j.Plan()), DropState: dropState})
+	r, err := engine.CheckRestore(c, engine.Checkpointing{Fingerprint: fingerprint(j), Shape: translate.Shape(Plan(j)), DropState: dropState})
 	if err != nil {
 		return r, setupError(j, err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // The job of the upgrade matrix: a file source, a file and a SQLite
@@ -92,7 +93,7 @@ func upSavepoint(t *testing.T) (dir, sp string) {
 func upStopped(t *testing.T) (dir string, sum *Summary) {
 	t.Helper()
 	dir = upDir(t, upJob)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func upAfter(t *testing.T, dir string, skip int) map[string]bool {
 func upRestore(t *testing.T, dir, sp, yaml string, o Options) (*Summary, string, error) {
 	t.Helper()
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o600)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func upRestore(t *testing.T, dir, sp, yaml string, o Options) (*Summary, string,
 func upRun(t *testing.T, yaml string) string {
 	t.Helper()
 	dir := upDir(t, yaml)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -567,7 +568,7 @@ func TestUpgradeAggregateAddedSliding(t *testing.T) {
 
 func upgradeAggregateAddedSliding(t *testing.T, job string) {
 	dir := upDir(t, job)
-	j, err := Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

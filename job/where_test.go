@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 // A newcomer's job: per-minute clicks per page, where the event is a click,
@@ -88,7 +90,7 @@ func TestWhereAndFieldsErrors(t *testing.T) {
 		strings.Replace(minimal, "window:", "fields: {a: \"b ==\"}\nwindow:", 1):    `job.yaml:4: fields.a: expression "b ==" does not compile: unexpected token EOF`,
 		strings.Replace(minimal, "window:", "fields: {\"a-b\": \"1\"}\nwindow:", 1): `job.yaml:4: fields.a-b: expected a name of letters, digits and _, got "a-b"`,
 	} {
-		_, err := Parse([]byte(yaml), "job.yaml", "/jobs")
+		_, err := jobfile.Parse([]byte(yaml), "job.yaml", "/jobs")
 		if err == nil || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("got  %v\nwant %s", err, want)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/internal/linedec"
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -142,7 +142,7 @@ func IsUsage(err error) bool {
 // idleness of the watermark, max_future, and the window size when the job's
 // windows are tumbling. Fields already set in o are kept, except the time
 // fields, which the job always names.
-func FromJob(o Options, j *job.Job) (Options, error) {
+func FromJob(o Options, j *jobfile.Job) (Options, error) {
 	if len(j.ArrivalField) == 0 {
 		return o, usagef("%s has no time.arrival_field: weir lateness needs the arrival time of every event", j.File)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/weirstream/weir/gen"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -35,7 +36,7 @@ func weirRunWith(t *testing.T, file string, delay, lateness mtime.Time, timeExtr
 		"watermark: {delay: %s, interval: 0s%s}\nwindow: {tumbling: 1m}\nallowed_lateness: %s\n"+
 		"aggregates: {n: count}\noutput: out.jsonl\n",
 		file, timeExtra, mtime.FormatDuration(delay), wmExtra, mtime.FormatDuration(lateness))
-	j, err := job.Parse([]byte(yaml), filepath.Join(dir, "job.yaml"), dir)
+	j, err := jobfile.Parse([]byte(yaml), filepath.Join(dir, "job.yaml"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // With the job file of a scripted watermark (watermark.from_field), a line
@@ -31,7 +32,7 @@ func TestWatermarkLinesOfAJob(t *testing.T) {
 	}
 	yaml := "source: {file: in.jsonl}\ntime: {field: ts, arrival_field: arrival}\nwatermark: {from_field: wm}\n" +
 		"window: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\n"
-	j, err := job.Parse([]byte(yaml), filepath.Join(dir, "job.yaml"), dir)
+	j, err := jobfile.Parse([]byte(yaml), filepath.Join(dir, "job.yaml"), dir)
 	if err != nil {
 		t.Fatal(err)
 	}

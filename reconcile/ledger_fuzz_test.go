@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -34,7 +34,7 @@ window: {tumbling: 1m}
 aggregates: {orders: count}
 output: results.jsonl
 `), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -16,7 +16,7 @@ func TestLedgerIDsAreWeirRuns(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: input.jsonl}\ntime: {field: ts}\nid: id\n"+
 		"window: {tumbling: 1m}\naggregates: {n: count}\noutput: results.jsonl\n"), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestLedgerBigIntegerIDs(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: input.jsonl}\ntime: {field: ts}\nid: id\n"+
 		"window: {tumbling: 1m}\naggregates: {n: count}\noutput: results.jsonl\n"), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

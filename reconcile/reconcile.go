@@ -41,6 +41,7 @@ import (
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/vfs"
@@ -171,7 +172,7 @@ func (p *Plan) Report() *Report { return p.rep }
 func (p *Plan) Close() error { return p.sink.Close() }
 
 // Run prepares and applies a reconciliation.
-func Run(ctx context.Context, j *job.Job, o Options) (*Report, error) {
+func Run(ctx context.Context, j *jobfile.Job, o Options) (*Report, error) {
 	p, err := Prepare(ctx, j, o)
 	if err != nil {
 		return nil, err
@@ -203,7 +204,7 @@ func (p *Plan) Apply(ctx context.Context) (*Report, error) {
 }
 
 // tableOutput finds the output to reconcile.
-func tableOutput(j *job.Job, i int) (*job.Output, error) {
+func tableOutput(j *jobfile.Job, i int) (*jobfile.Output, error) {
 	if i >= 0 {
 		if i >= len(j.Outputs) || j.Outputs[i].Table == nil {
 			return nil, fmt.Errorf("output[%d] of %s is not a table", i, j.File)
@@ -221,7 +222,7 @@ func tableOutput(j *job.Job, i int) (*job.Output, error) {
 // Check says why the job cannot be reconciled as o asks, before anything is
 // read: it writes to no table, or deltas; no ledger is named, or a file of
 // it does not exist.
-func Check(j *job.Job, o Options) error {
+func Check(j *jobfile.Job, o Options) error {
 	if _, err := tableOutput(j, o.Output); err != nil {
 		return err
 	}
@@ -243,7 +244,7 @@ func Check(j *job.Job, o Options) error {
 
 // Prepare reads the ledger, recomputes the job's windows from it, reads the
 // table and plans a correction for every window that differs.
-func Prepare(ctx context.Context, j *job.Job, o Options) (*Plan, error) {
+func Prepare(ctx context.Context, j *jobfile.Job, o Options) (*Plan, error) {
 	if err := Check(j, o); err != nil {
 		return nil, err
 	}
@@ -271,7 +272,7 @@ func Prepare(ctx context.Context, j *job.Job, o Options) (*Plan, error) {
 			return nil, err
 		}
 	}
-	sink := j.TableSink(out, o.Log)
+	sink := job.TableSink(j, out, o.Log)
 	if err := sink.Open(ctx, connector.Resume{}); err != nil {
 		return nil, err
 	}
@@ -306,7 +307,7 @@ func keyText(cols []string) string {
 }
 
 // keyParts are the column texts of a keyText.
-func keyParts(k string, j *job.Job) []string {
+func keyParts(k string, j *jobfile.Job) []string {
 	switch {
 	case !j.Keyed():
 		return nil
@@ -324,7 +325,7 @@ type result struct {
 	vals []string
 }
 
-func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []table.Stored) {
+func (p *Plan) plan(j *jobfile.Job, o Options, all, kept map[wkey]result, rows []table.Stored) {
 	rep := p.rep
 	stored := map[wkey]*table.Stored{}
 	var ids []wkey
@@ -404,7 +405,7 @@ func (p *Plan) plan(j *job.Job, o Options, all, kept map[wkey]result, rows []tab
 
 // diff says which values of the row differ from the ledger's: "orders 3 ->
 // 4, spent 30 -> 41.5"; every value is new for a window without a row.
-func diff(j *job.Job, st *table.Stored, live bool, res result) string {
+func diff(j *jobfile.Job, st *table.Stored, live bool, res result) string {
 	var parts []string
 	for i, a := range j.Aggregates {
 		want := res.vals[i]
@@ -430,14 +431,14 @@ func diff(j *job.Job, st *table.Stored, live bool, res result) string {
 
 // lowered names the counts the recomputed values would lower ("orders 3 ->
 // 1"), or "": a count only grows as events come.
-func lowered(j *job.Job, st *table.Stored, live bool, res result) string {
+func lowered(j *jobfile.Job, st *table.Stored, live bool, res result) string {
 	if !live {
 		return ""
 	}
 	var parts []string
 	for i, a := range j.Aggregates {
 		switch a.Kind {
-		case job.AggCount, job.AggCountField, job.AggCountDistinct:
+		case jobfile.AggCount, jobfile.AggCountField, jobfile.AggCountDistinct:
 		default:
 			continue
 		}
@@ -455,7 +456,7 @@ func lowered(j *job.Job, st *table.Stored, live bool, res result) string {
 // tables keep them as numeric, double or integer columns), or, for an
 // aggregate whose value is JSON text (first, last, histogram, top), as the
 // text the table holds (job.TableValueText).
-func sameValue(a job.Aggregate, have sql.NullString, want string) bool {
+func sameValue(a jobfile.Aggregate, have sql.NullString, want string) bool {
 	if want == "null" {
 		return !have.Valid
 	}
@@ -475,15 +476,15 @@ func sameValue(a job.Aggregate, have sql.NullString, want string) bool {
 
 // sqlValue is a recomputed value as the table connector takes it: counts as
 // integers, the others as exact decimals where they are written so.
-func sqlValue(a job.Aggregate, text string) any {
+func sqlValue(a jobfile.Aggregate, text string) any {
 	if text == "null" {
 		return nil
 	}
 	switch a.Kind {
-	case job.AggCount, job.AggCountField, job.AggCountDistinct, job.AggApproxDistinct:
+	case jobfile.AggCount, jobfile.AggCountField, jobfile.AggCountDistinct, jobfile.AggApproxDistinct:
 		n, _ := strconv.ParseInt(text, 10, 64)
 		return n
-	case job.AggAvg, job.AggPercentile, job.AggMedian:
+	case jobfile.AggAvg, jobfile.AggPercentile, jobfile.AggMedian:
 		f, _ := strconv.ParseFloat(text, 64)
 		return f
 	}
@@ -571,7 +572,7 @@ func deadLetter(v *fastjson.Value) ([]byte, bool) {
 
 // writeLedger merges the ledger's files into one file of events in
 // event-time order (stable), de-duplicated.
-func writeLedger(j *job.Job, files []string, path string, now mtime.Time, rep *Report) error {
+func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, rep *Report) error {
 	type event struct {
 		ts  mtime.Time
 		raw []byte
@@ -584,7 +585,7 @@ func writeLedger(j *job.Job, files []string, path string, now mtime.Time, rep *R
 	// job's rules (its arrival field, the latest event time its windows can
 	// hold, max_future against the line's arrival, or now without one), and
 	// set aside for the same reasons.
-	rules := j.LineRules()
+	rules := job.LineRules(j)
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -684,7 +685,7 @@ func writeLedger(j *job.Job, files []string, path string, now mtime.Time, rep *R
 // recompute runs the job over the ledger with a perfect watermark, no
 // lateness and the default trigger, and returns each window's final
 // values; with having, only the windows that pass it.
-func recompute(ctx context.Context, j *job.Job, ledger, out string, having bool) (map[wkey]result, error) {
+func recompute(ctx context.Context, j *jobfile.Job, ledger, out string, having bool) (map[wkey]result, error) {
 	if _, err := job.Run(ctx, j.Recount(ledger, out, having), job.Options{Log: discard{}}); err != nil {
 		return nil, fmt.Errorf("recomputing from the ledger: %w", err)
 	}
@@ -696,7 +697,7 @@ type discard struct{}
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
 
 // readPanes reads the final values of every window from a results file.
-func readPanes(j *job.Job, path string) (map[wkey]result, error) {
+func readPanes(j *jobfile.Job, path string) (map[wkey]result, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -729,7 +730,7 @@ func readPanes(j *job.Job, path string) (map[wkey]result, error) {
 			}
 		}
 		// As the table holds it.
-		k.key = keyText(j.TableKeyTexts(string(p["key"])))
+		k.key = keyText(job.TableKeyTexts(j, string(p["key"])))
 		r := result{}
 		for _, a := range j.Aggregates {
 			v := string(p[a.Name])

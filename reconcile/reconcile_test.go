@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/connector/table"
 	"github.com/weirstream/weir/internal/pgtest"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/reconcile"
 )
@@ -144,19 +145,19 @@ func same(t *testing.T, what string, got, want []string) {
 	}
 }
 
-func setup(t *testing.T, c dbCase) (string, *job.Job) {
+func setup(t *testing.T, c dbCase) (string, *jobfile.Job) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(timelineInput), 0o644)
 	text := timelineJob + "output: [results.jsonl, " + c.output(dir) + "]\n"
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dir, j
 }
 
-func runJob(t *testing.T, j *job.Job) {
+func runJob(t *testing.T, j *jobfile.Job) {
 	t.Helper()
 	sum, err := job.Run(context.Background(), j, job.Options{Log: io{}})
 	if err != nil {
@@ -245,7 +246,7 @@ func TestStaleBaseRefused(t *testing.T) {
 				t.Fatalf("plan %+v", p.Report())
 			}
 			// The stream's revision 4 of s1 arrives now.
-			k := j.TableSink(&j.Outputs[1], nil)
+			k := job.TableSink(j, &j.Outputs[1], nil)
 			if err := k.Open(context.Background(), connector.Resume{}); err != nil {
 				t.Fatal(err)
 			}
@@ -372,7 +373,7 @@ func TestReconcileWritesNothingOfTheJob(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(timelineInput), 0o644)
 	text := timelineJob + "output: [results.jsonl, " + c.output(dir) + "]\nacceptance: acceptance.json\ndead_letter: dead.jsonl\nsummary: summary.json\n"
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +446,7 @@ func TestCompositeKeyReconciled(t *testing.T) {
 			os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(strings.ReplaceAll(timelineInput, `"shop":`, `"region":"eu","shop":`)), 0o644)
 			text := strings.Replace(timelineJob, "key: shop", "key: [shop, region]", 1) + "output: [results.jsonl, " + c.output(dir) + "]\n"
 			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(text), 0o644)
-			j, err := job.Load(filepath.Join(dir, "job.yaml"))
+			j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/lateness"
 	"github.com/weirstream/weir/mtime"
 )
@@ -314,9 +314,9 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 
 // loadJob reads a job file. Its own input need not exist when FILE is
 // given: the recorded stream to measure may be a copy elsewhere.
-func loadJob(path, file string) (*job.Job, error) {
+func loadJob(path, file string) (*jobfile.Job, error) {
 	if file == "" {
-		return job.Load(path)
+		return jobfile.Load(path)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -326,7 +326,7 @@ func loadJob(path, file string) (*job.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return job.Parse(data, path, dir)
+	return jobfile.Parse(data, path, dir)
 }
 
 // parsePeriods reads --compare: START/LENGTH, comma-separated, at least

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // cmdLint checks a job file, and what the first lines of its input show.
@@ -51,7 +52,7 @@ Flags:
 
 // lint reports on a loaded job and the first n lines of its input, and
 // returns the exit status: 1 when the sample shows a problem.
-func lint(j *job.Job, file string, n int, resolved bool, stdout io.Writer) int {
+func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) int {
 	s, err := job.SampleInput(j, n)
 	if err != nil {
 		fmt.Fprintf(stdout, "%s: the input cannot be read: %v\n", file, j.RedactError(err))
@@ -61,7 +62,7 @@ func lint(j *job.Job, file string, n int, resolved bool, stdout io.Writer) int {
 	fmt.Fprint(stdout, s.Report())
 	findings := s.Findings()
 	for _, f := range findings {
-		fmt.Fprintln(stdout, j.Finding(file, f))
+		fmt.Fprintln(stdout, f.In(j, file))
 	}
 	for _, w := range j.Warnings() {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", file, j.Redact(w))

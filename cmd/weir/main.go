@@ -29,6 +29,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // command is one of weir's commands.
@@ -313,7 +314,7 @@ Flags:
 	rn, err := job.Build(j, opts)
 	if err != nil {
 		log.Error(err.Error())
-		var je *job.Error
+		var je *jobfile.Error
 		if errors.As(err, &je) {
 			return 2 // a file the job names is not its to write
 		}
@@ -332,7 +333,7 @@ Flags:
 			return 1
 		}
 		log.Info("the console is on http://%s/ (metrics on /metrics, status on /api/status)", addr)
-		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
+		if w := console.ExposureWarning(j.HTTP, job.ConsoleAccess(j)); w != "" {
 			log.Warn("%s", w)
 		}
 		defer recordAddress(pos[0], addr)()
@@ -363,7 +364,7 @@ Flags:
 // its state, running nothing and writing nothing (weir run --from DIR
 // --check): 0 when it restores, 1 when it is refused (the refusal on
 // stderr), 2 when from is not a checkpoint.
-func checkRestore(j *job.Job, from string, drop []string, stdout, stderr io.Writer) int {
+func checkRestore(j *jobfile.Job, from string, drop []string, stdout, stderr io.Writer) int {
 	if st, err := os.Stat(from); err != nil || !st.IsDir() {
 		fmt.Fprintf(stderr, "weir: --from %s: not a checkpoint directory\n", from)
 		return 2
@@ -383,7 +384,7 @@ func checkRestore(j *job.Job, from string, drop []string, stdout, stderr io.Writ
 // runGroup runs an instance of a consumer-group job until SIGTERM or
 // Ctrl-C: then each of its tasks takes a last checkpoint and it leaves the
 // group.
-func runGroup(j *job.Job, jobFile string, opts job.Options, log *logWriter) int {
+func runGroup(j *jobfile.Job, jobFile string, opts job.Options, log *logWriter) int {
 	gr, err := job.NewGroup(j, opts)
 	if err != nil {
 		log.Error(err.Error())
@@ -398,7 +399,7 @@ func runGroup(j *job.Job, jobFile string, opts job.Options, log *logWriter) int 
 			return 1
 		}
 		log.Info("the console is on http://%s/ (metrics on /metrics, status on /api/status)", addr)
-		if w := console.ExposureWarning(j.HTTP, j.ConsoleAccess()); w != "" {
+		if w := console.ExposureWarning(j.HTTP, job.ConsoleAccess(j)); w != "" {
 			log.Warn("%s", w)
 		}
 		defer recordAddress(jobFile, addr)()
@@ -546,7 +547,7 @@ func newestSavepoint(dir string) string {
 // loads the job (with the command's --set, if it has the flag); when ok is
 // false the command exits with code (2: a usage or job-file error, said on
 // stderr; 0: --help).
-func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *job.Job, pos []string, code int, ok bool) {
+func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *jobfile.Job, pos []string, code int, ok bool) {
 	pos, code, ok = parseInterspersed(fs, args)
 	if !ok {
 		return nil, nil, code, false
@@ -555,11 +556,11 @@ func loadJobArg(fs *flag.FlagSet, args []string, stderr io.Writer) (j *job.Job, 
 		fs.Usage()
 		return nil, nil, 2, false
 	}
-	var o job.LoadOptions
+	var o jobfile.LoadOptions
 	if f := fs.Lookup("set"); f != nil {
 		o.Set = *f.Value.(*setFlag)
 	}
-	j, err := job.LoadWith(pos[0], o)
+	j, err := jobfile.LoadWith(pos[0], o)
 	if err != nil {
 		fmt.Fprintln(stderr, "weir:", err)
 		return nil, nil, 2, false

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+
+	"github.com/weirstream/weir/job"
 )
 
 // cmdPlan prints the plan a job file compiles to: its sources,
@@ -27,6 +29,6 @@ Flags:
 	if !ok {
 		return code
 	}
-	fmt.Fprint(stdout, j.Redact(j.Plan().String()))
+	fmt.Fprint(stdout, j.Redact(job.Plan(j).String()))
 	return 0
 }

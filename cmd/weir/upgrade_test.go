@@ -11,6 +11,7 @@ import (
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 const upgradeJob = `name: orders
@@ -38,7 +39,7 @@ func upgradeDir(t *testing.T) string {
 	}
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(b.String()), 0o600)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(upgradeJob), 0o600)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // cmdVersion prints weir's version, the module and commit it was built
@@ -90,6 +90,6 @@ func cmdSchema(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	stdout.Write(job.Schema())
+	stdout.Write(jobfile.Schema())
 	return 0
 }

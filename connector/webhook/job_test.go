@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	_ "github.com/weirstream/weir/internal/kindtest"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // receiver keeps what it takes by Idempotency-Key, and fails the first
@@ -114,7 +115,7 @@ dead_letter: refused.jsonl
 summary: summary.json
 `
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ summary: summary.json
 		t.Errorf("summary %+v", sum)
 	}
 	summary, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
-	shown := map[string]string{"log": log.String(), "plan": j.Plan().String(), "dead letters": strings.Join(dead, "\n"), "summary": string(summary),
+	shown := map[string]string{"log": log.String(), "plan": job.Plan(j).String(), "dead letters": strings.Join(dead, "\n"), "summary": string(summary),
 		"file": j.Text(), "redacted": j.Redact(os.Getenv("HOOK_URL") + " " + os.Getenv("HOOK_AUTH"))}
 	for what, text := range shown {
 		for _, s := range []string{"PATHSECRET", "QUERYSECRET", "HEADERSECRET"} {
@@ -190,7 +191,7 @@ output: {webhook: {url: "http://127.0.0.1:1/hook"}}
 checkpoint: {dir: ckpt}
 `
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +225,7 @@ output: {webhook: {url: %q, backoff: 1ms, max_backoff: 5ms, delivery: at_least_o
 checkpoint: {dir: ckpt, interval: 1h}
 `, strings.Join(quoted, ", "), srv.URL+"/hook")
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/vfs"
 )
 
@@ -54,7 +55,7 @@ func child(spec string) int {
 		fmt.Fprintln(os.Stderr, "crashall child:", err)
 		return 3
 	}
-	j, err := job.Load(filepath.Join(r.Dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(r.Dir, "job.yaml"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weir:", err)
 		return 2
@@ -84,7 +85,7 @@ func child(spec string) int {
 	rn, err := job.Build(j, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weir:", err)
-		var je *job.Error
+		var je *jobfile.Error
 		if errors.As(err, &je) {
 			return 2
 		}

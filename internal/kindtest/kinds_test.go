@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/kindtest"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/plan"
 )
 
@@ -49,7 +50,7 @@ checkpoint: {dir: ckpt, interval: 1h}
 acceptance: acceptance.json
 `, strings.Join(quoted, ", "))
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +78,13 @@ acceptance: acceptance.json
     ]`) {
 		t.Errorf("the acceptance record's sources (%v):\n%s", err, acc)
 	}
-	text := j.Plan().String()
+	text := job.Plan(j).String()
 	for _, want := range []string{"source       input", "memlines orders as json", "memsink kinds-results", "memsink kinds-late"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the plan does not show %q:\n%s", want, text)
 		}
 	}
-	if s := string(job.Schema()); !strings.Contains(s, `"memsink"`) || !strings.Contains(s, `"memlines"`) || !strings.Contains(s, "the lines, in arrival order") {
+	if s := string(jobfile.Schema()); !strings.Contains(s, `"memsink"`) || !strings.Contains(s, `"memlines"`) || !strings.Contains(s, "the lines, in arrival order") {
 		t.Error("the schema does not list the registered kinds")
 	}
 	// Their settings are checked when the file is read, naming the field.
@@ -94,7 +95,7 @@ acceptance: acceptance.json
 	} {
 		y := strings.Replace(yaml, "output: [{memsink: {name: kinds-results}}, results.jsonl]", "output: "+bad, 1)
 		os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte(y), 0o644)
-		if _, err := job.Load(filepath.Join(dir, "bad.yaml")); err == nil || !strings.HasSuffix(err.Error(), strings.TrimPrefix(want, "job.yaml")) {
+		if _, err := jobfile.Load(filepath.Join(dir, "bad.yaml")); err == nil || !strings.HasSuffix(err.Error(), strings.TrimPrefix(want, "job.yaml")) {
 			t.Errorf("%s: %v, want %s", bad, err, want)
 		}
 	}

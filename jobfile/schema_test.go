@@ -1,4 +1,4 @@
-package job
+package jobfile
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ func TestSchemaFile(t *testing.T) {
 	}
 	got, err := os.ReadFile(path)
 	if err != nil || !bytes.Equal(got, want) {
-		t.Errorf("docs/job.schema.json is not the schema of the job file's definitions (%v): go test ./job -run TestSchemaFile -update-schema", err)
+		t.Errorf("docs/job.schema.json is not the schema of the job file's definitions (%v): go test ./jobfile -run TestSchemaFile -update-schema", err)
 	}
 	if !json.Valid(want) {
 		t.Errorf("the schema is not JSON")

@@ -1,4 +1,4 @@
-package job
+package jobfile
 
 import (
 	"os"
@@ -12,13 +12,16 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-const minimal = `name: t
-source: {file: input.jsonl}
-time: {field: ts}
-window: {tumbling: 1m}
-aggregates: {n: count}
-output: results.jsonl
-`
+// minimal is the smallest job file the tests build on (package job's
+// tests read it too): a file source, a tumbling minute, a count, a file
+// output.
+var minimal = func() string {
+	b, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func TestParseMinimalDefaults(t *testing.T) {
 	j, err := Parse([]byte(minimal), "job.yaml", "/jobs")

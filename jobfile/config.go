@@ -1,21 +1,4 @@
-// Package job is weir's job file: a YAML description of a windowed
-// aggregation over a stream of JSON lines, for people who do not write Go.
-// Load reads and validates a file into a Job; Run executes it.
-//
-// Every mistake in a job file is reported before anything runs or is written,
-// as one line naming the file, the line, the field and what was expected.
-//
-// What belongs here is the job file's front door: its grammar, schema and
-// checks (the kinds of sources and outputs registered in package plan
-// among them), its compilation to a plan (Job.Plan) with the typed
-// implementations of its nodes (the decoder of its lines, whose time rules
-// are internal/linedec's; the window's aggregates and codec; the formats of
-// what it writes), and what a run of it writes besides (its summary and
-// acceptance record). The rest does not: package translate builds the plan
-// on the engine, which runs it; package group distributes a group job's
-// partitions (a Group is a group.Config whose tasks are Runnables); the
-// connectors read and write.
-package job
+package jobfile
 
 import (
 	"bytes"
@@ -139,17 +122,29 @@ type Job struct {
 	// every pane carries it, and a table keeps a new version's rows over an
 	// old one's whatever their revisions. 1 when the file does not say.
 	Version int64
+	// Task is set in the job of a task of a group job: its partition + 1.
+	Task int32
 
 	text    []byte      // the job file as read
 	doc     *yaml.Node  // the job file as resolved: --set applied, variables expanded
 	vars    []expansion // the values that came from environment variables
 	secrets *secret.Set // what weir never shows (Redact)
 
-	task      int32  // in a task of a group job: its partition + 1
 	inputName string // source.file as written, for errors
 	inputLine int
 	lines     map[string]int // the line of each field the file checks name
 }
+
+// FieldLine is the line of a top-level field of the job file (output,
+// summary, checkpoint, ...), as its value begins, or 0.
+func (j *Job) FieldLine(field string) int { return j.lines[field] }
+
+// InputName is source.file as written, for messages.
+func (j *Job) InputName() string { return j.inputName }
+
+// Secrets are what weir never shows of the job: the values of its secret
+// settings and of the variables they came from (Redact hides them).
+func (j *Job) Secrets() *secret.Set { return j.secrets }
 
 // DefaultMaxFuture is how far ahead of its arrival an event may be when a
 // job file does not say (max_future): an hour, as Kafka 4.0 brokers accept
@@ -275,7 +270,7 @@ func Load(path string) (*Job, error) { return LoadWith(path, LoadOptions{}) }
 func LoadWith(path string, o LoadOptions) (*Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, &Error{File: path, Msg: "cannot read the job file: " + errText(err)}
+		return nil, &Error{File: path, Msg: "cannot read the job file: " + text.ErrorText(err)}
 	}
 	dir, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
@@ -285,10 +280,10 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.inputIsFile() {
+	if j.InputIsFile() {
 		if st, err := os.Stat(j.Input); err != nil {
 			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
-				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, errText(err))}
+				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, text.ErrorText(err))}
 		} else if st.IsDir() {
 			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
 				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", j.inputName)}
@@ -299,8 +294,6 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 	}
 	return j, nil
 }
-
-func errText(err error) string { return text.ErrorText(err) }
 
 // Parse reads a job file's text. dir is the directory relative paths are
 // resolved against; file names the file in errors.
@@ -609,7 +602,7 @@ func (j *Job) Keyed() bool { return j.Key != nil || j.KeyParts != nil }
 // inputIsFile reports whether the job reads a file of the local disk
 // (source.file), not standard input, a topic or a registered kind's
 // source.
-func (j *Job) inputIsFile() bool { return j.Input != "-" && j.Kafka == nil && j.Custom == nil }
+func (j *Job) InputIsFile() bool { return j.Input != "-" && j.Kafka == nil && j.Custom == nil }
 
 // KeyName names the job's key as a restore, a plan and a message say it:
 // "card", or "[user, page]"; "" without one.
@@ -625,7 +618,7 @@ func (j *Job) KeyName() string {
 }
 
 // keyFields are the fields the key is read from: one, or a composite key's.
-func (j *Job) keyFields() []Path {
+func (j *Job) KeyFields() []Path {
 	if j.KeyParts != nil {
 		return j.KeyParts
 	}
@@ -639,7 +632,7 @@ func (j *Job) keyFields() []Path {
 // 1 KiB, which every output takes (a PostgreSQL index, a Kafka message).
 const DefaultMaxKeyBytes = 1 << 10
 
-func (j *Job) maxKeyBytes() int64 {
+func (j *Job) KeyBytesLimit() int64 {
 	if j.MaxKeyBytes > 0 {
 		return j.MaxKeyBytes
 	}
@@ -651,7 +644,7 @@ func (j *Job) maxKeyBytes() int64 {
 // escaped, always fits a Kafka message (1 MiB by default).
 const DefaultDeadLetterMax = 64 << 10
 
-func (j *Job) deadLetterMax() int64 {
+func (j *Job) DeadLetterLimit() int64 {
 	if j.DeadLetterMax > 0 {
 		return j.DeadLetterMax
 	}
@@ -1523,7 +1516,7 @@ func (p *parser) having(root *node, j *Job) error {
 	if err != nil || h == "" {
 		return err
 	}
-	if _, err := compileHaving(h, j.Aggregates); err != nil {
+	if _, err := CompileHaving(h, j.Aggregates); err != nil {
 		if nn, ok := err.(notNumber); ok {
 			return root.errf(n, "having", "%s", nn)
 		}
@@ -1673,4 +1666,129 @@ func parseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("bad size")
 	}
 	return v, nil
+}
+
+// paneShape is the shape of the job's panes, which an output format
+// derives its schema from: a composite key's fields are named as a table
+// names their columns (dots made underscores).
+func (j *Job) PaneShape() plan.PaneShape {
+	s := plan.PaneShape{Job: j.DisplayName()}
+	_, global := j.Window.Assigner.(window.Global)
+	s.Windowed = !global
+	switch {
+	case j.KeyParts != nil:
+		for _, k := range j.KeyParts {
+			s.Keys = append(s.Keys, strings.ReplaceAll(k.String(), ".", "_"))
+		}
+	case j.Key != nil:
+		s.Keys = []string{"key"}
+	}
+	for _, a := range j.Aggregates {
+		t := plan.Number
+		switch {
+		case a.JSONValued():
+			t = plan.JSONText
+		case a.Kind == AggCount, a.Kind == AggCountField, a.Kind == AggCountDistinct, a.Kind == AggApproxDistinct:
+			t = plan.Integer
+		}
+		s.Aggregates = append(s.Aggregates, plan.AggregateShape{Name: a.Name, Type: t})
+	}
+	return s
+}
+
+// String is the aggregate as the job file writes it, in one form: count,
+// sum(amount), percentile(latency, 0.95), histogram(latency, [10, 50, 100]).
+// A restore into a changed job keeps the state of an aggregate whose
+// String is the same.
+func (a Aggregate) String() string {
+	name := map[AggKind]string{AggCount: "count", AggCountField: "count", AggSum: "sum", AggMin: "min", AggMax: "max",
+		AggAvg: "avg", AggCountDistinct: "count_distinct", AggPercentile: "percentile", AggMedian: "median",
+		AggFirst: "first", AggLast: "last", AggHistogram: "histogram", AggTop: "top",
+		AggApproxDistinct: "approx_count_distinct"}[a.Kind]
+	if a.Kind == AggCount {
+		return name
+	}
+	b := append([]byte(name+"("), a.Field.String()...)
+	switch a.Kind {
+	case AggPercentile:
+		b = append(b, ", "...)
+		b = strconv.AppendFloat(b, a.Q, 'g', -1, 64)
+	case AggTop:
+		b = append(b, ", "...)
+		b = strconv.AppendInt(b, int64(a.N), 10)
+	case AggHistogram:
+		b = append(b, ", ["...)
+		for i, x := range a.Bounds {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = text.AppendJSONFloat(b, x)
+		}
+		b = append(b, ']')
+	}
+	return string(append(b, ')'))
+}
+
+// Recount is the job that computes what j computes over the events of a
+// ledger file in event-time order (weir reconcile), with the final values
+// of each window written to the file out and nothing else: no other
+// output, no late output, quarantine or dead letter, no checkpoint, no
+// summary, no acceptance record, no console. Only what decides the values
+// is taken from j (an allowlist: a field j gains later writes nothing here
+// until it is added), so that a recount never touches a file the job owns.
+// The ledger holds events the job's rules accepted (LineRules): the recount
+// reads it with a perfect watermark, without lateness, arriving in event
+// time.
+func (j *Job) Recount(ledger, out string, having bool) *Job {
+	r := &Job{
+		Name: j.Name, File: j.File, Input: ledger, inputName: ledger,
+		TimeField: j.TimeField, ArrivalField: j.TimeField,
+		Key: j.Key, KeyParts: j.KeyParts, DedupHorizon: j.DedupHorizon,
+		Window: window.NewStrategy(j.Window.Assigner), Aggregates: j.Aggregates,
+		Parallelism: 1, Version: j.Version,
+		MaxKeyBytes: j.MaxKeyBytes, DeadLetterMax: j.DeadLetterMax,
+		State:   State{Backend: "memory"},
+		Outputs: []Output{{Field: "output", File: out}},
+		text:    j.text, doc: j.doc, vars: j.vars, secrets: j.secrets, lines: map[string]int{},
+	}
+	r.Watermark = watermark.Strategy{Kind: watermark.Perfect}
+	if having {
+		r.Having = j.Having
+	}
+	return r
+}
+
+// fieldLister is the source's format when it knows its records' fields
+// from its schema.
+func (f *SourceFormat) FieldLister() (plan.FieldLister, bool) {
+	if f == nil {
+		return nil, false
+	}
+	fl, ok := f.Config.(plan.FieldLister)
+	return fl, ok
+}
+
+// LineOf is the line of a field of the job file (the nearest one the file
+// has on the way to it), or 0.
+func (j *Job) LineOf(field string) int {
+	if j.doc == nil || len(j.doc.Content) == 0 || field == "" {
+		return 0
+	}
+	n, line := j.doc.Content[0], 0
+	for _, name := range splitSchemaPath(field) {
+		if n.Kind != yaml.MappingNode {
+			break
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return line
 }

@@ -1,4 +1,4 @@
-package job
+package jobfile
 
 import (
 	"fmt"
@@ -120,7 +120,7 @@ func latenessWarning(ws window.Strategy) string {
 // a reader of lines that does not keep each window's highest revision
 // counts a window more than once.
 func revisionWarnings(j *Job) []string {
-	why := j.revisions()
+	why := j.Revisions()
 	if len(why) == 0 {
 		return nil
 	}
@@ -142,7 +142,7 @@ func revisionWarnings(j *Job) []string {
 // revisions says why the job writes more than one pane per window (early
 // panes, late panes, retractions), or nothing when it writes one (or
 // deltas, which are added up).
-func (j *Job) revisions() []string {
+func (j *Job) Revisions() []string {
 	ws, tr := j.Window, j.Window.Trigger
 	if tr.FinalOnly || ws.Mode == window.Discarding {
 		return nil // one pane per window; or deltas, to be added up

@@ -1,4 +1,4 @@
-package job
+package jobfile
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -89,7 +90,7 @@ func (p *node) strict(known ...string) error {
 			continue
 		}
 		msg := fmt.Sprintf("unknown field %q", k.Value)
-		if s := suggest(k.Value, known); s != "" {
+		if s := text.Suggest(k.Value, known); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		} else {
 			sorted := append([]string(nil), known...)
@@ -170,38 +171,4 @@ func (p *node) sub(key string) (*node, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// suggest returns the known name closest to s, when it is close.
-func suggest(s string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(s, k); d < bestD || (d == bestD && best == "") && d < 3 {
-			best, bestD = k, d
-		}
-	}
-	if bestD >= 3 || bestD > len(s)/2 {
-		return ""
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

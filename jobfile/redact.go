@@ -1,4 +1,4 @@
-package job
+package jobfile
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/internal/secret"
 	"github.com/weirstream/weir/plan"
 )
@@ -29,12 +28,6 @@ func (j *Job) RedactJSON(doc []byte) []byte { return j.secrets.RedactJSON(doc) }
 // RedactError is err with its message redacted.
 func (j *Job) RedactError(err error) error { return j.secrets.RedactError(err) }
 
-// ConsoleAccess is who may use the job's console (http.token,
-// http.allowed_hosts).
-func (j *Job) ConsoleAccess() console.Access {
-	return console.Access{Token: j.HTTPToken, AllowedHosts: j.HTTPHosts}
-}
-
 // RedactWriter returns a writer that redacts each Write (a log line) before
 // passing it on to w.
 func (j *Job) RedactWriter(w io.Writer) io.Writer { return j.secrets.Writer(w) }
@@ -42,7 +35,7 @@ func (j *Job) RedactWriter(w io.Writer) io.Writer { return j.secrets.Writer(w) }
 // shown is a setting of the job as the console shows it: redacted, and
 // every value that came from an environment variable shown as the
 // ${NAME} it came from, secret or not.
-func (j *Job) shown(s string) string {
+func (j *Job) Shown(s string) string {
 	s = j.Redact(s)
 	vars := slices.Clone(j.vars)
 	slices.SortStableFunc(vars, func(a, b expansion) int { return len(b.Value) - len(a.Value) })
@@ -54,10 +47,10 @@ func (j *Job) shown(s string) string {
 	return s
 }
 
-func (j *Job) shownAll(list []string) []string {
+func (j *Job) ShownAll(list []string) []string {
 	out := make([]string, len(list))
 	for i, s := range list {
-		out[i] = j.shown(s)
+		out[i] = j.Shown(s)
 	}
 	return out
 }

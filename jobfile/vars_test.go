@@ -1,9 +1,6 @@
-package job
+package jobfile
 
 import (
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -200,41 +197,5 @@ func TestHTTPSettings(t *testing.T) {
 		if _, err := Parse([]byte(minimal+http+"\n"), "job.yaml", "/jobs"); err == nil || err.Error() != want {
 			t.Errorf("%s:\ngot  %v\nwant %s", http, err, want)
 		}
-	}
-}
-
-// The console shows the settings with every value that came from a
-// variable as the ${NAME} it came from, and the job file redacted.
-func TestConsoleShowsVariablesByName(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("WEIR_OUT_DIR", dir)
-	t.Setenv("WEIR_CK", "ck")
-	yaml := strings.Replace(minimal, "output: results.jsonl", `output: "${WEIR_OUT_DIR}/results.jsonl"`, 1) +
-		"checkpoint: {dir: \"${WEIR_CK}\"}\nhttp: {listen: \"127.0.0.1:0\", token: s3cret}\n"
-	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
-	path := filepath.Join(dir, "job.yaml")
-	os.WriteFile(path, []byte(yaml), 0o644)
-	j, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn, err := Build(j, Options{Console: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rn.Engine().Discard()
-	c := rn.Console()
-	var got []string
-	for _, s := range c.Job.Settings {
-		got = append(got, s.Name+": "+s.Value)
-	}
-	want := []string{"output: ${WEIR_OUT_DIR}/results.jsonl", "checkpoints: every 10s in ${WEIR_OUT_DIR}/${WEIR_CK}"}
-	for _, w := range want {
-		if !slices.Contains(got, w) {
-			t.Errorf("settings %q lack %q", got, w)
-		}
-	}
-	if !strings.Contains(c.Job.Text, `token: "[redacted]"`) || strings.Contains(c.Job.Text, "s3cret") || c.Access.Token != "s3cret" {
-		t.Errorf("text %s, access %+v", c.Job.Text, c.Access)
 	}
 }

@@ -1,0 +1,98 @@
+package jobfile
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/state"
+)
+
+// checkFiles looks at the files a job would write before anything runs:
+// every output's directory exists; no output is the job file, the input or
+// another output, whatever names lead to it (a symbolic or a hard link); the
+// checkpoint and state directories are directories, empty or weir's (weir
+// prunes the one and empties the other). A mistake is a job-file error
+// naming the field. (Whether an existing output is weir's to replace is
+// decided once the job knows whether it resumes: claimOutputs.)
+func checkFiles(j *Job, jobPath string) error {
+	fail := func(field, format string, args ...any) error {
+		return &Error{File: j.File, Line: j.lines[field], Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	type named struct{ field, path string }
+	var protect []named // files an output must not be
+	protect = append(protect, named{"the job file", jobPath})
+	if j.Input != "-" && j.Input != "" {
+		protect = append(protect, named{"the input (source.file)", j.Input})
+	}
+	var outs []named
+	for _, o := range j.AllOutputs() {
+		if o.File != "" {
+			outs = append(outs, named{o.Field, o.File})
+			if _, ok := j.lines[o.Field]; !ok {
+				j.lines[o.Field] = o.Line
+			}
+		}
+	}
+	outs = append(outs, named{"summary", j.Summary})
+	if j.Acceptance != "" {
+		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", AcceptanceMarkdown(j.Acceptance)})
+	}
+	for i, o := range outs {
+		if o.path == "" || o.path == "-" {
+			continue
+		}
+		dir := filepath.Dir(o.path)
+		if st, err := os.Stat(dir); err != nil {
+			return fail(o.field, "the directory %s does not exist", dir)
+		} else if !st.IsDir() {
+			return fail(o.field, "%s is not a directory", dir)
+		}
+		st, err := os.Stat(o.path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fail(o.field, "cannot look at %s: %s", o.path, text.ErrorText(err))
+		}
+		for _, p := range protect {
+			if pst, err := os.Stat(p.path); err == nil && os.SameFile(st, pst) {
+				return fail(o.field, "%s is %s (under another name): it would be overwritten", o.path, p.field)
+			}
+		}
+		for _, prev := range outs[:i] {
+			if prev.path == "" || prev.path == "-" {
+				continue
+			}
+			if pst, err := os.Stat(prev.path); err == nil && os.SameFile(st, pst) {
+				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
+			}
+		}
+	}
+	if d := j.Checkpoint.Dir; d != "" {
+		if st, err := os.Stat(d); err == nil && !st.IsDir() {
+			return fail("checkpoint", "dir %s is a file, not a directory", d)
+		} else if errors.Is(err, os.ErrNotExist) {
+			if pst, err := os.Stat(filepath.Dir(d)); err != nil || !pst.IsDir() {
+				return fail("checkpoint", "dir %s: its parent directory %s does not exist", d, filepath.Dir(d))
+			}
+		} else if err == nil {
+			if err := checkpoint.CheckDir(checkpoint.OSFS, d); err != nil {
+				return fail("checkpoint", "dir %v", err)
+			}
+		}
+	}
+	if d := j.State.Dir; d != "" && j.State.Backend == "pebble" {
+		if err := state.CheckDir(d); err != nil {
+			return fail("state", "dir %v", err)
+		}
+	}
+	return nil
+}
+
+// acceptanceMarkdown is the Markdown file beside the JSON record.
+func AcceptanceMarkdown(path string) string { return strings.TrimSuffix(path, ".json") + ".md" }
