@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // One PostgreSQL cluster for the package's tests, started when one first
@@ -74,3 +76,21 @@ var minimal = func() string {
 	}
 	return string(b)
 }()
+
+// runJobIn writes the job file yaml and its input (input.jsonl) to a new
+// directory and runs the job there with o: the directory and the summary.
+func runJobIn(t *testing.T, yaml, input string, o Options) (string, *Summary) {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(input), 0o600)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o600)
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, sum
+}

@@ -161,7 +161,7 @@ func newLineParser(j *jobfile.Job) *lineParser {
 		lp.agg.field = append(lp.agg.field, idx)
 	}
 	lp.times = linedec.Rules{
-		Time: j.TimeField, RecordTime: j.RecordTime, Arrival: j.ArrivalField, Watermark: j.WMField,
+		Time: j.TimeField, RecordTime: j.RecordTime, Ingestion: j.Ingestion, Arrival: j.ArrivalField, Watermark: j.WMField,
 		MaxFuture: j.MaxFuture,
 		Latest:    latestEventTime(j), LatestDetail: "its windows would end after 9999-12-31, the last instant weir writes",
 	}

@@ -49,10 +49,7 @@ func (rn *Runnable) plan() *plan.Graph {
 	g.Add(&plan.Node{ID: src, Label: "source", Op: read, Impl: &sourceNode{rn: rn}})
 	win := plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}
 	agg := &plan.Aggregation{Strategy: j.Window, Watermark: j.Watermark, Format: codecFormat, Parallelism: j.Parallelism,
-		Layout: []plan.Setting{
-			{Field: "key", Value: orNone(j.KeyName())},
-			{Field: "time.field", Value: describeTime(j)},
-		},
+		Layout: timeLayout(j, plan.Setting{Field: "key", Value: orNone(j.KeyName())}),
 		Settings: append(expressionSettings(j), []plan.Setting{
 			{Field: "having", Value: orNone(j.Having)},
 			translate.ParallelismSetting(j.Parallelism),
@@ -110,6 +107,9 @@ func (rn *Runnable) plan() *plan.Graph {
 // describes the same).
 func expressionSettings(j *jobfile.Job) []plan.Setting {
 	var out []plan.Setting
+	if j.Ingestion {
+		out = append(out, plan.Setting{Field: "time", Value: ingestionTime})
+	}
 	for _, f := range j.Fields {
 		out = append(out, plan.Setting{Field: "fields." + f.Name, Value: f.Expr.String()})
 	}

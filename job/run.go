@@ -1057,6 +1057,9 @@ func fingerprint(j *jobfile.Job) string {
 		// of jobs written before it are unchanged.
 		fmt.Fprintf(&b, " keyparts=%s", j.KeyName())
 	}
+	if j.Ingestion {
+		b.WriteString(" ingestion")
+	}
 	for _, a := range j.Aggregates {
 		fmt.Fprintf(&b, " %s=%d(%s)", a.Name, a.Kind, a.Field)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/translate"
 )
 
@@ -42,13 +43,25 @@ func orNone(s string) string {
 	return s
 }
 
-// describeTime is where events get their time.
-func describeTime(j *jobfile.Job) string {
-	if j.RecordTime {
-		return "the record's timestamp"
+// timeLayout is the window state's layout (key, its settings before) with
+// where events get their time, which a restore must find unchanged: a
+// field, or the record's timestamp. Ingestion time is no part of it but a
+// setting (expressionSettings): a backfill run with it restores into the
+// job that reads the events' own time once caught up, and back, each
+// window keeping what it counted.
+func timeLayout(j *jobfile.Job, key plan.Setting) []plan.Setting {
+	switch {
+	case j.Ingestion:
+		return []plan.Setting{key}
+	case j.RecordTime:
+		return []plan.Setting{key, {Field: "time.field", Value: "the record's timestamp"}}
 	}
-	return j.TimeField.String()
+	return []plan.Setting{key, {Field: "time.field", Value: j.TimeField.String()}}
 }
+
+// ingestionTime is a job of ingestion time's setting "time", as a plan and
+// a restore report show it.
+const ingestionTime = "ingestion (each event's arrival)"
 
 // restoreCodec is the codec that reads the window state of the checkpoint
 // the engine resumes from: in the format it was written in, each aggregate

@@ -44,8 +44,14 @@ type Job struct {
 	// without, they are JSON lines.
 	Format *SourceFormat
 
-	TimeField      Path
-	RecordTime     bool // time.record_timestamp: the event time is the Kafka record's timestamp
+	TimeField  Path
+	RecordTime bool // time.record_timestamp: the event time is the Kafka record's timestamp
+	// Ingestion (time.ingestion) takes each event's arrival as its event
+	// time: the arrival field's value, or the clock when weir reads it.
+	// For a backfill that must not be late: run with it while catching up,
+	// then restore a savepoint into the job with time.field (a change the
+	// restore carries over).
+	Ingestion      bool
 	ArrivalField   Path // empty: the wall clock
 	PartitionField Path // empty: one partition
 	Key            Path // empty: one global key (or a composite one, KeyParts)
@@ -920,7 +926,14 @@ func (p *parser) time(root *node, j *Job) error {
 	if j.RecordTime, err = t.boolean("record_timestamp"); err != nil {
 		return err
 	}
+	if j.Ingestion, err = t.boolean("ingestion"); err != nil {
+		return err
+	}
 	switch {
+	case j.Ingestion && (f != "" || j.RecordTime):
+		return t.errf(t.get("ingestion"), "time.ingestion", "takes each event's arrival as its event time: leave field and record_timestamp out")
+	case j.Ingestion:
+		// The arrival, below.
 	case j.RecordTime && j.Kafka == nil && j.Custom == nil:
 		return t.errf(t.get("record_timestamp"), "time.record_timestamp", "only a Kafka source has record timestamps; name the field that holds each event's time")
 	case j.RecordTime && f != "":
@@ -981,6 +994,9 @@ func (p *parser) watermark(root *node, j *Job) error {
 	}
 	if hasQuiet && quiet <= 0 {
 		return w.errf(w.get("quiet"), "watermark.quiet", "must be a positive duration")
+	}
+	if fromNode != nil && j.Ingestion {
+		return w.errf(fromNode, "watermark.from_field", "time.ingestion's event times are the arrivals, which the watermark follows: there is no event time for watermark lines to script")
 	}
 	if hasDrift && drift <= 0 {
 		return w.errf(w.get("max_drift"), "watermark.max_drift", "must be a positive duration")
@@ -1751,6 +1767,11 @@ func (j *Job) Recount(ledger, out string, having bool) *Job {
 		Outputs: []Output{{Field: "output", File: out}},
 		text:    j.text, doc: j.doc, vars: j.vars, secrets: j.secrets, lines: map[string]int{},
 	}
+	if j.Ingestion {
+		// An event's time was its arrival (weir reconcile refuses a job
+		// of ingestion time without an arrival field).
+		r.TimeField, r.ArrivalField = j.ArrivalField, j.ArrivalField
+	}
 	r.Watermark = watermark.Strategy{Kind: watermark.Perfect}
 	if having {
 		r.Having = j.Having
@@ -1758,7 +1779,7 @@ func (j *Job) Recount(ledger, out string, having bool) *Job {
 	return r
 }
 
-// fieldLister is the source's format when it knows its records' fields
+// FieldLister is the source's format when it knows its records' fields
 // from its schema.
 func (f *SourceFormat) FieldLister() (plan.FieldLister, bool) {
 	if f == nil {

@@ -110,6 +110,7 @@ var sourceShape = object("Where events come from.", nil,
 var timeShape = object("Event time and arrival time.", nil,
 	field{"field", fieldName("The event time: RFC 3339, or epoch milliseconds.")},
 	field{"record_timestamp", boolean("The event time is the Kafka record's timestamp.")},
+	field{"ingestion", boolean("Ingestion time: each event's time is its arrival (arrival_field, or the clock when read); for a backfill, before a savepoint restored into the job with field.")},
 	field{"arrival_field", fieldName("Each line's processing time (a replay); absent: the wall clock.")},
 	field{"partition_field", fieldName("Per-partition watermarks, by this field's value.")},
 )

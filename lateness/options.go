@@ -146,6 +146,9 @@ func FromJob(o Options, j *jobfile.Job) (Options, error) {
 	if len(j.ArrivalField) == 0 {
 		return o, usagef("%s has no time.arrival_field: weir lateness needs the arrival time of every event", j.File)
 	}
+	if j.Ingestion || j.RecordTime {
+		return o, usagef("%s takes its events' time from their arrival or their record (time.ingestion, time.record_timestamp): weir lateness measures an event-time field against the arrival; name it with --time", j.File)
+	}
 	o.TimeField = j.TimeField.String()
 	o.ArrivalField = j.ArrivalField.String()
 	if j.WMField != nil {

@@ -229,6 +229,9 @@ func Check(j *jobfile.Job, o Options) error {
 	if j.Window.Mode == window.Discarding {
 		return fmt.Errorf("%s: mode discarding writes deltas, and a table of deltas has no row per window to correct", j.File)
 	}
+	if j.Ingestion && j.ArrivalField == nil {
+		return fmt.Errorf("%s: time.ingestion counts events by when weir read them, which no ledger holds: give time.arrival_field, or reconcile the job that reads the events' own time", j.File)
+	}
 	if len(o.Ledger) == 0 {
 		return errors.New("no ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
 	}

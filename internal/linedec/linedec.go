@@ -40,6 +40,8 @@ type Rules struct {
 	// the event time is the record's own timestamp (Kafka's).
 	Time       []string
 	RecordTime bool
+	// Ingestion takes the arrival as the event time (ingestion time).
+	Ingestion bool
 	// Arrival is the arrival-time field; without one a line arrives at the
 	// processing time it is read at.
 	Arrival []string
@@ -102,7 +104,7 @@ func (r *Rules) Read(t *Times, v *fastjson.Value, now, recordTS mtime.Time) {
 		}
 	}
 	var tv *fastjson.Value
-	if !r.RecordTime {
+	if !r.RecordTime && !r.Ingestion {
 		tv = source.Get(v, r.Time)
 	}
 	if r.Watermark != nil && tv == nil {
@@ -121,6 +123,14 @@ func (r *Rules) Read(t *Times, v *fastjson.Value, now, recordTS mtime.Time) {
 		}
 	}
 	switch {
+	case r.Ingestion:
+		// Without a valid arrival there is no event time: the arrival's
+		// fault is the line's reason.
+		if arrival != "" {
+			t.reject(arrival, "")
+			return
+		}
+		t.Time = t.Arrival
 	case r.RecordTime:
 		if recordTS == mtime.MinTime {
 			t.reject(NoEventTime, "")

@@ -80,3 +80,26 @@ func show(t Times) string {
 	}
 	return fmt.Sprintf("rejected %s %s %s", t.Reason, t.Detail, arr)
 }
+
+// With ingestion time the event time is the arrival: the arrival field's,
+// or the time the line is read at; a time field is not read; a line whose
+// arrival is missing or bad has no event time either, and is rejected for
+// its arrival.
+func TestReadIngestionTime(t *testing.T) {
+	const t0 = mtime.Time(1788782400000)
+	r := Rules{Ingestion: true, Arrival: []string{"at"}}
+	for line, want := range map[string]string{
+		`{"ts":5,"at":1788782400007}`: "event 1788782400007 arrived 1788782400007",
+		`{"ts":5}`:                    "rejected no_arrival_time  (no arrival)",
+		`{"ts":5,"at":"soon"}`:        "rejected bad_arrival_time  (no arrival)",
+		`{"at":1}`:                    "rejected implausible_event_time  arrived 1",
+	} {
+		if got := read(&r, fastjson.MustParse(line), t0, mtime.MinTime); got != want {
+			t.Errorf("%s: %s, want %s", line, got, want)
+		}
+	}
+	r = Rules{Ingestion: true, Time: []string{"ts"}}
+	if got, want := read(&r, fastjson.MustParse(`{"ts":5}`), t0+3, mtime.MinTime), "event 1788782400003 arrived 1788782400003"; got != want {
+		t.Errorf("the clock's arrival: %s, want %s", got, want)
+	}
+}
