@@ -646,11 +646,7 @@ func recordName(j *jobfile.Job, o *jobfile.Output) engine.SinkOption {
 // recordKey is the name of an output's commit record (recordName), and
 // the names checkpoints of an older weir gave it.
 func recordKey(j *jobfile.Job, o *jobfile.Output) (key string, former []string) {
-	role := "results"
-	switch o.Field {
-	case "late_output", "quarantine", "dead_letter":
-		role = o.Field
-	}
+	role := o.Role()
 	// Relative to the job file's directory, however the job file and the
 	// output were named (a job run as /srv/job.yaml, then as job.yaml).
 	// Checkpoints of an earlier weir named the output relative to the job

@@ -548,6 +548,16 @@ type Destination interface {
 	Target(rel func(path string) string) string
 }
 
+// Role is what the output writes: "results" (the panes, output:), or its
+// field, late_output, quarantine or dead_letter.
+func (o *Output) Role() string {
+	switch o.Field {
+	case "late_output", "quarantine", "dead_letter":
+		return o.Field
+	}
+	return "results"
+}
+
 // Destination is the output's kind: the one place that reads which of its
 // settings' fields is set.
 func (o *Output) Destination() Destination {

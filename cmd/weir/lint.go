@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/jobfile"
@@ -27,7 +29,10 @@ its input with the job's own rules and reports, on standard output:
   - every sum, min, max or avg whose field is never a number there;
   - the warnings weir run gives at start (an allowed lateness many times
     the window, a de-duplication horizon shorter than the delay plus the
-    lateness, several panes per window into a file that cannot upsert).
+    lateness, several panes per window into a file that cannot upsert);
+  - what the brokers of its Kafka outputs say (within 10 s): a topic that
+    gets revised panes and is not compacted, a missing topic weir run
+    would refuse.
 
 A Kafka topic or standard input is not sampled: weir run says what their
 first lines show. A topic whose records have a schema weir can read first
@@ -50,6 +55,10 @@ Flags:
 	return lint(j, pos[0], *sample, *resolved, stdout)
 }
 
+// topicCheckTimeout is how long weir lint waits for the brokers of a job's
+// Kafka outputs to say what their topics are.
+const topicCheckTimeout = 10 * time.Second
+
 // lint reports on a loaded job and the first n lines of its input, and
 // returns the exit status: 1 when the sample shows a problem.
 func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) int {
@@ -64,7 +73,11 @@ func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) i
 	for _, f := range findings {
 		fmt.Fprintln(stdout, f.In(j, file))
 	}
-	for _, w := range j.Warnings() {
+	warnings := j.Warnings()
+	ctx, cancel := context.WithTimeout(context.Background(), topicCheckTimeout)
+	warnings = append(warnings, job.TopicWarnings(ctx, j)...)
+	cancel()
+	for _, w := range warnings {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", file, j.Redact(w))
 	}
 	for _, n := range j.Notes() {

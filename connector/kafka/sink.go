@@ -220,7 +220,7 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 	}
 	s.maxRecord, s.compacted = s.topicLimits(ctx)
 	if s.Revisions && !s.compacted {
-		s.logf("%s", fmt.Sprintf("kafka %s: warning: the topic gets a window's panes again as they are revised (keyed by key and window), and it is not compacted: a consumer that reads it as a stream of events counts a window more than once, and the topic keeps every revision; make it compacted (cleanup.policy=compact) and read it as a table, or write one pane per window (trigger: {final_only: true})", s.Topic))
+		s.logf("kafka %s: warning: %s", s.Topic, NotCompacted)
 	}
 	if s.Txn != nil {
 		s.mem = s.Txn.join()
@@ -259,12 +259,53 @@ func (s *Sink[T]) Open(ctx context.Context, r connector.Resume) error {
 // max.message.bytes, and no more than the client sends in one batch), and
 // whether it is compacted (then every record needs a key).
 func (s *Sink[T]) topicLimits(ctx context.Context) (maxRecord int, compacted bool) {
-	maxRecord = 1_000_012 // the client's default max record batch bytes, and Kafka's max.message.bytes
-	rcs, err := kadm.NewClient(s.admin).DescribeTopicConfigs(ctx, s.Topic)
+	maxRecord, compacted, _ = describeTopic(ctx, kadm.NewClient(s.admin), s.Topic)
+	return maxRecord, compacted
+}
+
+// NotCompacted is the warning about a topic that gets a job's revised
+// panes and is not compacted: the anti-pattern of revisions read as new
+// events.
+const NotCompacted = "the topic gets a window's panes again as they are revised (keyed by key and window), and it is not compacted: a consumer that reads it as a stream of events counts a window more than once, and the topic keeps every revision; make it compacted (cleanup.policy=compact) and read it as a table, or write one pane per window (trigger: {final_only: true})"
+
+// TopicState is what the brokers say of a topic, for the checks made
+// before a job runs (weir lint).
+type TopicState struct {
+	// Exists says the topic exists; Compacted that its cleanup.policy
+	// compacts it.
+	Exists, Compacted bool
+}
+
+// DescribeTopic asks c's brokers about topic, within ctx.
+func (c *Config) DescribeTopic(ctx context.Context, topic string) (TopicState, error) {
+	cl, err := c.client()
 	if err != nil {
-		return maxRecord, false
+		return TopicState{}, err
 	}
-	if rc, err := rcs.On(s.Topic, nil); err == nil {
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return TopicState{}, err
+	}
+	if td, ok := tds[topic]; !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return TopicState{}, nil
+	} else if td.Err != nil {
+		return TopicState{}, td.Err
+	}
+	_, compacted, err := describeTopic(ctx, adm, topic)
+	return TopicState{Exists: true, Compacted: compacted}, err
+}
+
+// describeTopic is what topic takes: its largest record (its
+// max.message.bytes, or the default), and whether it is compacted.
+func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (maxRecord int, compacted bool, err error) {
+	maxRecord = 1_000_012 // the client's default max record batch bytes, and Kafka's max.message.bytes
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return maxRecord, false, err
+	}
+	if rc, err := rcs.On(topic, nil); err == nil {
 		for _, c := range rc.Configs {
 			switch {
 			case c.Value == nil:
@@ -278,7 +319,7 @@ func (s *Sink[T]) topicLimits(ctx context.Context) (maxRecord int, compacted boo
 			}
 		}
 	}
-	return maxRecord, compacted
+	return maxRecord, compacted, nil
 }
 
 // size is what a record takes in a batch of its own, at most.

@@ -1,0 +1,39 @@
+package job
+
+import (
+	"context"
+
+	"github.com/weirstream/weir/connector/kafka"
+	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/jobfile"
+)
+
+// TopicWarnings asks the brokers of the job's Kafka outputs about their
+// topics, as weir lint does before a run, within ctx: a topic that gets
+// the job's revised panes and is not compacted (revisions read as new
+// events by an append-only consumer), and a missing topic the job would
+// not create (weir run refuses to start). A broker that does not answer in
+// time is said too: those topics are not checked.
+func TopicWarnings(ctx context.Context, j *jobfile.Job) []string {
+	var out []string
+	revised := len(j.Revisions()) > 0
+	for _, o := range j.AllOutputs() {
+		k := o.Kafka
+		if k == nil {
+			continue
+		}
+		what := o.Field + " (" + o.Kind() + "): "
+		c := k.KafkaConn
+		c.Log = nil
+		st, err := c.DescribeTopic(ctx, k.Topic)
+		switch {
+		case err != nil:
+			out = append(out, what+"the brokers did not answer ("+text.ErrorText(err)+"): the topic was not checked")
+		case !st.Exists && !k.Create:
+			out = append(out, what+"the topic does not exist, and weir run refuses to start without it: create it, or give create: true")
+		case st.Exists && !st.Compacted && revised && o.Role() == "results":
+			out = append(out, what+kafka.NotCompacted)
+		}
+	}
+	return out
+}
