@@ -45,43 +45,60 @@ const (
 // library: the schema is weir's own and fixed for the run, so a pane is
 // appended field by field without building a map of it.
 type AvroPanes struct {
+	paneSchemas
 	shape         plan.PaneShape
-	topic         string
-	strategy      SubjectStrategy
-	reg           *registryClient
-	keyName       string // full names
-	valueName     string
-	key, value    string // the schemas' text
-	keyID, valID  int
-	registered    bool
 	windowedKey   bool
 	aggregateType []plan.ValueType
 }
 
-// NewAvroPanes is the writer of the panes of shape to topic, registered
-// in the registry reg under the subjects strategy names.
-func NewAvroPanes(shape plan.PaneShape, reg *plan.Registry, topic string, strategy SubjectStrategy, log func(string)) (*AvroPanes, error) {
+// paneSchemas are the schemas of a job's panes as a topic's records, the
+// subjects they are registered under, and their ids once registered: what
+// every format of panes behind a registry shares.
+type paneSchemas struct {
+	typ          sr.SchemaType
+	topic        string
+	strategy     SubjectStrategy
+	reg          *registryClient
+	keyName      string // full names
+	valueName    string
+	key, value   string // the schemas' text
+	keyID, valID int
+	registered   bool
+}
+
+// newPaneSchemas checks strategy and makes the registry's client; the
+// schemas' names are weir.JOB.PaneKey and weir.JOB.Pane.
+func newPaneSchemas(typ sr.SchemaType, job string, reg *plan.Registry, topic string, strategy SubjectStrategy, log func(string)) (paneSchemas, error) {
 	if strategy == "" {
 		strategy = TopicName
 	}
 	switch strategy {
 	case TopicName, RecordName, TopicRecordName:
 	default:
-		return nil, fmt.Errorf("unknown subject name strategy %q", strategy)
+		return paneSchemas{}, fmt.Errorf("unknown subject name strategy %q", strategy)
 	}
+	cl, err := newRegistryClient(reg, log)
+	if err != nil {
+		return paneSchemas{}, err
+	}
+	ns := "weir." + avroIdent(job)
+	return paneSchemas{typ: typ, topic: topic, strategy: strategy, reg: cl, keyName: ns + ".PaneKey", valueName: ns + ".Pane"}, nil
+}
+
+// NewAvroPanes is the writer of the panes of shape to topic, registered
+// in the registry reg under the subjects strategy names.
+func NewAvroPanes(shape plan.PaneShape, reg *plan.Registry, topic string, strategy SubjectStrategy, log func(string)) (*AvroPanes, error) {
 	for _, n := range slices.Concat(shape.Keys, aggregateNames(shape)) {
 		if !AvroName(n) {
 			return nil, fmt.Errorf("%q is not a name an Avro field can have (letters, digits and _, not beginning with a digit)", n)
 		}
 	}
-	cl, err := newRegistryClient(reg, log)
+	ps, err := newPaneSchemas(sr.TypeAvro, shape.Job, reg, topic, strategy, log)
 	if err != nil {
 		return nil, err
 	}
-	a := &AvroPanes{shape: shape, topic: topic, strategy: strategy, reg: cl, windowedKey: shape.Windowed}
-	ns := "weir." + avroIdent(shape.Job)
-	a.keyName, a.valueName = ns+".PaneKey", ns+".Pane"
-	a.key, a.value = a.schemas(ns)
+	a := &AvroPanes{paneSchemas: ps, shape: shape, windowedKey: shape.Windowed}
+	a.key, a.value = a.schemas("weir." + avroIdent(shape.Job))
 	for _, g := range shape.Aggregates {
 		a.aggregateType = append(a.aggregateType, g.Type)
 	}
@@ -188,11 +205,11 @@ func (a *AvroPanes) schemas(ns string) (key, value string) {
 }
 
 // Schemas are the key's and the value's schemas, as registered.
-func (a *AvroPanes) Schemas() (key, value string) { return a.key, a.value }
+func (a *paneSchemas) Schemas() (key, value string) { return a.key, a.value }
 
 // Subjects are the subjects the key's and the value's schemas are
 // registered under.
-func (a *AvroPanes) Subjects() (key, value string) {
+func (a *paneSchemas) Subjects() (key, value string) {
 	switch a.strategy {
 	case RecordName:
 		return a.keyName, a.valueName
@@ -207,7 +224,7 @@ func (a *AvroPanes) Subjects() (key, value string) {
 // ids. A registry that refuses a schema (an evolution its compatibility
 // rule forbids) is a permanent error naming the subject and the rule; one
 // that cannot be reached, or fails, a transient one.
-func (a *AvroPanes) Register(ctx context.Context) error {
+func (a *paneSchemas) Register(ctx context.Context) error {
 	if a.registered {
 		return nil
 	}
@@ -216,7 +233,7 @@ func (a *AvroPanes) Register(ctx context.Context) error {
 		subject, schema string
 		id              *int
 	}{{ks, a.key, &a.keyID}, {vs, a.value, &a.valID}} {
-		id, err := a.reg.cl.RegisterSchema(ctx, s.subject, sr.Schema{Schema: s.schema, Type: sr.TypeAvro}, -1, -1)
+		id, err := a.reg.cl.RegisterSchema(ctx, s.subject, sr.Schema{Schema: s.schema, Type: a.typ}, -1, -1)
 		if err != nil {
 			return a.refusal(ctx, s.subject, err)
 		}
@@ -227,7 +244,7 @@ func (a *AvroPanes) Register(ctx context.Context) error {
 }
 
 // refusal words a registry's refusal to register a schema of subject.
-func (a *AvroPanes) refusal(ctx context.Context, subject string, err error) error {
+func (a *paneSchemas) refusal(ctx context.Context, subject string, err error) error {
 	var re *sr.ResponseError
 	if !errors.As(err, &re) {
 		return connector.Transient(fmt.Errorf("schema registry %s: registering subject %s: %w", a.reg.url, subject, err))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
@@ -56,36 +57,11 @@ func TestAvroOutputReadByConfluentClient(t *testing.T) {
 
 	run := func(extra string) (want []map[string]any, got []map[string]any) {
 		t.Helper()
-		dir := t.TempDir()
-		os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(fmt.Sprintf(avroOutJob, extra, addr, reg.URL())), 0o644)
-		j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Run(context.Background(), j, Options{}); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "results.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		dir := runOrdersJob(t, fmt.Sprintf(avroOutJob, extra, addr, reg.URL()), orders)
+		for _, l := range strings.Split(strings.TrimSpace(read(t, dir, "results.jsonl")), "\n") {
 			want = append(want, jsonObject(t, l))
 		}
-		var in bytes.Buffer
-		for _, r := range committed(t, addr, "alerts") {
-			fmt.Fprintf(&in, "%s %s\n", hex.EncodeToString(r.Key), hex.EncodeToString(r.Value))
-		}
-		cmd := exec.Command(py, "testdata/confluent_avro_decode.py", reg.URL())
-		cmd.Stdin = &in
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, stderr.String())
-		}
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		for _, l := range confluentDecode(t, py, "testdata/confluent_avro_decode.py", reg.URL(), committed(t, addr, "alerts")) {
 			got = append(got, jsonObject(t, l))
 		}
 		return want, got
@@ -154,6 +130,43 @@ func TestAvroOutputReadByConfluentClient(t *testing.T) {
 	check(got2[len(want):], want2, map[string]string{"spent": "number", "biggest": "number", "mean": "number", "smallest": "number", "first_order": "json"})
 }
 
+// runOrdersJob runs the job file yaml on the orders (orders.jsonl) in a
+// new directory, to its end: the directory.
+func runOrdersJob(t *testing.T, yaml string, orders []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), j, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// confluentDecode hands the records (key and value in hex, a line each)
+// to a script of Confluent's Python client with the registry's address,
+// and returns what it prints, a line a record.
+func confluentDecode(t *testing.T, py, script, registry string, records []*kgo.Record) []string {
+	t.Helper()
+	var in bytes.Buffer
+	for _, r := range records {
+		fmt.Fprintf(&in, "%s %s\n", hex.EncodeToString(r.Key), hex.EncodeToString(r.Value))
+	}
+	cmd := exec.Command(py, script, registry)
+	cmd.Stdin = &in
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
 // jsonObject is a line's JSON object, its numbers as json.Number.
 func jsonObject(t *testing.T, line string) map[string]any {
 	t.Helper()
@@ -175,13 +188,17 @@ func TestAvroOutputRefused(t *testing.T) {
 		{`{sqlite: {path: r.db, table: r}, format: avro, registry: {url: "http://127.0.0.1:1"}}`, ``,
 			`output.format: format avro is for a Kafka output; a file holds JSON lines, a table columns`},
 		{`{sqlite: {path: r.db, table: r}, registry: {url: "http://127.0.0.1:1"}}`, ``,
-			`output.registry: belongs to the format of a Kafka output: give format: avro`},
+			`output.registry: belongs to the format of a Kafka output: give format: avro or json_schema`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: avro}`, ``,
 			`output.registry: missing: the schema registry the Avro schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, registry: {url: "http://127.0.0.1:1"}}`, ``,
-			`output.registry: belongs to the format of a Kafka output: give format: avro`},
+			`output.registry: belongs to the format of a Kafka output: give format: avro or json_schema`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: parquet}`, ``,
-			`output.format: unknown format "parquet"; an output writes json or avro`},
+			`output.format: unknown format "parquet"; an output writes json, avro or json_schema`},
+		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: json_schema}`, ``,
+			`output.registry: missing: the schema registry the JSON schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}`},
+		{`out.jsonl`, `{kafka: {brokers: [127.0.0.1:1], topic: late}, format: json_schema, registry: {url: "http://127.0.0.1:1"}}`,
+			`late_output.format: format json_schema is for the results' outputs; late_output is written as JSON`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: avro, registry: {url: "http://127.0.0.1:1"}, subject_name_strategy: by_topic}`, ``,
 			`output.subject_name_strategy: expected topic_name, record_name or topic_record_name, got "by_topic"`},
 		{`out.jsonl`, `{kafka: {brokers: [127.0.0.1:1], topic: late}, format: avro, registry: {url: "http://127.0.0.1:1"}}`,

@@ -586,10 +586,12 @@ func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.Si
 		return customSink(rn, o, c.item)
 	case *jobfile.KafkaOutput:
 		encode := c.record
-		var avro *formats.AvroPanes
-		if k.Format == "avro" {
-			var err error
-			if avro, err = formats.NewAvroPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, func(s string) { rn.logf("%s", s) }); err != nil {
+		var register func(context.Context) error
+		log := func(s string) { rn.logf("%s", s) }
+		switch k.Format {
+		case "avro":
+			avro, err := formats.NewAvroPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, log)
+			if err != nil {
 				return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, o.Field, err), Err: err}
 			}
 			var buf []byte
@@ -598,6 +600,14 @@ func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.Si
 				buf = it.JSON[:0]
 				return avro.Record(it.Pane)
 			}
+			register = avro.Register
+		case "json_schema":
+			js, err := formats.NewJSONSchemaPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, log)
+			if err != nil {
+				return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, o.Field, err), Err: err}
+			}
+			encode = func(v T) (key, value []byte) { return js.Record(c.record(v)) }
+			register = js.Register
 		}
 		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: encode, Identify: c.id,
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
@@ -612,9 +622,7 @@ func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.Si
 		if rn.o.task != nil {
 			ks.Txn = rn.o.task.Txn
 		}
-		if avro != nil {
-			ks.Prepare = avro.Register
-		}
+		ks.Prepare = register
 		s = ks
 		opts = append(opts, engine.Accept(k.Delivery))
 	case jobfile.StdoutDestination:

@@ -65,7 +65,9 @@ type KafkaOutput struct {
 	// Create creates the topic when it does not exist (compacted when it
 	// gets the results' revisions); without it a missing topic is refused.
 	Create bool
-	// Format is the records' format: "" for JSON, or "avro": a pane's key
+	// Format is the records' format: "" for JSON; "json_schema": the
+	// same JSON in the registry's framing (formats.JSONSchemaPanes); or
+	// "avro": a pane's key
 	// and value as Avro records in the framing of the schema registry
 	// Registry, their schemas registered under the subjects Subjects
 	// names (formats.AvroPanes).
@@ -288,25 +290,25 @@ func (p *parser) outputFormat(m *node, field string, o *Output) error {
 	if name == "" || name == "json" {
 		for _, f := range []string{"registry", "subject_name_strategy"} {
 			if m.get(f) != nil {
-				return m.errf(m.get(f), field+"."+f, "belongs to the format of a Kafka output: give format: avro")
+				return m.errf(m.get(f), field+"."+f, "belongs to the format of a Kafka output: give format: avro or json_schema")
 			}
 		}
 		return nil
 	}
 	switch {
-	case name != "avro":
-		return m.errf(n, field+".format", "unknown format %q; an output writes json or avro", name)
+	case name != "avro" && name != "json_schema":
+		return m.errf(n, field+".format", "unknown format %q; an output writes json, avro or json_schema", name)
 	case o.Kafka == nil:
-		return m.errf(n, field+".format", "format avro is for a Kafka output; a file holds JSON lines, a table columns")
+		return m.errf(n, field+".format", "format %s is for a Kafka output; a file holds JSON lines, a table columns", name)
 	case field != "output" && !strings.HasPrefix(field, "output["):
-		return m.errf(n, field+".format", "format avro is for the results' outputs; %s is written as JSON", field)
+		return m.errf(n, field+".format", "format %s is for the results' outputs; %s is written as JSON", name, field)
 	}
 	reg, err := registrySettings(m, field, []string{"url", "username", "password", "token"})
 	if err != nil {
 		return err
 	}
 	if reg == nil {
-		return m.errf(nil, field+".registry", "missing: the schema registry the Avro schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}")
+		return m.errf(nil, field+".registry", "missing: the schema registry the %s schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}", map[string]string{"avro": "Avro", "json_schema": "JSON"}[name])
 	}
 	strategy, sn, err := m.str("subject_name_strategy")
 	if err != nil {
