@@ -305,7 +305,10 @@ type Rejected struct {
 	Err    error
 }
 
-// Read reads a connector source: decode turns each record into an element;
+// Read reads a connector source: decode turns each record into an element
+// (its Arrival always set: the source's, or the clock's when the engine took
+// it, so that an element may keep it for ingestion time, WithTimestamps
+// over it);
 // a record it fails on goes to the second stream with its error (and is
 // counted there, never dropped silently). name identifies the source in
 // checkpoints and errors: a restore finds the source's positions by it, so
@@ -383,6 +386,9 @@ func (h *recordHandler[T]) Record(r *connector.Record) {
 		}
 		h.n++
 		at = h.wall
+		// decode sees when the record came, whatever the source knew:
+		// ingestion time is a timestamp of it.
+		r.Arrival = at
 	}
 	h.e.Advance(at)
 	v, err := h.decode(*r)
