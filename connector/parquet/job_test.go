@@ -1,4 +1,4 @@
-package parquet
+package parquet_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/connector/parquet"
 	_ "github.com/weirstream/weir/internal/kindtest"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
@@ -89,9 +90,9 @@ func jsonPanes(t *testing.T, path string) []string {
 // jsonPanes, and the files' partition folders.
 func parquetPanes(t *testing.T, dir string) (panes, folders []string) {
 	t.Helper()
-	for _, f := range finals(t, dir) {
+	for _, f := range parquet.Finals(t, dir) {
 		folders = append(folders, filepath.Dir(f))
-		for _, r := range rows(t, filepath.Join(dir, f)) {
+		for _, r := range parquet.Rows(t, filepath.Join(dir, f)) {
 			m := map[string]string{}
 			for _, kv := range strings.Split(r, " ") {
 				k, v, _ := strings.Cut(kv, "=")
@@ -138,10 +139,10 @@ func TestAJobWritesParquet(t *testing.T) {
 	if wantFolders := []string{"date=2026-05-28/hour=20", "date=2026-05-28/hour=21"}; !slices.Equal(folders, wantFolders) {
 		t.Errorf("folders %v, want %v", folders, wantFolders)
 	}
-	if all, fin := files(t, filepath.Join(dir, "lake")), finals(t, filepath.Join(dir, "lake")); !slices.Equal(all, fin) {
+	if all, fin := parquet.Files(t, filepath.Join(dir, "lake")), parquet.Finals(t, filepath.Join(dir, "lake")); !slices.Equal(all, fin) {
 		t.Errorf("files left besides the final ones: %v", all)
 	}
-	t.Logf("%d panes in %d part files, %d checkpoints", len(got), len(finals(t, filepath.Join(dir, "lake"))), ckpts)
+	t.Logf("%d panes in %d part files, %d checkpoints", len(got), len(parquet.Finals(t, filepath.Join(dir, "lake"))), ckpts)
 }
 
 // A job stopped without a savepoint after some checkpoints and run again
@@ -183,8 +184,81 @@ func TestARestoredJobWritesEachPaneOnce(t *testing.T) {
 	if len(first) == 0 || len(first) >= len(want) || !slices.Equal(got, want) {
 		t.Fatalf("the first run committed %d panes; after the restore Parquet holds %d, want %d:\n%s\nwant\n%s", len(first), len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if all, fin := files(t, filepath.Join(dir, "lake")), finals(t, filepath.Join(dir, "lake")); !slices.Equal(all, fin) {
+	if all, fin := parquet.Files(t, filepath.Join(dir, "lake")), parquet.Finals(t, filepath.Join(dir, "lake")); !slices.Equal(all, fin) {
 		t.Errorf("files left besides the final ones: %v", all)
 	}
 	t.Logf("%d panes; the first run committed %d", len(got), len(first))
+}
+
+// The job file docs/connectors.md shows runs as it says, over orders of
+// two hours: its part files are in the folders of their windows' date and
+// hour, and hold the panes of its JSON output.
+func TestTheDocumentedJob(t *testing.T) {
+	page, err := os.ReadFile("../../docs/connectors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(page), "<!-- parquet-example -->\n```yaml\n")
+	block, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/connectors.md has no parquet-example block")
+	}
+	dir := t.TempDir()
+	var orders []string
+	for i := range 2000 {
+		orders = append(orders, fmt.Sprintf(`{"card":"c%d","amount":%d.5,"ts":%d}`, i%5, i%9, 1_780_000_000_000+int64(i)*3600))
+	}
+	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(block), 0o644)
+	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Run(context.Background(), j, job.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var folders []string
+	var n int
+	for _, f := range parquet.Finals(t, filepath.Join(dir, "lake")) {
+		folders = append(folders, filepath.Dir(f))
+		n += len(parquet.Rows(t, filepath.Join(dir, "lake", f)))
+	}
+	folders = slices.Compact(folders)
+	want := []string{"date=2026-05-28/hour=20", "date=2026-05-28/hour=21", "date=2026-05-28/hour=22"}
+	if lines := len(strings.Split(strings.TrimSpace(string(must(os.ReadFile(filepath.Join(dir, "results.jsonl"))))), "\n")); n != lines || !slices.Equal(folders, want) {
+		t.Fatalf("%d rows in %v, want %d in %v", n, folders, lines, want)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// A late_output, quarantine or dead_letter cannot be Parquet: the job is
+// refused when it starts, naming the field.
+func TestOnlyPanesGoToParquet(t *testing.T) {
+	for _, field := range []string{"late_output", "quarantine", "dead_letter"} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte(strings.Join(events(10, "c0"), "\n")+"\n"), 0o644)
+		yaml := `name: spend
+source: {file: events.jsonl}
+time: {field: ts}
+window: {tumbling: 1m}
+aggregates: {n: count}
+output: results.jsonl
+` + field + `: {parquet: {dir: side}}
+`
+		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
+		j, err := job.Load(filepath.Join(dir, "job.yaml"))
+		if err != nil {
+			t.Fatalf("%s: %v", field, err)
+		}
+		_, err = job.Run(context.Background(), j, job.Options{})
+		if want := field + ": a Parquet output holds panes only: give " + field + " a file or a topic"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %s", field, err, want)
+		}
+	}
 }
