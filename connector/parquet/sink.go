@@ -59,8 +59,10 @@ type fileRef struct {
 }
 
 // preCommit is what a checkpoint keeps of the output: the part files it
-// closed, and the number the next part file gets.
+// closed (and their names' task token, kept so that a job renamed since
+// still commits them), and the number the next part file gets.
 type preCommit struct {
+	Task  string    `json:"task"`
 	Next  uint64    `json:"next"`
 	Files []fileRef `json:"files"`
 }
@@ -80,9 +82,12 @@ func newSink(c *Config, env plan.Env) *Sink {
 }
 
 // finalName is a part file's final name; tmpName its in-progress name.
-func (s *Sink) finalName(n uint64) string { return fmt.Sprintf("part-%s-%d.parquet", s.task, n) }
-func (s *Sink) tmpName(n uint64) string {
-	return fmt.Sprintf(".part-%s-%d.parquet.inprogress", s.task, n)
+func (s *Sink) finalName(n uint64) string { return finalName(s.task, n) }
+func (s *Sink) tmpName(n uint64) string   { return tmpName(s.task, n) }
+
+func finalName(task string, n uint64) string { return fmt.Sprintf("part-%s-%d.parquet", task, n) }
+func tmpName(task string, n uint64) string {
+	return fmt.Sprintf(".part-%s-%d.parquet.inprogress", task, n)
 }
 
 func (s *Sink) path(dir, name string) string {
@@ -117,7 +122,7 @@ func (s *Sink) Open(_ context.Context, r connector.Resume) error {
 		}
 		s.next = max(s.next, pc.Next)
 		for _, f := range pc.Files {
-			pending[s.path(f.Dir, s.tmpName(f.N))] = true
+			pending[s.path(f.Dir, tmpName(pc.Task, f.N))] = true
 		}
 	}
 	s.mu.Lock()
@@ -270,7 +275,7 @@ func (s *Sink) finish(p *part) error {
 		return fmt.Errorf("closing %s: %w", p.f.Name(), err)
 	}
 	if !s.exact {
-		return s.commitFile(p.ref)
+		return s.commitFile(s.task, p.ref)
 	}
 	s.done = append(s.done, p.ref)
 	return nil
@@ -317,7 +322,7 @@ func (s *Sink) PreCommit(context.Context, uint64) ([]byte, error) {
 	if !s.exact {
 		return nil, nil
 	}
-	pc := preCommit{Next: s.next, Files: s.done}
+	pc := preCommit{Task: s.task, Next: s.next, Files: s.done}
 	if pc.Files == nil {
 		pc.Files = []fileRef{}
 	}
@@ -337,7 +342,7 @@ func (s *Sink) Commit(_ context.Context, _ uint64, pre []byte) error {
 	}
 	dirs := map[string]bool{}
 	for _, f := range pc.Files {
-		if err := s.commitFile(f); err != nil {
+		if err := s.commitFile(pc.Task, f); err != nil {
 			return err
 		}
 		dirs[f.Dir] = true
@@ -357,8 +362,8 @@ func (s *Sink) Commit(_ context.Context, _ uint64, pre []byte) error {
 // if the final name exists (never replaced), then the in-progress name
 // removed. A link made already (the same file under both names), or an
 // in-progress file gone with its final one there, is a commit done.
-func (s *Sink) commitFile(f fileRef) error {
-	tmp, final := s.path(f.Dir, s.tmpName(f.N)), s.path(f.Dir, s.finalName(f.N))
+func (s *Sink) commitFile(task string, f fileRef) error {
+	tmp, final := s.path(f.Dir, tmpName(task, f.N)), s.path(f.Dir, finalName(task, f.N))
 	err := os.Link(tmp, final)
 	switch {
 	case err == nil:

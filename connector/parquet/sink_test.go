@@ -166,7 +166,7 @@ func TestFilesAreFinalOnlyAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := string(pre), `{"next":2,"files":[{"dir":"date=2026-12-05/hour=13","n":0,"rows":2},{"dir":"date=2026-12-05/hour=14","n":1,"rows":1}]}`; got != want {
+	if got, want := string(pre), `{"task":"`+s.task+`","next":2,"files":[{"dir":"date=2026-12-05/hour=13","n":0,"rows":2},{"dir":"date=2026-12-05/hour=14","n":1,"rows":1}]}`; got != want {
 		t.Fatalf("pre-commit:\n got %s\nwant %s", got, want)
 	}
 	task := s.task
@@ -356,9 +356,9 @@ func TestLeftoversRemovedOnlyWhenProvablyOwn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantPre := `{"next":1,"files":[{"dir":"card=c1","n":0,"rows":1}]}`
+			wantPre := `{"task":"` + task + `","next":1,"files":[{"dir":"card=c1","n":0,"rows":1}]}`
 			if resumed {
-				wantPre = `{"next":6,"files":[{"dir":"card=c1","n":5,"rows":1}]}`
+				wantPre = `{"task":"` + task + `","next":6,"files":[{"dir":"card=c1","n":5,"rows":1}]}`
 			}
 			if string(pre) != wantPre {
 				t.Fatalf("pre-commit %s, want %s", pre, wantPre)
@@ -387,7 +387,7 @@ func TestFinalFileNeverOverwritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"next":2,"files":[{"n":1,"rows":1}]}`; string(pre) != want {
+	if want := `{"task":"` + s.task + `","next":2,"files":[{"n":1,"rows":1}]}`; string(pre) != want {
 		t.Fatalf("pre-commit %s, want %s", pre, want)
 	}
 	squatter := filepath.Join(dir, s.finalName(1))
@@ -554,5 +554,42 @@ func TestShapeFromFirstPaneAndEscapedKeys(t *testing.T) {
 	}
 	if got := rows(t, filepath.Join(dir, want[0])); !strings.Contains(got[0], " spent=1.5 spent_exact=1.50 ") {
 		t.Fatalf("a decimal: %q", got)
+	}
+}
+
+// A job renamed between a checkpoint and its restore (its files' task
+// token changes) still commits the files the checkpoint holds, under their
+// names.
+func TestRestoreOfARenamedJob(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestSink(t, dir, true)
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, []plan.Item{pane("c1", at(13, 0), 2, int64(30))}); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := s.PreCommit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := Parse(plan.Values{"dir": dir})
+	sh := shape
+	ks, err := c.New(plan.Env{Job: "orders-v2", Field: "output", Checkpointed: true, Shape: &sh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := ks.(*Sink)
+	if s2.task == s.task {
+		t.Fatal("the same task token for another job name")
+	}
+	if err := s2.Open(ctx, connector.Resume{From: 1, Pending: []connector.PreCommit{{Checkpoint: 1, Data: pre}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Commit(ctx, 1, pre); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := files(t, dir), []string{s.finalName(0)}; !slices.Equal(got, want) {
+		t.Fatalf("%v, want %v", got, want)
 	}
 }
