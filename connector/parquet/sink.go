@@ -36,6 +36,7 @@ type Sink struct {
 	next   uint64           // the number of the next part file
 	row    pq.Row
 	dirBuf []byte
+	uses   uint64 // counts writes, for the part file written least recently
 
 	// Of the goroutine that commits.
 	mu       sync.Mutex
@@ -49,6 +50,7 @@ type part struct {
 	w      *pq.Writer
 	opened time.Time
 	group  int64 // the file's size when its row group began
+	used   uint64
 }
 
 // fileRef names a part file: its partition folder and number.
@@ -212,6 +214,8 @@ func (s *Sink) Write(_ context.Context, items []plan.Item) error {
 		if s.row, err = s.layout.row(s.row[:0], it.Pane); err != nil {
 			return connector.Permanent(err)
 		}
+		s.uses++
+		p.used = s.uses
 		if _, err := p.w.WriteRows([]pq.Row{s.row}); err != nil {
 			return fmt.Errorf("writing %s: %w", p.f.Name(), err)
 		}
@@ -233,8 +237,20 @@ func (s *Sink) Write(_ context.Context, items []plan.Item) error {
 }
 
 // newPart opens the next part file of a partition folder: the next number
-// whose in-progress and final names are both free.
+// whose in-progress and final names are both free. With MaxOpenFiles open
+// already, the one written least recently is finished first.
 func (s *Sink) newPart(dir string) (*part, error) {
+	if len(s.open) >= MaxOpenFiles {
+		var lru *part
+		for _, p := range s.open {
+			if lru == nil || p.used < lru.used {
+				lru = p
+			}
+		}
+		if err := s.finish(lru); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(s.path(dir, ""), 0o755); err != nil {
 		return nil, err
 	}

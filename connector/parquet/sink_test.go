@@ -593,3 +593,39 @@ func TestRestoreOfARenamedJob(t *testing.T) {
 		t.Fatalf("%v, want %v", got, want)
 	}
 }
+
+// At most MaxOpenFiles part files are open: a pane of another folder
+// finishes the one written least recently, and the pre-commit holds it.
+func TestOpenFilesAreBounded(t *testing.T) {
+	dir := t.TempDir()
+	s := newTestSink(t, dir, true, "card")
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range MaxOpenFiles + 1 {
+		if err := s.Write(ctx, []plan.Item{pane("c"+strconv.Itoa(i), at(13, 0), 1, int64(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Write(ctx, []plan.Item{pane("c0", at(13, 10), 1, int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.open) != MaxOpenFiles || len(s.done) != 2 || s.done[0].Dir != "card=c0" || s.done[1].Dir != "card=c1" {
+		t.Fatalf("%d open, finished %v", len(s.open), s.done)
+	}
+	pre, err := s.PreCommit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, 1, pre); err != nil {
+		t.Fatal(err)
+	}
+	fin := finals(t, dir)
+	n := 0
+	for _, f := range fin {
+		n += len(rows(t, filepath.Join(dir, f)))
+	}
+	if len(fin) != MaxOpenFiles+2 || n != MaxOpenFiles+2 || !slices.Contains(fin, "card=c0/"+s.finalName(MaxOpenFiles+1)) {
+		t.Fatalf("%d rows in %d files: %v", n, len(fin), fin)
+	}
+}
