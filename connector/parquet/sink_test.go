@@ -37,7 +37,7 @@ func pane(card string, start mtime.Time, orders int64, spent any) plan.Item {
 		Names: []string{"orders", "spent", "first_item"}, Values: []any{orders, spent, plan.RawJSON(`"book"`)}}}
 }
 
-func newTestSink(t *testing.T, dir string, checkpointed bool, parts ...string) *Sink {
+func newTestSink(t testing.TB, dir string, checkpointed bool, parts ...string) *Sink {
 	t.Helper()
 	c, err := Parse(plan.Values{"dir": dir, "partition_by": parts})
 	if err != nil {
