@@ -5,5 +5,6 @@ package weir
 // with the settings a job file gives them.
 import (
 	_ "github.com/weirstream/weir/connector/mqtt"    // source: {mqtt: {...}}
+	_ "github.com/weirstream/weir/connector/parquet" // output: {parquet: {...}}
 	_ "github.com/weirstream/weir/connector/webhook" // output: {webhook: {...}}
 )

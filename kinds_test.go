@@ -7,11 +7,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	pq "github.com/parquet-go/parquet-go"
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/aggregate"
@@ -111,6 +115,51 @@ func TestTheWebhookKindFromGo(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 	if s := p.Plan().String(); !strings.Contains(s, "webhook "+srv.URL+"/…") {
+		t.Errorf("the plan:\n%s", s)
+	}
+}
+
+// The Parquet output is registered by importing weir: a Go pipeline writes
+// panes to it by name. SinkToKind gives no pane shape, so the first pane
+// decides the columns; without checkpoints the part file gets its final
+// name when the pipeline ends.
+func TestTheParquetKindFromGo(t *testing.T) {
+	dir := t.TempDir()
+	p := weir.NewPipeline()
+	s := weir.FromSlice(p, []int64{1, 2, 3})
+	start := mtime.FromTime(time.Date(2026, 6, 5, 13, 0, 0, 0, time.UTC))
+	weir.SinkToKind(s, "lake", "parquet", plan.Values{"dir": dir, "partition_by": []string{"date", "hour"}},
+		func(n int64) plan.Item {
+			return plan.Item{Kind: plan.Pane, JSON: fmt.Appendf(nil, `{"n":%d}`, n), ID: uint64(n), Pane: &plan.PaneFields{
+				Keys: []any{fmt.Sprint("k", n)}, Start: start, End: start + 60_000, Timing: "ON_TIME", Final: true,
+				Watermark: start + 60_000, Emitted: start + 60_000, Names: []string{"n"}, Values: []any{n}}}
+		})
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "date=2026-06-05", "hour=13", "part-*.parquet"))
+	if len(files) != 1 {
+		t.Fatalf("part files %v", files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pf, err := pq.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range pf.Schema().Columns() {
+		cols = append(cols, c[0])
+	}
+	want := []string{"key", "window_start", "window_end", "revision", "timing", "final", "retract", "status", "version", "watermark", "emitted_at", "n", "n_exact", "partial"}
+	if pf.NumRows() != 3 || !slices.Equal(cols, want) {
+		t.Errorf("%d rows, columns %v; want 3, %v", pf.NumRows(), cols, want)
+	}
+	if s := p.Plan().String(); !strings.Contains(s, "parquet "+dir) {
 		t.Errorf("the plan:\n%s", s)
 	}
 }

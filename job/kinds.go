@@ -10,6 +10,7 @@ import (
 	// The kinds weir registers itself: a job file names them (and so the
 	// weir command, weir schema and the job file's JSON schema know them).
 	_ "github.com/weirstream/weir/connector/mqtt"
+	_ "github.com/weirstream/weir/connector/parquet"
 	_ "github.com/weirstream/weir/connector/webhook"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"

@@ -74,6 +74,11 @@ type Env struct {
 	Checkpointed bool
 	// Log takes the connector's log lines.
 	Log func(string)
+	// Shape is the shape of the panes the job writes, when the front door
+	// knows it before the first pane (a job file's does): what a sink that
+	// writes a schema (a columnar file) derives it from. nil when it does
+	// not; such a sink derives its schema from the first pane.
+	Shape *PaneShape
 }
 
 // SourceKind is a kind of source: its connector reads records (bytes),
