@@ -25,7 +25,8 @@ import (
 
 // kindEnv is what the connector of a registered kind is built with.
 func (rn *Runnable) kindEnv(field string) plan.Env {
-	return plan.Env{Job: rn.j.DisplayName(), Field: field, Checkpointed: rn.e.Checkpointed(), Log: func(s string) { rn.logf("%s", s) }}
+	shape := rn.j.PaneShape()
+	return plan.Env{Job: rn.j.DisplayName(), Field: field, Checkpointed: rn.e.Checkpointed(), Log: func(s string) { rn.logf("%s", s) }, Shape: &shape}
 }
 
 // itemSink is a sink of a registered kind as a job's outputs are: the

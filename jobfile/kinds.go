@@ -175,6 +175,9 @@ func (p *parser) customOutput(m *node, field, name string, k plan.SinkKind, o *O
 	if err != nil {
 		return err
 	}
+	if o.Field = field; k.PanesOnly && o.Role() != "results" {
+		return m.errf(m.get(name), field+"."+name, "a %s output holds panes only: give %s a file or a topic", name, field)
+	}
 	o.Custom = &CustomOutput{Kind: name, Config: cfg}
 	return nil
 }

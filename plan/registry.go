@@ -129,6 +129,10 @@ type SinkKind struct {
 	// Parse reads and checks the settings once, into what New builds the
 	// sink from.
 	Parse func(s Settings) (SinkConfig, error)
+	// PanesOnly says the kind writes results alone (its items are
+	// panes, columns of a file): a front door refuses it for late events,
+	// rejected records and dead letters when it reads the job.
+	PanesOnly bool
 }
 
 // SinkConfig is a sink kind's settings, read and checked.

@@ -141,6 +141,8 @@ func init() {
 		Doc:    "Parquet part files of panes in a directory, Hive-style partitions, exactly once with checkpoints (renamed to their final names when the checkpoint commits).",
 		Fields: Fields,
 		Parse:  func(s plan.Settings) (plan.SinkConfig, error) { return Parse(s) },
+		// Its columns are a pane's.
+		PanesOnly: true,
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/parquet"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 )
 
 // childEnv holds a child run's directory and the batch after which it
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 func child(spec string) int {
 	dir, k, _ := strings.Cut(spec, ",")
 	kill, _ := strconv.ParseInt(k, 10, 64)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -74,7 +75,7 @@ func child(spec string) int {
 func TestKilledAndRestoredRunsWriteEachPaneOnce(t *testing.T) {
 	evs := events(6000, "c0", "c1", "c2", "c3")
 	ref := t.TempDir()
-	j, err := job.Load(jobFile(t, ref, evs))
+	j, err := jobfile.Load(jobFile(t, ref, evs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/weirstream/weir/connector/parquet"
 	_ "github.com/weirstream/weir/internal/kindtest"
 	"github.com/weirstream/weir/job"
+	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -117,7 +119,7 @@ func parquetPanes(t *testing.T, dir string) (panes, folders []string) {
 // date and hour, and no in-progress file is left.
 func TestAJobWritesParquet(t *testing.T) {
 	dir := t.TempDir()
-	j, err := job.Load(jobFile(t, dir, events(5000, "c0", "c1", "c2")))
+	j, err := jobfile.Load(jobFile(t, dir, events(5000, "c0", "c1", "c2")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestAJobWritesParquet(t *testing.T) {
 func TestARestoredJobWritesEachPaneOnce(t *testing.T) {
 	evs := events(5000, "c0", "c1", "c2")
 	ref := t.TempDir()
-	j, err := job.Load(jobFile(t, ref, evs))
+	j, err := jobfile.Load(jobFile(t, ref, evs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestARestoredJobWritesEachPaneOnce(t *testing.T) {
 	want := jsonPanes(t, filepath.Join(ref, "results.jsonl"))
 
 	dir := t.TempDir()
-	if j, err = job.Load(jobFile(t, dir, evs)); err != nil {
+	if j, err = jobfile.Load(jobFile(t, dir, evs)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -210,7 +212,7 @@ func TestTheDocumentedJob(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(block), 0o644)
-	j, err := job.Load(filepath.Join(dir, "job.yaml"))
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +239,8 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// A late_output, quarantine or dead_letter cannot be Parquet: the job is
-// refused when it starts, naming the field.
+// A late_output, quarantine or dead_letter cannot be Parquet: the job file
+// is refused when it is read, in one line naming the field (exit 2).
 func TestOnlyPanesGoToParquet(t *testing.T) {
 	for _, field := range []string{"late_output", "quarantine", "dead_letter"} {
 		dir := t.TempDir()
@@ -252,12 +254,9 @@ output: results.jsonl
 ` + field + `: {parquet: {dir: side}}
 `
 		os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
-		j, err := job.Load(filepath.Join(dir, "job.yaml"))
-		if err != nil {
-			t.Fatalf("%s: %v", field, err)
-		}
-		_, err = job.Run(context.Background(), j, job.Options{})
-		if want := field + ": a Parquet output holds panes only: give " + field + " a file or a topic"; err == nil || !strings.Contains(err.Error(), want) {
+		_, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+		var jerr *jobfile.Error
+		if want := "job.yaml:7: " + field + ".parquet: a parquet output holds panes only: give " + field + " a file or a topic"; !errors.As(err, &jerr) || !strings.HasSuffix(err.Error(), want) {
 			t.Errorf("%s: %v, want %s", field, err, want)
 		}
 	}
