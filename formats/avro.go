@@ -83,9 +83,17 @@ func (c *avroConfig) Describe() string {
 	return "avro, schema " + c.schemaFile
 }
 
-func (c *avroConfig) New(env plan.Env, topic string) (plan.Decoder, error) {
+// CheckRecords: records of a topic carry no schema of their own.
+func (c *avroConfig) CheckRecords() error {
 	if c.reg == nil && c.reader == nil {
-		return nil, errors.New("avro records need a schema registry (registry: {url: ...}) or a schema file (schema: orders.avsc)")
+		return errors.New("avro records need a schema registry (registry: {url: ...}) or a schema file (schema: orders.avsc)")
+	}
+	return nil
+}
+
+func (c *avroConfig) New(env plan.Env, topic string) (plan.Decoder, error) {
+	if err := c.CheckRecords(); err != nil {
+		return nil, err
 	}
 	d := &avroDecoder{reader: c.reader}
 	if c.reader != nil {

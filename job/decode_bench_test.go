@@ -104,7 +104,7 @@ func TestHavingAllocations(t *testing.T) {
 // format costs to become an event.
 func benchDecode(b *testing.B, j *jobfile.Job, lines [][]byte) {
 	b.Helper()
-	lp := newLineParser(j)
+	lp := runParser(b, j)
 	var d engine.Decoded[string, record]
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {

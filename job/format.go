@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/weirstream/weir/connector"
@@ -18,12 +19,38 @@ import (
 // A record the decoder refuses is quarantined with the decoder's reason,
 // its raw bytes and its place (partition and offset), and the job goes on.
 
-// useFormat gives the runnable's line parser the source's decoder, its
-// log lines in the job's log.
-func (rn *Runnable) useFormat() {
-	if f := rn.j.Format; f != nil {
-		f.SetLog(func(s string) { rn.logf("%s", rn.j.Redact(s)) })
+// useFormat gives the runnable's line parser the source's decoder (its
+// log lines in the job's log): the group's, or one of its own.
+func (rn *Runnable) useFormat() error {
+	dec := rn.o.decoder
+	if dec == nil {
+		var err error
+		if dec, err = newDecoder(rn.j, func(s string) { rn.logf("%s", rn.j.Redact(s)) }); err != nil {
+			return err
+		}
 	}
+	rn.lp.format = dec
+	return nil
+}
+
+// newDecoder builds the decoder of the records of j's source when they are
+// of a format (a topic's, a registered kind's source's), or nil: JSON
+// lines, or a file of a format, read whole. The grammar checked its
+// settings (plan.RecordsChecker), so an error here is the run's.
+func newDecoder(j *jobfile.Job, log func(string)) (plan.Decoder, error) {
+	f := j.Format
+	if f == nil || f.File() != nil {
+		return nil, nil
+	}
+	topic := ""
+	if j.Kafka != nil {
+		topic = j.Kafka.Topic
+	}
+	dec, err := f.Config.New(plan.Env{Job: j.Name, Field: "source", Log: log}, topic)
+	if err != nil {
+		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: source.format: %v", j.File, j.Redact(err.Error())), Err: err}
+	}
+	return dec, nil
 }
 
 // formatDecode turns a record of the source's format into the JSON object

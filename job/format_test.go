@@ -428,7 +428,7 @@ func TestAvroSampleSeesFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &lineWatch{lineParser: newLineParser(j), s: newSample(j), log: func(string) {}}
+	w := &lineWatch{lineParser: runParser(t, j), s: newSample(j), log: func(string) {}}
 	s := avro.MustParse(ordersV1)
 	for i, line := range fraudOrders(t, 200) {
 		b, err := s.Encode(orderValue(t, line, false))

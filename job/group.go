@@ -40,6 +40,17 @@ func NewGroup(j *jobfile.Job, o Options) (*Group, error) {
 		o.Stdout = os.Stdout
 	}
 	o.Log = j.Secrets().Writer(o.Log)
+	// One decoder (and one registry client, one cache of schemas) for all
+	// the instance's tasks.
+	dec, err := newDecoder(j, func(s string) {
+		if o.Log != nil {
+			fmt.Fprintln(o.Log, j.Redact(s))
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.decoder = dec
 	gr := &Group{j: j, o: o}
 	k := j.Kafka
 	timeout := jobfile.DefaultGroupTransactionTimeout

@@ -94,3 +94,16 @@ func runJobIn(t *testing.T, yaml, input string, o Options) (string, *Summary) {
 	}
 	return dir, sum
 }
+
+// runParser is j's line parser as a run has it: with its source's
+// decoder, when its records are of a format.
+func runParser(t testing.TB, j *jobfile.Job) *lineParser {
+	t.Helper()
+	lp := newLineParser(j)
+	dec, err := newDecoder(j, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp.format = dec
+	return lp
+}

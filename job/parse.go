@@ -126,7 +126,9 @@ func newLineParser(j *jobfile.Job) *lineParser {
 		lp.keyName = text.AppendJSONString(nil, []byte(j.Key[0]))
 	}
 	if j.Format != nil {
-		lp.format, lp.keyName = j.Format.Decoder(), nil
+		// Records of a format: the runnable gives the parser its decoder
+		// (useFormat); the key is read from the object it makes.
+		lp.keyName = nil
 	}
 	lp.expressions()
 	lp.agg = &aggs{list: j.Aggregates}

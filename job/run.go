@@ -114,6 +114,9 @@ type Options struct {
 	// task, for a task of a consumer-group job: its partition, its
 	// transactions and where its checkpoints go.
 	task *group.Task
+	// decoder is the source's decoder when a group built one for all its
+	// tasks (newDecoder).
+	decoder plan.Decoder
 }
 
 // RuntimeError is a failure while a job runs (as opposed to a bad job
@@ -397,7 +400,9 @@ func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	rn.warn = j.Warnings()
 	rn.lp = newLineParser(j)
-	rn.useFormat()
+	if err := rn.useFormat(); err != nil {
+		return err
+	}
 	if o.task != nil && j.Key != nil {
 		rn.lp.route = o.task.Route
 		rn.lp.route.Log = func(s string) { rn.logf("%s", s) }

@@ -1,10 +1,10 @@
 package jobfile
 
 import (
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 
 	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/plan"
@@ -18,21 +18,11 @@ type SourceFormat struct {
 	// Registry is the schema registry the source names, or nil.
 	Registry *plan.Registry
 
-	dec  plan.Decoder
 	file formats.FileFormat // a file of the format, read whole
-	log  atomic.Pointer[func(string)]
 }
-
-// Decoder is the decoder of the records of a topic or a registered kind's
-// source, built when the file was read; nil for a file of the format.
-func (f *SourceFormat) Decoder() plan.Decoder { return f.dec }
 
 // File is the format of a file read whole (source.file), or nil.
 func (f *SourceFormat) File() formats.FileFormat { return f.file }
-
-// SetLog sends the decoder's log lines (a schema fetched, a registry
-// retried) to log, from now on.
-func (f *SourceFormat) SetLog(log func(string)) { f.log.Store(&log) }
 
 // registryFields are the settings of source.registry.
 var registryFields = []string{"url", "username", "password", "token", "subject"}
@@ -58,6 +48,9 @@ func registrySettings(m *node, field string, settings []string) (*plan.Registry,
 	}
 	if reg.URL == "" {
 		return nil, rn.errf(nil, field+".registry.url", "missing: the schema registry's URL (http://127.0.0.1:8081)")
+	}
+	if u, err := url.Parse(reg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, rn.errf(rn.get("url"), field+".registry.url", "expected an http or https URL, such as http://127.0.0.1:8081")
 	}
 	if reg.Token != "" && (reg.Username != "" || reg.Password != "") {
 		return nil, rn.errf(rn.get("token"), field+".registry.token", "choose one of token (bearer) and username and password (basic)")
@@ -136,12 +129,10 @@ func (p *parser) sourceFormat(root *node, j *Job) error {
 		j.Format = f
 		return nil
 	}
-	topic := ""
-	if j.Kafka != nil {
-		topic = j.Kafka.Topic
-	}
-	if f.dec, err = cfg.New(plan.Env{Job: j.Name, Field: "source", Log: f.logLine}, topic); err != nil {
-		return s.errf(n, "source.format", "%v", err)
+	if rc, ok := cfg.(plan.RecordsChecker); ok {
+		if err := rc.CheckRecords(); err != nil {
+			return s.errf(n, "source.format", "%v", err)
+		}
 	}
 	j.Format = f
 	return nil
@@ -180,11 +171,4 @@ func formatShapes() []field {
 		}
 	}
 	return fs
-}
-
-// logLine logs a line of the format's decoder in the job's log.
-func (f *SourceFormat) logLine(s string) {
-	if l := f.log.Load(); l != nil {
-		(*l)(s)
-	}
 }

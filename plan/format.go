@@ -68,6 +68,14 @@ type FormatConfig interface {
 	New(env Env, topic string) (Decoder, error)
 }
 
+// RecordsChecker is a FormatConfig that can be read from files of its own
+// as well as from records of a topic, and checks, when a front door reads
+// the job, that its settings can decode records (an Avro container file
+// carries its schema; a record needs a registry or a schema file).
+type RecordsChecker interface {
+	CheckRecords() error
+}
+
 // Decoder turns a record's bytes into one JSON object. It is safe for use
 // by concurrent goroutines (a job decodes on several).
 type Decoder interface {
