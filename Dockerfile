@@ -8,11 +8,12 @@
 #
 # builds it with buildah, podman or docker (whichever can run) for
 # linux/amd64 and linux/arm64 and writes each as an OCI archive beside the
-# release archives (podman load -i FILE; docker load -i FILE with Docker's
-# containerd image store). Jobs run in /work: mount the job file, its inputs
-# and a writable directory for checkpoints and outputs there, e.g.
+# release archives (podman load -i FILE; for Docker, skopeo copy
+# oci-archive:FILE docker-daemon:weir:VERSION). Jobs run in /work: mount the
+# job file, its inputs and a writable directory for checkpoints and outputs
+# there, e.g.
 #
-#   docker run --rm -v "$PWD:/work" --user "$(id -u)" weir run job.yaml
+#   docker run --rm -v "$PWD:/work" --user "$(id -u)" weir:VERSION run job.yaml
 FROM scratch
 COPY passwd /etc/passwd
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt

@@ -10,7 +10,7 @@ import (
 // The release build (go build -tags release, as .ci/release does) leaves out
 // two commands a user running jobs does not need: weir bench (it runs from
 // a clone, where its peers and inputs are) and weir kafka (a development
-// broker). Together they are 5.5 MB of the binary. Each still answers, and
+// broker). Together they are 5.3 MB of the binary. Each still answers, and
 // says where it went.
 
 const benchMoved = `weir bench is not in the release build of weir: it runs from a clone of the
