@@ -24,7 +24,7 @@ func TestTheLibraryLinksNoApplication(t *testing.T) {
 			"github.com/weirstream/weir/console", "github.com/weirstream/weir/job", "github.com/weirstream/weir/bench",
 			"github.com/weirstream/weir/internal/clitest", "github.com/weirstream/weir/cmd/",
 			"github.com/twmb/franz-go/pkg/kfake", "github.com/chromedp/", "github.com/prometheus/client_golang/prometheus/promhttp",
-			"modernc.org/sqlite", "github.com/jackc/pgx", "gonum.org/v1/plot",
+			"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/weirstream/weir/internal/chart",
 		} {
 			if d == banned || strings.HasPrefix(d, banned+"/") || strings.HasSuffix(banned, "/") && strings.HasPrefix(d, banned) {
 				t.Errorf("import weir links %s", d)

@@ -8,12 +8,7 @@ import (
 	"sort"
 	"strconv"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
+	"github.com/weirstream/weir/internal/chart"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -39,13 +34,13 @@ const curvePoints = 400
 // event; the legend gives that share. Dotted lines mark the waits of the
 // report. format is "svg" or "png"; the drawing depends only on the report.
 func (r *LedgerReport) WritePlot(w io.Writer, format string) error {
-	p, err := r.arrivedPlot()
-	if err != nil {
-		return err
+	if format != "svg" && format != "png" {
+		return fmt.Errorf("unknown plot format %q: want svg or png", format)
 	}
-	return writeCanvas(w, format, 8*vg.Inch, 4.6*vg.Inch, func(dc draw.Canvas) {
-		p.Draw(draw.Crop(dc, 2*vg.Millimeter, -5*vg.Millimeter, 2*vg.Millimeter, -3*vg.Millimeter))
-	})
+	W, H := 8*inch, 4.6*inch
+	f := chart.Figure{W: W, H: H, Charts: []*chart.Chart{r.arrivedPlot()},
+		Boxes: []chart.Box{{X: 2 * mm, Y: 3 * mm, W: W - 7*mm, H: H - 5*mm}}}
+	return f.WriteTo(w, format)
 }
 
 // WritePlotFile writes WritePlot to a .svg or .png file.
@@ -64,7 +59,7 @@ func (c *curve) arrivedBy(ms float64) float64 {
 	return pct(float64(n), float64(c.g.Entries))
 }
 
-func (r *LedgerReport) arrivedPlot() (*plot.Plot, error) {
+func (r *LedgerReport) arrivedPlot() *chart.Chart {
 	var cs []curve
 	if len(r.Groups) == 0 {
 		cs = append(cs, curve{g: &r.All, waits: r.waits[0]})
@@ -108,57 +103,30 @@ func (r *LedgerReport) arrivedPlot() (*plot.Plot, error) {
 
 	p := newPlot(r.plotTitle(), "time since the ledger entry (log scale)", "ledger entries whose event has arrived")
 	xMin, xMax := math.Log10(xLo), math.Log10(xHi)
-	p.X.Tick.Marker = durTicks(xLo, xHi)
-	var yt plot.ConstantTicks
+	p.XTicks = durTicks(xLo, xHi)
 	for v := yMin; v <= 100+step/2; v += step {
-		yt = append(yt, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
+		p.YTicks = append(p.YTicks, chart.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
 	}
-	p.Y.Tick.Marker = yt
-	p.Add(plotter.NewGrid())
 	// The waits of the report, and 100%.
 	for _, ms := range r.WaitsMS {
 		x := math.Log10(float64(ms) / 1000)
 		if x < xMin || x > xMax {
 			continue
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: yMin}, {X: x, Y: yMax}})
-		if err != nil {
-			return nil, err
-		}
-		l.Color = grey
-		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
-		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: yMin}}, Labels: []string{" " + durLabel(mtime.Time(ms))}})
-		if err != nil {
-			return nil, err
-		}
-		lab.TextStyle[0].Font = font.From(sans, 8)
-		lab.TextStyle[0].Color = ink
-		lab.TextStyle[0].YAlign = draw.YBottom
-		lab.Offset = vg.Point{Y: vg.Points(2)}
-		p.Add(l, lab)
+		p.Lines = append(p.Lines, chart.Line{Pts: []chart.XY{{X: x, Y: yMin}, {X: x, Y: yMax}}, Color: grey, Width: 1, Dashes: []float64{1, 2}})
+		p.Labels = append(p.Labels, chart.Label{At: chart.XY{X: x, Y: yMin}, Text: " " + durLabel(mtime.Time(ms)), Size: 8, Color: ink, Raise: 2})
 	}
-	full, err := plotter.NewLine(plotter.XYs{{X: xMin, Y: 100}, {X: xMax, Y: 100}})
-	if err != nil {
-		return nil, err
-	}
-	full.Color = ink
-	full.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(full)
+	p.Lines = append(p.Lines, chart.Line{Pts: []chart.XY{{X: xMin, Y: 100}, {X: xMax, Y: 100}}, Color: ink, Width: 1, Dashes: []float64{4, 3}})
 	// The curves.
 	for i := range cs {
 		c := &cs[i]
-		pts := make(plotter.XYs, curvePoints)
+		pts := make([]chart.XY, curvePoints)
 		for k := range pts {
 			x := xMin + (xMax-xMin)*float64(k)/float64(curvePoints-1)
-			pts[k] = plotter.XY{X: x, Y: c.arrivedBy(math.Pow(10, x) * 1000)}
+			pts[k] = chart.XY{X: x, Y: c.arrivedBy(math.Pow(10, x) * 1000)}
 		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		l.Color = curveColors[i%len(curveColors)]
-		l.Width = vg.Points(2.2)
-		p.Add(l)
+		l := chart.Line{Pts: pts, Color: curveColors[i%len(curveColors)], Width: 2.2}
+		p.Lines = append(p.Lines, l)
 		label := fmt.Sprintf("%s: %s never arrived", c.g.Value, fmtPct(c.g.NeverArrivedPercent))
 		if c.g.Value == "(all)" {
 			label = fmt.Sprintf("%s of the entries never arrived", fmtPct(c.g.NeverArrivedPercent))
@@ -166,16 +134,14 @@ func (r *LedgerReport) arrivedPlot() (*plot.Plot, error) {
 		if c.g.NeverArrived == 0 {
 			label = c.g.Value + ": every entry arrived"
 		}
-		p.Legend.Add(label, l)
+		p.Legend = append(p.Legend, chart.LegendEntry{Text: label, Line: l})
 	}
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(22)
-	// After the plotters, which widen the axes to their data: the curves
-	// below yMin are cut.
-	p.X.Min, p.X.Max = xMin, xMax
-	p.Y.Min, p.Y.Max = yMin, yMax
-	p.Legend.ThumbnailWidth = vg.Points(18)
-	return p, nil
+	// Bottom right, a little up and in; the curves below yMin are cut.
+	p.LegendShift = chart.XY{X: -8, Y: 22}
+	p.XMin, p.XMax = xMin, xMax
+	p.YMin, p.YMax = yMin, yMax
+	p.ThumbWidth = 18
+	return p
 }
 
 // yStep is the step of the ticks of a percent axis spanning span points.

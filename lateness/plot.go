@@ -10,13 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/font"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+	"github.com/weirstream/weir/internal/chart"
 )
 
 var (
@@ -28,8 +22,7 @@ var (
 
 // timeTicks label a log axis in seconds with readable durations; the
 // others are marks without a label. The axes of the figures are linear in
-// the logarithm of their values (gonum's log scale places axis labels by the
-// arithmetic mean of the range).
+// the logarithm of their values.
 var timeTicks = []struct {
 	s     float64
 	label string
@@ -38,33 +31,24 @@ var timeTicks = []struct {
 	{3600, "1 h"}, {6 * 3600, ""}, {86400, "1 d"}, {7 * 86400, "1 week"},
 }
 
-func durTicks(lo, hi float64) plot.ConstantTicks {
-	var t plot.ConstantTicks
+func durTicks(lo, hi float64) []chart.Tick {
+	var t []chart.Tick
 	for _, k := range timeTicks {
 		if k.s >= lo*0.999 && k.s <= hi*1.001 {
-			t = append(t, plot.Tick{Value: math.Log10(k.s), Label: k.label})
+			t = append(t, chart.Tick{Value: math.Log10(k.s), Label: k.label})
 		}
 	}
 	return t
 }
 
-// sans is the typeface of every text of the figures.
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
-	p.Title.TextStyle.Font = font.From(sans, 12)
-	p.Title.Padding = vg.Points(6)
-	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 10)
-		a.Label.TextStyle.Color = ink
-		a.Tick.Label.Font = font.From(sans, 9)
-		a.Tick.Label.Color = ink
-	}
-	p.Legend.TextStyle.Font = font.From(sans, 9)
-	return p
+func newPlot(title, x, y string) *chart.Chart {
+	return &chart.Chart{Title: title, XLabel: x, YLabel: y, Grid: true}
 }
+
+const (
+	inch = 72.0
+	mm   = inch / 25.4
+)
 
 // WritePlot draws the report's two figures side by side, as the seed does:
 // the trade-off curve (for each watermark delay, the share of too-late
@@ -72,37 +56,20 @@ func newPlot(title, x, y string) *plot.Plot {
 // distribution (the share of events still on their way after each travel
 // time). format is "svg" or "png". The drawing depends only on the report.
 func (r *Report) WritePlot(w io.Writer, format string) error {
-	tradeoff, err := r.tradeoffPlot()
-	if err != nil {
-		return err
-	}
-	travel, err := r.travelPlot()
-	if err != nil {
-		return err
-	}
-	return writeCanvas(w, format, 11*vg.Inch, 4.2*vg.Inch, func(dc draw.Canvas) {
-		tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Centimeter, PadTop: 3 * vg.Millimeter, PadBottom: 2 * vg.Millimeter,
-			PadLeft: 2 * vg.Millimeter, PadRight: 5 * vg.Millimeter}
-		tradeoff.Draw(tiles.At(dc, 0, 0))
-		travel.Draw(tiles.At(dc, 1, 0))
-	})
-}
-
-// writeCanvas draws on a canvas of the format ("svg" or "png") and writes
-// it to w.
-func writeCanvas(w io.Writer, format string, width, height vg.Length, paint func(draw.Canvas)) error {
-	var c vg.CanvasWriterTo
-	switch format {
-	case "svg":
-		c = vgsvg.New(width, height)
-	case "png":
-		c = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(110))}
-	default:
+	if format != "svg" && format != "png" {
 		return fmt.Errorf("unknown plot format %q: want svg or png", format)
 	}
-	paint(draw.New(c))
-	_, err := c.WriteTo(w)
-	return err
+	tradeoff := r.tradeoffPlot()
+	travel := r.travelPlot()
+	// Two tiles, a centimetre apart, within a margin.
+	W, H := 11*inch, 4.2*inch
+	padL, padR, padT, padB, between := 2*mm, 5*mm, 3*mm, 2*mm, 10*mm
+	tw := (W - padL - padR - between) / 2
+	f := chart.Figure{W: W, H: H, Charts: []*chart.Chart{tradeoff, travel}, Boxes: []chart.Box{
+		{X: padL, Y: padT, W: tw, H: H - padT - padB},
+		{X: padL + tw + between, Y: padT, W: tw, H: H - padT - padB},
+	}}
+	return f.WriteTo(w, format)
 }
 
 // WritePlotFile writes WritePlot to a .svg or .png file.
@@ -125,7 +92,7 @@ func writePlotFile(path string, write func(io.Writer, string) error) error {
 	return f.Close()
 }
 
-func (r *Report) tradeoffPlot() (*plot.Plot, error) {
+func (r *Report) tradeoffPlot() *chart.Chart {
 	p := newPlot("Trade-off: a longer watermark delay, fewer late events",
 		"median wait of a result after its window ends (log scale)", "events too late (%)")
 	series := r.tradeoffSeries()
@@ -137,69 +104,64 @@ func (r *Report) tradeoffPlot() (*plot.Plot, error) {
 		}
 	}
 	lo, hi = decadeDown(lo), decadeUp(hi*1.5)
-	p.X.Min, p.X.Max = math.Log10(lo), math.Log10(hi)
-	p.X.Tick.Marker = durTicks(lo, hi)
-	p.Y.Min, p.Y.Max = 0, math.Max(top*1.15, 0.01)
-	p.Add(plotter.NewGrid())
+	p.XMin, p.XMax = math.Log10(lo), math.Log10(hi)
+	p.XTicks = durTicks(lo, hi)
+	p.YMin, p.YMax = 0, math.Max(top*1.15, 0.01)
+	p.YTicks = linearTicks(p.YMin, p.YMax)
 	for i, sr := range series {
 		if sr.name != "" && len(sr.pts) == 0 {
 			continue
 		}
-		line, points, err := plotter.NewLinePoints(sr.pts)
-		if err != nil {
-			return nil, err
-		}
-		line.Color = ink
-		line.Width = vg.Points(1.5)
-		points.Color = tomato
-		points.Shape = draw.CircleGlyph{}
-		points.Radius = vg.Points(4)
+		line := chart.Line{Pts: sr.pts, Color: ink, Width: 1.5, Mark: 4, MarkColor: tomato}
 		if sr.name != "" {
-			line.Color, points.Color = periodColors[i%len(periodColors)], periodColors[i%len(periodColors)]
-			p.Legend.Add(sr.name, line, points)
+			line.Color, line.MarkColor = periodColors[i%len(periodColors)], periodColors[i%len(periodColors)]
+			p.Legend = append(p.Legend, chart.LegendEntry{Text: sr.name, Line: line})
 		}
-		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: sr.pts, Labels: sr.labels})
-		if err != nil {
-			return nil, err
+		p.Lines = append(p.Lines, line)
+		for k, pt := range sr.pts {
+			p.Labels = append(p.Labels, chart.Label{At: pt, Text: sr.labels[k], Size: 9, Color: ink})
 		}
-		for i := range lab.TextStyle {
-			lab.TextStyle[i].Font = font.From(sans, 9)
-			lab.TextStyle[i].Color = ink
-			lab.TextStyle[i].YAlign = draw.YBottom
-		}
-		p.Add(line, points, lab)
 	}
-	p.Legend.Top = true
-	if t := r.Recommendation.TargetPercent; t > 0 && t < p.Y.Max {
-		tl, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: t}, {X: p.X.Max, Y: t}})
-		if err != nil {
-			return nil, err
-		}
-		tl.Color = teal
-		tl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		tlab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: p.X.Min, Y: t}}, Labels: []string{" target " + fmtPct(t)}})
-		if err != nil {
-			return nil, err
-		}
-		tlab.TextStyle[0].Font = font.From(sans, 9)
-		tlab.TextStyle[0].Color = teal
-		tlab.TextStyle[0].YAlign = draw.YBottom
-		p.Add(tl, tlab)
+	p.LegendTop = true
+	if t := r.Recommendation.TargetPercent; t > 0 && t < p.YMax {
+		p.Lines = append(p.Lines, chart.Line{Pts: []chart.XY{{X: p.XMin, Y: t}, {X: p.XMax, Y: t}}, Color: teal, Width: 1, Dashes: []float64{4, 3}})
+		p.Labels = append(p.Labels, chart.Label{At: chart.XY{X: p.XMin, Y: t}, Text: " target " + fmtPct(t), Size: 9, Color: teal})
 	}
-	return p, nil
+	return p
+}
+
+// linearTicks are five to ten labelled ticks at a round step over lo..hi.
+func linearTicks(lo, hi float64) []chart.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return nil
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span)))
+	for _, m := range []float64{0.1, 0.2, 0.5, 1} {
+		if span/(step*m) <= 10 {
+			step *= m
+			break
+		}
+	}
+	var t []chart.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		v = math.Round(v/step) * step
+		t = append(t, chart.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 6, 64)})
+	}
+	return t
 }
 
 // periodColors tell the periods' series apart.
-var periodColors = []color.Color{
+var periodColors = []color.RGBA{
 	tomato, ink, teal,
-	color.RGBA{0x8e, 0x44, 0xad, 0xff}, color.RGBA{0xd4, 0xa0, 0x17, 0xff},
+	{0x8e, 0x44, 0xad, 0xff}, {0xd4, 0xa0, 0x17, 0xff},
 }
 
 // plotSeries is a curve of a figure: the whole stream's (no name) or a
 // period's.
 type plotSeries struct {
 	name   string
-	pts    plotter.XYs
+	pts    []chart.XY
 	labels []string
 }
 
@@ -215,7 +177,7 @@ func (r *Report) tradeoffSeries() []plotSeries {
 				continue // no window fired: the wait is not known
 			}
 			x := math.Max(float64(*wait), 1) / 1000
-			s.pts = append(s.pts, plotter.XY{X: math.Log10(x), Y: late})
+			s.pts = append(s.pts, chart.XY{X: math.Log10(x), Y: late})
 			s.labels = append(s.labels, " "+label)
 		}
 		return s
@@ -236,23 +198,23 @@ func (r *Report) tradeoffSeries() []plotSeries {
 	return out
 }
 
-func (r *Report) travelPlot() (*plot.Plot, error) {
+func (r *Report) travelPlot() *chart.Chart {
 	p := newPlot("Travel time: events still on their way",
 		"time since the event happened (log scale)", "events not yet arrived (%, log scale)")
 	type curve struct {
 		name string
-		pts  plotter.XYs
+		pts  []chart.XY
 	}
 	var curves []curve
 	floor := 100.0
 	add := func(name string, cdf []cdfPoint) {
-		var pts plotter.XYs
+		var pts []chart.XY
 		for _, c := range cdf {
 			left := 100 * (1 - c.share)
 			if left <= 1e-9 {
 				break
 			}
-			pts = append(pts, plotter.XY{X: math.Log10(c.ms / 1000), Y: math.Log10(left)})
+			pts = append(pts, chart.XY{X: math.Log10(c.ms / 1000), Y: math.Log10(left)})
 			floor = math.Min(floor, left)
 		}
 		curves = append(curves, curve{name, pts})
@@ -265,56 +227,42 @@ func (r *Report) travelPlot() (*plot.Plot, error) {
 	}
 	hi := decadeUp(math.Max(float64(r.Travel.MaxMS), 1000) / 1000)
 	lo := 0.001
-	p.X.Min, p.X.Max = math.Log10(lo), math.Log10(hi)
-	p.X.Tick.Marker = durTicks(lo, hi)
-	p.Y.Min, p.Y.Max = math.Floor(math.Log10(floor)), 2
-	var yt plot.ConstantTicks
-	for e := 2.0; e >= p.Y.Min; e-- {
+	p.XMin, p.XMax = math.Log10(lo), math.Log10(hi)
+	p.XTicks = durTicks(lo, hi)
+	p.YMin, p.YMax = math.Floor(math.Log10(floor)), 2
+	for e := 2.0; e >= p.YMin; e-- {
 		v := math.Pow(10, e)
-		yt = append(yt, plot.Tick{Value: e, Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
+		p.YTicks = append(p.YTicks, chart.Tick{Value: e, Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
 	}
-	p.Y.Tick.Marker = yt
-	p.Add(plotter.NewGrid())
 	// The travel-time buckets' edges: 2 s, 5 min, 1 h, 6 h.
 	for _, e := range bucketEdges {
 		x := math.Log10(float64(e) / 1000)
-		if x > p.X.Max {
+		if x > p.XMax {
 			continue
 		}
-		l, err := plotter.NewLine(plotter.XYs{{X: x, Y: p.Y.Min}, {X: x, Y: p.Y.Max}})
-		if err != nil {
-			return nil, err
-		}
-		l.Color = grey
-		l.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
-		p.Add(l)
+		p.Lines = append(p.Lines, chart.Line{Pts: []chart.XY{{X: x, Y: p.YMin}, {X: x, Y: p.YMax}}, Color: grey, Width: 1, Dashes: []float64{2, 2}})
 	}
 	for i, c := range curves {
 		if len(c.pts) == 0 {
 			continue
 		}
 		// A step curve: the share stays put between two buckets.
-		var steps plotter.XYs
+		var steps []chart.XY
 		for i, pt := range c.pts {
 			if i > 0 {
-				steps = append(steps, plotter.XY{X: pt.X, Y: c.pts[i-1].Y})
+				steps = append(steps, chart.XY{X: pt.X, Y: c.pts[i-1].Y})
 			}
 			steps = append(steps, pt)
 		}
-		l, err := plotter.NewLine(steps)
-		if err != nil {
-			return nil, err
-		}
-		l.Color = tomato
-		l.Width = vg.Points(2)
+		l := chart.Line{Pts: steps, Color: tomato, Width: 2}
 		if c.name != "" {
 			l.Color = periodColors[i%len(periodColors)]
-			p.Legend.Add(c.name, l)
+			p.Legend = append(p.Legend, chart.LegendEntry{Text: c.name, Line: l})
 		}
-		p.Add(l)
+		p.Lines = append(p.Lines, l)
 	}
-	p.Legend.Top = true
-	return p, nil
+	p.LegendTop = true
+	return p
 }
 
 func decadeDown(v float64) float64 {

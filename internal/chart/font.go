@@ -1,0 +1,51 @@
+package chart
+
+import (
+	"sync"
+
+	"codeberg.org/go-fonts/liberation/liberationsansregular"
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/opentype"
+	"golang.org/x/image/math/fixed"
+)
+
+// FontFamily is what the SVG asks the viewer for; the first is the font the
+// layout was measured with and the PNG is drawn with.
+const FontFamily = "Liberation Sans, Arial, Helvetica, sans-serif"
+
+var (
+	fontOnce sync.Once
+	sans     *opentype.Font
+	facesMu  sync.Mutex
+	faces    = map[float64]font.Face{}
+)
+
+// face is Liberation Sans Regular at size points and dpi.
+func face(size, dpi float64) font.Face {
+	fontOnce.Do(func() {
+		f, err := opentype.Parse(liberationsansregular.TTF)
+		if err != nil {
+			panic("chart: the embedded font: " + err.Error())
+		}
+		sans = f
+	})
+	facesMu.Lock()
+	defer facesMu.Unlock()
+	k := size*1000 + dpi
+	if f, ok := faces[k]; ok {
+		return f
+	}
+	f, err := opentype.NewFace(sans, &opentype.FaceOptions{Size: size, DPI: dpi, Hinting: font.HintingNone})
+	if err != nil {
+		panic("chart: the embedded font: " + err.Error())
+	}
+	faces[k] = f
+	return f
+}
+
+// Measure is the width in points of s in Liberation Sans at size points.
+func Measure(s string, size float64) float64 {
+	return fixedToFloat(font.MeasureString(face(size, 72), s))
+}
+
+func fixedToFloat(v fixed.Int26_6) float64 { return float64(v) / 64 }
