@@ -271,31 +271,13 @@ func TestRestoreCommitsPendingOnce(t *testing.T) {
 // removed) is a commit done when it is run again.
 func TestCommitAfterHalfCommit(t *testing.T) {
 	dir := t.TempDir()
-	s := newTestSink(t, dir, true)
-	if err := s.Open(ctx, connector.Resume{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Write(ctx, []plan.Item{pane("c1", at(13, 0), 2, int64(30))}); err != nil {
-		t.Fatal(err)
-	}
-	pre, err := s.PreCommit(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pre := preCommittedPane(t, dir)
 	tmp, final := filepath.Join(dir, s.tmpName(0)), filepath.Join(dir, s.finalName(0))
 	if err := os.Link(tmp, final); err != nil {
 		t.Fatal(err)
 	}
 	s2 := newTestSink(t, dir, true)
-	if err := s2.Open(ctx, connector.Resume{From: 1, Pending: []connector.PreCommit{{Checkpoint: 1, Data: pre}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s2.Commit(ctx, 1, pre); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := files(t, dir), []string{s.finalName(0)}; !slices.Equal(got, want) {
-		t.Fatalf("%v, want %v", got, want)
-	}
+	restoreCommits(t, s2, dir, pre, s.finalName(0))
 }
 
 // Only the output's own in-progress files written after the checkpoint are
@@ -562,17 +544,7 @@ func TestShapeFromFirstPaneAndEscapedKeys(t *testing.T) {
 // names.
 func TestRestoreOfARenamedJob(t *testing.T) {
 	dir := t.TempDir()
-	s := newTestSink(t, dir, true)
-	if err := s.Open(ctx, connector.Resume{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Write(ctx, []plan.Item{pane("c1", at(13, 0), 2, int64(30))}); err != nil {
-		t.Fatal(err)
-	}
-	pre, err := s.PreCommit(ctx, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, pre := preCommittedPane(t, dir)
 	c, _ := Parse(plan.Values{"dir": dir})
 	sh := shape
 	ks, err := c.New(plan.Env{Job: "orders-v2", Field: "output", Checkpointed: true, Shape: &sh})
@@ -583,15 +555,7 @@ func TestRestoreOfARenamedJob(t *testing.T) {
 	if s2.task == s.task {
 		t.Fatal("the same task token for another job name")
 	}
-	if err := s2.Open(ctx, connector.Resume{From: 1, Pending: []connector.PreCommit{{Checkpoint: 1, Data: pre}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s2.Commit(ctx, 1, pre); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := files(t, dir), []string{s.finalName(0)}; !slices.Equal(got, want) {
-		t.Fatalf("%v, want %v", got, want)
-	}
+	restoreCommits(t, s2, dir, pre, s.finalName(0))
 }
 
 // At most MaxOpenFiles part files are open: a pane of another folder
@@ -627,5 +591,40 @@ func TestOpenFilesAreBounded(t *testing.T) {
 	}
 	if len(fin) != MaxOpenFiles+2 || n != MaxOpenFiles+2 || !slices.Contains(fin, "card=c0/"+s.finalName(MaxOpenFiles+1)) {
 		t.Fatalf("%d rows in %d files: %v", n, len(fin), fin)
+	}
+}
+
+// preCommittedPane is a checkpointed sink on dir that wrote one pane and
+// pre-committed it for checkpoint 1, not committed: the sink and its
+// pre-commit.
+func preCommittedPane(t *testing.T, dir string) (*Sink, []byte) {
+	t.Helper()
+	s := newTestSink(t, dir, true)
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(ctx, []plan.Item{pane("c1", at(13, 0), 2, int64(30))}); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := s.PreCommit(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pre
+}
+
+// restoreCommits restores s2 from checkpoint 1, whose pre-commit is pre,
+// commits it again as the engine does, and checks that dir then holds the
+// one final file want.
+func restoreCommits(t *testing.T, s2 *Sink, dir string, pre []byte, want string) {
+	t.Helper()
+	if err := s2.Open(ctx, connector.Resume{From: 1, Pending: []connector.PreCommit{{Checkpoint: 1, Data: pre}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Commit(ctx, 1, pre); err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, dir); !slices.Equal(got, []string{want}) {
+		t.Fatalf("%v, want [%s]", got, want)
 	}
 }
