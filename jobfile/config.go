@@ -638,6 +638,8 @@ func (j *Job) KeyFields() []Path {
 // 1 KiB, which every output takes (a PostgreSQL index, a Kafka message).
 const DefaultMaxKeyBytes = 1 << 10
 
+// KeyBytesLimit is the longest key an event may have: MaxKeyBytes, or
+// its default.
 func (j *Job) KeyBytesLimit() int64 {
 	if j.MaxKeyBytes > 0 {
 		return j.MaxKeyBytes
@@ -650,6 +652,8 @@ func (j *Job) KeyBytesLimit() int64 {
 // escaped, always fits a Kafka message (1 MiB by default).
 const DefaultDeadLetterMax = 64 << 10
 
+// DeadLetterLimit is the most of a line or an event a quarantine or late
+// record keeps: DeadLetterMax, or its default.
 func (j *Job) DeadLetterLimit() int64 {
 	if j.DeadLetterMax > 0 {
 		return j.DeadLetterMax

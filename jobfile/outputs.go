@@ -579,23 +579,31 @@ func (o *Output) Destination() Destination {
 // FileDestination is an output to a file, by its path.
 type FileDestination string
 
+// Connector implements Destination.
 func (f FileDestination) Connector() string { return "file" }
 
+// Writes implements Destination.
 func (f FileDestination) Writes() string { return string(f) }
 
+// Target implements Destination.
 func (f FileDestination) Target(rel func(string) string) string { return "file:" + rel(string(f)) }
 
 // StdoutDestination is an output to standard output.
 type StdoutDestination struct{}
 
+// Connector implements Destination.
 func (StdoutDestination) Connector() string { return "stdout" }
 
+// Writes implements Destination.
 func (StdoutDestination) Writes() string { return "standard output" }
 
+// Target implements Destination.
 func (StdoutDestination) Target(func(string) string) string { return "stdout" }
 
+// Connector implements Destination.
 func (k *KafkaOutput) Connector() string { return "kafka" }
 
+// Writes implements Destination.
 func (k *KafkaOutput) Writes() string {
 	if k.Format != "" {
 		return "kafka topic " + k.Topic + " (" + k.Format + ")"
@@ -603,10 +611,13 @@ func (k *KafkaOutput) Writes() string {
 	return "kafka topic " + k.Topic
 }
 
+// Target implements Destination.
 func (k *KafkaOutput) Target(func(string) string) string { return "kafka:" + k.Topic }
 
+// Connector implements Destination.
 func (t *TableOutput) Connector() string { return t.Driver }
 
+// Writes implements Destination.
 func (t *TableOutput) Writes() string {
 	if t.Driver == "sqlite" {
 		return "table " + t.Table + " in " + t.Path
@@ -614,6 +625,7 @@ func (t *TableOutput) Writes() string {
 	return "postgres table " + t.Table
 }
 
+// Target implements Destination.
 func (t *TableOutput) Target(rel func(string) string) string {
 	if t.Driver == "sqlite" {
 		return "sqlite:" + rel(t.Path) + "#" + t.Table
@@ -621,8 +633,11 @@ func (t *TableOutput) Target(rel func(string) string) string {
 	return "postgres:" + t.Table
 }
 
+// Connector implements Destination.
 func (c *CustomOutput) Connector() string { return c.Kind }
 
+// Writes implements Destination.
 func (c *CustomOutput) Writes() string { return c.Config.Writes() }
 
+// Target implements Destination.
 func (c *CustomOutput) Target(func(string) string) string { return c.Kind + ":" + c.Config.Target() }

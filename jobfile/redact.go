@@ -32,7 +32,7 @@ func (j *Job) RedactError(err error) error { return j.secrets.RedactError(err) }
 // passing it on to w.
 func (j *Job) RedactWriter(w io.Writer) io.Writer { return j.secrets.Writer(w) }
 
-// shown is a setting of the job as the console shows it: redacted, and
+// Shown is a setting of the job as the console shows it: redacted, and
 // every value that came from an environment variable shown as the
 // ${NAME} it came from, secret or not.
 func (j *Job) Shown(s string) string {
@@ -47,6 +47,7 @@ func (j *Job) Shown(s string) string {
 	return s
 }
 
+// ShownAll is Shown of each of list.
 func (j *Job) ShownAll(list []string) []string {
 	out := make([]string, len(list))
 	for i, s := range list {

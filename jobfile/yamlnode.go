@@ -21,6 +21,8 @@ type Error struct {
 	Msg   string
 }
 
+// Error is the mistake on one line: the file, its line and the field when
+// known, then the message.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
