@@ -310,3 +310,24 @@ func asStrings(v any) []string {
 	}
 	return out
 }
+
+// The reference of every field is the one the parser's definitions make.
+func TestReferenceFile(t *testing.T) {
+	const path = "../docs/job-file-reference.md"
+	want := Reference()
+	if *updateSchema {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("docs/job-file-reference.md is not the reference of the job file's definitions (%v): go test ./jobfile -run TestReferenceFile -update-schema", err)
+	}
+	// Every field a job file may have at its top is in it, by its path.
+	for _, f := range jobShape.Fields {
+		if !bytes.Contains(want, []byte("| `"+f.Name+"` |")) {
+			t.Errorf("the reference has no row of %s", f.Name)
+		}
+	}
+}
