@@ -302,15 +302,7 @@ func (a *AvroPanes) Record(p *plan.PaneFields) (key, value []byte) {
 
 func (a *AvroPanes) appendKey(b []byte, p *plan.PaneFields) []byte {
 	for i := range a.shape.Keys {
-		var s string
-		if i < len(p.Keys) {
-			if k, ok := p.Keys[i].(string); ok {
-				s = k
-			} else {
-				s = fmt.Sprint(p.Keys[i])
-			}
-		}
-		b = avroString(b, s)
+		b = avroString(b, p.KeyText(i))
 	}
 	if a.windowedKey {
 		b = avroLong(b, int64(p.Start))

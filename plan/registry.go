@@ -205,6 +205,22 @@ type PaneFields struct {
 	Partial []string
 }
 
+// KeyText is the i-th of the key's values as its text, what a column or a
+// record field of the key holds: a string as it is, another value as fmt
+// prints it, none (nil, or a pane with fewer values) as "".
+func (p *PaneFields) KeyText(i int) string {
+	if i >= len(p.Keys) {
+		return ""
+	}
+	switch x := p.Keys[i].(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(p.Keys[i])
+}
+
 // RawJSON is a value that is JSON text: printed as its text, and
 // marshalled as the JSON it is.
 type RawJSON string

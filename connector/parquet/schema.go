@@ -191,7 +191,7 @@ func (l *layout) dir(b []byte, p *plan.PaneFields) ([]byte, error) {
 			if part.key >= len(p.Keys) {
 				return nil, fmt.Errorf("a pane has %d key fields, the output's shape %d", len(p.Keys), l.nkeys)
 			}
-			b = appendEscaped(b, keyText(p.Keys[part.key]))
+			b = appendEscaped(b, p.KeyText(part.key))
 		}
 	}
 	return b, nil
@@ -216,17 +216,6 @@ func appendEscaped(b []byte, v string) []byte {
 	return b
 }
 
-// keyText is a key's value as a column holds it: its text.
-func keyText(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	}
-	return fmt.Sprint(v)
-}
-
 // row appends the row of pane p to r.
 func (l *layout) row(r pq.Row, p *plan.PaneFields) (pq.Row, error) {
 	if len(p.Keys) != l.nkeys || len(p.Values) != l.naggs {
@@ -238,7 +227,7 @@ func (l *layout) row(r pq.Row, p *plan.PaneFields) (pq.Row, error) {
 		optional := c.node.Optional()
 		switch c.kind {
 		case colKey:
-			v = pq.ByteArrayValue([]byte(keyText(p.Keys[c.index])))
+			v = pq.ByteArrayValue([]byte(p.KeyText(c.index)))
 		case colStart:
 			v = pq.Int64Value(int64(p.Start))
 		case colEnd:
