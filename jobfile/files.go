@@ -29,23 +29,16 @@ func checkFiles(j *Job, jobPath string) error {
 	if j.Input != "-" && j.Input != "" {
 		protect = append(protect, named{"the input (source.file)", j.Input})
 	}
-	var outs []named
 	for _, o := range j.AllOutputs() {
-		if o.File != "" {
-			outs = append(outs, named{o.Field, o.File})
-			if _, ok := j.lines[o.Field]; !ok {
-				j.lines[o.Field] = o.Line
-			}
+		if _, ok := j.lines[o.Field]; !ok && o.File != "" {
+			j.lines[o.Field] = o.Line
 		}
 	}
-	outs = append(outs, named{"summary", j.Summary})
-	if j.Acceptance != "" {
-		outs = append(outs, named{"acceptance", j.Acceptance}, named{"acceptance", AcceptanceMarkdown(j.Acceptance)})
+	var outs []named
+	for _, f := range j.OutputFiles() {
+		outs = append(outs, named{f.Field, f.Path})
 	}
 	for i, o := range outs {
-		if o.path == "" || o.path == "-" {
-			continue
-		}
 		dir := filepath.Dir(o.path)
 		if st, err := os.Stat(dir); err != nil {
 			return fail(o.field, "the directory %s does not exist", dir)
@@ -65,9 +58,6 @@ func checkFiles(j *Job, jobPath string) error {
 			}
 		}
 		for _, prev := range outs[:i] {
-			if prev.path == "" || prev.path == "-" {
-				continue
-			}
 			if pst, err := os.Stat(prev.path); err == nil && os.SameFile(st, pst) {
 				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
 			}
@@ -94,5 +84,27 @@ func checkFiles(j *Job, jobPath string) error {
 	return nil
 }
 
-// acceptanceMarkdown is the Markdown file beside the JSON record.
+// AcceptanceMarkdown is the Markdown file beside the JSON record.
 func AcceptanceMarkdown(path string) string { return strings.TrimSuffix(path, ".json") + ".md" }
+
+// OutputFile is a file the job writes, and the field that names it.
+type OutputFile struct{ Field, Path string }
+
+// OutputFiles are the files the job writes, in the order of the job file:
+// its outputs' files, its summary, its acceptance record (JSON and
+// Markdown); not standard output.
+func (j *Job) OutputFiles() []OutputFile {
+	var out []OutputFile
+	for _, o := range j.AllOutputs() {
+		if o.File != "" && o.File != "-" {
+			out = append(out, OutputFile{o.Field, o.File})
+		}
+	}
+	if j.Summary != "" && j.Summary != "-" {
+		out = append(out, OutputFile{"summary", j.Summary})
+	}
+	if j.Acceptance != "" {
+		out = append(out, OutputFile{"acceptance", j.Acceptance}, OutputFile{"acceptance", AcceptanceMarkdown(j.Acceptance)})
+	}
+	return out
+}
