@@ -174,16 +174,7 @@ func newLineParser(j *jobfile.Job) *lineParser {
 // with its allowed lateness, before the last instant weir can write: a
 // later one would be counted in a window that no output can hold.
 func latestEventTime(j *jobfile.Job) mtime.Time {
-	extent := mtime.Time(0)
-	switch a := j.Window.Assigner.(type) {
-	case window.Tumbling:
-		extent = a.Size
-	case window.Sliding:
-		extent = a.Size
-	case window.Session:
-		extent = a.Gap
-	}
-	return mtime.MaxTime - extent - j.Window.AllowedLateness - 1
+	return mtime.MaxTime - window.Length(j.Window.Assigner) - j.Window.AllowedLateness - 1
 }
 
 func get(v *fastjson.Value, p jobfile.Path) *fastjson.Value { return source.Get(v, p) }

@@ -57,16 +57,7 @@ func (j *Job) Notes() []string {
 // fires them again for little gain. Without lateness it says nothing: the
 // late_output warning speaks for that.
 func latenessNote(ws window.Strategy) string {
-	l := ws.AllowedLateness
-	var size mtime.Time
-	switch a := ws.Assigner.(type) {
-	case window.Tumbling:
-		size = a.Size
-	case window.Sliding:
-		size = a.Size
-	case window.Session:
-		size = a.Gap
-	}
+	l, size := ws.AllowedLateness, window.Length(ws.Assigner)
 	if l <= 0 || size <= 0 || l >= 10*size || (20*l >= size && 5*l <= size) {
 		return ""
 	}
@@ -89,14 +80,13 @@ func latenessWarning(ws window.Strategy) string {
 		return ""
 	}
 	const day = mtime.Time(24 * 3600 * 1000)
-	var size, open mtime.Time
+	size := window.Length(ws.Assigner)
+	var open mtime.Time // the windows a key keeps open at once; 0 for sessions
 	switch a := ws.Assigner.(type) {
 	case window.Tumbling:
-		size, open = a.Size, l/a.Size+1
+		open = l/a.Size + 1
 	case window.Sliding:
-		size, open = a.Size, (a.Size+l+a.Slide-1)/a.Slide
-	case window.Session:
-		size = a.Gap
+		open = (a.Size + l + a.Slide - 1) / a.Slide
 	}
 	switch {
 	case size > 0 && l >= 10*size && open > 0:

@@ -186,3 +186,17 @@ func (Global) sealed()        {}
 // Overlap reports whether two windows share an instant (touching windows do
 // not overlap).
 func Overlap(a, b Window) bool { return a.Start < b.End && b.Start < a.End }
+
+// Length is the length of a's windows: a tumbling or sliding window's
+// size, a session's gap (its least length); 0 for the global window.
+func Length(a Assigner) mtime.Time {
+	switch a := a.(type) {
+	case Tumbling:
+		return a.Size
+	case Sliding:
+		return a.Size
+	case Session:
+		return a.Gap
+	}
+	return 0
+}
