@@ -134,8 +134,9 @@ type canvas interface {
 	// stroke draws a polyline, clipped to clip.
 	stroke(pts []XY, c color.RGBA, width float64, dashes []float64, clip Box)
 	circle(at XY, r float64, c color.RGBA, width float64)
-	// text draws s with its baseline through at; vertical turns it a
-	// quarter anticlockwise (reading upwards).
+	// text draws s (not empty, without leading spaces when anchored left:
+	// drawText) with its baseline through at; vertical turns it a quarter
+	// anticlockwise (reading upwards).
 	text(at XY, s string, size float64, c color.RGBA, a anchor, vertical bool)
 	encode(w io.Writer) error
 }
@@ -155,7 +156,7 @@ func (ch *Chart) draw(c canvas, b Box) {
 	// tick labels to the left.
 	top := b.Y
 	if ch.Title != "" {
-		c.text(XY{b.X + b.W/2, b.Y + ascent(12)}, ch.Title, 12, black, middle, false)
+		drawText(c, XY{b.X + b.W/2, b.Y + ascent(12)}, ch.Title, 12, black, middle, false)
 		top += lineHeight(12) + 6
 	}
 	top += lineHeight(9) / 2
@@ -176,8 +177,8 @@ func (ch *Chart) draw(c canvas, b Box) {
 			bottom - (p.Y-ch.YMin)/(ch.YMax-ch.YMin)*axes.H,
 		}
 	}
-	c.text(XY{(x0 + x1) / 2, b.Y + b.H - lineHeight(10) + ascent(10)}, ch.XLabel, 10, Ink, middle, false)
-	c.text(XY{b.X + ascent(10), top + axes.H/2}, ch.YLabel, 10, Ink, middle, true)
+	drawText(c, XY{(x0 + x1) / 2, b.Y + b.H - lineHeight(10) + ascent(10)}, ch.XLabel, 10, Ink, middle, false)
+	drawText(c, XY{b.X + ascent(10), top + axes.H/2}, ch.YLabel, 10, Ink, middle, true)
 	in := func(v, lo, hi float64) bool { return v >= lo-1e-9*(hi-lo) && v <= hi+1e-9*(hi-lo) }
 	for _, t := range ch.XTicks {
 		if !in(t.Value, ch.XMin, ch.XMax) {
@@ -190,7 +191,7 @@ func (ch *Chart) draw(c canvas, b Box) {
 			if ch.Grid {
 				c.stroke([]XY{{x, top}, {x, bottom}}, gridGrey, 0.5, nil, axes)
 			}
-			c.text(XY{x, bottom + tickLen + gap + ascent(9)}, t.Label, 9, Ink, middle, false)
+			drawText(c, XY{x, bottom + tickLen + gap + ascent(9)}, t.Label, 9, Ink, middle, false)
 		}
 		c.stroke([]XY{{x, bottom}, {x, bottom + l}}, Ink, 0.5, nil, Box{0, 0, 1e9, 1e9})
 	}
@@ -205,7 +206,7 @@ func (ch *Chart) draw(c canvas, b Box) {
 			if ch.Grid {
 				c.stroke([]XY{{x0, y}, {x1, y}}, gridGrey, 0.5, nil, axes)
 			}
-			c.text(XY{x0 - tickLen - gap, y + ascent(9)/2 - 1}, t.Label, 9, Ink, right, false)
+			drawText(c, XY{x0 - tickLen - gap, y + ascent(9)/2 - 1}, t.Label, 9, Ink, right, false)
 		}
 		c.stroke([]XY{{x0 - l, y}, {x0, y}}, Ink, 0.5, nil, Box{0, 0, 1e9, 1e9})
 	}
@@ -226,7 +227,7 @@ func (ch *Chart) draw(c canvas, b Box) {
 	}
 	for _, lb := range ch.Labels {
 		p := px(lb.At)
-		c.text(XY{p.X, p.Y - lb.Raise - 1}, lb.Text, lb.Size, lb.Color, left, false)
+		drawText(c, XY{p.X, p.Y - lb.Raise - 1}, lb.Text, lb.Size, lb.Color, left, false)
 	}
 	ch.drawLegend(c, axes)
 }
@@ -251,7 +252,7 @@ func (ch *Chart) drawLegend(c canvas, axes Box) {
 	}
 	x := right - thumb - gap - tw
 	for _, e := range ch.Legend {
-		c.text(XY{x, y + row*0.8}, e.Text, 9, black, left, false)
+		drawText(c, XY{x, y + row*0.8}, e.Text, 9, black, left, false)
 		mid := y + row/2
 		l := e.Line
 		c.stroke([]XY{{right - thumb, mid}, {right, mid}}, l.Color, l.Width, l.Dashes, Box{0, 0, 1e9, 1e9})
@@ -259,6 +260,20 @@ func (ch *Chart) drawLegend(c canvas, axes Box) {
 			c.circle(XY{right - thumb/2, mid}, l.Mark, l.MarkColor, 1)
 		}
 		y += row
+	}
+}
+
+// drawText draws s on c as canvas.text, text of its own: a left-anchored
+// text begins after its leading spaces (a canvas would drop or collapse
+// them), and an empty one is nothing.
+func drawText(c canvas, at XY, s string, size float64, col color.RGBA, a anchor, vertical bool) {
+	if a == left {
+		var dx float64
+		dx, s = leadingSpaces(s, size)
+		at.X += dx
+	}
+	if s != "" {
+		c.text(at, s, size, col, a, vertical)
 	}
 }
 

@@ -152,14 +152,6 @@ func (c *pngCanvas) circle(at XY, r float64, col color.RGBA, width float64) {
 }
 
 func (c *pngCanvas) text(at XY, s string, size float64, col color.RGBA, a anchor, vertical bool) {
-	if a == left {
-		var dx float64
-		dx, s = leadingSpaces(s, size)
-		at.X += dx
-	}
-	if s == "" {
-		return
-	}
 	f := face(size, c.dpi)
 	w := fixedToFloat(font.MeasureString(f, s))
 	shift := [...]float64{0, w / 2, w}[a]

@@ -71,14 +71,6 @@ func (c *svgCanvas) circle(at XY, r float64, col color.RGBA, width float64) {
 var xmlText = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func (c *svgCanvas) text(at XY, s string, size float64, col color.RGBA, a anchor, vertical bool) {
-	if a == left {
-		var dx float64
-		dx, s = leadingSpaces(s, size)
-		at.X += dx
-	}
-	if s == "" {
-		return
-	}
 	anchors := [...]string{"start", "middle", "end"}
 	fmt.Fprintf(&c.b, "<text x=\"%s\" y=\"%s\" font-size=\"%s\" fill=\"%s\" text-anchor=\"%s\"", num(at.X), num(at.Y), num(size), hex(col), anchors[a])
 	if vertical {
