@@ -617,12 +617,8 @@ func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.Si
 		ks := &kafka.Sink[T]{Config: k.KafkaConn, Delivery: k.Delivery, Encode: encode, Identify: c.id,
 			TransactionTimeout: time.Duration(k.TransactionTimeout) * time.Millisecond,
 			TransactionalID:    transactionalID(rn.j, o.Field), Create: k.Create}
-		for i := range rn.j.Outputs {
-			// The results' topic gets revised panes, keyed by key and window.
-			if &rn.j.Outputs[i] == o && len(rn.j.Revisions()) > 0 {
-				ks.Revisions = true
-			}
-		}
+		// The results' topic gets revised panes, keyed by key and window.
+		ks.Revisions = o.Role() == "results" && len(rn.j.Revisions()) > 0
 		ks.Log = func(s string) { rn.logf("%s", s) }
 		if rn.o.task != nil {
 			ks.Txn = rn.o.task.Txn
