@@ -154,6 +154,7 @@ func (a avg[T, N]) Add(acc Mean, v T) Mean {
 	acc.Count++
 	return acc
 }
+
 // Retract implements Retracter.
 func (a avg[T, N]) Retract(acc Mean, v T) Mean {
 	acc.Sum -= float64(a.f(v))

@@ -20,8 +20,8 @@ func TestWithdraw(t *testing.T) {
 			ev1(1), ev1(5), ev1(7), wd1(7), // withdrawn before the firing
 			ev1(12), wm1(15), // [0,10) on time with 2
 			wd1(5), ev1(13), // withdrawn late: a late pane with 1; 13 joins [10,20)
-			wm1(45),         // [0,10) closes
-			wd1(1),          // too late to withdraw: nothing
+			wm1(45), // [0,10) closes
+			wd1(1),  // too late to withdraw: nothing
 			wm1(100),
 		}, false)
 		want := "a [0,10) #1 ON_TIME final=false n=2\n" +
