@@ -213,6 +213,34 @@ func (w *Window[K, T, A, O]) Aside(part int, key K, ts mtime.Time, v T, reason s
 	w.op.d.Aside(part, key, ts, v, reason)
 }
 
+// Withdraw implements Target: the event is taken back out of its windows
+// (exec.WindowOp.Withdraw), in stream order.
+func (w *Window[K, T, A, O]) Withdraw(key K, ts mtime.Time, v T) {
+	w.op.d.Withdraw(key, ts, v)
+}
+
+// Open implements Target: whether every window of an event at ts can
+// still take it (or give it back), the watermark being where the stage's
+// input last emitted it.
+func (w *Window[K, T, A, O]) Open(ts mtime.Time) bool {
+	s := w.cfg.Strategy
+	limit := w.op.d.Watermark().Add(-s.AllowedLateness)
+	for _, x := range s.Assigner.Assign(ts, nil) {
+		if x.MaxTimestamp() <= limit {
+			return false
+		}
+	}
+	return true
+}
+
+// CanWithdraw implements Target: whether the aggregate can take an event
+// back out (aggregate.Retracter) and the windows are not sessions (a
+// session would keep the extent a withdrawn event gave it).
+func (w *Window[K, T, A, O]) CanWithdraw() bool {
+	ops := w.op.r.Ops()
+	return len(ops) > 0 && ops[0].CanWithdraw() && !w.cfg.Strategy.Assigner.Merging()
+}
+
 // Observe implements Target.
 func (w *Window[K, T, A, O]) Observe(part int, ts mtime.Time) { w.op.d.Observe(part, ts) }
 
