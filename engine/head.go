@@ -146,10 +146,15 @@ type Target[K comparable, T any] interface {
 	AddPartition(part int, now mtime.Time)
 	SetBacklog(part int, backlog int64, now mtime.Time)
 	// Withdraw takes an event back out of its windows (the earlier
-	// version of a revised event); Open says whether every window of an
-	// event at ts can still take it or give it back; CanWithdraw whether
-	// the stage can withdraw at all (its aggregate and windows).
-	Withdraw(key K, ts mtime.Time, v T)
+	// version of a revised event), firing them as the trigger says of an
+	// event, or, without fire, not (the new version comes next, to the
+	// same key and windows: they fire once); SameWindows says whether
+	// events at a and b belong to the same windows; Open whether every
+	// window of an event at ts can still take it or give it back;
+	// CanWithdraw whether the stage can withdraw at all (its aggregate
+	// and windows).
+	Withdraw(key K, ts mtime.Time, v T, fire bool)
+	SameWindows(a, b mtime.Time) bool
 	Open(ts mtime.Time) bool
 	CanWithdraw() bool
 	SetFloor(w mtime.Time)
@@ -673,7 +678,11 @@ func (h *Head[K, T]) versioned(part int, d *Decoded[K, T]) {
 				h.e.Fail(fmt.Errorf("de-duplication state: the earlier version of an id: %w", err))
 				return
 			}
-			w.Withdraw(key, old.t, v)
+			// Into the same key's same windows, the two make one change:
+			// the windows fire once, with the new version in place of
+			// the old.
+			same := !d.Filtered && key == d.Key && w.SameWindows(old.t, d.Time)
+			w.Withdraw(key, old.t, v, !same)
 		}
 		h.c.Revisions++
 	}

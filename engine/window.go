@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
@@ -215,8 +216,15 @@ func (w *Window[K, T, A, O]) Aside(part int, key K, ts mtime.Time, v T, reason s
 
 // Withdraw implements Target: the event is taken back out of its windows
 // (exec.WindowOp.Withdraw), in stream order.
-func (w *Window[K, T, A, O]) Withdraw(key K, ts mtime.Time, v T) {
-	w.op.d.Withdraw(key, ts, v)
+func (w *Window[K, T, A, O]) Withdraw(key K, ts mtime.Time, v T, fire bool) {
+	w.op.d.Withdraw(key, ts, v, fire)
+}
+
+// SameWindows implements Target: whether events at a and b belong to the
+// same windows.
+func (w *Window[K, T, A, O]) SameWindows(a, b mtime.Time) bool {
+	as := w.cfg.Strategy.Assigner
+	return slices.Equal(as.Assign(a, nil), as.Assign(b, nil))
 }
 
 // Open implements Target: whether every window of an event at ts can

@@ -149,6 +149,10 @@ type Summary struct {
 	Lost              int64            `json:"lost,omitempty"`
 	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 	LateAccepted      int64            `json:"late_accepted"`
+	// Revisions counts the events of a versioned job (version_field) that
+	// replaced their earlier version in the results: a part of Accepted
+	// (or Filtered).
+	Revisions int64 `json:"revisions,omitempty"`
 	// LateForSomeWindows counts the accepted events too late for some of
 	// their windows (a sliding window's earlier ones): each is in the late
 	// output too, naming the windows it missed.
@@ -249,6 +253,12 @@ func (s *Summary) Text() string {
 	partly := ""
 	if s.LateForSomeWindows > 0 {
 		partly = fmt.Sprintf(", %d too late for some of their windows", s.LateForSomeWindows)
+	}
+	if s.Revisions > 0 {
+		partly += fmt.Sprintf(", %d revisions replacing an earlier version", s.Revisions)
+	}
+	if s.Superseded > 0 || s.RevisionsTooLate > 0 {
+		beyond += fmt.Sprintf(", %d superseded by a higher version, %d revisions too late", s.Superseded, s.RevisionsTooLate)
 	}
 	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
 		name, s.Read, rate, s.Accepted, s.LateAccepted, partly, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
@@ -943,7 +953,7 @@ func (rn *Runnable) summary(err error) *Summary {
 		Job: rn.j.Name, Accounting: c.Accounting,
 		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Heartbeats: c.Heartbeats, Lost: c.Lost,
 		LateAccepted: st.LateAccepted, PanesFired: st.Panes, WindowsFired: st.Fired,
-		PanesWritten: rn.out.Written(),
+		PanesWritten: rn.out.Written(), Revisions: c.Revisions,
 	}
 	// The windows' own counts are final once they have ended; the head's
 	// are as of its last status.
@@ -1064,6 +1074,9 @@ func fingerprint(j *jobfile.Job) string {
 	}
 	if j.Ingestion {
 		b.WriteString(" ingestion")
+	}
+	if j.VersionField != nil {
+		fmt.Fprintf(&b, " version=%s", j.VersionField)
 	}
 	for _, a := range j.Aggregates {
 		fmt.Fprintf(&b, " %s=%d(%s)", a.Name, a.Kind, a.Field)

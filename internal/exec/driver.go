@@ -148,14 +148,14 @@ func (d *Driver[K, T]) Aside(part int, key K, ts mtime.Time, v T, reason string)
 // Withdraw takes an event that was sent back out of its windows (the
 // earlier version of a revised event), in stream order, when the target
 // can (Withdrawer); it reports whether it could. It is not an arrival: the
-// watermark learns nothing of it.
-func (d *Driver[K, T]) Withdraw(key K, ts mtime.Time, v T) bool {
+// watermark learns nothing of it. fire: see WindowOp.Withdraw.
+func (d *Driver[K, T]) Withdraw(key K, ts mtime.Time, v T, fire bool) bool {
 	wd, ok := d.t.(Withdrawer[K, T])
 	if !ok {
 		return false
 	}
 	d.proc(d.now)
-	wd.Withdraw(key, ts, d.now, v)
+	wd.Withdraw(key, ts, d.now, v, fire)
 	return true
 }
 

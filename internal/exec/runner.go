@@ -29,7 +29,7 @@ type Target[K comparable, T any] interface {
 // the earlier version of a revised event (see WindowOp.Withdraw). Runner
 // implements it.
 type Withdrawer[K comparable, T any] interface {
-	Withdraw(key K, ts, now mtime.Time, v T)
+	Withdraw(key K, ts, now mtime.Time, v T, fire bool)
 }
 
 type itemKind uint8
@@ -51,7 +51,7 @@ type item[K comparable, T any] struct {
 	now  mtime.Time
 	key  K
 	val  T
-	tag  any // iBarrier; the reason of iAside
+	tag  any // iBarrier; the reason of iAside; whether an iWithdraw fires
 }
 
 // Barrier is the output of an operator instance at a checkpoint barrier: its
@@ -288,10 +288,10 @@ func (r *Runner[K, T, A, O]) Aside(key K, ts, now mtime.Time, v T, reason string
 }
 
 // Withdraw implements Withdrawer.
-func (r *Runner[K, T, A, O]) Withdraw(key K, ts, now mtime.Time, v T) {
+func (r *Runner[K, T, A, O]) Withdraw(key K, ts, now mtime.Time, v T, fire bool) {
 	s := r.nextStep()
 	if r.cfg.Parallelism == 0 {
-		r.ops[0].Withdraw(s, key, ts, now, v)
+		r.ops[0].Withdraw(s, key, ts, now, v, fire)
 		r.emitInline()
 		return
 	}
@@ -299,7 +299,7 @@ func (r *Runner[K, T, A, O]) Withdraw(key K, ts, now mtime.Time, v T) {
 	if len(r.ops) > 1 {
 		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
 	}
-	r.cur[i] = append(r.cur[i], item[K, T]{kind: iWithdraw, step: s, ts: ts, now: now, key: key, val: v})
+	r.cur[i] = append(r.cur[i], item[K, T]{kind: iWithdraw, step: s, ts: ts, now: now, key: key, val: v, tag: fire})
 	if len(r.cur[i]) >= r.cfg.BatchSize {
 		r.Flush()
 	}
@@ -517,7 +517,7 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 			case iAside:
 				op.Aside(it.step, it.key, it.ts, it.now, it.val, it.tag.(string))
 			case iWithdraw:
-				op.Withdraw(it.step, it.key, it.ts, it.now, it.val)
+				op.Withdraw(it.step, it.key, it.ts, it.now, it.val, it.tag.(bool))
 			case iProc:
 				op.AdvanceProc(it.step, it.now)
 			case iWatermark:

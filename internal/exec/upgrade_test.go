@@ -91,7 +91,7 @@ func runUpgrade(t *testing.T, pebble bool, s window.Strategy, snap *upgradeSnap,
 	for _, st := range steps {
 		switch {
 		case st.ts >= 0 && st.withdraw:
-			r.Withdraw("a", mtime.Time(st.ts*1000), now, 1)
+			r.Withdraw("a", mtime.Time(st.ts*1000), now, 1, true)
 		case st.ts >= 0:
 			r.Event("a", mtime.Time(st.ts*1000), now, 1)
 		case st.wm >= 0:

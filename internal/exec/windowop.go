@@ -765,7 +765,12 @@ func (op *WindowOp[K, T, A, O]) CanWithdraw() bool { return op.retract != nil }
 // counted in WithdrawMissed. Session windows cannot withdraw (a session
 // would keep the extent the withdrawn event gave it): the caller refuses
 // them.
-func (op *WindowOp[K, T, A, O]) Withdraw(step uint64, key K, ts, now mtime.Time, v T) {
+//
+// Without fire, the event is only taken out of the accumulators, and
+// nothing fires: for a revision whose new version comes next, to the same
+// key and windows, so that they fire once, with the new version in place
+// of the old, as the trigger says of an event.
+func (op *WindowOp[K, T, A, O]) Withdraw(step uint64, key K, ts, now mtime.Time, v T, fire bool) {
 	op.setNow(step, now)
 	if op.retract == nil || op.merging {
 		op.WithdrawMissed++
@@ -778,12 +783,38 @@ func (op *WindowOp[K, T, A, O]) Withdraw(step uint64, key K, ts, now mtime.Time,
 			return
 		}
 	}
+	if !fire {
+		op.takeOut(key, ts, v)
+		op.Withdrawn++
+		return
+	}
 	accepted, late := op.Accepted, op.LateAccepted
 	op.withdrawing = true
 	op.Event(step, key, ts, now, v)
 	op.withdrawing = false
 	op.Accepted, op.LateAccepted = accepted, late
 	op.Withdrawn++
+}
+
+// takeOut retracts v from the accumulators of key's windows in op.wbuf
+// (or from its slice), without firing anything.
+func (op *WindowOp[K, T, A, O]) takeOut(key K, ts mtime.Time, v T) {
+	ks := op.getOrCreate(key)
+	if op.slice > 0 {
+		sl, added := ks.sliceAt(ts - floorMod(ts, op.slice, op.sliceOffset()))
+		if added {
+			sl.acc = op.agg.New()
+		}
+		sl.acc = op.retract(sl.acc, v)
+		return
+	}
+	for _, w := range op.wbuf {
+		i := ks.find(w)
+		if i < 0 {
+			i = op.create(ks, key, w, op.step)
+		}
+		ks.wins[i].acc = op.retract(ks.wins[i].acc, v)
+	}
 }
 
 // Aside emits the event v as a late event with the reason given, without
