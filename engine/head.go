@@ -492,6 +492,14 @@ func (h *Head[K, T]) Element(part int, key K, ts mtime.Time, id []byte, v T) {
 	h.apply(&noRecord, d)
 }
 
+// VersionedElement is Element for a head with Versions: the element's
+// version orders it among those of its id.
+func (h *Head[K, T]) VersionedElement(part int, key K, ts mtime.Time, id []byte, version int64, v T) {
+	d := &h.dec
+	*d = Decoded[K, T]{Kind: Event, Time: ts, Key: key, ID: id, Partition: part, Value: v, Arrival: mtime.MinTime, Version: version}
+	h.apply(&noRecord, d)
+}
+
 // noRecord is the record of an Element: none, read from no source.
 var noRecord connector.Record
 
