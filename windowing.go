@@ -236,9 +236,9 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 
 // stageInput feeds an aggregation's head from its input stream.
 type stageInput[K comparable, T any] struct {
-	h    *engine.Head[K, T]
-	ts   func(T) mtime.Time
-	key  func(T) K
+	h       *engine.Head[K, T]
+	ts      func(T) mtime.Time
+	key     func(T) K
 	part    func(T) int
 	id      func(T) string
 	version func(T) int64
