@@ -562,6 +562,13 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	return out
 }
 
+// ReadVersion reads the version of an event from its field f, as weir run
+// reads it (version_field): the version, or the quarantine reason and
+// detail of a line without a valid one.
+func ReadVersion(v *fastjson.Value, f jobfile.Path) (version int64, reason, detail string) {
+	return readVersion(v, f)
+}
+
 // readVersion reads the version of an event: an integer, or a string that
 // holds one in decimal digits ("12"), compared as that integer; anything
 // else (a fraction, a date, "v2") is a bad version, and none is no version.
