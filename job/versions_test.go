@@ -230,3 +230,34 @@ func TestVersionedRestore(t *testing.T) {
 		}
 	}
 }
+
+// A savepoint of a job without version_field restores into the job with
+// it: the restore says so, the ids it remembered (without versions) are
+// duplicates as they were, and the orders after it are versioned.
+func TestVersionFieldAddedOnRestore(t *testing.T) {
+	in := versionedInput(20000)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(in), 0o644)
+	plain := strings.Replace(versionedDurableJob, "version_field: rev\n", "", 1)
+	ckpt := "checkpoint: {dir: ckpt, interval: 1h, keep: 2, keep_savepoints: 100}\n"
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(plain+ckpt), 0o644)
+	_, paths, err := runWithSavepoints(t, dir, nil)
+	if err != nil || len(paths) < 3 {
+		t.Fatalf("%v: %d savepoints", err, len(paths))
+	}
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(versionedDurableJob+ckpt), 0o644)
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), j, Options{From: paths[len(paths)/2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(sum.RestoreChanges, "\n"), "version_field") {
+		t.Errorf("the restore does not say version_field was added: %q", sum.RestoreChanges)
+	}
+	if sum.Revisions == 0 || sum.Superseded == 0 || !sum.Balanced() {
+		t.Errorf("after the restore: %+v, %d revisions", sum.Accounting, sum.Revisions)
+	}
+}
