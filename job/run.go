@@ -130,8 +130,9 @@ func (e *RuntimeError) Error() string { return e.Msg }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // Summary accounts for every line of the input: Read = Accepted + Duplicates
-// + TooLate + BeyondDedupHorizon + Quarantined + InFlight. Watermark-only
-// lines and blank lines are not events and are counted apart.
+// + TooLate + BeyondDedupHorizon + Filtered + Superseded + RevisionsTooLate
+// + Quarantined + InFlight (engine.Accounting). Watermark-only lines and
+// blank lines are not events and are counted apart.
 type Summary struct {
 	Job string `json:"job"`
 	engine.Accounting
