@@ -84,6 +84,9 @@ type Window[K comparable, T, A, O any] struct {
 	// restored is the number of operator instances of the checkpoint the
 	// stage was restored from, 0 when it started afresh.
 	restored int
+	// closed is the end before which an earlier run closed every window
+	// (exec.WindowOp.Closed): no window before it is open.
+	closed mtime.Time
 
 	// Panes receives the panes (retractions included), Late the events too
 	// late for all of their windows.
@@ -166,6 +169,10 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 	if err := w.op.r.Err(); err != nil {
 		return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
 	}
+	w.closed = mtime.MinTime
+	for _, op := range w.op.r.Ops() {
+		w.closed = max(w.closed, op.Closed())
+	}
 	if driverState != nil {
 		if err := w.op.d.RestoreState(enc.NewDecoder(driverState)); err != nil {
 			return nil, fmt.Errorf("cannot restore %s: %s: %w", e.resumed.Path, p.FileName("clock"), err)
@@ -232,7 +239,7 @@ func (w *Window[K, T, A, O]) SameWindows(a, b mtime.Time) bool {
 // input last emitted it.
 func (w *Window[K, T, A, O]) Open(ts mtime.Time) bool {
 	s := w.cfg.Strategy
-	limit := w.op.d.Watermark().Add(-s.AllowedLateness)
+	limit := max(w.op.d.Watermark().Add(-s.AllowedLateness), w.closed)
 	for _, x := range s.Assigner.Assign(ts, nil) {
 		if x.MaxTimestamp() <= limit {
 			return false

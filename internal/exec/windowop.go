@@ -113,8 +113,8 @@ type Stats struct {
 	// Withdrawn counts the events taken back out of their windows
 	// (Withdraw): the earlier versions of revised events. WithdrawMissed
 	// counts those that could not be, a window of theirs being closed
-	// (the caller checks before, so only a restore into a longer allowed
-	// lateness, whose earlier run closed windows, leaves any). Both are
+	// (the caller checks before with the watermark, the allowed lateness
+	// and Closed: a job leaves none). Both are
 	// this run's: a checkpoint does not keep them (the head that withdraws
 	// counts its revisions).
 	Withdrawn, WithdrawMissed int64
@@ -751,6 +751,10 @@ func (op *WindowOp[K, T, A, O]) add(acc A, v T) A {
 	}
 	return op.agg.Add(acc, v)
 }
+
+// Closed is the end before which an earlier run closed every window (a
+// restored late limit): set by a restore, before the operator runs.
+func (op *WindowOp[K, T, A, O]) Closed() mtime.Time { return op.closed }
 
 // CanWithdraw reports whether the aggregate can take an event back out of
 // its accumulators (aggregate.Retracter), which Withdraw needs.
