@@ -265,7 +265,7 @@ func (a Aggregate) JSONValued() bool {
 var reserved = map[string]bool{
 	"key": true, "window_start": true, "window_end": true, "revision": true, "timing": true,
 	"final": true, "retract": true, "watermark": true, "emitted_at": true,
-	"status": true, "version": true, "updated_at": true, "delta_id": true, "partial": true,
+	"status": true, "mode": true, "version": true, "updated_at": true, "delta_id": true, "partial": true,
 }
 
 // Load reads and validates a job file. The input file must exist (unless it
