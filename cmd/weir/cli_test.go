@@ -334,7 +334,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"weir", "r"}, "reconcile run"},
 		{[]string{"weir", "run", "--log-f"}, "--log-format"},
 		{[]string{"weir", "run", "--log-format", ""}, "json text"},
-		{[]string{"weir", "gen", ""}, "ledger ledger-events nexmark orders steep"},
+		{[]string{"weir", "gen", ""}, "ledger ledger-checkouts ledger-events nexmark orders steep"},
 		{[]string{"weir", "lint", ""}, "fraud.yaml"},
 		{[]string{"weir", "completion", "z"}, "zsh"},
 	} {
