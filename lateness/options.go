@@ -119,6 +119,11 @@ type Options struct {
 	// pebble) and its memory_budget in bytes (0: not set).
 	StateBackend string
 	MemoryBudget int64
+	// ID and DedupHorizon are the job's de-duplication: the id field and
+	// how long an id is remembered. With EstimateState, the estimate adds
+	// the ids the job holds at most (State.DedupIDsPeak).
+	ID           string
+	DedupHorizon time.Duration
 }
 
 // UsageError is a problem with the options or the input that is the caller's
@@ -173,6 +178,10 @@ func FromJob(o Options, j *jobfile.Job) (Options, error) {
 		o.Key = []string{j.Key.String()}
 	}
 	o.StateBackend, o.MemoryBudget = j.State.Backend, j.State.MemoryBudget
+	o.ID, o.DedupHorizon = "", 0
+	if j.ID != nil {
+		o.ID, o.DedupHorizon = j.ID.String(), time.Duration(j.DedupHorizon)*time.Millisecond
+	}
 	if t, ok := j.Window.Assigner.(window.Tumbling); ok && o.Window == 0 && t.Offset == 0 {
 		o.Window = time.Duration(t.Size) * time.Millisecond
 	}
@@ -200,8 +209,9 @@ type config struct {
 	Match    string
 	matchP   []string
 	ledger   bool
-	byP      [][]string // the --by fields, then the key fields
+	byP      [][]string // the --by fields, then the key fields, then the id
 	nBy      int        // the --by fields of byP
+	idAt     int        // the index of the id field in byP; -1: none
 	periods  []timeSpan
 	window   window.Tumbling
 	delays   []mtime.Time
@@ -217,7 +227,9 @@ func (c *config) groupFields() (names, what []string) {
 	for i, p := range c.byP {
 		names = append(names, strings.Join(p, "."))
 		what = append(what, "--by")
-		if i >= c.nBy {
+		if i == c.idAt {
+			what[i] = "the id"
+		} else if i >= c.nBy {
 			what[i] = "the key"
 		}
 	}
@@ -298,12 +310,20 @@ func (o Options) resolve(path string) (*config, error) {
 	// The key fields are read after the --by fields, as more of them, and
 	// counted rather than reported.
 	c.nBy = len(c.byP)
+	c.idAt = -1
 	if o.EstimateState {
 		for _, k := range o.Key {
 			if k == "" {
 				return nil, usagef("an empty key field")
 			}
 			c.byP = append(c.byP, splitPath(k))
+		}
+		if o.ID != "" {
+			if o.DedupHorizon <= 0 {
+				return nil, usagef("a de-duplication horizon must be positive, got %v", o.DedupHorizon)
+			}
+			c.idAt = len(c.byP)
+			c.byP = append(c.byP, splitPath(o.ID))
 		}
 	}
 	if err := c.resolvePeriods(); err != nil {
