@@ -34,6 +34,8 @@ const (
 	ReasonNoID         = "no_id"
 	ReasonNoArrival    = linedec.NoArrival
 	ReasonBadArrival   = linedec.BadArrival
+	ReasonNoSent       = linedec.NoSent
+	ReasonBadSent      = linedec.BadSent
 	ReasonNoPartition  = "no_partition"
 	ReasonBadValue     = "bad_value"
 	ReasonBadWatermark = linedec.BadWatermark
@@ -163,7 +165,7 @@ func newLineParser(j *jobfile.Job) *lineParser {
 		lp.agg.field = append(lp.agg.field, idx)
 	}
 	lp.times = linedec.Rules{
-		Time: j.TimeField, RecordTime: j.RecordTime, Ingestion: j.Ingestion, Arrival: j.ArrivalField, Watermark: j.WMField,
+		Time: j.TimeField, RecordTime: j.RecordTime, Ingestion: j.Ingestion, Arrival: j.ArrivalField, Sent: j.SentField, Watermark: j.WMField,
 		MaxFuture: j.MaxFuture,
 		Latest:    latestEventTime(j), LatestDetail: "its windows would end after 9999-12-31, the last instant weir writes",
 	}

@@ -51,8 +51,12 @@ type Job struct {
 	// For a backfill that must not be late: run with it while catching up,
 	// then restore a savepoint into the job with time.field (a change the
 	// restore carries over).
-	Ingestion      bool
-	ArrivalField   Path // empty: the wall clock
+	Ingestion    bool
+	ArrivalField Path // empty: the wall clock
+	// SentField, when set, is when the device sent each event, on its own
+	// clock: the event time is corrected by it for the device's clock
+	// (time.sent_field; linedec.Rules.Sent).
+	SentField      Path
 	PartitionField Path // empty: one partition
 	Key            Path // empty: one global key (or a composite one, KeyParts)
 	// KeyParts are the fields of a composite key (key: [user, page]), two
@@ -951,6 +955,14 @@ func (p *parser) time(root *node, j *Job) error {
 		return err
 	}
 	j.ArrivalField = ParsePath(a)
+	s, sn, err := t.str("sent_field")
+	if err != nil {
+		return err
+	}
+	if sn != nil && f == "" {
+		return t.errf(sn, "time.sent_field", "corrects an event time read from time.field by the device's clock; record timestamps and ingestion time have no device clock to correct")
+	}
+	j.SentField = ParsePath(s)
 	pf, _, err := t.str("partition_field")
 	if err != nil {
 		return err

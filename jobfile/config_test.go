@@ -135,6 +135,8 @@ func TestParseErrors(t *testing.T) {
 			`job.yaml:2: source.format: avro records need a schema registry (registry: {url: ...}) or a schema file (schema: orders.avsc)`},
 		{"ingestion and a time field", strings.Replace(minimal, "{field: ts}", "{field: ts, ingestion: true}", 1),
 			`job.yaml:3: time.ingestion: takes each event's arrival as its event time: leave field and record_timestamp out`},
+		{"ingestion and a send time", strings.Replace(minimal, "{field: ts}", "{ingestion: true, sent_field: sent}", 1),
+			`job.yaml:3: time.sent_field: corrects an event time read from time.field by the device's clock; record timestamps and ingestion time have no device clock to correct`},
 		{"ingestion and watermark lines", strings.Replace(minimal, "{field: ts}", "{ingestion: true}", 1) + "watermark: {from_field: wm}\n",
 			`job.yaml:7: watermark.from_field: time.ingestion's event times are the arrivals, which the watermark follows: there is no event time for watermark lines to script`},
 		{"window without size", strings.Replace(minimal, "{tumbling: 1m}", "{sliding: {slide: 1m}}", 1),

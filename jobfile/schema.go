@@ -112,6 +112,7 @@ var timeShape = object("Event time and arrival time.", nil,
 	field{"record_timestamp", boolean("The event time is the Kafka record's timestamp.")},
 	field{"ingestion", boolean("Ingestion time: each event's time is its arrival (arrival_field, or the clock when read); for a backfill, before a savepoint restored into the job with field.")},
 	field{"arrival_field", fieldName("Each line's processing time (a replay); absent: the wall clock.")},
+	field{"sent_field", fieldName("When the device sent the event, on its own clock: the event time is corrected for the device's clock to arrival - (sent - event time); a line without it is quarantined (no_sent_time).")},
 	field{"partition_field", fieldName("Per-partition watermarks, by this field's value.")},
 )
 

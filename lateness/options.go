@@ -58,6 +58,10 @@ type Options struct {
 	// ("meta.ts"); defaults "ts" and "arrival". For CSV, the dotted name is
 	// the header of the column.
 	TimeField, ArrivalField string
+	// SentField, when set, is the send time of each event on the device's
+	// clock (a job's time.sent_field): the event time is corrected by it,
+	// as weir run corrects it (package linedec).
+	SentField string
 	// PartitionField, when set, gives each input partition its own
 	// watermark, combined by minimum, as weir run does with
 	// time.partition_field; Idle is the watermark's idleness timeout.
@@ -156,6 +160,7 @@ func FromJob(o Options, j *jobfile.Job) (Options, error) {
 	}
 	o.TimeField = j.TimeField.String()
 	o.ArrivalField = j.ArrivalField.String()
+	o.SentField = j.SentField.String()
 	if j.WMField != nil {
 		o.WatermarkField = j.WMField.String()
 	}
@@ -381,7 +386,7 @@ func (o Options) resolve(path string) (*config, error) {
 		return nil, usagef("idleness and max_future must not be negative")
 	}
 	c.maxWait, c.idle, c.future = mtime.Millis(c.MaxWait), mtime.Millis(c.Idle), mtime.Millis(c.MaxFuture)
-	c.times = linedec.Rules{Time: c.timeP, Arrival: c.arrP, MaxFuture: c.future}
+	c.times = linedec.Rules{Time: c.timeP, Arrival: c.arrP, Sent: splitPath(c.SentField), MaxFuture: c.future}
 	if c.format == FormatJSON {
 		c.times.Watermark = splitPath(c.WatermarkField)
 	}

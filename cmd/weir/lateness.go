@@ -92,6 +92,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	seenWithin := fs.Duration("seen-within", lateness.DefaultSeenWithin, "with --seen: how long before an entry the user's event may have happened, and how long after it happened it must have arrived (`duration`)")
 	timeField := fs.String("time", "ts", "event-time `field` (dotted for nested JSON)")
 	arrival := fs.String("arrival", "arrival", "arrival-time `field`")
+	sent := fs.String("sent", "", "send-time `field`, on the device's clock: the event time is corrected to arrival - (sent - event time), as time.sent_field does")
 	inFormat := fs.String("input-format", "", "input `format`: jsonl, csv, parquet or avro (default: from the extension)")
 	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for, on every line (default: sample_weight where the input has it)")
 	noWeight := fs.Bool("no-weight", false, "ignore any weight field: every line counts once")
@@ -250,14 +251,14 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 			return usageErr("--plot: %q must end in .svg or .png", *plot)
 		}
 	}
-	o.TimeField, o.ArrivalField = *timeField, *arrival
+	o.TimeField, o.ArrivalField, o.SentField = *timeField, *arrival, *sent
 	path := ""
 	if len(files) == 1 {
 		path = files[0]
 	}
 	if *jobFile != "" {
-		if set["time"] || set["arrival"] {
-			return usageErr("--job names the time fields: drop --time and --arrival")
+		if set["time"] || set["arrival"] || set["sent"] {
+			return usageErr("--job names the time fields: drop --time, --arrival and --sent")
 		}
 		j, err := loadJob(*jobFile, path)
 		if err != nil {
