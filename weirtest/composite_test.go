@@ -353,3 +353,30 @@ func TestOneEmissionFor100LateEvents(t *testing.T) {
 }
 
 func int64ms(i int) mtime.Time { return mtime.Time(i) }
+
+// AfterAllStateMachineTest.testOnMergeRewinds: AfterEach.inOrder(
+// AfterAll.of(pastEndOfWindow(), AfterCount(1)), Repeatedly(AfterCount(1)))
+// over sessions of 10 ms. The AfterAll fires at the watermark; a merge that
+// moves the session's end past the watermark makes it unfinished again (its
+// end of window is not reached; its count, finished, stays so), so that the
+// next element fires nothing until the watermark passes the merged end;
+// then every element fires (the second trigger).
+func TestAfterAllOnMergeRewinds(t *testing.T) {
+	tr := trigger.AfterEach(trigger.AfterAll(trigger.PastEndOfWindow(), trigger.AfterCount(1)), trigger.Repeatedly(trigger.AfterCount(1)))
+	h := sum(window.NewStrategy(window.SessionWindows(10 * time.Millisecond)).WithLateness(time.Second).WithTrigger(trigger.Of(tr)))
+	h.AdvanceWatermark(ms(0))
+	h.Add("k", ms(1), 1)
+	h.AdvanceWatermark(ms(11))
+	h.Add("k", ms(5), 5) // merged [1, 15): back on the AfterAll
+	if len(h.Panes()) != 1 {
+		t.Fatalf("%d panes: the merged session fired before its end", len(h.Panes()))
+	}
+	h.AdvanceWatermark(ms(15))
+	h.Add("k", ms(2), 2).Add("k", ms(2), 2)
+	check(t, h.Panes(),
+		"k 10:00:00.001-10:00:00.011 #1 ON_TIME v=1 wm=10:00:00.011 at=none",
+		"k 10:00:00.001-10:00:00.015 #1 ON_TIME v=6 wm=10:00:00.015 at=none",
+		"k 10:00:00.001-10:00:00.015 #2 LATE v=8 wm=10:00:00.015 at=none",
+		"k 10:00:00.001-10:00:00.015 #3 LATE v=10 wm=10:00:00.015 at=none",
+	)
+}
