@@ -73,6 +73,21 @@ func (p *Program) add(e Expr) int {
 // Len is the length of a window's state.
 func (p *Program) Len() int { return len(p.nodes) }
 
+// Shape identifies the tree of p without its parameters (FNV-1a over each
+// node's kind and number of children): a window's state saved with one
+// program is the state of another of the same shape, whose counts and
+// delays may differ.
+func (p *Program) Shape() uint64 {
+	h := uint64(14695981039346656037)
+	for _, n := range p.nodes {
+		for _, b := range [2]byte{byte(n.op), byte(len(n.subs))} {
+			h ^= uint64(b)
+			h *= 1099511628211
+		}
+	}
+	return h
+}
+
 // New is the state of a new window.
 func (p *Program) New() []NodeState {
 	s := make([]NodeState, len(p.nodes))

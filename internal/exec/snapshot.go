@@ -220,8 +220,9 @@ func appendWins[K comparable, A, O any](b []byte, ks *keyState[A, O], c Codec[K,
 			continue
 		}
 		b = enc.AppendUvarint(b, uint64(i))
-		b = enc.AppendUvarint(b, uint64(len(m.trg)))
-		for _, t := range m.trg {
+		b = enc.AppendUvarint(b, m.trg.shape)
+		b = enc.AppendUvarint(b, uint64(len(m.trg.s)))
+		for _, t := range m.trg.s {
 			b = enc.AppendBool(b, t.Finished)
 			b = enc.AppendVarint(b, t.Count)
 			b = enc.AppendVarint(b, int64(t.Deadline))
@@ -666,9 +667,10 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 		nt := d.Items(len(ks.wins))
 		for range nt {
 			i := d.Count(len(ks.wins) - 1)
-			trg := make([]trigger.NodeState, d.Items(1<<16))
-			for j := range trg {
-				trg[j] = trigger.NodeState{Finished: d.Bool(), Count: d.Varint(), Deadline: mtime.Time(d.Varint())}
+			trg := &trgState{shape: d.Uvarint()}
+			trg.s = make([]trigger.NodeState, d.Items(1<<16))
+			for j := range trg.s {
+				trg.s[j] = trigger.NodeState{Finished: d.Bool(), Count: d.Varint(), Deadline: mtime.Time(d.Varint())}
 			}
 			if d.Err() != nil {
 				break
@@ -690,13 +692,15 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 // operator's strategy says now (its allowed lateness and trigger may have
 // changed since the checkpoint).
 func (op *WindowOp[K, T, A, O]) timersFor(k K, st *win[A, O]) {
-	// A composite trigger's state holds if the trigger is the same shape;
-	// another trigger starts the window's afresh.
-	if m := st.more; m != nil && m.trg != nil && (op.prog == nil || len(m.trg) != op.prog.Len()) {
+	// A composite trigger's state holds if the trigger has the same shape
+	// (its counts and delays may have changed: what was counted stays
+	// counted, a firing set stays set); another trigger starts the
+	// window's afresh.
+	if m := st.more; m != nil && m.trg != nil && (op.prog == nil || m.trg.shape != op.trgShape || len(m.trg.s) != op.prog.Len()) {
 		m.trg = nil
 	}
-	if m := st.more; op.prog != nil && m != nil {
-		for _, t := range m.trg {
+	if m := st.more; op.prog != nil && m != nil && m.trg != nil {
+		for _, t := range m.trg.s {
 			if t.Deadline != trigger.NoDeadline {
 				op.pt.add(t.Deadline, newTimer(k, st.w, st.seq, tEarly))
 			}

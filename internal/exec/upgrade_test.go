@@ -260,3 +260,28 @@ func olderSnapshot(t *testing.T, b []byte) []byte {
 	}
 	return append(out, b[len(b)-d.Len():]...)
 }
+
+// A restore into a job whose composite trigger has the same shape keeps
+// what each window's trigger counted (the counts now compared with the new
+// parameters); into one of another shape, each window's trigger starts
+// afresh.
+func TestRestoreChangedCompositeTrigger(t *testing.T) {
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second)).WithLateness(time.Minute)
+		three := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterCount(3))))
+		before, snap := runUpgrade(t, pebble, three, nil, false, []upgradeStep{ev1(1), ev1(2)}, true)
+		if before != "" {
+			t.Fatalf("before the savepoint:\n%s", before)
+		}
+		four := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterCount(4))))
+		same, _ := runUpgrade(t, pebble, four, snap, false, []upgradeStep{ev1(5), ev1(6)}, false)
+		if want := "a [0,10) #1 EARLY final=false n=4\n"; same != want {
+			t.Errorf("the same shape:\n%s\nwant:\n%s", same, want)
+		}
+		other := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterFirst(trigger.AfterCount(3), trigger.Never()))))
+		afresh, _ := runUpgrade(t, pebble, other, snap, false, []upgradeStep{ev1(5), ev1(6), ev1(7)}, false)
+		if want := "a [0,10) #1 EARLY final=false n=5\n"; afresh != want {
+			t.Errorf("another shape:\n%s\nwant:\n%s", afresh, want)
+		}
+	})
+}

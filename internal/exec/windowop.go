@@ -168,7 +168,15 @@ type winMore[O any] struct {
 	// the last pane, for retractions
 	last O
 	// trg is the state of a composite trigger (trigger.Program).
-	trg []trigger.NodeState
+	trg *trgState
+}
+
+// trgState is a window's state of a composite trigger, with the shape of
+// the trigger (trigger.Program.Shape) it is the state of, for a restore
+// into a job whose trigger changed.
+type trgState struct {
+	shape uint64
+	s     []trigger.NodeState
 }
 
 // What a window without more has: no element counted, no firing pending,
@@ -307,6 +315,7 @@ type WindowOp[K comparable, T, A, O any] struct {
 	early     bool             // the trigger fires early
 	lateCount bool             // the trigger fires late panes by count
 	prog      *trigger.Program // the composite trigger, if it is one
+	trgShape  uint64           // prog.Shape()
 	tctx      trigger.Ctx      // its context, reused
 	trgParts  [][]trigger.NodeState
 	release   func(A)            // the aggregate's Releaser, if it has one
@@ -381,6 +390,7 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	op.lateCount = s.Trigger.Late == trigger.LateCount && !s.Trigger.FinalOnly
 	if c := s.Trigger.Composite; c != nil {
 		op.prog = trigger.Compile(*c, op.merging)
+		op.trgShape = op.prog.Shape()
 		op.early, op.lateCount = false, false
 	}
 	if r, ok := agg.(aggregate.Releaser[A]); ok {
@@ -1282,15 +1292,15 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 			early = e
 		}
 	}
-	var trg []trigger.NodeState
+	var trg *trgState
 	if op.prog != nil {
 		// Beam's onMerge: each node's state from its parts'.
 		op.trgParts = op.trgParts[:0]
 		for _, i := range op.ibuf {
 			op.trgParts = append(op.trgParts, op.trgOf(&ks.wins[i]))
 		}
-		trg = op.prog.New()
-		op.prog.OnMerge(trg, op.trgParts, op.ctx(&win[A, O]{w: merged}, op.now))
+		trg = &trgState{shape: op.trgShape, s: op.prog.New()}
+		op.prog.OnMerge(trg.s, op.trgParts, op.ctx(&win[A, O]{w: merged}, op.now))
 		clear(op.trgParts)
 	}
 	slices.Sort(op.ibuf)
@@ -1332,7 +1342,7 @@ func (op *WindowOp[K, T, A, O]) OpenWindows() int64 { return op.Open }
 // finished reports whether st's composite trigger has finished: the
 // window fires no more and takes no event.
 func (st *win[A, O]) finished() bool {
-	return st.more != nil && st.more.trg != nil && st.more.trg[0].Finished
+	return st.more != nil && st.more.trg != nil && st.more.trg.s[0].Finished
 }
 
 // closedLate counts an event that came only for windows whose composite
@@ -1351,9 +1361,9 @@ func (op *WindowOp[K, T, A, O]) closedLate(key K, ts mtime.Time, v T, w window.W
 func (op *WindowOp[K, T, A, O]) trgOf(st *win[A, O]) []trigger.NodeState {
 	m := op.moreOf(st)
 	if m.trg == nil {
-		m.trg = op.prog.New()
+		m.trg = &trgState{shape: op.trgShape, s: op.prog.New()}
 	}
-	return m.trg
+	return m.trg.s
 }
 
 // ctx is the composite trigger's context for st at processing time now.
@@ -1465,7 +1475,7 @@ func (op *WindowOp[K, T, A, O]) compositeProc(t mtime.Time, key K, ks *keyState[
 	if st.finished() || st.more == nil || st.more.trg == nil {
 		return
 	}
-	if op.prog.ShouldFire(st.more.trg, op.ctx(st, t)) {
+	if op.prog.ShouldFire(st.more.trg.s, op.ctx(st, t)) {
 		timing := window.Early
 		if st.late {
 			timing = window.Late
