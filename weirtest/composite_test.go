@@ -380,3 +380,32 @@ func TestAfterAllOnMergeRewinds(t *testing.T) {
 		"k 10:00:00.001-10:00:00.015 #3 LATE v=10 wm=10:00:00.015 at=none",
 	)
 }
+
+// Sliding windows with a composite trigger: each window's trigger is its
+// own. An event whose windows have all finished is set aside and counted
+// too late; one that some took and a finished one did not is counted
+// partly late, and written to the late output with the finished window.
+func TestCompositeSlidingWindows(t *testing.T) {
+	h := sum(window.NewStrategy(window.SlidingWindows(20*time.Millisecond, 10*time.Millisecond)).WithLateness(time.Second).
+		WithTrigger(trigger.Of(trigger.AfterCount(2))))
+	h.AdvanceWatermark(ms(0))
+	h.Add("k", ms(11), 1).Add("k", ms(12), 2) // both windows fire and finish
+	h.Add("k", ms(15), 4)                     // both finished
+	h.Add("k", ms(25), 8)                     // [20, 40) takes it, [10, 30) had finished
+	h.Add("k", ms(26), 16)
+	check(t, h.Panes(),
+		"k 10:00:00-10:00:00.020 #1 EARLY v=3 wm=10:00:00 at=none final",
+		"k 10:00:00.010-10:00:00.030 #1 EARLY v=3 wm=10:00:00 at=none final",
+		"k 10:00:00.020-10:00:00.040 #1 EARLY v=24 wm=10:00:00 at=none final",
+	)
+	var late []string
+	for _, l := range h.Late() {
+		late = append(late, fmt.Sprintf("%s %s %s", clock(l.Timestamp), l.Reason, clock(l.Window.Start)))
+	}
+	if got := strings.Join(late, "; "); got != "10:00:00.015 trigger_finished 10:00:00.010; 10:00:00.025 trigger_finished 10:00:00.010; 10:00:00.026 trigger_finished 10:00:00.010" {
+		t.Errorf("late: %s", got)
+	}
+	if st := h.Stats(); st.Accepted != 4 || st.TooLate != 1 || st.PartlyLate != 2 {
+		t.Errorf("stats %+v", st)
+	}
+}
