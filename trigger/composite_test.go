@@ -26,6 +26,12 @@ func TestCompositeStringAndValidate(t *testing.T) {
 			t.Errorf("%s accepted", bad)
 		}
 	}
+	if Of(AfterCount(2)).EarlyCount(5).Validate() == nil || Of(AfterCount(2)).LateNone().Validate() == nil {
+		t.Error("a composite trigger with struct settings accepted")
+	}
+	if Of(AfterCount(2)).ClosingIfChanged().Validate() != nil {
+		t.Error("closing refused")
+	}
 	tr := Of(Repeatedly(AfterProcessingTime(time.Minute)))
 	if !tr.UsesProcessingTime() || !tr.HasEarly() || Of(PastEndOfWindow()).UsesProcessingTime() || Of(PastEndOfWindow()).HasEarly() {
 		t.Error("UsesProcessingTime or HasEarly")

@@ -174,8 +174,11 @@ func (t Trigger) UsesProcessingTime() bool {
 // Validate reports a configuration error.
 func (t Trigger) Validate() error {
 	if t.Composite != nil {
-		if t.Closing > ClosingIfChanged {
+		switch {
+		case t.Closing > ClosingIfChanged:
 			return errors.New("unknown closing behaviour")
+		case t.EarlyDelay != 0 || t.EarlyAligned || t.EarlyElements != 0 || t.Late != LateEach || t.LatePeriod != 0 || t.LateElements != 0 || t.FinalOnly:
+			return errors.New("a composite trigger (Of) takes no early, late or final-only settings: compose them in it (PastEndOfWindow().WithEarlyFirings, WithLateFirings)")
 		}
 		return t.Composite.Validate()
 	}
