@@ -93,7 +93,10 @@ late_output: late.jsonl
 	if strings.Count(late, "\n") != 1 || !strings.Contains(late, `"reason":"trigger_finished"`) || !strings.Contains(late, `"2026-09-01T00:00:04`) {
 		t.Errorf("late output:\n%s", late)
 	}
-	if sum.Read != 5 || sum.Accepted != 4 || sum.TooLate != 1 {
-		t.Errorf("read %d, accepted %d, too late %d", sum.Read, sum.Accepted, sum.TooLate)
+	if sum.Read != 5 || sum.Accepted != 4 || sum.TooLate != 1 || sum.TriggerFinished != 1 {
+		t.Errorf("read %d, accepted %d, too late %d (%d trigger finished)", sum.Read, sum.Accepted, sum.TooLate, sum.TriggerFinished)
+	}
+	if text := sum.Text(); !strings.Contains(text, "1 too late (1 for windows whose trigger had finished)") {
+		t.Errorf("summary: %s", text)
 	}
 }

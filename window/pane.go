@@ -99,6 +99,18 @@ const ReasonBeyondDedupHorizon = "beyond_dedup_horizon"
 // more, as in Beam, and the event is counted too late.
 const ReasonTriggerFinished = "trigger_finished"
 
+// ReasonTriggerFinishedForSomeWindows is the Reason of a LateEvent that
+// was added to some of its windows (sliding ones) and came for another
+// whose composite trigger had finished: Window is that one.
+const ReasonTriggerFinishedForSomeWindows = "trigger_finished_for_some_windows"
+
+// PartlyTaken reports whether a late event of reason r was added to some
+// of its windows: a late output that holds only what no window counted
+// leaves it out.
+func PartlyTaken(r string) bool {
+	return r == ReasonLateForSomeWindows || r == ReasonTriggerFinishedForSomeWindows
+}
+
 // ReasonLateForSomeWindows is the Reason of a LateEvent that was added to
 // some of its windows and came too late for the others.
 const ReasonLateForSomeWindows = "late_for_some_windows"

@@ -120,6 +120,7 @@ type Stats struct {
 // batch, for metrics read from other goroutines while it runs.
 type liveStats struct {
 	accepted, tooLate, lateAccepted, partlyLate, panes, fired, windows, keys atomic.Int64
+	triggerFinished                                                          atomic.Int64
 	byTiming                                                                 [3]atomic.Int64
 }
 
@@ -129,6 +130,7 @@ func (op *WindowOp[K, T, A, O]) publish() {
 	l.tooLate.Store(op.TooLate)
 	l.lateAccepted.Store(op.LateAccepted)
 	l.partlyLate.Store(op.PartlyLate)
+	l.triggerFinished.Store(op.TriggerFinished)
 	l.panes.Store(op.Panes)
 	l.fired.Store(op.Fired)
 	l.windows.Store(op.Windows)
@@ -312,15 +314,15 @@ type WindowOp[K comparable, T, A, O any] struct {
 	gap       mtime.Time
 	slice     mtime.Time // slice length when sliding windows share slices, else 0
 	tumble    window.Tumbling
-	early     bool             // the trigger fires early
-	lateCount bool             // the trigger fires late panes by count
-	prog      *trigger.Program // the composite trigger, if it is one
-	trgShape  uint64           // prog.Shape()
-	tctx      trigger.Ctx      // its context, reused
-	trgParts  [][]trigger.NodeState
-	release   func(A)            // the aggregate's Releaser, if it has one
-	absorb    func(A, A) A       // the aggregate's Absorber, if it has one
-	mem       *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
+	early     bool                  // the trigger fires early
+	lateCount bool                  // the trigger fires late panes by count
+	prog      *trigger.Program      // the composite trigger, if it is one
+	trgShape  uint64                // prog.Shape()
+	tctx      trigger.Ctx           // its context, reused
+	trgParts  [][]trigger.NodeState // the states of the sessions a merge merges
+	release   func(A)               // the aggregate's Releaser, if it has one
+	absorb    func(A, A) A          // the aggregate's Absorber, if it has one
+	mem       *memStore[K, A, O]    // state, when in memory (a direct call in the hot path)
 	// events and timers look ahead in mem over the events of a batch (see
 	// Runner.instance) and the timers due.
 	events, timers lookahead[K, A, O]
@@ -545,11 +547,14 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 			// Taken by some windows, set aside by one whose trigger
 			// finished: counted once as partly late, written with the
 			// reason of each kind of window it missed.
-			op.closedLate(key, ts, v, op.wbuf[closed])
-			op.TooLate--
+			op.TriggerFinished++
 			if missed < 0 {
 				op.PartlyLate++
 			}
+			op.out = append(op.out, Out[K, T, O]{
+				Step: op.step, At: none, Kind: OutLate,
+				Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: op.wbuf[closed], Watermark: op.wm, Value: v, Reason: window.ReasonTriggerFinishedForSomeWindows, At: op.now},
+			})
 		}
 	}
 	op.account(accepted, late, key, ts, v)
