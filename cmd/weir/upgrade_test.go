@@ -113,7 +113,7 @@ func TestSavepointInspect(t *testing.T) {
 fingerprint 46c794a9963d1669
 created TIME
 operators:
-  window: 5 keys, 516 B in 1 instance, watermark 2026-08-29T10:46:47.799Z
+  window: 5 keys, 515 B in 1 instance, watermark 2026-08-29T10:46:47.799Z
     window tumbling 10s, key card, time.field ts, aggregates {orders: count, spent: sum(amount)}, mode accumulating
   head: 1024 events read, 1024 de-duplication ids, 12.0 KiB
 sources:

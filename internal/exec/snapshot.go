@@ -43,11 +43,26 @@ type Codec[K comparable, A, O any] interface {
 // with the count of events late for some of their windows; 8 and 9 are 6
 // and 7 with the count of events set aside by a finished composite trigger,
 // and keys whose windows may end with composite trigger states (see
-// appendWins: a key of a job without one is written as before).
+// appendWins). A job without a composite trigger writes 6 and 7, byte for
+// byte as before them; one with writes 8 and 9, which a weir of before
+// refuses.
 const (
 	snapshotVersion       = 8
 	snapshotPebbleVersion = 9
 )
+
+// snapVersion is the version op writes: snapshotVersion, or 6 for a job
+// without a composite trigger; pebble for a Pebble snapshot.
+func (op *WindowOp[K, T, A, O]) snapVersion(pebble bool) byte {
+	v := byte(snapshotVersion)
+	if op.prog == nil {
+		v = 6
+	}
+	if pebble {
+		v++
+	}
+	return v
+}
 
 // isPebbleSnapshot reports whether a snapshot version keeps its keys in a
 // Pebble checkpoint, and hasLateLimit whether its header has the late
@@ -60,7 +75,7 @@ func hasTriggerStats(v int) bool  { return v >= 8 }
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
 func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) ([]byte, error) {
-	b = op.appendHeader(b, snapshotVersion)
+	b = op.appendHeader(b, op.snapVersion(false))
 	if cap(b)-len(b) < op.snapHint {
 		b = slices.Grow(b, op.snapHint+op.snapHint/8)
 	}
@@ -121,7 +136,7 @@ func (op *WindowOp[K, T, A, O]) snapshotBeside(bar *Barrier, c Codec[K, A, O], h
 	m.gen++
 	s := &memSnapshot[K, A, O]{
 		codec: c, hash: hash, gen: m.gen, chunks: slices.Clone(m.chunks), done: make(chan struct{}),
-		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64), snapshotVersion),
+		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64), op.snapVersion(false)),
 	}
 	m.snap = s
 	bar.ready = make(chan struct{})
@@ -270,7 +285,7 @@ func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapsho
 	if err != nil {
 		return nil, nil, err
 	}
-	b = op.appendHeader(b, snapshotPebbleVersion)
+	b = op.appendHeader(b, op.snapVersion(true))
 	return enc.AppendUvarint(b, uint64(s.inst)), snap, nil
 }
 

@@ -178,7 +178,7 @@ func snapshotEntries(t *testing.T, b []byte) (header string, entries []string) {
 	d := enc.NewDecoder(b)
 	d.Count(255)
 	var h strings.Builder
-	for range 11 { // watermark, processing time, late limit, 8 statistics
+	for range 10 { // watermark, processing time, late limit, 7 statistics
 		fmt.Fprintf(&h, "%d ", d.Varint())
 	}
 	for range d.Items(1 << 40) {
