@@ -1230,6 +1230,22 @@ func (p *parser) trigger(root *node, j *Job) error {
 		return err
 	}
 	var tr trigger.Trigger
+	if e, ok, err := compositeTrigger(t); err != nil {
+		return err
+	} else if ok {
+		// A composite trigger, with a closing behaviour and nothing else.
+		for _, f := range []string{"early", "early_aligned", "early_count", "late", "final_only"} {
+			if v := t.get(f); v != nil {
+				return t.errf(v, t.field(f), "goes with the early and late fields, not with a composite trigger: write after_watermark: {early: ..., late: ...} instead")
+			}
+		}
+		tr = trigger.Of(e)
+		if err := closingOf(t, &tr); err != nil {
+			return err
+		}
+		j.Window.Trigger = tr
+		return nil
+	}
 	early, _, err := t.duration("early")
 	if err != nil {
 		return err
@@ -1286,6 +1302,15 @@ func (p *parser) trigger(root *node, j *Job) error {
 	if tr.FinalOnly, err = t.boolean("final_only"); err != nil {
 		return err
 	}
+	if err := closingOf(t, &tr); err != nil {
+		return err
+	}
+	j.Window.Trigger = tr
+	return nil
+}
+
+// closingOf reads trigger.closing into tr.
+func closingOf(t *node, tr *trigger.Trigger) error {
 	closing, cn, err := t.str("closing")
 	if err != nil {
 		return err
@@ -1297,7 +1322,6 @@ func (p *parser) trigger(root *node, j *Job) error {
 	default:
 		return t.errf(cn, "trigger.closing", "expected always or if_changed, got %q", closing)
 	}
-	j.Window.Trigger = tr
 	return nil
 }
 

@@ -651,6 +651,7 @@ func (r *Runner[K, T, A, O]) LiveStats() Stats {
 		s.TooLate += l.tooLate.Load()
 		s.LateAccepted += l.lateAccepted.Load()
 		s.PartlyLate += l.partlyLate.Load()
+		s.TriggerFinished += l.triggerFinished.Load()
 		s.Panes += l.panes.Load()
 		s.Fired += l.fired.Load()
 		s.Windows += l.windows.Load()
@@ -676,6 +677,7 @@ func (r *Runner[K, T, A, O]) Stats() Stats {
 		s.TooLate += op.TooLate
 		s.LateAccepted += op.LateAccepted
 		s.PartlyLate += op.PartlyLate
+		s.TriggerFinished += op.TriggerFinished
 		s.Panes += op.Panes
 		s.Fired += op.Fired
 		s.Windows += op.Windows
