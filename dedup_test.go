@@ -72,7 +72,7 @@ func paneLine(p weir.Pane[string, countSum]) []byte {
 	case p.Final:
 		status = "closed"
 	}
-	b := fmt.Appendf(nil, `{"key":%q,"window_start":%q,"window_end":%q,"revision":%d,"timing":%q,"final":%t,"retract":%t,"status":%q,"version":1,"watermark":%q,"emitted_at":%q,"orders":%d,"cents":%d}`,
+	b := fmt.Appendf(nil, `{"key":%q,"window_start":%q,"window_end":%q,"revision":%d,"timing":%q,"final":%t,"retract":%t,"status":%q,"mode":"accumulating","version":1,"watermark":%q,"emitted_at":%q,"orders":%d,"cents":%d}`,
 		p.Key, p.Window.Start, p.Window.End, p.Revision, p.Timing, p.Final, p.Retract, status, p.Watermark, p.EmittedAt, p.Value.N, p.Value.Sum)
 	return append(b, '\n')
 }

@@ -15,7 +15,10 @@
 // When in processing time: the watermark (package watermark) says how far
 // event time has progressed: W = max(event time seen) - delay - 1 ms. A window
 // fires on time when W >= end - 1 ms. A trigger (package trigger) may add
-// early panes before that, and late panes for late events after it. An event
+// early panes before that, and late panes for late events after it; or it
+// composes Beam's triggers (trigger.Of: AfterEach, AfterFirst, AfterAll,
+// Repeatedly, OrFinally, AfterCount, AfterProcessingTime), and a window
+// whose trigger finishes fires no more: its later events are too late. An event
 // is late when the watermark has passed its window; it is still added, and
 // the window fires again, if it comes within the allowed lateness
 // (end - 1 ms + lateness > W), and is too late otherwise: then it goes to the

@@ -131,7 +131,7 @@ func TestTheParquetKindFromGo(t *testing.T) {
 	weir.SinkToKind(s, "lake", "parquet", plan.Values{"dir": dir, "partition_by": []string{"date", "hour"}},
 		func(n int64) plan.Item {
 			return plan.Item{Kind: plan.Pane, JSON: fmt.Appendf(nil, `{"n":%d}`, n), ID: uint64(n), Pane: &plan.PaneFields{
-				Keys: []any{fmt.Sprint("k", n)}, Start: start, End: start + 60_000, Timing: "ON_TIME", Final: true,
+				Keys: []any{fmt.Sprint("k", n)}, Start: start, End: start + 60_000, Timing: "ON_TIME", Final: true, Mode: "accumulating",
 				Watermark: start + 60_000, Emitted: start + 60_000, Names: []string{"n"}, Values: []any{n}}}
 		})
 	if err := p.Run(context.Background()); err != nil {
@@ -155,7 +155,7 @@ func TestTheParquetKindFromGo(t *testing.T) {
 	for _, c := range pf.Schema().Columns() {
 		cols = append(cols, c[0])
 	}
-	want := []string{"key", "window_start", "window_end", "revision", "timing", "final", "retract", "status", "version", "watermark", "emitted_at", "n", "n_exact", "partial"}
+	want := []string{"key", "window_start", "window_end", "revision", "timing", "final", "retract", "status", "mode", "version", "watermark", "emitted_at", "n", "n_exact", "partial"}
 	if pf.NumRows() != 3 || !slices.Equal(cols, want) {
 		t.Errorf("%d rows, columns %v; want 3, %v", pf.NumRows(), cols, want)
 	}

@@ -177,8 +177,8 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	}
 	if t.version != nil {
 		op.Dedup.Version = "function"
-		if !aggregate.CanRetract(f) || w.s.Assigner.Merging() {
-			p.fail("aggregation %s: a Versioned stream needs an aggregate that can take an element back out (aggregate.Retracter: Count, Sum, Avg; %T cannot) and windows that are not sessions", label, f)
+		if !aggregate.CanRetract(f) || w.s.Assigner.Merging() || w.s.Trigger.Composite != nil {
+			p.fail("aggregation %s: a Versioned stream needs an aggregate that can take an element back out (aggregate.Retracter: Count, Sum, Avg; %T cannot), windows that are not sessions and a trigger that is not composite (which may finish a window)", label, f)
 		}
 	}
 	agg := &aggNode[K, T, A, O]{label: label, strategy: w.s, t: t, key: w.k.key, f: f, batch: p.o.batchSize,

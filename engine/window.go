@@ -253,7 +253,9 @@ func (w *Window[K, T, A, O]) Open(ts mtime.Time) bool {
 // session would keep the extent a withdrawn event gave it).
 func (w *Window[K, T, A, O]) CanWithdraw() bool {
 	ops := w.op.r.Ops()
-	return len(ops) > 0 && ops[0].CanWithdraw() && !w.cfg.Strategy.Assigner.Merging()
+	// A composite trigger may finish a window, which then takes nothing,
+	// a withdrawal neither.
+	return len(ops) > 0 && ops[0].CanWithdraw() && !w.cfg.Strategy.Assigner.Merging() && w.cfg.Strategy.Trigger.Composite == nil
 }
 
 // Observe implements Target.

@@ -178,6 +178,8 @@ func (a *AvroPanes) schemas(ns string) (key, value string) {
 		avroField{Name: "final", Type: "boolean"},
 		avroField{Name: "retract", Type: "boolean"},
 		avroField{Name: "status", Type: "string", Doc: "provisional, closed or retracted"},
+		avroField{Name: "mode", Type: "string", Default: json.RawMessage(`""`),
+			Doc: "accumulating, discarding or retracting: totals or deltas (empty in records of a weir that wrote none)"},
 		avroField{Name: "version", Type: "long"},
 		avroField{Name: "watermark", Type: timestamp},
 		avroField{Name: "emitted_at", Type: timestamp},
@@ -280,6 +282,7 @@ func (a *AvroPanes) Record(p *plan.PaneFields) (key, value []byte) {
 	value = avroBool(value, p.Final)
 	value = avroBool(value, p.Retract)
 	value = avroString(value, window.Status(p.Final, p.Retract))
+	value = avroString(value, p.Mode)
 	value = avroLong(value, p.Version)
 	value = avroLong(value, int64(p.Watermark))
 	value = avroLong(value, int64(p.Emitted))

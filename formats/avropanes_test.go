@@ -37,7 +37,7 @@ func TestAvroPanesRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &plan.PaneFields{Keys: []any{"c1", "m9"}, Start: 1_788_000_000_000, End: 1_788_000_060_000, Revision: 2, Timing: "LATE",
-		Final: true, Version: 3, Watermark: 1_788_000_061_000, Emitted: 1_788_000_062_500,
+		Final: true, Mode: "retracting", Version: 3, Watermark: 1_788_000_061_000, Emitted: 1_788_000_062_500,
 		Names:   []string{"orders", "spent", "mean", "biggest", "first_id", "none"},
 		Values:  []any{int64(5), "110.70", 22.14, int64(-31), plan.RawJSON(`"o-1"`), nil},
 		Partial: []string{"mean"}}
@@ -72,7 +72,7 @@ func TestAvroPanesRoundTrip(t *testing.T) {
 		t.Errorf("key %v, want %v", got, want)
 	}
 	want := map[string]any{"card": "c1", "merchant": "m9", "window_start": start, "window_end": end,
-		"revision": int64(2), "timing": "LATE", "final": true, "retract": false, "status": "closed", "version": int64(3),
+		"revision": int64(2), "timing": "LATE", "final": true, "retract": false, "status": "closed", "mode": "retracting", "version": int64(3),
 		"watermark": time.UnixMilli(1_788_000_061_000).UTC(), "emitted_at": time.UnixMilli(1_788_000_062_500).UTC(),
 		"orders": int64(5), "spent": "110.70", "mean": 22.14, "biggest": int64(-31), "first_id": `"o-1"`, "none": nil,
 		"partial": []any{"mean"}}
@@ -86,7 +86,7 @@ func TestAvroPanesRoundTrip(t *testing.T) {
 		t.Errorf("%d fields, want %d: %v", len(got), len(want), got)
 	}
 	// Every field a job may add or drop has a default: the aggregates
-	// null, partial [].
+	// null, partial []; and mode, which a weir before wrote none of, "".
 	_, vs := a.Schemas()
 	var schema struct{ Fields []map[string]json.RawMessage }
 	if err := json.Unmarshal([]byte(vs), &schema); err != nil {
@@ -100,7 +100,7 @@ func TestAvroPanesRoundTrip(t *testing.T) {
 			defaults[name] = string(d)
 		}
 	}
-	if want := map[string]string{"orders": "null", "spent": "null", "mean": "null", "biggest": "null", "first_id": "null", "none": "null", "partial": "[]"}; !reflect.DeepEqual(defaults, want) {
+	if want := map[string]string{"orders": "null", "spent": "null", "mean": "null", "biggest": "null", "first_id": "null", "none": "null", "partial": "[]", "mode": `""`}; !reflect.DeepEqual(defaults, want) {
 		t.Errorf("defaults %v, want %v", defaults, want)
 	}
 }
@@ -151,7 +151,7 @@ func TestAvroPanesEvolution(t *testing.T) {
 	if _, err := res.Decode(rec[5:], &m); err != nil {
 		t.Fatal(err)
 	}
-	if m["n"] != int64(7) || m["sum"] != nil || len(m) != 14 {
+	if m["n"] != int64(7) || m["sum"] != nil || len(m) != 15 {
 		t.Errorf("the old record through the new schema: %v", m)
 	}
 }

@@ -29,7 +29,7 @@ func ExampleAvroPanes() {
 		panic(err)
 	}
 	key, value := avro.Record(&plan.PaneFields{Keys: []any{"card_7"}, Start: 60_000, End: 120_000, Revision: 1, Timing: "ON_TIME",
-		Final: true, Version: 1, Watermark: 122_000, Emitted: 122_500, Values: []any{int64(5), 110.7}})
+		Final: true, Mode: "accumulating", Version: 1, Watermark: 122_000, Emitted: 122_500, Values: []any{int64(5), 110.7}})
 	keySubject, valueSubject := avro.Subjects()
 	fmt.Println(keySubject, valueSubject)
 	fmt.Printf("key % x\n", key)
@@ -37,5 +37,5 @@ func ExampleAvroPanes() {
 	// Output:
 	// alerts-key alerts-value
 	// key 00 00 00 00 01 0c 63 61 72 64 5f 37 c0 a9 07 80 d3 0e
-	// value of 55 bytes, schema id 2
+	// value of 68 bytes, schema id 2
 }

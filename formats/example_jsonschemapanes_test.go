@@ -28,7 +28,7 @@ func ExampleJSONSchemaPanes() {
 		panic(err)
 	}
 	key, value := js.Record([]byte(`["card_7","2026-12-05T10:01:00.000Z","2026-12-05T10:02:00.000Z"]`),
-		[]byte(`{"key":"card_7","window_start":"2026-12-05T10:01:00.000Z","window_end":"2026-12-05T10:02:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-12-05T10:02:01.999Z","emitted_at":"2026-12-05T10:02:02.100Z","orders":5}`))
+		[]byte(`{"key":"card_7","window_start":"2026-12-05T10:01:00.000Z","window_end":"2026-12-05T10:02:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-12-05T10:02:01.999Z","emitted_at":"2026-12-05T10:02:02.100Z","orders":5}`))
 	_, valueSubject := js.Subjects()
 	fmt.Println(valueSubject)
 	fmt.Printf("key: % x, then %s\n", key[:5], key[5:])

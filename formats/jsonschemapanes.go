@@ -55,9 +55,11 @@ func jsonPaneSchemas(shape plan.PaneShape, keyName, valueName string) (key, valu
 	props["final"] = prop{"type": "boolean"}
 	props["retract"] = prop{"type": "boolean"}
 	props["status"] = prop{"enum": []string{"provisional", "closed", "retracted"}}
+	props["mode"] = prop{"enum": []string{"accumulating", "discarding", "retracting"},
+		"description": "whether the values are the window's totals so far or deltas since its last pane"}
 	props["version"] = prop{"type": "integer"}
 	props["watermark"], props["emitted_at"] = time, time
-	required = append(required, "revision", "timing", "final", "retract", "status", "version", "watermark", "emitted_at")
+	required = append(required, "revision", "timing", "final", "retract", "status", "mode", "version", "watermark", "emitted_at")
 	for _, g := range shape.Aggregates {
 		switch g.Type {
 		case plan.Integer:

@@ -15,6 +15,16 @@ const (
 	ledgerJitter    = 150.0 // ms, the mean network jitter of an on-time event
 )
 
+// The figures of the checkout_start events (LedgerCheckouts).
+const (
+	// checkoutOnlineLost is the share of the orders whose order_completed
+	// event is never sent whose checkout_start arrives within 2 s: the
+	// phone was online moments before the order, as in Steep (98.8%).
+	checkoutOnlineLost = 0.988
+	// A checkout starts 300 ms to 1.8 s before its order.
+	checkoutLeadMin, checkoutLeadSpan = 300, 1500
+)
+
 // ledgerLost is the share of the orders of each platform whose
 // order_completed event the app never sends.
 var ledgerLost = [...]float64{platIOS: 0.01, platAndroid: 0.04, platWeb: 0}
@@ -99,12 +109,21 @@ func (g *ledgerGen) next() ledgerOrder {
 	return o
 }
 
+// userOf is the user who placed order seq: one of about a third as many
+// users as orders, drawn by a hash, so that the streams that name users
+// draw nothing from the orders' generator.
+func userOf(seq uint64, o Options) uint64 {
+	users := max(uint64(o.Events)/3, 1)
+	return mix(seq^mix(o.Seed^0x05e7)) % users
+}
+
 // Ledger writes the ledger of the orders of Steep, the tea shop of the book's
 // chapter 14: what its order database holds, one line per order, o.Events
 // lines over about o.Days days from o.Start, in order. Each line has the
 // fields
 //
 //	order_id  "o000000001", numbered in time order
+//	user_id   "u0000001": who placed it (about a third as many users as orders)
 //	platform  "iOS", "Android" or "web": where the order was placed
 //	amount    a number with two decimals
 //	ts        when the order was placed
@@ -124,6 +143,8 @@ func Ledger(w io.Writer, o Options) error {
 		ord := g.next()
 		b := append(out.buf, `{"order_id":"o`...)
 		b = appendPadded(b, int64(ord.seq+1), 9)
+		b = append(b, `","user_id":"u`...)
+		b = appendPadded(b, int64(userOf(ord.seq, o)+1), 7)
 		b = append(b, `","platform":"`...)
 		b = append(b, platNames[ord.plat]...)
 		b = append(b, `","amount":`...)
@@ -221,4 +242,91 @@ func LedgerEvents(w io.Writer, o Options) error {
 		write(&e)
 	}
 	return out.flush()
+}
+
+// LedgerCheckouts writes the checkout_start events of the orders of Ledger
+// (with the same options), in arrival order: the same user's event moments
+// before each order, which tells whether the phone was online then. Each
+// line has the fields
+//
+//	event_id    a 16-digit hexadecimal id
+//	user_id     the order's user, as in the ledger
+//	platform    "iOS", "Android" or "web"
+//	event_name  "checkout_start"
+//	ts          event time, on the device: 300 ms to 1.8 s before the order
+//	arrival     processing time, at Steep's server
+//
+// Of the orders whose order_completed event is never sent (LedgerEvents),
+// 98.8% have a checkout_start that arrives within 2 s: their phones were
+// online, and the event was never sent. The rest, and 1.1% of the other
+// phone orders' checkouts, arrive 5 minutes to 6 hours late (offline).
+// weir lateness --ledger --seen joins them to the ledger by user.
+func LedgerCheckouts(w io.Writer, o Options) error {
+	o = o.withDefaults()
+	g := newLedgerGen(o)
+	r := newRNG(o.Seed, 0xc4ec0)
+	out := newOut(w)
+	key := mix(o.Seed ^ 0xc4ec0e7)
+	var arrivals minHeap[checkout, *checkout]
+	var tsFmt, arrFmt timeFmt
+	write := func(c *checkout) {
+		b := append(out.buf, `{"event_id":"`...)
+		b = appendHex16(b, mix(c.seq^key))
+		b = append(b, `","user_id":"u`...)
+		b = appendPadded(b, int64(userOf(c.seq, o)+1), 7)
+		b = append(b, `","platform":"`...)
+		b = append(b, platNames[c.plat]...)
+		b = append(b, `","event_name":"checkout_start","ts":"`...)
+		b = tsFmt.append(b, c.ts)
+		b = append(b, `","arrival":"`...)
+		b = arrFmt.append(b, c.arrival)
+		out.buf = append(b, `"}`...)
+		out.line()
+	}
+	for range o.Events {
+		if out.err != nil {
+			break
+		}
+		ord := g.next()
+		c := checkout{seq: ord.seq, plat: ord.plat, ts: ord.ts - checkoutLeadMin - mtime.Time(r.intn(checkoutLeadSpan))}
+		offline := false
+		if ord.plat != platWeb {
+			if ord.lost {
+				offline = r.float() >= checkoutOnlineLost
+			} else {
+				offline = r.float() < ledgerLateShare
+			}
+		}
+		if offline {
+			c.arrival = c.ts + drawLateness(r)
+		} else {
+			c.arrival = c.ts + steepBase + mtime.Time(ledgerJitter*platJitter[c.plat]*r.expMax(steepJitterX)+0.5)
+		}
+		// Every checkout still to come starts after this order's time
+		// less the longest lead, and arrives after that.
+		for arrivals.len() > 0 && arrivals.min().arrival < ord.ts-checkoutLeadMin-checkoutLeadSpan {
+			e := arrivals.pop()
+			write(&e)
+		}
+		arrivals.push(c)
+	}
+	for arrivals.len() > 0 && out.err == nil {
+		e := arrivals.pop()
+		write(&e)
+	}
+	return out.flush()
+}
+
+// checkout is one line of LedgerCheckouts.
+type checkout struct {
+	arrival, ts mtime.Time
+	seq         uint64
+	plat        uint8
+}
+
+func (a *checkout) before(b *checkout) bool {
+	if a.arrival != b.arrival {
+		return a.arrival < b.arrival
+	}
+	return a.seq < b.seq
 }

@@ -234,7 +234,7 @@ func TestPaneItemFields(t *testing.T) {
 	p := pane{Key: `"c1"`, Window: window.Window{Start: 60_000, End: 120_000}, Revision: 1, Final: true,
 		Value: []outVal{{kind: vInt, i: 3}, {kind: vJSON, js: `"o-1"`}, {kind: vDec, i: 1107, scale: 1, partial: true}, {}}}
 	it := newFormat(j).paneItem(nil, p)
-	want := &plan.PaneFields{Keys: []any{"c1"}, Start: 60_000, End: 120_000, Revision: 1, Timing: p.Timing.String(), Final: true, Version: j.Version,
+	want := &plan.PaneFields{Keys: []any{"c1"}, Start: 60_000, End: 120_000, Revision: 1, Timing: p.Timing.String(), Final: true, Mode: "accumulating", Version: j.Version,
 		Names: []string{"n", "f", "s", "m"}, Values: []any{int64(3), plan.RawJSON(`"o-1"`), "110.7", nil}, Partial: []string{"s"}}
 	if !reflect.DeepEqual(it.Pane, want) {
 		t.Errorf("pane fields\n got %+v\nwant %+v", it.Pane, want)

@@ -117,8 +117,8 @@ func TestQuarantineAndAccounting(t *testing.T) {
 		t.Errorf("quarantine:\n%s\nwant:\n%s", got, wantQ)
 	}
 	wantR := lines(
-		`{"key":"c1","window_start":"2026-09-07T12:00:00.000Z","window_end":"2026-09-07T12:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-09-07T12:01:27.999Z","emitted_at":"2026-09-07T12:01:31.000Z","orders":2,"spent":12.5,"biggest":7.5,"avg":6.25,"cards":2}`,
-		`{"key":"c2","window_start":"2026-09-07T12:01:00.000Z","window_end":"2026-09-07T12:02:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-09-07T12:01:32.000Z","orders":1,"spent":1,"biggest":1,"avg":1,"cards":0}`,
+		`{"key":"c1","window_start":"2026-09-07T12:00:00.000Z","window_end":"2026-09-07T12:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-09-07T12:01:27.999Z","emitted_at":"2026-09-07T12:01:31.000Z","orders":2,"spent":12.5,"biggest":7.5,"avg":6.25,"cards":2}`,
+		`{"key":"c2","window_start":"2026-09-07T12:01:00.000Z","window_end":"2026-09-07T12:02:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-09-07T12:01:32.000Z","orders":1,"spent":1,"biggest":1,"avg":1,"cards":0}`,
 	)
 	if got := read(t, dir, "results.jsonl"); got != wantR {
 		t.Errorf("results:\n%s\nwant:\n%s", got, wantR)
@@ -227,8 +227,8 @@ late_output: late.jsonl
 	// p1 is idle from 00:00:07 (last event at 00:00:02 + 5 s): W jumps to
 	// 12.999 and [0,10) fires then, before the line that arrives at 00:00:08.
 	want := lines(
-		`{"key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:07.000Z","n":2}`,
-		`{"key":null,"window_start":"2026-01-01T00:00:10.000Z","window_end":"2026-01-01T00:00:20.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:09.000Z","n":2}`,
+		`{"key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:07.000Z","n":2}`,
+		`{"key":null,"window_start":"2026-01-01T00:00:10.000Z","window_end":"2026-01-01T00:00:20.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:09.000Z","n":2}`,
 	)
 	if got := read(t, dir, "results.jsonl"); got != want {
 		t.Errorf("results:\n%s\nwant:\n%s", got, want)
@@ -256,9 +256,9 @@ output: results.jsonl
 	)
 	dir, sum := runJob(t, job, in)
 	want := lines(
-		`{"key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-01-01T00:00:24.999Z","emitted_at":"2026-01-01T00:00:30.000Z","n":2}`,
-		`{"key":null,"window_start":"2026-01-01T00:00:10.000Z","window_end":"2026-01-01T00:00:20.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-01-01T00:00:24.999Z","emitted_at":"2026-01-01T00:00:30.000Z","n":1}`,
-		`{"key":null,"window_start":"2026-01-01T00:00:20.000Z","window_end":"2026-01-01T00:00:30.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:31.000Z","n":1}`,
+		`{"key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-01-01T00:00:24.999Z","emitted_at":"2026-01-01T00:00:30.000Z","n":2}`,
+		`{"key":null,"window_start":"2026-01-01T00:00:10.000Z","window_end":"2026-01-01T00:00:20.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-01-01T00:00:24.999Z","emitted_at":"2026-01-01T00:00:30.000Z","n":1}`,
+		`{"key":null,"window_start":"2026-01-01T00:00:20.000Z","window_end":"2026-01-01T00:00:30.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:31.000Z","n":1}`,
 	)
 	if got := read(t, dir, "results.jsonl"); got != want || sum.TooLate != 0 {
 		t.Errorf("results:\n%s\nwant:\n%s\n%+v", got, want, sum)
@@ -289,9 +289,9 @@ output: results.jsonl
 	// a [0,10): #1 n=1 is filtered out, so is its retraction; #2 n=2 is
 	// written, and so are its retraction and the closing #3.
 	want := lines(
-		`{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":2,"timing":"LATE","final":false,"retract":false,"status":"provisional","version":1,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:13.000Z","n":2,"total":5}`,
-		`{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":2,"timing":"LATE","final":false,"retract":true,"status":"retracted","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:13.000Z","n":2,"total":5}`,
-		`{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":3,"timing":"LATE","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:13.000Z","n":2,"total":5}`,
+		`{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":2,"timing":"LATE","final":false,"retract":false,"status":"provisional","mode":"retracting","version":1,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:13.000Z","n":2,"total":5}`,
+		`{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":2,"timing":"LATE","final":false,"retract":true,"status":"retracted","mode":"retracting","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:13.000Z","n":2,"total":5}`,
+		`{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:00:10.000Z","revision":3,"timing":"LATE","final":true,"retract":false,"status":"closed","mode":"retracting","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:13.000Z","n":2,"total":5}`,
 	)
 	if got := read(t, dir, "results.jsonl"); got != want {
 		t.Errorf("results:\n%s\nwant:\n%s", got, want)
@@ -441,7 +441,7 @@ quarantine: quarantine.jsonl
 	dir, _ := runJob(t, job, in)
 	// [0,10) fires at 00:00:03, when p0's watermark passes its end; a p9
 	// partition would have held it until the end of the input.
-	if got := read(t, dir, "results.jsonl"); !strings.Contains(got, `"window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:03.000Z"`) {
+	if got := read(t, dir, "results.jsonl"); !strings.Contains(got, `"window_end":"2026-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-01-01T00:00:11.999Z","emitted_at":"2026-01-01T00:00:03.000Z"`) {
 		t.Errorf("results:\n%s", got)
 	}
 }
@@ -472,7 +472,7 @@ quarantine: quarantine.jsonl
 		t.Run(name, func(t *testing.T) {
 			dir, _ := runJob(t, job, lines(first, line))
 			got := strings.Split(strings.TrimSpace(read(t, dir, "results.jsonl")), "\n")
-			want := `{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"EARLY","final":false,"retract":false,"status":"provisional","version":1,"watermark":"`
+			want := `{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"EARLY","final":false,"retract":false,"status":"provisional","mode":"accumulating","version":1,"watermark":"`
 			if len(got) != 2 || !strings.HasPrefix(got[0], want) || !strings.Contains(got[0], `"emitted_at":"2026-01-01T00:00:02.000Z","n":1}`) {
 				t.Errorf("results:\n%s", strings.Join(got, "\n"))
 			}
@@ -532,7 +532,7 @@ quarantine: quarantine.jsonl
 	}
 	// Lines 6, 10 and 11: three events, two ids that differ only in an
 	// invalid byte are two ids.
-	want := `{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":3,"total":4.5,"hi":2.5,"mean":1.5}` + "\n"
+	want := `{"key":"a","window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":3,"total":4.5,"hi":2.5,"mean":1.5}` + "\n"
 	if got := read(t, dir, "results.jsonl"); got != want {
 		t.Errorf("results:\n%s\nwant:\n%s", got, want)
 	}

@@ -105,7 +105,7 @@ func (f *format) paneItem(b []byte, p pane) plan.Item {
 	line := f.appendPane(b, p)
 	key := f.paneKey(p)
 	pf := &plan.PaneFields{Start: p.Window.Start, End: p.Window.End, Revision: int64(p.Revision), Timing: p.Timing.String(),
-		Final: p.Final, Retract: p.Retract, Version: f.j.Version, Watermark: p.Watermark, Emitted: p.EmittedAt}
+		Final: p.Final, Retract: p.Retract, Mode: f.j.Window.Mode.String(), Version: f.j.Version, Watermark: p.Watermark, Emitted: p.EmittedAt}
 	if p.Window.IsGlobal() {
 		pf.End = mtime.MaxTime
 	}

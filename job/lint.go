@@ -95,6 +95,7 @@ func newSample(j *jobfile.Job) *Sample {
 		add("time.field", j.TimeField)
 	}
 	add("time.arrival_field", j.ArrivalField)
+	add("time.sent_field", j.SentField)
 	add("time.partition_field", j.PartitionField)
 	for _, k := range j.KeyFields() {
 		add("key", k)

@@ -99,7 +99,7 @@ func TestLiveEarlyPaneWithoutInput(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		synctest.Wait()
 		got := lj.out.lines()
-		want := `{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":1,"timing":"EARLY","final":false,"retract":false,"status":"provisional","version":1,"watermark":"2000-01-01T00:00:09.999Z","emitted_at":"2000-01-01T00:00:11.000Z","n":1}`
+		want := `{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":1,"timing":"EARLY","final":false,"retract":false,"status":"provisional","mode":"accumulating","version":1,"watermark":"2000-01-01T00:00:09.999Z","emitted_at":"2000-01-01T00:00:11.000Z","n":1}`
 		if len(got) != 1 || got[0] != want {
 			t.Errorf("after 1.1 s of quiet:\n%q\nwant\n%q", got, want)
 		}
@@ -130,9 +130,9 @@ func TestLiveThrottledLateWithoutInput(t *testing.T) {
 		synctest.Wait()
 		got := lj.out.lines()
 		want := []string{
-			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":false,"retract":false,"status":"provisional","version":1,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:10.000Z","n":1}`,
-			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":2,"timing":"LATE","final":false,"retract":false,"status":"provisional","version":1,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:11.000Z","n":2}`,
-			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":3,"timing":"LATE","final":false,"retract":false,"status":"provisional","version":1,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:41.000Z","n":3}`,
+			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":false,"retract":false,"status":"provisional","mode":"accumulating","version":1,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:10.000Z","n":1}`,
+			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":2,"timing":"LATE","final":false,"retract":false,"status":"provisional","mode":"accumulating","version":1,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:11.000Z","n":2}`,
+			`{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:01:00.000Z","revision":3,"timing":"LATE","final":false,"retract":false,"status":"provisional","mode":"accumulating","version":1,"watermark":"2000-01-01T00:01:09.999Z","emitted_at":"2000-01-01T00:01:41.000Z","n":3}`,
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -163,7 +163,7 @@ func TestLiveIdlePartitionWithoutInput(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		synctest.Wait()
 		got := lj.out.lines()
-		want := `{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2000-01-01T00:00:11.999Z","emitted_at":"2000-01-01T00:00:06.000Z","n":2}`
+		want := `{"key":null,"window_start":"2000-01-01T00:00:00.000Z","window_end":"2000-01-01T00:00:10.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2000-01-01T00:00:11.999Z","emitted_at":"2000-01-01T00:00:06.000Z","n":2}`
 		if len(got) != 1 || got[0] != want {
 			t.Errorf("got %q\nwant %q", got, want)
 		}

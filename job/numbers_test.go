@@ -40,7 +40,7 @@ quarantine: quarantine.jsonl
 	)
 	dir, sum := runJob(t, job, in)
 	pane := func(key string, n, total, users int) string {
-		return `{"key":` + key + `,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":` +
+		return `{"key":` + key + `,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":` +
 			itoa(n) + `,"total":` + itoa(total) + `,"users":` + itoa(users) + `}`
 	}
 	want := []string{

@@ -37,6 +37,8 @@ const (
 	ReasonBadVersion   = "bad_version"
 	ReasonNoArrival    = linedec.NoArrival
 	ReasonBadArrival   = linedec.BadArrival
+	ReasonNoSent       = linedec.NoSent
+	ReasonBadSent      = linedec.BadSent
 	ReasonNoPartition  = "no_partition"
 	ReasonBadValue     = "bad_value"
 	ReasonBadWatermark = linedec.BadWatermark
@@ -168,7 +170,7 @@ func newLineParser(j *jobfile.Job) *lineParser {
 		lp.agg.field = append(lp.agg.field, idx)
 	}
 	lp.times = linedec.Rules{
-		Time: j.TimeField, RecordTime: j.RecordTime, Ingestion: j.Ingestion, Arrival: j.ArrivalField, Watermark: j.WMField,
+		Time: j.TimeField, RecordTime: j.RecordTime, Ingestion: j.Ingestion, Arrival: j.ArrivalField, Sent: j.SentField, Watermark: j.WMField,
 		MaxFuture: j.MaxFuture,
 		Latest:    latestEventTime(j), LatestDetail: "its windows would end after 9999-12-31, the last instant weir writes",
 	}

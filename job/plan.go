@@ -278,7 +278,7 @@ func partlyLate(c engine.Consumer[lateEvent], write bool) engine.Consumer[lateEv
 	}
 	return engine.Func[lateEvent]{
 		OnPush: func(l lateEvent) {
-			if l.Reason != window.ReasonLateForSomeWindows {
+			if !window.PartlyTaken(l.Reason) {
 				c.Push(l)
 			}
 		},

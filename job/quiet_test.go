@@ -22,10 +22,10 @@ func TestQuietStreamClosesTheLastWindow(t *testing.T) {
 		// Without: the window stays open all night (here, to the end of
 		// the input), and the event of 22:00:40 that comes in the morning
 		// is still in time for it.
-		{"", `{"key":"a","window_start":"2026-03-02T22:00:00.000Z","window_end":"2026-03-02T22:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-03-03T07:00:01.000Z","n":3}`, "0 too late"},
+		{"", `{"key":"a","window_start":"2026-03-02T22:00:00.000Z","window_end":"2026-03-02T22:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-03-03T07:00:01.000Z","n":3}`, "0 too late"},
 		// With 5m: at 22:06:00 (the first emission at which now - 5m
 		// reaches the window's end), and that event is too late.
-		{"quiet: 5m, ", `{"key":"a","window_start":"2026-03-02T22:00:00.000Z","window_end":"2026-03-02T22:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-03-02T22:01:00.000Z","emitted_at":"2026-03-02T22:06:00.000Z","n":2}`, "1 too late"},
+		{"quiet: 5m, ", `{"key":"a","window_start":"2026-03-02T22:00:00.000Z","window_end":"2026-03-02T22:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-03-02T22:01:00.000Z","emitted_at":"2026-03-02T22:06:00.000Z","n":2}`, "1 too late"},
 	} {
 		dir, sum := runJob(t, `name: night
 source: {file: input.jsonl}

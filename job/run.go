@@ -158,12 +158,17 @@ type Summary struct {
 	// their windows (a sliding window's earlier ones): each is in the late
 	// output too, naming the windows it missed.
 	LateForSomeWindows int64 `json:"late_for_some_windows"`
-	PanesFired         int64 `json:"panes_fired"`
-	PanesWritten       int64 `json:"panes_written"`
-	WindowsFired       int64 `json:"windows_fired"`
-	LateWritten        int64 `json:"late_written"`
-	WatermarkLines     int64 `json:"watermark_lines"`
-	BlankLines         int64 `json:"blank_lines"`
+	// TriggerFinished counts the events that came for a window whose
+	// composite trigger had finished (in TooLate, or in LateForSomeWindows
+	// when other windows took them): each is in the late output with the
+	// reason trigger_finished.
+	TriggerFinished int64 `json:"trigger_finished,omitempty"`
+	PanesFired      int64 `json:"panes_fired"`
+	PanesWritten    int64 `json:"panes_written"`
+	WindowsFired    int64 `json:"windows_fired"`
+	LateWritten     int64 `json:"late_written"`
+	WatermarkLines  int64 `json:"watermark_lines"`
+	BlankLines      int64 `json:"blank_lines"`
 	// Heartbeats counts the sources' heartbeats (heartbeat:): records
 	// that advanced their partition's event time, not events, not in Read.
 	Heartbeats      int64         `json:"heartbeats,omitempty"`
@@ -254,6 +259,9 @@ func (s *Summary) Text() string {
 	partly := ""
 	if s.LateForSomeWindows > 0 {
 		partly = fmt.Sprintf(", %d too late for some of their windows", s.LateForSomeWindows)
+	}
+	if s.TriggerFinished > 0 {
+		beyond = fmt.Sprintf(" (%d for windows whose trigger had finished)", s.TriggerFinished) + beyond
 	}
 	if s.Revisions > 0 {
 		partly += fmt.Sprintf(", %d revisions replacing an earlier version", s.Revisions)
@@ -959,6 +967,7 @@ func (rn *Runnable) summary(err error) *Summary {
 	// The windows' own counts are final once they have ended; the head's
 	// are as of its last status.
 	s.Accepted, s.TooLate, s.LateForSomeWindows = st.Accepted, st.TooLate, st.PartlyLate
+	s.TriggerFinished = st.TriggerFinished
 	s.InFlight = s.Accounting.InFlight()
 	s.ReadThisRun = s.Read - rn.restoredRead
 	if rn.late != nil {

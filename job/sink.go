@@ -142,6 +142,8 @@ func (f *format) appendPane(b []byte, p pane) []byte {
 	b = appendBool(b, p.Retract)
 	b = append(b, `,"status":"`...)
 	b = append(b, window.Status(p.Final, p.Retract)...)
+	b = append(b, `","mode":"`...)
+	b = append(b, f.j.Window.Mode.String()...)
 	b = append(b, `","version":`...)
 	b = strconv.AppendInt(b, f.j.Version, 10)
 	b = append(b, `,"watermark":`...)

@@ -51,8 +51,12 @@ type Job struct {
 	// For a backfill that must not be late: run with it while catching up,
 	// then restore a savepoint into the job with time.field (a change the
 	// restore carries over).
-	Ingestion      bool
-	ArrivalField   Path // empty: the wall clock
+	Ingestion    bool
+	ArrivalField Path // empty: the wall clock
+	// SentField, when set, is when the device sent each event, on its own
+	// clock: the event time is corrected by it for the device's clock
+	// (time.sent_field; linedec.Rules.Sent).
+	SentField      Path
 	PartitionField Path // empty: one partition
 	Key            Path // empty: one global key (or a composite one, KeyParts)
 	// KeyParts are the fields of a composite key (key: [user, page]), two
@@ -270,7 +274,7 @@ func (a Aggregate) JSONValued() bool {
 var reserved = map[string]bool{
 	"key": true, "window_start": true, "window_end": true, "revision": true, "timing": true,
 	"final": true, "retract": true, "watermark": true, "emitted_at": true,
-	"status": true, "version": true, "updated_at": true, "delta_id": true, "partial": true,
+	"status": true, "mode": true, "version": true, "updated_at": true, "delta_id": true, "partial": true,
 }
 
 // Load reads and validates a job file. The input file must exist (unless it
@@ -421,6 +425,9 @@ func (p *parser) versioned(root *node, j *Job) error {
 	}
 	if _, ok := j.Window.Assigner.(window.Session); ok {
 		return root.errf(n, "version_field", "session windows cannot withdraw the earlier version a revision replaces (the session would keep the extent it gave it): use tumbling or sliding windows")
+	}
+	if j.Window.Trigger.Composite != nil {
+		return root.errf(n, "version_field", "a composite trigger may finish a window, which then cannot withdraw the earlier version a revision replaces: use the trigger's fields (early, late, final_only)")
 	}
 	return nil
 }
@@ -994,6 +1001,14 @@ func (p *parser) time(root *node, j *Job) error {
 		return err
 	}
 	j.ArrivalField = ParsePath(a)
+	s, sn, err := t.str("sent_field")
+	if err != nil {
+		return err
+	}
+	if sn != nil && f == "" {
+		return t.errf(sn, "time.sent_field", "corrects an event time read from time.field by the device's clock; record timestamps and ingestion time have no device clock to correct")
+	}
+	j.SentField = ParsePath(s)
 	pf, _, err := t.str("partition_field")
 	if err != nil {
 		return err
@@ -1261,6 +1276,22 @@ func (p *parser) trigger(root *node, j *Job) error {
 		return err
 	}
 	var tr trigger.Trigger
+	if e, ok, err := compositeTrigger(t); err != nil {
+		return err
+	} else if ok {
+		// A composite trigger, with a closing behaviour and nothing else.
+		for _, f := range []string{"early", "early_aligned", "early_count", "late", "final_only"} {
+			if v := t.get(f); v != nil {
+				return t.errf(v, t.field(f), "goes with the early and late fields, not with a composite trigger: write after_watermark: {early: ..., late: ...} instead")
+			}
+		}
+		tr = trigger.Of(e)
+		if err := closingOf(t, &tr); err != nil {
+			return err
+		}
+		j.Window.Trigger = tr
+		return nil
+	}
 	early, _, err := t.duration("early")
 	if err != nil {
 		return err
@@ -1317,6 +1348,15 @@ func (p *parser) trigger(root *node, j *Job) error {
 	if tr.FinalOnly, err = t.boolean("final_only"); err != nil {
 		return err
 	}
+	if err := closingOf(t, &tr); err != nil {
+		return err
+	}
+	j.Window.Trigger = tr
+	return nil
+}
+
+// closingOf reads trigger.closing into tr.
+func closingOf(t *node, tr *trigger.Trigger) error {
 	closing, cn, err := t.str("closing")
 	if err != nil {
 		return err
@@ -1328,7 +1368,6 @@ func (p *parser) trigger(root *node, j *Job) error {
 	default:
 		return t.errf(cn, "trigger.closing", "expected always or if_changed, got %q", closing)
 	}
-	j.Window.Trigger = tr
 	return nil
 }
 

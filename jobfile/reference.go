@@ -106,6 +106,8 @@ func valueOf(s *shape) string {
 		return "a mapping of names to " + itemOf(s.Item)
 	case kList:
 		return "a list of " + itemOf(s.Item)
+	case kRef:
+		return "a trigger (a mapping of one of the fields `trigger.count` to `trigger.or_finally`)"
 	case kOneOf:
 		var alts []string
 		for _, o := range s.OneOf {

@@ -28,6 +28,7 @@ const (
 	kMap    // a mapping of names (Pattern) to values of Item
 	kList   // a sequence of Item
 	kOneOf  // one of OneOf
+	kRef    // a trigger of a composite trigger (the schema's $defs.trigger)
 )
 
 // shape is what a value may be.
@@ -112,6 +113,7 @@ var timeShape = object("Event time and arrival time.", nil,
 	field{"record_timestamp", boolean("The event time is the Kafka record's timestamp.")},
 	field{"ingestion", boolean("Ingestion time: each event's time is its arrival (arrival_field, or the clock when read); for a backfill, before a savepoint restored into the job with field.")},
 	field{"arrival_field", fieldName("Each line's processing time (a replay); absent: the wall clock.")},
+	field{"sent_field", fieldName("When the device sent the event, on its own clock: the event time is corrected for the device's clock to arrival - (sent - event time); a line without it is quarantined (no_sent_time).")},
 	field{"partition_field", fieldName("Per-partition watermarks, by this field's value.")},
 )
 
@@ -143,17 +145,48 @@ var windowShape = object("Where in event time: one of tumbling, sliding, session
 	field{"offset", &shape{Kind: kString, Doc: "Windows start this much later (or earlier: -15s).", Pattern: `^-?` + durationPattern[1:]}},
 )
 
-var triggerShape = object("When panes fire besides the watermark.", nil,
-	field{"early", dur("An early pane every so much processing time.")},
-	field{"early_aligned", boolean("Early panes aligned to the clock; false: D after the first event of a pane.")},
-	field{"early_count", &shape{Kind: kInt, Doc: "An early pane every N events (0: none)."}},
-	field{"late", oneOf("Late panes: each (one per late event), none, at most one per this duration, or one per N late events ({count: N}).",
+var triggerShape = object("When panes fire besides the watermark: the early and late fields below, or a composite trigger (count to or_finally), either with closing.", nil, append([]field{
+	{"early", dur("An early pane every so much processing time.")},
+	{"early_aligned", boolean("Early panes aligned to the clock; false: D after the first event of a pane.")},
+	{"early_count", &shape{Kind: kInt, Doc: "An early pane every N events (0: none)."}},
+	{"late", oneOf("Late panes: each (one per late event), none, at most one per this duration, or one per N late events ({count: N}).",
 		enum("each or none.", "each", "every", "none", "never"), &shape{Kind: kBool, Doc: "true: each; false: none."}, dur("A throttle: at most one late pane per this much processing time."),
 		object("A late pane per count late events; fewer are in the closing pane.", []string{"count"},
 			field{"count", &shape{Kind: kInt, Min: 1, Doc: "Late events a pane (1: each)."}}))},
-	field{"final_only", boolean("Write only the final pane of each window (emit on window close).")},
-	field{"closing", enum("The pane a window closes with when its allowed lateness runs out: always (default; final, even if it repeats the last pane) or if_changed (only if an event came since the last pane).", "always", "if_changed")},
+	{"final_only", boolean("Write only the final pane of each window (emit on window close).")},
+	{"closing", enum("The pane a window closes with when its allowed lateness runs out: always (default; final, even if it repeats the last pane) or if_changed (only if an event came since the last pane).", "always", "if_changed")},
+}, compositeShape...)...,
 )
+
+// triggerRef is a trigger inside a composite trigger: any of the forms of
+// compositeShape, again (the schema's $defs.trigger).
+var triggerRef = &shape{Kind: kRef, Doc: "A trigger: one of count, processing_time, never, after_watermark, after_each, after_first, after_all, repeatedly, or_finally, as in trigger."}
+
+// compositeShape is the composite triggers (Beam's), one form a mapping:
+// at the top of trigger (with closing, and none of the fields above), and
+// in every trigger one holds.
+var compositeShape = []field{
+	{"count", &shape{Kind: kInt, Min: 1, Doc: "Fires once a pane has this many events (Beam's AfterPane.elementCountAtLeast), then is finished: repeat it with repeatedly."}},
+	{"processing_time", dur("Fires this much processing time after the first event of a pane (AfterProcessingTime.pastFirstElementInPane), then is finished.")},
+	{"aligned", boolean("With processing_time: fire at the next multiple of it of the clock instead.")},
+	{"never", boolean("never: true never fires (a window with it fires only when it closes).")},
+	{"after_watermark", object("Fires when the watermark passes the end of the window (AfterWatermark.pastEndOfWindow), and then finishes, unless late is given.", nil,
+		field{"early", triggerRef},
+		field{"late", triggerRef})},
+	{"after_each", &shape{Kind: kList, Min: 1, Item: triggerRef, Doc: "Runs these triggers one after the other: fires when the running one fires, finishes when the last finishes (AfterEach.inOrder)."}},
+	{"after_first", &shape{Kind: kList, Min: 1, Item: triggerRef, Doc: "Fires once, when the first of these fires (AfterFirst.of)."}},
+	{"after_all", &shape{Kind: kList, Min: 1, Item: triggerRef, Doc: "Fires once, when all of these have fired (AfterAll.of)."}},
+	{"repeatedly", withDoc(triggerRef, "Fires whenever this trigger fires, starting it again each time; never finishes (Repeatedly.forever).")},
+	{"or_finally", object("Fires as trigger does until until fires; that pane is final and the window takes no more events (orFinally).", []string{"trigger", "until"},
+		field{"trigger", triggerRef},
+		field{"until", triggerRef})},
+}
+
+func withDoc(s *shape, doc string) *shape {
+	c := *s
+	c.Doc = doc
+	return &c
+}
 
 var sqliteShape = object("An SQLite table, created when absent: the highest revision of each window wins.", []string{"path", "table"},
 	field{"path", str("The database file; created when absent.")},
@@ -294,6 +327,7 @@ func Schema() []byte {
 		{"title", "weir job file"},
 	}
 	doc = append(doc, root...)
+	doc = append(doc, kv{"$defs", ordered{{"trigger", jsonShape(object(triggerRef.Doc, nil, compositeShape...))}}})
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		panic(err)
@@ -406,6 +440,9 @@ func jsonShape(s *shape) ordered {
 		}
 	}
 	switch s.Kind {
+	case kRef:
+		doc()
+		o = append(o, kv{"$ref", "#/$defs/trigger"})
 	case kString, kField:
 		doc()
 		o = append(o, kv{"type", "string"})

@@ -138,6 +138,17 @@ func (j *Job) Revisions() []string {
 		return nil // one pane per window; or deltas, to be added up
 	}
 	var why []string
+	if tr.Composite != nil {
+		// A composite trigger may fire any number of panes a window, but
+		// after_watermark alone fires once and finishes.
+		if tr.Composite.Op != trigger.OpEndOfWindow {
+			why = append(why, "panes as the trigger fires them ("+tr.Describe()+")")
+		}
+		if ws.Mode == window.Retracting {
+			why = append(why, "retractions")
+		}
+		return why
+	}
 	switch {
 	case tr.EarlyDelay > 0:
 		why = append(why, "early panes every "+mtime.FormatDuration(tr.EarlyDelay))

@@ -117,9 +117,12 @@ type analyzer struct {
 	groupsE []*replayGroup
 	engines map[[2]mtime.Time]*replay
 
-	// The state estimate: the distinct keys (their values joined).
+	// The state estimate: the distinct keys (their values joined); the
+	// events with an id by bucket of event time (ids.width wide), and the
+	// length of their ids.
 	keys   map[string]struct{}
 	keyBuf []byte
+	ids    idTally
 	// The quiet gaps of each partition (by index): arrival minus the
 	// partition's latest arrival before, and of all partitions together.
 	gaps gapTally
@@ -132,6 +135,9 @@ func newAnalyzer(c *config) (*analyzer, error) {
 	a := &analyzer{c: c, parts: map[string]int32{}, margins: c.partP == nil && c.idle == 0, engines: map[[2]mtime.Time]*replay{}}
 	if c.EstimateState {
 		a.keys = map[string]struct{}{}
+		if c.idAt >= 0 {
+			a.ids = newIDTally(mtime.Millis(c.DedupHorizon))
+		}
 	}
 	if len(c.periods) > 0 {
 		g := &grouping{field: "period", index: map[string]int32{}, other: -1}
@@ -221,9 +227,14 @@ func (a *analyzer) feed(b *batch) {
 			r.part = pi
 			a.gaps.add(pi, r.arr)
 		}
+		if a.c.idAt >= 0 {
+			if v := b.get(g[a.c.idAt]); string(v) != missing {
+				a.ids.add(r.ts, len(v))
+			}
+		}
 		if a.keys != nil {
 			a.keyBuf = a.keyBuf[:0]
-			for _, s := range g[a.c.nBy:nby] {
+			for _, s := range g[a.c.nBy : a.c.nBy+len(a.c.Key)] {
 				a.keyBuf = append(append(a.keyBuf, b.get(s)...), 0)
 			}
 			if _, ok := a.keys[string(a.keyBuf)]; !ok {

@@ -3,6 +3,7 @@ package lateness
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
@@ -15,6 +16,13 @@ import (
 // aggregates keep more (a percentile's sketch, first and last values) costs
 // more.
 const BytesPerKeyWindow = 290
+
+// BytesPerDedupID is what an id costs weir run's memory de-duplication
+// beyond the id's own bytes, in bytes of live heap: its entry in the map of
+// ids and in its bucket of expiry. Measured with ids of 10 bytes, from 50
+// thousand to 1.5 million of them: 51 to 73 bytes beyond the id (the map's
+// growth decides where in that); TestBytesPerDedupID keeps the bound true.
+const BytesPerDedupID = 74
 
 // HeapHeadroom is the factor from live heap to the memory a process takes:
 // the garbage collector lets the heap grow up to twice the live heap
@@ -47,6 +55,16 @@ type State struct {
 	MemoryBudget int64 `json:"memory_budget"`
 	// Backend is the backend suggested: memory, or pebble past PebbleAbove.
 	Backend string `json:"backend"`
+	// With the job's de-duplication (Options.ID): its horizon, the ids
+	// held at most (the events whose event times lie within the horizon
+	// plus the delay of each other: an id is remembered until the
+	// watermark, the delay behind, passes its time plus the horizon), the
+	// bytes an id (BytesPerDedupID plus the ids' mean length) and their
+	// product. Bytes includes DedupBytes.
+	DedupHorizonMS  int64 `json:"dedup_horizon_ms,omitempty"`
+	DedupIDsPeak    int64 `json:"dedup_ids_peak,omitempty"`
+	BytesPerDedupID int64 `json:"bytes_per_dedup_id,omitempty"`
+	DedupBytes      int64 `json:"dedup_bytes,omitempty"`
 	// JobBackend and JobMemoryBudget are what the job file says.
 	JobBackend      string `json:"job_backend,omitempty"`
 	JobMemoryBudget int64  `json:"job_memory_budget,omitempty"`
@@ -95,6 +113,16 @@ func (a *analyzer) stateEstimate(r *Report) *State {
 		s.Key = "[" + s.Key + "]"
 	}
 	s.Bytes = s.Keys * s.OpenWindowsPeak * BytesPerKeyWindow
+	windows := s.Bytes
+	if t := &a.ids; t.n != nil {
+		s.DedupHorizonMS = int64(t.horizon)
+		s.DedupIDsPeak = t.peak(t.horizon + mtime.Time(d.DelayMS))
+		if t.count > 0 {
+			s.BytesPerDedupID = BytesPerDedupID + (t.bytes+t.count-1)/t.count
+		}
+		s.DedupBytes = s.DedupIDsPeak * s.BytesPerDedupID
+		s.Bytes += s.DedupBytes
+	}
 	s.MemoryBudget = budgetFor(s.Bytes)
 	s.Backend = "memory"
 	if s.MemoryBudget > PebbleAbove {
@@ -106,8 +134,13 @@ func (a *analyzer) stateEstimate(r *Report) *State {
 	} else if s.Keys == 1 {
 		keys = "1 key"
 	}
-	b := fmt.Sprintf("%s x %d open windows a key at most (with a delay of %s) x %d bytes a key and window (state-per-key) = %s of live heap, at most. ",
-		keys, s.OpenWindowsPeak, delayLabel(mtime.Time(s.DelayMS)), BytesPerKeyWindow, text.Size(s.Bytes))
+	b := fmt.Sprintf("%s x %d open windows a key at most (with a delay of %s) x %d bytes a key and window (state-per-key) = %s",
+		keys, s.OpenWindowsPeak, delayLabel(mtime.Time(s.DelayMS)), BytesPerKeyWindow, text.Size(windows))
+	if s.DedupHorizonMS > 0 {
+		b += fmt.Sprintf("; and %s de-duplication ids at most (the events within %s, the horizon plus the delay, of each other) x %d bytes an id = %s; in all %s",
+			fmtInt(s.DedupIDsPeak), durLabel(mtime.Time(s.DedupHorizonMS+s.DelayMS)), s.BytesPerDedupID, text.Size(s.DedupBytes), text.Size(s.Bytes))
+	}
+	b += " of live heap, at most. "
 	if s.Backend == "memory" {
 		b += fmt.Sprintf("With the garbage collector's headroom, allow %s: state: {memory_budget: %s} (the memory backend warns past it).", mib(s.MemoryBudget), mib(s.MemoryBudget))
 	} else {
@@ -120,4 +153,52 @@ func (a *analyzer) stateEstimate(r *Report) *State {
 	}
 	s.Text = b
 	return s
+}
+
+// idTally counts the events that have an id by bucket of event time, for
+// the most ids a job's de-duplication holds at once.
+type idTally struct {
+	horizon, width mtime.Time
+	n              map[int64]int64 // events by bucket
+	count, bytes   int64           // events with an id, and their ids' bytes
+}
+
+func newIDTally(horizon mtime.Time) idTally {
+	return idTally{horizon: horizon, width: max(1000, horizon/256), n: map[int64]int64{}}
+}
+
+func (t *idTally) bucket(ts mtime.Time) int64 {
+	k := int64(ts / t.width)
+	if ts < 0 && ts%t.width != 0 {
+		k--
+	}
+	return k
+}
+
+func (t *idTally) add(ts mtime.Time, idLen int) {
+	t.n[t.bucket(ts)]++
+	t.count++
+	t.bytes += int64(idLen)
+}
+
+// peak is the most events whose event times lie within span of each other,
+// counted by whole buckets: an upper bound.
+func (t *idTally) peak(span mtime.Time) int64 {
+	ks := make([]int64, 0, len(t.n))
+	for k := range t.n {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	reach := int64((span + t.width - 1) / t.width) // buckets before the last one
+	var best, sum int64
+	lo := 0
+	for _, k := range ks {
+		sum += t.n[k]
+		for ks[lo] < k-reach {
+			sum -= t.n[ks[lo]]
+			lo++
+		}
+		best = max(best, sum)
+	}
+	return best
 }

@@ -61,7 +61,25 @@ type LedgerOptions struct {
 	// Waits are the waits after an entry's time at which to report the
 	// share arrived (default DefaultWaits).
 	Waits []time.Duration
+	// Seen, when set, is a file of other events of the same users or
+	// devices (the checkout_start moments before each order), read with
+	// weir run's rules as the events are, in SeenFormat (as Format). It
+	// tells whether the devices of the entries that never arrived were
+	// online: such an entry was seen online when Seen holds an event with
+	// its SeenBy value (read from the entry) that happened at most
+	// SeenWithin before the entry's time, not after it, and arrived at
+	// most SeenWithin after it happened.
+	Seen       string
+	SeenFormat string
+	// SeenBy names the user or device field, in the ledger and in Seen
+	// (default "user_id").
+	SeenBy string
+	// SeenWithin is the window of Seen (default 2 s).
+	SeenWithin time.Duration
 }
+
+// DefaultSeenWithin is the default LedgerOptions.SeenWithin: 2 s.
+const DefaultSeenWithin = 2 * time.Second
 
 // LedgerReport is what AnalyzeLedger measured: for each group (Options.By,
 // read from the ledger entry, else from its event) the ledger entries, the
@@ -85,6 +103,20 @@ type LedgerReport struct {
 	ArrivalField    string  `json:"arrival_field"`
 	ByField         string  `json:"by_field,omitempty"`
 	WaitsMS         []int64 `json:"waits_ms"`
+
+	// With LedgerOptions.Seen: its file and format, the user field and the
+	// window; its lines (SeenLines = SeenEvents + SeenRejected, rejected
+	// with weir run's rules), and of its events those without the user
+	// field.
+	SeenFile         string           `json:"seen_file,omitempty"`
+	SeenFormat       string           `json:"seen_format,omitempty"`
+	SeenBy           string           `json:"seen_by,omitempty"`
+	SeenWithinMS     int64            `json:"seen_within_ms,omitempty"`
+	SeenLines        int64            `json:"seen_lines,omitempty"`
+	SeenEvents       int64            `json:"seen_events,omitempty"`
+	SeenRejected     int64            `json:"seen_rejected,omitempty"`
+	SeenRejectReason map[string]int64 `json:"seen_reject_reasons,omitempty"`
+	SeenWithoutBy    int64            `json:"seen_events_without_by,omitempty"`
 
 	// LedgerLines = LedgerEntries + LedgerRejected + LedgerDuplicates;
 	// blank lines are not counted. A rejected line has no usable time or no
@@ -168,6 +200,16 @@ type LedgerGroup struct {
 	// FlatWithinMS is the shortest wait of the list within which FlatShare
 	// of the arrived entries had arrived; nil if none.
 	FlatWithinMS *int64 `json:"flat_within_ms"`
+	// With LedgerOptions.Seen: of the entries that never arrived, those
+	// seen online (an event of the same user in Seen moments before, that
+	// arrived promptly), their share of the never arrived, and those whose
+	// entry has no user to look for.
+	NeverArrivedSeenOnline        int64   `json:"never_arrived_seen_online,omitempty"`
+	NeverArrivedSeenOnlinePercent float64 `json:"never_arrived_seen_online_percent,omitempty"`
+	NeverArrivedWithoutBy         int64   `json:"never_arrived_without_by,omitempty"`
+	// Online says it in a sentence; empty without Seen or without an entry
+	// that never arrived.
+	Online string `json:"online,omitempty"`
 	// Verdict is one of the Verdict constants, empty without entries;
 	// Conclusion says it in a sentence.
 	Verdict    string `json:"verdict"`
@@ -219,6 +261,19 @@ func AnalyzeLedgerFrom(events string, stdin io.Reader, o Options, l LedgerOption
 	if j.eventNoID == j.events {
 		return nil, usagef("no event of %s has an id in field %q (choose it with --match)", j.ec.path, j.ec.Match)
 	}
+	if j.sc != nil {
+		by := j.sc.By[0]
+		if len(j.users) == 0 {
+			return nil, usagef("no entry of %s has a user in field %q (choose it with --seen-by)", j.lc.path, by)
+		}
+		j.watchMissing()
+		if err := j.read(j.sc, stdin, j.addSeen); err != nil {
+			return nil, err
+		}
+		if j.seenEvs > 0 && j.seenNoBy == j.seenEvs {
+			return nil, usagef("no event of %s has a user in field %q (choose it with --seen-by)", j.sc.path, by)
+		}
+	}
 	return j.report(), nil
 }
 
@@ -228,6 +283,8 @@ type ledgerEntry struct {
 	group   int32      // the entry's --by value; -1: none
 	evGroup int32      // the --by value of the event that arrived first; -1: none
 	events  int32      // events with its id
+	user    int32      // its SeenBy value (ledgerJoin.users); -1: none
+	online  bool       // seen online (LedgerOptions.Seen)
 }
 
 // valueSet numbers the values of the --by field, up to MaxGroups of them.
@@ -258,6 +315,16 @@ type ledgerJoin struct {
 	lc, ec *config
 	waits  []mtime.Time
 	nby    int // 0 or 1
+
+	// With LedgerOptions.Seen: its config, the window, the users of the
+	// entries (interned), and the entries that never arrived by user.
+	sc                 *config
+	seenWithin         mtime.Time
+	users              map[string]int32
+	missing            map[int32][]int32
+	seenLines, seenEvs int64
+	seenNoBy           int64
+	seenRejected       [nReasons]int64
 
 	ids     map[string]int32
 	entries []ledgerEntry
@@ -304,6 +371,32 @@ func newLedgerJoin(events string, o Options, l LedgerOptions) (*ledgerJoin, erro
 		lt = o.TimeField
 	}
 	lo := Options{Format: l.Format, TimeField: lt, ArrivalField: lt, NoWeight: true, By: o.By}
+	var sc *config
+	within := l.SeenWithin
+	if l.Seen != "" {
+		if l.Seen == "-" && (events == "-" || l.Path == "-") {
+			return nil, usagef("only one of the ledger, the events and --seen can be read from standard input")
+		}
+		by := l.SeenBy
+		if by == "" {
+			by = "user_id"
+		}
+		if within == 0 {
+			within = DefaultSeenWithin
+		}
+		if within < 0 {
+			return nil, usagef("--seen-within must be positive, got %v", within)
+		}
+		// The entry's user is read after its --by field.
+		lo.By = append(slices.Clip(o.By), by)
+		so := eo
+		so.Format, so.By = l.SeenFormat, []string{by}
+		if sc, err = so.resolve(l.Seen); err != nil {
+			return nil, err
+		}
+	} else if l.SeenBy != "" || l.SeenWithin != 0 || l.SeenFormat != "" {
+		return nil, usagef("--seen-by, --seen-within and --seen-format need --seen: the file of the users' other events")
+	}
 	lc, err := lo.resolve(l.Path)
 	if err != nil {
 		return nil, err
@@ -329,6 +422,7 @@ func newLedgerJoin(events string, o Options, l LedgerOptions) (*ledgerJoin, erro
 		lc: lc, ec: ec, waits: waits, nby: len(o.By),
 		ids:    map[string]int32{},
 		groups: valueSet{index: map[string]int32{}, other: -1},
+		sc:     sc, seenWithin: mtime.Millis(within), users: map[string]int32{},
 	}, nil
 }
 
@@ -366,7 +460,7 @@ func (j *ledgerJoin) group(b *batch, g []span) int32 {
 
 func (j *ledgerJoin) addEntries(b *batch) {
 	j.ledgerBlank += b.blank
-	stride := j.nby + 1
+	stride := len(j.lc.By) + 1
 	gi := 0
 	for i := range b.recs {
 		r := &b.recs[i]
@@ -377,7 +471,7 @@ func (j *ledgerJoin) addEntries(b *batch) {
 		}
 		g := b.groups[gi : gi+stride]
 		gi += stride
-		id, ok := b.value(g[j.nby])
+		id, ok := b.value(g[stride-1])
 		if !ok {
 			j.ledgerNoID++
 			continue
@@ -386,8 +480,63 @@ func (j *ledgerJoin) addEntries(b *batch) {
 			j.ledgerDup++
 			continue
 		}
+		user := int32(-1)
+		if j.sc != nil {
+			if u := b.get(g[j.nby]); string(u) != missing {
+				var known bool
+				if user, known = j.users[string(u)]; !known {
+					user = int32(len(j.users))
+					j.users[string(u)] = user
+				}
+			}
+		}
 		j.ids[string(id)] = int32(len(j.entries))
-		j.entries = append(j.entries, ledgerEntry{t: r.ts, group: j.group(b, g), evGroup: -1})
+		j.entries = append(j.entries, ledgerEntry{t: r.ts, group: j.group(b, g), evGroup: -1, user: user})
+	}
+}
+
+// watchMissing lists the entries that never arrived by user, for addSeen.
+func (j *ledgerJoin) watchMissing() {
+	j.missing = map[int32][]int32{}
+	for i := range j.entries {
+		if e := &j.entries[i]; e.events == 0 && e.user >= 0 {
+			j.missing[e.user] = append(j.missing[e.user], int32(i))
+		}
+	}
+}
+
+// addSeen marks online the entries that never arrived whose user has an
+// event in the batch (of LedgerOptions.Seen) moments before the entry that
+// arrived promptly.
+func (j *ledgerJoin) addSeen(b *batch) {
+	gi := 0
+	for i := range b.recs {
+		r := &b.recs[i]
+		if r.why == rWatermarkLine {
+			continue
+		}
+		j.seenLines++
+		if r.why != rOK {
+			j.seenRejected[r.why]++
+			continue
+		}
+		j.seenEvs++
+		g := b.groups[gi : gi+1]
+		gi++
+		u := b.get(g[0])
+		if string(u) == missing {
+			j.seenNoBy++
+			continue
+		}
+		user, ok := j.users[string(u)]
+		if !ok || r.arr-r.ts > j.seenWithin {
+			continue
+		}
+		for _, k := range j.missing[user] {
+			if e := &j.entries[k]; r.ts <= e.t && e.t-r.ts <= j.seenWithin {
+				e.online = true
+			}
+		}
 	}
 }
 
@@ -446,6 +595,7 @@ func growCount(s []int64, i int32) []int64 {
 // groupStats gathers one group's entries.
 type groupStats struct {
 	entries, never, neverYoung, young, dups, before int64
+	neverOnline, neverNoUser                        int64
 	waits                                           []int64
 }
 
@@ -462,6 +612,19 @@ func (j *ledgerJoin) report() *LedgerReport {
 	}
 	if j.nby > 0 {
 		r.ByField = ec.By[0]
+	}
+	if sc := j.sc; sc != nil {
+		r.SeenFile, r.SeenFormat, r.SeenBy, r.SeenWithinMS = sc.path, sc.format, sc.By[0], int64(j.seenWithin)
+		r.SeenLines, r.SeenEvents, r.SeenWithoutBy = j.seenLines, j.seenEvs, j.seenNoBy
+		for i, n := range j.seenRejected {
+			if n > 0 {
+				if r.SeenRejectReason == nil {
+					r.SeenRejectReason = map[string]int64{}
+				}
+				r.SeenRejected += n
+				r.SeenRejectReason[reasonNames[i]] = n
+			}
+		}
 	}
 	for _, w := range j.waits {
 		r.WaitsMS = append(r.WaitsMS, int64(w))
@@ -520,6 +683,12 @@ func (j *ledgerJoin) report() *LedgerReport {
 				s.never++
 				if young {
 					s.neverYoung++
+				}
+				if e.online {
+					s.neverOnline++
+				}
+				if e.user < 0 {
+					s.neverNoUser++
 				}
 				continue
 			}
@@ -598,7 +767,36 @@ func (j *ledgerJoin) groupOf(value string, s *groupStats, unmatched int64) Ledge
 		g.WaitP50MS, g.WaitP99MS, g.WaitMaxMS = ptr(rank(s.waits, 0.5)), ptr(rank(s.waits, 0.99)), ptr(s.waits[arrived-1])
 	}
 	g.Verdict, g.Conclusion = j.verdict(&g)
+	if j.sc != nil && s.never > 0 {
+		g.NeverArrivedSeenOnline, g.NeverArrivedWithoutBy = s.neverOnline, s.neverNoUser
+		g.NeverArrivedSeenOnlinePercent = pct(float64(s.neverOnline), float64(s.never))
+		g.Online = j.online(&g)
+	}
 	return g
+}
+
+// online says whether the devices of a group's entries that never arrived
+// were online moments before.
+func (j *ledgerJoin) online(g *LedgerGroup) string {
+	name := g.Value
+	if name == "(all)" {
+		name = "All entries"
+	}
+	within := durLabel(j.seenWithin)
+	s := fmt.Sprintf("%s: of the %s entries that never arrived, %s (%s) had an event of the same %s in %s at most %s before the entry, which arrived within %s of happening",
+		name, fmtInt(g.NeverArrived), fmtInt(g.NeverArrivedSeenOnline), fmtPct(g.NeverArrivedSeenOnlinePercent), j.sc.By[0], j.sc.path, within, within)
+	switch {
+	case g.NeverArrivedSeenOnline == 0:
+		s += "."
+	case g.NeverArrivedSeenOnline*2 >= g.NeverArrived:
+		s += ": those devices were online moments before, so their events were not held back by a lost connection: they were never sent, or lost on the way."
+	default:
+		s += ": those devices were online moments before; the others may have been offline."
+	}
+	if g.NeverArrivedWithoutBy > 0 {
+		s += fmt.Sprintf(" (%s of the entries have no %s.)", fmtInt(g.NeverArrivedWithoutBy), j.sc.By[0])
+	}
+	return s
 }
 
 // rank is the nearest-rank quantile q of sorted values.

@@ -144,6 +144,28 @@ func (r *LedgerReport) WriteText(w io.Writer) error {
 			wrap(w, "   ", g.Conclusion)
 		}
 	}
+	if r.SeenFile != "" {
+		fmt.Fprintf(w, "\n4. Were the devices online?\n\n")
+		line := fmt.Sprintf("%s (%s): %s lines: %s events, %s rejected%s",
+			r.SeenFile, formatNames[r.SeenFormat], fmtInt(r.SeenLines), fmtInt(r.SeenEvents), fmtInt(r.SeenRejected), reasonList(r.SeenRejectReason))
+		if r.SeenWithoutBy > 0 {
+			line += fmt.Sprintf(", %s without %q", fmtInt(r.SeenWithoutBy), r.SeenBy)
+		}
+		wrap(w, "   ", line+". An entry that never arrived was seen online when this file holds an event of its "+
+			fmt.Sprintf("%q (read from the entry) that happened at most %s before the entry, not after it, and arrived at most %s after it happened.",
+				r.SeenBy, durLabel(mtime.Time(r.SeenWithinMS)), durLabel(mtime.Time(r.SeenWithinMS))))
+		fmt.Fprintln(w)
+		any := false
+		for _, g := range groups {
+			if g.Online != "" {
+				wrap(w, "   ", g.Online)
+				any = true
+			}
+		}
+		if !any {
+			wrap(w, "   ", "Every ledger entry has its event: there is nothing to look for.")
+		}
+	}
 	return ew.err
 }
 
@@ -175,9 +197,13 @@ func (r *LedgerReport) CSVHeader() []string {
 		c := "within_" + compactDur(w)
 		h = append(h, c, c+"_percent")
 	}
-	return append(h, "arrived_later", "arrived_later_percent", "never_arrived", "never_arrived_percent",
+	h = append(h, "arrived_later", "arrived_later_percent", "never_arrived", "never_arrived_percent",
 		"never_arrived_watched_less", "entries_watched_less", "arrived_before_entry",
 		"wait_p50_ms", "wait_p99_ms", "wait_max_ms", "duplicate_events", "unmatched_events", "flat_within_ms", "verdict")
+	if r.SeenFile != "" {
+		h = append(h, "never_arrived_seen_online", "never_arrived_seen_online_percent", "never_arrived_without_by")
+	}
+	return h
 }
 
 // WriteCSV writes a header row (CSVHeader), then one row per group, the
@@ -202,6 +228,9 @@ func (r *LedgerReport) WriteCSV(w io.Writer) error {
 		row = append(row, i(g.Later), p(g.LaterPercent), i(g.NeverArrived), p(g.NeverArrivedPercent),
 			i(g.NeverArrivedWatchedLess), i(g.WatchedLess), i(g.ArrivedBeforeEntry),
 			o(g.WaitP50MS), o(g.WaitP99MS), o(g.WaitMaxMS), i(g.DuplicateEvents), i(g.UnmatchedEvents), o(g.FlatWithinMS), g.Verdict)
+		if r.SeenFile != "" {
+			row = append(row, i(g.NeverArrivedSeenOnline), p(g.NeverArrivedSeenOnlinePercent), i(g.NeverArrivedWithoutBy))
+		}
 		cw.Write(row)
 	}
 	cw.Flush()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -379,5 +380,104 @@ func TestLedgerBigIntegerIDs(t *testing.T) {
 		r.All.Arrived != 2 || r.All.NeverArrived != 2 || r.All.WaitMaxMS == nil || *r.All.WaitMaxMS != 2000 {
 		t.Errorf("%d entries, %d duplicates; %d events matched, %d unmatched; %d arrived, %d never; want 4, 0; 2, 0; 2, 2 (waits 1 s and 2 s)",
 			r.LedgerEntries, r.LedgerDuplicates, r.MatchedEvents, r.UnmatchedEvents, r.All.Arrived, r.All.NeverArrived)
+	}
+}
+
+// Were the devices online? Of the entries that never arrived, those whose
+// user has an event in the --seen file at most 2 s before the entry (not
+// after it) that arrived within 2 s of happening; worked out by hand.
+func TestLedgerSeenOnline(t *testing.T) {
+	entry := func(id, user, plat string, ts mtime.Time) string {
+		s := `{"order_id":"` + id + `","platform":"` + plat + `"`
+		if user != "" {
+			s += `,"user_id":"` + user + `"`
+		}
+		return s + `,"ts":"` + ts.String() + `"}`
+	}
+	ledger := writeFile(t, "ledger.jsonl", strings.Join([]string{
+		entry("O1", "u1", "iOS", hm(0, 0, 0, 0)),     // arrives: not looked at
+		entry("O2", "u2", "iOS", hm(0, 1, 0, 0)),     // never arrives; u2 seen 1.5 s before: online
+		entry("O3", "u3", "iOS", hm(0, 2, 0, 0)),     // never; u3 seen 2.5 s before: too early
+		entry("O4", "u4", "Android", hm(0, 3, 0, 0)), // never; u4 seen 0.5 s after: not before it
+		entry("O5", "u5", "Android", hm(0, 4, 0, 0)), // never; u5 seen 1 s before, arrived 3 s later: offline
+		entry("O6", "u6", "Android", hm(0, 5, 0, 0)), // never; u6 seen exactly 2 s before, arrived in 2 s: online
+		entry("O7", "", "Android", hm(0, 6, 0, 0)),   // never; no user
+		entry("O8", "u2", "Android", hm(0, 7, 0, 0)), // never; u2's event at 0:01 is long before
+		entry("O9", "u9", "Android", hm(0, 8, 0, 0)), // never; u9's only event is rejected
+	}, "\n")+"\n")
+	events := writeFile(t, "events.jsonl", `{"order_id":"O1","ts":"`+hm(0, 0, 0, 200).String()+`","arrival":"`+hm(0, 0, 0, 400).String()+`"}`+"\n")
+	seen := func(user string, ts, arr mtime.Time) string {
+		return `{"user_id":"` + user + `","event_name":"checkout_start","ts":"` + ts.String() + `","arrival":"` + arr.String() + `"}`
+	}
+	checkouts := writeFile(t, "checkouts.jsonl", strings.Join([]string{
+		seen("u1", hm(0, 0, 0, -900), hm(0, 0, 0, -800)),
+		seen("u2", hm(0, 1, 0, -1500), hm(0, 1, 0, -1400)),
+		seen("u3", hm(0, 2, 0, -2500), hm(0, 2, 0, -2400)),
+		seen("u4", hm(0, 3, 0, 500), hm(0, 3, 0, 600)),
+		seen("u5", hm(0, 4, 0, -1000), hm(0, 4, 2, 0)),
+		seen("u6", hm(0, 5, 0, -2000), hm(0, 5, 0, 0)),
+		seen("u7", hm(0, 6, 0, -1000), hm(0, 6, 0, -900)),                                                                          // a user of no entry
+		`{"user_id":"u9","ts":"` + hm(0, 8, 0, -500).String() + `"}`,                                                               // no arrival: rejected
+		`{"event_name":"checkout_start","ts":"` + hm(0, 8, 0, -500).String() + `","arrival":"` + hm(0, 8, 0, -400).String() + `"}`, // no user
+	}, "\n")+"\n")
+	r, err := AnalyzeLedger(events, Options{By: []string{"platform"}}, LedgerOptions{Path: ledger, Match: "order_id", Waits: smallWaits, Seen: checkouts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.SeenBy != "user_id" || r.SeenWithinMS != 2000 || r.SeenLines != 9 || r.SeenEvents != 8 || r.SeenRejected != 1 ||
+		r.SeenRejectReason["no_arrival_time"] != 1 || r.SeenWithoutBy != 1 {
+		t.Errorf("seen: %s within %d ms, %d lines, %d events, %d rejected %v, %d without the user; want user_id, 2000; 9, 8, 1 no_arrival_time, 1",
+			r.SeenBy, r.SeenWithinMS, r.SeenLines, r.SeenEvents, r.SeenRejected, r.SeenRejectReason, r.SeenWithoutBy)
+	}
+	type got struct {
+		value                 string
+		never, online, noUser int64
+	}
+	var gs []got
+	for _, g := range append(r.Groups, r.All) {
+		gs = append(gs, got{g.Value, g.NeverArrived, g.NeverArrivedSeenOnline, g.NeverArrivedWithoutBy})
+	}
+	want := []got{{"Android", 6, 1, 1}, {"iOS", 2, 1, 0}, {"(all)", 8, 2, 1}}
+	if !slices.Equal(gs, want) {
+		t.Errorf("groups (value, never arrived, seen online, without user): %v, want %v", gs, want)
+	}
+	if p := r.All.NeverArrivedSeenOnlinePercent; p != 25 {
+		t.Errorf("seen online: %v%% of the never arrived, want 25%%", p)
+	}
+	if w := "All entries: of the 8 entries that never arrived, 2 (25.00%) had an event of the same user_id in " + checkouts +
+		" at most 2 s before the entry, which arrived within 2 s of happening: those devices were online moments before; the others may have been offline. (1 of the entries have no user_id.)"; r.All.Online != w {
+		t.Errorf("online:\n%s\nwant\n%s", r.All.Online, w)
+	}
+	// The same with a window of 3 s: u3 (2.5 s before) and u5 (arrived in
+	// 3 s) count too.
+	r, err = AnalyzeLedger(events, Options{}, LedgerOptions{Path: ledger, Match: "order_id", Waits: smallWaits, Seen: checkouts, SeenWithin: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.All.NeverArrivedSeenOnline != 4 {
+		t.Errorf("within 3 s: %d seen online, want 4", r.All.NeverArrivedSeenOnline)
+	}
+	// Without --seen, nothing of it is in the report.
+	r, err = AnalyzeLedger(events, Options{}, LedgerOptions{Path: ledger, Match: "order_id", Waits: smallWaits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	r.WriteText(&b)
+	if r.All.Online != "" || strings.Contains(b.String(), "online") {
+		t.Errorf("without --seen: %q\n%s", r.All.Online, b.String())
+	}
+	for _, c := range []struct {
+		l    LedgerOptions
+		want string
+	}{
+		{LedgerOptions{Path: ledger, Match: "order_id", SeenBy: "user_id"}, "need --seen"},
+		{LedgerOptions{Path: ledger, Match: "order_id", Seen: checkouts, SeenWithin: -time.Second}, "--seen-within must be positive"},
+		{LedgerOptions{Path: ledger, Match: "order_id", Seen: checkouts, SeenBy: "device"}, `"device"`},
+	} {
+		_, err := AnalyzeLedger(events, Options{}, c.l)
+		if !IsUsage(err) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.l, err, c.want)
+		}
 	}
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// ("meta.ts"); defaults "ts" and "arrival". For CSV, the dotted name is
 	// the header of the column.
 	TimeField, ArrivalField string
+	// SentField, when set, is the send time of each event on the device's
+	// clock (a job's time.sent_field): the event time is corrected by it,
+	// as weir run corrects it (package linedec).
+	SentField string
 	// PartitionField, when set, gives each input partition its own
 	// watermark, combined by minimum, as weir run does with
 	// time.partition_field; Idle is the watermark's idleness timeout.
@@ -119,6 +123,11 @@ type Options struct {
 	// pebble) and its memory_budget in bytes (0: not set).
 	StateBackend string
 	MemoryBudget int64
+	// ID and DedupHorizon are the job's de-duplication: the id field and
+	// how long an id is remembered. With EstimateState, the estimate adds
+	// the ids the job holds at most (State.DedupIDsPeak).
+	ID           string
+	DedupHorizon time.Duration
 }
 
 // UsageError is a problem with the options or the input that is the caller's
@@ -151,6 +160,7 @@ func FromJob(o Options, j *jobfile.Job) (Options, error) {
 	}
 	o.TimeField = j.TimeField.String()
 	o.ArrivalField = j.ArrivalField.String()
+	o.SentField = j.SentField.String()
 	if j.WMField != nil {
 		o.WatermarkField = j.WMField.String()
 	}
@@ -173,6 +183,10 @@ func FromJob(o Options, j *jobfile.Job) (Options, error) {
 		o.Key = []string{j.Key.String()}
 	}
 	o.StateBackend, o.MemoryBudget = j.State.Backend, j.State.MemoryBudget
+	o.ID, o.DedupHorizon = "", 0
+	if j.ID != nil {
+		o.ID, o.DedupHorizon = j.ID.String(), time.Duration(j.DedupHorizon)*time.Millisecond
+	}
 	if t, ok := j.Window.Assigner.(window.Tumbling); ok && o.Window == 0 && t.Offset == 0 {
 		o.Window = time.Duration(t.Size) * time.Millisecond
 	}
@@ -200,8 +214,9 @@ type config struct {
 	Match    string
 	matchP   []string
 	ledger   bool
-	byP      [][]string // the --by fields, then the key fields
+	byP      [][]string // the --by fields, then the key fields, then the id
 	nBy      int        // the --by fields of byP
+	idAt     int        // the index of the id field in byP; -1: none
 	periods  []timeSpan
 	window   window.Tumbling
 	delays   []mtime.Time
@@ -217,7 +232,9 @@ func (c *config) groupFields() (names, what []string) {
 	for i, p := range c.byP {
 		names = append(names, strings.Join(p, "."))
 		what = append(what, "--by")
-		if i >= c.nBy {
+		if i == c.idAt {
+			what[i] = "the id"
+		} else if i >= c.nBy {
 			what[i] = "the key"
 		}
 	}
@@ -298,12 +315,20 @@ func (o Options) resolve(path string) (*config, error) {
 	// The key fields are read after the --by fields, as more of them, and
 	// counted rather than reported.
 	c.nBy = len(c.byP)
+	c.idAt = -1
 	if o.EstimateState {
 		for _, k := range o.Key {
 			if k == "" {
 				return nil, usagef("an empty key field")
 			}
 			c.byP = append(c.byP, splitPath(k))
+		}
+		if o.ID != "" {
+			if o.DedupHorizon <= 0 {
+				return nil, usagef("a de-duplication horizon must be positive, got %v", o.DedupHorizon)
+			}
+			c.idAt = len(c.byP)
+			c.byP = append(c.byP, splitPath(o.ID))
 		}
 	}
 	if err := c.resolvePeriods(); err != nil {
@@ -361,7 +386,7 @@ func (o Options) resolve(path string) (*config, error) {
 		return nil, usagef("idleness and max_future must not be negative")
 	}
 	c.maxWait, c.idle, c.future = mtime.Millis(c.MaxWait), mtime.Millis(c.Idle), mtime.Millis(c.MaxFuture)
-	c.times = linedec.Rules{Time: c.timeP, Arrival: c.arrP, MaxFuture: c.future}
+	c.times = linedec.Rules{Time: c.timeP, Arrival: c.arrP, Sent: splitPath(c.SentField), MaxFuture: c.future}
 	if c.format == FormatJSON {
 		c.times.Watermark = splitPath(c.WatermarkField)
 	}

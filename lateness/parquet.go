@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go/deprecated"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -89,6 +90,12 @@ func openParquet(f *os.File, c *config) (producer, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sent *pqColumn
+	if c.SentField != "" && !c.ledger {
+		if sent, err = timeCol("the send time", c.SentField); err != nil {
+			return nil, err
+		}
+	}
 	var part, weight *pqColumn
 	if c.PartitionField != "" {
 		if part, err = col("the partition", c.PartitionField); err != nil {
@@ -134,7 +141,7 @@ func openParquet(f *os.File, c *config) (producer, error) {
 		by = append(by, pc) // read like a group, after the partition
 	}
 	return func(p *pool, emit func(*batch) bool) error {
-		return readParquet(pf, c, ts, arr, part, weight, by, p, emit)
+		return readParquet(pf, c, ts, arr, sent, part, weight, by, p, emit)
 	}, nil
 }
 
@@ -179,14 +186,20 @@ func (cu *cursor) read(dst []parquet.Value) error {
 	return nil
 }
 
-func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, by []*pqColumn, p *pool, emit func(*batch) bool) error {
+func readParquet(pf *parquet.File, c *config, ts, arr, sent, part, weight *pqColumn, by []*pqColumn, p *pool, emit func(*batch) bool) error {
 	cols := []*pqColumn{ts, arr}
 	if weight != nil {
 		cols = append(cols, weight)
 	}
 	cols = append(cols, by...)
+	partAt, sentAt := -1, -1
 	if part != nil {
+		partAt = len(cols)
 		cols = append(cols, part)
+	}
+	if sent != nil {
+		sentAt = len(cols)
+		cols = append(cols, sent)
 	}
 	vals := make([][]parquet.Value, len(cols))
 	for i := range vals {
@@ -226,7 +239,14 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 				}
 				t, why := pqTime(ts, vals[0][r], rNoEventTime, rBadEventTime)
 				if why == rOK {
-					why = c.checkTimes(t, true, arrWhy, rec.arr)
+					var st linedec.Times
+					if sentAt >= 0 {
+						var sw reason
+						if st.Sent, sw = pqTime(sent, vals[sentAt][r], rNoSent, rBadSent); sw != rOK {
+							st.SentFault = reasonNames[sw]
+						}
+					}
+					t, why = c.checkTimes(t, true, arrWhy, rec.arr, st)
 				}
 				if rec.why = why; rec.why != rOK {
 					b.recs = append(b.recs, rec)
@@ -235,7 +255,7 @@ func readParquet(pf *parquet.File, c *config, ts, arr, part, weight *pqColumn, b
 				rec.ts = t
 				var ps span
 				if part != nil {
-					v := vals[len(cols)-1][r]
+					v := vals[partAt][r]
 					if v.IsNull() {
 						rec.why = rNoPartition
 						b.recs = append(b.recs, rec)

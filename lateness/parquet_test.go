@@ -2,6 +2,7 @@ package lateness
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -141,3 +142,68 @@ func TestParquetKeyAfterBy(t *testing.T) {
 		t.Errorf("state %+v, by %+v; want 3 keys, iOS 3 events and (none) 1", r.State, r.By)
 	}
 }
+
+// sentRow is a row with a send time, for TestSentTimeInEveryFormat.
+type sentRow struct {
+	TS      int64  `parquet:"ts"`
+	Arrival int64  `parquet:"arrival"`
+	Sent    *int64 `parquet:"sent,optional"`
+}
+
+// The send time corrects an event time the same way in JSON lines, CSV and
+// Parquet (weir run's rule, package linedec): a device 10 minutes behind
+// is no longer 10 minutes late, and a line without a send time is rejected
+// as no_sent_time.
+func TestSentTimeInEveryFormat(t *testing.T) {
+	type ev struct {
+		ts, arr, sent mtime.Time
+		hasSent       bool
+	}
+	evs := []ev{
+		{at(0, 10, 0), at(0, 10, 300), at(0, 10, 200), true},                   // a good clock: 100 ms on the way
+		{at(0, 10, 0) - 600_000, at(0, 20, 500), at(0, 20, 0) - 600_000, true}, // 10 min behind: held 10 s, 500 ms on the way
+		{at(0, 30, 0), at(0, 30, 900), 0, false},                               // no send time
+	}
+	var js, cs strings.Builder
+	cs.WriteString("ts,arrival,sent\n")
+	var pq []sentRow
+	for _, e := range evs {
+		row := sentRow{TS: int64(e.ts), Arrival: int64(e.arr)}
+		if e.hasSent {
+			s := int64(e.sent)
+			row.Sent = &s
+			js.WriteString(`{"ts":` + strconvI(e.ts) + `,"arrival":` + strconvI(e.arr) + `,"sent":` + strconvI(e.sent) + "}\n")
+			cs.WriteString(strconvI(e.ts) + "," + strconvI(e.arr) + "," + strconvI(e.sent) + "\n")
+		} else {
+			js.WriteString(`{"ts":` + strconvI(e.ts) + `,"arrival":` + strconvI(e.arr) + "}\n")
+			cs.WriteString(strconvI(e.ts) + "," + strconvI(e.arr) + ",\n")
+		}
+		pq = append(pq, row)
+	}
+	p := filepath.Join(t.TempDir(), "sent.parquet")
+	if err := parquet.WriteFile(p, pq); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{writeFile(t, "sent.jsonl", js.String()), writeFile(t, "sent.csv", cs.String()), p} {
+		r, err := Analyze(in, Options{SentField: "sent", Delays: []time.Duration{0}, Lateness: []time.Duration{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Corrected, the slow clock's event was held 10 s on the device and
+		// 500 ms on the way.
+		if r.Events != 2 || r.Rejected != 1 || r.RejectReasons["no_sent_time"] != 1 || r.Travel.MaxMS != 10_000 {
+			t.Errorf("%s: %d events, %d rejected %v, longest travel %d ms; want 2, 1 no_sent_time, 10000",
+				filepath.Ext(in), r.Events, r.Rejected, r.RejectReasons, r.Travel.MaxMS)
+		}
+	}
+	// Without the correction the slow clock's event is 10 minutes on the way.
+	r, err := Analyze(writeFile(t, "plain.jsonl", js.String()), Options{Delays: []time.Duration{0}, Lateness: []time.Duration{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Events != 3 || r.Travel.MaxMS != 610_500 {
+		t.Errorf("uncorrected: %d events, longest travel %d ms; want 3, 610500", r.Events, r.Travel.MaxMS)
+	}
+}
+
+func strconvI(t mtime.Time) string { return strconv.FormatInt(int64(t), 10) }

@@ -425,6 +425,12 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 	if err != nil {
 		return nil, err
 	}
+	sentCol := -1
+	if c.SentField != "" && !c.ledger {
+		if sentCol, err = col("the send time", c.SentField); err != nil {
+			return nil, err
+		}
+	}
 	partCol, wCol := -1, -1
 	if c.PartitionField != "" {
 		if partCol, err = col("the partition", c.PartitionField); err != nil {
@@ -483,7 +489,7 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 				return false, fmt.Errorf("reading %s: %w", c.path, err)
 			default:
 				line, _ := cr.FieldPos(0)
-				rec = csvRecord(c, row, field, tsCol, arrCol, partCol, wCol, byCols, b)
+				rec = csvRecord(c, row, field, tsCol, arrCol, sentCol, partCol, wCol, byCols, b)
 				rec.line = int64(line)
 			}
 			b.recs = append(b.recs, rec)
@@ -492,7 +498,7 @@ func openCSV(r io.Reader, c *config) (producer, error) {
 	}, nil
 }
 
-func csvRecord(c *config, row []string, field func([]string, int) string, tsCol, arrCol, partCol, wCol int, byCols []int, b *batch) (rec record) {
+func csvRecord(c *config, row []string, field func([]string, int) string, tsCol, arrCol, sentCol, partCol, wCol int, byCols []int, b *batch) (rec record) {
 	rec.w = 1
 	arrWhy := rOK
 	if s := field(row, arrCol); s == "" {
@@ -508,7 +514,17 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 		return rec
 	}
 	t, ok := parseTimeText(s)
-	if rec.why = c.checkTimes(t, ok, arrWhy, rec.arr); rec.why != rOK {
+	sent := linedec.Times{}
+	if sentCol >= 0 {
+		if s := field(row, sentCol); s == "" {
+			sent.SentFault = linedec.NoSent
+		} else if st, ok := parseTimeText(s); !ok {
+			sent.SentFault = linedec.BadSent
+		} else {
+			sent.Sent = st
+		}
+	}
+	if t, rec.why = c.checkTimes(t, ok, arrWhy, rec.arr, sent); rec.why != rOK {
 		return rec
 	}
 	rec.ts = t
@@ -551,20 +567,22 @@ func csvRecord(c *config, row []string, field func([]string, int) string, tsCol,
 }
 
 // checkTimes applies weir run's rules (package linedec) to the event time
-// of a CSV or Parquet row (parsed is false when it did not parse) and its
-// arrival (arrWhy says what was wrong with it): the reason the row is no
-// event, in weir run's order, or rOK.
-func (c *config) checkTimes(t mtime.Time, parsed bool, arrWhy reason, arr mtime.Time) reason {
+// of a CSV or Parquet row (parsed is false when it did not parse), its
+// arrival (arrWhy says what was wrong with it) and its send time (sent's
+// Sent or SentFault, with a job's time.sent_field): the event time, as
+// corrected, and the reason the row is no event, in weir run's order, or
+// rOK.
+func (c *config) checkTimes(t mtime.Time, parsed bool, arrWhy reason, arr mtime.Time, sent linedec.Times) (mtime.Time, reason) {
 	if !parsed {
-		return rBadEventTime
+		return t, rBadEventTime
 	}
 	arrival := ""
 	if arrWhy != rOK {
 		arrival = reasonNames[arrWhy]
 	}
-	r := linedec.Times{Time: t, Arrival: arr}
+	r := linedec.Times{Time: t, Arrival: arr, Sent: sent.Sent, SentFault: sent.SentFault}
 	if c.times.Check(&r, arrival); r.Kind == linedec.Rejected {
-		return reasonOf(r.Reason)
+		return t, reasonOf(r.Reason)
 	}
-	return rOK
+	return r.Time, rOK
 }

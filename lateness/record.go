@@ -26,6 +26,8 @@ const (
 	rBadWeight
 	rNotCSV
 	rBadWatermark
+	rNoSent
+	rBadSent
 	// rWatermarkLine is no rejection: the line only moves a scripted
 	// watermark (watermark.from_field), and is counted apart.
 	rWatermarkLine
@@ -46,6 +48,8 @@ var reasonNames = [nReasons]string{
 	rBadWeight:    "bad_weight",
 	rNotCSV:       "not_csv",
 	rBadWatermark: job.ReasonBadWatermark,
+	rNoSent:       job.ReasonNoSent,
+	rBadSent:      job.ReasonBadSent,
 	// never a rejection reason
 	rWatermarkLine: "watermark_line",
 }

@@ -420,7 +420,9 @@ func noLines(c *config, lines int64, rejected *[nReasons]int64) error {
 		}
 	case rNoArrival:
 		hint = fmt.Sprintf(": no arrival time in field %q (choose it with --arrival)", c.ArrivalField)
-	case rBadEventTime, rBadArrival:
+	case rNoSent:
+		hint = fmt.Sprintf(": no send time in field %q (choose it with --sent, or time.sent_field)", c.SentField)
+	case rBadEventTime, rBadArrival, rBadSent:
 		hint = ": times must be RFC 3339 or epoch milliseconds"
 	case rImplausible:
 		hint = ": event times before 2000-01-01 (seconds instead of milliseconds?)"

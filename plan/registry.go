@@ -189,10 +189,13 @@ type PaneFields struct {
 	Keys []any
 	// Start and End are its window; for the global window, MinTime and
 	// MaxTime.
-	Start, End         mtime.Time
-	Revision           int64
-	Timing             string // EARLY, ON_TIME, LATE
-	Final, Retract     bool
+	Start, End     mtime.Time
+	Revision       int64
+	Timing         string // EARLY, ON_TIME, LATE
+	Final, Retract bool
+	// Mode is accumulating, discarding or retracting: whether the values
+	// are the window's totals so far or deltas since its last pane.
+	Mode               string
 	Version            int64
 	Watermark, Emitted mtime.Time
 	// Names and Values are its aggregates, in order: a value is an int64,

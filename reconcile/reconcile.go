@@ -232,6 +232,9 @@ func Check(j *jobfile.Job, o Options) error {
 	if j.Ingestion && j.ArrivalField == nil {
 		return fmt.Errorf("%s: time.ingestion counts events by when weir read them, which no ledger holds: give time.arrival_field, or reconcile the job that reads the events' own time", j.File)
 	}
+	if j.SentField != nil {
+		return fmt.Errorf("%s: time.sent_field corrects each event time by its arrival, which a recount in event time does not replay: weir reconcile cannot recount this job yet", j.File)
+	}
 	if len(o.Ledger) == 0 {
 		return errors.New("no ledger: name the files that hold every event (the input, the late output, a dead-letter queue)")
 	}

@@ -11,7 +11,8 @@
 // FinalOnly writes only the last pane a window will ever emit, like Kafka
 // Streams' suppress or RisingWave's EMIT ON WINDOW CLOSE.
 //
-// The set is closed and built with the functions below:
+// The usual triggers are built with the functions below, and run on the
+// window operator's fast path:
 //
 //	trigger.AfterWatermark()                                  // on time; late: every element
 //	trigger.AfterWatermark().EarlyEvery(time.Minute, true)    // plus aligned early firings
@@ -19,6 +20,13 @@
 //	trigger.AfterWatermark().LateCount(10)                    // a late pane per 10 late events
 //	trigger.OnClose()                                         // only the final pane
 //	trigger.AfterWatermark().ClosingIfChanged()               // no closing pane that repeats the last
+//
+// Any other trigger composes Beam's: AfterCount, AfterProcessingTime,
+// PastEndOfWindow with early and late firings, AfterEach, AfterFirst,
+// AfterAll, Repeatedly, OrFinally and Never (see Expr and Of), and runs as a
+// state machine per window (Program).
+//
+//	trigger.Of(trigger.Repeatedly(trigger.AfterFirst(trigger.AfterCount(100), trigger.AfterProcessingTime(time.Minute))))
 package trigger
 
 import (
@@ -72,6 +80,9 @@ type Trigger struct {
 	// Closing says whether the pane a window closes with (when its allowed
 	// lateness runs out) is written when nothing came since its last pane.
 	Closing Closing
+	// Composite, when set, is the trigger (Of), and the fields above but
+	// Closing are not used.
+	Composite *Expr
 }
 
 // Closing is what a window does when its allowed lateness runs out: Beam's
@@ -145,15 +156,32 @@ func (t Trigger) ClosingIfChanged() Trigger {
 }
 
 // HasEarly reports whether the trigger fires before the watermark.
-func (t Trigger) HasEarly() bool { return !t.FinalOnly && (t.EarlyDelay > 0 || t.EarlyElements > 0) }
+func (t Trigger) HasEarly() bool {
+	if t.Composite != nil {
+		return t.Composite.uses(OpCount) || t.Composite.uses(OpProcessingTime)
+	}
+	return !t.FinalOnly && (t.EarlyDelay > 0 || t.EarlyElements > 0)
+}
 
 // UsesProcessingTime reports whether the trigger sets processing-time timers.
 func (t Trigger) UsesProcessingTime() bool {
+	if t.Composite != nil {
+		return t.Composite.uses(OpProcessingTime)
+	}
 	return !t.FinalOnly && (t.EarlyDelay > 0 || t.Late == LateThrottled)
 }
 
 // Validate reports a configuration error.
 func (t Trigger) Validate() error {
+	if t.Composite != nil {
+		switch {
+		case t.Closing > ClosingIfChanged:
+			return errors.New("unknown closing behaviour")
+		case t.EarlyDelay != 0 || t.EarlyAligned || t.EarlyElements != 0 || t.Late != LateEach || t.LatePeriod != 0 || t.LateElements != 0 || t.FinalOnly:
+			return errors.New("a composite trigger (Of) takes no early, late or final-only settings: compose them in it (PastEndOfWindow().WithEarlyFirings, WithLateFirings)")
+		}
+		return t.Composite.Validate()
+	}
 	switch {
 	case t.EarlyDelay < 0:
 		return errors.New("early period must not be negative")
@@ -176,6 +204,9 @@ func (t Trigger) String() string {
 	closing := ""
 	if t.Closing == ClosingIfChanged {
 		closing = ".Closing(FireIfNonEmpty)"
+	}
+	if t.Composite != nil {
+		return "Of(" + t.Composite.String() + ")" + closing
 	}
 	if t.FinalOnly {
 		return "OnClose()" + closing
@@ -210,6 +241,13 @@ func (t Trigger) String() string {
 // trigger field sets it: "at the watermark; early every 1m0s of processing
 // time, aligned to the clock; late: a pane per late event".
 func (t Trigger) Describe() string {
+	if t.Composite != nil {
+		d := t.Composite.Describe()
+		if t.Closing == ClosingIfChanged {
+			d += "; closing: only if an event came since the last pane"
+		}
+		return d
+	}
 	if t.FinalOnly {
 		return "once, when the window closes (final_only)"
 	}

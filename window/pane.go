@@ -81,7 +81,8 @@ type LateEvent[K comparable, T any] struct {
 	// Reason is empty for an event too late for its windows,
 	// ReasonLateForSomeWindows for one too late for some of them, and
 	// ReasonBeyondDedupHorizon for one the de-duplication state could no
-	// longer check: it is routed aside instead of risking a second count.
+	// longer check: it is routed aside instead of risking a second count;
+	// ReasonTriggerFinished for one whose window's trigger had finished.
 	Reason string
 	// At is the processing time at which it was set aside.
 	At mtime.Time
@@ -92,6 +93,23 @@ type LateEvent[K comparable, T any] struct {
 // delivery of it would have been forgotten already, so it cannot be told
 // from a duplicate.
 const ReasonBeyondDedupHorizon = "beyond_dedup_horizon"
+
+// ReasonTriggerFinished is the Reason of a LateEvent that came for a window
+// whose composite trigger had finished (trigger.Of): the window fires no
+// more, as in Beam, and the event is counted too late.
+const ReasonTriggerFinished = "trigger_finished"
+
+// ReasonTriggerFinishedForSomeWindows is the Reason of a LateEvent that
+// was added to some of its windows (sliding ones) and came for another
+// whose composite trigger had finished: Window is that one.
+const ReasonTriggerFinishedForSomeWindows = "trigger_finished_for_some_windows"
+
+// PartlyTaken reports whether a late event of reason r was added to some
+// of its windows: a late output that holds only what no window counted
+// leaves it out.
+func PartlyTaken(r string) bool {
+	return r == ReasonLateForSomeWindows || r == ReasonTriggerFinishedForSomeWindows
+}
 
 // ReasonLateForSomeWindows is the Reason of a LateEvent that was added to
 // some of its windows and came too late for the others.

@@ -164,7 +164,7 @@ func TestSetAndPrintConfig(t *testing.T) {
 		t.Errorf("bad --set: exit %d %q", code, stderr)
 	}
 	// The run does what the file as set says.
-	want := `{"key":"card_00002746","window_start":"2026-09-01T00:55:00.000Z","window_end":"2026-09-01T01:00:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"2026-09-01T01:02:56.221Z","emitted_at":"2026-09-01T01:02:58.400Z","orders":30,"spent":773.3,"biggest":43.1}` + "\n"
+	want := `{"key":"card_00002746","window_start":"2026-09-01T00:55:00.000Z","window_end":"2026-09-01T01:00:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"2026-09-01T01:02:56.221Z","emitted_at":"2026-09-01T01:02:58.400Z","orders":30,"spent":773.3,"biggest":43.1}` + "\n"
 	if code, stdout, stderr := runCLI(t, dir, "run", "--quiet", "--set", "window.tumbling=5m", "--set", "output=[\"-\"]", "--set", "having=orders >= 30", "job.yaml"); code != 0 || stdout != want {
 		t.Errorf("run with --set: exit %d\n%s%s\nwant\n%s", code, stdout, stderr, want)
 	}
@@ -334,7 +334,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"weir", "r"}, "reconcile run"},
 		{[]string{"weir", "run", "--log-f"}, "--log-format"},
 		{[]string{"weir", "run", "--log-format", ""}, "json text"},
-		{[]string{"weir", "gen", ""}, "ledger ledger-events nexmark orders steep"},
+		{[]string{"weir", "gen", ""}, "ledger ledger-checkouts ledger-events nexmark orders steep"},
 		{[]string{"weir", "lint", ""}, "fraud.yaml"},
 		{[]string{"weir", "completion", "z"}, "zsh"},
 	} {

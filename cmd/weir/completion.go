@@ -79,7 +79,7 @@ var argsOf = map[string]argKind{
 }
 
 var argWords = map[string][]string{
-	"gen":        {"steep", "orders", "nexmark", "ledger", "ledger-events"},
+	"gen":        {"steep", "orders", "nexmark", "ledger", "ledger-events", "ledger-checkouts"},
 	"completion": {"bash", "zsh", "fish"},
 }
 

@@ -18,7 +18,7 @@ import (
 
 const latenessUsage = `Usage: weir lateness [flags] FILE
        weir lateness --job JOB.yaml [flags] [FILE]
-       weir lateness --ledger LEDGER --match FIELD [--by FIELD] [--waits LIST] [flags] FILE
+       weir lateness --ledger LEDGER --match FIELD [--by FIELD] [--waits LIST] [--seen FILE] [flags] FILE
 
 Measures how late a recorded stream really is, before you choose a
 watermark: the travel time of its events (arrival minus event time), the
@@ -50,6 +50,15 @@ arrived stays below 100%. Shares are of entries (no weights); the ledger is
 held in memory. --window, --delays, --lateness, --target, --max-wait,
 --weight and --no-weight do not apply.
 
+Were the devices online? With --seen, a file of the same users' other
+events (a checkout_start moments before each order; JSON lines, CSV or
+Parquet, read with weir run's rules), the report says for each group how
+many of the entries that never arrived had an event of the same user
+(--seen-by, read from the entry: user_id by default) that happened at most
+--seen-within (2s) before the entry, not after it, and arrived at most that
+long after it happened: those devices were online moments before, so their
+events were not held back by a lost connection.
+
 Exit status: 0 done, 1 the input could not be read to the end, 2 bad flags
 or an input that cannot be used (missing file, unknown field).
 
@@ -78,8 +87,12 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	match := fs.String("match", "", "with --ledger: the id `field` of the ledger's entries and of the events (order_id)")
 	ledgerTime := fs.String("ledger-time", "", "with --ledger: the entry-time `field` of the ledger (default: the events' time field)")
 	waitList := fs.String("waits", "1m,5m,1h,6h,24h", "with --ledger: the `waits` after an entry at which to give the share arrived, comma-separated")
+	seen := fs.String("seen", "", "with --ledger: a `file` of the same users' other events, to tell whether the devices of the entries that never arrived were online")
+	seenBy := fs.String("seen-by", "user_id", "with --seen: the user or device `field`, in the ledger and in the --seen file")
+	seenWithin := fs.Duration("seen-within", lateness.DefaultSeenWithin, "with --seen: how long before an entry the user's event may have happened, and how long after it happened it must have arrived (`duration`)")
 	timeField := fs.String("time", "ts", "event-time `field` (dotted for nested JSON)")
 	arrival := fs.String("arrival", "arrival", "arrival-time `field`")
+	sent := fs.String("sent", "", "send-time `field`, on the device's clock: the event time is corrected to arrival - (sent - event time), as time.sent_field does")
 	inFormat := fs.String("input-format", "", "input `format`: jsonl, csv, parquet or avro (default: from the extension)")
 	weight := fs.String("weight", "", "weight `field`: how many real events a line stands for, on every line (default: sample_weight where the input has it)")
 	noWeight := fs.Bool("no-weight", false, "ignore any weight field: every line counts once")
@@ -116,7 +129,7 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *ledger == "" {
-		for _, name := range []string{"match", "ledger-time", "waits"} {
+		for _, name := range []string{"match", "ledger-time", "waits", "seen", "seen-by", "seen-within"} {
 			if set[name] {
 				return usageErr("--%s needs --ledger", name)
 			}
@@ -132,6 +145,12 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 		}
 		if len(by) > 1 {
 			return usageErr("--by takes one field with --ledger, not %d", len(by))
+		}
+		if *seen == "" && (set["seen-by"] || set["seen-within"]) {
+			return usageErr("--seen-by and --seen-within need --seen: the file of the users' other events")
+		}
+		if *seenWithin <= 0 {
+			return usageErr("--seen-within must be a positive duration, got %s", *seenWithin)
 		}
 	}
 	var o lateness.Options
@@ -232,14 +251,14 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 			return usageErr("--plot: %q must end in .svg or .png", *plot)
 		}
 	}
-	o.TimeField, o.ArrivalField = *timeField, *arrival
+	o.TimeField, o.ArrivalField, o.SentField = *timeField, *arrival, *sent
 	path := ""
 	if len(files) == 1 {
 		path = files[0]
 	}
 	if *jobFile != "" {
-		if set["time"] || set["arrival"] {
-			return usageErr("--job names the time fields: drop --time and --arrival")
+		if set["time"] || set["arrival"] || set["sent"] {
+			return usageErr("--job names the time fields: drop --time, --arrival and --sent")
 		}
 		j, err := loadJob(*jobFile, path)
 		if err != nil {
@@ -265,7 +284,10 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	}
 	var rep report
 	if *ledger != "" {
-		l := lateness.LedgerOptions{Path: *ledger, Match: *match, Time: *ledgerTime}
+		l := lateness.LedgerOptions{Path: *ledger, Match: *match, Time: *ledgerTime, Seen: *seen}
+		if *seen != "" {
+			l.SeenBy, l.SeenWithin, l.SeenFormat = *seenBy, *seenWithin, *inFormat
+		}
 		if l.Waits, ok = positiveDurs("waits", *waitList); !ok {
 			return 2
 		}

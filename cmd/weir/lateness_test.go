@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -530,4 +531,117 @@ func TestLatenessCompare(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
 		}
 	}
+}
+
+// Were those phones online? On weir gen's streams, 98.8% of the orders whose
+// order_completed was never sent had the same user's checkout_start within
+// 2 s before the order: weir lateness --ledger --seen finds each group's
+// count exactly (worked out here from the files) and says so.
+func TestLatenessLedgerSeen(t *testing.T) {
+	const orders = 200000
+	dir := t.TempDir()
+	for _, kind := range []string{"ledger", "ledger-events", "ledger-checkouts"} {
+		name := strings.TrimPrefix(kind+".jsonl", "ledger-")
+		if code, _, stderr := runCLI(t, dir, "gen", kind, "--events", strconv.Itoa(orders), "-o", name); code != 0 {
+			t.Fatalf("gen %s: exit %d: %s", kind, code, stderr)
+		}
+	}
+	lines := func(name string) []map[string]string {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]string
+		var p fastjson.Parser
+		for _, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+			v, err := p.ParseBytes(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := map[string]string{}
+			for _, k := range []string{"order_id", "user_id", "platform", "ts", "arrival"} {
+				s[k] = string(v.GetStringBytes(k))
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	tm := func(s string) mtime.Time {
+		ts, err := mtime.Parse([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	arrived := map[string]bool{}
+	for _, e := range lines("events.jsonl") {
+		arrived[e["order_id"]] = true
+	}
+	type seen struct{ ts, arr mtime.Time }
+	byUser := map[string][]seen{}
+	for _, c := range lines("checkouts.jsonl") {
+		byUser[c["user_id"]] = append(byUser[c["user_id"]], seen{tm(c["ts"]), tm(c["arrival"])})
+	}
+	never, online := map[string]int64{}, map[string]int64{}
+	for _, l := range lines("ledger.jsonl") {
+		if arrived[l["order_id"]] {
+			continue
+		}
+		p, ts := l["platform"], tm(l["ts"])
+		never[p]++
+		never["(all)"]++
+		for _, s := range byUser[l["user_id"]] {
+			if s.ts <= ts && ts-s.ts <= 2000 && s.arr-s.ts <= 2000 {
+				online[p]++
+				online["(all)"]++
+				break
+			}
+		}
+	}
+	args := []string{"--ledger", "ledger.jsonl", "--match", "order_id", "--by", "platform", "--seen", "checkouts.jsonl", "events.jsonl"}
+	code, stdout, stderr := runLateness(t, dir, append([]string{"--format", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep lateness.LedgerReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SeenEvents != orders || rep.SeenRejected != 0 || rep.SeenBy != "user_id" || rep.SeenWithinMS != 2000 {
+		t.Errorf("seen: %d events, %d rejected, by %s within %d ms", rep.SeenEvents, rep.SeenRejected, rep.SeenBy, rep.SeenWithinMS)
+	}
+	for _, g := range append(rep.Groups, rep.All) {
+		if g.NeverArrived != never[g.Value] || g.NeverArrivedSeenOnline != online[g.Value] || g.NeverArrivedWithoutBy != 0 {
+			t.Errorf("%s: %d never arrived, %d seen online; want %d, %d", g.Value, g.NeverArrived, g.NeverArrivedSeenOnline, never[g.Value], online[g.Value])
+		}
+	}
+	if p := rep.All.NeverArrivedSeenOnlinePercent; p < 98.3 || p > 99.3 {
+		t.Errorf("%.2f%% of the never arrived seen online, the generator's figure is 98.8%%", p)
+	}
+	code, stdout, stderr = runLateness(t, dir, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	text := strings.Join(strings.Fields(stdout), " ")
+	want := fmt.Sprintf("All entries: of the %s entries that never arrived, %s (%.2f%%) had an event of the same user_id in checkouts.jsonl at most 2 s before the entry, which arrived within 2 s of happening: those devices were online moments before, so their events were not held back by a lost connection: they were never sent, or lost on the way.",
+		fmtThousands(never["(all)"]), fmtThousands(online["(all)"]), rep.All.NeverArrivedSeenOnlinePercent)
+	if !strings.Contains(text, "4. Were the devices online?") || !strings.Contains(text, want) {
+		t.Errorf("text lacks %q:\n%s", want, stdout)
+	}
+	if code, _, stderr := runLateness(t, dir, "--ledger", "ledger.jsonl", "--match", "order_id", "--seen-by", "user_id", "events.jsonl"); code != 2 ||
+		!strings.Contains(stderr, "--seen-by and --seen-within need --seen") {
+		t.Errorf("--seen-by without --seen: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runLateness(t, dir, "--seen", "checkouts.jsonl", "events.jsonl"); code != 2 || !strings.Contains(stderr, "--seen needs --ledger") {
+		t.Errorf("--seen without --ledger: exit %d: %s", code, stderr)
+	}
+}
+
+// fmtThousands writes n with commas: 3,640.
+func fmtThousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -141,7 +141,7 @@ func TestStdinToStdout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":1}` + "\n"
+	want := `{"key":null,"window_start":"2026-01-01T00:00:00.000Z","window_end":"2026-01-01T00:01:00.000Z","revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":"9999-12-31T23:59:59.999Z","emitted_at":"2026-01-01T00:00:01.000Z","n":1}` + "\n"
 	if string(out) != want {
 		t.Errorf("got %s", out)
 	}

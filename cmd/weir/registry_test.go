@@ -170,7 +170,7 @@ func TestPrintAlertsDecodesAvro(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, value := avro.Record(&plan.PaneFields{Keys: []any{"card_7"}, Start: 1_788_000_000_000, End: 1_788_000_060_000, Revision: 1,
-		Timing: "ON_TIME", Final: true, Version: 1, Watermark: 1_788_000_062_000, Emitted: 1_788_000_062_500, Values: []any{int64(5), "110.70"}})
+		Timing: "ON_TIME", Final: true, Mode: "accumulating", Version: 1, Watermark: 1_788_000_062_000, Emitted: 1_788_000_062_500, Values: []any{int64(5), "110.70"}})
 	cl := b.Client(kgo.DefaultProduceTopic("alerts"))
 	for _, r := range []*kgo.Record{{Value: []byte(`{"key":"card_1","orders":6}`)}, {Key: key, Value: value}} {
 		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
@@ -182,7 +182,7 @@ func TestPrintAlertsDecodesAvro(t *testing.T) {
 	done := make(chan struct{})
 	go func() { printAlerts(ctx, b.Addr, url, &out); close(done) }()
 	want := `alert: {"key":"card_1","orders":6}
-alert: {"key":"card_7","window_start":1788000000000,"window_end":1788000060000,"revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","version":1,"watermark":1788000062000,"emitted_at":1788000062500,"orders":5,"spent":"110.70","partial":[]}
+alert: {"key":"card_7","window_start":1788000000000,"window_end":1788000060000,"revision":1,"timing":"ON_TIME","final":true,"retract":false,"status":"closed","mode":"accumulating","version":1,"watermark":1788000062000,"emitted_at":1788000062500,"orders":5,"spent":"110.70","partial":[]}
 `
 	for deadline := time.Now().Add(30 * time.Second); out.String() != want && time.Now().Before(deadline); {
 		time.Sleep(20 * time.Millisecond)

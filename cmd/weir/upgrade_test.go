@@ -109,7 +109,7 @@ carries over  output[1]           its commit record
 func TestSavepointInspect(t *testing.T) {
 	dir := upgradeDir(t)
 	code, stdout, stderr := runCLI(t, dir, "savepoint", "inspect", sp1)
-	want := `savepoint 1 of orders, layout 4, 138.8 KiB
+	want := `savepoint 1 of orders, layout 4, 147.4 KiB
 fingerprint 46c794a9963d1669
 created TIME
 operators:
@@ -119,7 +119,7 @@ operators:
 sources:
   input: line 1024 (byte offset 86694)
 sinks:
-  output[0] results:file:results.jsonl: 0 items committed, pending: checkpoint 1 (400 items, 113.9 KiB)
+  output[0] results:file:results.jsonl: 0 items committed, pending: checkpoint 1 (400 items, 122.5 KiB)
   output[1] results:sqlite:totals.db#totals: 0 items committed, pending: checkpoint 1 (400 items, 12.4 KiB)
 `
 	stdout = regexp.MustCompile(`(?m)^created \S+Z$`).ReplaceAllString(stdout, "created TIME")

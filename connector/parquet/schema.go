@@ -30,6 +30,7 @@ const (
 	colFinal
 	colRetract
 	colStatus
+	colMode
 	colVersion
 	colWatermark
 	colEmitted
@@ -138,6 +139,7 @@ func newLayout(s plan.PaneShape, parts []string) (*layout, error) {
 	add("final", colFinal, 0, pq.Leaf(pq.BooleanType))
 	add("retract", colRetract, 0, pq.Leaf(pq.BooleanType))
 	add("status", colStatus, 0, str)
+	add("mode", colMode, 0, str)
 	add("version", colVersion, 0, pq.Leaf(pq.Int64Type))
 	add("watermark", colWatermark, 0, pq.Optional(ts))
 	add("emitted_at", colEmitted, 0, pq.Optional(ts))
@@ -242,6 +244,8 @@ func (l *layout) row(r pq.Row, p *plan.PaneFields) (pq.Row, error) {
 			v = pq.BooleanValue(p.Retract)
 		case colStatus:
 			v = pq.ByteArrayValue([]byte(window.Status(p.Final, p.Retract)))
+		case colMode:
+			v = pq.ByteArrayValue([]byte(p.Mode))
 		case colVersion:
 			v = pq.Int64Value(p.Version)
 		case colWatermark:

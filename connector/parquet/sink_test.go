@@ -33,7 +33,7 @@ var shape = plan.PaneShape{Job: "orders", Keys: []string{"card"}, Windowed: true
 // pane is a pane of shape: a card's window of ten minutes from start.
 func pane(card string, start mtime.Time, orders int64, spent any) plan.Item {
 	return plan.Item{Kind: plan.Pane, Pane: &plan.PaneFields{Keys: []any{card}, Start: start, End: start + 600_000,
-		Timing: "ON_TIME", Final: true, Version: 1, Watermark: start + 600_000, Emitted: start + 601_000,
+		Timing: "ON_TIME", Final: true, Mode: "accumulating", Version: 1, Watermark: start + 600_000, Emitted: start + 601_000,
 		Names: []string{"orders", "spent", "first_item"}, Values: []any{orders, spent, plan.RawJSON(`"book"`)}}}
 }
 
@@ -142,7 +142,7 @@ func rows(t *testing.T, path string) []string {
 
 func row(card string, start mtime.Time, orders int64, spent, exact string) string {
 	return "card=" + card + " window_start=" + strconv.FormatInt(int64(start), 10) + " window_end=" + strconv.FormatInt(int64(start)+600_000, 10) +
-		" revision=0 timing=ON_TIME final=true retract=false status=closed version=1 watermark=" + strconv.FormatInt(int64(start)+600_000, 10) +
+		" revision=0 timing=ON_TIME final=true retract=false status=closed mode=accumulating version=1 watermark=" + strconv.FormatInt(int64(start)+600_000, 10) +
 		" emitted_at=" + strconv.FormatInt(int64(start)+601_000, 10) + " orders=" + strconv.FormatInt(orders, 10) +
 		" spent=" + spent + " spent_exact=" + exact + ` first_item="book" partial=null`
 }

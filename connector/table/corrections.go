@@ -223,9 +223,9 @@ func (s *Sink) insertCorrection(d *dialect, c *Correction) (string, []any, error
 		return "", nil, err
 	}
 	cols, vals = append(cols, vcols...), append(vals, vexprs...)
-	cols = append(cols, `"window_start"`, `"window_end"`, `"revision"`, `"timing"`, `"final"`, `"status"`, `"version"`, `"updated_at"`, `"reason"`)
+	cols = append(cols, `"window_start"`, `"window_end"`, `"revision"`, `"timing"`, `"final"`, `"status"`, `"mode"`, `"version"`, `"updated_at"`, `"reason"`)
 	vals = append(vals, a.add(d.timeArg(c.WindowStart)), a.add(d.timeArg(c.WindowEnd)), a.add(c.Revision), a.add(c.Timing),
-		a.add(d.boolArg(true)), a.add(StatusReconciled), a.add(c.Version), a.add(d.timeArg(c.At)), a.add(c.Reason))
+		a.add(d.boolArg(true)), a.add(StatusReconciled), a.add(sc.Mode.String()), a.add(c.Version), a.add(d.timeArg(c.At)), a.add(c.Reason))
 	q := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s) ON CONFLICT (%s) DO NOTHING", quote(sc.Table), strings.Join(cols, ", "), strings.Join(vals, ", "), quoteAll(sc.primaryKey()))
 	return q, a.list, nil
 }
@@ -242,7 +242,7 @@ func (s *Sink) updateCorrection(d *dialect, c *Correction) (string, []any, error
 		set = append(set, col+" = "+exprs[i])
 	}
 	set = append(set, `"revision" = `+a.add(c.Revision), `"timing" = `+a.add(c.Timing), `"final" = `+a.add(d.boolArg(true)),
-		`"status" = `+a.add(StatusReconciled), `"version" = `+a.add(c.Version), `"updated_at" = `+a.add(d.timeArg(c.At)), `"reason" = `+a.add(c.Reason))
+		`"status" = `+a.add(StatusReconciled), `"mode" = `+a.add(sc.Mode.String()), `"version" = `+a.add(c.Version), `"updated_at" = `+a.add(d.timeArg(c.At)), `"reason" = `+a.add(c.Reason))
 	var where []string
 	for i, k := range sc.Keys {
 		where = append(where, quote(k.Name)+" = "+a.add(c.Key[i]))

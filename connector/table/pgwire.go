@@ -47,6 +47,7 @@ const (
 	fieldTiming
 	fieldFinal
 	fieldStatus
+	fieldMode
 	fieldVersion
 	fieldUpdatedAt
 	fieldDeltaID
@@ -55,7 +56,7 @@ const (
 // pgFields are the columns the sink adds, by name.
 var pgFields = map[string]pgField{
 	"window_start": fieldWindowStart, "window_end": fieldWindowEnd, "revision": fieldRevision,
-	"timing": fieldTiming, "final": fieldFinal, "status": fieldStatus, "version": fieldVersion,
+	"timing": fieldTiming, "final": fieldFinal, "status": fieldStatus, "mode": fieldMode, "version": fieldVersion,
 	"updated_at": fieldUpdatedAt, "delta_id": fieldDeltaID,
 }
 
@@ -63,7 +64,8 @@ var pgFields = map[string]pgField{
 type pgColumn struct {
 	field pgField
 	typ   ColumnType
-	index int // fieldValue: the index in prow.vals
+	index int    // fieldValue: the index in prow.vals
+	text  string // fieldMode: the mode, the same in every row
 }
 
 // pgColumns are the columns of s the upsert sends, in the order of
@@ -75,7 +77,7 @@ func pgColumns(s *Schema) []pgColumn {
 		if i < nv {
 			pc = append(pc, pgColumn{field: fieldValue, typ: c.typ, index: i})
 		} else if f, ok := pgFields[c.name]; ok {
-			pc = append(pc, pgColumn{field: f, typ: c.typ})
+			pc = append(pc, pgColumn{field: f, typ: c.typ, text: s.Mode.String()})
 		}
 	}
 	return pc
@@ -215,6 +217,8 @@ func appendElement(b []byte, r *prow, c pgColumn) (_ []byte, null bool) {
 		return appendBoolElement(b, r.final), false
 	case fieldStatus:
 		return appendTextElement(b, r.statusText()), false
+	case fieldMode:
+		return appendTextElement(b, c.text), false
 	case fieldVersion:
 		return appendInt8Element(b, r.version), false
 	case fieldUpdatedAt:

@@ -53,12 +53,15 @@ type column struct {
 	// exactOf, in a companion column (dialect.exact), names the value
 	// column whose exact text it holds.
 	exactOf string
+	// modeOf marks the mode column, which a table made by a weir that
+	// wrote no mode lacks: the sink adds it (NULL in the rows before).
+	modeOf bool
 }
 
 // columns lists the table's columns in the order the sink writes them:
 // keys, values (each Numeric one followed by its exact companion where d
 // keeps one), window_start, window_end, revision, timing, final, status,
-// version, updated_at, in Discarding mode delta_id, and reason.
+// mode, version, updated_at, in Discarding mode delta_id, and reason.
 func (s *Schema) columns(d *dialect) []column {
 	var cs []column
 	for _, c := range s.Keys {
@@ -74,6 +77,7 @@ func (s *Schema) columns(d *dialect) []column {
 		column{name: "window_start", typ: timestamp, notNull: true}, column{name: "window_end", typ: timestamp, notNull: true},
 		column{name: "revision", typ: Integer, notNull: true}, column{name: "timing", typ: Text, notNull: true},
 		column{name: "final", typ: Boolean, notNull: true}, column{name: "status", typ: Text, notNull: true},
+		column{name: "mode", typ: Text, notNull: true, modeOf: true},
 		column{name: "version", typ: Integer, notNull: true}, column{name: "updated_at", typ: timestamp, notNull: true})
 	if s.Mode == Discarding {
 		cs = append(cs, column{name: "delta_id", typ: Text, notNull: true})
@@ -207,13 +211,13 @@ func markerSQL(d *dialect) string {
 // missingColumns splits cs into the columns a table that exists (e) lacks
 // and that the sink adds to it, and the rest, which it must have: the value
 // columns named in add (aggregates added to a job since the checkpoint it
-// resumes from) with their exact companions, and the exact companions of a
-// table made by a weir that kept none.
+// resumes from) with their exact companions, and the exact companions and
+// the mode of a table made by a weir that kept none.
 func missingColumns(cs []column, e existing, add []string) (missing, rest []column) {
 	rest = make([]column, 0, len(cs))
 	for _, c := range cs {
 		_, ok := e.cols[c.name]
-		if !ok && (c.exactOf != "" || slices.Contains(add, c.name)) {
+		if !ok && (c.exactOf != "" || c.modeOf || slices.Contains(add, c.name)) {
 			missing = append(missing, c)
 			continue
 		}
@@ -247,6 +251,10 @@ func (s *Sink) addMissing(ctx context.Context, d *dialect, table string, cs []co
 				}
 			}
 			return e, err
+		}
+		if c.modeOf {
+			s.log(fmt.Sprintf("added column %s to table %s%s: it says of each row whether its values are totals or deltas (the rows written before have none)", c.name, table, where))
+			continue
 		}
 		if c.exactOf != "" && !slices.Contains(add, c.exactOf) {
 			s.log(fmt.Sprintf("added column %s to table %s%s: it keeps the exact values of %s, whose NUMERIC keeps 15 significant digits (the rows written before have none, and read as %[4]s holds them)",

@@ -105,6 +105,7 @@ type sqliteBackend struct {
 	mark    *sql.Stmt
 	args    []any
 	exact   []bool // per key and value: a Numeric value, with a companion column
+	mode    string // the schema's mode, in every row
 	ts      []byte
 	times   [4]struct {
 		t mtime.Time
@@ -174,6 +175,7 @@ func (b *sqliteBackend) open(ctx context.Context) error {
 		return err
 	}
 	b.args = make([]any, (len(cs)-1)*sqliteChunk)
+	b.mode = sc.Mode.String()
 	b.exact = make([]bool, len(sc.Keys), len(sc.Keys)+len(sc.Values))
 	for _, c := range sc.Values {
 		b.exact = append(b.exact, c.Type == Numeric)
@@ -350,10 +352,11 @@ func (b *sqliteBackend) fill(r *prow, a []any) {
 	a[n+3] = r.timingText()
 	a[n+4] = boolInt(r.final)
 	a[n+5] = r.statusText()
-	a[n+6] = r.version
-	a[n+7] = b.time(r.emitted)
+	a[n+6] = b.mode
+	a[n+7] = r.version
+	a[n+8] = b.time(r.emitted)
 	if r.deltaID != nil {
-		a[n+8] = string(r.deltaID)
+		a[n+9] = string(r.deltaID)
 	}
 }
 

@@ -487,7 +487,7 @@ func (s *Sink) Close() error {
 }
 
 // reserved are the columns the sink adds to the key and value columns.
-var reserved = []string{"window_start", "window_end", "revision", "timing", "final", "status", "version", "updated_at", "delta_id"}
+var reserved = []string{"window_start", "window_end", "revision", "timing", "final", "status", "mode", "version", "updated_at", "delta_id"}
 
 // check reports a schema that cannot make a table in d.
 func (s *Schema) check(d *dialect) error {

@@ -32,6 +32,9 @@ type Pane struct {
 	// Timing is EARLY, ON_TIME or LATE.
 	Timing         string
 	Final, Retract bool
+	// Mode is accumulating, discarding or retracting: whether the
+	// aggregates are the window's totals so far or deltas.
+	Mode string
 	// Aggregates are the results by name: an int64, a float64, a decimal
 	// string, or nil.
 	Aggregates map[string]any
@@ -77,7 +80,7 @@ func paneOf(job string, it *plan.Item) Pane {
 	p.Keys = pf.Keys
 	p.Key = keyText(pf.Keys)
 	p.Start, p.End, p.Revision, p.Timing = pf.Start, pf.End, pf.Revision, pf.Timing
-	p.Final, p.Retract, p.Emitted = pf.Final, pf.Retract, pf.Emitted
+	p.Final, p.Retract, p.Mode, p.Emitted = pf.Final, pf.Retract, pf.Mode, pf.Emitted
 	p.Aggregates = make(map[string]any, len(pf.Names))
 	for i, n := range pf.Names {
 		if i < len(pf.Values) {

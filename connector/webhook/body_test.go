@@ -80,10 +80,10 @@ func TestDefaultBodies(t *testing.T) {
 
 func TestTemplates(t *testing.T) {
 	a, b := testPane("a", 0, 2, 3), testPane("b\"q", 0, 1, 4)
-	got := send(t, plan.Values{"body": `{"alert": {{json .Key}}, "from": "{{.Start}}", "n": {{.Aggregates.n}}, "rev": {{.Revision}}, "timing": "{{.Timing}}", "job": "{{.Job}}"}`, "max_in_flight": 1}, a, b)
+	got := send(t, plan.Values{"body": `{"alert": {{json .Key}}, "from": "{{.Start}}", "n": {{.Aggregates.n}}, "rev": {{.Revision}}, "timing": "{{.Timing}}", "mode": "{{.Mode}}", "job": "{{.Job}}"}`, "max_in_flight": 1}, a, b)
 	want := []string{
-		`{"alert": "a", "from": "2026-05-28T20:26:40.000Z", "n": 3, "rev": 2, "timing": "ON_TIME", "job": "alerts"}`,
-		`{"alert": "b\"q", "from": "2026-05-28T20:26:40.000Z", "n": 4, "rev": 1, "timing": "ON_TIME", "job": "alerts"}`,
+		`{"alert": "a", "from": "2026-05-28T20:26:40.000Z", "n": 3, "rev": 2, "timing": "ON_TIME", "mode": "discarding", "job": "alerts"}`,
+		`{"alert": "b\"q", "from": "2026-05-28T20:26:40.000Z", "n": 4, "rev": 1, "timing": "ON_TIME", "mode": "discarding", "job": "alerts"}`,
 	}
 	if strings.Join(got.bodies, "\n") != strings.Join(want, "\n") || got.headers[0].Get("Content-Type") != "application/json" {
 		t.Errorf("bodies\n%s\nwant\n%s", strings.Join(got.bodies, "\n"), strings.Join(want, "\n"))

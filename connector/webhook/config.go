@@ -62,7 +62,7 @@ var Fields = []plan.Field{
 	{Name: "url", Type: plan.String, Doc: "the URL requests go to (http or https); may hold ${VAR}; its credentials, path and query are never shown. Required unless preset: pagerduty"},
 	{Name: "method", Type: plan.String, Doc: "the request's method: POST (default), PUT or PATCH"},
 	{Name: "headers", Type: plan.StringMap, Doc: "headers of every request, by name; values may hold ${VAR} and are never shown"},
-	{Name: "body", Type: plan.String, Doc: "a Go text/template of the body over the pane's fields (.Key, .Keys, .Start, .End, .Revision, .Timing, .Final, .Retract, .Aggregates.NAME, .JSON; json quotes a value); with batch, over .Items. Default: the pane's JSON line (a JSON array of them with batch)"},
+	{Name: "body", Type: plan.String, Doc: "a Go text/template of the body over the pane's fields (.Key, .Keys, .Start, .End, .Revision, .Timing, .Final, .Retract, .Mode, .Aggregates.NAME, .JSON; json quotes a value); with batch, over .Items. Default: the pane's JSON line (a JSON array of them with batch)"},
 	{Name: "preset", Type: plan.String, Doc: "slack (a Slack incoming webhook: {\"text\": ...}, body giving the text) or pagerduty (an Events API v2 trigger, dedup_key per key and window)"},
 	{Name: "routing_key", Type: plan.String, Doc: "preset: pagerduty: the integration's routing key; may hold ${VAR}; never shown"},
 	{Name: "severity", Type: plan.String, Doc: "preset: pagerduty: critical, error (default), warning or info"},

@@ -28,7 +28,7 @@ var t0 = time.Date(2026, 5, 28, 20, 0, 0, 0, time.UTC)
 // revision and count.
 func testPane(key string, minute, rev, n int64) plan.Item {
 	start := mtime.Time(1_780_000_000_000 + minute*60_000)
-	pf := &plan.PaneFields{Keys: []any{key}, Start: start, End: start + 60_000, Revision: rev, Timing: "ON_TIME",
+	pf := &plan.PaneFields{Keys: []any{key}, Start: start, End: start + 60_000, Revision: rev, Timing: "ON_TIME", Mode: "discarding",
 		Names: []string{"n"}, Values: []any{n}, Emitted: start + 61_000, Watermark: start + 60_000}
 	line := fmt.Sprintf(`{"key":%q,"window_start":%q,"window_end":%q,"n":%d,"revision":%d}`, key, pf.Start, pf.End, n, rev)
 	h := fnv.New64a()

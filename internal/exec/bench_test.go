@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -27,6 +28,32 @@ func BenchmarkWindowOpTumblingCount(b *testing.B) {
 		if i&1023 == 1023 {
 			step++
 			op.AdvanceWatermark(step, ts-1000, 0)
+			op.Take()
+		}
+		ts += 1 // 1000 events per second of event time
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkWindowOpTumblingComposite is BenchmarkWindowOpTumblingCount
+// with a composite trigger, Repeatedly(AfterFirst(AfterCount(100),
+// AfterProcessingTime(1 min))): its state is allocated per window, not
+// per event.
+func BenchmarkWindowOpTumblingComposite(b *testing.B) {
+	const keys = 10_000
+	tr := trigger.Of(trigger.Repeatedly(trigger.AfterFirst(trigger.AfterCount(100), trigger.AfterProcessingTime(time.Minute))))
+	op := NewWindowOp[uint64](window.NewStrategy(window.TumblingWindows(time.Minute)).WithTrigger(tr), aggregate.Count[struct{}]())
+	b.ReportAllocs()
+	var step uint64
+	ts := mtime.Time(1_700_000_000_000)
+	for i := 0; b.Loop(); i++ {
+		step++
+		op.Event(step, uint64(i%keys), ts, ts, struct{}{})
+		if i&1023 == 1023 {
+			step++
+			op.AdvanceProc(step, ts)
+			step++
+			op.AdvanceWatermark(step, ts-1000, ts)
 			op.Take()
 		}
 		ts += 1 // 1000 events per second of event time

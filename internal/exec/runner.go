@@ -679,6 +679,7 @@ func (r *Runner[K, T, A, O]) LiveStats() Stats {
 		s.TooLate += l.tooLate.Load()
 		s.LateAccepted += l.lateAccepted.Load()
 		s.PartlyLate += l.partlyLate.Load()
+		s.TriggerFinished += l.triggerFinished.Load()
 		s.Panes += l.panes.Load()
 		s.Fired += l.fired.Load()
 		s.Windows += l.windows.Load()
@@ -706,6 +707,7 @@ func (r *Runner[K, T, A, O]) Stats() Stats {
 		s.PartlyLate += op.PartlyLate
 		s.Withdrawn += op.Withdrawn
 		s.WithdrawMissed += op.WithdrawMissed
+		s.TriggerFinished += op.TriggerFinished
 		s.Panes += op.Panes
 		s.Fired += op.Fired
 		s.Windows += op.Windows

@@ -12,6 +12,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/trigger"
 	"github.com/weirstream/weir/window"
 )
 
@@ -39,23 +40,42 @@ type Codec[K comparable, A, O any] interface {
 // checkpoint beside it; 4 and 5 are 2 and 3 with the late limit in the
 // header (the end before which windows were closed, so that a restore with
 // a longer allowed lateness opens none of them again); 6 and 7 are 4 and 5
-// with the count of events late for some of their windows.
+// with the count of events late for some of their windows; 8 and 9 are 6
+// and 7 with the count of events set aside by a finished composite trigger,
+// and keys whose windows may end with composite trigger states (see
+// appendWins). A job without a composite trigger writes 6 and 7, byte for
+// byte as before them; one with writes 8 and 9, which a weir of before
+// refuses.
 const (
-	snapshotVersion       = 6
-	snapshotPebbleVersion = 7
+	snapshotVersion       = 8
+	snapshotPebbleVersion = 9
 )
+
+// snapVersion is the version op writes: snapshotVersion, or 6 for a job
+// without a composite trigger; pebble for a Pebble snapshot.
+func (op *WindowOp[K, T, A, O]) snapVersion(pebble bool) byte {
+	v := byte(snapshotVersion)
+	if op.prog == nil {
+		v = 6
+	}
+	if pebble {
+		v++
+	}
+	return v
+}
 
 // isPebbleSnapshot reports whether a snapshot version keeps its keys in a
 // Pebble checkpoint, and hasLateLimit whether its header has the late
 // limit.
-func isPebbleSnapshot(v int) bool { return v == 3 || v == 5 || v == 7 }
+func isPebbleSnapshot(v int) bool { return v == 3 || v == 5 || v == 7 || v == 9 }
 func hasLateLimit(v int) bool     { return v >= 4 }
 func hasPartlyLate(v int) bool    { return v >= 6 }
+func hasTriggerStats(v int) bool  { return v >= 8 }
 
 // Snapshot appends the operator's whole state: watermark, statistics, and
 // every key's windows (timers are derived from the windows on restore).
 func (op *WindowOp[K, T, A, O]) Snapshot(b []byte, c Codec[K, A, O], hash func(K) uint64) ([]byte, error) {
-	b = op.appendHeader(b, snapshotVersion)
+	b = op.appendHeader(b, op.snapVersion(false))
 	if cap(b)-len(b) < op.snapHint {
 		b = slices.Grow(b, op.snapHint+op.snapHint/8)
 	}
@@ -77,6 +97,9 @@ func (op *WindowOp[K, T, A, O]) appendHeader(b []byte, version byte) []byte {
 	b = enc.AppendVarint(b, int64(op.lateLimit))
 	for _, v := range []int64{op.Accepted, op.TooLate, op.LateAccepted, op.Panes, op.Fired, op.Windows, op.PartlyLate} {
 		b = enc.AppendVarint(b, v)
+	}
+	if version >= 8 {
+		b = enc.AppendVarint(b, op.TriggerFinished)
 	}
 	b = enc.AppendUvarint(b, uint64(len(op.Dropped)))
 	for w, n := range op.Dropped {
@@ -113,7 +136,7 @@ func (op *WindowOp[K, T, A, O]) snapshotBeside(bar *Barrier, c Codec[K, A, O], h
 	m.gen++
 	s := &memSnapshot[K, A, O]{
 		codec: c, hash: hash, gen: m.gen, chunks: slices.Clone(m.chunks), done: make(chan struct{}),
-		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64), snapshotVersion),
+		buf: op.appendHeader(make([]byte, 0, op.snapHint+op.snapHint/8+64), op.snapVersion(false)),
 	}
 	m.snap = s
 	bar.ready = make(chan struct{})
@@ -193,6 +216,33 @@ func appendWins[K comparable, A, O any](b []byte, ks *keyState[A, O], c Codec[K,
 		b = enc.AppendVarint(b, int64(ks.slices[i].start))
 		b = c.AppendAcc(b, ks.slices[i].acc)
 	}
+	// Composite trigger states, after the rest, only when a window has
+	// one: a key of a job without a composite trigger is written, and
+	// read, as before they were.
+	n := 0
+	for i := range ks.wins {
+		if m := ks.wins[i].more; m != nil && m.trg != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return b
+	}
+	b = enc.AppendUvarint(b, uint64(n))
+	for i := range ks.wins {
+		m := ks.wins[i].more
+		if m == nil || m.trg == nil {
+			continue
+		}
+		b = enc.AppendUvarint(b, uint64(i))
+		b = enc.AppendUvarint(b, m.trg.shape)
+		b = enc.AppendUvarint(b, uint64(len(m.trg.s)))
+		for _, t := range m.trg.s {
+			b = enc.AppendBool(b, t.Finished)
+			b = enc.AppendVarint(b, t.Count)
+			b = enc.AppendVarint(b, int64(t.Deadline))
+		}
+	}
 	return b
 }
 
@@ -235,7 +285,7 @@ func (op *WindowOp[K, T, A, O]) snapshotPebble(b []byte) ([]byte, *state.Snapsho
 	if err != nil {
 		return nil, nil, err
 	}
-	b = op.appendHeader(b, snapshotPebbleVersion)
+	b = op.appendHeader(b, op.snapVersion(true))
 	return enc.AppendUvarint(b, uint64(s.inst)), snap, nil
 }
 
@@ -273,6 +323,9 @@ func Restore[K comparable, T, A, O any](ops []*WindowOp[K, T, A, O], parts [][]b
 		}
 		if hasPartlyLate(v) {
 			o0.PartlyLate += d.Varint()
+		}
+		if hasTriggerStats(v) {
+			o0.TriggerFinished += d.Varint()
 		}
 		nd := d.Items(1 << 40)
 		for range nd {
@@ -368,6 +421,9 @@ func InspectSnapshot(part []byte, dir string) (SnapshotInfo, error) {
 	d.Varint() // fired
 	d.Varint() // windows
 	if hasPartlyLate(v) {
+		d.Varint()
+	}
+	if hasTriggerStats(v) {
 		d.Varint()
 	}
 	for range d.Items(1 << 40) {
@@ -623,6 +679,25 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 		ks.slices = append(ks.slices, slice[A]{start: start, acc: c.ReadAcc(d)})
 	}
 	if d.Err() == nil && d.Len() != 0 {
+		nt := d.Items(len(ks.wins))
+		for range nt {
+			i := d.Count(len(ks.wins) - 1)
+			trg := &trgState{shape: d.Uvarint()}
+			trg.s = make([]trigger.NodeState, d.Items(1<<16))
+			for j := range trg.s {
+				trg.s[j] = trigger.NodeState{Finished: d.Bool(), Count: d.Varint(), Deadline: mtime.Time(d.Varint())}
+			}
+			if d.Err() != nil {
+				break
+			}
+			st := &ks.wins[i]
+			if st.more == nil {
+				st.more = newMore[O]()
+			}
+			st.more.trg = trg
+		}
+	}
+	if d.Err() == nil && d.Len() != 0 {
 		return enc.ErrCorrupt
 	}
 	return d.Err()
@@ -632,6 +707,20 @@ func decodeWins[K comparable, A, O any](d *enc.Decoder, ks *keyState[A, O], c Co
 // operator's strategy says now (its allowed lateness and trigger may have
 // changed since the checkpoint).
 func (op *WindowOp[K, T, A, O]) timersFor(k K, st *win[A, O]) {
+	// A composite trigger's state holds if the trigger has the same shape
+	// (its counts and delays may have changed: what was counted stays
+	// counted, a firing set stays set); another trigger starts the
+	// window's afresh.
+	if m := st.more; m != nil && m.trg != nil && (op.prog == nil || m.trg.shape != op.trgShape || len(m.trg.s) != op.prog.Len()) {
+		m.trg = nil
+	}
+	if m := st.more; op.prog != nil && m != nil && m.trg != nil {
+		for _, t := range m.trg.s {
+			if t.Deadline != trigger.NoDeadline {
+				op.pt.add(t.Deadline, newTimer(k, st.w, st.seq, tEarly))
+			}
+		}
+	}
 	if st.late {
 		op.et.add(st.w.MaxTimestamp().Add(op.lateness), newTimer(k, st.w, st.seq, tCleanup))
 	} else {

@@ -194,3 +194,81 @@ func TestRestoreDroppingTheWindows(t *testing.T) {
 		}
 	})
 }
+
+// A composite trigger's state per window (counts, a processing-time
+// deadline, finished bits) is in the checkpoint: a run stopped mid-window
+// and restored writes what a run without a stop writes, byte for byte, the
+// processing-time firing set before the stop included.
+func TestRestoreCompositeTriggerMidWindow(t *testing.T) {
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tr := trigger.Of(trigger.AfterEach(
+			trigger.OrFinally(trigger.AfterCount(2), trigger.AfterProcessingTime(time.Hour)),
+			trigger.Repeatedly(trigger.AfterFirst(trigger.AfterCount(3), trigger.AfterProcessingTime(2*time.Second))),
+		))
+		for _, s := range []window.Strategy{
+			window.NewStrategy(window.TumblingWindows(10 * time.Second)).WithLateness(time.Minute).WithTrigger(tr),
+			window.NewStrategy(window.SessionWindows(5 * time.Second)).WithLateness(time.Minute).WithTrigger(tr),
+		} {
+			// Stopped with two events counted and a firing due at 2.1 s
+			// of processing time, which fires after the restore.
+			first := []upgradeStep{proc1(100), ev1(1), ev1(2), ev1(3), ev1(4), proc1(1000)}
+			second := []upgradeStep{proc1(2500), ev1(5), proc1(3000), ev1(6), ev1(7), ev1(8), wm1(30), ev1(9), wm1(200)}
+			whole, _ := runUpgrade(t, pebble, s, nil, false, append(append([]upgradeStep(nil), first...), second...), false)
+			before, snap := runUpgrade(t, pebble, s, nil, false, first, true)
+			after, _ := runUpgrade(t, pebble, s, snap, false, second, false)
+			if before+after != whole {
+				t.Errorf("%s: stopped and restored:\n%s--\n%s\nwithout a stop:\n%s", s.Assigner, before, after, whole)
+			}
+			if !strings.Contains(after, "EARLY final=false n=4") || strings.Count(whole, "\n") < 4 {
+				t.Errorf("%s: the script fires too little to tell:\n%s", s.Assigner, whole)
+			}
+		}
+	})
+}
+
+// A job without a composite trigger writes its checkpoints as before them
+// (version 6, or 7 with a state database), which a job with one restores,
+// each window's trigger starting afresh; a job with one writes version 8
+// (or 9), which a weir of before refuses instead of misreading it.
+func TestRestoreSnapshotVersionBeforeCompositeTriggers(t *testing.T) {
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second)).WithLateness(30 * time.Second)
+		_, snap := runUpgrade(t, pebble, tumbling, nil, false, []upgradeStep{ev1(1), ev1(5), wm1(5)}, true)
+		if want := map[bool]byte{false: 6, true: 7}[pebble]; snap.state[0] != want {
+			t.Errorf("a job without a composite trigger writes version %d, want %d", snap.state[0], want)
+		}
+		composite := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterCount(2))))
+		got, snap2 := runUpgrade(t, pebble, composite, snap, false, []upgradeStep{ev1(3), ev1(4)}, true)
+		if want := "a [0,10) #1 EARLY final=false n=4\n"; got != want {
+			t.Errorf("restored into a composite trigger:\n%s\nwant:\n%s", got, want)
+		}
+		if want := map[bool]byte{false: snapshotVersion, true: snapshotPebbleVersion}[pebble]; snap2.state[0] != want {
+			t.Errorf("a job with a composite trigger writes version %d, want %d", snap2.state[0], want)
+		}
+	})
+}
+
+// A restore into a job whose composite trigger has the same shape keeps
+// what each window's trigger counted (the counts now compared with the new
+// parameters); into one of another shape, each window's trigger starts
+// afresh.
+func TestRestoreChangedCompositeTrigger(t *testing.T) {
+	bothBackends(t, func(t *testing.T, pebble bool) {
+		tumbling := window.NewStrategy(window.TumblingWindows(10 * time.Second)).WithLateness(time.Minute)
+		three := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterCount(3))))
+		before, snap := runUpgrade(t, pebble, three, nil, false, []upgradeStep{ev1(1), ev1(2)}, true)
+		if before != "" {
+			t.Fatalf("before the savepoint:\n%s", before)
+		}
+		four := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterCount(4))))
+		same, _ := runUpgrade(t, pebble, four, snap, false, []upgradeStep{ev1(5), ev1(6)}, false)
+		if want := "a [0,10) #1 EARLY final=false n=4\n"; same != want {
+			t.Errorf("the same shape:\n%s\nwant:\n%s", same, want)
+		}
+		other := tumbling.WithTrigger(trigger.Of(trigger.Repeatedly(trigger.AfterFirst(trigger.AfterCount(3), trigger.Never()))))
+		afresh, _ := runUpgrade(t, pebble, other, snap, false, []upgradeStep{ev1(5), ev1(6), ev1(7)}, false)
+		if want := "a [0,10) #1 EARLY final=false n=5\n"; afresh != want {
+			t.Errorf("another shape:\n%s\nwant:\n%s", afresh, want)
+		}
+	})
+}

@@ -98,6 +98,10 @@ type Stats struct {
 	// Windows counts windows created; Open is how many hold state now.
 	Windows int64
 	Open    int64
+	// TriggerFinished events (a subset of TooLate, or of PartlyLate when
+	// other windows took them) came for a window whose composite trigger
+	// had finished: each is a late event of window.ReasonTriggerFinished.
+	TriggerFinished int64
 	// Dropped counts too-late drops per window, across keys. An event of a
 	// sliding window too late for some of its windows is counted in each of
 	// those, even when it was added to the others. It keeps MaxDropped
@@ -124,6 +128,7 @@ type Stats struct {
 // batch, for metrics read from other goroutines while it runs.
 type liveStats struct {
 	accepted, tooLate, lateAccepted, partlyLate, panes, fired, windows, keys atomic.Int64
+	triggerFinished                                                          atomic.Int64
 	byTiming                                                                 [3]atomic.Int64
 }
 
@@ -133,6 +138,7 @@ func (op *WindowOp[K, T, A, O]) publish() {
 	l.tooLate.Store(op.TooLate)
 	l.lateAccepted.Store(op.LateAccepted)
 	l.partlyLate.Store(op.PartlyLate)
+	l.triggerFinished.Store(op.TriggerFinished)
 	l.panes.Store(op.Panes)
 	l.fired.Store(op.Fired)
 	l.windows.Store(op.Windows)
@@ -171,6 +177,16 @@ type winMore[O any] struct {
 	lastLate mtime.Time
 	// the last pane, for retractions
 	last O
+	// trg is the state of a composite trigger (trigger.Program).
+	trg *trgState
+}
+
+// trgState is a window's state of a composite trigger, with the shape of
+// the trigger (trigger.Program.Shape) it is the state of, for a restore
+// into a job whose trigger changed.
+type trgState struct {
+	shape uint64
+	s     []trigger.NodeState
 }
 
 // What a window without more has: no element counted, no firing pending,
@@ -253,7 +269,7 @@ func (op *WindowOp[K, T, A, O]) dropMore(st *win[A, O]) {
 // counted counts an element of st, for the triggers that fire early by
 // count or when an element came since the last firing.
 func (op *WindowOp[K, T, A, O]) counted(st *win[A, O]) {
-	if op.early || (st.late && op.lateCount) {
+	if op.early || op.prog != nil || (st.late && op.lateCount) {
 		op.moreOf(st).n++
 	}
 }
@@ -306,11 +322,15 @@ type WindowOp[K comparable, T, A, O any] struct {
 	gap       mtime.Time
 	slice     mtime.Time // slice length when sliding windows share slices, else 0
 	tumble    window.Tumbling
-	early     bool               // the trigger fires early
-	lateCount bool               // the trigger fires late panes by count
-	release   func(A)            // the aggregate's Releaser, if it has one
-	absorb    func(A, A) A       // the aggregate's Absorber, if it has one
-	mem       *memStore[K, A, O] // state, when in memory (a direct call in the hot path)
+	early     bool                  // the trigger fires early
+	lateCount bool                  // the trigger fires late panes by count
+	prog      *trigger.Program      // the composite trigger, if it is one
+	trgShape  uint64                // prog.Shape()
+	tctx      trigger.Ctx           // its context, reused
+	trgParts  [][]trigger.NodeState // the states of the sessions a merge merges
+	release   func(A)               // the aggregate's Releaser, if it has one
+	absorb    func(A, A) A          // the aggregate's Absorber, if it has one
+	mem       *memStore[K, A, O]    // state, when in memory (a direct call in the hot path)
 	// events and timers look ahead in mem over the events of a batch (see
 	// Runner.instance) and the timers due.
 	events, timers lookahead[K, A, O]
@@ -382,6 +402,11 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	op.tumble, _ = s.Assigner.(window.Tumbling)
 	op.early = s.Trigger.HasEarly()
 	op.lateCount = s.Trigger.Late == trigger.LateCount && !s.Trigger.FinalOnly
+	if c := s.Trigger.Composite; c != nil {
+		op.prog = trigger.Compile(*c, op.merging)
+		op.trgShape = op.prog.Shape()
+		op.early, op.lateCount = false, false
+	}
 	if r, ok := agg.(aggregate.Releaser[A]); ok {
 		op.release = r.Release
 	}
@@ -400,7 +425,7 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	op.mem = op.state.(*memStore[K, A, O])
 	// Sliding windows share work through slices, except in discarding mode,
 	// where a pane holds only what came since that window's own last firing.
-	if sl, ok := s.Assigner.(window.Sliding); ok && sl.Size > sl.Slide && s.Mode != window.Discarding {
+	if sl, ok := s.Assigner.(window.Sliding); ok && sl.Size > sl.Slide && s.Mode != window.Discarding && op.prog == nil {
 		op.slice = gcd(sl.Size, sl.Slide)
 	}
 	op.Dropped = map[window.Window]int64{}
@@ -498,7 +523,7 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		return
 	}
 	var ks *keyState[A, O]
-	accepted, late, missed := false, false, -1
+	accepted, late, missed, closed := false, false, -1, -1
 	for i, w := range op.wbuf {
 		if op.tooLate(w) {
 			op.drop(w)
@@ -508,11 +533,16 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 		if ks == nil {
 			ks = op.state.getOrCreate(key)
 		}
-		i := ks.find(w)
-		if i < 0 {
-			i = op.create(ks, key, w, op.step)
+		j := ks.find(w)
+		if j < 0 {
+			j = op.create(ks, key, w, op.step)
 		}
-		st := &ks.wins[i]
+		st := &ks.wins[j]
+		if op.prog != nil && st.finished() {
+			op.drop(w)
+			closed = i
+			continue
+		}
 		st.acc = op.add(st.acc, v)
 		op.counted(st)
 		accepted = true
@@ -520,6 +550,27 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 			late = true
 		}
 		op.onElement(key, ks, st)
+	}
+	if closed >= 0 {
+		switch {
+		case !accepted && missed < 0:
+			op.closedLate(key, ts, v, op.wbuf[closed])
+			return
+		case !accepted:
+			op.TriggerFinished++ // and too late for the others
+		default:
+			// Taken by some windows, set aside by one whose trigger
+			// finished: counted once as partly late, written with the
+			// reason of each kind of window it missed.
+			op.TriggerFinished++
+			if missed < 0 {
+				op.PartlyLate++
+			}
+			op.out = append(op.out, Out[K, T, O]{
+				Step: op.step, At: none, Kind: OutLate,
+				Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: op.wbuf[closed], Watermark: op.wm, Value: v, Reason: window.ReasonTriggerFinishedForSomeWindows, At: op.now},
+			})
+		}
 	}
 	op.account(accepted, late, key, ts, v)
 	if accepted && missed >= 0 {
@@ -602,6 +653,11 @@ func (op *WindowOp[K, T, A, O]) tumblingEvent(key K, ts mtime.Time, v T) {
 		i = op.create(ks, key, w, op.step)
 	}
 	st := &ks.wins[i]
+	if op.prog != nil && st.finished() {
+		op.drop(w)
+		op.closedLate(key, ts, v, w)
+		return
+	}
 	st.acc = op.add(st.acc, v)
 	op.counted(st)
 	op.Accepted++
@@ -971,6 +1027,10 @@ func (op *WindowOp[K, T, A, O]) remove(key K, ks *keyState[A, O], i int) {
 // onElement applies the trigger to a window that has just received an
 // element.
 func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, O]) {
+	if op.prog != nil {
+		op.compositeElement(key, ks, st)
+		return
+	}
 	t := &op.trg
 	if t.FinalOnly || (!st.late && !op.early) {
 		return
@@ -1150,6 +1210,10 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 	}
 	st := &ks.wins[i]
 	cleanupAt := st.w.MaxTimestamp().Add(op.lateness)
+	if op.prog != nil {
+		op.compositeTimer(t, r, ks, i, cleanupAt)
+		return
+	}
 	switch r.kind() {
 	case tOnTime:
 		if st.late || st.w.MaxTimestamp() != t {
@@ -1217,6 +1281,12 @@ func (op *WindowOp[K, T, A, O]) procTimer(t mtime.Time, r timerRef[K]) {
 		return
 	}
 	st := &ks.wins[i]
+	if op.prog != nil {
+		if r.kind() == tEarly {
+			op.compositeProc(t, r.key, ks, st)
+		}
+		return
+	}
 	switch r.kind() {
 	case tEarly:
 		if st.late || st.earlyAt() != t {
@@ -1280,6 +1350,11 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 	default:
 		st = op.merge(key, ks, merged)
 	}
+	if op.prog != nil && st.finished() {
+		op.drop(st.w)
+		op.closedLate(key, ts, v, st.w)
+		return
+	}
 	st.acc = op.add(st.acc, v)
 	op.counted(st)
 	op.account(true, st.late, key, ts, v)
@@ -1314,6 +1389,17 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 			early = e
 		}
 	}
+	var trg *trgState
+	if op.prog != nil {
+		// Beam's onMerge: each node's state from its parts'.
+		op.trgParts = op.trgParts[:0]
+		for _, i := range op.ibuf {
+			op.trgParts = append(op.trgParts, op.trgOf(&ks.wins[i]))
+		}
+		trg = &trgState{shape: op.trgShape, s: op.prog.New()}
+		op.prog.OnMerge(trg.s, op.trgParts, op.ctx(&win[A, O]{w: merged}, op.now))
+		clear(op.trgParts)
+	}
 	slices.Sort(op.ibuf)
 	for j := len(op.ibuf) - 1; j >= 0; j-- {
 		i, last := op.ibuf[j], len(ks.wins)-1
@@ -1333,15 +1419,164 @@ func (op *WindowOp[K, T, A, O]) merge(key K, ks *keyState[A, O], merged window.W
 			op.pt.add(early, newTimer(key, merged, m.seq, tEarly))
 		}
 	}
-	if n != 0 || early != none {
+	if n != 0 || early != none || trg != nil {
 		mm := op.moreOf(&m)
-		mm.n, mm.early = n, early
+		mm.n, mm.early, mm.trg = n, early, trg
 	}
 	op.addWin(ks, m)
 	op.Windows++
 	op.Open++
-	return &ks.wins[len(ks.wins)-1]
+	st := &ks.wins[len(ks.wins)-1]
+	if trg != nil {
+		op.setTimers(key, st)
+	}
+	return st
 }
 
 // OpenWindows is the number of windows holding state.
 func (op *WindowOp[K, T, A, O]) OpenWindows() int64 { return op.Open }
+
+// finished reports whether st's composite trigger has finished: the
+// window fires no more and takes no event.
+func (st *win[A, O]) finished() bool {
+	return st.more != nil && st.more.trg != nil && st.more.trg.s[0].Finished
+}
+
+// closedLate counts an event that came only for windows whose composite
+// trigger had finished, the last of them w, and emits it as a late event
+// of window.ReasonTriggerFinished.
+func (op *WindowOp[K, T, A, O]) closedLate(key K, ts mtime.Time, v T, w window.Window) {
+	op.TooLate++
+	op.TriggerFinished++
+	op.out = append(op.out, Out[K, T, O]{
+		Step: op.step, At: none, Kind: OutLate,
+		Late: window.LateEvent[K, T]{Key: key, Timestamp: ts, Window: w, Watermark: op.wm, Value: v, Reason: window.ReasonTriggerFinished, At: op.now},
+	})
+}
+
+// trgOf is st's composite trigger state, new if it has none.
+func (op *WindowOp[K, T, A, O]) trgOf(st *win[A, O]) []trigger.NodeState {
+	m := op.moreOf(st)
+	if m.trg == nil {
+		m.trg = &trgState{shape: op.trgShape, s: op.prog.New()}
+	}
+	return m.trg.s
+}
+
+// ctx is the composite trigger's context for st at processing time now.
+func (op *WindowOp[K, T, A, O]) ctx(st *win[A, O], now mtime.Time) *trigger.Ctx {
+	op.tctx.Now, op.tctx.EndReached = now, st.w.MaxTimestamp() <= op.wm
+	op.tctx.Timers = op.tctx.Timers[:0]
+	return &op.tctx
+}
+
+// setTimers sets the processing-time timers the composite trigger asked
+// for.
+func (op *WindowOp[K, T, A, O]) setTimers(key K, st *win[A, O]) {
+	for _, at := range op.tctx.Timers {
+		op.pt.add(at, newTimer(key, st.w, st.seq, tEarly))
+	}
+	op.tctx.Timers = op.tctx.Timers[:0]
+}
+
+// compositeElement runs the composite trigger on an element st has just
+// taken (counted in more.n), and fires if it is ready.
+func (op *WindowOp[K, T, A, O]) compositeElement(key K, ks *keyState[A, O], st *win[A, O]) {
+	s := op.trgOf(st)
+	c := op.ctx(st, op.now)
+	op.prog.OnElement(s, c)
+	op.setTimers(key, st)
+	if op.prog.ShouldFire(s, c) {
+		timing := window.Early
+		if st.late {
+			timing = window.Late
+		}
+		op.compositeFire(key, ks, st, timing, false, none, op.now)
+	}
+}
+
+// compositeFire fires st, whose composite trigger is ready (or, closing,
+// whose allowed lateness ran out): Beam's ReduceFnRunner.onTrigger. The pane
+// is written if an element came since the last one, on time (Beam's
+// on-time FIRE_ALWAYS), or when it is the last and Closing is always;
+// it is final when the trigger finished or the window closes. A finished
+// window forgets its contents and stays, empty, until its allowed lateness
+// runs out, to set aside the events that still come for it; a finished
+// session is removed at once (it reports true), as Beam forgets a closed
+// merging window: a later event starts a session of its own.
+func (op *WindowOp[K, T, A, O]) compositeFire(key K, ks *keyState[A, O], st *win[A, O], timing window.Timing, closing bool, at, emitAt mtime.Time) (removed bool) {
+	s := op.trgOf(st)
+	if op.prog.ShouldFire(s, &op.tctx) {
+		op.prog.OnFire(s, &op.tctx)
+		op.setTimers(key, st)
+	}
+	final := closing || op.prog.Finished(s)
+	if st.more.n > 0 || timing == window.OnTime || (final && op.trg.Closing == trigger.ClosingAlways) {
+		op.fire(key, ks, st, timing, final, at, emitAt)
+	}
+	st.more.n = 0
+	if final && !closing {
+		if op.merging {
+			op.remove(key, ks, ks.find(st.w))
+			return true
+		}
+		if op.release != nil {
+			op.release(st.acc)
+		}
+		st.acc = op.agg.New()
+	}
+	return false
+}
+
+// compositeTimer is eventTimer for a composite trigger.
+func (op *WindowOp[K, T, A, O]) compositeTimer(t mtime.Time, r timerRef[K], ks *keyState[A, O], i int, cleanupAt mtime.Time) {
+	st := &ks.wins[i]
+	switch r.kind() {
+	case tOnTime:
+		if st.late || st.w.MaxTimestamp() != t {
+			return
+		}
+		st.late = true
+		closing := cleanupAt <= op.wm
+		if !st.finished() {
+			s, c := op.trgOf(st), op.ctx(st, op.now)
+			switch {
+			case op.prog.ShouldFire(s, c):
+				if op.compositeFire(r.key, ks, st, window.OnTime, closing, t, op.now) {
+					return
+				}
+			case closing && (st.more.n > 0 || op.trg.Closing == trigger.ClosingAlways):
+				op.fire(r.key, ks, st, window.OnTime, true, t, op.now)
+			}
+		}
+		if closing {
+			op.remove(r.key, ks, i)
+		} else {
+			op.et.add(cleanupAt, newTimer(r.key, st.w, st.seq, tCleanup))
+		}
+	case tCleanup:
+		if !st.late || cleanupAt != t {
+			return
+		}
+		// The closing pane of a window whose trigger has not finished:
+		// always, or only if an event came since its last pane.
+		if !st.finished() && (st.count() > 0 || op.trg.Closing == trigger.ClosingAlways || st.rev == 0) {
+			op.fire(r.key, ks, st, window.Late, true, t, op.now)
+		}
+		op.remove(r.key, ks, i)
+	}
+}
+
+// compositeProc is a processing-time timer of a composite trigger at t.
+func (op *WindowOp[K, T, A, O]) compositeProc(t mtime.Time, key K, ks *keyState[A, O], st *win[A, O]) {
+	if st.finished() || st.more == nil || st.more.trg == nil {
+		return
+	}
+	if op.prog.ShouldFire(st.more.trg.s, op.ctx(st, t)) {
+		timing := window.Early
+		if st.late {
+			timing = window.Late
+		}
+		op.compositeFire(key, ks, st, timing, false, t, t)
+	}
+}

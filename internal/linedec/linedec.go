@@ -1,7 +1,8 @@
 // Package linedec holds the rules by which weir reads the times of an input
 // line, in the one order every reader applies them: the arrival time, a
 // watermark line, the event time (a field, or the record's own timestamp),
-// its plausibility, the arrival's own faults, and max_future. weir run
+// its correction by the device's send time, its plausibility, the arrival's
+// own faults, and max_future. weir run
 // (package job) and weir lateness both classify a line with it, so that a
 // line is an event, a watermark line or a rejected line, for the same
 // reason, in both.
@@ -31,6 +32,8 @@ const (
 	Future       = "future_event_time"
 	NoArrival    = "no_arrival_time"
 	BadArrival   = "bad_arrival_time"
+	NoSent       = "no_sent_time"
+	BadSent      = "bad_sent_time"
 	BadWatermark = "bad_watermark"
 )
 
@@ -45,6 +48,13 @@ type Rules struct {
 	// Arrival is the arrival-time field; without one a line arrives at the
 	// processing time it is read at.
 	Arrival []string
+	// Sent, when set, is the field of the time the device sent the line,
+	// on the device's own clock, as the event time is: the event time is
+	// corrected for the device's clock by it, to the arrival less how long
+	// before sending the event happened (Time + Arrival - Sent), as
+	// analytics pipelines correct a phone whose clock is off. A line
+	// without a valid send time is rejected (NoSent, BadSent).
+	Sent []string
 	// Watermark is the field of a watermark line (watermark.from_field): a
 	// line that has it and not the event-time field moves a scripted
 	// watermark. Nil: no watermark lines.
@@ -82,6 +92,11 @@ type Times struct {
 	HasArrival bool
 	Time       mtime.Time // an Event's event time
 	Watermark  mtime.Time // a Watermark line's watermark
+	// Sent is the line's send time (Rules.Sent), read with Time; SentFault
+	// is NoSent or BadSent when it could not be (Check rejects the line
+	// for it).
+	Sent      mtime.Time
+	SentFault string
 }
 
 // Read classifies the JSON object v by its times, into t (which it sets
@@ -147,15 +162,41 @@ func (r *Rules) Read(t *Times, v *fastjson.Value, now, recordTS mtime.Time) {
 			return
 		}
 		t.Time = ts
+		if r.Sent != nil {
+			if s := source.Get(v, r.Sent); s == nil {
+				t.SentFault = NoSent
+			} else if st, ok := source.Time(s); !ok {
+				t.SentFault = BadSent
+			} else {
+				t.Sent = st
+			}
+		}
 	}
 	r.Check(t, arrival)
 }
 
 // Check applies the rules that follow the event time's reading to t, whose
-// Time and Arrival are read (by Read, or by a reader of CSV or Parquet):
-// plausibility, then the arrival's fault (arrival, "" when none), then
-// max_future. It makes t an Event or a Rejected line.
+// Time and Arrival (and with Rules.Sent, Sent or SentFault) are read (by
+// Read, or by a reader of CSV or Parquet): the send time's fault and the
+// correction by it, plausibility, then the arrival's fault (arrival, ""
+// when none), then max_future. It makes t an Event or a Rejected line.
 func (r *Rules) Check(t *Times, arrival string) {
+	if r.Sent != nil && !r.RecordTime && !r.Ingestion {
+		if t.SentFault != "" {
+			t.reject(t.SentFault, "")
+			return
+		}
+		if arrival == "" {
+			d := t.Arrival - t.Sent
+			if (t.Arrival >= t.Sent) != (d >= 0) { // overflowed
+				d = mtime.MaxTime
+				if t.Arrival < t.Sent {
+					d = mtime.MinTime
+				}
+			}
+			t.Time = t.Time.Add(d)
+		}
+	}
 	switch {
 	case t.Time < source.PlausibleFrom:
 		t.reject(Implausible, "")

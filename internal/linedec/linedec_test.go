@@ -103,3 +103,41 @@ func TestReadIngestionTime(t *testing.T) {
 		t.Errorf("the clock's arrival: %s, want %s", got, want)
 	}
 }
+
+// With a send time, an event time is corrected for the device's clock: the
+// arrival less how long before sending the event happened (a phone 10
+// minutes behind sends an event of 11:50:00 at 11:50:05 by its clock, which
+// arrives at 12:00:06: it happened at 12:00:01). A line without a valid
+// send time is rejected for it, after the event time's own faults; the
+// arrival's fault comes after the send time's, as it does after the event
+// time's, and leaves the time as read.
+func TestReadSentTime(t *testing.T) {
+	const t0 = mtime.Time(1788782400000) // 2026-09-07T12:00:00Z
+	r := Rules{Time: []string{"ts"}, Arrival: []string{"arr"}, Sent: []string{"sent"}, MaxFuture: 60_000}
+	for line, want := range map[string]string{
+		`{"ts":"2026-09-07T11:50:00Z","sent":"2026-09-07T11:50:05Z","arr":"2026-09-07T12:00:06Z"}`: "event 1788782401000 arrived 1788782406000",
+		`{"ts":1788782400000,"sent":1788782400000,"arr":1788782400500}`:                            "event 1788782400500 arrived 1788782400500",
+		// A clock ahead: the event is brought back, and max_future does not reject it.
+		`{"ts":"2026-09-07T13:00:00Z","sent":"2026-09-07T13:00:01Z","arr":"2026-09-07T12:00:02Z"}`: "event 1788782401000 arrived 1788782402000",
+		`{"ts":1788782400000,"arr":1788782400500}`:                                                 "rejected no_sent_time  arrived 1788782400500",
+		`{"ts":1788782400000,"sent":"when?","arr":1788782400500}`:                                  "rejected bad_sent_time  arrived 1788782400500",
+		`{"ts":"x","sent":"when?","arr":1788782400500}`:                                            "rejected bad_event_time  arrived 1788782400500",
+		`{"ts":1788782400000,"sent":"when?"}`:                                                      "rejected bad_sent_time  (no arrival)",
+		`{"ts":1788782400000,"sent":1788782400000,"arr":"soon"}`:                                   "rejected bad_arrival_time  (no arrival)",
+		// A send time far behind the event's own makes it a future one.
+		`{"ts":1788782400000,"sent":946684800001,"arr":1788782400000}`: "rejected future_event_time  arrived 1788782400000",
+	} {
+		v, err := fastjson.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := read(&r, v, 7, mtime.MinTime); got != want {
+			t.Errorf("%s: %s, want %s", line, got, want)
+		}
+	}
+	// A record timestamp or ingestion time is not corrected.
+	r = Rules{RecordTime: true, Sent: []string{"sent"}}
+	if got, want := read(&r, fastjson.MustParse(`{"sent":1}`), t0+5, t0), "event 1788782400000 arrived 1788782400005"; got != want {
+		t.Errorf("record time: %s, want %s", got, want)
+	}
+}

@@ -1,0 +1,102 @@
+package job
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// triggerPanes reads a JSON lines output of panes as "start #rev TIMING n=N
+// final=F" lines.
+func triggerPanes(t *testing.T, dir, file string) []string {
+	t.Helper()
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(read(t, dir, file)), "\n") {
+		var p struct {
+			Start  string `json:"window_start"`
+			Rev    int    `json:"revision"`
+			Timing string `json:"timing"`
+			Final  bool   `json:"final"`
+			N      int    `json:"n"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s #%d %s n=%d final=%v", p.Start[11:19], p.Rev, p.Timing, p.N, p.Final))
+	}
+	return got
+}
+
+// A composite trigger from the job file: early and late firings every two
+// events around the watermark, and no closing pane that repeats the last
+// (Beam's AfterWatermark.pastEndOfWindow().withEarlyFirings(
+// AfterPane.elementCountAtLeast(2)).withLateFirings(
+// AfterPane.elementCountAtLeast(2)) with FIRE_IF_NON_EMPTY).
+func TestCompositeTriggerJob(t *testing.T) {
+	dir, sum := runJob(t, `
+source: {file: input.jsonl}
+time: {field: ts}
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 10s}
+allowed_lateness: 1m
+trigger: {after_watermark: {early: {count: 2}, late: {count: 2}}, closing: if_changed}
+aggregates: {n: count}
+output: out.jsonl
+`, lines(
+		`{"ts":"2026-09-01T00:00:01Z"}`, `{"ts":"2026-09-01T00:00:02Z"}`, // early, n=2
+		`{"ts":"2026-09-01T00:00:03Z"}`, `{"ts":"2026-09-01T00:00:12Z"}`, // on time, n=3
+		`{"ts":"2026-09-01T00:00:04Z"}`, `{"ts":"2026-09-01T00:00:05Z"}`, // late, n=5
+		`{"ts":"2026-09-01T00:01:40Z"}`, // closes [0, 10) with no pane: nothing since
+	))
+	want := []string{
+		"00:00:00 #1 EARLY n=2 final=false",
+		"00:00:00 #2 ON_TIME n=3 final=false",
+		"00:00:00 #3 LATE n=5 final=false",
+		"00:00:10 #1 ON_TIME n=1 final=true",
+		"00:01:40 #1 ON_TIME n=1 final=true",
+	}
+	if got := triggerPanes(t, dir, "out.jsonl"); strings.Join(got, "\n") != strings.Join(want, "\n") || sum.LateAccepted != 2 {
+		t.Errorf("panes:\n%s\nwant\n%s\nlate accepted %d", strings.Join(got, "\n"), strings.Join(want, "\n"), sum.LateAccepted)
+	}
+}
+
+// A window whose trigger finished takes no more events, as in Beam: with
+// after_watermark and no late firings, a late event within the allowed
+// lateness goes to the late output as trigger_finished and is counted too
+// late; the summary still balances.
+func TestCompositeTriggerFinishedJob(t *testing.T) {
+	dir, sum := runJob(t, `
+source: {file: input.jsonl}
+time: {field: ts}
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 10s}
+allowed_lateness: 1m
+trigger: {or_finally: {trigger: {repeatedly: {count: 2}}, until: {after_watermark: {}}}}
+aggregates: {n: count}
+output: out.jsonl
+late_output: late.jsonl
+`, lines(
+		`{"ts":"2026-09-01T00:00:01Z"}`, `{"ts":"2026-09-01T00:00:02Z"}`, // early, n=2
+		`{"ts":"2026-09-01T00:00:03Z"}`, `{"ts":"2026-09-01T00:00:12Z"}`, // on time, final
+		`{"ts":"2026-09-01T00:00:04Z"}`, // the window's trigger finished
+	))
+	want := []string{
+		"00:00:00 #1 EARLY n=2 final=false",
+		"00:00:00 #2 ON_TIME n=3 final=true",
+		"00:00:10 #1 ON_TIME n=1 final=true",
+	}
+	if got := triggerPanes(t, dir, "out.jsonl"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("panes:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	late := read(t, dir, "late.jsonl")
+	if strings.Count(late, "\n") != 1 || !strings.Contains(late, `"reason":"trigger_finished"`) || !strings.Contains(late, `"2026-09-01T00:00:04`) {
+		t.Errorf("late output:\n%s", late)
+	}
+	if sum.Read != 5 || sum.Accepted != 4 || sum.TooLate != 1 || sum.TriggerFinished != 1 {
+		t.Errorf("read %d, accepted %d, too late %d (%d trigger finished)", sum.Read, sum.Accepted, sum.TooLate, sum.TriggerFinished)
+	}
+	if text := sum.Text(); !strings.Contains(text, "1 too late (1 for windows whose trigger had finished)") {
+		t.Errorf("summary: %s", text)
+	}
+}
