@@ -1,6 +1,7 @@
 package weir
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
@@ -30,9 +31,11 @@ type Timestamped[T any] struct {
 	ts   func(T) mtime.Time
 	wm   watermark.Strategy
 	part func(T) int
-	// id and horizon: the de-duplication of the aggregations it feeds.
+	// id and horizon: the de-duplication of the aggregations it feeds;
+	// version, when set, versions the elements (Versioned).
 	id      func(T) string
 	horizon mtime.Time
+	version func(T) int64
 }
 
 // WithTimestamps gives every element its event time, ts(v) in milliseconds
@@ -77,6 +80,31 @@ func (t Timestamped[T]) Deduplicated(horizon time.Duration, id func(T) string) T
 		return t
 	}
 	t.id, t.horizon = id, mtime.Millis(horizon)
+	return t
+}
+
+// Versioned makes the elements of a Deduplicated stream versioned, as a
+// job file's version_field does: of two elements with one id within the
+// horizon, the one with the higher version(v) replaces the other in the
+// results of the aggregations the stream feeds (the earlier one is taken
+// back out of its windows, which fire again as for a late element, and the
+// new one added); the same version again is a duplicate; a lower version
+// arriving after a higher one goes to the late events with the reason
+// superseded, and a revision whose earlier version's windows, or its own,
+// are past their allowed lateness with the reason revision_too_late (the
+// results keep the earlier version). Each is counted in the status.
+//
+// Taking an element back out needs an aggregate that can
+// (aggregate.Retracter: Count, Sum, Avg), windows that are not sessions,
+// and an element type and key type that round-trip through encoding/json:
+// the de-duplication state keeps the version applied, as JSON, to withdraw
+// it. Aggregate refuses a versioned stream otherwise.
+func (t Timestamped[T]) Versioned(version func(T) int64) Timestamped[T] {
+	if version == nil || t.id == nil {
+		t.s.p.fail("Versioned: expected a version function, on a Deduplicated stream")
+		return t
+	}
+	t.version = version
 	return t
 }
 
@@ -147,6 +175,12 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	if t.id != nil {
 		op.Dedup = &plan.Dedup{Field: "function", Horizon: t.horizon}
 	}
+	if t.version != nil {
+		op.Dedup.Version = "function"
+		if !aggregate.CanRetract(f) || w.s.Assigner.Merging() || w.s.Trigger.Composite != nil {
+			p.fail("aggregation %s: a Versioned stream needs an aggregate that can take an element back out (aggregate.Retracter: Count, Sum, Avg; %T cannot), windows that are not sessions and a trigger that is not composite (which may finish a window)", label, f)
+		}
+	}
 	agg := &aggNode[K, T, A, O]{label: label, strategy: w.s, t: t, key: w.k.key, f: f, batch: p.o.batchSize,
 		panes: panes, late: late, in: later[T](t.s.n)}
 	p.add(&plan.Node{ID: node, Label: "aggregation " + label, Inputs: []plan.Input{t.s.from}, Op: op, Impl: agg})
@@ -188,22 +222,26 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 	if op.Dedup != nil {
 		hc.Dedup = state.NewMemoryDedup(op.Dedup.Horizon)
 	}
+	if a.t.version != nil {
+		hc.Versions = jsonVersions[K, T]()
+	}
 	h, err := engine.NewHead(e, hc)
 	if err != nil {
 		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
 	}
 	c.SetInput(h)
-	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id}
+	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, version: a.t.version}
 	return nil
 }
 
 // stageInput feeds an aggregation's head from its input stream.
 type stageInput[K comparable, T any] struct {
-	h    *engine.Head[K, T]
-	ts   func(T) mtime.Time
-	key  func(T) K
-	part func(T) int
-	id   func(T) string
+	h       *engine.Head[K, T]
+	ts      func(T) mtime.Time
+	key     func(T) K
+	part    func(T) int
+	id      func(T) string
+	version func(T) int64
 }
 
 func (s *stageInput[K, T]) Push(v T) {
@@ -217,7 +255,38 @@ func (s *stageInput[K, T]) Push(v T) {
 		str := s.id(v)
 		id = unsafe.Slice(unsafe.StringData(str), len(str))
 	}
+	if s.version != nil {
+		s.h.VersionedElement(part, s.key(v), s.ts(v), id, s.version(v), v)
+		return
+	}
 	s.h.Element(part, s.key(v), s.ts(v), id, v)
+}
+
+// kept is what the de-duplication state of a Versioned stream keeps of
+// the version it applied: its key and element, as JSON.
+type kept[K comparable, T any] struct {
+	Key   K
+	Value T
+}
+
+// jsonVersions keeps the version applied as JSON (Versioned).
+func jsonVersions[K comparable, T any]() *engine.Versions[K, T] {
+	return &engine.Versions[K, T]{
+		Keep: func(b []byte, k K, v T) []byte {
+			x, err := json.Marshal(kept[K, T]{k, v})
+			if err != nil {
+				return b // Back says so
+			}
+			return append(b, x...)
+		},
+		Back: func(b []byte) (K, T, error) {
+			var x kept[K, T]
+			if err := json.Unmarshal(b, &x); err != nil {
+				return x.Key, x.Value, fmt.Errorf("the element applied cannot be read back: its type must round-trip through encoding/json (Versioned): %w", err)
+			}
+			return x.Key, x.Value, nil
+		},
+	}
 }
 
 func (s *stageInput[K, T]) Signal(sg engine.Signal) { s.h.Signal(sg) }

@@ -35,6 +35,23 @@ type Releaser[A any] interface {
 	Release(acc A)
 }
 
+// Retracter is an optional method of a Func whose accumulator can take an
+// event back out: Retract(Add(acc, v), v) holds what acc held. A window
+// stage withdraws with it the earlier version of a revised event (a job's
+// version_field, Timestamped.Versioned). Count, Sum and Avg have it; Min and
+// Max cannot (the extreme withdrawn leaves no trace of the one before it),
+// nor CountDistinct (its set does not count how many events gave a value).
+type Retracter[T, A any] interface {
+	Retract(acc A, v T) A
+}
+
+// CanRetract reports whether f can take events back out of its
+// accumulators.
+func CanRetract[T, A, O any](f Func[T, A, O]) bool {
+	_, ok := f.(Retracter[T, A])
+	return ok
+}
+
 // Of builds a Func from four functions.
 func Of[T, A, O any](newAcc func() A, add func(A, T) A, merge func(A, A) A, result func(A) O) Func[T, A, O] {
 	return funcs[T, A, O]{newAcc, add, merge, result}
@@ -67,6 +84,9 @@ func (count[T]) Add(acc int64, _ T) int64 { return acc + 1 }
 func (count[T]) Merge(a, b int64) int64   { return a + b }
 func (count[T]) Result(acc int64) int64   { return acc }
 
+// Retract implements Retracter.
+func (count[T]) Retract(acc int64, _ T) int64 { return acc - 1 }
+
 // Sum adds up f of each event.
 func Sum[T any, N Number](f func(T) N) Func[T, N, N] { return sum[T, N]{f} }
 
@@ -76,6 +96,9 @@ func (sum[T, N]) New() N             { return 0 }
 func (s sum[T, N]) Add(acc N, v T) N { return acc + s.f(v) }
 func (sum[T, N]) Merge(a, b N) N     { return a + b }
 func (sum[T, N]) Result(acc N) N     { return acc }
+
+// Retract implements Retracter.
+func (s sum[T, N]) Retract(acc N, v T) N { return acc - s.f(v) }
 
 // Extreme is the accumulator of Min and Max: the value, and whether any event
 // was seen (a discarding pane can be empty).
@@ -131,6 +154,14 @@ func (a avg[T, N]) Add(acc Mean, v T) Mean {
 	acc.Count++
 	return acc
 }
+
+// Retract implements Retracter.
+func (a avg[T, N]) Retract(acc Mean, v T) Mean {
+	acc.Sum -= float64(a.f(v))
+	acc.Count--
+	return acc
+}
+
 func (avg[T, N]) Merge(a, b Mean) Mean { return Mean{a.Sum + b.Sum, a.Count + b.Count} }
 func (avg[T, N]) Result(acc Mean) float64 {
 	if acc.Count == 0 {

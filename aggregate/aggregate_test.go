@@ -96,3 +96,45 @@ func BenchmarkCountAdd(b *testing.B) {
 		acc = f.Add(acc, i)
 	}
 }
+
+func TestRetract(t *testing.T) {
+	vs := []int{4, -2, 9, 4, 7}
+	// Adding every value, then taking 9 and -2 back, is adding the rest.
+	check := func(name string, got, want any) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s: retracted %v, want %v", name, got, want)
+		}
+	}
+	cnt := Count[int]()
+	c := cnt.New()
+	for _, v := range vs {
+		c = cnt.Add(c, v)
+	}
+	r := cnt.(Retracter[int, int64])
+	check("count", cnt.Result(r.Retract(r.Retract(c, 9), -2)), run(cnt, 4, 4, 7))
+	sm := Sum(id)
+	s := sm.New()
+	for _, v := range vs {
+		s = sm.Add(s, v)
+	}
+	rs := sm.(Retracter[int, int])
+	check("sum", sm.Result(rs.Retract(rs.Retract(s, 9), -2)), run(sm, 4, 4, 7))
+	av := Avg(id)
+	a := av.New()
+	for _, v := range vs {
+		a = av.Add(a, v)
+	}
+	ra := av.(Retracter[int, Mean])
+	check("avg", av.Result(ra.Retract(ra.Retract(a, 9), -2)), run(av, 4, 4, 7))
+	for name, ok := range map[string]bool{
+		"min": CanRetract(Min(id)), "max": CanRetract(Max(id)), "count_distinct": CanRetract(CountDistinct(id)),
+	} {
+		if ok {
+			t.Errorf("%s claims it can retract", name)
+		}
+	}
+	if !CanRetract(Count[int]()) || !CanRetract(Sum(id)) || !CanRetract(Avg(id)) {
+		t.Error("count, sum and avg cannot retract")
+	}
+}

@@ -13,7 +13,8 @@ import (
 // Metric names, as /metrics serves them and the alert rules use them. Every
 // metric has the label job (the job's name).
 const (
-	MetricRecords          = "weir_records_total"                     // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined, lost, filtered
+	MetricRecords          = "weir_records_total"                     // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined, lost, filtered, superseded, revision_too_late
+	MetricRevisions        = "weir_revisions_total"                   // counter: versioned records that replaced their earlier version
 	MetricQuarantined      = "weir_quarantined_total"                 // counter, by reason
 	MetricLateAccepted     = "weir_late_records_accepted_total"       // counter: late, within the allowed lateness
 	MetricLateDropped      = "weir_late_records_dropped_total"        // counter: too late (Flink's numLateRecordsDropped)
@@ -119,7 +120,7 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string,
 		ch <- prometheus.MustNewConstMetric(d, t, v, labels...)
 	}
 	cnt := st.Counts
-	rec := desc(MetricRecords, "Records, by outcome: every record read is accepted, a duplicate, too late, filtered out (a where) or quarantined; lost counts those a source skipped (deleted before they were read, on_gap: skip)", "outcome")
+	rec := desc(MetricRecords, "Records, by outcome: every record read is accepted, a duplicate, too late, filtered out (a where), superseded or a revision too late (version_field), or quarantined; lost counts those a source skipped (deleted before they were read, on_gap: skip)", "outcome")
 	put(rec, prometheus.CounterValue, float64(cnt.Accepted), "accepted")
 	put(rec, prometheus.CounterValue, float64(cnt.Duplicates), "duplicate")
 	put(rec, prometheus.CounterValue, float64(cnt.TooLate), "too_late")
@@ -127,6 +128,12 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string,
 	put(rec, prometheus.CounterValue, float64(cnt.Quarantined), "quarantined")
 	put(rec, prometheus.CounterValue, float64(cnt.Lost), "lost")
 	put(rec, prometheus.CounterValue, float64(cnt.Filtered), "filtered")
+	// A versioned job's (version_field): an older version arriving after a
+	// newer one, and a revision that could not replace its earlier
+	// version, each set aside in the late output.
+	put(rec, prometheus.CounterValue, float64(cnt.Superseded), "superseded")
+	put(rec, prometheus.CounterValue, float64(cnt.RevisionsTooLate), "revision_too_late")
+	put(desc(MetricRevisions, "Records of a versioned job that replaced their earlier version in the results (a part of the accepted)"), prometheus.CounterValue, float64(cnt.Revisions))
 	q := desc(MetricQuarantined, "Records quarantined, by reason", "reason")
 	for r, n := range cnt.QuarantineReasons {
 		put(q, prometheus.CounterValue, float64(n), r)

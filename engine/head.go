@@ -60,6 +60,9 @@ type Decoded[K comparable, T any] struct {
 	// de-duplicated, then counted as filtered, and never moves the
 	// watermark.
 	Filtered bool
+	// Version is the version of an Event of a head with Versions: of two
+	// events with one ID, the higher version revises the lower.
+	Version int64
 }
 
 // Decoder turns records into events: it parses and validates them. It runs
@@ -142,6 +145,18 @@ type Target[K comparable, T any] interface {
 	Observe(part int, ts mtime.Time)
 	AddPartition(part int, now mtime.Time)
 	SetBacklog(part int, backlog int64, now mtime.Time)
+	// Withdraw takes an event back out of its windows (the earlier
+	// version of a revised event), firing them as the trigger says of an
+	// event, or, without fire, not (the new version comes next, to the
+	// same key and windows: they fire once); SameWindows says whether
+	// events at a and b belong to the same windows; Open whether every
+	// window of an event at ts can still take it or give it back;
+	// CanWithdraw whether the stage can withdraw at all (its aggregate
+	// and windows).
+	Withdraw(key K, ts mtime.Time, v T, fire bool)
+	SameWindows(a, b mtime.Time) bool
+	Open(ts mtime.Time) bool
+	CanWithdraw() bool
 	SetFloor(w mtime.Time)
 	Advance(now mtime.Time)
 	SetWatermark(w mtime.Time)
@@ -191,12 +206,32 @@ type HeadConfig[K comparable, T any] struct {
 	// which the watermark follows while every partition is idle
 	// (watermark.Tracker.SetFloor).
 	GroupWatermark func(own mtime.Time, idle bool) mtime.Time
+	// Versions, with Dedup, makes the events versioned: see Versions.
+	Versions *Versions[K, T]
 	// Decoders is how many goroutines decode a batch of records, when the
 	// Decoder is a ForkingDecoder: the source loop and Decoders-1 others,
 	// each with a fork. The records are still applied one by one in
 	// arrival order, so the output does not depend on it. 0 or 1: the
 	// source loop decodes alone.
 	Decoders int
+}
+
+// Versions says how a head keeps what withdrawing an event needs, for
+// versioned events: of two events with one id within the de-duplication
+// horizon, the one with the higher version (Decoded.Version) is a revision
+// of the other, and replaces it in the results: the head withdraws the
+// earlier version from its windows (Target.Withdraw) and sends the new one,
+// when every window of either can still take it (Target.Open); else the
+// revision is set aside as window.ReasonRevisionTooLate, and the results
+// keep the earlier version. An event of the same version is a duplicate;
+// one of a lower version is set aside as window.ReasonSuperseded. The head
+// remembers, with each id (state.Dedup.Remember), the version applied, its
+// event time and what Keep writes of it.
+type Versions[K comparable, T any] struct {
+	// Keep appends what withdrawing the event v of key needs of it (its
+	// key and the values its aggregates read); Back reads it back.
+	Keep func(b []byte, key K, v T) []byte
+	Back func(b []byte) (K, T, error)
 }
 
 // Head is the first stage of a keyed job: decode and validate, account,
@@ -225,6 +260,7 @@ type Head[K comparable, T any] struct {
 	// forgot its ids (with a shorter horizon than this job's): an event at
 	// or before it is beyond the de-duplication horizon.
 	forgotten mtime.Time
+	vbuf      []byte // the value a versioned head remembers
 
 	c Counts
 }
@@ -247,12 +283,19 @@ type Accounting struct {
 	Quarantined        int64 `json:"quarantined"`
 	// Filtered counts the events a job's where kept out of its windows.
 	Filtered int64 `json:"filtered,omitempty"`
+	// Superseded counts the events of a versioned job whose version is
+	// lower than the one applied: set aside, never applied.
+	Superseded int64 `json:"superseded,omitempty"`
+	// RevisionsTooLate counts the revisions of a versioned job that could
+	// not be applied, a window of the earlier version or of their own
+	// being past its allowed lateness: set aside.
+	RevisionsTooLate int64 `json:"revisions_too_late,omitempty"`
 }
 
 // InFlight is what was read but is not accounted for: the events read and
 // not yet taken by the windows.
 func (a Accounting) InFlight() int64 {
-	return a.Read - (a.Accepted + a.Duplicates + a.TooLate + a.BeyondDedupHorizon + a.Quarantined + a.Filtered)
+	return a.Read - (a.Accepted + a.Duplicates + a.TooLate + a.BeyondDedupHorizon + a.Quarantined + a.Filtered + a.Superseded + a.RevisionsTooLate)
 }
 
 // Balanced says whether every record read is accounted for.
@@ -266,6 +309,10 @@ type Counts struct {
 	Accounting
 	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 	LateAccepted      int64            `json:"late_accepted"`
+	// Revisions counts the revisions of a versioned job that were
+	// applied (Versions): each replaced its earlier version, and is in
+	// Accepted (or Filtered) as the event it is.
+	Revisions int64 `json:"revisions,omitempty"`
 	// LateForSomeWindows counts the accepted events that were too late
 	// for some of their windows (a sliding window's earlier ones): each
 	// is in the late events too.
@@ -321,6 +368,9 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 			ah, _ := f.(Aheader)
 			h.forks = append(h.forks, forkedDecoder[K, T]{d: f, ahead: ah})
 		}
+	}
+	if cfg.Versions != nil && (cfg.Dedup == nil || !cfg.Window.CanWithdraw()) {
+		return nil, fmt.Errorf("engine: head %s: versioned events need a de-duplication and windows that can withdraw an event (an aggregate.Retracter, windows that are not sessions)", cfg.Name)
 	}
 	if data := p.File(""); data != nil {
 		if err := h.restore(data); err != nil {
@@ -439,6 +489,14 @@ func (h *Head[K, T]) Record(r *connector.Record) {
 func (h *Head[K, T]) Element(part int, key K, ts mtime.Time, id []byte, v T) {
 	d := &h.dec
 	*d = Decoded[K, T]{Kind: Event, Time: ts, Key: key, ID: id, Partition: part, Value: v, Arrival: mtime.MinTime}
+	h.apply(&noRecord, d)
+}
+
+// VersionedElement is Element for a head with Versions: the element's
+// version orders it among those of its id.
+func (h *Head[K, T]) VersionedElement(part int, key K, ts mtime.Time, id []byte, version int64, v T) {
+	d := &h.dec
+	*d = Decoded[K, T]{Kind: Event, Time: ts, Key: key, ID: id, Partition: part, Value: v, Arrival: mtime.MinTime, Version: version}
 	h.apply(&noRecord, d)
 }
 
@@ -569,6 +627,8 @@ func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 			// Its id would have expired: a duplicate cannot be told.
 			h.c.BeyondDedupHorizon++
 			w.Aside(part, d.Key, d.Time, d.Value, window.ReasonBeyondDedupHorizon)
+		case h.cfg.Versions != nil:
+			h.versioned(part, d)
 		case h.cfg.Dedup.Seen(d.ID, d.Time, w.Watermark()):
 			h.c.Duplicates++
 			w.Observe(part, d.Time)
@@ -584,6 +644,92 @@ func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 	if h.cfg.Dedup != nil {
 		h.cfg.Dedup.Expire(w.Watermark())
 	}
+}
+
+// versioned applies an event of a versioned head (see Versions).
+func (h *Head[K, T]) versioned(part int, d *Decoded[K, T]) {
+	w, dd, vs := h.cfg.Window, h.cfg.Dedup, h.cfg.Versions
+	wm := w.Watermark()
+	val, live := dd.Lookup(d.ID, wm)
+	if live && val == nil {
+		// Remembered by a run without versions: neither its version nor
+		// what to withdraw is known, so it is a duplicate, as it was.
+		h.c.Duplicates++
+		w.Observe(part, d.Time)
+		return
+	}
+	var old version
+	if live {
+		var err error
+		if old, err = readVersion(val); err != nil {
+			h.e.Fail(fmt.Errorf("de-duplication state: the version of an id: %w", err))
+			return
+		}
+		switch {
+		case d.Version == old.v:
+			h.c.Duplicates++
+			w.Observe(part, d.Time)
+			return
+		case d.Version < old.v:
+			h.c.Superseded++
+			w.Aside(part, d.Key, d.Time, d.Value, window.ReasonSuperseded)
+			return
+		}
+		if (old.kept != nil && !w.Open(old.t)) || (!d.Filtered && !w.Open(d.Time)) {
+			h.c.RevisionsTooLate++
+			w.Aside(part, d.Key, d.Time, d.Value, window.ReasonRevisionTooLate)
+			return
+		}
+		if old.kept != nil {
+			key, v, err := vs.Back(old.kept)
+			if err != nil {
+				h.e.Fail(fmt.Errorf("de-duplication state: the earlier version of an id: %w", err))
+				return
+			}
+			// Into the same key's same windows, the two make one change:
+			// the windows fire once, with the new version in place of
+			// the old.
+			same := !d.Filtered && key == d.Key && w.SameWindows(old.t, d.Time)
+			w.Withdraw(key, old.t, v, !same)
+		}
+		h.c.Revisions++
+	}
+	// The version applied, with what withdrawing it needs.
+	h.vbuf = appendVersion(h.vbuf[:0], d.Version, d.Time, !d.Filtered)
+	if !d.Filtered {
+		h.vbuf = vs.Keep(h.vbuf, d.Key, d.Value)
+	}
+	dd.Remember(d.ID, d.Time.Add(dd.Horizon()), h.vbuf)
+	if d.Filtered {
+		h.c.Filtered++
+		return
+	}
+	w.Event(part, d.Key, d.Time, d.Value)
+}
+
+// version is what a versioned head remembers of an id: the version
+// applied, its event time, and, when it was windowed (not filtered), what
+// withdrawing it needs (Versions.Keep).
+type version struct {
+	v    int64
+	t    mtime.Time
+	kept []byte
+}
+
+func appendVersion(b []byte, v int64, t mtime.Time, windowed bool) []byte {
+	b = enc.AppendVarint(b, v)
+	b = enc.AppendVarint(b, int64(t))
+	return enc.AppendBool(b, windowed)
+}
+
+func readVersion(b []byte) (version, error) {
+	d := enc.NewDecoder(b)
+	var x version
+	x.v, x.t = d.Varint(), mtime.Time(d.Varint())
+	if d.Bool() {
+		x.kept = b[len(b)-d.Len():]
+	}
+	return x, d.Err()
 }
 
 // observe adds an event of partition part at event time t, read with the
@@ -658,8 +804,10 @@ func (h *Head[K, T]) ackBarrier(b *CheckpointBarrier) {
 // state with its length (a savepoint is inspected without the decoder), 6
 // the processing time (a line set aside right after a restore, before any
 // line has an arrival, is dated as in an uninterrupted run), 7 the events
-// filtered, 8 the heartbeats.
-const headVersion = 8
+// filtered, 8 the heartbeats, 9 a versioned job's counters (superseded,
+// revisions too late, revisions applied) and a value with each
+// de-duplication id (state.Dedup.Remember; an older file's ids have none).
+const headVersion = 9
 
 // appendState appends the head's state; the de-duplication ids, unless
 // idsInFiles (they are in a Pebble checkpoint beside it).
@@ -678,6 +826,9 @@ func (h *Head[K, T]) appendState(b []byte, idsInFiles bool) []byte {
 	b = enc.AppendBool(b, h.announ)
 	b = enc.AppendVarint(b, c.Filtered)
 	b = enc.AppendVarint(b, c.Heartbeats)
+	b = enc.AppendVarint(b, c.Superseded)
+	b = enc.AppendVarint(b, c.RevisionsTooLate)
+	b = enc.AppendVarint(b, c.Revisions)
 	if sd, ok := h.cfg.Decoder.(StatefulDecoder); ok {
 		b = enc.AppendBool(b, true)
 		b = enc.AppendBytes(b, sd.AppendState(nil))
@@ -759,6 +910,9 @@ func readHead(d *enc.Decoder, decoderState func(*enc.Decoder) error) (headFile, 
 	if v >= 8 {
 		c.Heartbeats = d.Varint()
 	}
+	if v >= 9 {
+		c.Superseded, c.RevisionsTooLate, c.Revisions = d.Varint(), d.Varint(), d.Varint()
+	}
 	if d.Bool() {
 		st := d
 		if v >= 5 {
@@ -821,7 +975,7 @@ func (h *Head[K, T]) restoreIDs(d *enc.Decoder, f headFile) error {
 	was, forgotten := f.horizon, f.forgotten
 	if dd == nil || h.e.restore.DroppedPart(h.p.name) {
 		if ids == 1 {
-			state.CountState(d)
+			state.CountState(d, v >= 9)
 		}
 		return nil
 	}
@@ -833,7 +987,7 @@ func (h *Head[K, T]) restoreIDs(d *enc.Decoder, f headFile) error {
 		}
 	}
 	if ids == 1 {
-		dd.RestoreState(d, shift)
+		dd.RestoreState(d, shift, v >= 9)
 	} else {
 		dir, err := h.e.materialize(h.p, "db.")
 		if err != nil {

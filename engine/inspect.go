@@ -224,7 +224,7 @@ func headIDs(c *checkpoint.Checkpoint, name string, decoderState func(*enc.Decod
 	case 0:
 		return -1, read, d.Err()
 	case 1:
-		n := state.CountState(d)
+		n := state.CountState(d, f.version >= 9)
 		return n, read, d.Err()
 	}
 	dir, err := materializeFiles(nil, checkpointFiles(c), name+".db.")

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
@@ -83,6 +84,9 @@ type Window[K comparable, T, A, O any] struct {
 	// restored is the number of operator instances of the checkpoint the
 	// stage was restored from, 0 when it started afresh.
 	restored int
+	// closed is the end before which an earlier run closed every window
+	// (exec.WindowOp.Closed): no window before it is open.
+	closed mtime.Time
 
 	// Panes receives the panes (retractions included), Late the events too
 	// late for all of their windows.
@@ -165,6 +169,10 @@ func NewWindow[K comparable, T, A, O any](e *Engine, cfg WindowConfig[K, T, A, O
 	if err := w.op.r.Err(); err != nil {
 		return nil, fmt.Errorf("cannot restore %s: %w", e.resumed.Path, err)
 	}
+	w.closed = mtime.MinTime
+	for _, op := range w.op.r.Ops() {
+		w.closed = max(w.closed, op.Closed())
+	}
 	if driverState != nil {
 		if err := w.op.d.RestoreState(enc.NewDecoder(driverState)); err != nil {
 			return nil, fmt.Errorf("cannot restore %s: %s: %w", e.resumed.Path, p.FileName("clock"), err)
@@ -211,6 +219,43 @@ func (w *Window[K, T, A, O]) Event(part int, key K, ts mtime.Time, v T) {
 // Aside implements Target.
 func (w *Window[K, T, A, O]) Aside(part int, key K, ts mtime.Time, v T, reason string) {
 	w.op.d.Aside(part, key, ts, v, reason)
+}
+
+// Withdraw implements Target: the event is taken back out of its windows
+// (exec.WindowOp.Withdraw), in stream order.
+func (w *Window[K, T, A, O]) Withdraw(key K, ts mtime.Time, v T, fire bool) {
+	w.op.d.Withdraw(key, ts, v, fire)
+}
+
+// SameWindows implements Target: whether events at a and b belong to the
+// same windows.
+func (w *Window[K, T, A, O]) SameWindows(a, b mtime.Time) bool {
+	as := w.cfg.Strategy.Assigner
+	return slices.Equal(as.Assign(a, nil), as.Assign(b, nil))
+}
+
+// Open implements Target: whether every window of an event at ts can
+// still take it (or give it back), the watermark being where the stage's
+// input last emitted it.
+func (w *Window[K, T, A, O]) Open(ts mtime.Time) bool {
+	s := w.cfg.Strategy
+	limit := max(w.op.d.Watermark().Add(-s.AllowedLateness), w.closed)
+	for _, x := range s.Assigner.Assign(ts, nil) {
+		if x.MaxTimestamp() <= limit {
+			return false
+		}
+	}
+	return true
+}
+
+// CanWithdraw implements Target: whether the aggregate can take an event
+// back out (aggregate.Retracter) and the windows are not sessions (a
+// session would keep the extent a withdrawn event gave it).
+func (w *Window[K, T, A, O]) CanWithdraw() bool {
+	ops := w.op.r.Ops()
+	// A composite trigger may finish a window, which then takes nothing,
+	// a withdrawal neither.
+	return len(ops) > 0 && ops[0].CanWithdraw() && !w.cfg.Strategy.Assigner.Merging() && w.cfg.Strategy.Trigger.Composite == nil
 }
 
 // Observe implements Target.

@@ -67,15 +67,21 @@ type AcceptanceSettings struct {
 	Watermark       string `json:"watermark"`
 	IDField         string `json:"id_field,omitempty"`
 	DedupHorizon    string `json:"dedup_horizon,omitempty"`
-	MaxFuture       string `json:"max_future"`
-	Aggregates      string `json:"aggregates"`
-	Having          string `json:"having,omitempty"`
+	// VersionField is the job's version_field: the highest version of an
+	// id wins within the de-duplication horizon.
+	VersionField string `json:"version_field,omitempty"`
+	MaxFuture    string `json:"max_future"`
+	Aggregates   string `json:"aggregates"`
+	Having       string `json:"having,omitempty"`
 }
 
 // AcceptanceAccounting is the accounting of every line.
 type AcceptanceAccounting struct {
 	engine.Accounting
 	LateAccepted int64 `json:"late_accepted"`
+	// Revisions counts the accepted events that replaced an earlier
+	// version (version_field).
+	Revisions int64 `json:"revisions,omitempty"`
 	// LateForSomeWindows counts accepted events too late for some of
 	// their windows.
 	LateForSomeWindows int64            `json:"late_for_some_windows"`
@@ -187,7 +193,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 	if c.FirstEventTime <= c.LastEventTime {
 		a.Input.FirstEventTime, a.Input.LastEventTime = c.FirstEventTime.String(), c.LastEventTime.String()
 	}
-	a.Accounting = AcceptanceAccounting{Accounting: sum.Accounting, LateAccepted: sum.LateAccepted,
+	a.Accounting = AcceptanceAccounting{Accounting: sum.Accounting, LateAccepted: sum.LateAccepted, Revisions: sum.Revisions,
 		LateForSomeWindows: sum.LateForSomeWindows, QuarantineReasons: sum.QuarantineReasons, Balanced: sum.Accounting.Balanced()}
 	a.TooLateByWindow = sum.TooLateByWindow
 	ck := rn.e.Checkpoints()
@@ -231,6 +237,9 @@ func NewAcceptance(j *jobfile.Job) *Acceptance {
 	s.Watermark = describeWatermark(j)
 	if j.ID != nil {
 		s.IDField, s.DedupHorizon = j.ID.String(), mtime.FormatDuration(j.DedupHorizon)
+	}
+	if j.VersionField != nil {
+		s.VersionField = j.VersionField.String() + " (the highest version wins)"
 	}
 	s.MaxFuture = "none"
 	if j.MaxFuture > 0 {
@@ -423,7 +432,7 @@ func (a *Acceptance) Markdown() string {
 	s := a.Settings
 	fmt.Fprintf(&b, "\n## Settings\n\n| setting | value |\n|---|---|\n")
 	for _, kv := range [][2]string{{"window", s.Window}, {"trigger", s.Trigger}, {"allowed lateness", s.AllowedLateness}, {"mode", s.Mode},
-		{"watermark", s.Watermark}, {"id field", s.IDField}, {"de-duplication horizon", s.DedupHorizon}, {"max future", s.MaxFuture},
+		{"watermark", s.Watermark}, {"id field", s.IDField}, {"de-duplication horizon", s.DedupHorizon}, {"version field", s.VersionField}, {"max future", s.MaxFuture},
 		{"aggregates", s.Aggregates}, {"having", s.Having}} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, "| %s | %s |\n", kv[0], kv[1])
@@ -436,6 +445,10 @@ func (a *Acceptance) Markdown() string {
 	}
 	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness%s) + %d duplicates + %d too late + %d beyond the de-duplication horizon + %d quarantined: %s.\n",
 		c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, c.BeyondDedupHorizon, c.Quarantined, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
+	if a.Settings.VersionField != "" {
+		fmt.Fprintf(&b, "\nVersions: %d revisions applied (each replacing its earlier version, in accepted or filtered), %d superseded (an older version arriving after a newer one) and %d revisions too late (their earlier version's window or their own past its allowed lateness), both in the late output and in the sum above.\n",
+			c.Revisions, c.Superseded, c.RevisionsTooLate)
+	}
 	if len(c.QuarantineReasons) > 0 {
 		keys := slices.Sorted(func(yield func(string) bool) {
 			for k := range c.QuarantineReasons {

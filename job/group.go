@@ -137,8 +137,12 @@ func (g *groupTask) Run(ctx context.Context) error {
 		// instances that ran it).
 		// A stop that could not wait for its savepoint leaves records in
 		// flight: read, not yet counted, and read again by the next run.
-		g.rn.logf("stopped at watermark %s: read %d: %d accepted, %d duplicates, %d too late, %d beyond the dedup horizon, %d quarantined, %d in flight; %d panes written",
-			sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, sum.TooLate, sum.BeyondDedupHorizon, sum.Quarantined, sum.InFlight, sum.PanesWritten)
+		versions := ""
+		if sum.Superseded > 0 || sum.RevisionsTooLate > 0 {
+			versions = fmt.Sprintf(", %d superseded, %d revisions too late", sum.Superseded, sum.RevisionsTooLate)
+		}
+		g.rn.logf("stopped at watermark %s: read %d: %d accepted, %d duplicates, %d too late, %d beyond the dedup horizon%s, %d quarantined, %d in flight; %d panes written",
+			sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, sum.TooLate, sum.BeyondDedupHorizon, versions, sum.Quarantined, sum.InFlight, sum.PanesWritten)
 	}
 	return err
 }

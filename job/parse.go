@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
@@ -32,6 +33,8 @@ const (
 	ReasonBadKey       = "bad_key"
 	ReasonKeyTooLong   = "key_too_long"
 	ReasonNoID         = "no_id"
+	ReasonNoVersion    = "no_version"
+	ReasonBadVersion   = "bad_version"
 	ReasonNoArrival    = linedec.NoArrival
 	ReasonBadArrival   = linedec.BadArrival
 	ReasonNoSent       = linedec.NoSent
@@ -65,11 +68,13 @@ type parsed struct {
 	arrival    mtime.Time
 	hasArrival bool
 
-	ts   mtime.Time
-	key  string // canonical JSON of the key ("" without key)
-	id   []byte // canonical id, type-prefixed (valid until the next parse)
-	part int
-	rec  record
+	ts  mtime.Time
+	key string // canonical JSON of the key ("" without key)
+	id  []byte // canonical id, type-prefixed (valid until the next parse)
+	// version is the event's version_field
+	version int64
+	part    int
+	rec     record
 	// filtered: the where does not hold for it.
 	filtered bool
 	// heartbeat: a source's heartbeat (the job's heartbeat holds), ts its
@@ -289,7 +294,7 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 			d.Partition = p.part
 		}
 	default:
-		d.Kind, d.Time, d.Key, d.ID, d.Filtered = engine.Event, p.ts, p.key, p.id, p.filtered
+		d.Kind, d.Time, d.Key, d.ID, d.Filtered, d.Version = engine.Event, p.ts, p.key, p.id, p.filtered, p.version
 		if lp.j.PartitionField != nil {
 			d.Partition = p.part
 		}
@@ -462,6 +467,14 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		lp.idBuf = linedec.AppendIdentity(lp.idBuf[:0], id)
 		out.id = lp.idBuf
 	}
+	if j.VersionField != nil {
+		var reason, detail string
+		out.version, reason, detail = readVersion(get(v, j.VersionField), j.VersionField)
+		if reason != "" {
+			out.reason, out.detail = reason, detail
+			return out
+		}
+	}
 	part, ok := lp.partitionField(v)
 	if !ok {
 		out.reason = ReasonNoPartition
@@ -549,6 +562,38 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 	}
 	out.rec = record{raw: text, vals: vals}
 	return out
+}
+
+// ReadVersion reads the version of an event from its field f, as weir run
+// reads it (version_field): the version, or the quarantine reason and
+// detail of a line without a valid one.
+func ReadVersion(v *fastjson.Value, f jobfile.Path) (version int64, reason, detail string) {
+	return readVersion(v, f)
+}
+
+// readVersion reads the version of an event: an integer, or a string that
+// holds one in decimal digits ("12"), compared as that integer; anything
+// else (a fraction, a date, "v2") is a bad version, and none is no version.
+func readVersion(v *fastjson.Value, f jobfile.Path) (int64, string, string) {
+	switch {
+	case v == nil || v.Type() == fastjson.TypeNull:
+		return 0, ReasonNoVersion, f.String() + " is missing"
+	case v.Type() == fastjson.TypeNumber:
+		raw := v.MarshalTo(nil)
+		if linedec.IsIntText(raw) {
+			if n, err := v.Int64(); err == nil {
+				return n, "", ""
+			}
+		}
+		return 0, ReasonBadVersion, fmt.Sprintf("%s is %s, not an integer of 64 bits", f, raw)
+	case v.Type() == fastjson.TypeString:
+		t := v.GetStringBytes()
+		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil && len(t) > 0 && t[0] != '+' {
+			return n, "", ""
+		}
+		return 0, ReasonBadVersion, fmt.Sprintf("%s is %q, not an integer of 64 bits in decimal digits", f, t)
+	}
+	return 0, ReasonBadVersion, f.String() + " is not an integer"
 }
 
 // compositeKey is the key of a job with a composite key: its fields'

@@ -64,7 +64,7 @@ func (rn *Runnable) plan() *plan.Graph {
 		agg.WatermarkFrom = j.WMField.String()
 	}
 	if j.ID != nil {
-		agg.Dedup = &plan.Dedup{Field: j.ID.String(), Horizon: j.DedupHorizon}
+		agg.Dedup = &plan.Dedup{Field: j.ID.String(), Horizon: j.DedupHorizon, Version: j.VersionField.String()}
 	}
 	for _, a := range j.Aggregates {
 		agg.Values = append(agg.Values, plan.Setting{Field: aggPrefix + a.Name, Value: a.String()})
@@ -164,6 +164,9 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 	agg := c.Plan().Consumers(c.Node().ID, plan.Main)[0]
 	hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: rn.decoder(rn.lp), Window: rn.win, Dedup: rn.dd,
 		Quarantine: quarantine, Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}
+	if j.VersionField != nil {
+		hcfg.Versions = rn.lp.versions()
+	}
 	if hcfg.Decoders == 0 {
 		hcfg.Decoders = runtime.GOMAXPROCS(0)
 	}

@@ -130,8 +130,9 @@ func (e *RuntimeError) Error() string { return e.Msg }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // Summary accounts for every line of the input: Read = Accepted + Duplicates
-// + TooLate + BeyondDedupHorizon + Quarantined + InFlight. Watermark-only
-// lines and blank lines are not events and are counted apart.
+// + TooLate + BeyondDedupHorizon + Filtered + Superseded + RevisionsTooLate
+// + Quarantined + InFlight (engine.Accounting). Watermark-only lines and
+// blank lines are not events and are counted apart.
 type Summary struct {
 	Job string `json:"job"`
 	engine.Accounting
@@ -149,6 +150,10 @@ type Summary struct {
 	Lost              int64            `json:"lost,omitempty"`
 	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 	LateAccepted      int64            `json:"late_accepted"`
+	// Revisions counts the events of a versioned job (version_field) that
+	// replaced their earlier version in the results: a part of Accepted
+	// (or Filtered).
+	Revisions int64 `json:"revisions,omitempty"`
 	// LateForSomeWindows counts the accepted events too late for some of
 	// their windows (a sliding window's earlier ones): each is in the late
 	// output too, naming the windows it missed.
@@ -257,6 +262,12 @@ func (s *Summary) Text() string {
 	}
 	if s.TriggerFinished > 0 {
 		beyond = fmt.Sprintf(" (%d for windows whose trigger had finished)", s.TriggerFinished) + beyond
+	}
+	if s.Revisions > 0 {
+		partly += fmt.Sprintf(", %d revisions replacing an earlier version", s.Revisions)
+	}
+	if s.Superseded > 0 || s.RevisionsTooLate > 0 {
+		beyond += fmt.Sprintf(", %d superseded by a higher version, %d revisions too late", s.Superseded, s.RevisionsTooLate)
 	}
 	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
 		name, s.Read, rate, s.Accepted, s.LateAccepted, partly, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
@@ -951,7 +962,7 @@ func (rn *Runnable) summary(err error) *Summary {
 		Job: rn.j.Name, Accounting: c.Accounting,
 		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Heartbeats: c.Heartbeats, Lost: c.Lost,
 		LateAccepted: st.LateAccepted, PanesFired: st.Panes, WindowsFired: st.Fired,
-		PanesWritten: rn.out.Written(),
+		PanesWritten: rn.out.Written(), Revisions: c.Revisions,
 	}
 	// The windows' own counts are final once they have ended; the head's
 	// are as of its last status.
@@ -1073,6 +1084,9 @@ func fingerprint(j *jobfile.Job) string {
 	}
 	if j.Ingestion {
 		b.WriteString(" ingestion")
+	}
+	if j.VersionField != nil {
+		fmt.Fprintf(&b, " version=%s", j.VersionField)
 	}
 	for _, a := range j.Aggregates {
 		fmt.Fprintf(&b, " %s=%d(%s)", a.Name, a.Kind, a.Field)

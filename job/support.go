@@ -228,6 +228,9 @@ func progressLogLine(st engine.Status, prev int64, d time.Duration) string {
 	if c.Filtered > 0 {
 		fmt.Fprintf(&b, ", %d filtered", c.Filtered)
 	}
+	if c.Revisions > 0 || c.Superseded > 0 || c.RevisionsTooLate > 0 {
+		fmt.Fprintf(&b, ", %d revisions, %d superseded, %d revisions too late", c.Revisions, c.Superseded, c.RevisionsTooLate)
+	}
 	fmt.Fprintf(&b, "; %d panes fired; windows open: %d", c.PanesFired, st.OpenWindows)
 	if st.Watermark > mtime.MinTime {
 		fmt.Fprintf(&b, "; watermark %s", st.Watermark)

@@ -65,6 +65,11 @@ type Job struct {
 	KeyParts     []Path
 	ID           Path // empty: no de-duplication
 	DedupHorizon mtime.Time
+	// VersionField, with ID, makes events versioned: of two events with
+	// one id within the de-duplication horizon, the higher version
+	// (compared as integers) replaces the lower in the results; a lower
+	// version arriving after a higher one is set aside as superseded.
+	VersionField Path
 	MaxFuture    mtime.Time // 0: no check (max_future: none)
 
 	Watermark watermark.Strategy
@@ -400,6 +405,33 @@ func (p *parser) resolve(path string) string {
 	return filepath.Join(p.dir, path)
 }
 
+// versioned checks that a job with version_field can withdraw an earlier
+// version of an event from its windows when a revision replaces it: every
+// aggregate has an inverse (count, sum and avg; min and max keep no trace
+// of the value before theirs, count_distinct no count of each value, the
+// others are sketches or picks), and the windows are not sessions (a
+// session would keep the extent the withdrawn version gave it).
+func (p *parser) versioned(root *node, j *Job) error {
+	if j.VersionField == nil {
+		return nil
+	}
+	n := root.get("version_field")
+	for _, a := range j.Aggregates {
+		switch a.Kind {
+		case AggCount, AggCountField, AggSum, AggAvg:
+			continue
+		}
+		return root.errf(n, "version_field", "aggregate %s (%s) cannot withdraw the earlier version a revision replaces: with version_field, use count, sum and avg only", a.Name, a.String())
+	}
+	if _, ok := j.Window.Assigner.(window.Session); ok {
+		return root.errf(n, "version_field", "session windows cannot withdraw the earlier version a revision replaces (the session would keep the extent it gave it): use tumbling or sliding windows")
+	}
+	if j.Window.Trigger.Composite != nil {
+		return root.errf(n, "version_field", "a composite trigger may finish a window, which then cannot withdraw the earlier version a revision replaces: use the trigger's fields (early, late, final_only)")
+	}
+	return nil
+}
+
 // job reads the top level. The order of the checks follows the order of a
 // job file, so the first error reported is the first a reader would meet.
 func (p *parser) job(root *node) (*Job, error) {
@@ -453,6 +485,17 @@ func (p *parser) job(root *node) (*Job, error) {
 		}
 		j.DedupHorizon = d
 	}
+	if s, n, err := root.str("version_field"); err != nil {
+		return nil, err
+	} else if n != nil {
+		if s == "" {
+			return nil, root.errf(n, "version_field", "expected a field name")
+		}
+		if j.ID == nil {
+			return nil, root.errf(n, "version_field", "needs id: the field that identifies an event, whose versions it orders")
+		}
+		j.VersionField = ParsePath(s)
+	}
 	j.MaxFuture = DefaultMaxFuture
 	if v := root.get("max_future"); v != nil && (v.Value == "none" || v.Value == "off") {
 		j.MaxFuture = 0
@@ -468,6 +511,9 @@ func (p *parser) job(root *node) (*Job, error) {
 		return nil, err
 	}
 	if err := p.aggregates(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.versioned(root, j); err != nil {
 		return nil, err
 	}
 	if err := p.checkKeyParts(j); err != nil {

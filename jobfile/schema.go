@@ -265,6 +265,7 @@ var jobShape = object("A weir job: a windowed aggregation over a stream of JSON 
 		fieldName("The key field."), &shape{Kind: kList, Min: 1, Item: fieldName("A field of the composite key.")})},
 	field{"id", fieldName("De-duplicate events by this field.")},
 	field{"dedup_horizon", dur("How long ids are remembered, in event time (default 1h; needs id).")},
+	field{"version_field", fieldName("The event's version (an integer; needs id): of two events with one id, the higher version replaces the lower in the results; a lower one arriving later is set aside as superseded.")},
 	field{"max_future", oneOf("Events further ahead of their arrival are quarantined (default 1h).", dur("The bound."), enum("none: no bound.", "none", "off"))},
 	field{"watermark", watermarkShape},
 	field{"window", windowShape},

@@ -172,6 +172,9 @@ func (*Source) kind() Kind { return KindSource }
 type Dedup struct {
 	Field   string
 	Horizon mtime.Time
+	// Version, when set, names what versions the events (a job file's
+	// version_field): a higher version revises a lower one.
+	Version string
 }
 
 // Transform changes the elements of its input.
@@ -460,6 +463,9 @@ func describe(n *Node) string {
 		}
 		if op.Dedup != nil {
 			s += fmt.Sprintf("; de-duplicated by %s within %s", op.Dedup.Field, mtime.FormatDuration(op.Dedup.Horizon))
+			if op.Dedup.Version != "" {
+				s += fmt.Sprintf(", the highest %s winning", op.Dedup.Version)
+			}
 		}
 		s += fmt.Sprintf("; watermark %s; lateness %s; %s", DescribeWatermark(op.Watermark, op.WatermarkFrom), mtime.FormatDuration(op.Strategy.AllowedLateness), op.Strategy.Mode)
 		if op.Parallelism > 1 {

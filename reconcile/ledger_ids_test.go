@@ -68,3 +68,39 @@ func TestLedgerBigIntegerIDs(t *testing.T) {
 			rep.LedgerLines, rep.LedgerEvents, rep.LedgerDuplicates, rep.LedgerUnreadable)
 	}
 }
+
+// With version_field, the ledger keeps an id's highest version, as weir
+// run applies it, wherever it comes; the others are counted as duplicates,
+// and a line without a valid version is unreadable, as weir run
+// quarantines it.
+func TestLedgerKeepsTheHighestVersion(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("source: {file: input.jsonl}\ntime: {field: ts}\nid: id\nversion_field: rev\n"+
+		"window: {tumbling: 1m}\naggregates: {n: count}\noutput: results.jsonl\n"), 0o644)
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(dir, "ledger.jsonl")
+	os.WriteFile(in, []byte(`{"id":1,"rev":1,"ts":"2026-09-07T12:00:01Z"}
+{"id":1,"rev":3,"ts":"2026-09-07T12:03:00Z"}
+{"id":2,"rev":"7","ts":"2026-09-07T12:00:02Z"}
+{"id":1,"rev":2,"ts":"2026-09-07T12:02:00Z"}
+{"id":2,"rev":7,"ts":"2026-09-07T12:05:00Z"}
+{"id":3,"ts":"2026-09-07T12:00:03Z"}
+`), 0o644)
+	out := filepath.Join(dir, "out.jsonl")
+	rep := &Report{}
+	if err := writeLedger(j, []string{in}, out, mtime.Now(), rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.LedgerLines != 6 || rep.LedgerEvents != 2 || rep.LedgerDuplicates != 3 || rep.Unreadable["no_version"] != 1 {
+		t.Errorf("%d lines: %d events, %d duplicates, unreadable %v; want 6: 2, 3 (no_version 1)",
+			rep.LedgerLines, rep.LedgerEvents, rep.LedgerDuplicates, rep.Unreadable)
+	}
+	b, _ := os.ReadFile(out)
+	if want := `{"id":2,"rev":"7","ts":"2026-09-07T12:00:02Z"}` + "\n" + `{"id":1,"rev":3,"ts":"2026-09-07T12:03:00Z"}` + "\n"; string(b) != want {
+		t.Errorf("ledger:\n%s\nwant:\n%s", b, want)
+	}
+}

@@ -577,14 +577,17 @@ func deadLetter(v *fastjson.Value) ([]byte, bool) {
 }
 
 // writeLedger merges the ledger's files into one file of events in
-// event-time order (stable), de-duplicated.
+// event-time order (stable), de-duplicated: the first entry of an id is
+// kept, or, with version_field, the one of the highest version (the first
+// of it), as weir run keeps it.
 func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, rep *Report) error {
 	type event struct {
 		ts  mtime.Time
 		raw []byte
 	}
 	var evs []event
-	seen := map[string]bool{}
+	seen := map[string]int{} // an id's entry in evs
+	var versions []int64     // of each entry, with version_field
 	var p fastjson.Parser
 	first, last := mtime.MaxTime, mtime.MinTime
 	// A ledger line is validated as weir run validates a line, with the
@@ -653,11 +656,24 @@ func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, re
 				}
 				id = string(linedec.AppendIdentity(nil, idv))
 			}
-			if seen[id] {
+			var version int64
+			if j.VersionField != nil {
+				var reason string
+				if version, reason, _ = job.ReadVersion(source.Get(v, j.VersionField), j.VersionField); reason != "" {
+					unreadable(reason)
+					continue
+				}
+			}
+			if i, ok := seen[id]; ok {
 				rep.LedgerDuplicates++
+				if j.VersionField != nil && version > versions[i] {
+					evs[i], versions[i] = event{ts, slices.Clone(raw)}, version
+					first, last = min(first, ts), max(last, ts)
+				}
 				continue
 			}
-			seen[id] = true
+			seen[id] = len(evs)
+			versions = append(versions, version)
 			evs = append(evs, event{ts, slices.Clone(raw)})
 			first, last = min(first, ts), max(last, ts)
 		}

@@ -29,16 +29,25 @@ type Dedup interface {
 	// Horizon is how long, in event time, an id is remembered: an event
 	// older than the watermark minus Horizon cannot be checked.
 	Horizon() mtime.Time
+	// Lookup reports whether id is live (its expiry is after the
+	// watermark w) and the value it was remembered with (Remember; nil
+	// when none), valid until the next call. It remembers nothing.
+	Lookup(id []byte, w mtime.Time) (val []byte, live bool)
+	// Remember remembers id with a value (what a versioned job keeps of
+	// the version it applied: see engine.Versions), expiring at exp, or
+	// at the expiry it has if that is later.
+	Remember(id []byte, exp mtime.Time, val []byte)
 	// Len is the number of ids remembered (expired ones not swept yet
 	// included, on disk).
 	Len() int
-	// AppendState appends every remembered id with its expiry, for a
-	// checkpoint; RestoreState reads them back, each expiry moved by
+	// AppendState appends every remembered id with its expiry and value,
+	// for a checkpoint; RestoreState reads them back, each expiry moved by
 	// shift (the new horizon minus the one the checkpoint was taken with:
 	// an id expires at its event time plus the horizon of the job that
-	// restores it).
+	// restores it). values says whether the state has values: what an
+	// AppendState before them wrote has none (see StateValues).
 	AppendState(b []byte) []byte
-	RestoreState(d *enc.Decoder, shift mtime.Time)
+	RestoreState(d *enc.Decoder, shift mtime.Time, values bool)
 	// RestoreSnapshot reads back the ids of a Pebble checkpoint taken by a
 	// SnapshotDedup (see ReadSnapshot), each expiry moved by shift.
 	RestoreSnapshot(dir string, shift mtime.Time) error
@@ -56,12 +65,15 @@ type SnapshotDedup interface {
 }
 
 // CountState is the number of ids in what AppendState wrote, read from
-// d (which it consumes).
-func CountState(d *enc.Decoder) int64 {
+// d (which it consumes); values as for RestoreState.
+func CountState(d *enc.Decoder, values bool) int64 {
 	n := d.Items(1 << 34)
 	for range n {
 		d.Varint()
 		d.Bytes()
+		if values {
+			d.Bytes()
+		}
 	}
 	return int64(n)
 }
@@ -69,18 +81,18 @@ func CountState(d *enc.Decoder) int64 {
 // CountSnapshot is the number of ids in a Pebble checkpoint of a Dedup.
 func CountSnapshot(dir string) (int64, error) {
 	var n int64
-	err := readSnapshotIDs(dir, func([]byte, mtime.Time) { n++ })
+	err := readSnapshotIDs(dir, func([]byte, mtime.Time, []byte) { n++ })
 	return n, err
 }
 
 // readSnapshotIDs calls f for every id of a Pebble checkpoint of a Dedup,
-// with its expiry.
-func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time)) error {
-	return ReadSnapshot(dir, []byte{TagDedupExpiry}, []byte{TagDedupExpiry + 1}, func(k, _ []byte) error {
+// with its expiry and its value (none in a checkpoint before values).
+func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time, val []byte)) error {
+	return ReadSnapshot(dir, []byte{TagDedupExpiry}, []byte{TagDedupExpiry + 1}, func(k, v []byte) error {
 		if len(k) < 9 {
 			return enc.ErrCorrupt
 		}
-		f(k[9:], readOrderedTime(k[1:9]))
+		f(k[9:], readOrderedTime(k[1:9]), v)
 		return nil
 	})
 }
@@ -88,7 +100,7 @@ func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time)) error {
 // NewMemoryDedup returns a Dedup that keeps its ids in a map.
 func NewMemoryDedup(horizon mtime.Time) Dedup {
 	return &memDedup{horizon: horizon, width: max(horizon/expiryBuckets, 1), ids: map[string]mtime.Time{},
-		buckets: map[int64]*expiryBucket{}, swept: mtime.MinTime}
+		vals: map[string]string{}, buckets: map[int64]*expiryBucket{}, swept: mtime.MinTime}
 }
 
 // expiryBuckets is how many buckets of expiry a horizon is cut into: an id
@@ -107,6 +119,7 @@ type memDedup struct {
 	horizon mtime.Time
 	width   mtime.Time            // of a bucket
 	ids     map[string]mtime.Time // id -> expiry
+	vals    map[string]string     // id -> value, for the ids that have one (Remember)
 	buckets map[int64]*expiryBucket
 	order   heap.Heap[int64, struct{}] // the buckets' numbers
 	swept   mtime.Time                 // the watermark of the last Expire
@@ -125,8 +138,35 @@ func (d *memDedup) Seen(id []byte, ts, w mtime.Time) bool {
 		// Expire runs after every event: an id it has not forgotten is live.
 		return true
 	}
+	if ok && len(d.vals) > 0 {
+		delete(d.vals, string(id)) // the value of an expired id goes with it
+	}
 	d.put(d.keep(id), ts.Add(d.horizon), old, ok)
 	return false
+}
+
+func (d *memDedup) Lookup(id []byte, w mtime.Time) ([]byte, bool) {
+	exp, ok := d.ids[string(id)]
+	if !ok || exp <= d.swept || exp <= w {
+		return nil, false
+	}
+	v, ok := d.vals[string(id)]
+	if !ok {
+		return nil, true
+	}
+	return unsafe.Slice(unsafe.StringData(v), len(v)), true
+}
+
+func (d *memDedup) Remember(id []byte, exp mtime.Time, val []byte) {
+	old, ok := d.ids[string(id)]
+	if ok && old > d.swept {
+		exp = max(exp, old)
+	} else if ok {
+		delete(d.vals, string(id))
+	}
+	s := d.keep(id)
+	d.put(s, exp, old, ok)
+	d.vals[s] = string(val)
 }
 
 // idChunk is the size of the chunks ids are copied into.
@@ -195,6 +235,9 @@ func (d *memDedup) Expire(w mtime.Time) {
 		for _, s := range d.buckets[k].ids {
 			if exp, ok := d.ids[s]; ok && exp <= w {
 				delete(d.ids, s)
+				if len(d.vals) > 0 {
+					delete(d.vals, s)
+				}
 			}
 		}
 		delete(d.buckets, k)
@@ -226,6 +269,7 @@ func (d *memDedup) AppendState(b []byte) []byte {
 			if exp, ok := d.ids[s]; ok && exp > d.swept && d.bucketOf(exp) == k {
 				ents = enc.AppendVarint(ents, int64(exp))
 				ents = enc.AppendString(ents, s)
+				ents = enc.AppendString(ents, d.vals[s])
 				n++
 			}
 		}
@@ -234,32 +278,42 @@ func (d *memDedup) AppendState(b []byte) []byte {
 	return append(b, ents...)
 }
 
-func (d *memDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
+func (d *memDedup) RestoreState(dec *enc.Decoder, shift mtime.Time, values bool) {
 	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
-		d.restore(dec.String(), at.Add(shift))
+		s := dec.String()
+		var v string
+		if values {
+			v = dec.String()
+		}
+		d.restore(s, at.Add(shift), v)
 	}
 }
 
-// restore adds an id of a checkpoint with its expiry.
-func (d *memDedup) restore(s string, exp mtime.Time) {
+// restore adds an id of a checkpoint with its expiry and value.
+func (d *memDedup) restore(s string, exp mtime.Time, v string) {
 	old, ok := d.ids[s]
 	if !ok || old < exp {
 		d.put(s, exp, old, ok)
+		if v != "" {
+			d.vals[s] = v
+		} else {
+			delete(d.vals, s)
+		}
 	}
 }
 
 // RestoreSnapshot implements Dedup.
 func (d *memDedup) RestoreSnapshot(dir string, shift mtime.Time) error {
-	return readSnapshotIDs(dir, func(id []byte, exp mtime.Time) {
-		d.restore(string(id), exp.Add(shift))
+	return readSnapshotIDs(dir, func(id []byte, exp mtime.Time, v []byte) {
+		d.restore(string(id), exp.Add(shift), string(v))
 	})
 }
 
 // Dedup returns a Dedup that keeps its ids in the database, under the tags
-// of KeyLayout: 'd' id -> expiry, and an index 'x' expiry id for expiring
-// them in order. Writes go through an indexed batch, so reads see them before
+// of KeyLayout: 'd' id -> expiry, and an index 'x' expiry id -> value (the
+// id's Remember value, empty when none) for expiring them in order. Writes go through an indexed batch, so reads see them before
 // it is committed.
 func (db *DB) Dedup(horizon mtime.Time) Dedup {
 	return &diskDedup{db: db.DB, owner: db, horizon: horizon, minExp: mtime.MaxTime, floor: mtime.MinTime, swept: mtime.MinTime}
@@ -279,6 +333,7 @@ type diskDedup struct {
 	n       int
 	kbuf    []byte
 	xbuf    []byte
+	vbuf    []byte // Lookup's value
 	failed  error
 }
 
@@ -313,11 +368,11 @@ func readOrderedTime(b []byte) mtime.Time {
 	return mtime.Time(binary.BigEndian.Uint64(b) ^ (1 << 63))
 }
 
-func (d *diskDedup) add(id []byte, exp mtime.Time) {
+func (d *diskDedup) add(id []byte, exp mtime.Time, val []byte) {
 	d.kbuf = append(append(d.kbuf[:0], TagDedupID), id...)
 	d.fail(d.b().Set(d.kbuf, OrderedTime(nil, exp), nil))
 	d.xbuf = append(OrderedTime(append(d.xbuf[:0], TagDedupExpiry), exp), id...)
-	d.fail(d.b().Set(d.xbuf, nil, nil))
+	d.fail(d.b().Set(d.xbuf, val, nil))
 	d.minExp = min(d.minExp, exp)
 	d.n++
 	if d.batch.Len() > 4<<20 {
@@ -341,8 +396,54 @@ func (d *diskDedup) Seen(id []byte, ts, w mtime.Time) bool {
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		d.fail(err)
 	}
-	d.add(id, ts.Add(d.horizon))
+	d.add(id, ts.Add(d.horizon), nil)
 	return false
+}
+
+// expiry is the expiry of id on disk, if it is there.
+func (d *diskDedup) expiry(id []byte) (mtime.Time, bool) {
+	d.kbuf = append(append(d.kbuf[:0], TagDedupID), id...)
+	v, closer, err := d.b().Get(d.kbuf)
+	if err != nil {
+		if !errors.Is(err, pebble.ErrNotFound) {
+			d.fail(err)
+		}
+		return 0, false
+	}
+	exp := readOrderedTime(v)
+	closer.Close()
+	return exp, true
+}
+
+func (d *diskDedup) Lookup(id []byte, w mtime.Time) ([]byte, bool) {
+	exp, ok := d.expiry(id)
+	if !ok || exp <= w {
+		return nil, false
+	}
+	d.xbuf = append(OrderedTime(append(d.xbuf[:0], TagDedupExpiry), exp), id...)
+	v, closer, err := d.b().Get(d.xbuf)
+	if err != nil {
+		d.fail(err)
+		return nil, true
+	}
+	d.vbuf = append(d.vbuf[:0], v...)
+	closer.Close()
+	if len(d.vbuf) == 0 {
+		return nil, true
+	}
+	return d.vbuf, true
+}
+
+func (d *diskDedup) Remember(id []byte, exp mtime.Time, val []byte) {
+	if old, ok := d.expiry(id); ok {
+		if old > d.swept {
+			exp = max(exp, old)
+		}
+		d.xbuf = append(OrderedTime(append(d.xbuf[:0], TagDedupExpiry), old), id...)
+		d.fail(d.b().Delete(d.xbuf, nil))
+		d.n--
+	}
+	d.add(id, exp, val)
 }
 
 // Expire deletes expired ids, in sweeps: an expired id still on disk is
@@ -397,6 +498,9 @@ func (d *diskDedup) AppendState(b []byte) []byte {
 		k := it.Key()
 		ents = enc.AppendVarint(ents, int64(readOrderedTime(k[1:9])))
 		ents = enc.AppendBytes(ents, k[9:])
+		v, err := it.ValueAndErr()
+		d.fail(err)
+		ents = enc.AppendBytes(ents, v)
 		n++
 	}
 	d.fail(it.Close())
@@ -404,22 +508,26 @@ func (d *diskDedup) AppendState(b []byte) []byte {
 	return append(b, ents...)
 }
 
-func (d *diskDedup) RestoreState(dec *enc.Decoder, shift mtime.Time) {
+func (d *diskDedup) RestoreState(dec *enc.Decoder, shift mtime.Time, values bool) {
 	n := dec.Items(1 << 34)
 	for range n {
 		at := mtime.Time(dec.Varint())
 		id := dec.Bytes()
+		var v []byte
+		if values {
+			v = dec.Bytes()
+		}
 		if dec.Err() != nil {
 			return
 		}
-		d.add(id, at.Add(shift))
+		d.add(id, at.Add(shift), v)
 	}
 	d.commit()
 }
 
 // RestoreSnapshot implements Dedup.
 func (d *diskDedup) RestoreSnapshot(dir string, shift mtime.Time) error {
-	err := readSnapshotIDs(dir, func(id []byte, exp mtime.Time) { d.add(id, exp.Add(shift)) })
+	err := readSnapshotIDs(dir, func(id []byte, exp mtime.Time, v []byte) { d.add(id, exp.Add(shift), v) })
 	d.commit()
 	if err == nil {
 		err = d.failed

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,7 +94,7 @@ func TestDedupRestoreShiftsExpiries(t *testing.T) {
 		{"memory, shorter", NewMemoryDedup(500), -500, "[]"},
 		{"pebble, longer", db.Dedup(3000), 2000, "[0 1 2 3 4 5 6 7 8 9]"},
 	} {
-		c.d.RestoreState(enc.NewDecoder(state), c.shift)
+		c.d.RestoreState(enc.NewDecoder(state), c.shift, true)
 		// At watermark 1450 the ids with expiry i*100+1000+shift <= 1450
 		// are forgotten.
 		c.d.Expire(1450)
@@ -134,7 +135,7 @@ func TestMemoryDedupMatchesItsDefinition(t *testing.T) {
 			case op == 1:
 				// A checkpoint restored into a fresh one.
 				e := NewMemoryDedup(horizon)
-				e.RestoreState(enc.NewDecoder(d.AppendState(nil)), 0)
+				e.RestoreState(enc.NewDecoder(d.AppendState(nil)), 0, true)
 				d = e
 			default:
 				// As the head calls it: never for an event whose own
@@ -173,5 +174,98 @@ func TestMemoryDedupIDsShareChunks(t *testing.T) {
 	}
 	if d.Len() != 100_001 {
 		t.Errorf("%d ids", d.Len())
+	}
+}
+
+// An id remembered with a value answers it while it is live, on either
+// backend, through either kind of checkpoint; an id seen again after it
+// expired has none; a checkpoint from before values restores its ids
+// without any.
+func TestDedupValues(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(filepath.Join(dir, "a"), 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	lookups := func(d Dedup, w mtime.Time) string {
+		var b strings.Builder
+		for _, id := range []string{"a", "b", "c", "d"} {
+			v, live := d.Lookup([]byte(id), w)
+			fmt.Fprintf(&b, "%s:%v:%q ", id, live, v)
+		}
+		return b.String()
+	}
+	for name, d := range map[string]Dedup{"memory": NewMemoryDedup(1000), "pebble": db.Dedup(1000)} {
+		d.Seen([]byte("a"), 100, 0)                 // no value, expires at 1100
+		d.Remember([]byte("b"), 1200, []byte("v1")) // expires at 1200
+		d.Remember([]byte("b"), 1150, []byte("v2")) // a new value, the later expiry kept
+		d.Remember([]byte("c"), 500, []byte("gone"))
+		d.Expire(600) // c expires
+		want := `a:true:"" b:true:"v2" c:false:"" d:false:"" `
+		if got := lookups(d, 600); got != want {
+			t.Errorf("%s: %s, want %s", name, got, want)
+		}
+		if d.Seen([]byte("c"), 650, 600) {
+			t.Errorf("%s: an expired id is seen", name)
+		}
+		want = `a:true:"" b:true:"v2" c:true:"" d:false:"" `
+		if got := lookups(d, 600); got != want {
+			t.Errorf("%s: after c came again: %s, want %s", name, got, want)
+		}
+		// Through a checkpoint into either backend.
+		st := d.AppendState(nil)
+		db2, err := Open(filepath.Join(dir, name), 8<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for to, e := range map[string]Dedup{"memory": NewMemoryDedup(1000), "pebble": db2.Dedup(1000)} {
+			e.RestoreState(enc.NewDecoder(st), 0, true)
+			if got := lookups(e, 600); got != want {
+				t.Errorf("%s restored into %s: %s, want %s", name, to, got, want)
+			}
+		}
+		db2.Close()
+		if sd, ok := d.(SnapshotDedup); ok {
+			snap, err := sd.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := NewMemoryDedup(1000)
+			if err := e.RestoreSnapshot(snap.Dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			if got := lookups(e, 600); got != want {
+				t.Errorf("%s snapshot restored into memory: %s, want %s", name, got, want)
+			}
+		}
+		// Past b's expiry it is gone.
+		d.Expire(1200)
+		if got := lookups(d, 1200); strings.Contains(got, "b:true") {
+			t.Errorf("%s: b is live at its expiry: %s", name, got)
+		}
+	}
+	// What an AppendState before values wrote: the count, then expiry and
+	// id of each.
+	old := enc.AppendUvarint(nil, 2)
+	old = enc.AppendString(enc.AppendVarint(old, 1100), "a")
+	old = enc.AppendString(enc.AppendVarint(old, 1200), "b")
+	if n := CountState(enc.NewDecoder(old), false); n != 2 {
+		t.Errorf("counted %d ids in an old checkpoint", n)
+	}
+	db3, err := Open(filepath.Join(dir, "old"), 8<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db3.Close()
+	for name, e := range map[string]Dedup{"memory": NewMemoryDedup(1000), "pebble": db3.Dedup(1000)} {
+		d := enc.NewDecoder(old)
+		e.RestoreState(d, 0, false)
+		if d.Err() != nil || d.Len() != 0 {
+			t.Fatalf("%s: %v, %d bytes left", name, d.Err(), d.Len())
+		}
+		if got, want := lookups(e, 600), `a:true:"" b:true:"" c:false:"" d:false:"" `; got != want {
+			t.Errorf("%s from an old checkpoint: %s, want %s", name, got, want)
+		}
 	}
 }

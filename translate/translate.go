@@ -288,9 +288,15 @@ func Shape(g *plan.Graph) *engine.Shape {
 			s.Parts = append(s.Parts, p)
 		case *plan.Aggregation:
 			if d := op.Dedup; d != nil {
-				s.Parts = append(s.Parts, engine.Part{Name: HeadName(n.ID), Label: "de-duplication", Kind: engine.StateDedup,
+				dp := engine.Part{Name: HeadName(n.ID), Label: "de-duplication", Kind: engine.StateDedup,
 					Layout:   []engine.Setting{{Field: "id", Value: d.Field}},
-					Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(d.Horizon)}}})
+					Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(d.Horizon)}}}
+				if d.Version != "" {
+					// Only when set: the shape of a job without versions
+					// is what it was before them.
+					dp.Settings = append(dp.Settings, engine.Setting{Field: "version_field", Value: d.Version})
+				}
+				s.Parts = append(s.Parts, dp)
 			}
 			p := engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateWindows, Format: op.Format,
 				Layout: append([]engine.Setting{{Field: "window", Value: plan.DescribeAssigner(op.Strategy.Assigner)}}, settings(op.Layout)...),

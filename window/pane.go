@@ -115,6 +115,18 @@ func PartlyTaken(r string) bool {
 // some of its windows and came too late for the others.
 const ReasonLateForSomeWindows = "late_for_some_windows"
 
+// ReasonSuperseded is the Reason of a LateEvent of a versioned job that is
+// an older version of an event than the one applied (it arrived after a
+// revision): it is never applied.
+const ReasonSuperseded = "superseded"
+
+// ReasonRevisionTooLate is the Reason of a LateEvent of a versioned job
+// that revises an event whose earlier version cannot be withdrawn, or whose
+// own windows cannot take it, the allowed lateness of one of their windows
+// having passed: the revision is not applied, and the results keep the
+// earlier version.
+const ReasonRevisionTooLate = "revision_too_late"
+
 // MissedWindows appends to buf the windows of a the late event l missed, in
 // ascending order of start, and returns the extended slice: for an event
 // late for some of its windows, those of its time that end no later than

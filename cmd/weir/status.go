@@ -132,7 +132,14 @@ func statusText(s engine.Status) string {
 	if c.LateForSomeWindows > 0 {
 		partly = fmt.Sprintf(", %d too late for some of their windows", c.LateForSomeWindows)
 	}
-	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates, %d too late, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, c.Quarantined)
+	if c.Revisions > 0 {
+		partly += fmt.Sprintf(", %d revisions replacing an earlier version", c.Revisions)
+	}
+	versions := ""
+	if c.Superseded > 0 || c.RevisionsTooLate > 0 {
+		versions = fmt.Sprintf(", %d superseded, %d revisions too late", c.Superseded, c.RevisionsTooLate)
+	}
+	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates, %d too late%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, versions, c.Quarantined)
 	for _, k := range s.Sinks {
 		// Committed counts every run's, written this run's: after a
 		// resume the first may be the larger.

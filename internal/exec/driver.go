@@ -145,6 +145,20 @@ func (d *Driver[K, T]) Aside(part int, key K, ts mtime.Time, v T, reason string)
 	d.Observe(part, ts)
 }
 
+// Withdraw takes an event that was sent back out of its windows (the
+// earlier version of a revised event), in stream order, when the target
+// can (Withdrawer); it reports whether it could. It is not an arrival: the
+// watermark learns nothing of it. fire: see WindowOp.Withdraw.
+func (d *Driver[K, T]) Withdraw(key K, ts mtime.Time, v T, fire bool) bool {
+	wd, ok := d.t.(Withdrawer[K, T])
+	if !ok {
+		return false
+	}
+	d.proc(d.now)
+	wd.Withdraw(key, ts, d.now, v, fire)
+	return true
+}
+
 // Refresh makes a bounded watermark look at its partitions again at the next
 // emission (after every event when the interval is 0: now), when something
 // other than an event changed them (a source's backlog report).

@@ -25,6 +25,13 @@ type Target[K comparable, T any] interface {
 	End(now mtime.Time)
 }
 
+// Withdrawer is a Target that can take an event back out of its windows:
+// the earlier version of a revised event (see WindowOp.Withdraw). Runner
+// implements it.
+type Withdrawer[K comparable, T any] interface {
+	Withdraw(key K, ts, now mtime.Time, v T, fire bool)
+}
+
 type itemKind uint8
 
 const (
@@ -34,6 +41,7 @@ const (
 	iEnd
 	iBarrier
 	iAside
+	iWithdraw
 )
 
 type item[K comparable, T any] struct {
@@ -43,7 +51,7 @@ type item[K comparable, T any] struct {
 	now  mtime.Time
 	key  K
 	val  T
-	tag  any // iBarrier; the reason of iAside
+	tag  any // iBarrier; the reason of iAside; whether an iWithdraw fires
 }
 
 // Barrier is the output of an operator instance at a checkpoint barrier: its
@@ -279,6 +287,24 @@ func (r *Runner[K, T, A, O]) Aside(key K, ts, now mtime.Time, v T, reason string
 	}
 }
 
+// Withdraw implements Withdrawer.
+func (r *Runner[K, T, A, O]) Withdraw(key K, ts, now mtime.Time, v T, fire bool) {
+	s := r.nextStep()
+	if r.cfg.Parallelism == 0 {
+		r.ops[0].Withdraw(s, key, ts, now, v, fire)
+		r.emitInline()
+		return
+	}
+	i := 0
+	if len(r.ops) > 1 {
+		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
+	}
+	r.cur[i] = append(r.cur[i], item[K, T]{kind: iWithdraw, step: s, ts: ts, now: now, key: key, val: v, tag: fire})
+	if len(r.cur[i]) >= r.cfg.BatchSize {
+		r.Flush()
+	}
+}
+
 // Proc implements Target.
 func (r *Runner[K, T, A, O]) Proc(now mtime.Time) { r.broadcast(iProc, 0, now) }
 
@@ -490,6 +516,8 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 				op.Event(it.step, it.key, it.ts, it.now, it.val)
 			case iAside:
 				op.Aside(it.step, it.key, it.ts, it.now, it.val, it.tag.(string))
+			case iWithdraw:
+				op.Withdraw(it.step, it.key, it.ts, it.now, it.val, it.tag.(bool))
 			case iProc:
 				op.AdvanceProc(it.step, it.now)
 			case iWatermark:
@@ -499,7 +527,7 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 			case iBarrier:
 				op.out = append(op.out, r.barrierOut(op, i, it.step, it.tag))
 			}
-			if i == 0 && it.kind != iEvent && it.kind != iBarrier && it.kind != iAside {
+			if i == 0 && it.kind != iEvent && it.kind != iBarrier && it.kind != iAside && it.kind != iWithdraw {
 				r.progress(op, it.step, it.kind)
 			}
 		}
@@ -677,6 +705,8 @@ func (r *Runner[K, T, A, O]) Stats() Stats {
 		s.TooLate += op.TooLate
 		s.LateAccepted += op.LateAccepted
 		s.PartlyLate += op.PartlyLate
+		s.Withdrawn += op.Withdrawn
+		s.WithdrawMissed += op.WithdrawMissed
 		s.TriggerFinished += op.TriggerFinished
 		s.Panes += op.Panes
 		s.Fired += op.Fired

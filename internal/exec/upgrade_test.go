@@ -17,6 +17,7 @@ import (
 // ts (seconds), a watermark (wm, seconds) or processing time (proc, ms).
 type upgradeStep struct {
 	ts, wm, proc int64
+	withdraw     bool // the event at ts is withdrawn
 }
 
 func ev1(ts int64) upgradeStep   { return upgradeStep{ts: ts, wm: -1, proc: -1} }
@@ -89,6 +90,8 @@ func runUpgrade(t *testing.T, pebble bool, s window.Strategy, snap *upgradeSnap,
 	now := mtime.Time(0)
 	for _, st := range steps {
 		switch {
+		case st.ts >= 0 && st.withdraw:
+			r.Withdraw("a", mtime.Time(st.ts*1000), now, 1, true)
 		case st.ts >= 0:
 			r.Event("a", mtime.Time(st.ts*1000), now, 1)
 		case st.wm >= 0:

@@ -114,6 +114,14 @@ type Stats struct {
 	// PanesByTiming counts panes (retractions included) by timing: early,
 	// on time, late.
 	PanesByTiming [3]int64
+	// Withdrawn counts the events taken back out of their windows
+	// (Withdraw): the earlier versions of revised events. WithdrawMissed
+	// counts those that could not be, a window of theirs being closed
+	// (the caller checks before with the watermark, the allowed lateness
+	// and Closed: a job leaves none). Both are
+	// this run's: a checkpoint does not keep them (the head that withdraws
+	// counts its revisions).
+	Withdrawn, WithdrawMissed int64
 }
 
 // liveStats is what an operator instance publishes of its Stats after each
@@ -336,6 +344,10 @@ type WindowOp[K comparable, T, A, O any] struct {
 	// sliding window's result of its slices (parts), without their merge.
 	mergedResult func([]A) O
 	parts        []A
+	// retract is the aggregate's Retracter, if it has one; withdrawing
+	// says that the event at hand is taken out of its windows (Withdraw).
+	retract     func(A, T) A
+	withdrawing bool
 
 	wm        mtime.Time
 	lateLimit mtime.Time // max(wm - lateness, closed); see tooLate
@@ -406,6 +418,9 @@ func NewWindowOp[K comparable, T, A, O any](s window.Strategy, agg aggregate.Fun
 	}
 	if u, ok := agg.(SetUser[A]); ok {
 		op.settle = u.Settle
+	}
+	if r, ok := agg.(aggregate.Retracter[T, A]); ok {
+		op.retract = r.Retract
 	}
 	op.mem = op.state.(*memStore[K, A, O])
 	// Sliding windows share work through slices, except in discarding mode,
@@ -528,7 +543,7 @@ func (op *WindowOp[K, T, A, O]) Event(step uint64, key K, ts, now mtime.Time, v 
 			closed = i
 			continue
 		}
-		st.acc = op.agg.Add(st.acc, v)
+		st.acc = op.add(st.acc, v)
 		op.counted(st)
 		accepted = true
 		if st.late {
@@ -643,7 +658,7 @@ func (op *WindowOp[K, T, A, O]) tumblingEvent(key K, ts mtime.Time, v T) {
 		op.closedLate(key, ts, v, w)
 		return
 	}
-	st.acc = op.agg.Add(st.acc, v)
+	st.acc = op.add(st.acc, v)
 	op.counted(st)
 	op.Accepted++
 	if st.late {
@@ -675,7 +690,7 @@ func (op *WindowOp[K, T, A, O]) slicedEvent(key K, ts mtime.Time, v T) {
 	if added {
 		sl.acc = op.agg.New()
 	}
-	sl.acc = op.agg.Add(sl.acc, v)
+	sl.acc = op.add(sl.acc, v)
 	late := false
 	for _, w := range op.wbuf {
 		if op.tooLate(w) {
@@ -782,6 +797,83 @@ func (op *WindowOp[K, T, A, O]) pruneSlices(ks *keyState[A, O]) {
 		copy(ks.slices, ks.slices[n:])
 		clear(ks.slices[len(ks.slices)-n:])
 		ks.slices = ks.slices[:len(ks.slices)-n]
+	}
+}
+
+// add adds v to acc, or takes it back out while the operator withdraws.
+func (op *WindowOp[K, T, A, O]) add(acc A, v T) A {
+	if op.withdrawing {
+		return op.retract(acc, v)
+	}
+	return op.agg.Add(acc, v)
+}
+
+// Closed is the end before which an earlier run closed every window (a
+// restored late limit): set by a restore, before the operator runs.
+func (op *WindowOp[K, T, A, O]) Closed() mtime.Time { return op.closed }
+
+// CanWithdraw reports whether the aggregate can take an event back out of
+// its accumulators (aggregate.Retracter), which Withdraw needs.
+func (op *WindowOp[K, T, A, O]) CanWithdraw() bool { return op.retract != nil }
+
+// Withdraw takes the event v with event time ts back out of every window of
+// key it belongs to (the earlier version of a revised event), with the
+// aggregate's Retracter, and fires what that change triggers, as the
+// arrival of an event would: a window the watermark has passed gets a late
+// pane as the trigger says. It is counted in Withdrawn, never in Accepted.
+// When a window of ts is too late (closed), nothing is withdrawn and it is
+// counted in WithdrawMissed. Session windows cannot withdraw (a session
+// would keep the extent the withdrawn event gave it): the caller refuses
+// them.
+//
+// Without fire, the event is only taken out of the accumulators, and
+// nothing fires: for a revision whose new version comes next, to the same
+// key and windows, so that they fire once, with the new version in place
+// of the old, as the trigger says of an event.
+func (op *WindowOp[K, T, A, O]) Withdraw(step uint64, key K, ts, now mtime.Time, v T, fire bool) {
+	op.setNow(step, now)
+	if op.retract == nil || op.merging {
+		op.WithdrawMissed++
+		return
+	}
+	op.wbuf = op.strategy.Assigner.Assign(ts, op.wbuf[:0])
+	for _, w := range op.wbuf {
+		if op.tooLate(w) {
+			op.WithdrawMissed++
+			return
+		}
+	}
+	if !fire {
+		op.takeOut(key, ts, v)
+		op.Withdrawn++
+		return
+	}
+	accepted, late := op.Accepted, op.LateAccepted
+	op.withdrawing = true
+	op.Event(step, key, ts, now, v)
+	op.withdrawing = false
+	op.Accepted, op.LateAccepted = accepted, late
+	op.Withdrawn++
+}
+
+// takeOut retracts v from the accumulators of key's windows in op.wbuf
+// (or from its slice), without firing anything.
+func (op *WindowOp[K, T, A, O]) takeOut(key K, ts mtime.Time, v T) {
+	ks := op.getOrCreate(key)
+	if op.slice > 0 {
+		sl, added := ks.sliceAt(ts - floorMod(ts, op.slice, op.sliceOffset()))
+		if added {
+			sl.acc = op.agg.New()
+		}
+		sl.acc = op.retract(sl.acc, v)
+		return
+	}
+	for _, w := range op.wbuf {
+		i := ks.find(w)
+		if i < 0 {
+			i = op.create(ks, key, w, op.step)
+		}
+		ks.wins[i].acc = op.retract(ks.wins[i].acc, v)
 	}
 }
 
@@ -1263,7 +1355,7 @@ func (op *WindowOp[K, T, A, O]) sessionEvent(key K, ts mtime.Time, v T) {
 		op.closedLate(key, ts, v, st.w)
 		return
 	}
-	st.acc = op.agg.Add(st.acc, v)
+	st.acc = op.add(st.acc, v)
 	op.counted(st)
 	op.account(true, st.late, key, ts, v)
 	op.onElement(key, ks, st)
