@@ -259,11 +259,17 @@ func (r *Runner[K, T, A, O]) Event(key K, ts, now mtime.Time, v T) {
 		r.emitInline()
 		return
 	}
+	r.enqueue(key, item[K, T]{kind: iEvent, step: s, ts: ts, now: now, key: key, val: v})
+}
+
+// enqueue adds it to the batch of the instance that owns key, and sends
+// the batches once that one is full.
+func (r *Runner[K, T, A, O]) enqueue(key K, it item[K, T]) {
 	i := 0
 	if len(r.ops) > 1 {
 		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
 	}
-	r.cur[i] = append(r.cur[i], item[K, T]{kind: iEvent, step: s, ts: ts, now: now, key: key, val: v})
+	r.cur[i] = append(r.cur[i], it)
 	if len(r.cur[i]) >= r.cfg.BatchSize {
 		r.Flush()
 	}
@@ -277,14 +283,7 @@ func (r *Runner[K, T, A, O]) Aside(key K, ts, now mtime.Time, v T, reason string
 		r.emitInline()
 		return
 	}
-	i := 0
-	if len(r.ops) > 1 {
-		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
-	}
-	r.cur[i] = append(r.cur[i], item[K, T]{kind: iAside, step: s, ts: ts, now: now, key: key, val: v, tag: reason})
-	if len(r.cur[i]) >= r.cfg.BatchSize {
-		r.Flush()
-	}
+	r.enqueue(key, item[K, T]{kind: iAside, step: s, ts: ts, now: now, key: key, val: v, tag: reason})
 }
 
 // Withdraw implements Withdrawer.
@@ -295,14 +294,7 @@ func (r *Runner[K, T, A, O]) Withdraw(key K, ts, now mtime.Time, v T, fire bool)
 		r.emitInline()
 		return
 	}
-	i := 0
-	if len(r.ops) > 1 {
-		i = instanceOf(int(r.cfg.Hash(key)%KeyGroups), len(r.ops))
-	}
-	r.cur[i] = append(r.cur[i], item[K, T]{kind: iWithdraw, step: s, ts: ts, now: now, key: key, val: v, tag: fire})
-	if len(r.cur[i]) >= r.cfg.BatchSize {
-		r.Flush()
-	}
+	r.enqueue(key, item[K, T]{kind: iWithdraw, step: s, ts: ts, now: now, key: key, val: v, tag: fire})
 }
 
 // Proc implements Target.
