@@ -54,6 +54,20 @@ func (t Time) Add(d Time) Time {
 	return s
 }
 
+// AlignUp is the smallest multiple of d at or after t: the next aligned
+// firing of a period d (Beam's AlignedDelay), t itself when it is one. d
+// must be positive.
+func AlignUp(t, d Time) Time {
+	m := t % d
+	if m < 0 {
+		m += d
+	}
+	if m == 0 {
+		return t
+	}
+	return t + d - m
+}
+
 // String formats t as RFC 3339 in UTC with milliseconds, e.g.
 // 2026-09-07T12:00:01.000Z.
 func (t Time) String() string { return string(t.AppendFormat(nil)) }

@@ -117,3 +117,14 @@ func BenchmarkFormat(b *testing.B) {
 		buf = Time(1788782401123).AppendFormat(buf[:0])
 	}
 }
+
+func TestAlignUp(t *testing.T) {
+	for _, c := range []struct{ t, d, want Time }{
+		{0, 60_000, 0}, {1, 60_000, 60_000}, {60_000, 60_000, 60_000}, {60_001, 60_000, 120_000},
+		{-1, 60_000, 0}, {-60_000, 60_000, -60_000}, {-60_001, 60_000, -60_000},
+	} {
+		if got := AlignUp(c.t, c.d); got != c.want {
+			t.Errorf("AlignUp(%d, %d) = %d, want %d", c.t, c.d, got, c.want)
+		}
+	}
+}

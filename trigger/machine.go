@@ -137,7 +137,7 @@ func (p *Program) onElement(i int, s []NodeState, c *Ctx) {
 		if s[i].Deadline == NoDeadline {
 			at := c.Now + n.delay
 			if n.aligned {
-				at = alignUp(c.Now, n.delay)
+				at = mtime.AlignUp(c.Now, n.delay)
 			}
 			s[i].Deadline = at
 			c.Timers = append(c.Timers, at)
@@ -372,16 +372,4 @@ func (p *Program) onMerge(i int, dst []NodeState, parts [][]NodeState, c *Ctx) {
 	case OpRepeatedly:
 		p.onMerge(n.subs[0], dst, parts, c)
 	}
-}
-
-// alignUp is the smallest multiple of d at or after t.
-func alignUp(t, d mtime.Time) mtime.Time {
-	m := t % d
-	if m < 0 {
-		m += d
-	}
-	if m == 0 {
-		return t
-	}
-	return t + d - m
 }

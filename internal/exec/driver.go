@@ -84,7 +84,7 @@ func (d *Driver[K, T]) nextInstant() mtime.Time {
 	}
 	if idle := d.tracker.NextIdle(); idle < mtime.MaxTime {
 		if d.s.Interval > 0 {
-			idle = alignUp(idle, d.s.Interval)
+			idle = mtime.AlignUp(idle, d.s.Interval)
 		}
 		at = min(at, idle)
 	}
@@ -95,7 +95,7 @@ func (d *Driver[K, T]) nextInstant() mtime.Time {
 		if step <= 0 {
 			step = mtime.Millis(watermark.DefaultInterval)
 		}
-		at = min(at, alignUp(max(q, d.now+1), step))
+		at = min(at, mtime.AlignUp(max(q, d.now+1), step))
 	}
 	return at
 }
@@ -132,7 +132,7 @@ func (d *Driver[K, T]) Event(part int, key K, ts mtime.Time, v T) {
 		d.dirty = true
 		// the first emission after now: one at exactly now came before
 		// this event
-		d.nextDue = alignUp(d.now+1, d.s.Interval)
+		d.nextDue = mtime.AlignUp(d.now+1, d.s.Interval)
 	}
 }
 
@@ -170,7 +170,7 @@ func (d *Driver[K, T]) Refresh() {
 		d.emit(d.tracker.Current(d.now), d.now)
 	} else if !d.dirty {
 		d.dirty = true
-		d.nextDue = alignUp(d.now+1, d.s.Interval)
+		d.nextDue = mtime.AlignUp(d.now+1, d.s.Interval)
 	}
 }
 

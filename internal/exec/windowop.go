@@ -1069,23 +1069,11 @@ func (op *WindowOp[K, T, A, O]) onElement(key K, ks *keyState[A, O], st *win[A, 
 	if t.EarlyDelay > 0 && st.earlyAt() == none {
 		at := op.now + t.EarlyDelay
 		if t.EarlyAligned {
-			at = alignUp(op.now, t.EarlyDelay)
+			at = mtime.AlignUp(op.now, t.EarlyDelay)
 		}
 		op.moreOf(st).early = at
 		op.pt.add(at, newTimer(key, st.w, st.seq, tEarly))
 	}
-}
-
-// alignUp is the smallest multiple of d at or after t (Beam's AlignedDelay).
-func alignUp(t, d mtime.Time) mtime.Time {
-	m := t % d
-	if m < 0 {
-		m += d
-	}
-	if m == 0 {
-		return t
-	}
-	return t + d - m
 }
 
 // fire emits a pane of st: first, in retracting mode, the retraction of the
