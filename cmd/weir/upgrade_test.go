@@ -109,13 +109,13 @@ carries over  output[1]           its commit record
 func TestSavepointInspect(t *testing.T) {
 	dir := upgradeDir(t)
 	code, stdout, stderr := runCLI(t, dir, "savepoint", "inspect", sp1)
-	want := `savepoint 1 of orders, layout 4, 147.4 KiB
+	want := `savepoint 1 of orders, layout 4, 148.4 KiB
 fingerprint 46c794a9963d1669
 created TIME
 operators:
   window: 5 keys, 515 B in 1 instance, watermark 2026-08-29T10:46:47.799Z
     window tumbling 10s, key card, time.field ts, aggregates {orders: count, spent: sum(amount)}, mode accumulating
-  head: 1024 events read, 1024 de-duplication ids, 12.0 KiB
+  head: 1024 events read, 1024 de-duplication ids, 13.0 KiB
 sources:
   input: line 1024 (byte offset 86694)
 sinks:
