@@ -250,7 +250,7 @@ func (s *Sink) addMissing(ctx context.Context, d *dialect, table string, cs []co
 					continue
 				}
 			}
-			return e, err
+			return e, fmt.Errorf("adding column %s to table %s%s (%s, or add it yourself): %w", c.name, table, where, q, err)
 		}
 		if c.modeOf {
 			s.log(fmt.Sprintf("added column %s to table %s%s: it says of each row whether its values are totals or deltas (the rows written before have none)", c.name, table, where))

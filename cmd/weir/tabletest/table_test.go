@@ -327,7 +327,7 @@ func TestTableNotWritable(t *testing.T) {
 	name := dsn[strings.LastIndex(dsn, "/")+1 : strings.Index(dsn, "?")]
 	role := "reader_" + name
 	pgExec(t, dsn,
-		"CREATE TABLE counts (k text NOT NULL, n bigint, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, revision bigint NOT NULL, timing text NOT NULL, final boolean NOT NULL, status text NOT NULL, version bigint NOT NULL, updated_at timestamptz NOT NULL, reason text, PRIMARY KEY (k, window_start, window_end))",
+		"CREATE TABLE counts (k text NOT NULL, n bigint, window_start timestamptz NOT NULL, window_end timestamptz NOT NULL, revision bigint NOT NULL, timing text NOT NULL, final boolean NOT NULL, status text NOT NULL, mode text NOT NULL, version bigint NOT NULL, updated_at timestamptz NOT NULL, reason text, PRIMARY KEY (k, window_start, window_end))",
 		"CREATE TABLE weir_commits (sink text NOT NULL, checkpoint bigint NOT NULL, run text NOT NULL, committed_at timestamptz NOT NULL, PRIMARY KEY (sink, checkpoint))",
 		"CREATE ROLE "+role+" LOGIN",
 		"GRANT SELECT ON counts, weir_commits TO "+role)
