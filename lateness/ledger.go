@@ -605,8 +605,8 @@ func (j *ledgerJoin) report() *LedgerReport {
 		EventsFile: ec.path, EventsFormat: ec.format, LedgerFile: lc.path, LedgerFormat: lc.format,
 		MatchField: ec.Match, LedgerTimeField: lc.TimeField, TimeField: ec.TimeField, ArrivalField: ec.ArrivalField,
 		LedgerLines: j.ledgerLines, LedgerBlankLines: j.ledgerBlank, LedgerEntries: int64(len(j.entries)),
-		LedgerDuplicates: j.ledgerDup, LedgerRejectReasons: map[string]int64{},
-		EventLines: j.eventLines, EventBlankLines: j.eventBlank, EventWatermarkLines: j.eventWatermarks, Events: j.events, EventRejectReasons: map[string]int64{},
+		LedgerDuplicates: j.ledgerDup,
+		EventLines:       j.eventLines, EventBlankLines: j.eventBlank, EventWatermarkLines: j.eventWatermarks, Events: j.events,
 		MatchedEvents: j.matched, EventsWithoutMatch: j.eventNoID,
 		lastArrival: j.lastArr, LastArrival: j.lastArr.String(),
 	}
@@ -616,35 +616,17 @@ func (j *ledgerJoin) report() *LedgerReport {
 	if sc := j.sc; sc != nil {
 		r.SeenFile, r.SeenFormat, r.SeenBy, r.SeenWithinMS = sc.path, sc.format, sc.By[0], int64(j.seenWithin)
 		r.SeenLines, r.SeenEvents, r.SeenWithoutBy = j.seenLines, j.seenEvs, j.seenNoBy
-		for i, n := range j.seenRejected {
-			if n > 0 {
-				if r.SeenRejectReason == nil {
-					r.SeenRejectReason = map[string]int64{}
-				}
-				r.SeenRejected += n
-				r.SeenRejectReason[reasonNames[i]] = n
-			}
-		}
+		r.SeenRejected, r.SeenRejectReason = rejections(&j.seenRejected, &reasonNames)
 	}
 	for _, w := range j.waits {
 		r.WaitsMS = append(r.WaitsMS, int64(w))
 	}
-	for i, n := range j.ledgerRejected {
-		if n > 0 {
-			r.LedgerRejected += n
-			r.LedgerRejectReasons[ledgerReasonNames[i]] = n
-		}
-	}
+	r.LedgerRejected, r.LedgerRejectReasons = rejections(&j.ledgerRejected, &ledgerReasonNames)
 	if j.ledgerNoID > 0 {
 		r.LedgerRejected += j.ledgerNoID
 		r.LedgerRejectReasons["no_match_field"] = j.ledgerNoID
 	}
-	for i, n := range j.eventRejected {
-		if n > 0 {
-			r.EventsRejected += n
-			r.EventRejectReasons[reasonNames[i]] = n
-		}
-	}
+	r.EventsRejected, r.EventRejectReasons = rejections(&j.eventRejected, &reasonNames)
 	for _, n := range j.unmatched {
 		r.UnmatchedEvents += n
 	}

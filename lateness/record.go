@@ -54,6 +54,20 @@ var reasonNames = [nReasons]string{
 	rWatermarkLine: "watermark_line",
 }
 
+// rejections is the lines counts rejected, in all and by the name names gives
+// each reason (none for a reason no line had).
+func rejections(counts *[nReasons]int64, names *[nReasons]string) (int64, map[string]int64) {
+	var total int64
+	m := map[string]int64{}
+	for i, n := range counts {
+		if n > 0 {
+			total += n
+			m[names[i]] = n
+		}
+	}
+	return total, m
+}
+
 // reasonOf is the reason of a line's times' name (package linedec's).
 func reasonOf(name string) reason {
 	for r, n := range reasonNames {

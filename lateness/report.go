@@ -247,7 +247,7 @@ func (a *analyzer) report() (*Report, error) {
 	r := &Report{
 		Input: c.path, Format: c.format, TimeField: c.TimeField, ArrivalField: c.ArrivalField,
 		PartitionField: c.PartitionField, WindowMS: int64(c.window.Size),
-		Lines: a.lines, BlankLines: a.blank, WatermarkLines: a.watermarks, Events: a.all.n, Weight: a.all.w, RejectReasons: map[string]int64{},
+		Lines: a.lines, BlankLines: a.blank, WatermarkLines: a.watermarks, Events: a.all.n, Weight: a.all.w,
 		FirstEventTime: a.minTS.String(), LastEventTime: a.maxTS.String(),
 		FirstArrival: a.firstArr.String(), LastArrival: a.maxArr.String(),
 		ArrivalDisorder: a.arrDisorder,
@@ -255,12 +255,7 @@ func (a *analyzer) report() (*Report, error) {
 	if c.weightP != nil || a.weighted {
 		r.WeightField = c.weightName()
 	}
-	for i, n := range a.rejected {
-		if n > 0 {
-			r.Rejected += n
-			r.RejectReasons[reasonNames[i]] = n
-		}
-	}
+	r.Rejected, r.RejectReasons = rejections(&a.rejected, &reasonNames)
 	r.Travel = travelOf(&a.all)
 	for _, e := range a.latest.sorted() {
 		l := LatestEvent{Line: e.line, EventTime: e.ts.String(), Arrival: e.arr.String(), TravelMS: int64(e.arr - e.ts)}
