@@ -198,23 +198,8 @@ func LedgerEvents(w io.Writer, o Options) error {
 	o = o.withDefaults()
 	g := newLedgerGen(o)
 	out := newOut(w)
-	key := mix(o.Seed ^ 0x1ed9e5e7)
-	var arrivals minHeap[ledgerEvent, *ledgerEvent]
-	var tsFmt, arrFmt timeFmt
-	write := func(e *ledgerEvent) {
-		b := append(out.buf, `{"event_id":"`...)
-		b = appendHex16(b, mix(e.seq^key))
-		b = append(b, `","order_id":"o`...)
-		b = appendPadded(b, int64(e.seq+1), 9)
-		b = append(b, `","platform":"`...)
-		b = append(b, platNames[e.plat]...)
-		b = append(b, `","event_name":"order_completed","ts":"`...)
-		b = tsFmt.append(b, e.ts)
-		b = append(b, `","arrival":"`...)
-		b = arrFmt.append(b, e.arrival)
-		out.buf = append(b, `"}`...)
-		out.line()
-	}
+	lines := appEvents{out: out, key: mix(o.Seed ^ 0x1ed9e5e7), id: `","order_id":"o`, name: "order_completed"}
+	lines.idOf = func(e *ledgerEvent) (int64, int) { return int64(e.seq + 1), 9 }
 	var end mtime.Time
 	for i := 0; out.err == nil; i++ {
 		ord := g.next()
@@ -225,23 +210,65 @@ func LedgerEvents(w io.Writer, o Options) error {
 			break
 		}
 		// Every event still to come arrives after this order.
-		for arrivals.len() > 0 && arrivals.min().arrival < ord.ts {
-			e := arrivals.pop()
-			write(&e)
-		}
+		lines.writeBefore(ord.ts)
 		if ord.lost {
 			continue
 		}
-		arrivals.push(ledgerEvent{arrival: ord.arrival, ts: ord.sent, seq: ord.seq, plat: ord.plat})
+		lines.arrivals.push(ledgerEvent{arrival: ord.arrival, ts: ord.sent, seq: ord.seq, plat: ord.plat})
 		if ord.dup {
-			arrivals.push(ledgerEvent{arrival: ord.arrival2, ts: ord.sent, seq: ord.seq, plat: ord.plat, dup: true})
+			lines.arrivals.push(ledgerEvent{arrival: ord.arrival2, ts: ord.sent, seq: ord.seq, plat: ord.plat, dup: true})
 		}
 	}
-	for arrivals.len() > 0 && out.err == nil {
-		e := arrivals.pop()
-		write(&e)
-	}
+	lines.writeAll()
 	return out.flush()
+}
+
+// appEvents writes the events of Steep's app that the ledger's orders
+// cause, in arrival order: each is held until every event still to come
+// arrives after it. A line has the fields event_id (a hash of the order),
+// an id (the order's, or its user's: idOf gives the number and its
+// digits), platform, event_name, ts and arrival.
+type appEvents struct {
+	out      *out
+	key      uint64 // of the event ids
+	id, name string // `","order_id":"o` and order_completed
+	idOf     func(*ledgerEvent) (n int64, digits int)
+	arrivals minHeap[ledgerEvent, *ledgerEvent]
+	ts, arr  timeFmt
+}
+
+// writeBefore writes the events held that arrive before t.
+func (a *appEvents) writeBefore(t mtime.Time) {
+	for a.arrivals.len() > 0 && a.arrivals.min().arrival < t && a.out.err == nil {
+		a.writeNext()
+	}
+}
+
+// writeAll writes every event held.
+func (a *appEvents) writeAll() {
+	for a.arrivals.len() > 0 && a.out.err == nil {
+		a.writeNext()
+	}
+}
+
+// writeNext writes the event held that arrives first.
+func (a *appEvents) writeNext() {
+	e := a.arrivals.pop()
+	b := append(a.out.buf, `{"event_id":"`...)
+	b = appendHex16(b, mix(e.seq^a.key))
+	b = append(b, a.id...)
+	n, digits := a.idOf(&e)
+	b = appendPadded(b, n, digits)
+	b = append(b, `","platform":"`...)
+	b = append(b, platNames[e.plat]...)
+	b = append(b, `","event_name":"`...)
+	b = append(b, a.name...)
+	b = append(b, `","ts":"`...)
+	b = a.ts.append(b, e.ts)
+	b = append(b, `","arrival":"`...)
+	b = a.arr.append(b, e.arrival)
+	a.out.buf = append(b, `"}`...)
+	a.out.line()
 }
 
 // LedgerCheckouts writes the checkout_start events of the orders of Ledger
@@ -266,29 +293,14 @@ func LedgerCheckouts(w io.Writer, o Options) error {
 	g := newLedgerGen(o)
 	r := newRNG(o.Seed, 0xc4ec0)
 	out := newOut(w)
-	key := mix(o.Seed ^ 0xc4ec0e7)
-	var arrivals minHeap[checkout, *checkout]
-	var tsFmt, arrFmt timeFmt
-	write := func(c *checkout) {
-		b := append(out.buf, `{"event_id":"`...)
-		b = appendHex16(b, mix(c.seq^key))
-		b = append(b, `","user_id":"u`...)
-		b = appendPadded(b, int64(userOf(c.seq, o)+1), 7)
-		b = append(b, `","platform":"`...)
-		b = append(b, platNames[c.plat]...)
-		b = append(b, `","event_name":"checkout_start","ts":"`...)
-		b = tsFmt.append(b, c.ts)
-		b = append(b, `","arrival":"`...)
-		b = arrFmt.append(b, c.arrival)
-		out.buf = append(b, `"}`...)
-		out.line()
-	}
+	lines := appEvents{out: out, key: mix(o.Seed ^ 0xc4ec0e7), id: `","user_id":"u`, name: "checkout_start"}
+	lines.idOf = func(e *ledgerEvent) (int64, int) { return int64(userOf(e.seq, o) + 1), 7 }
 	for range o.Events {
 		if out.err != nil {
 			break
 		}
 		ord := g.next()
-		c := checkout{seq: ord.seq, plat: ord.plat, ts: ord.ts - checkoutLeadMin - mtime.Time(r.intn(checkoutLeadSpan))}
+		c := ledgerEvent{seq: ord.seq, plat: ord.plat, ts: ord.ts - checkoutLeadMin - mtime.Time(r.intn(checkoutLeadSpan))}
 		offline := false
 		if ord.plat != platWeb {
 			if ord.lost {
@@ -304,29 +316,9 @@ func LedgerCheckouts(w io.Writer, o Options) error {
 		}
 		// Every checkout still to come starts after this order's time
 		// less the longest lead, and arrives after that.
-		for arrivals.len() > 0 && arrivals.min().arrival < ord.ts-checkoutLeadMin-checkoutLeadSpan {
-			e := arrivals.pop()
-			write(&e)
-		}
-		arrivals.push(c)
+		lines.writeBefore(ord.ts - checkoutLeadMin - checkoutLeadSpan)
+		lines.arrivals.push(c)
 	}
-	for arrivals.len() > 0 && out.err == nil {
-		e := arrivals.pop()
-		write(&e)
-	}
+	lines.writeAll()
 	return out.flush()
-}
-
-// checkout is one line of LedgerCheckouts.
-type checkout struct {
-	arrival, ts mtime.Time
-	seq         uint64
-	plat        uint8
-}
-
-func (a *checkout) before(b *checkout) bool {
-	if a.arrival != b.arrival {
-		return a.arrival < b.arrival
-	}
-	return a.seq < b.seq
 }
