@@ -47,7 +47,6 @@ const (
 	fieldTiming
 	fieldFinal
 	fieldStatus
-	fieldMode
 	fieldVersion
 	fieldUpdatedAt
 	fieldDeltaID
@@ -56,7 +55,7 @@ const (
 // pgFields are the columns the sink adds, by name.
 var pgFields = map[string]pgField{
 	"window_start": fieldWindowStart, "window_end": fieldWindowEnd, "revision": fieldRevision,
-	"timing": fieldTiming, "final": fieldFinal, "status": fieldStatus, "mode": fieldMode, "version": fieldVersion,
+	"timing": fieldTiming, "final": fieldFinal, "status": fieldStatus, "version": fieldVersion,
 	"updated_at": fieldUpdatedAt, "delta_id": fieldDeltaID,
 }
 
@@ -64,12 +63,12 @@ var pgFields = map[string]pgField{
 type pgColumn struct {
 	field pgField
 	typ   ColumnType
-	index int    // fieldValue: the index in prow.vals
-	text  string // fieldMode: the mode, the same in every row
+	index int // fieldValue: the index in prow.vals
 }
 
 // pgColumns are the columns of s the upsert sends, in the order of
-// s.columns: all but reason, which the rows leave NULL.
+// s.columns: all but mode, the same in every row, and reason, which the
+// rows leave NULL.
 func pgColumns(s *Schema) []pgColumn {
 	var pc []pgColumn
 	nv := len(s.Keys) + len(s.Values)
@@ -77,7 +76,7 @@ func pgColumns(s *Schema) []pgColumn {
 		if i < nv {
 			pc = append(pc, pgColumn{field: fieldValue, typ: c.typ, index: i})
 		} else if f, ok := pgFields[c.name]; ok {
-			pc = append(pc, pgColumn{field: f, typ: c.typ, text: s.Mode.String()})
+			pc = append(pc, pgColumn{field: f, typ: c.typ})
 		}
 	}
 	return pc
@@ -92,18 +91,28 @@ func pgUpsertSQL(s *Schema) string {
 }
 
 // pgSelect is the select list of the upsert's rows, a value for each of
-// s.columns: the arrays of pgColumns(s) unnested, and NULL for reason (the
-// last column).
+// s.columns: the arrays of pgColumns(s) unnested, the mode as a literal,
+// and NULL for reason (the last column).
 func pgSelect(s *Schema) []string {
 	var sel []string
-	for i, c := range pgColumns(s) {
-		v := "unnest($" + strconv.Itoa(i+1) + "::" + pgElementType(c.typ) + "[])"
-		if c.typ == Numeric {
-			v += "::numeric" // sent as text, exactly
+	pc := pgColumns(s)
+	k := 0 // the next array
+	for _, c := range s.columns(pgDialect) {
+		switch {
+		case c.modeOf:
+			sel = append(sel, "'"+s.Mode.String()+"'::text")
+		case k < len(pc):
+			v := "unnest($" + strconv.Itoa(k+1) + "::" + pgElementType(pc[k].typ) + "[])"
+			if pc[k].typ == Numeric {
+				v += "::numeric" // sent as text, exactly
+			}
+			sel = append(sel, v)
+			k++
+		default:
+			sel = append(sel, "NULL") // reason
 		}
-		sel = append(sel, v)
 	}
-	return append(sel, "NULL") // reason
+	return sel
 }
 
 // pgMergeSQL is pgUpsertSQL as one MERGE (PostgreSQL 15 and later), for
@@ -217,8 +226,6 @@ func appendElement(b []byte, r *prow, c pgColumn) (_ []byte, null bool) {
 		return appendBoolElement(b, r.final), false
 	case fieldStatus:
 		return appendTextElement(b, r.statusText()), false
-	case fieldMode:
-		return appendTextElement(b, c.text), false
 	case fieldVersion:
 		return appendInt8Element(b, r.version), false
 	case fieldUpdatedAt:
