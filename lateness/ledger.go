@@ -395,7 +395,7 @@ func newLedgerJoin(events string, o Options, l LedgerOptions) (*ledgerJoin, erro
 			return nil, err
 		}
 	} else if l.SeenBy != "" || l.SeenWithin != 0 || l.SeenFormat != "" {
-		return nil, usagef("--seen-by, --seen-within and --seen-format need --seen: the file of the users' other events")
+		return nil, usagef("--seen-by, --seen-within and the format of --seen need --seen: the file of the users' other events")
 	}
 	lc, err := lo.resolve(l.Path)
 	if err != nil {

@@ -52,7 +52,7 @@ held in memory. --window, --delays, --lateness, --target, --max-wait,
 
 Were the devices online? With --seen, a file of the same users' other
 events (a checkout_start moments before each order; JSON lines, CSV or
-Parquet, read with weir run's rules), the report says for each group how
+Parquet by its extension, read with weir run's rules), the report says for each group how
 many of the entries that never arrived had an event of the same user
 (--seen-by, read from the entry: user_id by default) that happened at most
 --seen-within (2s) before the entry, not after it, and arrived at most that
@@ -286,7 +286,9 @@ func cmdLateness(args []string, stdout, stderr io.Writer) int {
 	if *ledger != "" {
 		l := lateness.LedgerOptions{Path: *ledger, Match: *match, Time: *ledgerTime, Seen: *seen}
 		if *seen != "" {
-			l.SeenBy, l.SeenWithin, l.SeenFormat = *seenBy, *seenWithin, *inFormat
+			// Its format is its extension's, as the ledger's is
+			// (--input-format is FILE's).
+			l.SeenBy, l.SeenWithin = *seenBy, *seenWithin
 		}
 		if l.Waits, ok = positiveDurs("waits", *waitList); !ok {
 			return 2

@@ -645,3 +645,24 @@ func fmtThousands(n int64) string {
 	}
 	return s
 }
+
+// The --seen file's format is its extension's, as the ledger's is:
+// --input-format names the events' alone.
+func TestLatenessSeenFormatByExtension(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "ledger.jsonl"), []byte(`{"order_id":"o1","user_id":"u1","ts":"2026-09-07T12:00:00Z"}`+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "events.dat"), []byte("order_id,ts,arrival\no9,2026-09-07T12:00:05Z,2026-09-07T12:00:06Z\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "seen.jsonl"), []byte(`{"user_id":"u1","ts":"2026-09-07T11:59:59Z","arrival":"2026-09-07T11:59:59.500Z"}`+"\n"), 0o644)
+	code, stdout, stderr := runLateness(t, dir, "--input-format", "csv", "--ledger", "ledger.jsonl", "--match", "order_id",
+		"--seen", "seen.jsonl", "--format", "json", "events.dat")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep lateness.LedgerReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SeenFormat != lateness.FormatJSON || rep.All.NeverArrived != 1 || rep.All.NeverArrivedSeenOnline != 1 {
+		t.Errorf("seen as %s; %d never arrived, %d seen online; want jsonl, 1, 1", rep.SeenFormat, rep.All.NeverArrived, rep.All.NeverArrivedSeenOnline)
+	}
+}
