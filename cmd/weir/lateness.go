@@ -52,12 +52,12 @@ held in memory. --window, --delays, --lateness, --target, --max-wait,
 
 Were the devices online? With --seen, a file of the same users' other
 events (a checkout_start moments before each order; JSON lines, CSV or
-Parquet by its extension, read with weir run's rules), the report says for each group how
-many of the entries that never arrived had an event of the same user
-(--seen-by, read from the entry: user_id by default) that happened at most
---seen-within (2s) before the entry, not after it, and arrived at most that
-long after it happened: those devices were online moments before, so their
-events were not held back by a lost connection.
+Parquet by its extension, read with weir run's rules), the report says for
+each group how many of the entries that never arrived had an event of the
+same user (--seen-by, read from the entry: user_id by default) that
+happened at most --seen-within (2s) before the entry, not after it, and
+arrived at most that long after it happened: those devices were online
+moments before, so their events were not held back by a lost connection.
 
 Exit status: 0 done, 1 the input could not be read to the end, 2 bad flags
 or an input that cannot be used (missing file, unknown field).
