@@ -186,6 +186,72 @@ func writeEvents(t *testing.T, dir string, n int) {
 	f.Close()
 }
 
+// uninterrupted runs killJob's job once, to its end, in tmp/ref: the
+// panes DuckDB reads of its files, and how long it took.
+func uninterrupted(t *testing.T, bin string, db *sql.DB, tmp string) ([]string, time.Duration) {
+	t.Helper()
+	ref := filepath.Join(tmp, "ref")
+	os.Mkdir(ref, 0o755)
+	writeEvents(t, ref, 150_000)
+	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(killJob), 0o644)
+	run := exec.Command(bin, "run", "job.yaml")
+	run.Dir = ref
+	start := time.Now()
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("weir run: %v\n%s", err, out)
+	}
+	took := time.Since(start)
+	want := readLake(t, db, ref)
+	if len(want) < 1000 {
+		t.Fatalf("the uninterrupted run wrote %d panes", len(want))
+	}
+	return want, took
+}
+
+// killSixTimes runs the weir command on dir's job six times, each killed
+// with SIGKILL at a random moment within took (each run resumes from the
+// last checkpoint), then to its end: the moments of the kills, and how
+// many runs resumed from a checkpoint.
+func killSixTimes(t *testing.T, bin, dir string, took time.Duration, env []string) (kills []time.Duration, resumed int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(9, 90))
+	for attempt := 1; ; attempt++ {
+		cmd := exec.Command(bin, "run", "job.yaml")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		var log strings.Builder
+		cmd.Stdout, cmd.Stderr = &log, &log
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		if attempt <= 6 {
+			after := time.Duration(r.Int64N(int64(took)))
+			select {
+			case err = <-done:
+			case <-time.After(after):
+				cmd.Process.Signal(syscall.SIGKILL)
+				err = <-done
+				kills = append(kills, after.Round(time.Millisecond))
+			}
+		} else {
+			err = <-done
+		}
+		if strings.Contains(log.String(), "resuming from") {
+			resumed++
+		}
+		if len(kills) == attempt {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("run %d: %v\n%s", attempt, err, log.String())
+		}
+		return kills, resumed
+	}
+}
+
 const killJob = `name: spend
 source: {file: events.jsonl}
 time: {field: ts}
@@ -242,63 +308,13 @@ func TestParquetOutputKilled(t *testing.T) {
 	}
 	defer db.Close()
 
-	ref := filepath.Join(tmp, "ref")
-	os.Mkdir(ref, 0o755)
-	writeEvents(t, ref, 150_000)
-	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(killJob), 0o644)
-	run := exec.Command(bin, "run", "job.yaml")
-	run.Dir = ref
-	start := time.Now()
-	if out, err := run.CombinedOutput(); err != nil {
-		t.Fatalf("weir run: %v\n%s", err, out)
-	}
-	took := time.Since(start)
-	want := readLake(t, db, ref)
-	if len(want) < 1000 {
-		t.Fatalf("the uninterrupted run wrote %d panes", len(want))
-	}
+	want, took := uninterrupted(t, bin, db, tmp)
 
 	dir := filepath.Join(tmp, "killed")
 	os.Mkdir(dir, 0o755)
 	writeEvents(t, dir, 150_000)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(killJob), 0o644)
-	r := rand.New(rand.NewPCG(9, 90))
-	var kills []time.Duration
-	resumed := 0
-	for attempt := 1; ; attempt++ {
-		cmd := exec.Command(bin, "run", "job.yaml")
-		cmd.Dir = dir
-		var log strings.Builder
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		var err error
-		if attempt <= 6 {
-			after := time.Duration(r.Int64N(int64(took)))
-			select {
-			case err = <-done:
-			case <-time.After(after):
-				cmd.Process.Signal(syscall.SIGKILL)
-				err = <-done
-				kills = append(kills, after.Round(time.Millisecond))
-			}
-		} else {
-			err = <-done
-		}
-		if strings.Contains(log.String(), "resuming from") {
-			resumed++
-		}
-		if len(kills) == attempt {
-			continue
-		}
-		if err != nil {
-			t.Fatalf("run %d: %v\n%s", attempt, err, log.String())
-		}
-		break
-	}
+	kills, resumed := killSixTimes(t, bin, dir, took, nil)
 	got := readLake(t, db, dir)
 	if !slices.Equal(got, want) {
 		t.Fatalf("killed after %v: DuckDB reads %d panes, the uninterrupted run's files %d:\n%s\nwant\n%s", kills, len(got), len(want), head(got), head(want))

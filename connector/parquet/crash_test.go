@@ -74,46 +74,13 @@ func child(spec string) int {
 // an uninterrupted run, and no in-progress file is left.
 func TestKilledAndRestoredRunsWriteEachPaneOnce(t *testing.T) {
 	evs := events(6000, "c0", "c1", "c2", "c3")
-	ref := t.TempDir()
-	j, err := jobfile.Load(jobFile(t, ref, evs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := job.Run(context.Background(), j, job.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	want := jsonPanes(t, filepath.Join(ref, "results.jsonl"))
+	want := uninterrupted(t, evs)
 
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			dir := t.TempDir()
 			jobFile(t, dir, evs)
-			r := rand.New(rand.NewPCG(seed, 50))
-			var kills []int64
-			var logs []string
-			// Five runs killed, then one to the end.
-			for run := 1; ; run++ {
-				if run > 6 {
-					t.Fatalf("the job did not end in its sixth run (killed after batches %v)", kills)
-				}
-				kill := int64(4 + r.IntN(14))
-				if run == 6 {
-					kill = 0
-				}
-				cmd := exec.Command(os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), childEnv+"="+dir+","+strconv.FormatInt(kill, 10))
-				var log bytes.Buffer
-				cmd.Stderr = &log
-				err := cmd.Run()
-				logs = append(logs, log.String())
-				if err == nil {
-					break
-				}
-				if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-					t.Fatalf("run %d: %v\n%s", run, err, log.String())
-				}
-				kills = append(kills, kill)
-			}
+			kills, logs := killFiveTimes(t, dir, seed)
 			got, _ := parquetPanes(t, filepath.Join(dir, "lake"))
 			if !slices.Equal(got, want) {
 				t.Fatalf("killed after batches %v: Parquet holds %d panes, an uninterrupted run %d:\n%s\nwant\n%s", kills, len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -154,6 +121,102 @@ func TestKilledAndRestoredRunsWriteEachPaneOnce(t *testing.T) {
 				t.Errorf("%d runs resumed from a checkpoint, want %d (killed after batches %v)", resumed, len(kills), kills)
 			}
 			t.Logf("killed after batches %v, %d runs resumed from a checkpoint (%d committing what it left pending, %d in-progress files removed): %d panes, each once, in %d part files; %d in-progress files of the runs before the first checkpoint left", kills, resumed, pending, removed, len(got), len(fin), len(left))
+		})
+	}
+}
+
+// uninterrupted are the panes of the test job's uninterrupted run over evs,
+// as its JSON output holds them.
+func uninterrupted(t *testing.T, evs []string) []string {
+	t.Helper()
+	ref := t.TempDir()
+	j, err := jobfile.Load(jobFile(t, ref, evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := job.Run(context.Background(), j, job.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return jsonPanes(t, filepath.Join(ref, "results.jsonl"))
+}
+
+// killFiveTimes runs the job of dir six times, the first five killed with
+// SIGKILL after a random batch (of 60; a checkpoint every other one; the
+// first kill once the job's first checkpoint is durable), each run
+// restored from the last checkpoint: the batches after which it killed,
+// and each run's log.
+func killFiveTimes(t *testing.T, dir string, seed uint64) (kills []int64, logs []string) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 50))
+	for run := 1; ; run++ {
+		if run > 6 {
+			t.Fatalf("the job did not end in its sixth run (killed after batches %v)", kills)
+		}
+		kill := int64(4 + r.IntN(14))
+		if run == 6 {
+			kill = 0
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+dir+","+strconv.FormatInt(kill, 10))
+		var log bytes.Buffer
+		cmd.Stderr = &log
+		err := cmd.Run()
+		logs = append(logs, log.String())
+		if err == nil {
+			return kills, logs
+		}
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("run %d: %v\n%s", run, err, log.String())
+		}
+		kills = append(kills, kill)
+	}
+}
+
+// The same job writing to object storage (an S3 server in the test's
+// process, which outlives the killed runs), killed five times: the
+// objects hold exactly the panes of an uninterrupted run, and no upload is
+// left in progress (those a killed run started after its last checkpoint
+// are aborted by the restore), nor any file in the staging directory.
+func TestS3KilledAndRestoredRunsWriteEachPaneOnce(t *testing.T) {
+	evs := events(6000, "c0", "c1", "c2", "c3")
+	want := uninterrupted(t, evs)
+
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			f := parquet.NewFakeS3(t)
+			dir := t.TempDir()
+			path := jobFile(t, dir, evs)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s3out := fmt.Sprintf("parquet: {dir: s3://lake/spend, staging: staging, partition_by: [date, hour], roll: {size: 64KiB}, s3: {endpoint: %q, path_style: true, access_key_id: weir, secret_access_key: \"${WEIR_TEST_S3_SECRET}\"}}", f.URL)
+			yaml := strings.Replace(string(b), "parquet: {dir: lake, partition_by: [date, hour], roll: {size: 64KiB}}", s3out, 1)
+			if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("WEIR_TEST_S3_SECRET", "secret")
+			kills, logs := killFiveTimes(t, dir, seed)
+			lake := t.TempDir()
+			f.Download(t, "spend", lake)
+			got, folders := parquetPanes(t, lake)
+			if !slices.Equal(got, want) {
+				t.Fatalf("killed after batches %v: the objects hold %d panes, an uninterrupted run %d:\n%s\nwant\n%s", kills, len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if up := f.Uploads(t); len(up) != 0 {
+				t.Errorf("uploads left in progress: %v", up)
+			}
+			if left := parquet.Files(t, filepath.Join(dir, "staging")); len(left) != 0 {
+				t.Errorf("left in staging: %v", left)
+			}
+			aborted := 0
+			for _, l := range logs {
+				aborted += strings.Count(l, ", started after the checkpoint the job resumes from")
+				if strings.Contains(l, "secret") && !strings.Contains(l, "secret_access_key") {
+					t.Errorf("a log line shows the secret key:\n%s", l)
+				}
+			}
+			t.Logf("killed after batches %v: %d panes, each once, in %d objects of %d folders; %d uploads aborted by restores", kills, len(got), len(parquet.Finals(t, lake)), len(folders), aborted)
 		})
 	}
 }

@@ -232,6 +232,60 @@ func TestTheDocumentedJob(t *testing.T) {
 	}
 }
 
+// The object-storage output docs/connectors.md shows, in place of the
+// documented job's directory (its endpoint an S3 server in the test's
+// process, its keys from the environment): the objects are in the folders
+// of their windows' date and hour, under the prefix, and hold the panes of
+// the JSON output; the secret key is in no log line.
+func TestTheDocumentedS3Output(t *testing.T) {
+	page := string(must(os.ReadFile("../../docs/connectors.md")))
+	block := func(name string) string {
+		_, after, ok := strings.Cut(page, "<!-- "+name+" -->\n```yaml\n")
+		b, _, ok2 := strings.Cut(after, "```")
+		if !ok || !ok2 {
+			t.Fatalf("docs/connectors.md has no %s block", name)
+		}
+		return b
+	}
+	f := parquet.NewFakeS3(t)
+	jobText, _, _ := strings.Cut(block("parquet-example"), "output:\n")
+	s3 := strings.Replace(block("parquet-s3-example"), "https://minio.internal:9000", f.URL, 1)
+	s3 = strings.Replace(s3, "/var/lib/weir/staging", "staging", 1)
+	dir := t.TempDir()
+	var orders []string
+	for i := range 2000 {
+		orders = append(orders, fmt.Sprintf(`{"card":"c%d","amount":%d.5,"ts":%d}`, i%5, i%9, 1_780_000_000_000+int64(i)*3600))
+	}
+	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(strings.Join(orders, "\n")+"\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(jobText+s3+"  - results.jsonl\ncheckpoint: {dir: ckpt, interval: 10s}\n"), 0o644)
+	t.Setenv("S3_KEY", "weir")
+	t.Setenv("S3_SECRET", "secret")
+	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if _, err := job.Run(context.Background(), j, job.Options{Log: &log}); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	lake := t.TempDir()
+	f.Download(t, "spend", lake)
+	var folders []string
+	var n int
+	for _, name := range parquet.Finals(t, lake) {
+		folders = append(folders, filepath.Dir(name))
+		n += len(parquet.Rows(t, filepath.Join(lake, name)))
+	}
+	folders = slices.Compact(folders)
+	want := []string{"date=2026-05-28/hour=20", "date=2026-05-28/hour=21", "date=2026-05-28/hour=22"}
+	if lines := len(strings.Split(strings.TrimSpace(string(must(os.ReadFile(filepath.Join(dir, "results.jsonl"))))), "\n")); n != lines || !slices.Equal(folders, want) {
+		t.Fatalf("%d rows in %v, want %d in %v", n, folders, lines, want)
+	}
+	if strings.Contains(log.String(), "secret") {
+		t.Fatalf("the log shows the secret key:\n%s", log.String())
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)

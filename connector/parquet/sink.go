@@ -26,6 +26,13 @@ type Sink struct {
 	env   plan.Env
 	task  string
 	exact bool // the job takes checkpoints
+	// dir is the local directory of the part files: the output's, or,
+	// with remote, where they wait for their upload.
+	dir    string
+	remote *objects // the object store the files go to, or nil
+	// finals are the remote objects of the output's naming, as listed at
+	// Open and uploaded since (a part file's number is never one of them).
+	finals map[string]bool
 	// now is the clock of roll.interval (tests set it).
 	now func() time.Time
 
@@ -58,6 +65,10 @@ type fileRef struct {
 	Dir  string `json:"dir,omitempty"`
 	N    uint64 `json:"n"`
 	Rows int64  `json:"rows"`
+	// Upload is the multipart upload that holds the file (an output to
+	// object storage), and Parts its parts: completed at commit.
+	Upload string       `json:"upload,omitempty"`
+	Parts  []remotePart `json:"parts,omitempty"`
 }
 
 // preCommit is what a checkpoint keeps of the output: the part files it
@@ -79,8 +90,18 @@ var (
 	_ connector.Marker          = (*Sink)(nil)
 )
 
-func newSink(c *Config, env plan.Env) *Sink {
-	return &Sink{cfg: c, env: env, task: c.task(env.Job), exact: env.Checkpointed, now: time.Now, open: map[string]*part{}}
+func newSink(c *Config, env plan.Env) (*Sink, error) {
+	s := &Sink{cfg: c, env: env, task: c.task(env.Job), exact: env.Checkpointed, now: time.Now, open: map[string]*part{}, dir: c.Dir}
+	if c.S3 != nil {
+		var err error
+		if s.remote, err = newObjects(c.S3); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.S3.URL(), err)
+		}
+		if s.dir == "" {
+			s.dir = filepath.Join(os.TempDir(), "weir-parquet-"+s.task)
+		}
+	}
+	return s, nil
 }
 
 // finalName is a part file's final name; tmpName its in-progress name.
@@ -93,7 +114,7 @@ func tmpName(task string, n uint64) string {
 }
 
 func (s *Sink) path(dir, name string) string {
-	return filepath.Join(s.cfg.Dir, filepath.FromSlash(dir), name)
+	return filepath.Join(s.dir, filepath.FromSlash(dir), name)
 }
 
 func (s *Sink) logf(format string, args ...any) {
@@ -103,17 +124,17 @@ func (s *Sink) logf(format string, args ...any) {
 }
 
 // Open implements connector.Sink: on restore, it removes the in-progress
-// files of this output written after the checkpoint, and numbers the next
-// part files after the checkpoint's.
-func (s *Sink) Open(_ context.Context, r connector.Resume) error {
-	if err := os.MkdirAll(s.cfg.Dir, 0o755); err != nil {
+// files of this output written after the checkpoint (and aborts such
+// uploads), and numbers the next part files after the checkpoint's.
+func (s *Sink) Open(ctx context.Context, r connector.Resume) error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return connector.Permanent(err)
 	}
-	pending := map[string]bool{}
+	pending := map[string]bool{} // in-progress files, and uploads by id
 	if len(r.Mark) > 0 {
 		var m mark
 		if err := json.Unmarshal(r.Mark, &m); err != nil {
-			return connector.Permanent(fmt.Errorf("the checkpoint's mark of %s is not one of a Parquet output's", s.cfg.Dir))
+			return connector.Permanent(fmt.Errorf("the checkpoint's mark of %s is not one of a Parquet output's", s.cfg.Writes()))
 		}
 		s.next = max(s.next, m.Next)
 	}
@@ -125,6 +146,9 @@ func (s *Sink) Open(_ context.Context, r connector.Resume) error {
 		s.next = max(s.next, pc.Next)
 		for _, f := range pc.Files {
 			pending[s.path(f.Dir, tmpName(pc.Task, f.N))] = true
+			if f.Upload != "" {
+				pending[f.Upload] = true
+			}
 		}
 	}
 	s.mu.Lock()
@@ -132,7 +156,7 @@ func (s *Sink) Open(_ context.Context, r connector.Resume) error {
 	s.mu.Unlock()
 	mine := regexp.MustCompile(`^(\.?)part-` + s.task + `-([0-9]+)\.parquet(\.inprogress)?$`)
 	var later []string
-	err := filepath.WalkDir(s.cfg.Dir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -163,7 +187,14 @@ func (s *Sink) Open(_ context.Context, r connector.Resume) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", s.cfg.Dir, err)
+		return fmt.Errorf("reading %s: %w", s.dir, err)
+	}
+	if s.remote != nil {
+		remoteLater, err := s.openRemote(ctx, r, mine, pending)
+		if err != nil {
+			return err
+		}
+		later = append(later, remoteLater...)
 	}
 	if len(later) > 0 {
 		sort.Strings(later)
@@ -257,7 +288,7 @@ func (s *Sink) newPart(dir string) (*part, error) {
 	for {
 		n := s.next
 		s.next++
-		if _, err := os.Lstat(s.path(dir, s.finalName(n))); !errors.Is(err, fs.ErrNotExist) {
+		if s.finalExists(dir, n) {
 			continue
 		}
 		f, err := os.OpenFile(s.path(dir, s.tmpName(n)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -291,6 +322,9 @@ func (s *Sink) finish(p *part) error {
 		return fmt.Errorf("closing %s: %w", p.f.Name(), err)
 	}
 	if !s.exact {
+		if s.remote != nil {
+			return s.put(context.Background(), p.ref)
+		}
 		return s.commitFile(s.task, p.ref)
 	}
 	s.done = append(s.done, p.ref)
@@ -328,8 +362,10 @@ func (s *Sink) sorted() []*part {
 func (s *Sink) Flush(context.Context) error { return s.rollOld() }
 
 // PreCommit implements connector.Sink: it closes every open part file, and
-// returns the names of those closed since the last pre-commit.
-func (s *Sink) PreCommit(context.Context, uint64) ([]byte, error) {
+// returns the names of those closed since the last pre-commit. An output to
+// object storage uploads them first, as multipart uploads it does not
+// complete: the pre-commit names the uploads and their parts.
+func (s *Sink) PreCommit(ctx context.Context, _ uint64) ([]byte, error) {
 	for _, p := range s.sorted() {
 		if err := s.finish(p); err != nil {
 			return nil, err
@@ -337,6 +373,13 @@ func (s *Sink) PreCommit(context.Context, uint64) ([]byte, error) {
 	}
 	if !s.exact {
 		return nil, nil
+	}
+	if s.remote != nil {
+		for i := range s.done {
+			if err := s.stage(ctx, &s.done[i]); err != nil {
+				return nil, err
+			}
+		}
 	}
 	pc := preCommit{Task: s.task, Next: s.next, Files: s.done}
 	if pc.Files == nil {
@@ -348,7 +391,7 @@ func (s *Sink) PreCommit(context.Context, uint64) ([]byte, error) {
 
 // Commit implements connector.Sink: it gives the part files of a
 // pre-commit their final names. It is idempotent.
-func (s *Sink) Commit(_ context.Context, _ uint64, pre []byte) error {
+func (s *Sink) Commit(ctx context.Context, _ uint64, pre []byte) error {
 	if len(pre) == 0 {
 		return nil
 	}
@@ -358,6 +401,12 @@ func (s *Sink) Commit(_ context.Context, _ uint64, pre []byte) error {
 	}
 	dirs := map[string]bool{}
 	for _, f := range pc.Files {
+		if f.Upload != "" {
+			if err := s.completeUpload(ctx, pc.Task, f); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := s.commitFile(pc.Task, f); err != nil {
 			return err
 		}
