@@ -148,15 +148,15 @@ func runOrdersJob(t *testing.T, yaml string, orders []string) string {
 }
 
 // confluentDecode hands the records (key and value in hex, a line each)
-// to a script of Confluent's Python client with the registry's address,
-// and returns what it prints, a line a record.
-func confluentDecode(t *testing.T, py, script, registry string, records []*kgo.Record) []string {
+// to a script of Confluent's Python client with the registry's address
+// (and args), and returns what it prints, a line a record.
+func confluentDecode(t *testing.T, py, script, registry string, records []*kgo.Record, args ...string) []string {
 	t.Helper()
 	var in bytes.Buffer
 	for _, r := range records {
 		fmt.Fprintf(&in, "%s %s\n", hex.EncodeToString(r.Key), hex.EncodeToString(r.Value))
 	}
-	cmd := exec.Command(py, script, registry)
+	cmd := exec.Command(py, append([]string{script, registry}, args...)...)
 	cmd.Stdin = &in
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -188,13 +188,13 @@ func TestAvroOutputRefused(t *testing.T) {
 		{`{sqlite: {path: r.db, table: r}, format: avro, registry: {url: "http://127.0.0.1:1"}}`, ``,
 			`output.format: format avro is for a Kafka output; a file holds JSON lines, a table columns`},
 		{`{sqlite: {path: r.db, table: r}, registry: {url: "http://127.0.0.1:1"}}`, ``,
-			`output.registry: belongs to the format of a Kafka output: give format: avro or json_schema`},
+			`output.registry: belongs to the format of a Kafka output: give format: avro, protobuf or json_schema`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: avro}`, ``,
 			`output.registry: missing: the schema registry the Avro schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, registry: {url: "http://127.0.0.1:1"}}`, ``,
-			`output.registry: belongs to the format of a Kafka output: give format: avro or json_schema`},
+			`output.registry: belongs to the format of a Kafka output: give format: avro, protobuf or json_schema`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: parquet}`, ``,
-			`output.format: unknown format "parquet"; an output writes json, avro or json_schema`},
+			`output.format: unknown format "parquet"; an output writes json, avro, protobuf or json_schema`},
 		{`{kafka: {brokers: [127.0.0.1:1], topic: a}, format: json_schema}`, ``,
 			`output.registry: missing: the schema registry the JSON schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}`},
 		{`out.jsonl`, `{kafka: {brokers: [127.0.0.1:1], topic: late}, format: json_schema, registry: {url: "http://127.0.0.1:1"}}`,
@@ -219,6 +219,18 @@ func TestAvroOutputRefused(t *testing.T) {
 	_, err := jobfile.Parse([]byte(src), "job.yaml", "/jobs")
 	if want := `key: output writes avro, and the key's field "user-id" is not a name an Avro field can have`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want ...%s", err, want)
+	}
+	// Protobuf: the same rule, and a number's exact text is a field too.
+	for _, c := range []struct{ key, aggregates, want string }{
+		{"[user-id, page]", "{n: count}", `key: output writes protobuf, and the key's field "user-id" is not a name a Protobuf field can have`},
+		{"k", "{spent: sum(amount), spent_exact: count}", `aggregates.spent_exact: output writes protobuf, where spent's exact text is the field spent_exact: rename the aggregate spent_exact`},
+	} {
+		src := "source: {file: in.jsonl}\ntime: {field: ts}\nkey: " + c.key + "\nwindow: {tumbling: 1m}\naggregates: " + c.aggregates + "\n" +
+			"output: {kafka: {brokers: [127.0.0.1:1], topic: a}, format: protobuf, registry: {url: \"http://127.0.0.1:1\"}}\n"
+		_, err := jobfile.Parse([]byte(src), "job.yaml", "/jobs")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want ...%s", err, c.want)
+		}
 	}
 }
 

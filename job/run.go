@@ -613,8 +613,18 @@ func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.Si
 		var register func(context.Context) error
 		log := func(s string) { rn.logf("%s", s) }
 		switch k.Format {
-		case "avro":
-			avro, err := formats.NewAvroPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, log)
+		case "avro", "protobuf":
+			// The pane's fields, typed, as the registry's format has them.
+			var pf interface {
+				Record(*plan.PaneFields) (key, value []byte)
+				Register(context.Context) error
+			}
+			var err error
+			if k.Format == "avro" {
+				pf, err = formats.NewAvroPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, log)
+			} else {
+				pf, err = formats.NewProtobufPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, log)
+			}
 			if err != nil {
 				return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, o.Field, err), Err: err}
 			}
@@ -622,9 +632,9 @@ func outputSink[T any](rn *Runnable, o *jobfile.Output, c writer[T]) (*engine.Si
 			encode = func(v T) (key, value []byte) {
 				it := c.item(buf[:0], v)
 				buf = it.JSON[:0]
-				return avro.Record(it.Pane)
+				return pf.Record(it.Pane)
 			}
-			register = avro.Register
+			register = pf.Register
 		case "json_schema":
 			js, err := formats.NewJSONSchemaPanes(rn.j.PaneShape(), k.Registry, k.Topic, k.Subjects, log)
 			if err != nil {

@@ -66,11 +66,11 @@ type KafkaOutput struct {
 	// gets the results' revisions); without it a missing topic is refused.
 	Create bool
 	// Format is the records' format: "" for JSON; "json_schema": the
-	// same JSON in the registry's framing (formats.JSONSchemaPanes); or
-	// "avro": a pane's key
-	// and value as Avro records in the framing of the schema registry
-	// Registry, their schemas registered under the subjects Subjects
-	// names (formats.AvroPanes).
+	// same JSON in the registry's framing (formats.JSONSchemaPanes);
+	// "avro" or "protobuf": a pane's key and value as Avro records or
+	// Protobuf messages in the framing of the schema registry Registry,
+	// their schemas registered under the subjects Subjects names
+	// (formats.AvroPanes, formats.ProtobufPanes).
 	Format   string
 	Registry *plan.Registry
 	Subjects formats.SubjectStrategy
@@ -290,14 +290,14 @@ func (p *parser) outputFormat(m *node, field string, o *Output) error {
 	if name == "" || name == "json" {
 		for _, f := range []string{"registry", "subject_name_strategy"} {
 			if m.get(f) != nil {
-				return m.errf(m.get(f), field+"."+f, "belongs to the format of a Kafka output: give format: avro or json_schema")
+				return m.errf(m.get(f), field+"."+f, "belongs to the format of a Kafka output: give format: avro, protobuf or json_schema")
 			}
 		}
 		return nil
 	}
 	switch {
-	case name != "avro" && name != "json_schema":
-		return m.errf(n, field+".format", "unknown format %q; an output writes json, avro or json_schema", name)
+	case name != "avro" && name != "protobuf" && name != "json_schema":
+		return m.errf(n, field+".format", "unknown format %q; an output writes json, avro, protobuf or json_schema", name)
 	case o.Kafka == nil:
 		return m.errf(n, field+".format", "format %s is for a Kafka output; a file holds JSON lines, a table columns", name)
 	case field != "output" && !strings.HasPrefix(field, "output["):
@@ -308,7 +308,7 @@ func (p *parser) outputFormat(m *node, field string, o *Output) error {
 		return err
 	}
 	if reg == nil {
-		return m.errf(nil, field+".registry", "missing: the schema registry the %s schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}", map[string]string{"avro": "Avro", "json_schema": "JSON"}[name])
+		return m.errf(nil, field+".registry", "missing: the schema registry the %s schemas are registered in, e.g. registry: {url: http://127.0.0.1:8081}", map[string]string{"avro": "Avro", "protobuf": "Protobuf", "json_schema": "JSON"}[name])
 	}
 	strategy, sn, err := m.str("subject_name_strategy")
 	if err != nil {
@@ -458,25 +458,36 @@ func (j *Job) AllOutputs() []*Output {
 	return all
 }
 
-// checkAvroNames checks that every field of the panes an avro output
-// writes can be an Avro field: the aggregates' names and a composite key's
-// fields (dots made underscores).
+// checkAvroNames checks that every field of the panes an avro or
+// protobuf output writes can be a field of its records: the aggregates'
+// names and a composite key's fields (dots made underscores), and, for
+// Protobuf, the NAME_exact field of a number beside the others.
 func (p *parser) checkAvroNames(j *Job) error {
 	for _, o := range j.AllOutputs() {
-		if o.Kafka == nil || o.Kafka.Format != "avro" {
+		if o.Kafka == nil || o.Kafka.Format != "avro" && o.Kafka.Format != "protobuf" {
 			continue
 		}
+		format, what := o.Kafka.Format, map[string]string{"avro": "an Avro field", "protobuf": "a Protobuf field"}[o.Kafka.Format]
 		shape := j.PaneShape()
 		for _, k := range shape.Keys {
 			if !formats.AvroName(k) {
 				return &Error{File: p.file, Line: o.Line, Field: "key",
-					Msg: fmt.Sprintf("%s writes avro, and the key's field %q is not a name an Avro field can have (letters, digits and _, not beginning with a digit): rename it with fields:", o.Field, k)}
+					Msg: fmt.Sprintf("%s writes %s, and the key's field %q is not a name %s can have (letters, digits and _, not beginning with a digit): rename it with fields:", o.Field, format, k, what)}
 			}
 		}
 		for _, a := range shape.Aggregates {
 			if !formats.AvroName(a.Name) {
 				return &Error{File: p.file, Line: o.Line, Field: "aggregates." + a.Name,
-					Msg: fmt.Sprintf("%s writes avro, and %q is not a name an Avro field can have (letters, digits and _, not beginning with a digit): rename it", o.Field, a.Name)}
+					Msg: fmt.Sprintf("%s writes %s, and %q is not a name %s can have (letters, digits and _, not beginning with a digit): rename it", o.Field, format, a.Name, what)}
+			}
+			if format != "protobuf" || a.Type != plan.Number {
+				continue
+			}
+			for _, b := range shape.Aggregates {
+				if b.Name == a.Name+"_exact" {
+					return &Error{File: p.file, Line: o.Line, Field: "aggregates." + b.Name,
+						Msg: fmt.Sprintf("%s writes protobuf, where %s's exact text is the field %s: rename the aggregate %s", o.Field, a.Name, b.Name, b.Name)}
+				}
 			}
 		}
 	}
