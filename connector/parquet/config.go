@@ -170,7 +170,7 @@ var Fields = []plan.Field{
 	{Name: "dir", Type: plan.Path, Required: true, Doc: "the directory the part files and their partition folders go to (made if missing), or s3://bucket/prefix for an S3-compatible object store"},
 	{Name: "partition_by", Type: plan.Strings, Doc: "Hive-style partition folders, in order: date (the window's start, UTC), hour, or a key field (key, or a composite key's field)"},
 	{Name: "roll", Type: plan.StringMap, Doc: "when a part file is closed before the next checkpoint: size (128MB default; KB, MB, GB, KiB, MiB, GiB) and interval (a duration: 10m, 1h; default none)"},
-	{Name: "s3", Type: plan.StringMap, Doc: "with dir s3://...: endpoint (a host, or an http(s) URL of one; AWS's by default), region (AWS_REGION, else us-east-1), path_style (true: http://host/bucket/key, which an endpoint other than AWS's gets anyway), access_key_id, secret_access_key, session_token (${VAR}; without them AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)"},
+	{Name: "s3", Type: plan.StringMap, Doc: "with dir s3://...: endpoint (a host, or an http(s) URL of one; AWS's of the region by default), region (AWS_REGION, else us-east-1), path_style (true: http://host/bucket/key, which an endpoint other than AWS's gets anyway), access_key_id, secret_access_key, session_token (${VAR}; without them AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)"},
 	{Name: "staging", Type: plan.Path, Doc: "with dir s3://...: the local directory part files are written in before they are uploaded (default: weir-parquet-TOKEN in the system's temporary directory)"},
 }
 
@@ -291,9 +291,6 @@ func (c *Config) parseDir(s plan.Settings) error {
 			return s.Errorf("s3", "%v", err)
 		}
 	}
-	if c.S3.Region == "" {
-		c.S3.Region = "us-east-1"
-	}
 	if err := c.S3.check(); err != nil {
 		return s.Errorf("s3", "%v", err)
 	}
@@ -303,8 +300,8 @@ func (c *Config) parseDir(s plan.Settings) error {
 	return nil
 }
 
-// Secrets implements plan.Secreter: an S3 output's secret key and session
-// token.
+// Secrets implements plan.Secreter: an S3 output's access key id, secret
+// key and session token.
 func (c *Config) Secrets() []string {
 	if c.S3 == nil {
 		return nil

@@ -34,7 +34,8 @@ type S3 struct {
 	// objects are named PREFIX/FOLDERS/part-TASK-N.parquet.
 	Bucket, Prefix string
 	// Endpoint is the store's host (and port); Secure says it speaks
-	// HTTPS. AWS's (s3.amazonaws.com, HTTPS) unless s3.endpoint says.
+	// HTTPS. AWS's of the region (s3.REGION.amazonaws.com, HTTPS) unless
+	// s3.endpoint says.
 	Endpoint string
 	Secure   bool
 	// Region is the bucket's region (us-east-1 unless s3.region or
@@ -70,7 +71,7 @@ func parseS3URL(u string) (*S3, error) {
 		return nil, fmt.Errorf("%q names no bucket: expected s3://bucket/prefix", u)
 	}
 	prefix = strings.Trim(path.Clean("/"+prefix), "/")
-	return &S3{Bucket: bucket, Prefix: prefix, Endpoint: "s3.amazonaws.com", Secure: true, Region: os.Getenv("AWS_REGION")}, nil
+	return &S3{Bucket: bucket, Prefix: prefix, Secure: true, Region: os.Getenv("AWS_REGION")}, nil
 }
 
 // set reads one of the s3 settings.
@@ -109,8 +110,15 @@ func (s *S3) set(k, v string) error {
 	return nil
 }
 
-// check says what the settings lack.
+// check says what the settings lack, and gives those not given their
+// defaults: the region us-east-1, the endpoint AWS's of the region.
 func (s *S3) check() error {
+	if s.Region == "" {
+		s.Region = "us-east-1"
+	}
+	if s.Endpoint == "" {
+		s.Endpoint = "s3." + s.Region + ".amazonaws.com"
+	}
 	if (s.AccessKey == "") != (s.secretKey == "") {
 		return errors.New("access_key_id and secret_access_key go together")
 	}
@@ -123,7 +131,7 @@ func (s *S3) check() error {
 // secrets are the settings a front door hides.
 func (s *S3) secrets() []string {
 	var out []string
-	for _, v := range []string{s.secretKey, s.sessionToken} {
+	for _, v := range []string{s.AccessKey, s.secretKey, s.sessionToken} {
 		if v != "" {
 			out = append(out, v)
 		}

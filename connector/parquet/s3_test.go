@@ -333,8 +333,16 @@ func TestS3Settings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := []string{c.Writes(), c.Target(), c.S3.Endpoint, c.S3.Region, strings.Join(c.Secrets(), ",")}; !slices.Equal(got, []string{"parquet s3://b/p/q", "s3://b/p/q", "store.example:9000", "us-east-1", "sk,tok"}) || !c.S3.Secure {
+	if got := []string{c.Writes(), c.Target(), c.S3.Endpoint, c.S3.Region, strings.Join(c.Secrets(), ",")}; !slices.Equal(got, []string{"parquet s3://b/p/q", "s3://b/p/q", "store.example:9000", "us-east-1", "a,sk,tok"}) || !c.S3.Secure {
 		t.Fatalf("got %q (secure %v)", got, c.S3.Secure)
+	}
+	t.Setenv("AWS_REGION", "")
+	c, err = Parse(plan.Values{"dir": "s3://b", "s3": map[string]string{"region": "eu-west-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.S3.Endpoint != "s3.eu-west-1.amazonaws.com" || !c.S3.Secure {
+		t.Fatalf("the default endpoint of eu-west-1: %s (secure %v)", c.S3.Endpoint, c.S3.Secure)
 	}
 }
 
@@ -357,7 +365,7 @@ func TestS3RequestsSignedAsAWSDocumentsThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Region, s.AccessKey, s.secretKey = "us-east-1", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+	s.Endpoint, s.Region, s.AccessKey, s.secretKey = "s3.amazonaws.com", "us-east-1", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 	o, err := newObjects(s)
 	if err != nil {
 		t.Fatal(err)
