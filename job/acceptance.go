@@ -451,12 +451,9 @@ func (a *Acceptance) Markdown() string {
 	// line adds up: the filtered and the versioned counts when there are
 	// any (the versioned ones always with version_field), and what was in
 	// flight when a run stopped at once.
-	filtered, finished, versions, inFlight := "", "", "", ""
+	filtered, versions, inFlight := "", "", ""
 	if c.Filtered > 0 {
 		filtered = fmt.Sprintf(" + %d filtered out by where", c.Filtered)
-	}
-	if c.TriggerFinished > 0 {
-		finished = fmt.Sprintf(" (%d for windows whose trigger had finished)", c.TriggerFinished)
 	}
 	if a.Settings.VersionField != "" || c.Superseded > 0 || c.RevisionsTooLate > 0 {
 		versions = fmt.Sprintf(" + %d superseded + %d revisions too late", c.Superseded, c.RevisionsTooLate)
@@ -465,7 +462,7 @@ func (a *Acceptance) Markdown() string {
 		inFlight = fmt.Sprintf(" + %d in flight when it stopped", n)
 	}
 	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness%s) + %d duplicates%s + %d too late%s + %d beyond the de-duplication horizon%s + %d quarantined%s: %s.\n",
-		c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, finished, c.BeyondDedupHorizon, versions, c.Quarantined, inFlight, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
+		c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, TriggerFinishedNote(c.TriggerFinished, c.LateForSomeWindows), c.BeyondDedupHorizon, versions, c.Quarantined, inFlight, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
 	if a.Settings.VersionField != "" {
 		fmt.Fprintf(&b, "\nVersions: %d revisions applied (each replacing its earlier version, in accepted or filtered), %d superseded (an older version arriving after a newer one) and %d revisions too late (their earlier version's window or their own past its allowed lateness), both in the late output and in the sum above.\n",
 			c.Revisions, c.Superseded, c.RevisionsTooLate)

@@ -179,3 +179,28 @@ weir_records_total{job_name="finished",outcome="too_late"} 3`
 		t.Errorf("the Markdown's accounting is not\n%s\n%s", want, md)
 	}
 }
+
+// Of a sliding window's events that came for a window whose trigger had
+// finished, some are too late for every window and some were taken by
+// others (too late for some of their windows): the summary and the
+// acceptance record do not say that all of them are among the too late.
+func TestTriggerFinishedOfSlidingWindows(t *testing.T) {
+	yaml := strings.Replace(finishedTriggerJob, "window: {tumbling: 10s}", "window: {sliding: {size: 10s, slide: 5s}}", 1)
+	dir, sum := runJob(t, yaml+"acceptance: acceptance.json\n", lines(
+		`{"ts":"2026-09-01T00:00:01Z"}`, `{"ts":"2026-09-01T00:00:02Z"}`, // early in [-5 s, 5 s) and [0, 10 s)
+		`{"ts":"2026-09-01T00:00:06Z"}`, `{"ts":"2026-09-01T00:00:11Z"}`, // both on time, final
+		`{"ts":"2026-09-01T00:00:04Z"}`, // for both, finished: too late
+		`{"ts":"2026-09-01T00:00:08Z"}`, // for [0, 10 s), finished; [5 s, 15 s) takes it
+		`{"ts":"2026-09-01T00:01:30Z"}`, // [0, 10 s) and [5 s, 15 s) past their allowed lateness
+		`{"ts":"2026-09-01T00:00:09Z"}`, // too late
+	))
+	if sum.Read != 8 || sum.Accepted != 6 || sum.TooLate != 2 || sum.LateForSomeWindows != 1 || sum.TriggerFinished != 2 {
+		t.Fatalf("read %d, accepted %d, too late %d, too late for some windows %d, trigger finished %d", sum.Read, sum.Accepted, sum.TooLate, sum.LateForSomeWindows, sum.TriggerFinished)
+	}
+	if want := "6 accepted (0 late within allowed lateness, 1 too late for some of their windows), 0 duplicates, 2 too late (2, of these and of those too late for some of their windows, for windows whose trigger had finished), 0 quarantined\n"; !strings.Contains(sum.Text(), want) {
+		t.Errorf("summary:\n%s\nwant\n%s", sum.Text(), want)
+	}
+	if want := "8 read = 6 accepted (0 late within the allowed lateness, 1 too late for some of their windows) + 0 duplicates + 2 too late (2, of these and of those too late for some of their windows, for windows whose trigger had finished) + 0 beyond the de-duplication horizon + 0 quarantined: balanced.\n"; !strings.Contains(read(t, dir, "acceptance.md"), want) {
+		t.Errorf("the Markdown's accounting is not\n%s\n%s", want, read(t, dir, "acceptance.md"))
+	}
+}

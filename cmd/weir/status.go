@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -137,12 +138,9 @@ func statusText(s engine.Status) string {
 	}
 	// Every part of the read the summary has: the parts that are not
 	// there when nothing was counted in them.
-	filtered, finished, beyond := "", "", ""
+	filtered, beyond := "", ""
 	if c.Filtered > 0 {
 		filtered = fmt.Sprintf(", %d filtered out by where", c.Filtered)
-	}
-	if c.TriggerFinished > 0 {
-		finished = fmt.Sprintf(" (%d for windows whose trigger had finished)", c.TriggerFinished)
 	}
 	if c.BeyondDedupHorizon > 0 {
 		beyond = fmt.Sprintf(", %d beyond the de-duplication horizon", c.BeyondDedupHorizon)
@@ -150,7 +148,7 @@ func statusText(s engine.Status) string {
 	if c.Superseded > 0 || c.RevisionsTooLate > 0 {
 		beyond += fmt.Sprintf(", %d superseded, %d revisions too late", c.Superseded, c.RevisionsTooLate)
 	}
-	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, finished, beyond, c.Quarantined)
+	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, job.TriggerFinishedNote(c.TriggerFinished, c.LateForSomeWindows), beyond, c.Quarantined)
 	for _, k := range s.Sinks {
 		// Committed counts every run's, written this run's: after a
 		// resume the first may be the larger.
