@@ -20,6 +20,7 @@ const (
 	MetricLateDropped      = "weir_late_records_dropped_total"          // counter: too late (Flink's numLateRecordsDropped)
 	MetricLatePartly       = "weir_late_records_partly_dropped_total"   // counter: accepted, and too late for some of their windows
 	MetricTriggerFinished  = "weir_late_records_trigger_finished_total" // counter: came for a window whose composite trigger had finished
+	MetricJoinTooLate      = "weir_join_records_too_late_total"         // counter, by join and side: too late for an interval join
 	MetricWatermark        = "weir_watermark_seconds"                   // gauge: the combined watermark, Unix seconds
 	MetricPartitionWM      = "weir_partition_watermark_seconds"         // gauge, by partition
 	MetricWatermarkGap     = "weir_watermark_gap_seconds"               // gauge: processing time - watermark
@@ -143,6 +144,13 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string,
 	put(desc(MetricLateDropped, "Records too late for every window: dropped, or sent to the late output (Flink's numLateRecordsDropped)"), prometheus.CounterValue, float64(cnt.TooLate))
 	put(desc(MetricLatePartly, "Records accepted into some of their windows and too late for others (a sliding window's earlier ones): each also sent to the late output"), prometheus.CounterValue, float64(cnt.LateForSomeWindows))
 	put(desc(MetricTriggerFinished, "Records that came for a window whose composite trigger had finished (a part of the too late, or of the partly dropped when other windows took them): each sent to the late output as trigger_finished"), prometheus.CounterValue, float64(cnt.TriggerFinished))
+	// An interval join's (the Go API's): what came after the join let go
+	// of what it could have joined, set aside on its late stream.
+	joinLate := desc(MetricJoinTooLate, "Records too late for an interval join (too_late_for_join), by join and side (left, right): set aside on the join's late stream", "join", "side")
+	for _, j := range st.Joins {
+		put(joinLate, prometheus.CounterValue, float64(j.LateLeft), j.Name, "left")
+		put(joinLate, prometheus.CounterValue, float64(j.LateRight), j.Name, "right")
+	}
 	if st.Watermark > mtime.MinTime && st.Watermark < mtime.MaxTime {
 		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
 		put(desc(MetricWatermarkGap, "Processing time minus the watermark, seconds"), prometheus.GaugeValue, float64(st.WatermarkGap)/1000)
