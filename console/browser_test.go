@@ -789,7 +789,8 @@ const readConsolePage = `(() => {
     lateAccepted: txt("late-accepted"), tooLate: txt("too-late"), openWindows: txt("open-windows"), keys: txt("keys"),
     heldBy: txt("held-by-name"), heldSince: txt("held-by-since"),
     partitions: rows("#partitions"),
-    records: ["read", "duplicates", "quarantined", "windows-fired", "panes-on-time", "panes-late", "panes-early", "state-bytes"].map(txt),
+    records: ["read", "duplicates", "filtered", "beyond-dedup-horizon", "late-for-some-windows", "trigger-finished", "superseded", "revisions-too-late",
+      "revisions", "quarantined", "lost", "windows-fired", "panes-on-time", "panes-late", "panes-early", "state-bytes"].map(txt),
     checkpoints: ["ckpt-total", "ckpt-failed", "ckpt-failing", "ckpt-last", "ckpt-duration", "ckpt-size", "ckpt-age"].map(txt),
     sinks: rows("#sinks"),
     panesHead: [...$("panes").tHead.rows[0].cells].map(c => c.textContent), panes: rows("#panes"), late: rows("#late-events"),
@@ -813,7 +814,9 @@ func wantConsolePage(t *testing.T, s jobState) consolePage {
 		Watermark: fmtTime(st.Watermark), Gap: "–", Skew: fmtDuration(st.EventTimeSkew),
 		Accepted: fmt.Sprint(c.Accepted), LateAccepted: fmt.Sprint(c.LateAccepted), TooLate: fmt.Sprint(c.TooLate),
 		OpenWindows: fmt.Sprint(st.OpenWindows), Keys: fmt.Sprint(st.Keys),
-		Records: []string{fmt.Sprint(c.Read), fmt.Sprint(c.Duplicates), fmt.Sprint(c.Quarantined), fmt.Sprint(c.WindowsFired),
+		Records: []string{fmt.Sprint(c.Read), fmt.Sprint(c.Duplicates), fmt.Sprint(c.Filtered), fmt.Sprint(c.BeyondDedupHorizon),
+			fmt.Sprint(c.LateForSomeWindows), fmt.Sprint(c.TriggerFinished), fmt.Sprint(c.Superseded), fmt.Sprint(c.RevisionsTooLate),
+			fmt.Sprint(c.Revisions), fmt.Sprint(c.Quarantined), fmt.Sprint(c.Lost), fmt.Sprint(c.WindowsFired),
 			fmt.Sprint(st.PanesByTiming["ON_TIME"]), fmt.Sprint(st.PanesByTiming["LATE"]), fmt.Sprint(st.PanesByTiming["EARLY"]), fmtBytes(st.StateBytes)},
 		Charts:     map[string]bool{"watermark": known(st.Watermark), "late": true},
 		Settings:   [][]string{},
@@ -1077,5 +1080,118 @@ func TestBrowserConsole(t *testing.T) {
 	checkConsolePage(t, ctx, srv.URL, m, false) // the charts drawn, as above
 	if n := eval[string](t, ctx, `document.getElementById("console").dataset.samples`); n != fmt.Sprint(len(kept)) {
 		t.Errorf("a page opened after the end draws %s samples; the server kept %d", n, len(kept))
+	}
+}
+
+// The page shows every count of the accounting, as the summary has them:
+// a versioned job's superseded events, revisions too late and revisions
+// applied, the filtered, those beyond the de-duplication horizon; a
+// sliding window's events too late for some of their windows and those
+// that came after their window's trigger had finished. Each job runs to
+// its end; the page shows its last status, exactly.
+func TestBrowserConsoleCounts(t *testing.T) {
+	ctx := browser(t)
+	for _, c := range []struct {
+		name, job, input string
+		// records are the page's counts of records and panes (the state's
+		// size aside): read, duplicates, filtered, beyond the
+		// de-duplication horizon, too late for some windows, after their
+		// trigger finished, superseded, revisions too late, revisions
+		// applied, quarantined, lost, windows fired, panes on time, late
+		// and early.
+		records string
+	}{{
+		name: "versions",
+		job: `source: {file: input.jsonl}
+time: {field: ts}
+key: shop
+id: order_id
+version_field: rev
+dedup_horizon: 75s
+where: amount > 1
+watermark: {delay: 0s, interval: 0s}
+window: {tumbling: 1m}
+allowed_lateness: 1m
+aggregates: {orders: count, total: sum(amount)}
+output: out.jsonl
+`,
+		input: `{"order_id":"o1","rev":1,"shop":"a","ts":"2026-09-01T00:00:50Z","amount":10}
+{"order_id":"o1","rev":1,"shop":"a","ts":"2026-09-01T00:00:50Z","amount":10}
+{"order_id":"o1","rev":2,"shop":"a","ts":"2026-09-01T00:00:50Z","amount":12}
+{"order_id":"o1","rev":1,"shop":"a","ts":"2026-09-01T00:00:50Z","amount":10}
+{"order_id":"o2","rev":1,"shop":"a","ts":"2026-09-01T00:00:20Z","amount":1}
+{"order_id":"o3","rev":1,"shop":"a","ts":"2026-09-01T00:02:00Z","amount":5}
+{"order_id":"o1","rev":3,"shop":"a","ts":"2026-09-01T00:00:50Z","amount":20}
+not json
+{"order_id":"o4","rev":1,"shop":"a","ts":"2026-09-01T00:00:55Z","amount":5}
+{"order_id":"o5","shop":"a","ts":"2026-09-01T00:02:10Z","amount":5}
+{"order_id":"o6","rev":1,"shop":"a","ts":"2026-09-01T00:00:40Z","amount":5}
+`,
+		// o1 rev 1 again a duplicate, rev 2 applied, rev 1 after it
+		// superseded; o2 filtered; o3 closes [00:00, 00:01) (00:02 is
+		// past its allowed lateness): o1 rev 3 too late for it, o4 too
+		// late, o6 behind the de-duplication horizon (00:00:45).
+		records: "11 1 1 1 0 0 1 1 1 2 0 2 2 0 0",
+	}, {
+		name: "finished",
+		job: `source: {file: input.jsonl}
+time: {field: ts}
+key: shop
+watermark: {delay: 0s, interval: 0s}
+window: {sliding: {size: 10s, slide: 5s}}
+allowed_lateness: 1m
+trigger: {or_finally: {trigger: {repeatedly: {count: 2}}, until: {after_watermark: {}}}}
+aggregates: {n: count}
+output: out.jsonl
+`,
+		input: `{"shop":"a","ts":"2026-09-01T00:00:01Z"}
+{"shop":"a","ts":"2026-09-01T00:00:02Z"}
+{"shop":"a","ts":"2026-09-01T00:00:06Z"}
+{"shop":"a","ts":"2026-09-01T00:00:11Z"}
+{"shop":"a","ts":"2026-09-01T00:00:04Z"}
+{"shop":"a","ts":"2026-09-01T00:00:08Z"}
+{"shop":"a","ts":"2026-09-01T00:01:30Z"}
+{"shop":"a","ts":"2026-09-01T00:00:09Z"}
+`,
+		// 00:00:04 for [-5 s, 5 s) and [0, 10 s), both finished (too
+		// late); 00:00:08 for [0, 10 s), finished, and [5 s, 15 s),
+		// which takes it; 00:00:09 too late.
+		records: "8 0 0 0 1 2 0 0 0 0 0 6 6 0 3",
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(c.input), 0o644)
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte("name: "+c.name+"\n"+c.job), 0o644)
+			j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rn, err := job.Build(j, job.Options{Console: true, Log: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := rn.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			cs := rn.Console()
+			cs.Ended(rn.Engine())
+			srv := httptest.NewServer(cs.Handler())
+			defer srv.Close()
+			if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/")); err != nil {
+				t.Fatal(err)
+			}
+			// The clock aside (a stopped job's status is as of each
+			// request), and the charts, which the counts are not.
+			var got consolePage
+			waitUntil(t, ctx, "the console shows the job's last status", func() string {
+				got = live(eval[consolePage](t, ctx, readConsolePage))
+				want := live(wantConsolePage(t, fetchState(t, srv.URL)))
+				got.Charts, want.Charts = nil, nil
+				return fieldDiff(got, want)
+			})
+			if records := strings.Join(got.Records[:len(got.Records)-1], " "); records != c.records {
+				t.Errorf("the page's counts %s, want %s", records, c.records)
+			}
+		})
 	}
 }

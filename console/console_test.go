@@ -15,6 +15,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
@@ -285,5 +288,39 @@ func TestSimulateEndpoint(t *testing.T) {
 	}
 	if page := get(t, srv, "/simulator"); !strings.Contains(page, "<title>") {
 		t.Errorf("/simulator: %.200s", page)
+	}
+}
+
+// statusMetrics is a scrape of the metrics of a status, as /metrics
+// serves them for a job of that status.
+type statusMetrics struct{ st engine.Status }
+
+func (statusMetrics) Describe(chan<- *prometheus.Desc) {}
+func (m statusMetrics) Collect(ch chan<- prometheus.Metric) {
+	jobMetrics(ch, m.st, "shops", "", nil)
+}
+
+// An interval join's records too late for it (too_late_for_join), which
+// its status counts by side, are counted in /metrics too, by join and side.
+func TestJoinTooLateMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(statusMetrics{engine.Status{Joins: []engine.JoinStatus{
+		{Name: "payments", Pairs: 9, LateLeft: 2, LateRight: 1},
+		{Name: "refunds", LateRight: 4},
+	}}})
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var got []string
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, "weir_join_records_too_late_total{") {
+			got = append(got, l)
+		}
+	}
+	want := `weir_join_records_too_late_total{job_name="shops",join="payments",side="left"} 2
+weir_join_records_too_late_total{job_name="shops",join="payments",side="right"} 1
+weir_join_records_too_late_total{job_name="shops",join="refunds",side="left"} 0
+weir_join_records_too_late_total{job_name="shops",join="refunds",side="right"} 4`
+	if strings.Join(got, "\n") != want {
+		t.Errorf("/metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 }

@@ -13,27 +13,29 @@ import (
 // Metric names, as /metrics serves them and the alert rules use them. Every
 // metric has the label job (the job's name).
 const (
-	MetricRecords          = "weir_records_total"                     // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined, lost, filtered, superseded, revision_too_late
-	MetricRevisions        = "weir_revisions_total"                   // counter: versioned records that replaced their earlier version
-	MetricQuarantined      = "weir_quarantined_total"                 // counter, by reason
-	MetricLateAccepted     = "weir_late_records_accepted_total"       // counter: late, within the allowed lateness
-	MetricLateDropped      = "weir_late_records_dropped_total"        // counter: too late (Flink's numLateRecordsDropped)
-	MetricLatePartly       = "weir_late_records_partly_dropped_total" // counter: accepted, and too late for some of their windows
-	MetricWatermark        = "weir_watermark_seconds"                 // gauge: the combined watermark, Unix seconds
-	MetricPartitionWM      = "weir_partition_watermark_seconds"       // gauge, by partition
-	MetricWatermarkGap     = "weir_watermark_gap_seconds"             // gauge: processing time - watermark
-	MetricSkew             = "weir_event_time_skew_seconds"           // gauge: the spread of the partitions' watermarks
-	MetricWatermarkDelay   = "weir_watermark_delay_seconds"           // gauge: the bounded out-of-orderness
-	MetricPartitionIdle    = "weir_partition_idle"                    // gauge 0/1, by partition
-	MetricPartitionState   = "weir_partition_diagnosis"               // gauge 1, by partition and diagnosis
-	MetricPartitionBacklog = "weir_partition_backlog"                 // gauge, by partition: records (bytes for a file) waiting
-	MetricHoldsBack        = "weir_partition_holds_watermark"         // gauge 0/1, by partition
-	MetricPaused           = "weir_partition_paused"                  // gauge 0/1, by partition: held by the watermark alignment
-	MetricOpenWindows      = "weir_open_windows"                      // gauge
-	MetricKeys             = "weir_keys"                              // gauge: keys with state
-	MetricStateBytes       = "weir_state_bytes"                       // gauge
-	MetricPanesFired       = "weir_panes_fired_total"                 // counter, by timing
-	MetricSinkWritten      = "weir_sink_records_written_total"        // counter, by sink
+	MetricRecords          = "weir_records_total"                       // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined, lost, filtered, superseded, revision_too_late
+	MetricRevisions        = "weir_revisions_total"                     // counter: versioned records that replaced their earlier version
+	MetricQuarantined      = "weir_quarantined_total"                   // counter, by reason
+	MetricLateAccepted     = "weir_late_records_accepted_total"         // counter: late, within the allowed lateness
+	MetricLateDropped      = "weir_late_records_dropped_total"          // counter: too late (Flink's numLateRecordsDropped)
+	MetricLatePartly       = "weir_late_records_partly_dropped_total"   // counter: accepted, and too late for some of their windows
+	MetricTriggerFinished  = "weir_late_records_trigger_finished_total" // counter: came for a window whose composite trigger had finished
+	MetricJoinTooLate      = "weir_join_records_too_late_total"         // counter, by join and side: too late for an interval join
+	MetricWatermark        = "weir_watermark_seconds"                   // gauge: the combined watermark, Unix seconds
+	MetricPartitionWM      = "weir_partition_watermark_seconds"         // gauge, by partition
+	MetricWatermarkGap     = "weir_watermark_gap_seconds"               // gauge: processing time - watermark
+	MetricSkew             = "weir_event_time_skew_seconds"             // gauge: the spread of the partitions' watermarks
+	MetricWatermarkDelay   = "weir_watermark_delay_seconds"             // gauge: the bounded out-of-orderness
+	MetricPartitionIdle    = "weir_partition_idle"                      // gauge 0/1, by partition
+	MetricPartitionState   = "weir_partition_diagnosis"                 // gauge 1, by partition and diagnosis
+	MetricPartitionBacklog = "weir_partition_backlog"                   // gauge, by partition: records (bytes for a file) waiting
+	MetricHoldsBack        = "weir_partition_holds_watermark"           // gauge 0/1, by partition
+	MetricPaused           = "weir_partition_paused"                    // gauge 0/1, by partition: held by the watermark alignment
+	MetricOpenWindows      = "weir_open_windows"                        // gauge
+	MetricKeys             = "weir_keys"                                // gauge: keys with state
+	MetricStateBytes       = "weir_state_bytes"                         // gauge
+	MetricPanesFired       = "weir_panes_fired_total"                   // counter, by timing
+	MetricSinkWritten      = "weir_sink_records_written_total"          // counter, by sink
 	MetricSinkCommitted    = "weir_sink_records_committed_total"
 	MetricSinkRefused      = "weir_sink_records_refused_total"      // counter, by sink: items it could not store (dead letters)
 	MetricBackpressure     = "weir_reading_paused"                  // gauge 0/1: reading paused while a sink cannot commit or holds its bound
@@ -141,6 +143,14 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string,
 	put(desc(MetricLateAccepted, "Late records added within the allowed lateness"), prometheus.CounterValue, float64(cnt.LateAccepted))
 	put(desc(MetricLateDropped, "Records too late for every window: dropped, or sent to the late output (Flink's numLateRecordsDropped)"), prometheus.CounterValue, float64(cnt.TooLate))
 	put(desc(MetricLatePartly, "Records accepted into some of their windows and too late for others (a sliding window's earlier ones): each also sent to the late output"), prometheus.CounterValue, float64(cnt.LateForSomeWindows))
+	put(desc(MetricTriggerFinished, "Records that came for a window whose composite trigger had finished (a part of the too late, or of the partly dropped when other windows took them): each sent to the late output as trigger_finished"), prometheus.CounterValue, float64(cnt.TriggerFinished))
+	// An interval join's (the Go API's): what came after the join let go
+	// of what it could have joined, set aside on its late stream.
+	joinLate := desc(MetricJoinTooLate, "Records too late for an interval join (too_late_for_join), by join and side (left, right): set aside on the join's late stream", "join", "side")
+	for _, j := range st.Joins {
+		put(joinLate, prometheus.CounterValue, float64(j.LateLeft), j.Name, "left")
+		put(joinLate, prometheus.CounterValue, float64(j.LateRight), j.Name, "right")
+	}
 	if st.Watermark > mtime.MinTime && st.Watermark < mtime.MaxTime {
 		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
 		put(desc(MetricWatermarkGap, "Processing time minus the watermark, seconds"), prometheus.GaugeValue, float64(st.WatermarkGap)/1000)

@@ -317,10 +317,16 @@ type Counts struct {
 	// for some of their windows (a sliding window's earlier ones): each
 	// is in the late events too.
 	LateForSomeWindows int64 `json:"late_for_some_windows"`
-	PanesFired         int64 `json:"panes_fired"`
-	WindowsFired       int64 `json:"windows_fired"`
-	WatermarkLines     int64 `json:"watermark_lines"`
-	BlankLines         int64 `json:"blank_lines"`
+	// TriggerFinished counts the events that came for a window whose
+	// composite trigger had finished (in TooLate, or in LateForSomeWindows
+	// when other windows took them): each is in the late events with the
+	// reason window.ReasonTriggerFinished (or
+	// window.ReasonTriggerFinishedForSomeWindows).
+	TriggerFinished int64 `json:"trigger_finished,omitempty"`
+	PanesFired      int64 `json:"panes_fired"`
+	WindowsFired    int64 `json:"windows_fired"`
+	WatermarkLines  int64 `json:"watermark_lines"`
+	BlankLines      int64 `json:"blank_lines"`
 	// Heartbeats counts the records that advanced their partition's event
 	// time without being events (Heartbeat): not in Read.
 	Heartbeats int64 `json:"heartbeats,omitempty"`
@@ -1127,6 +1133,6 @@ func (h *Head[K, T]) status(s *Status) {
 	c.QuarantineReasons = maps.Clone(c.QuarantineReasons)
 	ls := w.LiveStats()
 	c.Accepted, c.TooLate, c.LateAccepted, c.PanesFired, c.WindowsFired = ls.Accepted, ls.TooLate, ls.LateAccepted, ls.Panes, ls.Fired
-	c.LateForSomeWindows = ls.PartlyLate
+	c.LateForSomeWindows, c.TriggerFinished = ls.PartlyLate, ls.TriggerFinished
 	s.Counts = c
 }

@@ -31,8 +31,9 @@ type Acceptance struct {
 	Scope    string             `json:"scope"`
 	Input    AcceptanceInput    `json:"input"`
 	Settings AcceptanceSettings `json:"settings"`
-	// Accounting is the summary's: every line accepted, a duplicate, too
-	// late, beyond the horizon or quarantined; Balanced says the sum holds.
+	// Accounting is the summary's: every line accepted, a duplicate,
+	// filtered out (where), too late, beyond the horizon, superseded, a
+	// revision too late or quarantined; Balanced says the sum holds.
 	Accounting AcceptanceAccounting `json:"accounting"`
 	// Panes counts the panes this run wrote to its outputs, by timing and
 	// revision.
@@ -84,9 +85,12 @@ type AcceptanceAccounting struct {
 	Revisions int64 `json:"revisions,omitempty"`
 	// LateForSomeWindows counts accepted events too late for some of
 	// their windows.
-	LateForSomeWindows int64            `json:"late_for_some_windows"`
-	QuarantineReasons  map[string]int64 `json:"quarantine_reasons"`
-	Balanced           bool             `json:"balanced"`
+	LateForSomeWindows int64 `json:"late_for_some_windows"`
+	// TriggerFinished counts the events that came for a window whose
+	// composite trigger had finished: Summary.TriggerFinished.
+	TriggerFinished   int64            `json:"trigger_finished,omitempty"`
+	QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
+	Balanced          bool             `json:"balanced"`
 }
 
 // PaneCount is the number of panes of one timing and revision.
@@ -194,7 +198,7 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 		a.Input.FirstEventTime, a.Input.LastEventTime = c.FirstEventTime.String(), c.LastEventTime.String()
 	}
 	a.Accounting = AcceptanceAccounting{Accounting: sum.Accounting, LateAccepted: sum.LateAccepted, Revisions: sum.Revisions,
-		LateForSomeWindows: sum.LateForSomeWindows, QuarantineReasons: sum.QuarantineReasons, Balanced: sum.Accounting.Balanced()}
+		LateForSomeWindows: sum.LateForSomeWindows, TriggerFinished: sum.TriggerFinished, QuarantineReasons: sum.QuarantineReasons, Balanced: sum.Accounting.Balanced()}
 	a.TooLateByWindow = sum.TooLateByWindow
 	ck := rn.e.Checkpoints()
 	a.Recovery.Checkpoints, a.Recovery.CheckpointsFailed, a.Recovery.LastCheckpoint = ck.Total, ck.Failed, ck.Path
@@ -443,8 +447,22 @@ func (a *Acceptance) Markdown() string {
 	if c.LateForSomeWindows > 0 {
 		partly = fmt.Sprintf(", %d too late for some of their windows", c.LateForSomeWindows)
 	}
-	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness%s) + %d duplicates + %d too late + %d beyond the de-duplication horizon + %d quarantined: %s.\n",
-		c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, c.BeyondDedupHorizon, c.Quarantined, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
+	// Every part of the sum the summary has (Summary.Text), so that the
+	// line adds up: the filtered and the versioned counts when there are
+	// any (the versioned ones always with version_field), and what was in
+	// flight when a run stopped at once.
+	filtered, versions, inFlight := "", "", ""
+	if c.Filtered > 0 {
+		filtered = fmt.Sprintf(" + %d filtered out by where", c.Filtered)
+	}
+	if a.Settings.VersionField != "" || c.Superseded > 0 || c.RevisionsTooLate > 0 {
+		versions = fmt.Sprintf(" + %d superseded + %d revisions too late", c.Superseded, c.RevisionsTooLate)
+	}
+	if n := c.InFlight(); n != 0 {
+		inFlight = fmt.Sprintf(" + %d in flight when it stopped", n)
+	}
+	fmt.Fprintf(&b, "\n## Accounting\n\n%d read = %d accepted (%d late within the allowed lateness%s) + %d duplicates%s + %d too late%s + %d beyond the de-duplication horizon%s + %d quarantined%s: %s.\n",
+		c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, TriggerFinishedNote(c.TriggerFinished, c.LateForSomeWindows), c.BeyondDedupHorizon, versions, c.Quarantined, inFlight, map[bool]string{true: "balanced", false: "NOT balanced"}[c.Balanced])
 	if a.Settings.VersionField != "" {
 		fmt.Fprintf(&b, "\nVersions: %d revisions applied (each replacing its earlier version, in accepted or filtered), %d superseded (an older version arriving after a newer one) and %d revisions too late (their earlier version's window or their own past its allowed lateness), both in the late output and in the sum above.\n",
 			c.Revisions, c.Superseded, c.RevisionsTooLate)

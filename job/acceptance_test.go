@@ -191,3 +191,20 @@ func TestSameNumber(t *testing.T) {
 		}
 	}
 }
+
+// The acceptance record's Markdown sums every part of the summary's
+// accounting: the events the job's where kept out of its windows and a
+// versioned job's superseded events and revisions too late are in the line
+// that adds up to the lines read, as in the JSON record.
+func TestAcceptanceMarkdownAddsUp(t *testing.T) {
+	dir, sum := runJob(t, versionsJob+"where: amount > 1\nacceptance: acceptance.json\n", versionsInput)
+	a := sum.Accounting
+	if a.Read != 12 || a.Accepted != 6 || a.Duplicates != 1 || a.Filtered != 1 || a.Superseded != 1 || a.RevisionsTooLate != 1 || a.Quarantined != 2 || !a.Balanced() {
+		t.Errorf("the summary's counts %+v", a)
+	}
+	md := read(t, dir, "acceptance.md")
+	want := "12 read = 6 accepted (1 late within the allowed lateness) + 1 duplicates + 1 filtered out by where + 0 too late + 0 beyond the de-duplication horizon + 1 superseded + 1 revisions too late + 2 quarantined: balanced.\n"
+	if !strings.Contains(md, "## Accounting\n\n"+want) {
+		t.Errorf("the Markdown's accounting is not\n%s\n%s", want, md)
+	}
+}

@@ -215,6 +215,21 @@ type WindowDrops struct {
 	Dropped int64  `json:"dropped"`
 }
 
+// TriggerFinishedNote is what a line of counts says after the too late of
+// the finished events, those that came for a window whose composite
+// trigger had finished: among the too late, or among the accepted events
+// too late for some of their windows (partly) when other windows took
+// them. Nothing when there are none.
+func TriggerFinishedNote(finished, partly int64) string {
+	switch {
+	case finished == 0:
+		return ""
+	case partly == 0:
+		return fmt.Sprintf(" (%d for windows whose trigger had finished)", finished)
+	}
+	return fmt.Sprintf(" (%d, of these and of those too late for some of their windows, for windows whose trigger had finished)", finished)
+}
+
 // Text is the summary for a person, as printed on standard error.
 func (s *Summary) Text() string {
 	q := ""
@@ -260,9 +275,7 @@ func (s *Summary) Text() string {
 	if s.LateForSomeWindows > 0 {
 		partly = fmt.Sprintf(", %d too late for some of their windows", s.LateForSomeWindows)
 	}
-	if s.TriggerFinished > 0 {
-		beyond = fmt.Sprintf(" (%d for windows whose trigger had finished)", s.TriggerFinished) + beyond
-	}
+	beyond = TriggerFinishedNote(s.TriggerFinished, s.LateForSomeWindows) + beyond
 	if s.Revisions > 0 {
 		partly += fmt.Sprintf(", %d revisions replacing an earlier version", s.Revisions)
 	}

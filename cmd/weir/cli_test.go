@@ -479,6 +479,19 @@ table alerts: 1 windows corrected, 5 already right, 2 not correctable (the ledge
 	}
 }
 
+// weir status's line of counts has every part of the read, as the summary
+// has them: the filtered, those beyond the de-duplication horizon and a
+// versioned job's set aside, and among the too late those that came after
+// their window's trigger had finished.
+func TestStatusTextCounts(t *testing.T) {
+	c := engine.Counts{Accounting: engine.Accounting{Read: 20, Accepted: 9, Duplicates: 1, TooLate: 3, BeyondDedupHorizon: 2, Quarantined: 1, Filtered: 2, Superseded: 1, RevisionsTooLate: 1},
+		LateAccepted: 2, Revisions: 3, TriggerFinished: 2}
+	text := statusText(engine.Status{Job: "j", State: "running", Counts: c})
+	if want := "\nread 20: 9 accepted (2 late within allowed lateness, 3 revisions replacing an earlier version), 1 duplicates, 2 filtered out by where, 3 too late (2 for windows whose trigger had finished), 2 beyond the de-duplication horizon, 1 superseded, 1 revisions too late, 1 quarantined\n"; !strings.Contains(text, want) {
+		t.Errorf("status:\n%s\nlacks%s", text, want)
+	}
+}
+
 // weir status of a job whose input ended says so, without a lag.
 func TestStatusTextFinished(t *testing.T) {
 	text := statusText(engine.Status{Job: "j", State: "finished", Watermark: mtime.MaxTime})

@@ -15,6 +15,7 @@ import (
 	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/group"
+	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -135,11 +136,19 @@ func statusText(s engine.Status) string {
 	if c.Revisions > 0 {
 		partly += fmt.Sprintf(", %d revisions replacing an earlier version", c.Revisions)
 	}
-	versions := ""
-	if c.Superseded > 0 || c.RevisionsTooLate > 0 {
-		versions = fmt.Sprintf(", %d superseded, %d revisions too late", c.Superseded, c.RevisionsTooLate)
+	// Every part of the read the summary has: the parts that are not
+	// there when nothing was counted in them.
+	filtered, beyond := "", ""
+	if c.Filtered > 0 {
+		filtered = fmt.Sprintf(", %d filtered out by where", c.Filtered)
 	}
-	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates, %d too late%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, c.TooLate, versions, c.Quarantined)
+	if c.BeyondDedupHorizon > 0 {
+		beyond = fmt.Sprintf(", %d beyond the de-duplication horizon", c.BeyondDedupHorizon)
+	}
+	if c.Superseded > 0 || c.RevisionsTooLate > 0 {
+		beyond += fmt.Sprintf(", %d superseded, %d revisions too late", c.Superseded, c.RevisionsTooLate)
+	}
+	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, job.TriggerFinishedNote(c.TriggerFinished, c.LateForSomeWindows), beyond, c.Quarantined)
 	for _, k := range s.Sinks {
 		// Committed counts every run's, written this run's: after a
 		// resume the first may be the larger.

@@ -230,7 +230,15 @@ function renderRecords(st) {
   const c = st.counts, byTiming = st.panes_by_timing || {};
   setText("read", count(c.read));
   setText("duplicates", count(c.duplicates));
+  setText("filtered", count(c.filtered));
+  setText("beyond-dedup-horizon", count(c.beyond_dedup_horizon));
+  setText("late-for-some-windows", count(c.late_for_some_windows));
+  setText("trigger-finished", count(c.trigger_finished));
+  setText("superseded", count(c.superseded));
+  setText("revisions-too-late", count(c.revisions_too_late));
+  setText("revisions", count(c.revisions));
   setText("quarantined", count(c.quarantined));
+  setText("lost", count(c.lost));
   setText("windows-fired", count(c.windows_fired));
   setText("panes-on-time", count(byTiming.ON_TIME));
   setText("panes-late", count(byTiming.LATE));
