@@ -207,6 +207,10 @@ func New(cfg Config) (*Engine, error) {
 	e := &Engine{
 		cfg: cfg, names: map[string]bool{}, failed: make(chan struct{}),
 		control: make(chan controlReq), finished: make(chan struct{}), now: mtime.MinTime, heldWake: make(chan struct{}, 1),
+		// What a status asked before the loop's first answer says: no
+		// processing time and no watermark yet, never the zero value's
+		// 1970 (which a console would draw its charts' axes from).
+		lastStatus: Status{Job: cfg.Name, State: "running", Live: cfg.Live, ProcessingTime: mtime.MinTime, Watermark: mtime.MinTime},
 	}
 	e.log = func(s string) {
 		if cfg.Log != nil {

@@ -587,3 +587,19 @@ func TestStatusOfAFinishedJob(t *testing.T) {
 		t.Errorf("partitions %+v, watermark %s, gap %d", st.Partitions, st.Watermark, st.WatermarkGap)
 	}
 }
+
+// A status asked before the source loop has answered once (a console's
+// first sample, taken as the job starts) says the job has no processing
+// time and no watermark yet, not 1970-01-01: the console drew its charts'
+// time axes from 1970 to now.
+func TestStatusBeforeTheLoopAnswers(t *testing.T) {
+	e, err := engine.New(engine.Config{Name: "early", Live: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Discard()
+	st := e.Control().Status(context.Background(), time.Millisecond)
+	if st.ProcessingTime != mtime.MinTime || st.Watermark != mtime.MinTime || st.Job != "early" || !st.Live || !st.Stale {
+		t.Fatalf("%+v", st)
+	}
+}

@@ -141,8 +141,13 @@ func (g *groupTask) Run(ctx context.Context) error {
 		if sum.Superseded > 0 || sum.RevisionsTooLate > 0 {
 			versions = fmt.Sprintf(", %d superseded, %d revisions too late", sum.Superseded, sum.RevisionsTooLate)
 		}
-		g.rn.logf("stopped at watermark %s: read %d: %d accepted, %d duplicates, %d too late, %d beyond the dedup horizon%s, %d quarantined, %d in flight; %d panes written",
-			sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, sum.TooLate, sum.BeyondDedupHorizon, versions, sum.Quarantined, sum.InFlight, sum.PanesWritten)
+		filtered := ""
+		if sum.Filtered > 0 {
+			filtered = fmt.Sprintf(", %d filtered out by where", sum.Filtered)
+		}
+		g.rn.logf("stopped at watermark %s: read %d: %d accepted, %d duplicates%s, %d too late%s, %d beyond the dedup horizon%s, %d quarantined, %d in flight; %d panes written",
+			sum.Watermark, sum.Read, sum.Accepted, sum.Duplicates, filtered, sum.TooLate, TriggerFinishedNote(sum.TriggerFinished, sum.LateForSomeWindows),
+			sum.BeyondDedupHorizon, versions, sum.Quarantined, sum.InFlight, sum.PanesWritten)
 	}
 	return err
 }
