@@ -245,6 +245,11 @@ func killSixTimes(t *testing.T, bin, dir string, took time.Duration, env []strin
 		if len(kills) == attempt {
 			continue
 		}
+		if err != nil && len(kills) > 0 && strings.Contains(log.String(), "the last run of this job finished") {
+			// The last kill came after that run had recorded the end of
+			// its input, as it was about to exit: the job had ended.
+			return kills[:len(kills)-1], resumed
+		}
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", attempt, err, log.String())
 		}
