@@ -442,11 +442,13 @@ type ocfRows struct {
 	rd   *ocf.Reader
 	node *avro.SchemaNode
 	n    int64
+	// v is the record decoded last: the library decodes the next into
+	// the same map.
+	v any
 }
 
 func (r *ocfRows) Next(dst []byte) ([]byte, int64, error) {
-	var v any
-	if err := r.rd.Decode(&v); err != nil {
+	if err := r.rd.Decode(&r.v); err != nil {
 		if errors.Is(err, io.EOF) {
 			return dst, 0, io.EOF
 		}
@@ -454,10 +456,10 @@ func (r *ocfRows) Next(dst []byte) ([]byte, int64, error) {
 		return dst, 0, fmt.Errorf("record %d: %w", r.n+1, err)
 	}
 	r.n++
-	if _, ok := v.(map[string]any); !ok {
+	if _, ok := r.v.(map[string]any); !ok {
 		return dst, 0, fmt.Errorf("the file's schema is not a record's")
 	}
-	return appendAvroJSON(dst, v, r.node), r.n, nil
+	return appendAvroJSON(dst, r.v, r.node), r.n, nil
 }
 
 func (r *ocfRows) Close() error {
