@@ -614,13 +614,23 @@ func (s *Sink) stage(ctx context.Context, f *fileRef) error {
 	return os.Remove(tmp)
 }
 
-// put uploads a closed part file and completes its upload at once (an
-// output without checkpoints), then removes the local file.
-func (s *Sink) put(ctx context.Context, f fileRef) error {
-	if err := s.stage(ctx, &f); err != nil {
-		return err
+// put uploads the closed part files of an output without checkpoints and
+// completes their uploads at once, then removes the local files. A file
+// whose upload failed stays in unput, with what of it was done, and is
+// tried again first by the next Write, Flush or Close: its rows are in no
+// other file.
+func (s *Sink) put(ctx context.Context) error {
+	for len(s.unput) > 0 {
+		f := &s.unput[0]
+		if err := s.stage(ctx, f); err != nil {
+			return err
+		}
+		if err := s.remote.complete(ctx, s.remote.key(f.Dir, s.finalName(f.N)), f.Upload, f.Parts); err != nil {
+			return err
+		}
+		s.unput = s.unput[1:]
 	}
-	return s.remote.complete(ctx, s.remote.key(f.Dir, s.finalName(f.N)), f.Upload, f.Parts)
+	return nil
 }
 
 // completeUpload completes the upload of a pre-committed part file.

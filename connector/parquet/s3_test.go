@@ -29,13 +29,23 @@ type fakeS3 struct {
 }
 
 // newFakeS3 starts one for the test.
-func newFakeS3(t testing.TB) *fakeS3 {
+func newFakeS3(t testing.TB) *fakeS3 { return newFakeS3Failing(t, nil) }
+
+// newFakeS3Failing starts one whose requests go through fail first: a
+// request it answers (it returns true) does not reach the store.
+func newFakeS3Failing(t testing.TB, fail func(w http.ResponseWriter, r *http.Request) bool) *fakeS3 {
 	t.Helper()
 	be := s3mem.New()
 	if err := be.CreateBucket("lake"); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server())
+	store := gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail != nil && fail(w, r) {
+			return
+		}
+		store.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	// MinIO's client reads the bucket back: another implementation of
 	// S3's API than the output's.
@@ -396,5 +406,52 @@ func TestS3RequestsSignedAsAWSDocumentsThem(t *testing.T) {
 	}
 	if got, want := rt.reqs[len(rt.reqs)-1].URL.String(), "https://examplebucket.s3.amazonaws.com/lake/card%3Dc%252F7/part-1.parquet"; got != want {
 		t.Errorf("sent to %s, want %s", got, want)
+	}
+}
+
+// Without checkpoints, a part file whose upload the store fails (a 503 at
+// its completion) is not lost: the error is returned, and the next Flush
+// completes it; the object then holds the file's rows, once.
+func TestS3WithoutCheckpointsRetriesAFailedUpload(t *testing.T) {
+	completions := 0
+	f := newFakeS3Failing(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if r.Method == http.MethodPost && r.URL.Query().Has("uploadId") {
+			if completions++; completions == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`)
+				return true
+			}
+		}
+		return false
+	})
+	staging := t.TempDir()
+	s := newS3Sink(t, f, staging, false)
+	s.cfg.RollInterval = time.Nanosecond // every Flush closes the open files
+	if err := s.Open(ctx, connector.Resume{}); err != nil {
+		t.Fatal(err)
+	}
+	// The write closes the file (open for its roll interval), and its
+	// upload fails.
+	err := s.Write(ctx, []plan.Item{pane("c1", at(13, 0), 2, int64(30))})
+	if err == nil || !connector.Retryable(err) || !strings.Contains(err.Error(), "SlowDown: Please reduce your request rate. (HTTP 503)") {
+		t.Fatalf("the write: %v", err)
+	}
+	if got := f.objects(t); len(got) != 0 {
+		t.Fatalf("objects after the failure: %v", got)
+	}
+	if err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	key := "orders/part-" + s.task + "-0.parquet"
+	if got := f.objects(t); !slices.Equal(got, []string{key}) || len(f.uploads(t)) != 0 {
+		t.Fatalf("objects %v, uploads %v", got, f.uploads(t))
+	}
+	local := t.TempDir()
+	f.download(t, "orders", local)
+	if got, want := rows(t, filepath.Join(local, "part-"+s.task+"-0.parquet")), []string{row("c1", at(13, 0), 2, "30", "30")}; !slices.Equal(got, want) {
+		t.Fatalf("rows:\n got %q\nwant %q", got, want)
 	}
 }

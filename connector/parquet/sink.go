@@ -33,6 +33,9 @@ type Sink struct {
 	// finals are the remote objects of the output's naming, as listed at
 	// Open and uploaded since (a part file's number is never one of them).
 	finals map[string]bool
+	// unput are the closed part files of an output to object storage
+	// without checkpoints whose upload has not completed yet.
+	unput []fileRef
 	// now is the clock of roll.interval (tests set it).
 	now func() time.Time
 
@@ -219,7 +222,10 @@ func decodePre(b []byte) (preCommit, error) {
 }
 
 // Write implements connector.Sink.
-func (s *Sink) Write(_ context.Context, items []plan.Item) error {
+func (s *Sink) Write(ctx context.Context, items []plan.Item) error {
+	if err := s.put(ctx); err != nil {
+		return err
+	}
 	for i := range items {
 		it := &items[i]
 		if it.Kind != plan.Pane || it.Pane == nil {
@@ -323,7 +329,8 @@ func (s *Sink) finish(p *part) error {
 	}
 	if !s.exact {
 		if s.remote != nil {
-			return s.put(context.Background(), p.ref)
+			s.unput = append(s.unput, p.ref)
+			return s.put(context.Background())
 		}
 		return s.commitFile(s.task, p.ref)
 	}
@@ -358,8 +365,15 @@ func (s *Sink) sorted() []*part {
 }
 
 // Flush implements connector.Sink: a part file is never visible before it
-// is finished; Flush only closes those open for roll.interval.
-func (s *Sink) Flush(context.Context) error { return s.rollOld() }
+// is finished; Flush only closes those open for roll.interval (and, for an
+// output to object storage without checkpoints, tries again the uploads
+// that failed).
+func (s *Sink) Flush(ctx context.Context) error {
+	if err := s.put(ctx); err != nil {
+		return err
+	}
+	return s.rollOld()
+}
 
 // PreCommit implements connector.Sink: it closes every open part file, and
 // returns the names of those closed since the last pre-commit. An output to
