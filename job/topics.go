@@ -6,6 +6,7 @@ import (
 	"github.com/weirstream/weir/connector/kafka"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/jobfile"
+	"github.com/weirstream/weir/plan"
 )
 
 // TopicWarnings asks the brokers of the job's Kafka outputs about their
@@ -33,6 +34,28 @@ func TopicWarnings(ctx context.Context, j *jobfile.Job) []string {
 			out = append(out, what+"the topic does not exist, and weir run refuses to start without it: create it, or give create: true")
 		case st.Exists && !st.Compacted && revised && o.Role() == "results":
 			out = append(out, what+kafka.NotCompacted)
+		}
+	}
+	return out
+}
+
+// StoreWarnings asks the places the job's outputs of registered kinds write
+// to whether they are there and answer (plan.Prober: an object store's
+// bucket, with the job's credentials), as weir lint does before a run,
+// within ctx: what each answered that a run would meet.
+func StoreWarnings(ctx context.Context, j *jobfile.Job) []string {
+	var out []string
+	for _, o := range j.AllOutputs() {
+		c, ok := o.Destination().(*jobfile.CustomOutput)
+		if !ok {
+			continue
+		}
+		p, ok := c.Config.(plan.Prober)
+		if !ok {
+			continue
+		}
+		if err := p.Probe(ctx); err != nil {
+			out = append(out, o.Field+" ("+o.Kind()+"): "+text.ErrorText(err)+": weir run would meet it")
 		}
 	}
 	return out

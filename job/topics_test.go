@@ -2,6 +2,9 @@ package job
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -69,5 +72,32 @@ func TestTopicWarnings(t *testing.T) {
 	got := TopicWarnings(ctx, j)
 	if len(got) != 1 || !strings.HasPrefix(got[0], "output (kafka topic plain): the brokers did not answer (") || !strings.HasSuffix(got[0], "): the topic was not checked") {
 		t.Errorf("unreachable: %q", got)
+	}
+}
+
+// weir lint asks the store of an output to object storage whether its
+// bucket is there and takes the job's credentials: a refusal is said with
+// the store's words, and the secret key is in no warning; a local Parquet
+// directory and the other outputs are not probed.
+func TestStoreWarnings(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		io.WriteString(w, `<Error><Code>SignatureDoesNotMatch</Code><Message>The request signature we calculated does not match the signature you provided.</Message></Error>`)
+	}))
+	defer srv.Close()
+	yaml := "name: t\nsource: {file: in.jsonl}\ntime: {field: ts}\nkey: card\nwindow: {tumbling: 1m}\naggregates: {n: count}\ncheckpoint: {dir: ck}\n" +
+		"output:\n  - parquet: {dir: s3://lake/t, s3: {endpoint: \"" + srv.URL + "\", access_key_id: AKIAWEIRTEST, secret_access_key: notsosecret}}\n" +
+		"  - parquet: {dir: lake}\n  - out.jsonl\n"
+	j, err := jobfile.Parse([]byte(yaml), "job.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := StoreWarnings(context.Background(), j)
+	want := []string{"output[0] (parquet s3://lake/t): listing s3://lake/t: SignatureDoesNotMatch: The request signature we calculated does not match the signature you provided. (HTTP 403): weir run would meet it"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if s := j.Redact(strings.Join(got, "\n")); strings.Contains(s, "notsosecret") || strings.Contains(s, "AKIAWEIRTEST") {
+		t.Fatalf("a warning shows a secret: %s", s)
 	}
 }

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -108,6 +109,13 @@ type SourceConfig interface {
 // the values as given (variables expanded).
 type Secreter interface {
 	Secrets() []string
+}
+
+// Prober is a SinkConfig that can ask the place it writes to whether it is
+// there and answers, as weir lint does before a run (an object store's
+// bucket, with the job's credentials): an error says what a run would meet.
+type Prober interface {
+	Probe(ctx context.Context) error
 }
 
 // Accepter is a SinkConfig whose settings say what the job accepts from its

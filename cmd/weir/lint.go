@@ -32,7 +32,10 @@ its input with the job's own rules and reports, on standard output:
     lateness, several panes per window into a file that cannot upsert);
   - what the brokers of its Kafka outputs say (within 10 s): a topic that
     gets revised panes and is not compacted, a missing topic weir run
-    would refuse.
+    would refuse;
+  - what the store of a Parquet output to S3 says when asked for one
+    object of its prefix with the job's credentials (within the same
+    10 s): a missing bucket, refused credentials, no answer.
 
 A Kafka topic or standard input is not sampled: weir run says what their
 first lines show. A topic whose records have a schema weir can read first
@@ -56,7 +59,8 @@ Flags:
 }
 
 // topicCheckTimeout is how long weir lint waits for the brokers of a job's
-// Kafka outputs to say what their topics are.
+// Kafka outputs to say what their topics are, and for the stores of its
+// outputs to object storage to answer.
 const topicCheckTimeout = 10 * time.Second
 
 // lint reports on a loaded job and the first n lines of its input, and
@@ -76,6 +80,7 @@ func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) i
 	warnings := j.Warnings()
 	ctx, cancel := context.WithTimeout(context.Background(), topicCheckTimeout)
 	warnings = append(warnings, job.TopicWarnings(ctx, j)...)
+	warnings = append(warnings, job.StoreWarnings(ctx, j)...)
 	cancel()
 	for _, w := range warnings {
 		fmt.Fprintf(stdout, "%s: warning: %s\n", file, j.Redact(w))

@@ -205,6 +205,7 @@ type Config struct {
 var (
 	_ plan.SinkConfig = (*Config)(nil)
 	_ plan.Secreter   = (*Config)(nil)
+	_ plan.Prober     = (*Config)(nil)
 )
 
 // Parse reads and checks a Parquet output's settings.

@@ -637,3 +637,26 @@ func (s *Sink) put(ctx context.Context) error {
 func (s *Sink) completeUpload(ctx context.Context, task string, f fileRef) error {
 	return s.remote.complete(ctx, s.remote.key(f.Dir, finalName(task, f.N)), f.Upload, f.Parts)
 }
+
+// Probe implements plan.Prober: for an output to object storage, it lists
+// one object under the prefix, with the output's credentials, so that a
+// missing bucket, refused credentials or a store that does not answer are
+// said before a run. A local directory is not probed.
+func (c *Config) Probe(ctx context.Context) error {
+	if c.S3 == nil {
+		return nil
+	}
+	o, err := newObjects(c.S3)
+	if err != nil {
+		return err
+	}
+	prefix := o.prefix
+	if prefix != "" {
+		prefix += "/"
+	}
+	resp, err := o.do(ctx, "listing "+c.S3.URL(), http.MethodGet, "", url.Values{"list-type": {"2"}, "prefix": {prefix}, "max-keys": {"1"}}, nil, 0, nil)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}

@@ -455,3 +455,34 @@ func TestS3WithoutCheckpointsRetriesAFailedUpload(t *testing.T) {
 		t.Fatalf("rows:\n got %q\nwant %q", got, want)
 	}
 }
+
+// weir lint's probe of an output to object storage: the bucket there and
+// answering is no finding; a bucket that is not, or credentials the store
+// refuses, are said with the store's words.
+func TestS3Probe(t *testing.T) {
+	f := newFakeS3Failing(t, func(w http.ResponseWriter, r *http.Request) bool {
+		if strings.HasPrefix(r.URL.Path, "/denied") {
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `<Error><Code>InvalidAccessKeyId</Code><Message>The AWS Access Key Id you provided does not exist in our records.</Message></Error>`)
+			return true
+		}
+		return false
+	})
+	for _, c := range []struct{ dir, want string }{
+		{"s3://lake/orders", ""},
+		{"s3://nothere/orders", "listing s3://nothere/orders: NoSuchBucket"},
+		{"s3://denied/orders", "listing s3://denied/orders: InvalidAccessKeyId: The AWS Access Key Id you provided does not exist in our records. (HTTP 403)"},
+	} {
+		v := f.settings("", "")
+		v["dir"] = c.dir
+		delete(v, "staging")
+		cfg, err := Parse(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Probe(ctx)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.dir, err, c.want)
+		}
+	}
+}
