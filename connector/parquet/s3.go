@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -205,6 +204,15 @@ func hostOnly(endpoint string) string {
 		return h
 	}
 	return endpoint
+}
+
+// listPrefix is what a listing of the output's objects asks for: the
+// prefix as a folder ("" for the whole bucket).
+func (o *objects) listPrefix() string {
+	if o.prefix == "" {
+		return ""
+	}
+	return o.prefix + "/"
 }
 
 // key is the object name of a file of a partition folder.
@@ -459,10 +467,7 @@ type upload struct{ key, id string }
 // list lists the objects under the prefix whose base names match, and the
 // uploads in progress of such names.
 func (o *objects) list(ctx context.Context, match func(base string) bool) (finals map[string]bool, uploads []upload, err error) {
-	prefix := o.prefix
-	if prefix != "" {
-		prefix += "/"
-	}
+	prefix := o.listPrefix()
 	finals = map[string]bool{}
 	op := "listing s3://" + o.bucket + "/" + prefix
 	for token := ""; ; {
@@ -533,21 +538,17 @@ func (o *objects) list(ctx context.Context, match func(base string) bool) (final
 }
 
 // openRemote is Open's part for an output to object storage: it lists the
-// output's objects and uploads (named as mine matches), aborts the uploads
-// started after the checkpoint the job resumes from (no pending pre-commit
-// names them, their numbers are at least the checkpoint's counter), and
-// returns the objects committed after it.
-func (s *Sink) openRemote(ctx context.Context, r connector.Resume, mine *regexp.Regexp, pending map[string]bool) (later []string, err error) {
-	number := func(base string) (uint64, bool) {
-		m := mine.FindStringSubmatch(base)
-		if m == nil || m[1] != "" || m[3] != "" {
-			return 0, false
-		}
-		n, err := strconv.ParseUint(m[2], 10, 64)
-		return n, err == nil
+// objects and uploads of the output's final part-file names, aborts the
+// uploads started after the checkpoint the job resumes from (no pending
+// pre-commit names them, their numbers are at least the checkpoint's
+// counter), and returns the objects committed after it.
+func (s *Sink) openRemote(ctx context.Context, r connector.Resume, names partNames, pending map[string]bool) (later []string, err error) {
+	final := func(base string) (uint64, bool) {
+		n, inProgress, ok := names.number(base)
+		return n, ok && !inProgress
 	}
 	finals, uploads, err := s.remote.list(ctx, func(base string) bool {
-		_, ok := number(base)
+		_, ok := final(base)
 		return ok
 	})
 	if err != nil {
@@ -556,13 +557,13 @@ func (s *Sink) openRemote(ctx context.Context, r connector.Resume, mine *regexp.
 	s.finals = finals
 	for key := range finals {
 		_, base := s.remote.name(key)
-		if n, _ := number(base); r.Resumed() && n >= s.next {
+		if n, _ := final(base); r.Resumed() && n >= s.next {
 			later = append(later, s.cfg.S3.objectURL(key))
 		}
 	}
 	for _, u := range uploads {
 		_, base := s.remote.name(u.key)
-		n, _ := number(base)
+		n, _ := final(base)
 		switch {
 		case pending[u.id]:
 		case r.Resumed() && n >= s.next:
@@ -650,10 +651,7 @@ func (c *Config) Probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	prefix := o.prefix
-	if prefix != "" {
-		prefix += "/"
-	}
+	prefix := o.listPrefix()
 	resp, err := o.do(ctx, "listing "+c.S3.URL(), http.MethodGet, "", url.Values{"list-type": {"2"}, "prefix": {prefix}, "max-keys": {"1"}}, nil, 0, nil)
 	if err != nil {
 		return err

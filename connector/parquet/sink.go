@@ -116,6 +116,25 @@ func tmpName(task string, n uint64) string {
 	return fmt.Sprintf(".part-%s-%d.parquet.inprogress", task, n)
 }
 
+// partNames recognises the names of one output's part files, final
+// (finalName) and in progress (tmpName), by their task token.
+type partNames struct{ re *regexp.Regexp }
+
+func newPartNames(task string) partNames {
+	return partNames{regexp.MustCompile(`^(\.?)part-` + regexp.QuoteMeta(task) + `-([0-9]+)\.parquet(\.inprogress)?$`)}
+}
+
+// number is the number of a part file's name and whether the name is the
+// in-progress one; ok is false for a name that is neither of the output's.
+func (p partNames) number(name string) (n uint64, inProgress, ok bool) {
+	m := p.re.FindStringSubmatch(name)
+	if m == nil || (m[1] == ".") != (m[3] != "") {
+		return 0, false, false
+	}
+	n, err := strconv.ParseUint(m[2], 10, 64)
+	return n, m[3] != "", err == nil
+}
+
 func (s *Sink) path(dir, name string) string {
 	return filepath.Join(s.dir, filepath.FromSlash(dir), name)
 }
@@ -157,22 +176,18 @@ func (s *Sink) Open(ctx context.Context, r connector.Resume) error {
 	s.mu.Lock()
 	s.markNext = s.next
 	s.mu.Unlock()
-	mine := regexp.MustCompile(`^(\.?)part-` + s.task + `-([0-9]+)\.parquet(\.inprogress)?$`)
+	names := newPartNames(s.task)
 	var later []string
 	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		m := mine.FindStringSubmatch(d.Name())
-		if d.IsDir() || m == nil || (m[1] == ".") != (m[3] != "") {
-			return nil
-		}
-		n, err := strconv.ParseUint(m[2], 10, 64)
-		if err != nil || !d.Type().IsRegular() {
+		n, inProgress, ok := names.number(d.Name())
+		if d.IsDir() || !ok || !d.Type().IsRegular() {
 			return nil
 		}
 		switch {
-		case m[3] == "":
+		case !inProgress:
 			if r.Resumed() && n >= s.next {
 				later = append(later, path)
 			}
@@ -193,7 +208,7 @@ func (s *Sink) Open(ctx context.Context, r connector.Resume) error {
 		return fmt.Errorf("reading %s: %w", s.dir, err)
 	}
 	if s.remote != nil {
-		remoteLater, err := s.openRemote(ctx, r, mine, pending)
+		remoteLater, err := s.openRemote(ctx, r, names, pending)
 		if err != nil {
 			return err
 		}
