@@ -365,8 +365,6 @@ func appendProtoAggregate(b []byte, f protoField, v any) []byte {
 			d = x
 		case string:
 			d, _ = strconv.ParseFloat(x, 64)
-		case plan.RawJSON:
-			d, _ = strconv.ParseFloat(string(x), 64)
 		default:
 			panic(fmt.Sprintf("formats: a %T for a number", v))
 		}
@@ -379,8 +377,6 @@ func appendProtoAggregate(b []byte, f protoField, v any) []byte {
 		case float64:
 			t = text.AppendJSONFloat(nil, x)
 		case string:
-			t = []byte(x)
-		case plan.RawJSON:
 			t = []byte(x)
 		}
 		return protowire.AppendBytes(protowire.AppendTag(b, f.num, protowire.BytesType), t)
