@@ -1217,11 +1217,7 @@ func (op *WindowOp[K, T, A, O]) eventTimer(t mtime.Time, r timerRef[K]) {
 		if !op.trg.FinalOnly || closing {
 			op.fire(r.key, ks, st, window.OnTime, closing, t, op.now)
 		}
-		if closing {
-			op.remove(r.key, ks, i)
-		} else {
-			op.et.add(cleanupAt, newTimer(r.key, st.w, st.seq, tCleanup))
-		}
+		op.closeOrAwaitCleanup(r.key, ks, i, closing, cleanupAt)
 	case tCleanup:
 		if !st.late || cleanupAt != t {
 			return
@@ -1537,11 +1533,7 @@ func (op *WindowOp[K, T, A, O]) compositeTimer(t mtime.Time, r timerRef[K], ks *
 				op.fire(r.key, ks, st, window.OnTime, true, t, op.now)
 			}
 		}
-		if closing {
-			op.remove(r.key, ks, i)
-		} else {
-			op.et.add(cleanupAt, newTimer(r.key, st.w, st.seq, tCleanup))
-		}
+		op.closeOrAwaitCleanup(r.key, ks, i, closing, cleanupAt)
 	case tCleanup:
 		if !st.late || cleanupAt != t {
 			return
@@ -1553,6 +1545,18 @@ func (op *WindowOp[K, T, A, O]) compositeTimer(t mtime.Time, r timerRef[K], ks *
 		}
 		op.remove(r.key, ks, i)
 	}
+}
+
+// closeOrAwaitCleanup ends the on-time firing of window i of a key: the
+// window is removed when the watermark has passed its cleanup already
+// (closing), else its cleanup timer is set.
+func (op *WindowOp[K, T, A, O]) closeOrAwaitCleanup(key K, ks *keyState[A, O], i int, closing bool, cleanupAt mtime.Time) {
+	if closing {
+		op.remove(key, ks, i)
+		return
+	}
+	st := &ks.wins[i]
+	op.et.add(cleanupAt, newTimer(key, st.w, st.seq, tCleanup))
 }
 
 // compositeProc is a processing-time timer of a composite trigger at t.
