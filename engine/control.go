@@ -158,6 +158,9 @@ type Status struct {
 	PanesByTiming map[string]int64 `json:"panes_by_timing"`
 	// Joins: what each interval join holds and did.
 	Joins []JoinStatus `json:"joins,omitempty"`
+	// Aggregations: in a job of several aggregations that read one
+	// source, each one's accounting (Counts is the first's), by name.
+	Aggregations []AggregationStatus `json:"aggregations,omitempty"`
 	// StateBytes estimates the memory and disk the state takes.
 	StateBytes int64 `json:"state_bytes"`
 	// Backpressure says why reading is paused (a sink that cannot commit),
@@ -174,6 +177,15 @@ type Status struct {
 	// Sinks: items written and committed per sink.
 	Sinks      []SinkStatus   `json:"sinks,omitempty"`
 	Checkpoint CheckpointInfo `json:"checkpoint"`
+}
+
+// AggregationStatus is what one aggregation of a job of several has
+// counted: its input's accounting (the same as every other's) with what its
+// windows took, set aside and fired.
+type AggregationStatus struct {
+	Name      string     `json:"name"`
+	Watermark mtime.Time `json:"watermark"`
+	Counts    Counts     `json:"counts"`
 }
 
 // PartitionStatus is one watermark partition.

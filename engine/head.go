@@ -214,6 +214,13 @@ type HeadConfig[K comparable, T any] struct {
 	// arrival order, so the output does not depend on it. 0 or 1: the
 	// source loop decodes alone.
 	Decoders int
+	// Aggregation names the aggregation the head feeds in a job of
+	// several that read one source (Fan): each such head adds its counts
+	// to Status.Aggregations under the name. Beside says the head is not
+	// the first of them: the status's partitions, sources and counts are
+	// the first's (the heads read the same records).
+	Aggregation string
+	Beside      bool
 }
 
 // Versions says how a head keeps what withdrawing an event needs, for
@@ -1020,6 +1027,12 @@ func (h *Head[K, T]) restoreIDs(d *enc.Decoder, f headFile) error {
 // source loop.
 func (h *Head[K, T]) status(s *Status) {
 	w := h.cfg.Window
+	if h.cfg.Aggregation != "" {
+		s.Aggregations = append(s.Aggregations, AggregationStatus{Name: h.cfg.Aggregation, Watermark: w.Watermark(), Counts: h.counts()})
+	}
+	if h.cfg.Beside {
+		return
+	}
 	now := max(w.Now(), h.e.now)
 	s.ProcessingTime = max(s.ProcessingTime, now)
 	if s.Watermark == mtime.MinTime {
@@ -1129,10 +1142,15 @@ func (h *Head[K, T]) status(s *Status) {
 	if h.reports != nil {
 		s.Sources = append(s.Sources, SourceStatus{Name: h.cfg.Source, Partitions: h.reports})
 	}
+	s.Counts = h.counts()
+}
+
+// counts is the head's accounting with its window's live statistics.
+func (h *Head[K, T]) counts() Counts {
 	c := h.c
 	c.QuarantineReasons = maps.Clone(c.QuarantineReasons)
-	ls := w.LiveStats()
+	ls := h.cfg.Window.LiveStats()
 	c.Accepted, c.TooLate, c.LateAccepted, c.PanesFired, c.WindowsFired = ls.Accepted, ls.TooLate, ls.LateAccepted, ls.Panes, ls.Fired
 	c.LateForSomeWindows, c.TriggerFinished = ls.PartlyLate, ls.TriggerFinished
-	s.Counts = c
+	return c
 }

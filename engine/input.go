@@ -236,6 +236,74 @@ func (in *input) report(now mtime.Time) {
 	}
 }
 
+// Fan is the handler of a source read once for several heads (a job of
+// several aggregations): each record goes to every head in turn, in the
+// order given, so that each applies the records in arrival order. The
+// first head aligns the source's partitions (the heads see the same
+// records, so their partitions' watermarks agree).
+func Fan(heads ...RecordHandler) RecordHandler {
+	if len(heads) == 1 {
+		return heads[0]
+	}
+	return fan(heads)
+}
+
+type fan []RecordHandler
+
+// Partitions implements RecordHandler.
+func (f fan) Partitions(parts []connector.Partition, now mtime.Time) {
+	for _, h := range f {
+		h.Partitions(parts, now)
+	}
+}
+
+// Record implements RecordHandler.
+func (f fan) Record(r *connector.Record) {
+	for _, h := range f {
+		h.Record(r)
+	}
+}
+
+// Records implements BatchHandler: each head takes the batch whole, one
+// after the other.
+func (f fan) Records(rs []connector.Record) {
+	for _, h := range f {
+		if bh, ok := h.(BatchHandler); ok {
+			bh.Records(rs)
+			continue
+		}
+		for i := range rs {
+			h.Record(&rs[i])
+		}
+	}
+}
+
+// Lost implements LostHandler.
+func (f fan) Lost(n int64) {
+	for _, h := range f {
+		if lh, ok := h.(LostHandler); ok {
+			lh.Lost(n)
+		}
+	}
+}
+
+// Backlog implements BacklogHandler.
+func (f fan) Backlog(reports []connector.PartitionReport, now mtime.Time) {
+	for _, h := range f {
+		if bh, ok := h.(BacklogHandler); ok {
+			bh.Backlog(reports, now)
+		}
+	}
+}
+
+// Align implements Aligner: the first head's.
+func (f fan) Align() (pause, resume []int) {
+	if al, ok := f[0].(Aligner); ok {
+		return al.Align()
+	}
+	return nil, nil
+}
+
 // AddSource adds a connector source whose records go to h.
 func (e *Engine) AddSource(name string, src connector.Source, h RecordHandler) error {
 	return e.AddFeed(name, &sourceFeed{name: name, src: src, h: h, free: make(chan *sourceBatch, 4)})

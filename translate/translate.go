@@ -288,7 +288,12 @@ func Shape(g *plan.Graph) *engine.Shape {
 			s.Parts = append(s.Parts, p)
 		case *plan.Aggregation:
 			if d := op.Dedup; d != nil {
-				dp := engine.Part{Name: HeadName(n.ID), Label: "de-duplication", Kind: engine.StateDedup,
+				label := "de-duplication"
+				if HeadName(n.ID) != "head" {
+					// One of several aggregations: whose.
+					label += " of " + n.Label
+				}
+				dp := engine.Part{Name: HeadName(n.ID), Label: label, Kind: engine.StateDedup,
 					Layout:   []engine.Setting{{Field: "id", Value: d.Field}},
 					Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(d.Horizon)}}}
 				if d.Version != "" {
