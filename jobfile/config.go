@@ -140,6 +140,13 @@ type Job struct {
 	// Task is set in the job of a task of a group job: its partition + 1.
 	Task int32
 
+	// Aggregation names the job's aggregation in a job of several
+	// (aggregations:), whose others are Siblings: each a Job with the
+	// fields of the file in common and its own AggregationFields. Empty in
+	// a job of one.
+	Aggregation string
+	Siblings    []*Job
+
 	text    []byte      // the job file as read
 	doc     *yaml.Node  // the job file as resolved: --set applied, variables expanded
 	vars    []expansion // the values that came from environment variables
@@ -304,8 +311,10 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", j.inputName)}
 		}
 	}
-	if err := checkFiles(j, path); err != nil {
-		return nil, err
+	for _, a := range j.Aggregations() {
+		if err := checkFiles(a, path); err != nil {
+			return nil, err
+		}
 	}
 	return j, nil
 }
@@ -370,23 +379,25 @@ func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 		}
 		return nil, secrets.RedactError(err)
 	}
-	j.text, j.vars, j.secrets, j.doc = data, exps, secrets, &doc
-	// The name is shown everywhere (every log line, the summary, the
-	// metrics' labels, checkpoints) and names the job to brokers and
-	// databases (transactional ids): a secret that came into it is the
-	// ${NAME} it came from there too.
-	j.Name = secrets.Redact(j.Name)
-	if j.Custom != nil {
-		addKindSecrets(secrets, j.Custom.Config)
-	}
-	for _, o := range j.AllOutputs() {
-		if o.Custom != nil {
-			addKindSecrets(secrets, o.Custom.Config)
+	for _, a := range j.Aggregations() {
+		a.text, a.vars, a.secrets, a.doc = data, exps, secrets, &doc
+		// The name is shown everywhere (every log line, the summary, the
+		// metrics' labels, checkpoints) and names the job to brokers and
+		// databases (transactional ids): a secret that came into it is the
+		// ${NAME} it came from there too.
+		a.Name = secrets.Redact(a.Name)
+		if a.Custom != nil {
+			addKindSecrets(secrets, a.Custom.Config)
 		}
-		if t := o.Table; t != nil && t.DSN != "" {
-			// The connection string with its password put in (withPassword).
-			for _, pw := range secret.DSNSecrets(t.DSN) {
-				secrets.Add(pw, secret.Mask)
+		for _, o := range a.AllOutputs() {
+			if o.Custom != nil {
+				addKindSecrets(secrets, o.Custom.Config)
+			}
+			if t := o.Table; t != nil && t.DSN != "" {
+				// The connection string with its password put in (withPassword).
+				for _, pw := range secret.DSNSecrets(t.DSN) {
+					secrets.Add(pw, secret.Mask)
+				}
 			}
 		}
 	}
@@ -444,6 +455,9 @@ func (p *parser) job(root *node) (*Job, error) {
 	// Unknown fields first: a typo explains every later error.
 	if err := root.strict(jobShape.names()...); err != nil {
 		return nil, err
+	}
+	if v := root.get("aggregations"); v != nil {
+		return p.aggregations(root, v)
 	}
 	var err error
 	if j.Name, _, err = root.str("name"); err != nil {

@@ -101,10 +101,10 @@ func (j *Job) OutputFiles() []OutputFile {
 		}
 	}
 	if j.Summary != "" && j.Summary != "-" {
-		out = append(out, OutputFile{"summary", j.Summary})
+		out = append(out, OutputFile{j.FieldName("summary"), j.Summary})
 	}
 	if j.Acceptance != "" {
-		out = append(out, OutputFile{"acceptance", j.Acceptance}, OutputFile{"acceptance", AcceptanceMarkdown(j.Acceptance)})
+		out = append(out, OutputFile{j.FieldName("acceptance"), j.Acceptance}, OutputFile{j.FieldName("acceptance"), AcceptanceMarkdown(j.Acceptance)})
 	}
 	return out
 }

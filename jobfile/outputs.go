@@ -564,9 +564,11 @@ type Destination interface {
 // Role is what the output writes: "results" (the panes, output:), or its
 // field, late_output, quarantine or dead_letter.
 func (o *Output) Role() string {
-	switch o.Field {
+	// An aggregation's late output is aggregations.NAME.late_output.
+	f := o.Field[strings.LastIndexByte(o.Field, '.')+1:]
+	switch f {
 	case "late_output", "quarantine", "dead_letter":
-		return o.Field
+		return f
 	}
 	return "results"
 }

@@ -99,7 +99,15 @@ func valueOf(s *shape) string {
 		return "one of " + strings.Join(quoted(s.Enum), ", ")
 	case kObject:
 		if len(s.Required) > 0 {
-			return "a mapping (required: " + strings.Join(quoted(s.Required), ", ") + ")"
+			req := strings.Join(quoted(s.Required), ", ")
+			var alts []string
+			for _, set := range s.Either {
+				alts = append(alts, strings.Join(quoted(set), ", "))
+			}
+			if len(alts) > 0 {
+				req += "; and " + strings.Join(alts, ", or ")
+			}
+			return "a mapping (required: " + req + ")"
 		}
 		return "a mapping"
 	case kMap:

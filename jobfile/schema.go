@@ -3,6 +3,7 @@ package jobfile
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/weirstream/weir/plan"
@@ -40,8 +41,11 @@ type shape struct {
 	Min, Max int      // kInt (Max 0: no bound); kList, kMap: at least Min items
 	Fields   []field  // kObject, in the order of a job file
 	Required []string // kObject
-	Item     *shape   // kList, kMap
-	OneOf    []*shape // kOneOf
+	// Either, for kObject, are sets of fields of which the object has all
+	// of one: a job has window, aggregates and output, or aggregations.
+	Either [][]string
+	Item   *shape   // kList, kMap
+	OneOf  []*shape // kOneOf
 }
 
 // field is one field of a mapping.
@@ -257,7 +261,24 @@ var httpObject = object("The console's address and who may use it.", nil,
 )
 
 // jobShape is the job file.
-var jobShape = object("A weir job: a windowed aggregation over a stream of JSON lines.", []string{"source", "time", "window", "aggregates", "output"},
+var jobShape = func() *shape {
+	s := jobFields
+	s.Required = []string{"source", "time"}
+	s.Either = [][]string{{"window", "aggregates", "output"}, {"aggregations"}}
+	agg := object("One aggregation: its own key, windows, aggregates and outputs; the job's other fields are its aggregations' in common.", []string{"window", "aggregates", "output"})
+	for _, f := range jobFields.Fields {
+		if slices.Contains(AggregationFields, f.Name) {
+			agg.Fields = append(agg.Fields, f)
+		}
+	}
+	s.Fields = append(slices.Clip(s.Fields), field{"aggregations", &shape{Kind: kMap, Min: 1, Pattern: `^[A-Za-z_][A-Za-z0-9_]*$`,
+		Doc:  "Several aggregations of one read of the source, by name: the source is read, validated, de-duplicated by the same rules and checkpointed once for all. A savepoint restores each by its name (a job without aggregations has one, named window).",
+		Item: agg}})
+	return &s
+}()
+
+// jobFields are the fields of a job of one aggregation.
+var jobFields = *object("A weir job: windowed aggregations over a stream of events.", nil,
 	field{"name", str("The job's name, in logs, metrics and outputs' records.")},
 	field{"source", oneOf("Where events come from.", str("A file of JSON lines in arrival order; - is standard input."), sourceShape)},
 	field{"time", timeShape},
@@ -486,6 +507,13 @@ func jsonShape(s *shape) ordered {
 		o = append(o, kv{"properties", props}, kv{"additionalProperties", false})
 		if len(s.Required) > 0 {
 			o = append(o, kv{"required", s.Required})
+		}
+		if len(s.Either) > 0 {
+			var alts []ordered
+			for _, set := range s.Either {
+				alts = append(alts, ordered{{"required", set}})
+			}
+			o = append(o, kv{"oneOf", alts})
 		}
 	case kMap:
 		doc()

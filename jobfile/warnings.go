@@ -14,6 +14,37 @@ import (
 // Warnings are what a job's settings risk, the common mistakes of
 // windowed jobs: none stops the job; weir says them at start (and weir lint).
 func (j *Job) Warnings() []string {
+	if !j.Several() {
+		return j.warnings()
+	}
+	// A job of several aggregations: what each says, under its name,
+	// and once what every one says.
+	all := j.Aggregations()
+	per := make([][]string, len(all))
+	count := map[string]int{}
+	for i, a := range all {
+		per[i] = a.warnings()
+		for _, w := range per[i] {
+			count[w]++
+		}
+	}
+	var out []string
+	for i, a := range all {
+		for _, w := range per[i] {
+			switch {
+			case count[w] < len(all):
+				out = append(out, "aggregations."+a.Aggregation+": "+w)
+			case i == 0:
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// warnings are Warnings of a job of one aggregation, or of one of a job of
+// several.
+func (j *Job) warnings() []string {
 	var w []string
 	if msg := latenessWarning(j.Window); msg != "" {
 		w = append(w, msg)

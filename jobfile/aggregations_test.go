@@ -1,0 +1,87 @@
+package jobfile
+
+import (
+	"strings"
+	"testing"
+)
+
+// severalFile is a job of two aggregations over one file.
+const severalFile = `name: orders
+source: {file: input.jsonl}
+time: {field: ts}
+id: order_id
+quarantine: quarantine.jsonl
+aggregations:
+  per_card:
+    key: card
+    window: {tumbling: 1m}
+    aggregates: {orders: count}
+    output: cards.jsonl
+    late_output: late.jsonl
+  per_merchant:
+    key: merchant
+    window: {tumbling: 1h}
+    allowed_lateness: 10m
+    aggregates: {spent: sum(amount)}
+    output: [merchants.jsonl, {sqlite: {path: m.db, table: hourly}}]
+`
+
+// Each aggregation is a whole job: the common fields, and its own.
+func TestParseAggregations(t *testing.T) {
+	j, err := Parse([]byte(severalFile), "job.yaml", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := j.Aggregations()
+	if len(all) != 2 || !j.Several() || all[0].Aggregation != "per_card" || all[1].Aggregation != "per_merchant" {
+		t.Fatalf("aggregations %d: %q", len(all), j.Aggregation)
+	}
+	for _, a := range all {
+		if a.Input != "/d/input.jsonl" || a.ID.String() != "order_id" || a.Rejects == nil || a.Rejects.Field != "quarantine" || a.Text() != severalFile {
+			t.Errorf("%s: the common fields: input %q id %q quarantine %+v", a.Aggregation, a.Input, a.ID, a.Rejects)
+		}
+	}
+	c, m := all[0], all[1]
+	if c.KeyName() != "card" || c.Window.AllowedLateness != 0 || c.Late == nil || c.Late.Field != "aggregations.per_card.late_output" || c.Late.Role() != "late_output" ||
+		c.Outputs[0].Field != "aggregations.per_card.output" || c.Outputs[0].Role() != "results" {
+		t.Errorf("per_card: key %q lateness %d late %+v outputs %+v", c.KeyName(), c.Window.AllowedLateness, c.Late, c.Outputs)
+	}
+	if m.KeyName() != "merchant" || m.Window.AllowedLateness != 600_000 || m.Late != nil || len(m.Outputs) != 2 || m.Outputs[1].Field != "aggregations.per_merchant.output[1]" {
+		t.Errorf("per_merchant: key %q lateness %d outputs %+v", m.KeyName(), m.Window.AllowedLateness, m.Outputs)
+	}
+	if one := j.Alone("per_merchant"); one == nil || one.Several() || one.KeyName() != "merchant" || len(one.Siblings) != 0 {
+		t.Errorf("Alone(per_merchant): %+v", one)
+	}
+	if one := j.Alone(""); one == nil || one.KeyName() != "merchant" {
+		t.Errorf("Alone(\"\") is not the first aggregation with a table: %+v", one)
+	}
+	if j.Alone("per_day") != nil {
+		t.Error("Alone(per_day) found an aggregation")
+	}
+}
+
+func TestParseAggregationsErrors(t *testing.T) {
+	for _, tt := range []struct{ name, yaml, want string }{
+		{"a field of its own at the top", strings.Replace(severalFile, "id: order_id\n", "id: order_id\nkey: card\n", 1),
+			`job.yaml:5: key: a job with aggregations gives each its own key: move it under aggregations.NAME`},
+		{"a common field under one", strings.Replace(severalFile, "    key: card\n", "    key: card\n    id: order_id\n", 1),
+			`job.yaml:9: aggregations.per_card.id: unknown field "id"; expected one of acceptance, aggregates, allowed_lateness, having, key, late_for_some_windows, late_output, mode, output, summary, trigger, window`},
+		{"a mistake in one", strings.Replace(severalFile, "window: {tumbling: 1h}", "window: {tumbling: 1x}", 1),
+			`job.yaml:15: aggregations.per_merchant.window.tumbling: expected a duration such as 2s, 5m or 1h, got "1x"`},
+		{"one without output", strings.Replace(severalFile, "    output: cards.jsonl\n", "", 1),
+			`job.yaml:8: aggregations.per_card.output: missing: where results go, a file or - for standard output`},
+		{"two into one file", strings.Replace(severalFile, "[merchants.jsonl,", "[cards.jsonl,", 1),
+			`job.yaml:18: aggregations.per_merchant.output[0]: writes where aggregations.per_card.output does (file:/d/cards.jsonl): each aggregation writes to its own`},
+		{"a bad name", strings.Replace(severalFile, "  per_card:", "  per-card:", 1),
+			`job.yaml:7: aggregations.per-card: expected a name of letters, digits and _ (not first a digit)`},
+		{"none", strings.Replace(severalFile, severalFile[strings.Index(severalFile, "aggregations:"):], "aggregations: {}\n", 1),
+			`job.yaml:6: aggregations: expected a mapping of aggregations by name, e.g. aggregations: {per_card: {key: card, window: {tumbling: 1m}, aggregates: {orders: count}, output: cards.jsonl}}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "job.yaml", "/d")
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("got  %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
