@@ -257,6 +257,41 @@ func ExampleNamed() {
 	// card-2 spent 8.00 in the minute from 12:00
 }
 
+// Two aggregations of one read: per-card counts per minute and the total
+// spent per hour, from the same stream, each named so that a restore finds
+// its state (a job file's aggregations).
+func Example_severalAggregations() {
+	orders := []Order{
+		{"card-1", 12.5, at("2026-09-07T12:00:01Z"), at("2026-09-07T12:00:01Z")},
+		{"card-1", 30, at("2026-09-07T12:00:20Z"), at("2026-09-07T12:00:20Z")},
+		{"card-2", 8, at("2026-09-07T12:01:30Z"), at("2026-09-07T12:01:30Z")},
+	}
+	p := weir.NewPipeline()
+	src := weir.FromSlice(p, orders, weir.Named("orders"))
+	stamped := weir.WithTimestamps(src, func(o Order) mtime.Time { return o.At }, watermark.BoundedOutOfOrderness(2*time.Second))
+	perCard, _ := weir.Aggregate(
+		weir.Window(weir.KeyBy(stamped, func(o Order) string { return o.Card }), window.NewStrategy(window.TumblingWindows(time.Minute))),
+		aggregate.Count[Order](), weir.Named("per_card"))
+	hourly, _ := weir.Aggregate(
+		weir.Window(weir.KeyBy(stamped, func(Order) string { return "all" }), window.NewStrategy(window.TumblingWindows(time.Hour))),
+		aggregate.Sum(func(o Order) float64 { return o.Amount }), weir.Named("hourly"))
+	weir.Sink(perCard, func(pn weir.Pane[string, int64]) error {
+		fmt.Printf("%s: %d orders in the minute from %s\n", pn.Key, pn.Value, pn.Window.Start.Time().Format("15:04"))
+		return nil
+	}, weir.Named("cards"))
+	weir.Sink(hourly, func(pn weir.Pane[string, float64]) error {
+		fmt.Printf("%.2f spent in the hour from %s\n", pn.Value, pn.Window.Start.Time().Format("15:04"))
+		return nil
+	}, weir.Named("hours"))
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Unordered output:
+	// card-1: 2 orders in the minute from 12:00
+	// card-2: 1 orders in the minute from 12:01
+	// 50.50 spent in the hour from 12:00
+}
+
 // Event is an order or a payment of one, from a shop's stream.
 type Event struct {
 	Kind  string // "order" or "payment"

@@ -82,6 +82,13 @@ var minimal = func() string {
 func runJobIn(t *testing.T, yaml, input string, o Options) (string, *Summary) {
 	t.Helper()
 	dir := t.TempDir()
+	return dir, runJobAt(t, dir, yaml, input, o)
+}
+
+// runJobAt is runJobIn in dir, which may hold what an earlier run left
+// (its checkpoints, its outputs).
+func runJobAt(t *testing.T, dir, yaml, input string, o Options) *Summary {
+	t.Helper()
 	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(input), 0o600)
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o600)
 	j, err := jobfile.Load(filepath.Join(dir, "job.yaml"))
@@ -92,7 +99,7 @@ func runJobIn(t *testing.T, yaml, input string, o Options) (string, *Summary) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir, sum
+	return sum
 }
 
 // runParser is j's line parser as a run has it: with its source's

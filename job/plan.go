@@ -22,21 +22,33 @@ import (
 	"github.com/weirstream/weir/window"
 )
 
-// The nodes of a job file's plan, by their names: the one source, the one
-// aggregation (its windows and, with having, the filter of its panes).
+// The nodes of a job file's plan, by their names: the one source, and of
+// a job of one aggregation, its windows and, with having, the filter of
+// its panes. A job of several names each aggregation's nodes by the
+// aggregation (aggregationID).
 const (
 	nodeInput  = "input"
 	nodeWindow = "window"
 	nodeHaving = "having"
 )
 
+// aggregationID is the plan node of j's aggregation: "window" in a job of
+// one (as its checkpoints have always named it), the aggregation's name in
+// a job of several, so that a savepoint restores each by its name.
+func aggregationID(j *jobfile.Job) plan.ID {
+	if j.Several() {
+		return plan.ID{Kind: plan.KindAggregation, Name: j.Aggregation}
+	}
+	return plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}
+}
+
 // Plan is the plan the job file compiles to: what weir plan prints, and
 // what Build hands the translator.
-func Plan(j *jobfile.Job) *plan.Graph { return (&Runnable{j: j}).plan() }
+func Plan(j *jobfile.Job) *plan.Graph { return newRunnable(j, Options{}).plan() }
 
 // plan compiles the job into a plan whose nodes the runnable builds: its
-// source, its aggregation, its having, and its outputs, each a sink of the
-// port it writes (results, late events, rejected lines, dead letters).
+// source, each aggregation with its having and its outputs, each a sink of
+// the port it writes (results, late events, rejected lines, dead letters).
 func (rn *Runnable) plan() *plan.Graph {
 	j := rn.j
 	g := &plan.Graph{Name: j.Name}
@@ -47,7 +59,45 @@ func (rn *Runnable) plan() *plan.Graph {
 		read.Format = j.Format.Config.Describe()
 	}
 	g.Add(&plan.Node{ID: src, Label: "source", Op: read, Impl: &sourceNode{rn: rn}})
-	win := plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}
+	var refusing []plan.Input
+	add := func(a *Runnable, o *jobfile.Output, in plan.Input, role outputRole) {
+		key, former := recordKey(j, o)
+		id := plan.ID{Kind: plan.KindSink, Name: key}
+		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.Destination().Connector(), Writes: o.Kind(), Former: former},
+			Impl: &sinkNode{rn: a, o: o, role: role}})
+		if role == roleResults || role == roleLate {
+			refusing = append(refusing, plan.Input{From: id, Port: plan.Refused})
+		}
+	}
+	for _, a := range rn.aggregations() {
+		win, results := a.planAggregation(g, src)
+		for i := range a.j.Outputs {
+			add(a, &a.j.Outputs[i], results, roleResults)
+		}
+		if a.j.Late != nil {
+			add(a, a.j.Late, plan.Input{From: win, Port: plan.Late}, roleLate)
+		}
+	}
+	if j.Rejects != nil {
+		add(rn, j.Rejects, plan.Input{From: src, Port: plan.Rejected}, roleRejected)
+	}
+	if j.DeadLetter != nil {
+		add(rn, j.DeadLetter, plan.Input{}, roleDead)
+		g.Nodes[len(g.Nodes)-1].Inputs = refusing
+	}
+	return g
+}
+
+// planAggregation adds the runnable's aggregation to g, fed by src: its
+// windows and its having. It returns the windows' node and where the
+// results come from.
+func (rn *Runnable) planAggregation(g *plan.Graph, src plan.ID) (plan.ID, plan.Input) {
+	j := rn.j
+	win := aggregationID(j)
+	label := "window"
+	if j.Several() {
+		label = "aggregation " + j.Aggregation
+	}
 	agg := &plan.Aggregation{Strategy: j.Window, Watermark: j.Watermark, Format: codecFormat, Parallelism: j.Parallelism,
 		Layout: timeLayout(j, plan.Setting{Field: "key", Value: orNone(j.KeyName())}),
 		Settings: append(expressionSettings(j), []plan.Setting{
@@ -69,37 +119,17 @@ func (rn *Runnable) plan() *plan.Graph {
 	for _, a := range j.Aggregates {
 		agg.Values = append(agg.Values, plan.Setting{Field: aggPrefix + a.Name, Value: a.String()})
 	}
-	g.Add(&plan.Node{ID: win, Label: "window", Inputs: []plan.Input{{From: src}}, Op: agg, Impl: &windowNode{rn: rn}})
+	g.Add(&plan.Node{ID: win, Label: label, Inputs: []plan.Input{{From: src}}, Op: agg, Impl: &windowNode{rn: rn}})
 	results := plan.Input{From: win}
 	if j.Having != "" {
 		h := plan.ID{Kind: plan.KindTransform, Name: nodeHaving}
+		if j.Several() {
+			h.Name += ":" + j.Aggregation
+		}
 		g.Add(&plan.Node{ID: h, Label: "having", Inputs: []plan.Input{results}, Op: &plan.Transform{Does: "having " + j.Having}, Impl: &havingNode{rn: rn}})
 		results = plan.Input{From: h}
 	}
-	var refusing []plan.Input
-	add := func(o *jobfile.Output, in plan.Input, role outputRole) {
-		key, former := recordKey(j, o)
-		id := plan.ID{Kind: plan.KindSink, Name: key}
-		g.Add(&plan.Node{ID: id, Label: o.Field, Inputs: []plan.Input{in}, Op: &plan.Sink{Connector: o.Destination().Connector(), Writes: o.Kind(), Former: former},
-			Impl: &sinkNode{rn: rn, o: o, role: role}})
-		if role == roleResults || role == roleLate {
-			refusing = append(refusing, plan.Input{From: id, Port: plan.Refused})
-		}
-	}
-	for i := range j.Outputs {
-		add(&j.Outputs[i], results, roleResults)
-	}
-	if j.Late != nil {
-		add(j.Late, plan.Input{From: win, Port: plan.Late}, roleLate)
-	}
-	if j.Rejects != nil {
-		add(j.Rejects, plan.Input{From: src, Port: plan.Rejected}, roleRejected)
-	}
-	if j.DeadLetter != nil {
-		add(j.DeadLetter, plan.Input{}, roleDead)
-		g.Nodes[len(g.Nodes)-1].Inputs = refusing
-	}
-	return g
+	return win, results
 }
 
 // expressionSettings are the job's where and derived fields, as a restore
@@ -161,31 +191,45 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
 	}
 	_, _, srcName := sourceNames(j)
-	agg := c.Plan().Consumers(c.Node().ID, plan.Main)[0]
-	hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: rn.decoder(rn.lp), Window: rn.win, Dedup: rn.dd,
-		Quarantine: quarantine, Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}
-	if j.VersionField != nil {
-		hcfg.Versions = rn.lp.versions()
-	}
-	if hcfg.Decoders == 0 {
-		hcfg.Decoders = runtime.GOMAXPROCS(0)
-	}
-	if o.task != nil {
-		hcfg.Decoders = 1 // the group's tasks run beside each other
-	}
-	rn.lp.decodeOn(hcfg.Decoders)
+	var after func(line int64) mtime.Time
 	if j.Watermark.Kind == watermark.Perfect {
 		future, err := perfectWatermarks(j)
 		if err != nil {
 			return err
 		}
-		hcfg.WatermarkAfter = func(line int64) mtime.Time { return perfectAt(future, line) }
+		after = func(line int64) mtime.Time { return perfectAt(future, line) }
 	}
-	var err error
-	if rn.head, err = engine.NewHead(e, hcfg); err != nil {
-		return &RuntimeError{Msg: err.Error(), Err: err}
+	var heads []engine.RecordHandler
+	for i, a := range rn.aggregations() {
+		agg := c.Plan().Node(aggregationID(a.j))
+		hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: a.decoder(a.lp), Window: a.win, Dedup: a.dd,
+			Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}
+		if i == 0 {
+			// The aggregations read the same records: one quarantines
+			// them, the others count them.
+			hcfg.Quarantine = quarantine
+		}
+		if a.j.Several() {
+			hcfg.Aggregation, hcfg.Beside = a.j.Aggregation, i > 0
+		}
+		if a.j.VersionField != nil {
+			hcfg.Versions = a.lp.versions()
+		}
+		if hcfg.Decoders == 0 {
+			hcfg.Decoders = runtime.GOMAXPROCS(0)
+		}
+		if o.task != nil {
+			hcfg.Decoders = 1 // the group's tasks run beside each other
+		}
+		a.lp.decodeOn(hcfg.Decoders)
+		hcfg.WatermarkAfter = after
+		var err error
+		if a.head, err = engine.NewHead(e, hcfg); err != nil {
+			return &RuntimeError{Msg: err.Error(), Err: err}
+		}
+		a.restoredRead = a.head.Counts().Read // what earlier runs read
+		heads = append(heads, a.head)
 	}
-	rn.restoredRead = rn.head.Counts().Read // what earlier runs read
 	var src connector.Source
 	switch {
 	case j.Kafka != nil:
@@ -209,10 +253,12 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
 		src = rn.fileSrc
 	}
-	if err := e.AddSource(c.Node().ID.Name, src, rn.head); err != nil {
+	if err := e.AddSource(c.Node().ID.Name, src, engine.Fan(heads...)); err != nil {
 		return err
 	}
-	e.OnSignal(rn.head)
+	for _, a := range rn.aggregations() {
+		e.OnSignal(a.head)
+	}
 	return nil
 }
 
@@ -406,10 +452,12 @@ func (rn *Runnable) fileModes(e *engine.Engine) {
 		return
 	}
 	e.OnStart(func(context.Context) error {
-		for _, out := range j.AllOutputs() {
-			if out.File != "" && out.File != "-" {
-				if err := setFileMode(out.File, j.FileMode); err != nil {
-					return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
+		for _, a := range rn.aggregations() {
+			for _, out := range a.j.AllOutputs() {
+				if out.File != "" && out.File != "-" {
+					if err := setFileMode(out.File, j.FileMode); err != nil {
+						return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
+					}
 				}
 			}
 		}

@@ -135,6 +135,11 @@ func (e *RuntimeError) Unwrap() error { return e.Err }
 // blank lines are not events and are counted apart.
 type Summary struct {
 	Job string `json:"job"`
+	// Aggregation names the aggregation of a job of several whose
+	// summary this is; Aggregations are the others' summaries, in the
+	// summary of the first (every one has the same input's accounting).
+	Aggregation  string     `json:"aggregation,omitempty"`
+	Aggregations []*Summary `json:"aggregations,omitempty"`
 	engine.Accounting
 	// InFlight counts the events that had been read, but not yet taken
 	// by the windows, when a job stopped at once (a failure, or a stop that
@@ -259,6 +264,9 @@ func (s *Summary) Text() string {
 	if name == "" {
 		name = "job"
 	}
+	if s.Aggregation != "" {
+		name += " (" + s.Aggregation + ")"
+	}
 	beyond := ""
 	if s.BeyondDedupHorizon > 0 {
 		beyond = fmt.Sprintf(", %d beyond the de-duplication horizon", s.BeyondDedupHorizon)
@@ -324,6 +332,9 @@ func (s *Summary) Text() string {
 		}
 		text += "\n"
 	}
+	for _, o := range s.Aggregations {
+		text += o.Text()
+	}
 	return text
 }
 
@@ -359,6 +370,27 @@ type Runnable struct {
 	// restored says what the restore did with a changed job's checkpoint
 	// (Summary.RestoreChanges), dropped what it started afresh.
 	restored, dropped []string
+	// In a job of several aggregations, the runnable of the first builds
+	// the engine and the source and runs them; siblings are the others,
+	// each with its head, windows and outputs, and first is theirs.
+	siblings []*Runnable
+	first    *Runnable
+}
+
+// aggregations are the runnables of the job's aggregations: rn, then its
+// siblings.
+func (rn *Runnable) aggregations() []*Runnable {
+	return append([]*Runnable{rn}, rn.siblings...)
+}
+
+// newRunnable is the runnable of j and of each of its sibling
+// aggregations.
+func newRunnable(j *jobfile.Job, o Options) *Runnable {
+	rn := &Runnable{j: j, o: o}
+	for _, sj := range j.Siblings {
+		rn.siblings = append(rn.siblings, &Runnable{j: sj, o: o, first: rn})
+	}
+	return rn
 }
 
 // Build turns a validated job into an engine: its source, its head (the line
@@ -373,16 +405,13 @@ func Build(j *jobfile.Job, o Options) (*Runnable, error) {
 		o.Stdout = os.Stdout
 	}
 	o.Log, o.Progress = j.Secrets().Writer(o.Log), j.Secrets().Writer(o.Progress)
-	rn := &Runnable{j: j, o: o}
+	rn := newRunnable(j, o)
 	if err := rn.build(); err != nil {
 		if rn.e != nil {
 			rn.e.Discard()
 		}
-		if rn.db != nil {
-			rn.db.Close()
-		}
-		if rn.tmp != "" {
-			vfs.RemoveScratch(rn.tmp)
+		for _, a := range rn.aggregations() {
+			a.closeState()
 		}
 		return nil, j.RedactError(err)
 	}
@@ -431,16 +460,18 @@ func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...
 func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	rn.warn = j.Warnings()
-	rn.lp = newLineParser(j)
-	if err := rn.useFormat(); err != nil {
-		return err
+	for _, a := range rn.aggregations() {
+		a.lp = newLineParser(a.j)
+		if err := a.useFormat(); err != nil {
+			return err
+		}
+		if a.j.Acceptance != "" {
+			a.accept = newAcceptanceTracker()
+		}
 	}
 	if o.task != nil && j.Key != nil {
 		rn.lp.route = o.task.Route
 		rn.lp.route.Log = func(s string) { rn.logf("%s", s) }
-	}
-	if j.Acceptance != "" {
-		rn.accept = newAcceptanceTracker()
 	}
 	if o.Console {
 		rn.consoleTaps()
@@ -459,7 +490,9 @@ func (rn *Runnable) build() error {
 		return setupError(j, err)
 	}
 	e := job.Engine
-	rn.out = rn.outs[0]
+	for _, a := range rn.aggregations() {
+		a.out = a.outs[0]
+	}
 	rn.fileModes(e)
 	rn.reportStateBytes()
 	if r := e.Restore(); r != nil {
@@ -469,11 +502,13 @@ func (rn *Runnable) build() error {
 			rn.logf("restored into the changed job: %s", c)
 		}
 		for _, name := range r.Dropped {
-			switch name {
-			case nodeWindow:
-				rn.dropped = append(rn.dropped, fmt.Sprintf("the open windows of %d keys", rn.win.DroppedKeys()))
-			case translate.HeadName(plan.ID{Kind: plan.KindAggregation, Name: nodeWindow}):
-				rn.dropped = append(rn.dropped, "the de-duplication ids")
+			for _, a := range rn.aggregations() {
+				switch id := aggregationID(a.j); name {
+				case translate.Participant(id):
+					a.dropped = append(a.dropped, fmt.Sprintf("the open windows of %d keys", a.win.DroppedKeys()))
+				case translate.HeadName(id):
+					a.dropped = append(a.dropped, "the de-duplication ids")
+				}
 			}
 		}
 	}
@@ -510,11 +545,13 @@ func rerunRefusal(j *jobfile.Job, err error) error {
 // wrote are replaced), it says its warnings, and a restore into a changed
 // job reads the checkpoint's aggregates with a codec of their own.
 func (rn *Runnable) opened(e *engine.Engine) error {
-	j, o := rn.j, rn.o
-	rn.e = e
-	if e.Resumed() == nil {
-		if err := claimOutputs(j, o.FS, o.Force); err != nil {
-			return err
+	o := rn.o
+	for _, a := range rn.aggregations() {
+		a.e = e
+		if e.Resumed() == nil {
+			if err := claimOutputs(a.j, o.FS, o.Force); err != nil {
+				return err
+			}
 		}
 	}
 	for _, w := range rn.warn {
@@ -523,8 +560,11 @@ func (rn *Runnable) opened(e *engine.Engine) error {
 		}
 	}
 	if r := e.Restore(); r != nil {
-		rn.former = formerValues(j, r)
-		rn.restoreCodec, rn.partial = restoreCodec(j, r)
+		for _, a := range rn.aggregations() {
+			part := translate.Participant(aggregationID(a.j))
+			a.former = formerValues(a.j, r, part)
+			a.restoreCodec, a.partial = restoreCodec(a.j, r, part)
+		}
 	}
 	return nil
 }
@@ -576,7 +616,7 @@ func (rn *Runnable) engineConfig() engine.Config {
 		// recorded: a run that dies in between leaves it to the next.
 		ecfg.Checkpoint.OnEnd = func() error {
 			rn.ended = true
-			return rn.writeEnd(context.Background(), rn.finalSummary(nil))
+			return rn.writeEnds(context.Background(), rn.finalSummary(nil))
 		}
 	}
 	return ecfg
@@ -764,8 +804,19 @@ func DropFlag(kind string) string { return "--drop-state=" + kind }
 // openState opens the Pebble backend, in state.dir or a temporary directory,
 // and holds the Go heap to the memory budget with a soft limit.
 func (rn *Runnable) openState(lp *lineParser) error {
-	dir := rn.j.State.Dir
-	if dir == "" || rn.o.task != nil {
+	dir, budget := rn.j.State.Dir, rn.j.State.MemoryBudget
+	n := int64(1)
+	if rn.j.Several() {
+		// Each aggregation has a database of its own, in a directory of
+		// its own, within its share of the budget.
+		first := rn
+		if rn.first != nil {
+			first = rn.first
+		}
+		n = int64(len(first.aggregations()))
+		budget /= n
+	}
+	if dir == "" || rn.o.task != nil || rn.j.Several() {
 		// A group's tasks each have a database of their own, in state.dir
 		// if the job names one: the changelog is their state's durable
 		// copy, the database its working one.
@@ -775,15 +826,15 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		}
 		dir, rn.tmp = tmp, tmp
 	}
-	db, err := state.Open(dir, rn.j.State.MemoryBudget)
+	db, err := state.Open(dir, budget)
 	if err != nil {
 		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
 	}
 	rn.db = db
-	if rn.o.task == nil {
+	if rn.o.task == nil && rn.first == nil {
 		// The process's heap held to the budget; a group's instance runs
 		// a database per task, each within the budget, and sets no limit.
-		debug.SetMemoryLimit(db.HeapLimit())
+		debug.SetMemoryLimit(n*db.HeapLimit() - (n-1)*state.HeapHeadroom)
 	}
 	// Keys come and go: keep only a few at hand.
 	lp.keys.max = 1 << 16
@@ -891,9 +942,11 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	if rn.o.Progress != nil {
 		progress = rn.startProgress()
 	}
-	if rn.db != nil {
-		stop := rn.watchState()
-		defer stop()
+	for _, a := range rn.aggregations() {
+		if a.db != nil {
+			stop := a.watchState()
+			defer stop()
+		}
 	}
 	stopLog := func() {}
 	if rn.o.ProgressEvery > 0 && rn.e.Live() {
@@ -905,12 +958,9 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	if progress != nil {
 		progress.stop()
 	}
-	if rn.db != nil {
-		if cerr := rn.db.Close(); cerr != nil && err == nil {
+	for _, a := range rn.aggregations() {
+		if cerr := a.closeState(); cerr != nil && err == nil {
 			err = &RuntimeError{Msg: "closing the state database: " + cerr.Error(), Err: cerr}
-		}
-		if rn.tmp != "" {
-			vfs.RemoveScratch(rn.tmp)
 		}
 	}
 	sum := rn.finalSummary(err)
@@ -926,11 +976,13 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		if !errors.As(err, &re) {
 			err = &RuntimeError{Msg: err.Error(), Err: err}
 		}
-		if rn.j.Summary != "" {
-			// The summary of a failed run says so (failed: true), with what
-			// was in flight when it stopped.
-			if serr := writeSummary(rn.j, rn.j.Summary, sum, rn.o.Stdout, rn.o.Force); serr != nil {
-				rn.logf("%v", serr)
+		for i, a := range rn.aggregations() {
+			if a.j.Summary != "" {
+				// The summary of a failed run says so (failed: true), with
+				// what was in flight when it stopped.
+				if serr := writeSummary(a.j, a.j.Summary, sum.of(i), rn.o.Stdout, rn.o.Force); serr != nil {
+					rn.logf("%v", serr)
+				}
 			}
 		}
 		return sum, err
@@ -938,10 +990,50 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 	if rn.ended && !sum.Interrupted {
 		return sum, nil // written when the end was committed
 	}
-	if err := rn.writeEnd(ctx, sum); err != nil {
+	if err := rn.writeEnds(ctx, sum); err != nil {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// of is the summary of the job's i-th aggregation, itself alone: the
+// first's is s without the others'.
+func (s *Summary) of(i int) *Summary {
+	if i > 0 {
+		return s.Aggregations[i-1]
+	}
+	if len(s.Aggregations) == 0 {
+		return s
+	}
+	own := *s
+	own.Aggregations = nil
+	return &own
+}
+
+// writeEnds writes what each aggregation of the job writes when it ends.
+func (rn *Runnable) writeEnds(ctx context.Context, sum *Summary) error {
+	for i, a := range rn.aggregations() {
+		if err := a.writeEnd(ctx, sum.of(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closeState closes the aggregation's state database, if it has one, and
+// removes its temporary directory.
+func (rn *Runnable) closeState() error {
+	if rn.db == nil {
+		if rn.tmp != "" {
+			vfs.RemoveScratch(rn.tmp)
+		}
+		return nil
+	}
+	err := rn.db.Close()
+	if rn.tmp != "" {
+		vfs.RemoveScratch(rn.tmp)
+	}
+	return err
 }
 
 // writeEnd writes what a job writes when it ends: its summary and its
@@ -967,10 +1059,16 @@ func (rn *Runnable) finalSummary(err error) *Summary {
 	sum := rn.summary(err)
 	if ok, rec := rn.e.Finishing(); ok && err == nil {
 		var last Summary
-		if json.Unmarshal(rec, &last) == nil {
-			last.PanesWritten = rn.out.Written()
-			if rn.late != nil {
-				last.LateWritten = rn.late.Written()
+		if json.Unmarshal(rec, &last) == nil && len(last.Aggregations) == len(rn.siblings) {
+			for i, a := range rn.aggregations() {
+				s := last.of(i)
+				if i == 0 {
+					s = &last
+				}
+				s.PanesWritten = a.out.Written()
+				if a.late != nil {
+					s.LateWritten = a.late.Written()
+				}
 			}
 			return &last
 		}
@@ -978,11 +1076,22 @@ func (rn *Runnable) finalSummary(err error) *Summary {
 	return sum
 }
 
+// summary is the job's summary: its first aggregation's, with the others'
+// in it.
 func (rn *Runnable) summary(err error) *Summary {
+	s := rn.ownSummary(err)
+	for _, a := range rn.siblings {
+		s.Aggregations = append(s.Aggregations, a.ownSummary(err))
+	}
+	return s
+}
+
+// ownSummary is the summary of the runnable's aggregation.
+func (rn *Runnable) ownSummary(err error) *Summary {
 	c := rn.head.Counts()
 	st := rn.win.Stats()
 	s := &Summary{
-		Job: rn.j.Name, Accounting: c.Accounting,
+		Job: rn.j.Name, Aggregation: rn.j.Aggregation, Accounting: c.Accounting,
 		QuarantineReasons: c.QuarantineReasons, WatermarkLines: c.WatermarkLines, BlankLines: c.BlankLines, Heartbeats: c.Heartbeats, Lost: c.Lost,
 		LateAccepted: st.LateAccepted, PanesFired: st.Panes, WindowsFired: st.Fired,
 		PanesWritten: rn.out.Written(), Revisions: c.Revisions,
@@ -1000,7 +1109,9 @@ func (rn *Runnable) summary(err error) *Summary {
 		s.HavingErrors = rn.having.errors.Load()
 	}
 	s.TooLateByWindow = dropsByWindow(st)
-	s.OutputsAdded = rn.e.AddedSinks()
+	if rn.first == nil {
+		s.OutputsAdded = rn.e.AddedSinks()
+	}
 	s.RestoreChanges, s.DroppedState = rn.restored, rn.dropped
 	s.Refused = rn.refused()
 	if rn.fileSrc != nil {

@@ -18,12 +18,9 @@ import (
 	"github.com/weirstream/weir/translate"
 )
 
-// The parts of a job's state, by their names in checkpoints.
-const (
-	partSource = "source:input"
-	partHead   = "head"
-	partWindow = "window"
-)
+// partSource is the part of a job's state that holds its source's
+// position, by its name in checkpoints.
+const partSource = "source:input"
 
 // aggPrefix begins the field of an aggregate in a job's shape and in what
 // a restore reports ("aggregates.spent").
@@ -68,8 +65,8 @@ const ingestionTime = "ingestion (each event's arrival)"
 // taken from the checkpoint's aggregate of its name and definition, and an
 // aggregate the checkpoint lacks started from its zero, partial. It
 // returns nil when the live codec reads it as it is.
-func restoreCodec(j *jobfile.Job, r *engine.RestoreReport) (*codec, []string) {
-	old := r.OldPart(partWindow)
+func restoreCodec(j *jobfile.Job, r *engine.RestoreReport, part string) (*codec, []string) {
+	old := r.OldPart(part)
 	if old == nil {
 		if r.Legacy {
 			// A checkpoint of an earlier layout: the same aggregates (it
@@ -109,8 +106,8 @@ func restoreCodec(j *jobfile.Job, r *engine.RestoreReport) (*codec, []string) {
 // in their order, when they differ from the job's: the value columns of
 // the table rows that checkpoint holds to commit again
 // (table.Options.FormerValues). nil when they are the same.
-func formerValues(j *jobfile.Job, r *engine.RestoreReport) []string {
-	old := r.OldPart(partWindow)
+func formerValues(j *jobfile.Job, r *engine.RestoreReport, part string) []string {
+	old := r.OldPart(part)
 	if old == nil {
 		return nil
 	}

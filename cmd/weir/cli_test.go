@@ -43,6 +43,31 @@ func fraudDir(t *testing.T, replace ...string) string {
 	return dir
 }
 
+// weir lint reads the sample by each aggregation of a job of several, and
+// names a typo in one under its name; what they find alike it says once.
+func TestLintSeveralAggregations(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	for _, f := range []string{"job.yaml", "orders.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/two-aggregations", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte("sold: sum(amount)"), []byte("sold: sum(amout)"), 1)
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	code, stdout, _ := runCLI(t, dir, "lint", "job.yaml")
+	want := `job.yaml: the job file is valid
+sample: the first 12 lines of orders.jsonl
+quarantined: 8.33% of the lines sampled: not_json 1 (the first at line 7)
+job.yaml:21: aggregations.per_merchant.aggregates.sold: sum(amout): the field "amout" occurs in none of the 12 lines sampled (did you mean "amount"?)
+job.yaml: warning: no late_output: too-late events are dropped; they are counted, but they are lost (send them to a late_output to correct the results later)
+`
+	if code != 1 || stdout != want {
+		t.Errorf("exit %d\n%s\nwant:\n%s", code, stdout, want)
+	}
+}
+
 // weir lint finds the typos that a run would not: a sum of a field that
 // never occurs (every spent 0), a key that never occurs (every line
 // quarantined), an event-time field that never occurs; on the example's

@@ -73,26 +73,49 @@ func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) i
 	}
 	fmt.Fprintf(stdout, "%s: the job file is valid\n", file)
 	fmt.Fprint(stdout, s.Report())
-	findings := s.Findings()
-	for _, f := range findings {
-		fmt.Fprintln(stdout, f.In(j, file))
+	// A job of several aggregations: each reads the sample by its own
+	// key and aggregates; what they find alike is said once.
+	said := map[string]bool{}
+	once := func(line string) {
+		if !said[line] {
+			said[line] = true
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	findings := 0
+	for i, a := range j.Aggregations() {
+		if i > 0 {
+			if s, err = job.SampleInput(a, n); err != nil {
+				fmt.Fprintf(stdout, "%s: the input cannot be read: %v\n", file, j.RedactError(err))
+				return 1
+			}
+		}
+		for _, f := range s.Findings() {
+			findings++
+			f.Field = a.FieldName(f.Field)
+			once(f.In(a, file))
+		}
 	}
 	warnings := j.Warnings()
 	ctx, cancel := context.WithTimeout(context.Background(), topicCheckTimeout)
-	warnings = append(warnings, job.TopicWarnings(ctx, j)...)
-	warnings = append(warnings, job.StoreWarnings(ctx, j)...)
+	for _, a := range j.Aggregations() {
+		warnings = append(warnings, job.TopicWarnings(ctx, a)...)
+		warnings = append(warnings, job.StoreWarnings(ctx, a)...)
+	}
 	cancel()
 	for _, w := range warnings {
-		fmt.Fprintf(stdout, "%s: warning: %s\n", file, j.Redact(w))
+		once(fmt.Sprintf("%s: warning: %s", file, j.Redact(w)))
 	}
-	for _, n := range j.Notes() {
-		fmt.Fprintf(stdout, "%s: note: %s\n", file, j.Redact(n))
+	for _, a := range j.Aggregations() {
+		for _, n := range a.Notes() {
+			once(fmt.Sprintf("%s: note: %s", file, j.Redact(n)))
+		}
 	}
 	if resolved {
 		fmt.Fprintf(stdout, "\n# %s as weir reads it\n", file)
 		stdout.Write(j.Resolved())
 	}
-	if len(findings) > 0 {
+	if findings > 0 {
 		return 1
 	}
 	return 0

@@ -42,6 +42,7 @@ func cmdReconcile(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	acceptance := fs.String("acceptance", "", "write the acceptance record to this .json `file` (and a .md beside it)")
 	output := fs.Int("output", -1, "the `index` of the table in the job's output list; -1 takes the first table")
+	aggregation := fs.String("aggregation", "", "in a job of several aggregations, the `name` of the one whose table to correct (default: the first that writes to a table)")
 	allowLower := fs.Bool("allow-lower", false, "publish corrections that lower a count the stream published (refused by default: a late event can only add, so a lower count means the ledger lacks events)")
 	addSetFlag(fs)
 	fs.Usage = func() {
@@ -72,6 +73,22 @@ Flags:
 		return code
 	}
 	stderr = j.RedactWriter(stderr)
+	if !j.Several() && *aggregation != "" {
+		fmt.Fprintf(stderr, "weir: --aggregation: %s has one aggregation (no aggregations:): leave the flag out\n", j.File)
+		return 2
+	}
+	if j.Several() {
+		one := j.Alone(*aggregation)
+		if one == nil {
+			var names []string
+			for _, a := range j.Aggregations() {
+				names = append(names, a.Aggregation)
+			}
+			fmt.Fprintf(stderr, "weir: --aggregation: %s has no aggregation %q (it has %s)\n", j.File, *aggregation, strings.Join(names, ", "))
+			return 2
+		}
+		j = one
+	}
 	o := reconcile.Options{Ledger: ledger, From: mtime.MinTime, To: mtime.MaxTime, Reason: *reason, Output: *output, AllowLower: *allowLower,
 		Log: func(s string) { fmt.Fprintln(stderr, "weir:", s) }}
 	for _, f := range []struct {

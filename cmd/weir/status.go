@@ -128,7 +128,27 @@ func statusText(s engine.Status) string {
 		}
 		fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s%s\n", p.Name, p.Diagnosis, showTime(p.Watermark), back, showTime(p.LastEvent), mark)
 	}
-	c := s.Counts
+	if len(s.Aggregations) == 0 {
+		b.WriteString(countsLine(s.Counts))
+	}
+	for _, a := range s.Aggregations {
+		// A job of several aggregations: each one's, its windows' share
+		// after the input's accounting every one has.
+		fmt.Fprintf(&b, "aggregation %s, watermark %s: %s", a.Name, showTime(a.Watermark), countsLine(a.Counts))
+	}
+	for _, k := range s.Sinks {
+		// Committed counts every run's, written this run's: after a
+		// resume the first may be the larger.
+		fmt.Fprintf(&b, "sink %s (%s): %d committed in all, %d written by this run\n", k.Name, k.Guarantee, k.Committed, k.Written)
+	}
+	if ck := s.Checkpoint; !ck.At.IsZero() {
+		fmt.Fprintf(&b, "last checkpoint %d at %s (%s ago, took %s, %d bytes); %d failed\n", ck.ID, ck.At.UTC().Format(time.RFC3339), s.At.Sub(ck.At).Round(time.Millisecond), ck.Duration.Round(time.Millisecond), ck.Bytes, ck.Failed)
+	}
+	return b.String()
+}
+
+// countsLine is the accounting of a job's input, as the summary says it.
+func countsLine(c engine.Counts) string {
 	partly := ""
 	if c.LateForSomeWindows > 0 {
 		partly = fmt.Sprintf(", %d too late for some of their windows", c.LateForSomeWindows)
@@ -148,16 +168,7 @@ func statusText(s engine.Status) string {
 	if c.Superseded > 0 || c.RevisionsTooLate > 0 {
 		beyond += fmt.Sprintf(", %d superseded, %d revisions too late", c.Superseded, c.RevisionsTooLate)
 	}
-	fmt.Fprintf(&b, "read %d: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, job.TriggerFinishedNote(c.TriggerFinished, c.LateForSomeWindows), beyond, c.Quarantined)
-	for _, k := range s.Sinks {
-		// Committed counts every run's, written this run's: after a
-		// resume the first may be the larger.
-		fmt.Fprintf(&b, "sink %s (%s): %d committed in all, %d written by this run\n", k.Name, k.Guarantee, k.Committed, k.Written)
-	}
-	if ck := s.Checkpoint; !ck.At.IsZero() {
-		fmt.Fprintf(&b, "last checkpoint %d at %s (%s ago, took %s, %d bytes); %d failed\n", ck.ID, ck.At.UTC().Format(time.RFC3339), s.At.Sub(ck.At).Round(time.Millisecond), ck.Duration.Round(time.Millisecond), ck.Bytes, ck.Failed)
-	}
-	return b.String()
+	return fmt.Sprintf("read %d: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s%s, %d quarantined\n", c.Read, c.Accepted, c.LateAccepted, partly, c.Duplicates, filtered, c.TooLate, job.TriggerFinishedNote(c.TriggerFinished, c.LateForSomeWindows), beyond, c.Quarantined)
 }
 
 // partNames names partitions of topic as "topic/0, topic/1".

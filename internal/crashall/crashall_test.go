@@ -220,8 +220,11 @@ type schedule struct {
 	bigKeys   bool   // keys and ids are integers beyond 64 bits, which a float64 would merge
 	avroOut   bool   // the results' topic holds Avro in a schema registry's framing
 	avroIn    bool   // the input topic holds Avro in a schema registry's framing
-	plan      []step
-	logs      []string // what each run said, for a failure's report
+	// second is the window of a second aggregation of the same read (its
+	// panes in second.jsonl, its summary in second.json), or "".
+	second string
+	plan   []step
+	logs   []string // what each run said, for a failure's report
 }
 
 // step is one run of the plan, and what happens before and during it.
@@ -310,6 +313,7 @@ func newSchedule(seed uint64) *schedule {
 	s.avroOut = slices.Contains(s.results, kKafka) && r.IntN(2) == 0
 	// Avro's long cannot hold the big keys.
 	s.avroIn = s.kafkaIn && !s.bigKeys && r.IntN(2) == 0
+	s.second = pick(r, "", "", "{tumbling: 1m}", "{sliding: {size: 30s, slide: 10s}}")
 	return s
 }
 
@@ -357,6 +361,9 @@ func (s *schedule) String() string {
 	}
 	if s.avroIn {
 		held += ", the input topic in Avro"
+	}
+	if s.second != "" {
+		held += ", a second aggregation of window " + s.second
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -454,28 +461,40 @@ func (s *schedule) jobFile(ref bool) string {
 	} else {
 		b.WriteString("source: {file: input.jsonl}\ntime: {field: ts, arrival_field: arrival}\n")
 	}
-	b.WriteString("key: card\n")
 	if s.dedup {
 		b.WriteString("id: id\ndedup_horizon: 10m\n")
 	}
 	b.WriteString("watermark: {delay: 2s, interval: 0s}\n")
-	fmt.Fprintf(&b, "window: %s\nallowed_lateness: %s\nmode: %s\n", s.window, s.lateness, s.mode)
-	if s.trigger != "" {
-		fmt.Fprintf(&b, "trigger: %s\n", s.trigger)
+	if s.quar != kNone {
+		fmt.Fprintf(&b, "quarantine: %s\n", s.output(s.quar, "quarantine", ref))
 	}
-	b.WriteString("aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}\n")
+	var agg strings.Builder
+	agg.WriteString("key: card\n")
+	fmt.Fprintf(&agg, "window: %s\nallowed_lateness: %s\nmode: %s\n", s.window, s.lateness, s.mode)
+	if s.trigger != "" {
+		fmt.Fprintf(&agg, "trigger: %s\n", s.trigger)
+	}
+	agg.WriteString("aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}\n")
 	var outs []string
 	for _, k := range s.results {
 		outs = append(outs, s.output(k, "results", ref))
 	}
-	fmt.Fprintf(&b, "output: [%s]\n", strings.Join(outs, ", "))
+	fmt.Fprintf(&agg, "output: [%s]\n", strings.Join(outs, ", "))
 	if s.late != kNone {
-		fmt.Fprintf(&b, "late_output: %s\n", s.output(s.late, "late", ref))
+		fmt.Fprintf(&agg, "late_output: %s\n", s.output(s.late, "late", ref))
 	}
-	if s.quar != kNone {
-		fmt.Fprintf(&b, "quarantine: %s\n", s.output(s.quar, "quarantine", ref))
+	agg.WriteString("summary: summary.json\n")
+	if s.second == "" {
+		b.WriteString(agg.String())
+	} else {
+		// The same aggregation, and a second of the same read: every
+		// event of the minute (or of half a minute, every 10s), in the
+		// same mode.
+		fmt.Fprintf(&b, "aggregations:\n  per_card:\n    %s\n", strings.ReplaceAll(strings.TrimSuffix(agg.String(), "\n"), "\n", "\n    "))
+		fmt.Fprintf(&b, "  per_window:\n    window: %s\n    allowed_lateness: %s\n    mode: %s\n    aggregates: {orders: count, spent: sum(amount)}\n    output: second.jsonl\n    summary: second.json\n",
+			s.second, s.lateness, s.mode)
 	}
-	b.WriteString("summary: summary.json\ncheckpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100")
+	b.WriteString("checkpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100")
 	if s.held != "" {
 		b.WriteString(", max_held_output: " + s.held)
 	}
@@ -893,7 +912,7 @@ func lastLine(s string) string {
 func (s *schedule) compare(t *testing.T, dir, ref string) {
 	t.Helper()
 	live := s.kafkaIn // processing time is the wall clock: emitted_at differs
-	for _, name := range []string{"results.jsonl", "late.jsonl", "quarantine.jsonl"} {
+	for _, name := range []string{"results.jsonl", "late.jsonl", "quarantine.jsonl", "second.jsonl"} {
 		a, errA := os.ReadFile(filepath.Join(dir, name))
 		b, errB := os.ReadFile(filepath.Join(ref, name))
 		if (errA == nil) != (errB == nil) {
@@ -971,6 +990,21 @@ func (s *schedule) compare(t *testing.T, dir, ref string) {
 	}
 	if a, b := counts(got), counts(want); a != b {
 		t.Errorf("the accounting differs from the uninterrupted run's:\n got %s\nwant %s", a, b)
+	}
+	if s.second != "" {
+		var got2, want2 job.Summary
+		if err := readJSON(filepath.Join(dir, "second.json"), &got2); err != nil {
+			t.Fatal(err)
+		}
+		if err := readJSON(filepath.Join(ref, "second.json"), &want2); err != nil {
+			t.Fatal(err)
+		}
+		if want2.PanesWritten == 0 || got2.Read != got.Read {
+			t.Fatalf("the second aggregation wrote %d panes in the uninterrupted run, and read %d lines of the %d the first did", want2.PanesWritten, got2.Read, got.Read)
+		}
+		if a, b := counts(got2), counts(want2); a != b {
+			t.Errorf("the second aggregation's accounting differs from the uninterrupted run's:\n got %s\nwant %s", a, b)
+		}
 	}
 }
 

@@ -435,6 +435,56 @@ table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledge
 	}
 }
 
+// weir reconcile corrects one aggregation of a job of several: the one
+// that writes to a table, or the one --aggregation names, as a job of it
+// alone would be corrected.
+func TestReconcileOneOfSeveralAggregations(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(`name: orders
+source: {file: input.jsonl}
+time: {field: ts, arrival_field: at}
+id: id
+watermark: {delay: 0s, interval: 0s}
+aggregations:
+  all_shops:
+    window: {tumbling: 1h}
+    aggregates: {orders: count}
+    output: all.jsonl
+  per_shop:
+    key: shop
+    window: {tumbling: 1m}
+    allowed_lateness: 1m
+    aggregates: {orders: count}
+    late_output: late.jsonl
+    output: {sqlite: {path: results.db, table: orders}}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(`{"id":"A","shop":"s1","ts":"2026-09-07T12:00:10Z","at":"2026-09-07T12:00:10Z"}
+{"id":"B","shop":"s1","ts":"2026-09-07T12:00:20Z","at":"2026-09-07T12:00:20Z"}
+{"id":"C","shop":"s1","ts":"2026-09-07T12:00:40Z","at":"2026-09-07T12:01:30Z"}
+{"id":"X","shop":"s2","ts":"2026-09-07T12:02:30Z","at":"2026-09-07T12:02:30Z"}
+{"id":"D","shop":"s1","ts":"2026-09-07T12:00:50Z","at":"2026-09-07T12:02:40Z"}
+`), 0o644)
+	if code, _, stderr := clitest.Run(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	const ledger = "input.jsonl,late.jsonl"
+	if code, _, stderr := clitest.Run(t, dir, "reconcile", "--ledger", ledger, "--aggregation", "per_day", "job.yaml"); code != 2 ||
+		stderr != "weir: --aggregation: job.yaml has no aggregation \"per_day\" (it has all_shops, per_shop)\n" {
+		t.Fatalf("an aggregation it lacks: exit %d: %q", code, stderr)
+	}
+	if code, _, stderr := clitest.Run(t, dir, "reconcile", "--ledger", ledger, "--aggregation", "all_shops", "job.yaml"); code != 2 || !strings.Contains(stderr, "writes to no table") {
+		t.Fatalf("an aggregation without a table: exit %d: %s", code, stderr)
+	}
+	code, stdout, stderr := clitest.Run(t, dir, "reconcile", "--ledger", ledger, "job.yaml")
+	if code != 0 || !strings.HasSuffix(stdout, "table orders: 1 windows corrected, 1 already right, 0 not correctable (the ledger lacks their events), 0 raced\n") {
+		t.Fatalf("exit %d: %s\nstderr: %s", code, stdout, stderr)
+	}
+	got := readSQLite(t, filepath.Join(dir, "results.db"), "orders", "shop", []string{"orders"})
+	if len(got) != 2 || got[0].Status != "reconciled" || got[0].Revision != 2 || got[0].Values[0] != 4 {
+		t.Fatalf("rows %v", got)
+	}
+}
+
 // The database drops the job's connections while it commits (the server
 // terminates them, as at a restart or a failover): the commits are retried
 // with backoff, said once each, and the table ends as the uninterrupted
