@@ -56,7 +56,7 @@ var registry []Bench
 func register(b Bench) { registry = append(registry, b) }
 
 // groupOrder is the order of the groups in a run and in the table.
-var groupOrder = []string{"tumbling-10k", "tumbling-1m", "state", "jsonl", "nexmark", "latency", "kafka", "table"}
+var groupOrder = []string{"tumbling-10k", "tumbling-1m", "state", "jsonl", "decode", "nexmark", "latency", "kafka", "table"}
 
 // All lists every benchmark, in the order weir bench runs them.
 func All() []Bench {

@@ -61,6 +61,20 @@ func Ratios(rs []Result) string {
 			fmt.Fprintf(&b, "  weir run takes %.2fx DuckDB's wall time (%.2fx its CPU time)\n", d.EventsPerSec/j.EventsPerSec, d.PerCore/j.PerCore)
 		}
 	}
+	if j, ok := find(rs, "jsonl-run"); ok {
+		for _, f := range [][2]string{{"avro", "an Avro object container file"}, {"csv", "a CSV file"}} {
+			if r, ok := find(rs, "jsonl-run-"+f[0]); ok {
+				fmt.Fprintf(&b, "  the job over the same events in %s takes %.2fx jsonl-run's time\n", f[1], j.EventsPerSec/r.EventsPerSec)
+			}
+		}
+	}
+	if j, ok := find(rs, "decode-json"); ok {
+		for _, f := range []string{"avro", "protobuf"} {
+			if d, ok := find(rs, "decode-"+f); ok {
+				fmt.Fprintf(&b, "  decoding an order of %s takes %.2fx the time of its JSON (%.0f against %.0f ns an order, one core)\n", f, j.PerCore/d.PerCore, 1e9/d.PerCore, 1e9/j.PerCore)
+			}
+		}
+	}
 	if w, ok := find(rs, "pebble-1m-p1"); ok {
 		if c, ok := find(rs, "pebble-1m-p1-ckpt1s"); ok {
 			fmt.Fprintf(&b, "  on Pebble, checkpoints every 1s cost %.1f%% of pebble-1m-p1's throughput (the operator stalled %.2f%% of the time; %.1f MiB written a checkpoint; state %.0f MiB on disk, %.0fx the budget)\n",
@@ -269,6 +283,21 @@ func Targets(rs []Result) string {
 	} else {
 		check("a where: costs < 10% of jsonl-run's throughput", 0, false, false, "")
 	}
+	d, okd := find(rs, "decode-json")
+	for _, f := range []string{"avro", "protobuf"} {
+		r, ok := find(rs, "decode-"+f)
+		ratio := 0.0
+		if ok && okd {
+			ratio = d.PerCore / r.PerCore
+		}
+		check(f+" records decode at least as fast as JSON (per core)", ratio, ratio <= 1, ok && okd, "x")
+	}
+	a, oka := find(rs, "jsonl-run-avro")
+	ratio := 0.0
+	if oka && okj {
+		ratio = j.EventsPerSec / a.EventsPerSec
+	}
+	check("the job over an Avro file at least as fast as over JSON lines", ratio, ratio <= 1, oka && okj, "x")
 	for _, db := range []string{"sqlite", "postgres"} {
 		r, _, _, ok := upsertRatio(rs, db, "keyed-insert")
 		check("upserts into "+db+" within 1.5x of keyed plain inserts' time", r, r <= 1.5, ok, "x")
