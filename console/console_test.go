@@ -324,3 +324,34 @@ weir_join_records_too_late_total{job_name="shops",join="refunds",side="right"} 4
 		t.Errorf("/metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
 	}
 }
+
+// A job of several aggregations has each one's share of the records in
+// /metrics, by aggregation and outcome.
+func TestAggregationMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(statusMetrics{engine.Status{Aggregations: []engine.AggregationStatus{
+		{Name: "per_card", Counts: engine.Counts{Accounting: engine.Accounting{Accepted: 90, TooLate: 10}}},
+		{Name: "per_hour", Counts: engine.Counts{Accounting: engine.Accounting{Accepted: 99, TooLate: 1}, LateForSomeWindows: 3, LateAccepted: 2}},
+	}}})
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var got []string
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, "weir_aggregation_records_total{") {
+			got = append(got, l)
+		}
+	}
+	want := `weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="accepted"} 90
+weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="late_accepted"} 0
+weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="late_for_some_windows"} 0
+weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="too_late"} 10
+weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="trigger_finished"} 0
+weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="accepted"} 99
+weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="late_accepted"} 2
+weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="late_for_some_windows"} 3
+weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="too_late"} 1
+weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="trigger_finished"} 0`
+	if strings.Join(got, "\n") != want {
+		t.Errorf("/metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+}

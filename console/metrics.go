@@ -13,44 +13,45 @@ import (
 // Metric names, as /metrics serves them and the alert rules use them. Every
 // metric has the label job (the job's name).
 const (
-	MetricRecords          = "weir_records_total"                       // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined, lost, filtered, superseded, revision_too_late
-	MetricRevisions        = "weir_revisions_total"                     // counter: versioned records that replaced their earlier version
-	MetricQuarantined      = "weir_quarantined_total"                   // counter, by reason
-	MetricLateAccepted     = "weir_late_records_accepted_total"         // counter: late, within the allowed lateness
-	MetricLateDropped      = "weir_late_records_dropped_total"          // counter: too late (Flink's numLateRecordsDropped)
-	MetricLatePartly       = "weir_late_records_partly_dropped_total"   // counter: accepted, and too late for some of their windows
-	MetricTriggerFinished  = "weir_late_records_trigger_finished_total" // counter: came for a window whose composite trigger had finished
-	MetricJoinTooLate      = "weir_join_records_too_late_total"         // counter, by join and side: too late for an interval join
-	MetricWatermark        = "weir_watermark_seconds"                   // gauge: the combined watermark, Unix seconds
-	MetricPartitionWM      = "weir_partition_watermark_seconds"         // gauge, by partition
-	MetricWatermarkGap     = "weir_watermark_gap_seconds"               // gauge: processing time - watermark
-	MetricSkew             = "weir_event_time_skew_seconds"             // gauge: the spread of the partitions' watermarks
-	MetricWatermarkDelay   = "weir_watermark_delay_seconds"             // gauge: the bounded out-of-orderness
-	MetricPartitionIdle    = "weir_partition_idle"                      // gauge 0/1, by partition
-	MetricPartitionState   = "weir_partition_diagnosis"                 // gauge 1, by partition and diagnosis
-	MetricPartitionBacklog = "weir_partition_backlog"                   // gauge, by partition: records (bytes for a file) waiting
-	MetricHoldsBack        = "weir_partition_holds_watermark"           // gauge 0/1, by partition
-	MetricPaused           = "weir_partition_paused"                    // gauge 0/1, by partition: held by the watermark alignment
-	MetricOpenWindows      = "weir_open_windows"                        // gauge
-	MetricKeys             = "weir_keys"                                // gauge: keys with state
-	MetricStateBytes       = "weir_state_bytes"                         // gauge
-	MetricPanesFired       = "weir_panes_fired_total"                   // counter, by timing
-	MetricSinkWritten      = "weir_sink_records_written_total"          // counter, by sink
-	MetricSinkCommitted    = "weir_sink_records_committed_total"
-	MetricSinkRefused      = "weir_sink_records_refused_total"      // counter, by sink: items it could not store (dead letters)
-	MetricBackpressure     = "weir_reading_paused"                  // gauge 0/1: reading paused while a sink cannot commit or holds its bound
-	MetricSinkCommit       = "weir_sink_commit_seconds"             // gauge, by sink: the last commit's duration
-	MetricCkptDuration     = "weir_checkpoint_duration_seconds"     // gauge: the last checkpoint's
-	MetricCkptBytes        = "weir_checkpoint_size_bytes"           // gauge: the last checkpoint's
-	MetricCkptLast         = "weir_checkpoint_last_success_seconds" // gauge: Unix seconds of the last success
-	MetricCkptAge          = "weir_checkpoint_age_seconds"          // gauge: since the last success
-	MetricCkptTotal        = "weir_checkpoints_total"               // counter
-	MetricCkptFailed       = "weir_checkpoint_failures_total"       // counter
-	MetricCkptFailing      = "weir_checkpoint_failures_in_a_row"    // gauge
-	MetricPaneLatency      = "weir_pane_latency_seconds"            // histogram: an on-time pane at the sinks after its firing
-	MetricEventDelay       = "weir_event_delay_seconds"             // histogram, by partition: arrival (or processing) time minus event time
-	MetricBehindWatermark  = "weir_event_behind_watermark_seconds"  // histogram: watermark minus event time, of the events that came behind it
-	MetricUp               = "weir_up"                              // gauge: 1 while the job answers, 0 when it is stale
+	MetricRecords            = "weir_records_total"                       // counter, by outcome: accepted, duplicate, too_late, beyond_dedup_horizon, quarantined, lost, filtered, superseded, revision_too_late
+	MetricRevisions          = "weir_revisions_total"                     // counter: versioned records that replaced their earlier version
+	MetricQuarantined        = "weir_quarantined_total"                   // counter, by reason
+	MetricLateAccepted       = "weir_late_records_accepted_total"         // counter: late, within the allowed lateness
+	MetricLateDropped        = "weir_late_records_dropped_total"          // counter: too late (Flink's numLateRecordsDropped)
+	MetricLatePartly         = "weir_late_records_partly_dropped_total"   // counter: accepted, and too late for some of their windows
+	MetricTriggerFinished    = "weir_late_records_trigger_finished_total" // counter: came for a window whose composite trigger had finished
+	MetricJoinTooLate        = "weir_join_records_too_late_total"         // counter, by join and side: too late for an interval join
+	MetricAggregationRecords = "weir_aggregation_records_total"           // counter, by aggregation of a job of several and outcome: accepted, late_accepted, too_late, late_for_some_windows, trigger_finished
+	MetricWatermark          = "weir_watermark_seconds"                   // gauge: the combined watermark, Unix seconds
+	MetricPartitionWM        = "weir_partition_watermark_seconds"         // gauge, by partition
+	MetricWatermarkGap       = "weir_watermark_gap_seconds"               // gauge: processing time - watermark
+	MetricSkew               = "weir_event_time_skew_seconds"             // gauge: the spread of the partitions' watermarks
+	MetricWatermarkDelay     = "weir_watermark_delay_seconds"             // gauge: the bounded out-of-orderness
+	MetricPartitionIdle      = "weir_partition_idle"                      // gauge 0/1, by partition
+	MetricPartitionState     = "weir_partition_diagnosis"                 // gauge 1, by partition and diagnosis
+	MetricPartitionBacklog   = "weir_partition_backlog"                   // gauge, by partition: records (bytes for a file) waiting
+	MetricHoldsBack          = "weir_partition_holds_watermark"           // gauge 0/1, by partition
+	MetricPaused             = "weir_partition_paused"                    // gauge 0/1, by partition: held by the watermark alignment
+	MetricOpenWindows        = "weir_open_windows"                        // gauge
+	MetricKeys               = "weir_keys"                                // gauge: keys with state
+	MetricStateBytes         = "weir_state_bytes"                         // gauge
+	MetricPanesFired         = "weir_panes_fired_total"                   // counter, by timing
+	MetricSinkWritten        = "weir_sink_records_written_total"          // counter, by sink
+	MetricSinkCommitted      = "weir_sink_records_committed_total"
+	MetricSinkRefused        = "weir_sink_records_refused_total"      // counter, by sink: items it could not store (dead letters)
+	MetricBackpressure       = "weir_reading_paused"                  // gauge 0/1: reading paused while a sink cannot commit or holds its bound
+	MetricSinkCommit         = "weir_sink_commit_seconds"             // gauge, by sink: the last commit's duration
+	MetricCkptDuration       = "weir_checkpoint_duration_seconds"     // gauge: the last checkpoint's
+	MetricCkptBytes          = "weir_checkpoint_size_bytes"           // gauge: the last checkpoint's
+	MetricCkptLast           = "weir_checkpoint_last_success_seconds" // gauge: Unix seconds of the last success
+	MetricCkptAge            = "weir_checkpoint_age_seconds"          // gauge: since the last success
+	MetricCkptTotal          = "weir_checkpoints_total"               // counter
+	MetricCkptFailed         = "weir_checkpoint_failures_total"       // counter
+	MetricCkptFailing        = "weir_checkpoint_failures_in_a_row"    // gauge
+	MetricPaneLatency        = "weir_pane_latency_seconds"            // histogram: an on-time pane at the sinks after its firing
+	MetricEventDelay         = "weir_event_delay_seconds"             // histogram, by partition: arrival (or processing) time minus event time
+	MetricBehindWatermark    = "weir_event_behind_watermark_seconds"  // histogram: watermark minus event time, of the events that came behind it
+	MetricUp                 = "weir_up"                              // gauge: 1 while the job answers, 0 when it is stale
 )
 
 // collector turns a job's status into metrics at each scrape: it costs the
@@ -150,6 +151,18 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string,
 	for _, j := range st.Joins {
 		put(joinLate, prometheus.CounterValue, float64(j.LateLeft), j.Name, "left")
 		put(joinLate, prometheus.CounterValue, float64(j.LateRight), j.Name, "right")
+	}
+	// A job of several aggregations: what each one's windows took and set
+	// aside (the rest of a record's outcome is the same for every one).
+	aggRec := desc(MetricAggregationRecords, "Records, by aggregation of a job of several and outcome: accepted into its windows (late_accepted: within its allowed lateness), too late for them, too late for some of them, or for a window whose composite trigger had finished; duplicates, filtered and quarantined are in weir_records_total, the same for every aggregation", "aggregation", "outcome")
+	for _, a := range st.Aggregations {
+		c := a.Counts
+		for _, o := range []struct {
+			outcome string
+			n       int64
+		}{{"accepted", c.Accepted}, {"late_accepted", c.LateAccepted}, {"too_late", c.TooLate}, {"late_for_some_windows", c.LateForSomeWindows}, {"trigger_finished", c.TriggerFinished}} {
+			put(aggRec, prometheus.CounterValue, float64(o.n), a.Name, o.outcome)
+		}
 	}
 	if st.Watermark > mtime.MinTime && st.Watermark < mtime.MaxTime {
 		put(desc(MetricWatermark, "The combined watermark, Unix seconds"), prometheus.GaugeValue, seconds(st.Watermark))
