@@ -167,3 +167,27 @@ func TestSeveralAggregationsStatus(t *testing.T) {
 		t.Errorf("both aggregations fired %d panes: the test tells them apart by nothing", sum.PanesFired)
 	}
 }
+
+// On the Pebble backend, at parallelism 2, each aggregation keeps its
+// windows in a database of its own, and a job stopped at a savepoint and
+// restored writes what an uninterrupted run writes.
+func TestSeveralAggregationsOnPebbleRestored(t *testing.T) {
+	const more = "checkpoint: {dir: ckpt, interval: 1h}\nstate: {backend: pebble, memory_budget: 64MiB}\nparallelism: 2\n"
+	yaml := severalJob("per_card", perCard, "per_amount", perAmount) + more
+	alone := t.TempDir()
+	runJobAt(t, alone, severalJob("per_card", perCard, "per_amount", perAmount), upInput(), Options{})
+	dir := t.TempDir()
+	sum := runJobAt(t, dir, yaml, upInput(), Options{stopAfter: 1})
+	if sum.Savepoint == "" {
+		t.Fatal("no savepoint")
+	}
+	sum = runJobAt(t, dir, yaml, upInput(), Options{From: sum.Savepoint})
+	for _, f := range []string{"cards.jsonl", "cards-late.jsonl", "amounts.jsonl", "amounts-late.jsonl", "quarantine.jsonl"} {
+		if got, want := read(t, dir, f), read(t, alone, f); got != want {
+			t.Errorf("%s: restored on Pebble\n%s\nuninterrupted in memory\n%s", f, got, want)
+		}
+	}
+	if sum.Read != sum.Aggregations[0].Read || sum.Read == sum.ReadThisRun {
+		t.Errorf("read %d (%d this run), the second aggregation %d", sum.Read, sum.ReadThisRun, sum.Aggregations[0].Read)
+	}
+}

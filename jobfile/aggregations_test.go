@@ -74,6 +74,8 @@ func TestParseAggregationsErrors(t *testing.T) {
 			`job.yaml:18: aggregations.per_merchant.output[0]: writes where aggregations.per_card.output does (file:/d/cards.jsonl): each aggregation writes to its own`},
 		{"a bad name", strings.Replace(severalFile, "  per_card:", "  per-card:", 1),
 			`job.yaml:7: aggregations.per-card: expected a name of letters, digits and _ (not first a digit)`},
+		{"in a consumer group", "source: {kafka: {brokers: [b:9092], topic: in, group: g}}\ntime: {field: ts}\naggregations:\n  a: {key: card, window: {tumbling: 1m}, aggregates: {n: count}, output: {kafka: {brokers: [b:9092], topic: out}}}\n",
+			`job.yaml:4: aggregations: a job in a consumer group has one aggregation: its task moves with its partition's state`},
 		{"none", strings.Replace(severalFile, severalFile[strings.Index(severalFile, "aggregations:"):], "aggregations: {}\n", 1),
 			`job.yaml:6: aggregations: expected a mapping of aggregations by name, e.g. aggregations: {per_card: {key: card, window: {tumbling: 1m}, aggregates: {orders: count}, output: cards.jsonl}}`},
 	} {
