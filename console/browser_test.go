@@ -770,6 +770,7 @@ type consolePage struct {
 	HeldSince    string          `json:"heldSince"`
 	Partitions   [][]string      `json:"partitions"`
 	Records      []string        `json:"records"`
+	Aggregations []string        `json:"aggregations"`
 	Checkpoints  []string        `json:"checkpoints"`
 	Sinks        [][]string      `json:"sinks"`
 	PanesHead    []string        `json:"panesHead"`
@@ -791,6 +792,7 @@ const readConsolePage = `(() => {
     partitions: rows("#partitions"),
     records: ["read", "duplicates", "filtered", "beyond-dedup-horizon", "late-for-some-windows", "trigger-finished", "superseded", "revisions-too-late",
       "revisions", "quarantined", "lost", "windows-fired", "panes-on-time", "panes-late", "panes-early", "state-bytes"].map(txt),
+    aggregations: $("aggregations").hidden ? [] : [...document.querySelectorAll("#aggregations dt, #aggregations dd")].map(e => e.textContent),
     checkpoints: ["ckpt-total", "ckpt-failed", "ckpt-failing", "ckpt-last", "ckpt-duration", "ckpt-size", "ckpt-age"].map(txt),
     sinks: rows("#sinks"),
     panesHead: [...$("panes").tHead.rows[0].cells].map(c => c.textContent), panes: rows("#panes"), late: rows("#late-events"),
@@ -818,12 +820,17 @@ func wantConsolePage(t *testing.T, s jobState) consolePage {
 			fmt.Sprint(c.LateForSomeWindows), fmt.Sprint(c.TriggerFinished), fmt.Sprint(c.Superseded), fmt.Sprint(c.RevisionsTooLate),
 			fmt.Sprint(c.Revisions), fmt.Sprint(c.Quarantined), fmt.Sprint(c.Lost), fmt.Sprint(c.WindowsFired),
 			fmt.Sprint(st.PanesByTiming["ON_TIME"]), fmt.Sprint(st.PanesByTiming["LATE"]), fmt.Sprint(st.PanesByTiming["EARLY"]), fmtBytes(st.StateBytes)},
-		Charts:     map[string]bool{"watermark": known(st.Watermark), "late": true},
-		Settings:   [][]string{},
-		Partitions: [][]string{},
-		Sinks:      [][]string{},
-		Panes:      [][]string{},
-		Late:       [][]string{},
+		Aggregations: []string{},
+		Charts:       map[string]bool{"watermark": known(st.Watermark), "late": true},
+		Settings:     [][]string{},
+		Partitions:   [][]string{},
+		Sinks:        [][]string{},
+		Panes:        [][]string{},
+		Late:         [][]string{},
+	}
+	for _, a := range st.Aggregations {
+		w.Aggregations = append(w.Aggregations, a.Name+": accepted", fmt.Sprint(a.Counts.Accepted), a.Name+": too late", fmt.Sprint(a.Counts.TooLate),
+			a.Name+": too late for some windows", fmt.Sprint(a.Counts.LateForSomeWindows))
 	}
 	if !st.Live {
 		w.State += " · replay"
@@ -1100,6 +1107,9 @@ func TestBrowserConsoleCounts(t *testing.T) {
 		// applied, quarantined, lost, windows fired, panes on time, late
 		// and early.
 		records string
+		// aggregations are the page's counts of a job of several
+		// aggregations, each name and value, joined by |.
+		aggregations string
 	}{{
 		name: "versions",
 		job: `source: {file: input.jsonl}
@@ -1157,6 +1167,33 @@ output: out.jsonl
 		// late); 00:00:08 for [0, 10 s), finished, and [5 s, 15 s),
 		// which takes it; 00:00:09 too late.
 		records: "8 0 0 0 1 2 0 0 0 0 0 6 6 0 3",
+	}, {
+		name: "several",
+		job: `source: {file: input.jsonl}
+time: {field: ts}
+watermark: {delay: 0s, interval: 0s}
+aggregations:
+  per_shop:
+    key: shop
+    window: {tumbling: 10s}
+    aggregates: {n: count}
+    output: shops.jsonl
+  sliding:
+    window: {sliding: {size: 20s, slide: 10s}}
+    aggregates: {n: count}
+    output: sliding.jsonl
+`,
+		input: `{"shop":"a","ts":"2026-09-01T00:00:01Z"}
+{"shop":"b","ts":"2026-09-01T00:00:12Z"}
+{"shop":"a","ts":"2026-09-01T00:00:09Z"}
+{"shop":"a","ts":"2026-09-01T00:00:25Z"}
+`,
+		// 00:00:09 comes after the watermark passed 00:00:10: too late for
+		// [00:00, 00:10), per shop and sliding; sliding's [00:00:00,
+		// 00:00:20) takes it. The counts above are per_shop's, but for
+		// the panes, which are every window stage's: 3 and 4.
+		records:      "4 0 0 0 0 0 0 0 0 0 0 3 7 0 0",
+		aggregations: "per_shop: accepted|3|per_shop: too late|1|per_shop: too late for some windows|0|sliding: accepted|4|sliding: too late|0|sliding: too late for some windows|1",
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -1191,6 +1228,9 @@ output: out.jsonl
 			})
 			if records := strings.Join(got.Records[:len(got.Records)-1], " "); records != c.records {
 				t.Errorf("the page's counts %s, want %s", records, c.records)
+			}
+			if aggs := strings.Join(got.Aggregations, "|"); aggs != c.aggregations {
+				t.Errorf("the page's aggregations %s, want %s", aggs, c.aggregations)
 			}
 		})
 	}

@@ -244,6 +244,14 @@ function renderRecords(st) {
   setText("panes-late", count(byTiming.LATE));
   setText("panes-early", count(byTiming.EARLY));
   setText("state-bytes", fmtBytes(st.state_bytes || 0));
+  // A job of several aggregations: each one's share, by name.
+  const aggs = st.aggregations || [];
+  $("aggregations").hidden = aggs.length === 0;
+  $("aggregations").replaceChildren(...aggs.flatMap(a => [
+    h("dt", {}, `${a.name}: accepted`), h("dd", {}, count(a.counts.accepted)),
+    h("dt", {}, `${a.name}: too late`), h("dd", {}, count(a.counts.too_late)),
+    h("dt", {}, `${a.name}: too late for some windows`), h("dd", {}, count(a.counts.late_for_some_windows)),
+  ]));
 }
 
 function renderCheckpoints(st, age) {
