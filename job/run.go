@@ -529,9 +529,11 @@ func rerunRefusal(j *jobfile.Job, err error) error {
 	var outs []string
 	for _, name := range re.Sinks {
 		what := name
-		for _, o := range j.AllOutputs() {
-			if o.Field == name {
-				what = fmt.Sprintf("%s (%s)", name, o.Kind())
+		for _, a := range j.Aggregations() {
+			for _, o := range a.AllOutputs() {
+				if o.Field == name {
+					what = fmt.Sprintf("%s (%s)", name, o.Kind())
+				}
 			}
 		}
 		outs = append(outs, what)
