@@ -33,7 +33,7 @@ output: cards.jsonl
 late_output: cards-late.jsonl
 summary: cards.json
 `
-	perAmount = `
+	perAmount = `where: amount >= 10
 window: {sliding: {size: 20s, slide: 10s}}
 mode: retracting
 trigger: {early: 5s}

@@ -10,14 +10,19 @@ import (
 )
 
 // AggregationFields are the fields each aggregation of a job of several
-// has of its own (aggregations: {NAME: {...}}): its key, its windows and
-// how they fire, its aggregates, and where its panes and too-late events
-// go. The job's other fields (its source, time, id, where, fields,
-// watermark, quarantine, dead letter, checkpoints, state, console) are the
-// aggregations' in common: the source is read, validated and checkpointed
-// once for all of them.
-var AggregationFields = []string{"key", "window", "trigger", "allowed_lateness", "mode", "aggregates", "having",
+// has of its own (aggregations: {NAME: {...}}): its key, the events it
+// keeps (where, which the job may give for all instead: eitherFields), its
+// windows and how they fire, its aggregates, and where its panes and
+// too-late events go. The job's other fields (its source, time, id,
+// derived fields, watermark, quarantine, dead letter, checkpoints, state,
+// console) are the aggregations' in common: the source is read, validated
+// and checkpointed once for all of them.
+var AggregationFields = []string{"key", "where", "window", "trigger", "allowed_lateness", "mode", "aggregates", "having",
 	"output", "late_output", "late_for_some_windows", "summary", "acceptance"}
+
+// eitherFields are the AggregationFields a job of several may give at the
+// top, for every aggregation, or in an aggregation, for it: not both.
+var eitherFields = []string{"where"}
 
 var aggregationName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -55,7 +60,7 @@ func (p *parser) aggregations(root *node, v *yaml.Node) (*Job, error) {
 		}
 	}
 	for _, f := range AggregationFields {
-		if n := root.get(f); n != nil {
+		if n := root.get(f); n != nil && !slices.Contains(eitherFields, f) {
 			return nil, root.errf(n, f, "a job with aggregations gives each its own %s: move it under aggregations.NAME", f)
 		}
 	}
@@ -64,6 +69,12 @@ func (p *parser) aggregations(root *node, v *yaml.Node) (*Job, error) {
 		k, m := v.Content[i], v.Content[i+1]
 		name := k.Value
 		field := "aggregations." + name
+		sub := &node{file: root.file, path: field, n: m}
+		for _, f := range eitherFields {
+			if n := sub.get(f); n != nil && root.get(f) != nil {
+				return nil, root.errf(n, field+"."+f, "the job gives %s for every aggregation (line %d): give it there or in each aggregation, not both", f, root.get(f).Line)
+			}
+		}
 		// The job file as this aggregation sees it: the common fields,
 		// then its own.
 		own := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: m.Line, Column: m.Column}
