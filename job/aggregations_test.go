@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,5 +191,39 @@ func TestSeveralAggregationsOnPebbleRestored(t *testing.T) {
 	}
 	if sum.Read != sum.Aggregations[0].Read || sum.Read == sum.ReadThisRun {
 		t.Errorf("read %d (%d this run), the second aggregation %d", sum.Read, sum.ReadThisRun, sum.Aggregations[0].Read)
+	}
+}
+
+// With a perfect watermark, read ahead from the file, each aggregation's
+// watermark follows its own events, as a job of it alone does: orders
+// without a card, 3 s behind their neighbours, are per_card's quarantined
+// lines (no_key) and per_amount's events, which its watermark waits for.
+func TestSeveralAggregationsPerfectWatermark(t *testing.T) {
+	common := strings.Replace(severalCommon, "watermark: {delay: 1s, interval: 200ms}", "watermark: {perfect: true}", 1)
+	var in strings.Builder
+	for i, l := range strings.SplitAfter(upInput(), "\n") {
+		in.WriteString(l)
+		if i%50 == 49 && strings.HasPrefix(l, "{") {
+			var o struct{ Ts, Arrival int64 }
+			json.Unmarshal([]byte(l), &o)
+			fmt.Fprintf(&in, `{"order_id":"x%d","amount":%d,"ts":%d,"arrival":%d}`+"\n", i, 10+i%7, o.Ts-3000, o.Arrival)
+		}
+	}
+	input := in.String()
+	both := t.TempDir()
+	var b strings.Builder
+	b.WriteString(common + "aggregations:\n")
+	for _, a := range [][2]string{{"per_card", perCard}, {"per_amount", perAmount}} {
+		b.WriteString("  " + a[0] + ":\n" + indent(a[1]))
+	}
+	runJobAt(t, both, b.String(), input, Options{})
+	for _, c := range []struct{ agg, files string }{{perCard, "cards.jsonl cards-late.jsonl"}, {perAmount, "amounts.jsonl amounts-late.jsonl"}} {
+		alone := t.TempDir()
+		runJobAt(t, alone, common+c.agg, input, Options{})
+		for _, f := range strings.Fields(c.files) {
+			if got, want := read(t, both, f), read(t, alone, f); got != want {
+				t.Errorf("%s: the job of two aggregations wrote\n%s\nthe job of one\n%s", f, got, want)
+			}
+		}
 	}
 }

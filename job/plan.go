@@ -191,14 +191,6 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
 	}
 	_, _, srcName := sourceNames(j)
-	var after func(line int64) mtime.Time
-	if j.Watermark.Kind == watermark.Perfect {
-		future, err := perfectWatermarks(j)
-		if err != nil {
-			return err
-		}
-		after = func(line int64) mtime.Time { return perfectAt(future, line) }
-	}
 	var heads []engine.RecordHandler
 	for i, a := range rn.aggregations() {
 		agg := c.Plan().Node(aggregationID(a.j))
@@ -222,7 +214,15 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 			hcfg.Decoders = 1 // the group's tasks run beside each other
 		}
 		a.lp.decodeOn(hcfg.Decoders)
-		hcfg.WatermarkAfter = after
+		if j.Watermark.Kind == watermark.Perfect {
+			// By the events of this aggregation: its key and its where
+			// say which lines are.
+			future, err := perfectWatermarks(a.j)
+			if err != nil {
+				return err
+			}
+			hcfg.WatermarkAfter = func(line int64) mtime.Time { return perfectAt(future, line) }
+		}
 		var err error
 		if a.head, err = engine.NewHead(e, hcfg); err != nil {
 			return &RuntimeError{Msg: err.Error(), Err: err}
