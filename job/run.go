@@ -628,8 +628,17 @@ func (rn *Runnable) engineConfig() engine.Config {
 func (rn *Runnable) reportStateBytes() {
 	e := rn.e
 	if rn.db != nil {
-		db := rn.db
-		e.OnStatus(func(s *engine.Status) { s.StateBytes = int64(db.Metrics().DiskSpaceUsage()) + db.CacheBudget() })
+		// Every aggregation's database (one each in a job of several).
+		var dbs []*state.DB
+		for _, a := range rn.aggregations() {
+			dbs = append(dbs, a.db)
+		}
+		e.OnStatus(func(s *engine.Status) {
+			s.StateBytes = 0
+			for _, db := range dbs {
+				s.StateBytes += int64(db.Metrics().DiskSpaceUsage()) + db.CacheBudget()
+			}
+		})
 	} else {
 		// The memory backend: the Go heap's live objects, an upper bound,
 		// read without stopping the world (runtime.ReadMemStats would, at
@@ -877,7 +886,11 @@ func (rn *Runnable) watchMemory(budget int64) func() {
 		metrics.Read(sample)
 		// The most keys the windows held at once, as far as the checks
 		// saw (none are left at the end).
-		keys = max(keys, rn.win.LiveStats().Keys)
+		var now int64
+		for _, a := range rn.aggregations() {
+			now += a.win.LiveStats().Keys
+		}
+		keys = max(keys, now)
 		if sample[0].Value.Kind() != metrics.KindUint64 {
 			return
 		}
