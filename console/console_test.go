@@ -303,44 +303,42 @@ func (m statusMetrics) Collect(ch chan<- prometheus.Metric) {
 // An interval join's records too late for it (too_late_for_join), which
 // its status counts by side, are counted in /metrics too, by join and side.
 func TestJoinTooLateMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(statusMetrics{engine.Status{Joins: []engine.JoinStatus{
+	got := scrape(engine.Status{Joins: []engine.JoinStatus{
 		{Name: "payments", Pairs: 9, LateLeft: 2, LateRight: 1},
 		{Name: "refunds", LateRight: 4},
-	}}})
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	var got []string
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if strings.HasPrefix(l, "weir_join_records_too_late_total{") {
-			got = append(got, l)
-		}
-	}
+	}}, "weir_join_records_too_late_total{")
 	want := `weir_join_records_too_late_total{job_name="shops",join="payments",side="left"} 2
 weir_join_records_too_late_total{job_name="shops",join="payments",side="right"} 1
 weir_join_records_too_late_total{job_name="shops",join="refunds",side="left"} 0
 weir_join_records_too_late_total{job_name="shops",join="refunds",side="right"} 4`
-	if strings.Join(got, "\n") != want {
-		t.Errorf("/metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	if got != want {
+		t.Errorf("/metrics:\n%s\nwant\n%s", got, want)
 	}
+}
+
+// scrape is what /metrics serves for a job of status st, the lines that
+// begin with prefix.
+func scrape(st engine.Status, prefix string) string {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(statusMetrics{st})
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	var got []string
+	for _, l := range strings.Split(rec.Body.String(), "\n") {
+		if strings.HasPrefix(l, prefix) {
+			got = append(got, l)
+		}
+	}
+	return strings.Join(got, "\n")
 }
 
 // A job of several aggregations has each one's share of the records in
 // /metrics, by aggregation and outcome.
 func TestAggregationMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(statusMetrics{engine.Status{Aggregations: []engine.AggregationStatus{
+	got := scrape(engine.Status{Aggregations: []engine.AggregationStatus{
 		{Name: "per_card", Counts: engine.Counts{Accounting: engine.Accounting{Accepted: 90, TooLate: 10}}},
 		{Name: "per_hour", Counts: engine.Counts{Accounting: engine.Accounting{Accepted: 99, TooLate: 1}, LateForSomeWindows: 3, LateAccepted: 2}},
-	}}})
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	var got []string
-	for _, l := range strings.Split(rec.Body.String(), "\n") {
-		if strings.HasPrefix(l, "weir_aggregation_records_total{") {
-			got = append(got, l)
-		}
-	}
+	}}, "weir_aggregation_records_total{")
 	want := `weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="accepted"} 90
 weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="late_accepted"} 0
 weir_aggregation_records_total{aggregation="per_card",job_name="shops",outcome="late_for_some_windows"} 0
@@ -351,7 +349,7 @@ weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="
 weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="late_for_some_windows"} 3
 weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="too_late"} 1
 weir_aggregation_records_total{aggregation="per_hour",job_name="shops",outcome="trigger_finished"} 0`
-	if strings.Join(got, "\n") != want {
-		t.Errorf("/metrics:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	if got != want {
+		t.Errorf("/metrics:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -380,6 +380,16 @@ checkpoint: {dir: ckpt, interval: 10ms, tolerable_failures: 1}
 
 // weir reconcile from the command line: seed 004's timeline, corrected once,
 // then already right; without a ledger, exit 2.
+// reconcileInput is the input of the reconcile commands' jobs: D comes
+// after X moved the watermark past its minute and the minute's allowed
+// lateness, and goes to the late output, which the ledger holds.
+const reconcileInput = `{"id":"A","shop":"s1","ts":"2026-09-07T12:00:10Z","at":"2026-09-07T12:00:10Z"}
+{"id":"B","shop":"s1","ts":"2026-09-07T12:00:20Z","at":"2026-09-07T12:00:20Z"}
+{"id":"C","shop":"s1","ts":"2026-09-07T12:00:40Z","at":"2026-09-07T12:01:30Z"}
+{"id":"X","shop":"s2","ts":"2026-09-07T12:02:30Z","at":"2026-09-07T12:02:30Z"}
+{"id":"D","shop":"s1","ts":"2026-09-07T12:00:50Z","at":"2026-09-07T12:02:40Z"}
+`
+
 func TestReconcileCommand(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(`name: orders
@@ -394,12 +404,7 @@ aggregates: {orders: count}
 late_output: late.jsonl
 output: {sqlite: {path: results.db, table: orders}}
 `), 0o644)
-	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(`{"id":"A","shop":"s1","ts":"2026-09-07T12:00:10Z","at":"2026-09-07T12:00:10Z"}
-{"id":"B","shop":"s1","ts":"2026-09-07T12:00:20Z","at":"2026-09-07T12:00:20Z"}
-{"id":"C","shop":"s1","ts":"2026-09-07T12:00:40Z","at":"2026-09-07T12:01:30Z"}
-{"id":"X","shop":"s2","ts":"2026-09-07T12:02:30Z","at":"2026-09-07T12:02:30Z"}
-{"id":"D","shop":"s1","ts":"2026-09-07T12:00:50Z","at":"2026-09-07T12:02:40Z"}
-`), 0o644)
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(reconcileInput), 0o644)
 	if code, _, stderr := clitest.Run(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
@@ -458,12 +463,7 @@ aggregations:
     late_output: late.jsonl
     output: {sqlite: {path: results.db, table: orders}}
 `), 0o644)
-	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(`{"id":"A","shop":"s1","ts":"2026-09-07T12:00:10Z","at":"2026-09-07T12:00:10Z"}
-{"id":"B","shop":"s1","ts":"2026-09-07T12:00:20Z","at":"2026-09-07T12:00:20Z"}
-{"id":"C","shop":"s1","ts":"2026-09-07T12:00:40Z","at":"2026-09-07T12:01:30Z"}
-{"id":"X","shop":"s2","ts":"2026-09-07T12:02:30Z","at":"2026-09-07T12:02:30Z"}
-{"id":"D","shop":"s1","ts":"2026-09-07T12:00:50Z","at":"2026-09-07T12:02:40Z"}
-`), 0o644)
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), []byte(reconcileInput), 0o644)
 	if code, _, stderr := clitest.Run(t, dir, "run", "--quiet", "job.yaml"); code != 0 {
 		t.Fatalf("run: exit %d: %s", code, stderr)
 	}
