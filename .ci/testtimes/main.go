@@ -66,10 +66,10 @@ func report(r io.Reader, w io.Writer, limit time.Duration) int {
 		case e.Test != "" && e.Action == "output":
 			out[id] = append(out[id], e.Output)
 		case e.Test != "" && e.Action == "fail":
-			// A subtest's failure shows in its parent's output too.
-			if !strings.Contains(e.Test, "/") {
-				fmt.Fprint(w, strings.Join(out[id], ""))
-			}
+			// Each test's own output, a subtest's too: go test -json gives
+			// a subtest's lines to the subtest alone, and its parent's
+			// output holds only the parent's lines.
+			fmt.Fprint(w, strings.Join(out[id], ""))
 			delete(out, id)
 		case e.Test != "" && (e.Action == "pass" || e.Action == "skip"):
 			delete(out, id)

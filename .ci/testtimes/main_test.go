@@ -75,3 +75,26 @@ func TestReportTimeout(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out.String())
 	}
 }
+
+// A subtest that failed: its own lines are printed, which go test -json
+// gives to the subtest alone, not to its parent.
+func TestReportSubtest(t *testing.T) {
+	const sub = `{"Action":"run","Package":"a","Test":"TestBook"}
+{"Action":"output","Package":"a","Test":"TestBook","Output":"=== RUN   TestBook\n"}
+{"Action":"run","Package":"a","Test":"TestBook/one"}
+{"Action":"output","Package":"a","Test":"TestBook/one","Output":"=== RUN   TestBook/one\n"}
+{"Action":"output","Package":"a","Test":"TestBook/one","Output":"    a_test.go:7: one: out.jsonl differs\n"}
+{"Action":"output","Package":"a","Test":"TestBook/one","Output":"--- FAIL: TestBook/one (0.20s)\n"}
+{"Action":"fail","Package":"a","Test":"TestBook/one","Elapsed":0.2}
+{"Action":"output","Package":"a","Test":"TestBook","Output":"--- FAIL: TestBook (0.30s)\n"}
+{"Action":"fail","Package":"a","Test":"TestBook","Elapsed":0.3}
+{"Action":"output","Package":"a","Output":"FAIL\ta\t0.4s\n"}
+{"Action":"fail","Package":"a","Elapsed":0.4}
+`
+	var out strings.Builder
+	code := report(strings.NewReader(sub), &out, 6*time.Minute)
+	want := "=== RUN   TestBook/one\n    a_test.go:7: one: out.jsonl differs\n--- FAIL: TestBook/one (0.20s)\n=== RUN   TestBook\n--- FAIL: TestBook (0.30s)\nFAIL\ta\t0.4s\n"
+	if code != 1 || !strings.HasPrefix(out.String(), want) {
+		t.Errorf("exit %d, printed\n%s\nwant first\n%s", code, out.String(), want)
+	}
+}
