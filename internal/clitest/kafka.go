@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,14 +35,33 @@ type Broker struct {
 // its data in a directory so that it can be stopped (Broker.C.Close) and
 // started again on its port (Broker.Start).
 func StartBroker(t testing.TB, topics ...string) *Broker {
-	b := &Broker{T: t, Port: FreePort(t), Dir: t.TempDir()}
-	b.Start(topics...)
+	b := &Broker{T: t, Dir: t.TempDir()}
+	// A free port is free when it is found, not when the broker binds it:
+	// another process (a test beside this one) may take it in between.
+	// The first start then moves to another one.
+	for attempt := 1; ; attempt++ {
+		b.Port = FreePort(t)
+		err := b.start(topics...)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 10 {
+			t.Fatal(err)
+		}
+	}
 	t.Cleanup(func() { b.C.Close() })
 	return b
 }
 
-// Start starts the cluster on its port, with the topics (name:partitions).
+// Start starts the cluster on its port, with the topics (name:partitions):
+// again, after the broker was closed.
 func (b *Broker) Start(topics ...string) {
+	if err := b.start(topics...); err != nil {
+		b.T.Fatal(err)
+	}
+}
+
+func (b *Broker) start(topics ...string) error {
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(b.Port), kfake.DataDir(b.Dir), kfake.GroupMinSessionTimeout(time.Second),
 		kfake.ListenFn(b.conns.Listen)}
 	for _, tp := range topics {
@@ -51,9 +72,10 @@ func (b *Broker) Start(topics ...string) {
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		b.T.Fatal(err)
+		return err
 	}
 	b.C, b.Addr = c, c.ListenAddrs()[0]
+	return nil
 }
 
 // Clients is the broker's view of the clients connected to it whose ids

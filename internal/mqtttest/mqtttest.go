@@ -57,12 +57,28 @@ func Start(dir string, maxInflight int) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	// A free port is free when it is found, not when mosquitto binds it:
+	// another process (a test beside this one) may take it in between.
+	// mosquitto then exits, and it starts again on another one.
+	for attempt := 1; ; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		b, err := start(bin, dir, port, maxInflight)
+		if err == nil || !errors.Is(err, errInUse) || attempt == 10 {
+			return b, err
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+}
+
+// errInUse is a mosquitto that could not listen on its port.
+var errInUse = errors.New("the port is in use")
+
+// start starts mosquitto on port; errInUse when another process has it.
+func start(bin, dir string, port, maxInflight int) (*Broker, error) {
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "listener %d 127.0.0.1\nallow_anonymous true\n", port)
 	fmt.Fprintf(&conf, "persistence true\npersistence_location %s/\nautosave_interval 1\nautosave_on_changes true\n", dir)
@@ -101,15 +117,24 @@ func (b *Broker) start(bin string) error {
 	b.cmd, b.exited = cmd, exited
 	b.mu.Unlock()
 	addr := strings.TrimPrefix(b.Addr, "tcp://")
+	_, port, _ := strings.Cut(addr, ":")
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		// Up once it says it runs (after it bound its port) and accepts
+		// there: a connection alone may be another process's, on a port
+		// taken before mosquitto could bind it.
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return nil
+			if strings.Contains(b.Log(), " running") {
+				return nil
+			}
 		}
 		select {
 		case <-exited:
+			if strings.Contains(b.Log(), "Address already in use") {
+				return fmt.Errorf("mosquitto on port %s: %w", port, errInUse)
+			}
 			return fmt.Errorf("mosquitto exited: %s", b.Log())
 		case <-time.After(20 * time.Millisecond):
 		}

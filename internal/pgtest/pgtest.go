@@ -53,10 +53,27 @@ func Start(dir string) (dsn string, stop func(), err error) {
 	if out, err := command("initdb", "-D", data, "-U", "weir", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync").CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("initdb %s: %v: %s", data, err, strings.TrimSpace(string(out)))
 	}
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
+	// A free port is free when it is found, not when postgres binds it:
+	// another process (a test beside this one) may take it in between.
+	// postgres then exits, and it starts again on another one.
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		dsn, stop, err = serve(command, dir, data, port)
+		if err == nil || !errors.Is(err, errInUse) || attempt == 10 {
+			return dsn, stop, err
+		}
 	}
+}
+
+// errInUse is a postgres that could not listen on its port.
+var errInUse = errors.New("the port is in use")
+
+// serve starts postgres on the cluster data, listening on port; errInUse
+// when another process has it.
+func serve(command func(string, ...string) *exec.Cmd, dir, data string, port int) (dsn string, stop func(), err error) {
 	logPath := filepath.Join(dir, "postgres.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -96,6 +113,9 @@ func Start(dir string) (dsn string, stop func(), err error) {
 		select {
 		case <-exited:
 			log, _ := os.ReadFile(logPath)
+			if strings.Contains(string(log), "Address already in use") {
+				return "", nil, fmt.Errorf("postgres on port %d: %w", port, errInUse)
+			}
 			return "", nil, fmt.Errorf("postgres exited: %s", strings.TrimSpace(string(log)))
 		case <-time.After(50 * time.Millisecond):
 		}
