@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/weirstream/weir/connector"
-	"github.com/weirstream/weir/internal/pgtest"
+	"github.com/weirstream/weir/internal/freeport"
 )
 
 // A connection the server closes (an administrator, a restart) fails the
@@ -61,7 +61,7 @@ func TestPostgresConnectionLost(t *testing.T) {
 func TestPostgresErrors(t *testing.T) {
 	d := newPostgresDB(t)
 	ctx := context.Background()
-	port, err := pgtest.FreePort()
+	port, err := freeport.Find()
 	if err != nil {
 		t.Fatal(err)
 	}

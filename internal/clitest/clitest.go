@@ -9,12 +9,13 @@ package clitest
 import (
 	"bytes"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/weirstream/weir/internal/freeport"
 )
 
 // Bin is the weir command built by Main.
@@ -114,12 +115,12 @@ func Run(t testing.TB, dir string, args ...string) (code int, stdout, stderr str
 	return code, out.String(), errb.String()
 }
 
-// FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now
+// (freeport.Find).
 func FreePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Find()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }

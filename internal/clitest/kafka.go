@@ -4,11 +4,9 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/brokerconns"
+	"github.com/weirstream/weir/internal/freeport"
 )
 
 // Broker is a kfake cluster on 127.0.0.1 for weir processes to talk to.
@@ -36,18 +35,13 @@ type Broker struct {
 // started again on its port (Broker.Start).
 func StartBroker(t testing.TB, topics ...string) *Broker {
 	b := &Broker{T: t, Dir: t.TempDir()}
-	// A free port is free when it is found, not when the broker binds it:
-	// another process (a test beside this one) may take it in between.
-	// The first start then moves to another one.
-	for attempt := 1; ; attempt++ {
-		b.Port = FreePort(t)
-		err := b.start(topics...)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EADDRINUSE) || attempt == 10 {
-			t.Fatal(err)
-		}
+	// Its first start takes another port if its first is taken (a restart
+	// keeps it).
+	if err := freeport.Start(func(port int) error {
+		b.Port = port
+		return b.start(topics...)
+	}); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.C.Close() })
 	return b

@@ -8,7 +8,8 @@ import (
 )
 
 // A port another process took after it was found free fails the broker's
-// start with EADDRINUSE, which StartBroker answers with another port.
+// start with EADDRINUSE, which StartBroker answers with another port
+// (freeport.Start).
 func TestBrokerPortTakenInBetween(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

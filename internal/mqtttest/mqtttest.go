@@ -20,6 +20,8 @@ import (
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/weirstream/weir/internal/freeport"
 )
 
 // Broker is a mosquitto started by Start.
@@ -57,27 +59,17 @@ func Start(dir string, maxInflight int) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A free port is free when it is found, not when mosquitto binds it:
-	// another process (a test beside this one) may take it in between.
-	// mosquitto then exits, and it starts again on another one.
-	for attempt := 1; ; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		b, err := start(bin, dir, port, maxInflight)
-		if err == nil || !errors.Is(err, errInUse) || attempt == 10 {
-			return b, err
-		}
-	}
+	// Another port if another process took its first (freeport.Start).
+	var b *Broker
+	err = freeport.Start(func(port int) error {
+		b, err = start(bin, dir, port, maxInflight)
+		return err
+	})
+	return b, err
 }
 
-// errInUse is a mosquitto that could not listen on its port.
-var errInUse = errors.New("the port is in use")
-
-// start starts mosquitto on port; errInUse when another process has it.
+// start starts mosquitto on port; an error that is syscall.EADDRINUSE
+// when another process has it.
 func start(bin, dir string, port, maxInflight int) (*Broker, error) {
 	var conf strings.Builder
 	fmt.Fprintf(&conf, "listener %d 127.0.0.1\nallow_anonymous true\n", port)
@@ -133,7 +125,7 @@ func (b *Broker) start(bin string) error {
 		select {
 		case <-exited:
 			if strings.Contains(b.Log(), "Address already in use") {
-				return fmt.Errorf("mosquitto on port %s: %w", port, errInUse)
+				return fmt.Errorf("mosquitto on port %s: %w", port, syscall.EADDRINUSE)
 			}
 			return fmt.Errorf("mosquitto exited: %s", b.Log())
 		case <-time.After(20 * time.Millisecond):

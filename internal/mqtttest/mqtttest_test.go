@@ -3,12 +3,13 @@ package mqtttest
 import (
 	"errors"
 	"net"
+	"syscall"
 	"testing"
 )
 
 // A port another process took after it was found free is said so
-// (errInUse), for Start to take another: mosquitto, which cannot bind it,
-// is not taken for up because something accepts there.
+// (syscall.EADDRINUSE), for Start to take another: mosquitto, which cannot
+// bind it, is not taken for up because something accepts there.
 func TestPortTakenInBetween(t *testing.T) {
 	bin, err := Bin()
 	if err != nil {
@@ -29,7 +30,7 @@ func TestPortTakenInBetween(t *testing.T) {
 		}
 	}()
 	b, err := start(bin, t.TempDir(), l.Addr().(*net.TCPAddr).Port, 0)
-	if !errors.Is(err, errInUse) {
+	if !errors.Is(err, syscall.EADDRINUSE) {
 		if b != nil {
 			b.Stop()
 		}

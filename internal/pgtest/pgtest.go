@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/weirstream/weir/internal/freeport"
 )
 
 // Start starts a throwaway PostgreSQL cluster in dir (an empty
@@ -53,26 +54,16 @@ func Start(dir string) (dsn string, stop func(), err error) {
 	if out, err := command("initdb", "-D", data, "-U", "weir", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync").CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("initdb %s: %v: %s", data, err, strings.TrimSpace(string(out)))
 	}
-	// A free port is free when it is found, not when postgres binds it:
-	// another process (a test beside this one) may take it in between.
-	// postgres then exits, and it starts again on another one.
-	for attempt := 1; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return "", nil, err
-		}
+	// Another port if another process took its first (freeport.Start).
+	err = freeport.Start(func(port int) error {
 		dsn, stop, err = serve(command, dir, data, port)
-		if err == nil || !errors.Is(err, errInUse) || attempt == 10 {
-			return dsn, stop, err
-		}
-	}
+		return err
+	})
+	return dsn, stop, err
 }
 
-// errInUse is a postgres that could not listen on its port.
-var errInUse = errors.New("the port is in use")
-
-// serve starts postgres on the cluster data, listening on port; errInUse
-// when another process has it.
+// serve starts postgres on the cluster data, listening on port; an error
+// that is syscall.EADDRINUSE when another process has it.
 func serve(command func(string, ...string) *exec.Cmd, dir, data string, port int) (dsn string, stop func(), err error) {
 	logPath := filepath.Join(dir, "postgres.log")
 	logf, err := os.Create(logPath)
@@ -114,7 +105,7 @@ func serve(command func(string, ...string) *exec.Cmd, dir, data string, port int
 		case <-exited:
 			log, _ := os.ReadFile(logPath)
 			if strings.Contains(string(log), "Address already in use") {
-				return "", nil, fmt.Errorf("postgres on port %d: %w", port, errInUse)
+				return "", nil, fmt.Errorf("postgres on port %d: %w", port, syscall.EADDRINUSE)
 			}
 			return "", nil, fmt.Errorf("postgres exited: %s", strings.TrimSpace(string(log)))
 		case <-time.After(50 * time.Millisecond):
@@ -151,18 +142,6 @@ func majorOf(path string) float64 {
 	v, _ := strconv.ParseFloat(filepath.Base(filepath.Dir(filepath.Dir(path))), 64)
 	return v
 }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// FreePort is a TCP port on 127.0.0.1 that nothing listens on now.
-func FreePort() (int, error) { return freePort() }
 
 // AddUser makes a login role user with password, authenticated by
 // password (SCRAM) when it connects over TCP, and gives it the database
