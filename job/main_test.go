@@ -106,11 +106,9 @@ func runJobAt(t *testing.T, dir, yaml, input string, o Options) *Summary {
 // decoder, when its records are of a format.
 func runParser(t testing.TB, j *jobfile.Job) *lineParser {
 	t.Helper()
-	lp := newLineParser(j)
-	dec, err := newDecoder(j, nil)
+	d, err := NewDecoder(j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lp.format = dec
-	return lp
+	return d.lp
 }

@@ -452,12 +452,10 @@ func (rn *Runnable) fileModes(e *engine.Engine) {
 		return
 	}
 	e.OnStart(func(context.Context) error {
-		for _, a := range rn.aggregations() {
-			for _, out := range a.j.AllOutputs() {
-				if out.File != "" && out.File != "-" {
-					if err := setFileMode(out.File, j.FileMode); err != nil {
-						return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
-					}
+		for _, out := range j.EveryOutput() {
+			if out.File != "" && out.File != "-" {
+				if err := setFileMode(out.File, j.FileMode); err != nil {
+					return &RuntimeError{Msg: fmt.Sprintf("%s: file_mode: %s", out.Field, err), Err: err}
 				}
 			}
 		}

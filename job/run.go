@@ -529,11 +529,9 @@ func rerunRefusal(j *jobfile.Job, err error) error {
 	var outs []string
 	for _, name := range re.Sinks {
 		what := name
-		for _, a := range j.Aggregations() {
-			for _, o := range a.AllOutputs() {
-				if o.Field == name {
-					what = fmt.Sprintf("%s (%s)", name, o.Kind())
-				}
+		for _, o := range j.EveryOutput() {
+			if o.Field == name {
+				what = fmt.Sprintf("%s (%s)", name, o.Kind())
 			}
 		}
 		outs = append(outs, what)
@@ -550,10 +548,10 @@ func (rn *Runnable) opened(e *engine.Engine) error {
 	o := rn.o
 	for _, a := range rn.aggregations() {
 		a.e = e
-		if e.Resumed() == nil {
-			if err := claimOutputs(a.j, o.FS, o.Force); err != nil {
-				return err
-			}
+	}
+	if e.Resumed() == nil {
+		if err := claimOutputs(rn.j, o.FS, o.Force); err != nil {
+			return err
 		}
 	}
 	for _, w := range rn.warn {

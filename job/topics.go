@@ -9,16 +9,16 @@ import (
 	"github.com/weirstream/weir/plan"
 )
 
-// TopicWarnings asks the brokers of the job's Kafka outputs about their
-// topics, as weir lint does before a run, within ctx: a topic that gets
-// the job's revised panes and is not compacted (revisions read as new
-// events by an append-only consumer), and a missing topic the job would
-// not create (weir run refuses to start). A broker that does not answer in
-// time is said too: those topics are not checked.
+// TopicWarnings asks the brokers of the job's Kafka outputs (of every
+// aggregation, each once) about their topics, as weir lint does before a
+// run, within ctx: a topic that gets an aggregation's revised panes and is
+// not compacted (revisions read as new events by an append-only consumer),
+// and a missing topic the job would not create (weir run refuses to
+// start). A broker that does not answer in time is said too: those topics
+// are not checked.
 func TopicWarnings(ctx context.Context, j *jobfile.Job) []string {
 	var out []string
-	revised := len(j.Revisions()) > 0
-	for _, o := range j.AllOutputs() {
+	for a, o := range j.EveryOutput() {
 		k := o.Kafka
 		if k == nil {
 			continue
@@ -32,7 +32,7 @@ func TopicWarnings(ctx context.Context, j *jobfile.Job) []string {
 			out = append(out, what+"the brokers did not answer ("+text.ErrorText(err)+"): the topic was not checked")
 		case !st.Exists && !k.Create:
 			out = append(out, what+"the topic does not exist, and weir run refuses to start without it: create it, or give create: true")
-		case st.Exists && !st.Compacted && revised && o.Role() == "results":
+		case st.Exists && !st.Compacted && len(a.Revisions()) > 0 && o.Role() == "results":
 			out = append(out, what+kafka.NotCompacted)
 		}
 	}
@@ -45,7 +45,7 @@ func TopicWarnings(ctx context.Context, j *jobfile.Job) []string {
 // within ctx: what each answered that a run would meet.
 func StoreWarnings(ctx context.Context, j *jobfile.Job) []string {
 	var out []string
-	for _, o := range j.AllOutputs() {
+	for _, o := range j.EveryOutput() {
 		c, ok := o.Destination().(*jobfile.CustomOutput)
 		if !ok {
 			continue

@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -34,6 +35,29 @@ func (j *Job) Aggregations() []*Job { return append([]*Job{j}, j.Siblings...) }
 // Several reports whether the job has several aggregations (aggregations:
 // in the job file, even with one entry).
 func (j *Job) Several() bool { return j.Aggregation != "" }
+
+// EveryOutput yields every output of the job once, with the aggregation
+// whose it is: each aggregation's results and late output, and the
+// quarantine and dead letter, which the aggregations of a job of several
+// share (each has a copy), with the first.
+func (j *Job) EveryOutput() iter.Seq2[*Job, *Output] {
+	return func(yield func(*Job, *Output) bool) {
+		for i, a := range j.Aggregations() {
+			for _, o := range a.AllOutputs() {
+				if (i == 0 || o.perAggregation()) && !yield(a, o) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// perAggregation says whether the output is one of an aggregation's own
+// (its results or its late output), not the job's.
+func (o *Output) perAggregation() bool {
+	r := o.Role()
+	return r == "results" || r == "late_output"
+}
 
 // aggregations reads a job of several aggregations: each entry of
 // aggregations is read as a job file of its own (the common fields with
@@ -89,13 +113,8 @@ func (p *parser) aggregations(root *node, v *yaml.Node) (*Job, error) {
 			return nil, underAggregation(err, &Job{Aggregation: name})
 		}
 		j.Aggregation = name
-		for _, f := range AggregationFields {
-			if line, ok := j.lines[f]; ok {
-				j.lines[field+"."+f] = line
-			}
-		}
 		for _, o := range j.AllOutputs() {
-			if o.Role() == "results" || o.Role() == "late_output" {
+			if o.perAggregation() {
 				o.Field = field + "." + o.Field
 			}
 		}
@@ -129,7 +148,7 @@ func (p *parser) distinctAggregations(jobs []*Job) error {
 	for _, j := range jobs {
 		var places []*Output
 		for _, o := range j.AllOutputs() {
-			if o.Role() == "results" || o.Role() == "late_output" {
+			if o.perAggregation() {
 				places = append(places, o)
 			}
 		}

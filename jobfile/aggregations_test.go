@@ -1,6 +1,8 @@
 package jobfile
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -89,5 +91,24 @@ func TestParseAggregationsErrors(t *testing.T) {
 				t.Errorf("got  %v\nwant %s", err, tt.want)
 			}
 		})
+	}
+}
+
+// The files of every aggregation are looked at together: two aggregations
+// that write to one file under two names (a symbolic link) are refused,
+// as two outputs of one aggregation are.
+func TestLoadAggregationsOneFileTwoNames(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "input.jsonl"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "cards.jsonl"), nil, 0o644)
+	if err := os.Symlink("cards.jsonl", filepath.Join(dir, "alias.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	yaml := strings.Replace(severalFile, "[merchants.jsonl, {sqlite: {path: m.db, table: hourly}}]", "alias.jsonl", 1)
+	os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(yaml), 0o644)
+	_, err := Load(filepath.Join(dir, "job.yaml"))
+	want := "job.yaml:18: aggregations.per_merchant.output: " + filepath.Join(dir, "alias.jsonl") + " is the same file as aggregations.per_card.output"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("got  %v\nwant …%s", err, want)
 	}
 }

@@ -157,10 +157,6 @@ type Job struct {
 	lines     map[string]int // the line of each field the file checks name
 }
 
-// FieldLine is the line of a top-level field of the job file (output,
-// summary, checkpoint, ...), as its value begins, or 0.
-func (j *Job) FieldLine(field string) int { return j.lines[field] }
-
 // InputName is source.file as written, for messages.
 func (j *Job) InputName() string { return j.inputName }
 
@@ -311,10 +307,8 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", j.inputName)}
 		}
 	}
-	for _, a := range j.Aggregations() {
-		if err := checkFiles(a, path); err != nil {
-			return nil, err
-		}
+	if err := checkFiles(j, path); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
@@ -386,18 +380,18 @@ func ParseWith(data []byte, file, dir string, o LoadOptions) (*Job, error) {
 		// databases (transactional ids): a secret that came into it is the
 		// ${NAME} it came from there too.
 		a.Name = secrets.Redact(a.Name)
-		if a.Custom != nil {
-			addKindSecrets(secrets, a.Custom.Config)
+	}
+	if j.Custom != nil {
+		addKindSecrets(secrets, j.Custom.Config)
+	}
+	for _, o := range j.EveryOutput() {
+		if o.Custom != nil {
+			addKindSecrets(secrets, o.Custom.Config)
 		}
-		for _, o := range a.AllOutputs() {
-			if o.Custom != nil {
-				addKindSecrets(secrets, o.Custom.Config)
-			}
-			if t := o.Table; t != nil && t.DSN != "" {
-				// The connection string with its password put in (withPassword).
-				for _, pw := range secret.DSNSecrets(t.DSN) {
-					secrets.Add(pw, secret.Mask)
-				}
+		if t := o.Table; t != nil && t.DSN != "" {
+			// The connection string with its password put in (withPassword).
+			for _, pw := range secret.DSNSecrets(t.DSN) {
+				secrets.Add(pw, secret.Mask)
 			}
 		}
 	}

@@ -29,37 +29,32 @@ func checkFiles(j *Job, jobPath string) error {
 	if j.Input != "-" && j.Input != "" {
 		protect = append(protect, named{"the input (source.file)", j.Input})
 	}
-	for _, o := range j.AllOutputs() {
-		if _, ok := j.lines[o.Field]; !ok && o.File != "" {
-			j.lines[o.Field] = o.Line
-		}
-	}
-	var outs []named
-	for _, f := range j.OutputFiles() {
-		outs = append(outs, named{f.Field, f.Path})
-	}
+	outs := j.OutputFiles()
 	for i, o := range outs {
-		dir := filepath.Dir(o.path)
-		if st, err := os.Stat(dir); err != nil {
-			return fail(o.field, "the directory %s does not exist", dir)
-		} else if !st.IsDir() {
-			return fail(o.field, "%s is not a directory", dir)
+		failOut := func(format string, args ...any) error {
+			return &Error{File: j.File, Line: o.Line, Field: o.Field, Msg: fmt.Sprintf(format, args...)}
 		}
-		st, err := os.Stat(o.path)
+		dir := filepath.Dir(o.Path)
+		if st, err := os.Stat(dir); err != nil {
+			return failOut("the directory %s does not exist", dir)
+		} else if !st.IsDir() {
+			return failOut("%s is not a directory", dir)
+		}
+		st, err := os.Stat(o.Path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fail(o.field, "cannot look at %s: %s", o.path, text.ErrorText(err))
+			return failOut("cannot look at %s: %s", o.Path, text.ErrorText(err))
 		}
 		for _, p := range protect {
 			if pst, err := os.Stat(p.path); err == nil && os.SameFile(st, pst) {
-				return fail(o.field, "%s is %s (under another name): it would be overwritten", o.path, p.field)
+				return failOut("%s is %s (under another name): it would be overwritten", o.Path, p.field)
 			}
 		}
 		for _, prev := range outs[:i] {
-			if pst, err := os.Stat(prev.path); err == nil && os.SameFile(st, pst) {
-				return fail(o.field, "%s is the same file as %s", o.path, prev.field)
+			if pst, err := os.Stat(prev.Path); err == nil && os.SameFile(st, pst) {
+				return failOut("%s is the same file as %s", o.Path, prev.Field)
 			}
 		}
 	}
@@ -87,24 +82,31 @@ func checkFiles(j *Job, jobPath string) error {
 // AcceptanceMarkdown is the Markdown file beside the JSON record.
 func AcceptanceMarkdown(path string) string { return strings.TrimSuffix(path, ".json") + ".md" }
 
-// OutputFile is a file the job writes, and the field that names it.
-type OutputFile struct{ Field, Path string }
+// OutputFile is a file the job writes, and the field that names it, at
+// its line of the job file.
+type OutputFile struct {
+	Field, Path string
+	Line        int
+}
 
-// OutputFiles are the files the job writes, in the order of the job file:
-// its outputs' files, its summary, its acceptance record (JSON and
-// Markdown); not standard output.
+// OutputFiles are the files the job writes, of every aggregation, in the
+// order of the job file: its outputs' files, then each aggregation's
+// summary and acceptance record (JSON and Markdown); not standard output.
 func (j *Job) OutputFiles() []OutputFile {
 	var out []OutputFile
-	for _, o := range j.AllOutputs() {
+	for _, o := range j.EveryOutput() {
 		if o.File != "" && o.File != "-" {
-			out = append(out, OutputFile{o.Field, o.File})
+			out = append(out, OutputFile{o.Field, o.File, o.Line})
 		}
 	}
-	if j.Summary != "" && j.Summary != "-" {
-		out = append(out, OutputFile{j.FieldName("summary"), j.Summary})
-	}
-	if j.Acceptance != "" {
-		out = append(out, OutputFile{j.FieldName("acceptance"), j.Acceptance}, OutputFile{j.FieldName("acceptance"), AcceptanceMarkdown(j.Acceptance)})
+	for _, a := range j.Aggregations() {
+		if a.Summary != "" && a.Summary != "-" {
+			out = append(out, OutputFile{a.FieldName("summary"), a.Summary, a.lines["summary"]})
+		}
+		if a.Acceptance != "" {
+			line := a.lines["acceptance"]
+			out = append(out, OutputFile{a.FieldName("acceptance"), a.Acceptance, line}, OutputFile{a.FieldName("acceptance"), AcceptanceMarkdown(a.Acceptance), line})
+		}
 	}
 	return out
 }

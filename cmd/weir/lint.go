@@ -98,10 +98,8 @@ func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) i
 	}
 	warnings := j.Warnings()
 	ctx, cancel := context.WithTimeout(context.Background(), topicCheckTimeout)
-	for _, a := range j.Aggregations() {
-		warnings = append(warnings, job.TopicWarnings(ctx, a)...)
-		warnings = append(warnings, job.StoreWarnings(ctx, a)...)
-	}
+	warnings = append(warnings, job.TopicWarnings(ctx, j)...)
+	warnings = append(warnings, job.StoreWarnings(ctx, j)...)
 	cancel()
 	for _, w := range warnings {
 		once(fmt.Sprintf("%s: warning: %s", file, j.Redact(w)))
