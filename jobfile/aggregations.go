@@ -1,7 +1,6 @@
 package jobfile
 
 import (
-	"fmt"
 	"iter"
 	"regexp"
 	"slices"
@@ -123,11 +122,13 @@ func (p *parser) aggregations(root *node, v *yaml.Node) (*Job, error) {
 		}
 		jobs = append(jobs, j)
 	}
-	if err := p.distinctAggregations(jobs); err != nil {
-		return nil, err
-	}
 	first := jobs[0]
 	first.Siblings = jobs[1:]
+	// Each aggregation's places are distinct (p.job); so must be those of
+	// different aggregations.
+	if err := p.distinct(first); err != nil {
+		return nil, err
+	}
 	return first, nil
 }
 
@@ -138,35 +139,6 @@ func underAggregation(err error, j *Job) error {
 		e.Field = j.FieldName(e.Field)
 	}
 	return err
-}
-
-// distinctAggregations refuses two aggregations that write to one place:
-// each output, late output, summary and acceptance record is one
-// aggregation's.
-func (p *parser) distinctAggregations(jobs []*Job) error {
-	seen := map[string]string{}
-	for _, j := range jobs {
-		var places []*Output
-		for _, o := range j.AllOutputs() {
-			if o.perAggregation() {
-				places = append(places, o)
-			}
-		}
-		if j.Summary != "" && j.Summary != "-" {
-			places = append(places, &Output{Field: j.FieldName("summary"), Line: j.lines["summary"], File: j.Summary})
-		}
-		if j.Acceptance != "" {
-			places = append(places, &Output{Field: j.FieldName("acceptance"), Line: j.lines["acceptance"], File: j.Acceptance})
-		}
-		for _, o := range places {
-			where := o.Destination().Target(func(s string) string { return s })
-			if prev, ok := seen[where]; ok {
-				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: fmt.Sprintf("writes where %s does (%s): each aggregation writes to its own", prev, where)}
-			}
-			seen[where] = o.Field
-		}
-	}
-	return nil
 }
 
 // Alone is the job's aggregation of that name as a job of one, for what

@@ -94,18 +94,9 @@ type OutputFile struct {
 // summary and acceptance record (JSON and Markdown); not standard output.
 func (j *Job) OutputFiles() []OutputFile {
 	var out []OutputFile
-	for _, o := range j.EveryOutput() {
+	for _, o := range j.places() {
 		if o.File != "" && o.File != "-" {
 			out = append(out, OutputFile{o.Field, o.File, o.Line})
-		}
-	}
-	for _, a := range j.Aggregations() {
-		if a.Summary != "" && a.Summary != "-" {
-			out = append(out, OutputFile{a.FieldName("summary"), a.Summary, a.lines["summary"]})
-		}
-		if a.Acceptance != "" {
-			line := a.lines["acceptance"]
-			out = append(out, OutputFile{a.FieldName("acceptance"), a.Acceptance, line}, OutputFile{a.FieldName("acceptance"), AcceptanceMarkdown(a.Acceptance), line})
 		}
 	}
 	return out

@@ -386,19 +386,18 @@ func (p *parser) outputs(root *node, j *Job) error {
 		}
 		return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "a table holds results only: give it a file or a Kafka topic"}
 	}
+	return p.distinct(j)
+}
+
+// distinct refuses two of the job's places (of every aggregation, in a job
+// of several) that are one: a file, a table, a topic, standard output; and
+// a place that is the job's input.
+func (p *parser) distinct(j *Job) error {
 	stdout := ""
 	seenFile := map[string]string{}
 	seenTable := map[string]string{}
 	seenTopic := map[string]string{}
-	all := j.AllOutputs()
-	if j.Summary != "" {
-		all = append(all, &Output{Field: "summary", Line: j.lines["summary"], File: j.Summary})
-	}
-	if j.Acceptance != "" {
-		all = append(all, &Output{Field: "acceptance", Line: j.lines["acceptance"], File: j.Acceptance},
-			&Output{Field: "acceptance", Line: j.lines["acceptance"], File: AcceptanceMarkdown(j.Acceptance)})
-	}
-	for _, o := range all {
+	for _, o := range j.places() {
 		switch {
 		case o.File == "-":
 			if stdout != "" {
@@ -441,6 +440,26 @@ func (p *parser) outputs(root *node, j *Job) error {
 		}
 	}
 	return nil
+}
+
+// places are every place the job writes to: every output of every
+// aggregation (EveryOutput), then each aggregation's summary and
+// acceptance record (JSON and Markdown), as outputs of their field.
+func (j *Job) places() []*Output {
+	var all []*Output
+	for _, o := range j.EveryOutput() {
+		all = append(all, o)
+	}
+	for _, a := range j.Aggregations() {
+		if a.Summary != "" {
+			all = append(all, &Output{Field: a.FieldName("summary"), Line: a.lines["summary"], File: a.Summary})
+		}
+		if a.Acceptance != "" {
+			field, line := a.FieldName("acceptance"), a.lines["acceptance"]
+			all = append(all, &Output{Field: field, Line: line, File: a.Acceptance}, &Output{Field: field, Line: line, File: AcceptanceMarkdown(a.Acceptance)})
+		}
+	}
+	return all
 }
 
 // AllOutputs is every output of the job: the results', then the late
