@@ -1,13 +1,13 @@
 package bench
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/twmb/avro"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/weirstream/weir/connector"
@@ -89,6 +89,13 @@ func decodeSetup(format string) (func(time.Duration) (int64, map[string]float64,
 		teardown()
 		return nil, nil, err
 	}
+	var schema *avro.Schema
+	if format == "avro" {
+		if schema, err = avro.Parse(f.schema); err != nil {
+			teardown()
+			return nil, nil, err
+		}
+	}
 	rs := make([]connector.Record, decodeEvents)
 	const t0 = 1_788_782_400_000
 	for i := range rs {
@@ -99,10 +106,10 @@ func decodeSetup(format string) (func(time.Duration) (int64, map[string]float64,
 		case "json":
 			v = fmt.Appendf(nil, `{"id":%q,"card":%q,"amount":%v,"ts":%d}`, id, card, amount, ts)
 		case "avro":
-			v = avroString(v, id)
-			v = avroString(v, card)
-			v = binary.LittleEndian.AppendUint64(v, math.Float64bits(amount))
-			v = binary.AppendVarint(v, ts) // zigzag, as Avro's long
+			if v, err = schema.Encode(map[string]any{"id": id, "card": card, "amount": amount, "ts": ts}); err != nil {
+				teardown()
+				return nil, nil, err
+			}
 		case "protobuf":
 			v = protowire.AppendTag(v, 1, protowire.BytesType)
 			v = protowire.AppendString(v, id)
@@ -128,10 +135,4 @@ func decodeSetup(format string) (func(time.Duration) (int64, map[string]float64,
 		return events, nil, "", nil
 	}
 	return run, teardown, nil
-}
-
-// avroString appends s as Avro writes a string: its length (a zigzag
-// varint), then its bytes.
-func avroString(b []byte, s string) []byte {
-	return append(binary.AppendVarint(b, int64(len(s))), s...)
 }
