@@ -1073,11 +1073,9 @@ func (rn *Runnable) finalSummary(err error) *Summary {
 	if ok, rec := rn.e.Finishing(); ok && err == nil {
 		var last Summary
 		if json.Unmarshal(rec, &last) == nil && len(last.Aggregations) == len(rn.siblings) {
+			all := append([]*Summary{&last}, last.Aggregations...)
 			for i, a := range rn.aggregations() {
-				s := last.of(i)
-				if i == 0 {
-					s = &last
-				}
+				s := all[i]
 				s.PanesWritten = a.out.Written()
 				if a.late != nil {
 					s.LateWritten = a.late.Written()
