@@ -329,7 +329,11 @@ func (e *Engine) barrier(kind checkpoint.Kind, reply chan savepointResult) {
 		if c := in.committer(); c != nil && in.pos != nil {
 			b.sources = append(b.sources, sourceAck{c, in.pos})
 		}
-		b.Ack(in.p, File{Name: in.p.name, Data: in.pos})
+		files := []File{{Name: in.p.name, Data: in.pos}}
+		if in.delivered > 0 {
+			files = append(files, File{Name: in.p.FileName(deliveredFile), Data: enc.AppendUvarint(nil, uint64(in.delivered))})
+		}
+		b.Ack(in.p, files...)
 	}
 	e.signal(Signal{Kind: Barrier, Barrier: b})
 }

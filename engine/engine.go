@@ -459,8 +459,15 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 	}
 	batches := make(chan *inputBatch, 2*len(e.inputs)+2)
 	e.loopStarted = true
+	merged := e.merging()
 	for _, in := range e.inputs {
-		go in.run(ctx, batches)
+		out := batches
+		if merged {
+			// Each input's batches wait apart, for its turn.
+			in.ch = make(chan *inputBatch, 2)
+			out = in.ch
+		}
+		go in.run(ctx, out)
 	}
 	open := len(e.inputs)
 	if open == 0 {
@@ -472,12 +479,44 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 	if e.coord != nil {
 		unstalled = e.coord.unstalled
 	}
+	var stopAt *savepointReq
+	// afterBatch takes the checkpoint or the stop a test put after the
+	// batch just handed over; it reports a stop.
+	afterBatch := func() bool {
+		if nbatch++; e.cfg.CheckpointAfter != nil && e.store != nil {
+			if kind, ok := e.cfg.CheckpointAfter(nbatch); ok {
+				e.barrier(kind, nil)
+			}
+		}
+		if e.cfg.StopAfter != nil && e.cfg.StopAfter(nbatch) {
+			stopAt = &savepointReq{reply: make(chan savepointResult, 1)}
+			return true
+		}
+		return false
+	}
+	stalled := func() bool { return e.coord.Stalled() != "" || (e.coord != nil && !e.holdBack()) }
 	for {
 		// While a sink's commit is retried (a database down), nothing more
 		// is read: what waits for the commit stays as it is, however long
 		// the outage (backpressure).
 		in := batches
-		if e.coord.Stalled() != "" || (e.coord != nil && !e.holdBack()) {
+		if merged {
+			// The records in hand, in their order, until the input whose
+			// record comes next needs its next batch.
+			wait, stop := e.deliverMerged(afterBatch, stalled)
+			switch {
+			case stop:
+				return reasonStopped, stopAt
+			case wait == nil && e.allEnded():
+				return reasonEnded, nil
+			case wait != nil:
+				in = wait.ch
+			}
+			if wait != nil && wait.cur != nil {
+				in = nil // stalled, with records in hand
+			}
+		}
+		if stalled() {
 			in = nil
 		}
 		// A source that acknowledges only what checkpoints hold, and has
@@ -497,6 +536,10 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 			}
 			return reasonFailed, nil
 		case b := <-in:
+			if merged && b.err == nil {
+				b.in.take(b)
+				continue
+			}
 			if b.err != nil {
 				if errors.Is(b.err, io.EOF) {
 					b.in.ended = true
@@ -510,13 +553,8 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 			}
 			e.deliver(b)
 			dirty = true
-			if nbatch++; e.cfg.CheckpointAfter != nil && e.store != nil {
-				if kind, ok := e.cfg.CheckpointAfter(nbatch); ok {
-					e.barrier(kind, nil)
-				}
-			}
-			if e.cfg.StopAfter != nil && e.cfg.StopAfter(nbatch) {
-				return reasonStopped, &savepointReq{reply: make(chan savepointResult, 1)}
+			if afterBatch() {
+				return reasonStopped, stopAt
 			}
 			if e.cfg.Live {
 				e.signal(Signal{Kind: Flush})

@@ -405,6 +405,9 @@ func (noDecoder[K, T]) Decode(r *connector.Record, d *Decoded[K, T]) {
 // ended.
 func (h *Head[K, T]) Counts() Counts { return h.c }
 
+// Reached implements Paced: the latest event time of the records read.
+func (h *Head[K, T]) Reached() mtime.Time { return h.c.LastEventTime }
+
 // Lost implements LostHandler.
 func (h *Head[K, T]) Lost(n int64) { h.c.Lost += n }
 

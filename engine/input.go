@@ -45,6 +45,13 @@ type input struct {
 	pos   []byte // after the last delivered batch
 	ended bool
 	done  chan struct{} // closed when the reading goroutine returns
+	// Of merged inputs (Paced): the batch in hand, partly handed over; the
+	// next of its records; how many of them were handed over (kept in
+	// checkpoints); how many a restore skips.
+	cur             *inputBatch
+	next, delivered int
+	skip            int
+	ch              chan *inputBatch // its own batches
 }
 
 type inputBatch struct {
@@ -65,6 +72,7 @@ func (e *Engine) AddFeed(name string, f Feed) error {
 		// A checkpoint taken before the first batch holds no position.
 		in.pos = pos
 	}
+	in.restoreDelivered()
 	e.inputs = append(e.inputs, in)
 	return nil
 }

@@ -381,3 +381,111 @@ func inspectJoin(c *checkpoint.Checkpoint, name string) (JoinState, error) {
 	}
 	return js, nil
 }
+
+// LeftTarget is the join's left input as the target of a head: a head of
+// the left input's records (decoded, validated and accounted for as a
+// window stage's head does) feeds the join through it, and passes the
+// source loop's signals on to it.
+func (j *Join[K, L, R]) LeftTarget() Target[K, L] {
+	return &joinLeft[K, L, R]{joinInput[K, L, R]{j: j, left: true}}
+}
+
+// RightTarget is the join's right input as the target of a head; the
+// signals it passes on are the left target's (the source loop's), so it
+// ignores them.
+func (j *Join[K, L, R]) RightTarget() Target[K, R] {
+	return &joinRight[K, L, R]{joinInput[K, L, R]{j: j}}
+}
+
+// joinInput is one input of a join as a head's Target (joinLeft,
+// joinRight). The watermark partitions of the two inputs are apart in the
+// join's clock (the left input's partition p is 2p, the right input's
+// 2p+1), so that each input holds the combined watermark back. A join
+// keeps no windows: it has nothing to withdraw, and a head with versions
+// is refused.
+type joinInput[K comparable, L, R any] struct {
+	j    *Join[K, L, R]
+	left bool
+}
+
+type joinLeft[K comparable, L, R any] struct{ joinInput[K, L, R] }
+
+type joinRight[K comparable, L, R any] struct{ joinInput[K, L, R] }
+
+func (t *joinLeft[K, L, R]) Event(part int, key K, ts mtime.Time, v L) {
+	t.j.declare()
+	t.j.d.Event(2*part, key, ts, sided[L, R]{side: join.Left, l: v})
+}
+
+func (t *joinRight[K, L, R]) Event(part int, key K, ts mtime.Time, v R) {
+	t.j.declare()
+	t.j.d.Event(2*part+1, key, ts, sided[L, R]{side: join.Right, r: v})
+}
+
+// Aside sends the record on: the join's own lateness rule sets aside what
+// it cannot join (a head sets aside only versions and ids beyond the
+// de-duplication horizon, which a join's heads do not have).
+func (t *joinLeft[K, L, R]) Aside(part int, key K, ts mtime.Time, v L, _ string) {
+	t.Event(part, key, ts, v)
+}
+
+// Aside: see joinLeft.Aside.
+func (t *joinRight[K, L, R]) Aside(part int, key K, ts mtime.Time, v R, _ string) {
+	t.Event(part, key, ts, v)
+}
+
+// Withdraw does nothing: a join's head has no versions (CanWithdraw).
+func (t *joinLeft[K, L, R]) Withdraw(K, mtime.Time, L, bool) {}
+
+// Withdraw: see joinLeft.Withdraw.
+func (t *joinRight[K, L, R]) Withdraw(K, mtime.Time, R, bool) {}
+
+// part is the join's watermark partition of the input's partition p.
+func (t *joinInput[K, L, R]) part(p int) int {
+	if t.left {
+		return 2 * p
+	}
+	return 2*p + 1
+}
+
+func (t *joinInput[K, L, R]) Observe(part int, ts mtime.Time) {
+	t.j.declare()
+	t.j.d.Observe(t.part(part), ts)
+}
+
+func (t *joinInput[K, L, R]) AddPartition(part int, now mtime.Time) {
+	t.j.declare()
+	t.j.d.Tracker().AddPartition(t.part(part), now)
+}
+
+func (t *joinInput[K, L, R]) SetBacklog(part int, backlog int64, now mtime.Time) {
+	t.j.d.Tracker().SetBacklog(t.part(part), backlog, now)
+	t.j.d.Refresh()
+}
+
+func (t *joinInput[K, L, R]) SameWindows(a, b mtime.Time) bool { return false }
+func (t *joinInput[K, L, R]) Open(mtime.Time) bool             { return false }
+func (t *joinInput[K, L, R]) CanWithdraw() bool                { return false }
+func (t *joinInput[K, L, R]) SetFloor(w mtime.Time)            { t.j.d.SetFloor(w) }
+func (t *joinInput[K, L, R]) Advance(now mtime.Time)           { t.j.d.Advance(now) }
+func (t *joinInput[K, L, R]) SetWatermark(w mtime.Time)        { t.j.d.SetWatermark(w) }
+func (t *joinInput[K, L, R]) Watermark() mtime.Time            { return t.j.d.Watermark() }
+func (t *joinInput[K, L, R]) Now() mtime.Time                  { return t.j.d.Now() }
+func (t *joinInput[K, L, R]) Tracker() *watermark.Tracker      { return t.j.d.Tracker() }
+func (t *joinInput[K, L, R]) LiveStats() WindowStats           { return WindowStats{} }
+
+// Progress is the combined watermark and the keys with records buffered.
+func (t *joinInput[K, L, R]) Progress() (mtime.Time, int64) {
+	return t.j.d.Watermark(), int64(t.j.op.Keys())
+}
+
+// Push makes the input a Consumer[struct{}].
+func (t *joinInput[K, L, R]) Push(struct{}) {}
+
+// Signal passes the source loop's signals on to the join, from the left
+// input's head; the right input's are the same ones.
+func (t *joinInput[K, L, R]) Signal(s Signal) {
+	if t.left {
+		t.j.Signal(s)
+	}
+}
