@@ -124,6 +124,15 @@ type Source interface {
 	Close() error
 }
 
+// Recorded is a Source of a recording: a bounded input whose records come
+// in one order every time it is read, from any position it returned (a
+// file read to its end, not followed). The engine reads several recorded
+// sources of one job in one order of their records (engine.Paced), so
+// that a join of two files gives the same output on every run.
+type Recorded interface {
+	Recorded() bool
+}
+
 // Reporter is a Source that can say, per partition, whether it is caught up
 // and how much is waiting: the difference between a partition that is quiet
 // and one that is behind. Report may be called from any goroutine, while Read

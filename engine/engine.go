@@ -503,7 +503,14 @@ func (e *Engine) loop(ctx, parent context.Context) (stopReason, *savepointReq) {
 		if merged {
 			// The records in hand, in their order, until the input whose
 			// record comes next needs its next batch.
-			wait, stop := e.deliverMerged(afterBatch, stalled)
+			wait, stop, delivered := e.deliverMerged(afterBatch, stalled)
+			if delivered {
+				dirty = true
+				if e.cfg.Live {
+					e.signal(Signal{Kind: Flush})
+					dirty = false
+				}
+			}
 			switch {
 			case stop:
 				return reasonStopped, stopAt

@@ -472,7 +472,16 @@ func (t *joinInput[K, L, R]) SetWatermark(w mtime.Time)        { t.j.d.SetWaterm
 func (t *joinInput[K, L, R]) Watermark() mtime.Time            { return t.j.d.Watermark() }
 func (t *joinInput[K, L, R]) Now() mtime.Time                  { return t.j.d.Now() }
 func (t *joinInput[K, L, R]) Tracker() *watermark.Tracker      { return t.j.d.Tracker() }
-func (t *joinInput[K, L, R]) LiveStats() WindowStats           { return WindowStats{} }
+
+// LiveStats are the input's records the join took, and those too late
+// for it: the input's accounting, as a window stage's are.
+func (t *joinInput[K, L, R]) LiveStats() WindowStats {
+	st := t.j.op.Stats()
+	if t.left {
+		return WindowStats{Accepted: st.Left, TooLate: st.Late[join.Left]}
+	}
+	return WindowStats{Accepted: st.Right, TooLate: st.Late[join.Right]}
+}
 
 // Progress is the combined watermark and the keys with records buffered.
 func (t *joinInput[K, L, R]) Progress() (mtime.Time, int64) {

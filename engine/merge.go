@@ -1,13 +1,15 @@
 package engine
 
 import (
+	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 )
 
 // Paced is a RecordHandler that says how far in event time the records it
-// was handed have reached. A run that is not live and reads several inputs
-// whose handlers are all Paced merges them record by record: the next
+// was handed have reached. A job that reads several recorded sources
+// (connector.Recorded) whose handlers are all Paced merges them record by
+// record: the next
 // record is always the next one of the input that is furthest behind (the
 // first such input on a tie), so that the inputs move through event time
 // together and the order in which their records are handed over depends on
@@ -23,15 +25,18 @@ type Paced interface {
 }
 
 // merging says whether the source loop merges its inputs record by record
-// (Paced): a run that is not live, of several inputs, each a source whose
-// handler is Paced.
+// (Paced): several inputs, each a recorded source whose handler is Paced.
 func (e *Engine) merging() bool {
-	if e.cfg.Live || len(e.inputs) < 2 {
+	if len(e.inputs) < 2 {
 		return false
 	}
 	for _, in := range e.inputs {
 		f, ok := in.feed.(*sourceFeed)
 		if !ok {
+			return false
+		}
+		r, ok := f.src.(connector.Recorded)
+		if !ok || !r.Recorded() {
 			return false
 		}
 		if _, ok := f.h.(Paced); !ok {
@@ -77,6 +82,10 @@ func (e *Engine) chosen() *input {
 // take makes b the merged input's batch in hand, skipping the records a
 // restored checkpoint says were handed over before it.
 func (in *input) take(b *inputBatch) {
+	if in.e.cfg.Live {
+		// Its records arrive now, as a batch taken at once does.
+		in.e.advance(mtime.Now())
+	}
 	in.cur, in.next = b, 0
 	sb := b.b.(*sourceBatch)
 	if in.skip > 0 {
@@ -94,12 +103,13 @@ func (in *input) take(b *inputBatch) {
 // for (its next batch, or the stall to end), nil when every input has
 // ended; stop when afterBatch, called after each batch finished, stops the
 // job.
-func (e *Engine) deliverMerged(afterBatch, stalled func() bool) (wait *input, stop bool) {
+func (e *Engine) deliverMerged(afterBatch, stalled func() bool) (wait *input, stop, delivered bool) {
 	for {
 		in := e.chosen()
 		if in == nil || in.cur == nil || stalled() {
-			return in, false
+			return in, false, delivered
 		}
+		delivered = true
 		sb := in.cur.b.(*sourceBatch)
 		n := len(sb.b.Records)
 		// (A batch whose records a restore skipped, or that has none,
@@ -113,7 +123,7 @@ func (e *Engine) deliverMerged(afterBatch, stalled func() bool) (wait *input, st
 		in.cur, in.delivered = nil, 0
 		sb.Release()
 		if afterBatch() {
-			return nil, true
+			return nil, true, delivered
 		}
 	}
 }

@@ -50,6 +50,8 @@ func (s *batched) Read(_ context.Context, b *connector.Batch) error {
 
 func (s *batched) Close() error { return nil }
 
+func (s *batched) Recorded() bool { return true }
+
 // lineDecoder reads "key event-time" lines; the value is the line number.
 type lineDecoder struct{}
 

@@ -44,6 +44,10 @@ type FileSource struct {
 	batch []byte
 }
 
+// Recorded implements connector.Recorded: a file of records is read whole,
+// in its order.
+func (s *FileSource) Recorded() bool { return true }
+
 // Open implements connector.Source.
 func (s *FileSource) Open(ctx context.Context, position []byte) error {
 	rows, err := s.Format.OpenFile(s.Path)

@@ -51,6 +51,9 @@ func Plan(j *jobfile.Job) *plan.Graph { return newRunnable(j, Options{}).plan() 
 // the port it writes (results, late events, rejected lines, dead letters).
 func (rn *Runnable) plan() *plan.Graph {
 	j := rn.j
+	if j.Join != nil {
+		return rn.joinPlan()
+	}
 	g := &plan.Graph{Name: j.Name}
 	src := plan.ID{Kind: plan.KindSource, Name: nodeInput}
 	connector, reads, _ := sourceNames(j)
@@ -176,6 +179,8 @@ const (
 	roleLate
 	roleRejected
 	roleDead
+	roleJoined   // a join's records
+	roleJoinLate // the records too late for a join
 )
 
 // sourceNode builds the job's source: the file, standard input or the
@@ -230,28 +235,9 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		a.restoredRead = a.head.Counts().Read // what earlier runs read
 		heads = append(heads, a.head)
 	}
-	var src connector.Source
-	switch {
-	case j.Kafka != nil:
-		ks := &kafka.Source{Config: j.Kafka.KafkaConn, Start: j.Kafka.Start, SkipGaps: j.Kafka.SkipGaps}
-		ks.Log = func(s string) { rn.logf("%s", s) }
-		if o.task != nil {
-			ks.Txn = o.task.Txn
-		}
-		src = ks
-	case j.Custom != nil:
-		cs, err := j.Custom.Config.New(rn.kindEnv("source"))
-		if err != nil {
-			return &RuntimeError{Msg: fmt.Sprintf("%s: source: %v", j.File, err), Err: err}
-		}
-		src = cs
-	case j.Input == "-":
-		src = &file.Reader{Name: "standard input", R: o.Stdin}
-	case j.Format != nil && j.Format.File() != nil:
-		src = &formats.FileSource{Path: j.Input, Format: j.Format.File()}
-	default:
-		rn.fileSrc = &file.Source{Path: j.Input, Follow: j.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
-		src = rn.fileSrc
+	src, err := rn.sourceOf(j)
+	if err != nil {
+		return err
 	}
 	if err := e.AddSource(c.Node().ID.Name, src, engine.Fan(heads...)); err != nil {
 		return err
@@ -260,6 +246,41 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		e.OnSignal(a.head)
 	}
 	return nil
+}
+
+// sourceOf is the source of the input in (the job's, or its join's other
+// input): its file, standard input, its topic or a registered kind's
+// source.
+func (rn *Runnable) sourceOf(in *jobfile.Job) (connector.Source, error) {
+	o := rn.o
+	switch {
+	case in.Kafka != nil:
+		ks := &kafka.Source{Config: in.Kafka.KafkaConn, Start: in.Kafka.Start, SkipGaps: in.Kafka.SkipGaps}
+		ks.Log = func(s string) { rn.logf("%s", s) }
+		if o.task != nil {
+			ks.Txn = o.task.Txn
+		}
+		return ks, nil
+	case in.Custom != nil:
+		field := "source"
+		if in != rn.j {
+			field = "join.with.source"
+		}
+		cs, err := in.Custom.Config.New(rn.kindEnv(field))
+		if err != nil {
+			return nil, &RuntimeError{Msg: fmt.Sprintf("%s: %s: %v", rn.j.File, field, err), Err: err}
+		}
+		return cs, nil
+	case in.Input == "-":
+		return &file.Reader{Name: "standard input", R: o.Stdin}, nil
+	case in.Format != nil && in.Format.File() != nil:
+		return &formats.FileSource{Path: in.Input, Format: in.Format.File()}, nil
+	}
+	fs := &file.Source{Path: in.Input, Follow: in.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
+	if in == rn.j {
+		rn.fileSrc = fs
+	}
+	return fs, nil
 }
 
 // windowNode builds the job's window stage: its state backend, its
@@ -409,6 +430,20 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 		if err != nil {
 			return err
 		}
+		c.SetInput(n)
+	case roleJoined:
+		n, err := outputSink(rn, o, writer[joined]{line: f.appendJoined, record: f.joinedRecord, id: joinedID})
+		if err != nil {
+			return err
+		}
+		rn.jn.outs = append(rn.jn.outs, n)
+		c.SetInput(n)
+	case roleJoinLate:
+		n, err := outputSink(rn, o, writer[joinLate]{line: f.appendJoinLate, record: f.joinLateRecord, id: joinLateID})
+		if err != nil {
+			return err
+		}
+		rn.jn.late = n
 		c.SetInput(n)
 	case roleDead:
 		n, err := outputSink(rn, o, writer[deadRecord]{f.appendDead, f.deadKafka, f.deadItem, deadID})

@@ -198,6 +198,9 @@ type Summary struct {
 	// Failed is set when the job stopped with an error: the counts of what
 	// was written are what reached the outputs.
 	Failed bool `json:"failed,omitempty"`
+	// Join is what a job with a join made, and the other input's
+	// accounting; the summary's own accounting is the job's source's.
+	Join *JoinSummary `json:"join,omitempty"`
 	// ReadThisRun counts the lines this run read, when it resumed from a
 	// checkpoint: Read counts every run's. Not in the summary file, which
 	// is the same whatever the restarts.
@@ -235,23 +238,21 @@ func TriggerFinishedNote(finished, partly int64) string {
 	return fmt.Sprintf(" (%d, of these and of those too late for some of their windows, for windows whose trigger had finished)", finished)
 }
 
+// reasonsText is the quarantine's reasons with their counts, in the
+// order of their names: "not_json 2, no_time 1".
+func reasonsText(reasons map[string]int64) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(reasons)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, reasons[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Text is the summary for a person, as printed on standard error.
 func (s *Summary) Text() string {
 	q := ""
 	if len(s.QuarantineReasons) > 0 {
-		keys := make([]string, 0, len(s.QuarantineReasons))
-		for k := range s.QuarantineReasons {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		q = " ("
-		for i, k := range keys {
-			if i > 0 {
-				q += ", "
-			}
-			q += fmt.Sprintf("%s %d", k, s.QuarantineReasons[k])
-		}
-		q += ")"
+		q = " (" + reasonsText(s.QuarantineReasons) + ")"
 	}
 	rate := ""
 	if secs := s.elapsed.Seconds(); secs > 0 && s.ReadThisRun == s.Read {
@@ -292,11 +293,15 @@ func (s *Summary) Text() string {
 	}
 	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
 		name, s.Read, rate, s.Accepted, s.LateAccepted, partly, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
-	written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
-	if s.Failed {
-		written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
+	if s.Join != nil {
+		text += s.joinText(name)
+	} else {
+		written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
+		if s.Failed {
+			written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
+		}
+		text += fmt.Sprintf("weir: %s: %s; watermark %s\n", name, written, s.Watermark)
 	}
-	text += fmt.Sprintf("weir: %s: %s; watermark %s\n", name, written, s.Watermark)
 	if s.Heartbeats > 0 {
 		text += fmt.Sprintf("weir: %s: %d heartbeats advanced their partitions' event time (not events, not in the lines read)\n", name, s.Heartbeats)
 	}
@@ -375,6 +380,9 @@ type Runnable struct {
 	// each with its head, windows and outputs, and first is theirs.
 	siblings []*Runnable
 	first    *Runnable
+	// jn is what a job with a join builds (jobfile.Join): it has no
+	// aggregation.
+	jn *joinRun
 }
 
 // aggregations are the runnables of the job's aggregations: rn, then its
@@ -406,7 +414,11 @@ func Build(j *jobfile.Job, o Options) (*Runnable, error) {
 	}
 	o.Log, o.Progress = j.Secrets().Writer(o.Log), j.Secrets().Writer(o.Progress)
 	rn := newRunnable(j, o)
-	if err := rn.build(); err != nil {
+	build := rn.build
+	if j.Join != nil {
+		build = rn.buildJoin
+	}
+	if err := build(); err != nil {
 		if rn.e != nil {
 			rn.e.Discard()
 		}
@@ -609,13 +621,20 @@ func (rn *Runnable) engineConfig() engine.Config {
 		// The record of the end of the input keeps the run's summary: a
 		// run that resumes only to commit that record's output reports it.
 		ecfg.Checkpoint.FinalRecord = func() []byte {
-			b, _ := json.Marshal(rn.summary(nil))
+			sum := rn.summary
+			if rn.jn != nil {
+				sum = rn.joinSummary
+			}
+			b, _ := json.Marshal(sum(nil))
 			return b
 		}
 		// What a job writes when it ends is written before the end is
 		// recorded: a run that dies in between leaves it to the next.
 		ecfg.Checkpoint.OnEnd = func() error {
 			rn.ended = true
+			if rn.jn != nil {
+				return rn.writeJoinEnd(rn.finalJoinSummary(nil))
+			}
 			return rn.writeEnds(context.Background(), rn.finalSummary(nil))
 		}
 	}
@@ -941,7 +960,11 @@ func (rn *Runnable) watchState() func() {
 
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
-	sum, err := rn.run(ctx)
+	run := rn.run
+	if rn.jn != nil {
+		run = rn.runJoin
+	}
+	sum, err := run(ctx)
 	return sum, rn.j.RedactError(err)
 }
 
@@ -977,18 +1000,7 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	sum := rn.finalSummary(err)
-	sum.elapsed = time.Since(start)
-	var stopped *engine.StoppedError
-	if errors.As(err, &stopped) {
-		sum.Interrupted, sum.Savepoint = true, stopped.Savepoint
-		err = nil
-	}
-	if err != nil {
-		sum.Failed = true
-		var re *RuntimeError
-		if !errors.As(err, &re) {
-			err = &RuntimeError{Msg: err.Error(), Err: err}
-		}
+	if err = sum.settle(err, start); err != nil {
 		for i, a := range rn.aggregations() {
 			if a.j.Summary != "" {
 				// The summary of a failed run says so (failed: true), with
@@ -1007,6 +1019,27 @@ func (rn *Runnable) run(ctx context.Context) (*Summary, error) {
 		return sum, err
 	}
 	return sum, nil
+}
+
+// settle says in the summary how the run that started at start ended,
+// with err: stopped with a savepoint (no error), or failed (err, as a
+// RuntimeError).
+func (s *Summary) settle(err error, start time.Time) error {
+	s.elapsed = time.Since(start)
+	var stopped *engine.StoppedError
+	if errors.As(err, &stopped) {
+		s.Interrupted, s.Savepoint = true, stopped.Savepoint
+		return nil
+	}
+	if err == nil {
+		return nil
+	}
+	s.Failed = true
+	var re *RuntimeError
+	if !errors.As(err, &re) {
+		err = &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	return err
 }
 
 // of is the summary of the job's i-th aggregation, itself alone: the

@@ -28,9 +28,18 @@ type lateEvent = window.LateEvent[string, record]
 type format struct {
 	j     *jobfile.Job
 	times timeCache
+	// with is the format of the records of a join's other input (where
+	// they were read), in a job with a join.
+	with *format
 }
 
-func newFormat(j *jobfile.Job) *format { return &format{j: j} }
+func newFormat(j *jobfile.Job) *format {
+	f := &format{j: j}
+	if j.Join != nil {
+		f.with = &format{j: j.Join.With}
+	}
+	return f
+}
 
 // havingFilter passes on the panes for which the having expression holds. An
 // expression that fails on a pane (it compiled, but the pane's values make

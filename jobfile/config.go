@@ -140,6 +140,12 @@ type Job struct {
 	// Task is set in the job of a task of a group job: its partition + 1.
 	Task int32
 
+	// Join, when set, makes the job an interval join of its source with
+	// another input: see Join. It writes the joined records to Outputs,
+	// the records too late to join to Late, and the rejected lines of
+	// either input to Rejects; a job with Join has no windows.
+	Join *Join
+
 	// Aggregation names the job's aggregation in a job of several
 	// (aggregations:), whose others are Siblings: each a Job with the
 	// fields of the file in common and its own AggregationFields. Empty in
@@ -298,13 +304,19 @@ func LoadWith(path string, o LoadOptions) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if j.InputIsFile() {
-		if st, err := os.Stat(j.Input); err != nil {
-			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
-				Msg: fmt.Sprintf("input %s does not exist (%s)", j.inputName, text.ErrorText(err))}
+	for _, in := range []struct {
+		j     *Job
+		field string
+	}{{j, "source.file"}, {j.joinWith(), "join.with.source.file"}} {
+		if in.j == nil || !in.j.InputIsFile() {
+			continue
+		}
+		if st, err := os.Stat(in.j.Input); err != nil {
+			return nil, &Error{File: path, Line: in.j.inputLine, Field: in.field,
+				Msg: fmt.Sprintf("input %s does not exist (%s)", in.j.inputName, text.ErrorText(err))}
 		} else if st.IsDir() {
-			return nil, &Error{File: path, Line: j.inputLine, Field: "source.file",
-				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", j.inputName)}
+			return nil, &Error{File: path, Line: in.j.inputLine, Field: in.field,
+				Msg: fmt.Sprintf("input %s is a directory, expected a file of JSON lines", in.j.inputName)}
 		}
 	}
 	if err := checkFiles(j, path); err != nil {
@@ -515,25 +527,37 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.watermark(root, j); err != nil {
 		return nil, err
 	}
-	if err := p.window(root, j); err != nil {
-		return nil, err
-	}
-	if err := p.aggregates(root, j); err != nil {
-		return nil, err
-	}
-	if err := p.versioned(root, j); err != nil {
-		return nil, err
-	}
-	if err := p.checkKeyParts(j); err != nil {
-		return nil, err
-	}
-	if err := p.where(root, j); err != nil {
-		return nil, err
+	if root.get("join") != nil {
+		if err := p.where(root, j); err != nil {
+			return nil, err
+		}
+		if err := p.join(root, j); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := p.window(root, j); err != nil {
+			return nil, err
+		}
+		if err := p.aggregates(root, j); err != nil {
+			return nil, err
+		}
+		if err := p.versioned(root, j); err != nil {
+			return nil, err
+		}
+		if err := p.checkKeyParts(j); err != nil {
+			return nil, err
+		}
+		if err := p.where(root, j); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.having(root, j); err != nil {
 		return nil, err
 	}
 	if err := p.outputs(root, j); err != nil {
+		return nil, err
+	}
+	if err := p.checkJoinOutputs(j); err != nil {
 		return nil, err
 	}
 	if n, ok, err := root.integer("parallelism"); err != nil {

@@ -26,8 +26,8 @@ func checkFiles(j *Job, jobPath string) error {
 	type named struct{ field, path string }
 	var protect []named // files an output must not be
 	protect = append(protect, named{"the job file", jobPath})
-	if j.Input != "-" && j.Input != "" {
-		protect = append(protect, named{"the input (source.file)", j.Input})
+	for _, in := range j.inputFiles() {
+		protect = append(protect, named{"the input (" + in.field + ")", in.path})
 	}
 	outs := j.OutputFiles()
 	for i, o := range outs {

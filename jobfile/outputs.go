@@ -405,8 +405,10 @@ func (p *parser) distinct(j *Job) error {
 			}
 			stdout = o.Field
 		case o.File != "":
-			if o.File == j.Input {
-				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the input file; it would be overwritten"}
+			for _, in := range j.inputFiles() {
+				if in.path == o.File {
+					return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: in.is() + "; it would be overwritten"}
+				}
 			}
 			if prev, ok := seenFile[o.File]; ok {
 				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the same file as " + prev}
@@ -421,8 +423,10 @@ func (p *parser) distinct(j *Job) error {
 			if o.Table.Path == "" {
 				break
 			}
-			if o.Table.Path == j.Input {
-				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".sqlite.path", Msg: "is the input file; it would be overwritten"}
+			for _, in := range j.inputFiles() {
+				if in.path == o.Table.Path {
+					return &Error{File: p.file, Line: o.Line, Field: o.Field + ".sqlite.path", Msg: in.is() + "; it would be overwritten"}
+				}
 			}
 			if prev, ok := seenFile[o.Table.Path]; ok && !strings.HasSuffix(prev, ".sqlite.path") {
 				return &Error{File: p.file, Line: o.Line, Field: o.Field + ".sqlite.path", Msg: "is the same file as " + prev}
@@ -433,8 +437,10 @@ func (p *parser) distinct(j *Job) error {
 			if prev, ok := seenTopic[t]; ok {
 				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the same topic as " + prev}
 			}
-			if j.Kafka != nil && o.Kafka.Topic == j.Kafka.Topic && strings.Join(o.Kafka.Brokers, ",") == strings.Join(j.Kafka.Brokers, ",") {
-				return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "is the input topic; weir would read its own output"}
+			for i, in := range []*Job{j, j.joinWith()} {
+				if in != nil && in.Kafka != nil && o.Kafka.Topic == in.Kafka.Topic && strings.Join(o.Kafka.Brokers, ",") == strings.Join(in.Kafka.Brokers, ",") {
+					return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: []string{"is the input topic", "is the input topic of join.with"}[i] + "; weir would read its own output"}
+				}
 			}
 			seenTopic[t] = o.Field
 		}

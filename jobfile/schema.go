@@ -264,7 +264,7 @@ var httpObject = object("The console's address and who may use it.", nil,
 var jobShape = func() *shape {
 	s := jobFields
 	s.Required = []string{"source", "time"}
-	s.Either = [][]string{{"window", "aggregates", "output"}, {"aggregations"}}
+	s.Either = [][]string{{"window", "aggregates", "output"}, {"aggregations"}, {"join", "output"}}
 	agg := object("One aggregation: its own key, windows, aggregates and outputs; the job's other fields are its aggregations' in common.", []string{"window", "aggregates", "output"})
 	for _, f := range jobFields.Fields {
 		if slices.Contains(AggregationFields, f.Name) {
@@ -274,7 +274,30 @@ var jobShape = func() *shape {
 	s.Fields = append(slices.Clip(s.Fields), field{"aggregations", &shape{Kind: kMap, Min: 1, Pattern: `^[A-Za-z_][A-Za-z0-9_]*$`,
 		Doc:  "Several aggregations of one read of the source, by name: the source is read, validated, de-duplicated by the same rules and checkpointed once for all. A savepoint restores each by its name (a job without aggregations has one, named window).",
 		Item: agg}})
+	with := object("The other input (the right one): its own source, time, key, derived fields and where; the watermark and max_future are the job's.", []string{"source", "time", "key"})
+	for _, f := range jobFields.Fields {
+		if slices.Contains(JoinWithFields, f.Name) {
+			with.Fields = append(with.Fields, f)
+		}
+	}
+	s.Fields = append(s.Fields, field{"join", object("An interval join of the source (the left input) with another input by key and event time, as Flink's intervalJoin: the job writes the joined records instead of windows' panes.", []string{"with", "between"},
+		field{"with", with},
+		field{"between", &shape{Kind: kList, Min: 2, Max: 2, Doc: "[from, to]: a record of the other input joins a record of this one with the same key when its time is within [time + from, time + to], both included.",
+			Item: &shape{Kind: kString, Doc: "A duration, negative for before: -5m, 0s, 10m.", Pattern: `^-?` + durationPattern[1:]}}},
+		field{"kind", enum("inner (default): the pairs; left_outer: the pairs, and each record of this input that joined nothing once its interval has passed; anti: only those.", JoinInner, JoinLeftOuter, JoinAnti)},
+		field{"allowed_lateness", dur("How far behind the combined watermark a record may come and still join (default 0s).")},
+	)})
 	return &s
+}()
+
+// joinShape is the job file's join.
+var joinShape = func() *shape {
+	for _, f := range jobShape.Fields {
+		if f.Name == "join" {
+			return f.Shape
+		}
+	}
+	panic("jobfile: the job file has no join")
 }()
 
 // jobFields are the fields of a job of one aggregation.

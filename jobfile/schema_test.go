@@ -44,25 +44,44 @@ aggregates: {n: count}
 output: out.jsonl
 `
 
+// schemaJoinBase is a job file with a join, which the fields under join
+// are added to.
+const schemaJoinBase = `name: t
+source: {file: in.jsonl}
+time: {field: ts}
+key: k
+join: {with: {source: {file: in2.jsonl}, time: {field: ts}, key: k}, between: [0s, 1m]}
+output: out.jsonl
+`
+
+// baseOf is the job file path is added to.
+func baseOf(path string) []byte {
+	if path == "join" || strings.HasPrefix(path, "join.") {
+		return []byte(schemaJoinBase)
+	}
+	return []byte(schemaBase)
+}
+
 // schemaContext is what a field needs around it to be read at all: the
 // settings of its mapping's kind, by the mapping's path.
 var schemaContext = map[string][]string{
-	"source.kafka":      {"source={kafka: {brokers: [b:9092], topic: in}}"},
-	"window.sliding":    {"window={sliding: {size: 10m, slide: 1m}}"},
-	"window.session":    {"window={session: {gap: 1m}}"},
-	"output.kafka":      {"output={kafka: {brokers: [b:9092], topic: out}}"},
-	"output.registry":   {"output={kafka: {brokers: [b:9092], topic: out}, format: avro, registry: {url: http://r:8081}}"},
-	"output.sqlite":     {"output={sqlite: {path: r.db, table: r}}"},
-	"output.postgres":   {"output={postgres: {dsn: postgres://h/db, table: r}}"},
-	"late_output.kafka": {"late_output={kafka: {brokers: [b:9092], topic: late}}"},
-	"quarantine.kafka":  {"quarantine={kafka: {brokers: [b:9092], topic: bad}}"},
-	"output":            {"output={file: o.jsonl}"},
-	"late_output":       {"late_output={file: l.jsonl}"},
-	"quarantine":        {"quarantine={file: q.jsonl}"},
-	"dead_letter.kafka": {"dead_letter={kafka: {brokers: [b:9092], topic: refused}}"},
-	"dead_letter":       {"dead_letter={file: d.jsonl}"},
-	"http":              {"http={listen: 127.0.0.1:1}"},
-	"checkpoint":        {"checkpoint={dir: ck}"},
+	"source.kafka":           {"source={kafka: {brokers: [b:9092], topic: in}}"},
+	"join.with.source.kafka": {"join.with.source={kafka: {brokers: [b:9092], topic: in2}}"},
+	"window.sliding":         {"window={sliding: {size: 10m, slide: 1m}}"},
+	"window.session":         {"window={session: {gap: 1m}}"},
+	"output.kafka":           {"output={kafka: {brokers: [b:9092], topic: out}}"},
+	"output.registry":        {"output={kafka: {brokers: [b:9092], topic: out}, format: avro, registry: {url: http://r:8081}}"},
+	"output.sqlite":          {"output={sqlite: {path: r.db, table: r}}"},
+	"output.postgres":        {"output={postgres: {dsn: postgres://h/db, table: r}}"},
+	"late_output.kafka":      {"late_output={kafka: {brokers: [b:9092], topic: late}}"},
+	"quarantine.kafka":       {"quarantine={kafka: {brokers: [b:9092], topic: bad}}"},
+	"output":                 {"output={file: o.jsonl}"},
+	"late_output":            {"late_output={file: l.jsonl}"},
+	"quarantine":             {"quarantine={file: q.jsonl}"},
+	"dead_letter.kafka":      {"dead_letter={kafka: {brokers: [b:9092], topic: refused}}"},
+	"dead_letter":            {"dead_letter={file: d.jsonl}"},
+	"http":                   {"http={listen: 127.0.0.1:1}"},
+	"checkpoint":             {"checkpoint={dir: ck}"},
 }
 
 // contextOf is what path needs around it (schemaContext), the outer
@@ -126,7 +145,7 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 	}
 	for _, path := range paths {
 		sets := append(contextOf(path, false), path+"={wrong: [1]}")
-		_, err := ParseWith([]byte(schemaBase), "job.yaml", t.TempDir(), LoadOptions{Set: sets})
+		_, err := ParseWith(baseOf(path), "job.yaml", t.TempDir(), LoadOptions{Set: sets})
 		var e *Error
 		if !errors.As(err, &e) || (e.Field != path && !strings.HasPrefix(e.Field, path+".") && !strings.HasPrefix(e.Field, path+"[")) {
 			t.Errorf("%s: a mapping where a value belongs gives %v; want an error naming %s", path, err, path)
@@ -146,7 +165,7 @@ func TestSchemaFieldsAreRead(t *testing.T) {
 			if prefix == "source" {
 				sets = append(sets, "source={file: in.jsonl}")
 			}
-			_, err := ParseWith([]byte(schemaBase), "job.yaml", t.TempDir(), LoadOptions{Set: append(sets, typo+"=1")})
+			_, err := ParseWith(baseOf(prefix), "job.yaml", t.TempDir(), LoadOptions{Set: append(sets, typo+"=1")})
 			var e *Error
 			if !errors.As(err, &e) || e.Field != typo || !strings.Contains(e.Msg, `unknown field "zz"`) {
 				t.Errorf("%s: %v; want unknown field zz", typo, err)

@@ -472,6 +472,18 @@ func describe(n *Node) string {
 			s += fmt.Sprintf("; %d instances", op.Parallelism)
 		}
 		return s
+	case *Join:
+		s := op.Mode + " join within " + op.Interval()
+		for _, l := range op.Layout {
+			if l.Field == "key" {
+				s += " by " + l.Value
+			}
+		}
+		s += fmt.Sprintf("; watermark %s; lateness %s", DescribeWatermark(op.Watermark, ""), mtime.FormatDuration(op.Lateness))
+		if op.Parallelism > 1 {
+			s += fmt.Sprintf("; %d instances", op.Parallelism)
+		}
+		return s
 	case *Sink:
 		return op.Writes
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/weirstream/weir/job"
@@ -94,6 +95,20 @@ func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) i
 			findings++
 			f.Field = a.FieldName(f.Field)
 			once(f.In(a, file))
+		}
+	}
+	if j.Join != nil {
+		// The join's other input, read by its own time, key and where.
+		ws, err := job.SampleInput(j.Join.With, n)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: the input of join.with cannot be read: %v\n", file, j.RedactError(err))
+			return 1
+		}
+		fmt.Fprint(stdout, ws.Report())
+		for _, f := range ws.Findings() {
+			findings++
+			f.Field = strings.TrimSuffix("join.with."+f.Field, ".")
+			once(f.In(j, file))
 		}
 	}
 	warnings := j.Warnings()

@@ -94,6 +94,9 @@ func (e *ChangedInputError) Error() string {
 }
 
 // Open implements connector.Source.
+// Recorded implements connector.Recorded: a file that is not followed.
+func (s *Source) Recorded() bool { return !s.Follow }
+
 func (s *Source) Open(ctx context.Context, position []byte) error {
 	if s.Poll <= 0 {
 		s.Poll = 10 * time.Millisecond

@@ -1,0 +1,453 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/weirstream/weir/connector"
+	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/jobfile"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/translate"
+)
+
+// A job with a join (jobfile.Join) reads two inputs, each through a head
+// of its own (decode, validate, account, as an aggregation's head does),
+// into an interval join, whose records go to the outputs and whose
+// records too late to join go to the late output. The plan's nodes: the
+// two sources, "input" (the left input) and "with" (the right one), the
+// join, and the outputs.
+const (
+	nodeWith = "with"
+	nodeJoin = "join"
+)
+
+type (
+	joined   = engine.Joined[string, record, record]
+	joinLate = engine.JoinLate[string, record, record]
+)
+
+// joinRun is what a job with a join builds besides the runnable's engine:
+// the other input's job and parser, the heads of both inputs, the join,
+// and its outputs.
+type joinRun struct {
+	with         *jobfile.Job
+	lp, rlp      *lineParser
+	heads        [2]*engine.Head[string, record]
+	join         *engine.Join[string, record, record]
+	outs         []*engine.SinkNode[joined]
+	late         *engine.SinkNode[joinLate]
+	restoredRead [2]int64
+}
+
+// joinPlan is the plan of a job with a join.
+func (rn *Runnable) joinPlan() *plan.Graph {
+	j := rn.j
+	jo := j.Join
+	g := &plan.Graph{Name: j.Name}
+	var ins []plan.Input
+	for i, side := range []*jobfile.Job{j, jo.With} {
+		id := plan.ID{Kind: plan.KindSource, Name: []string{nodeInput, nodeWith}[i]}
+		connector, reads, _ := sourceNames(side)
+		read := &plan.Source{Connector: connector, Reads: reads, Format: "json"}
+		if side.Format != nil {
+			read.Format = side.Format.Config.Describe()
+		}
+		g.Add(&plan.Node{ID: id, Label: []string{"source", "join.with"}[i], Op: read, Impl: &joinSourceNode{rn: rn, side: i}})
+		ins = append(ins, plan.Input{From: id})
+	}
+	join := plan.ID{Kind: plan.KindJoin, Name: nodeJoin}
+	op := &plan.Join{Lower: jo.Lower, Upper: jo.Upper, Mode: jo.Kind, Lateness: jo.AllowedLateness, Watermark: j.Watermark,
+		Format: joinFormat, Parallelism: j.Parallelism,
+		Layout: []plan.Setting{{Field: "key", Value: j.KeyName()}, {Field: "with.key", Value: jo.With.KeyName()}},
+		Settings: append(append(expressionSettings(j), prefixed("with.", expressionSettings(jo.With))...),
+			translate.ParallelismSetting(j.Parallelism)),
+	}
+	g.Add(&plan.Node{ID: join, Label: "join", Inputs: ins, Op: op, Impl: &joinNode{rn: rn}})
+	add := func(o *jobfile.Output, ins []plan.Input, role outputRole) {
+		key, former := recordKey(j, o)
+		g.Add(&plan.Node{ID: plan.ID{Kind: plan.KindSink, Name: key}, Label: o.Field, Inputs: ins,
+			Op: &plan.Sink{Connector: o.Destination().Connector(), Writes: o.Kind(), Former: former}, Impl: &sinkNode{rn: rn, o: o, role: role}})
+	}
+	for i := range j.Outputs {
+		add(&j.Outputs[i], []plan.Input{{From: join}}, roleJoined)
+	}
+	if j.Late != nil {
+		add(j.Late, []plan.Input{{From: join, Port: plan.Late}}, roleJoinLate)
+	}
+	if j.Rejects != nil {
+		add(j.Rejects, []plan.Input{{From: ins[0].From, Port: plan.Rejected}, {From: ins[1].From, Port: plan.Rejected}}, roleRejected)
+	}
+	return g
+}
+
+// prefixed is settings with their fields prefixed.
+func prefixed(prefix string, settings []plan.Setting) []plan.Setting {
+	for i := range settings {
+		settings[i].Field = prefix + settings[i].Field
+	}
+	return settings
+}
+
+// joinFormat is the format of a join's state the codec writes (joinCodec).
+const joinFormat = 1
+
+// joinNode builds the join: its state, restored at any parallelism, and
+// where its records and its too-late records go.
+type joinNode struct{ rn *Runnable }
+
+func (n *joinNode) Build(c *translate.Ctx) error {
+	rn := n.rn
+	j, jr, e := rn.j, rn.jn, c.Engine()
+	jo := j.Join
+	spec := engine.JoinSpec{Lower: jo.Lower, Upper: jo.Upper, Lateness: jo.AllowedLateness}
+	switch jo.Kind {
+	case jobfile.JoinLeftOuter:
+		spec.Mode = engine.JoinLeftOuter
+	case jobfile.JoinAnti:
+		spec.Mode = engine.JoinAnti
+	}
+	var err error
+	jr.join, err = engine.NewJoin(e, engine.JoinConfig[string, record, record]{Name: c.Participant(), Spec: spec, Watermark: j.Watermark,
+		Parallelism: j.Parallelism, Hash: hashString, Codec: joinCodec{}})
+	if err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	for _, o := range c.Consumers(plan.Main) {
+		jr.join.Out.Subscribe(o.(engine.Consumer[joined]))
+	}
+	for _, l := range c.Consumers(plan.Late) {
+		jr.join.Late.Subscribe(l.(engine.Consumer[joinLate]))
+	}
+	return nil
+}
+
+// joinSourceNode builds one input of a job with a join: its source, read
+// through a head of its own into its side of the join.
+type joinSourceNode struct {
+	rn   *Runnable
+	side int // 0 the job's source (left), 1 join.with (right)
+}
+
+func (s *joinSourceNode) Build(c *translate.Ctx) error {
+	rn, jr, e := s.rn, s.rn.jn, c.Engine()
+	in := []*jobfile.Job{rn.j, jr.with}[s.side]
+	lp := []*lineParser{jr.lp, jr.rlp}[s.side]
+	var quarantine engine.Consumer[engine.RejectedRecord]
+	for _, q := range c.Consumers(plan.Rejected) {
+		quarantine = q.(engine.Consumer[engine.RejectedRecord])
+		if s.side == 1 {
+			// The quarantine takes the source loop's signals from the
+			// left input's head: once.
+			quarantine = engine.Func[engine.RejectedRecord]{OnPush: quarantine.Push}
+		}
+	}
+	target := jr.join.LeftTarget()
+	name := "head"
+	if s.side == 1 {
+		target, name = jr.join.RightTarget(), "head:"+nodeWith
+	}
+	_, _, srcName := sourceNames(in)
+	lp.decodeOn(1)
+	h, err := engine.NewHead(e, engine.HeadConfig[string, record]{Name: name, Source: srcName, Decoder: keepRaw{lp}, Window: target,
+		Quarantine: quarantine, Decoders: 1})
+	if err != nil {
+		return &RuntimeError{Msg: err.Error(), Err: err}
+	}
+	jr.heads[s.side] = h
+	jr.restoredRead[s.side] = h.Counts().Read
+	src, err := rn.sourceOf(in)
+	if err != nil {
+		return err
+	}
+	if err := e.AddSource(c.Node().ID.Name, src, h); err != nil {
+		return err
+	}
+	e.OnSignal(h)
+	return nil
+}
+
+// keepRaw is a decoder whose events keep their text: a join holds them
+// past the batch they were read in, whose memory the source reuses.
+type keepRaw struct{ *lineParser }
+
+func (k keepRaw) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
+	k.lineParser.Decode(r, d)
+	if d.Kind == engine.Event {
+		d.Value.raw, d.Value.vals = bytes.Clone(d.Value.raw), nil
+	}
+}
+
+// joinCodec keeps a join's records in checkpoints: each its line (or
+// offset), partition, event time and text.
+type joinCodec struct{}
+
+func (joinCodec) AppendKey(b []byte, k string) []byte { return enc.AppendString(b, k) }
+func (joinCodec) ReadKey(d *enc.Decoder) string       { return d.String() }
+func (joinCodec) AppendAcc(b []byte, r record) []byte { return appendJoinRecord(b, r) }
+func (joinCodec) ReadAcc(d *enc.Decoder) record       { return readJoinRecord(d) }
+func (joinCodec) AppendOut(b []byte, r record) []byte { return appendJoinRecord(b, r) }
+func (joinCodec) ReadOut(d *enc.Decoder) record       { return readJoinRecord(d) }
+func appendJoinRecord(b []byte, r record) []byte {
+	b = enc.AppendVarint(b, r.line)
+	b = enc.AppendVarint(b, int64(r.part))
+	b = enc.AppendVarint(b, int64(r.ts))
+	return enc.AppendBytes(b, r.raw)
+}
+
+func readJoinRecord(d *enc.Decoder) record {
+	var r record
+	r.line, r.part, r.ts = d.Varint(), int32(d.Varint()), mtime.Time(d.Varint())
+	r.raw = bytes.Clone(d.Bytes())
+	return r
+}
+
+// buildJoin builds a job with a join.
+func (rn *Runnable) buildJoin() error {
+	j, o := rn.j, rn.o
+	if o.Console {
+		return &RuntimeError{Msg: fmt.Sprintf("%s: http: a job with join has no console yet", j.File)}
+	}
+	rn.warn = j.Warnings()
+	rn.jn = &joinRun{with: j.Join.With, lp: newLineParser(j), rlp: newLineParser(j.Join.With)}
+	for _, p := range []struct {
+		lp *lineParser
+		j  *jobfile.Job
+	}{{rn.jn.lp, j}, {rn.jn.rlp, j.Join.With}} {
+		dec, err := newDecoder(p.j, func(s string) { rn.logf("%s", j.Redact(s)) })
+		if err != nil {
+			return err
+		}
+		p.lp.format = dec
+	}
+	tc := translate.Config{Engine: rn.engineConfig(), Fingerprint: fingerprint(j), Opened: rn.opened}
+	if _, err := translate.Build(rn.plan(), tc); err != nil {
+		var je *jobfile.Error
+		var re *RuntimeError
+		if errors.As(err, &je) || errors.As(err, &re) {
+			return err
+		}
+		if rerr := rerunRefusal(j, err); rerr != err {
+			return rerr
+		}
+		return setupError(j, err)
+	}
+	rn.fileModes(rn.e)
+	if c := rn.e.Resumed(); c != nil {
+		rn.logf("resuming from %s (line %d of %s, line %d of %s)", c.Path, file.Line(rn.e.RestoredPosition(nodeInput)), j.InputName(),
+			file.Line(rn.e.RestoredPosition(nodeWith)), j.Join.With.InputName())
+	}
+	return nil
+}
+
+// runJoin runs a built job with a join.
+func (rn *Runnable) runJoin(ctx context.Context) (*Summary, error) {
+	start := time.Now()
+	err := rn.e.Run(ctx)
+	sum := rn.finalJoinSummary(err)
+	if err = sum.settle(err, start); err != nil {
+		if serr := rn.writeJoinEnd(sum); serr != nil {
+			rn.logf("%v", serr)
+		}
+		return sum, err
+	}
+	if rn.ended && !sum.Interrupted {
+		return sum, nil // written when the end was committed
+	}
+	return sum, rn.writeJoinEnd(sum)
+}
+
+// writeJoinEnd writes what a job with a join writes when it ends (or
+// fails): its summary.
+func (rn *Runnable) writeJoinEnd(sum *Summary) error {
+	if rn.j.Summary == "" {
+		return nil
+	}
+	return writeSummary(rn.j, rn.j.Summary, sum, rn.o.Stdout, rn.o.Force)
+}
+
+// finalJoinSummary is the run's summary; for a run that only committed
+// the output of the last one, which had reached the end of its inputs,
+// that run's summary with what is committed now.
+func (rn *Runnable) finalJoinSummary(err error) *Summary {
+	sum := rn.joinSummary(err)
+	if ok, rec := rn.e.Finishing(); ok && err == nil {
+		var last Summary
+		if json.Unmarshal(rec, &last) == nil && last.Join != nil {
+			last.Join.Written, last.LateWritten = sum.Join.Written, sum.LateWritten
+			return &last
+		}
+	}
+	return sum
+}
+
+// JoinSummary is what a job with a join made: the other input's
+// accounting (the summary's own is the job's source's), and the records
+// the join made and wrote.
+type JoinSummary struct {
+	Kind string `json:"kind"`
+	// With accounts for every line of the other input (join.with), as the
+	// summary does for the job's source: accepted into the join, filtered
+	// out by its where, too late for the join, or quarantined.
+	With                  engine.Accounting `json:"with"`
+	WithQuarantineReasons map[string]int64  `json:"with_quarantine_reasons"`
+	WithBlankLines        int64             `json:"with_blank_lines"`
+	// Pairs are the records joined; Unmatched the records of the job's
+	// source that joined nothing (left_outer and anti); Written what
+	// reached each output.
+	Pairs     int64 `json:"pairs"`
+	Unmatched int64 `json:"unmatched"`
+	Written   int64 `json:"written"`
+}
+
+// joinSummary is the summary of a job with a join: its source's
+// accounting, the other input's, and what the join made.
+func (rn *Runnable) joinSummary(err error) *Summary {
+	jr := rn.jn
+	st := jr.join.Stats()
+	side := func(i int) engine.Counts {
+		c := jr.heads[i].Counts()
+		c.TooLate = []int64{st.LateLeft, st.LateRight}[i]
+		c.Accepted = c.Read - c.Quarantined - c.Filtered - c.TooLate
+		return c
+	}
+	l, r := side(0), side(1)
+	s := &Summary{Job: rn.j.Name, Accounting: l.Accounting, QuarantineReasons: l.QuarantineReasons, BlankLines: l.BlankLines, Lost: l.Lost + r.Lost,
+		Join: &JoinSummary{Kind: rn.j.Join.Kind, With: r.Accounting, WithQuarantineReasons: r.QuarantineReasons, WithBlankLines: r.BlankLines,
+			Pairs: st.Pairs, Unmatched: st.Unmatched}}
+	s.ReadThisRun = s.Read - jr.restoredRead[0]
+	if len(jr.outs) > 0 {
+		s.Join.Written = jr.outs[0].Written()
+	}
+	if jr.late != nil {
+		s.LateWritten = jr.late.Written()
+	}
+	s.OutputsAdded = rn.e.AddedSinks()
+	s.Watermark = jr.join.Watermark().String()
+	if jr.join.Watermark() == mtime.MinTime {
+		s.Watermark = "none"
+	}
+	return s
+}
+
+// joinText is the summary's lines of what a join made.
+func (s *Summary) joinText(name string) string {
+	js := s.Join
+	w := js.With
+	q := ""
+	if w.Quarantined > 0 {
+		q = " (" + reasonsText(js.WithQuarantineReasons) + ")"
+	}
+	filtered := ""
+	if w.Filtered > 0 {
+		filtered = fmt.Sprintf(", %d filtered out by where", w.Filtered)
+	}
+	text := fmt.Sprintf("weir: %s: join.with: read %d lines: %d accepted%s, %d too late, %d quarantined%s\n", name, w.Read, w.Accepted, filtered, w.TooLate, w.Quarantined, q)
+	written := fmt.Sprintf("%d records written, %d too-late records written", js.Written, s.LateWritten)
+	if s.Failed {
+		written = fmt.Sprintf("%d records and %d too-late records reached the outputs before the failure", js.Written, s.LateWritten)
+	}
+	return text + fmt.Sprintf("weir: %s: %s join: %d pairs, %d unmatched; %s; watermark %s\n", name, js.Kind, js.Pairs, js.Unmatched, written, s.Watermark)
+}
+
+// appendJoined formats a joined record: its key, its time (the later of
+// the two records', the left one's when unmatched), whether it matched,
+// and each record with where it was read and its event time.
+func (f *format) appendJoined(b []byte, o joined) []byte {
+	b = append(b, '{')
+	b = f.appendKey(b, o.Key)
+	b = append(b, `,"time":`...)
+	b = appendTime(b, o.Time)
+	b = append(b, `,"matched":`...)
+	b = fmt.Appendf(b, "%t", o.Matched)
+	b = append(b, `,"left":`...)
+	b = f.appendSide(b, o.Left)
+	b = append(b, `,"right":`...)
+	if o.Matched {
+		b = f.with.appendSide(b, o.Right)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"watermark":`...)
+	b = appendWatermark(b, o.Watermark)
+	return append(b, '}', '\n')
+}
+
+// appendWatermark appends the watermark, null before the first.
+func appendWatermark(b []byte, w mtime.Time) []byte {
+	if w == mtime.MinTime {
+		return append(b, "null"...)
+	}
+	return appendTime(b, w)
+}
+
+// appendSide formats one record of a join: where it was read, its event
+// time and its text.
+func (f *format) appendSide(b []byte, r record) []byte {
+	b = append(b, `{"event_time":`...)
+	b = appendTime(b, r.ts)
+	b = f.appendPosition(b, r.part, r.line)
+	b = f.appendRecord(b, "event", r.raw, nil, true)
+	return append(b, '}')
+}
+
+// appendJoinLate formats a record too late for the join.
+func (f *format) appendJoinLate(b []byte, l joinLate) []byte {
+	b = append(b, `{"reason":"`...)
+	b = append(b, l.Reason...)
+	b = append(b, `","side":"`...)
+	b = append(b, l.Side...)
+	b = append(b, `",`...)
+	b = f.appendKey(b, l.Key)
+	b = append(b, `,"watermark":`...)
+	b = appendWatermark(b, l.Watermark)
+	b = append(b, `,"event_time":`...)
+	b = appendTime(b, l.Timestamp)
+	r, sf := l.Left, f
+	if l.Side == "right" {
+		r, sf = l.Right, f.with
+	}
+	b = sf.appendPosition(b, r.part, r.line)
+	b = append(b, `,"set_aside_at":`...)
+	b = appendTime(b, l.At)
+	b = sf.appendRecord(b, "event", r.raw, nil, true)
+	return append(b, '}', '\n')
+}
+
+// joinedRecord is a joined record as a Kafka record, keyed by its key.
+func (f *format) joinedRecord(o joined) (key, value []byte) {
+	v := f.appendJoined(nil, o)
+	return []byte(o.Key), v[:len(v)-1]
+}
+
+// joinLateRecord is a too-late record as a Kafka record, keyed by its key.
+func (f *format) joinLateRecord(l joinLate) (key, value []byte) {
+	v := f.appendJoinLate(nil, l)
+	return []byte(l.Key), v[:len(v)-1]
+}
+
+// joinedID is a joined record's identity: the records it is made of.
+func joinedID(o joined) uint64 {
+	h := newIdentity().string(o.Key).int(int64(o.Left.part)).int(o.Left.line)
+	if o.Matched {
+		h = h.int(int64(o.Right.part)).int(o.Right.line)
+	}
+	return uint64(h)
+}
+
+// joinLateID is a too-late record's identity: its side and where it was
+// read.
+func joinLateID(l joinLate) uint64 {
+	r := l.Left
+	if l.Side == "right" {
+		r = l.Right
+	}
+	return uint64(newIdentity().string(l.Side).int(int64(r.part)).int(r.line))
+}

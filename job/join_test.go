@@ -1,0 +1,234 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/jobfile"
+)
+
+// The orders and payments of joinJob: times in minutes after 10:00.
+const (
+	joinOrders = `{"order_id":"o1","ts":"2026-01-01T10:00:00Z","amount":10}
+{"order_id":"o2","ts":"2026-01-01T10:01:00Z","amount":20}
+{"order_id":"o3","ts":"2026-01-01T10:02:00Z","amount":30}
+not json
+{"order_id":"o4","ts":"2026-01-01T10:20:00Z","amount":40}
+{"order_id":"o5","ts":"2026-01-01T10:30:00Z","amount":50}
+{"order_id":"o6","ts":"2026-01-01T10:05:00Z","amount":60}
+`
+	joinPayments = `{"order":"o1","paid_at":"2026-01-01T10:03:00Z","status":"ok"}
+{"order":"o3","paid_at":"2026-01-01T10:15:00Z","status":"ok"}
+{"order":"o2","paid_at":"2026-01-01T10:05:00Z","status":"failed"}
+{"order":"o4","paid_at":"2026-01-01T10:21:00Z","status":"ok"}
+{"order":"o9","paid_at":"2026-01-01T10:00:00Z","status":"ok"}
+{"order":"o5","paid_at":"2026-01-01T10:31:00Z","status":"ok"}
+`
+)
+
+// joinJob joins the orders with their payments within ten minutes, with a
+// watermark moved by every record.
+func joinJob(kind string) string {
+	return `name: paid
+source: {file: orders.jsonl}
+time: {field: ts}
+key: order_id
+join:
+  with: {source: {file: payments.jsonl}, time: {field: paid_at}, key: order, where: "status == 'ok'"}
+  between: [0s, 10m]
+  kind: ` + kind + `
+watermark: {delay: 0s, interval: 0s}
+output: joined.jsonl
+late_output: late.jsonl
+quarantine: bad.jsonl
+summary: summary.json
+`
+}
+
+// runJoinJob runs a job with a join on the orders and payments in dir.
+func runJoinJob(t *testing.T, dir, yaml, orders, payments string, o Options) *Summary {
+	t.Helper()
+	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(orders), 0o600)
+	os.WriteFile(filepath.Join(dir, "payments.jsonl"), []byte(payments), 0o600)
+	j := loadJob(t, dir, yaml)
+	sum, err := Run(context.Background(), j, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// A join job reads both inputs in one order, by event time: the records
+// it joins, those of the job's source that joined nothing, and those too
+// late on either side are the interval join's, derived here record by
+// record (the records in merged order: o1@0, payment o1@3, o2@1, o3@2,
+// the line that is not JSON, o4@20, payment o3@15 (passing the intervals
+// of o2 and o3, which joined nothing), the failed payment (filtered out),
+// payment o4@21, o5@30, payment o9@0 (too late), payment o5@31, o6@5 (too
+// late)).
+func TestJoinJob(t *testing.T) {
+	pair := func(key, l, r string, lline, rline int) string {
+		return fmt.Sprintf(`{"key":"%s","time":"%s","matched":true,"left":{"event_time":"%s","line":%d,"event":%s},"right":{"event_time":"%s","line":%d,"event":%s},`,
+			key, maxTime(tsOf(l), tsOf(r)), tsOf(l), lline, l, tsOf(r), rline, r)
+	}
+	unmatched := func(key, l string, line int) string {
+		return fmt.Sprintf(`{"key":"%s","time":"%s","matched":false,"left":{"event_time":"%s","line":%d,"event":%s},"right":null,`, key, tsOf(l), tsOf(l), line, l)
+	}
+	orders, payments := strings.Split(joinOrders, "\n"), strings.Split(joinPayments, "\n")
+	o1 := pair("o1", orders[0], payments[0], 1, 1) + `"watermark":null}`
+	o2 := unmatched("o2", orders[1], 2) + `"watermark":"2026-01-01T10:14:59.999Z"}`
+	o3 := unmatched("o3", orders[2], 3) + `"watermark":"2026-01-01T10:14:59.999Z"}`
+	o4 := pair("o4", orders[4], payments[3], 5, 4) + `"watermark":"2026-01-01T10:14:59.999Z"}`
+	o5 := pair("o5", orders[5], payments[5], 6, 6) + `"watermark":"2026-01-01T10:20:59.999Z"}`
+	for _, c := range []struct {
+		kind  string
+		want  []string
+		pairs int64
+	}{
+		{jobfile.JoinLeftOuter, []string{o1, o2, o3, o4, o5}, 3},
+		{jobfile.JoinInner, []string{o1, o4, o5}, 3},
+		{jobfile.JoinAnti, []string{o2, o3}, 0},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			dir := t.TempDir()
+			sum := runJoinJob(t, dir, joinJob(c.kind), joinOrders, joinPayments, Options{})
+			if got, want := read(t, dir, "joined.jsonl"), strings.Join(c.want, "\n")+"\n"; got != want {
+				t.Errorf("joined:\n%s\nwant:\n%s", got, want)
+			}
+			late := read(t, dir, "late.jsonl")
+			wantLate := []string{
+				`{"reason":"too_late_for_join","side":"right","key":"o9","watermark":"2026-01-01T10:20:59.999Z","event_time":"2026-01-01T10:00:00.000Z","line":5,"set_aside_at":`,
+				`{"reason":"too_late_for_join","side":"left","key":"o6","watermark":"2026-01-01T10:29:59.999Z","event_time":"2026-01-01T10:05:00.000Z","line":7,"set_aside_at":`,
+			}
+			lines := strings.Split(strings.TrimSpace(late), "\n")
+			if len(lines) != 2 || !strings.HasPrefix(lines[0], wantLate[0]) || !strings.HasPrefix(lines[1], wantLate[1]) ||
+				!strings.HasSuffix(lines[0], `,"event":`+payments[4]+`}`) || !strings.HasSuffix(lines[1], `,"event":`+orders[6]+`}`) {
+				t.Errorf("late:\n%s\nwant lines starting\n%s", late, strings.Join(wantLate, "\n"))
+			}
+			if bad := read(t, dir, "bad.jsonl"); !strings.HasPrefix(bad, `{"reason":"not_json","line":4,`) || strings.Count(bad, "\n") != 1 {
+				t.Errorf("quarantine:\n%s", bad)
+			}
+			js := sum.Join
+			if sum.Read != 7 || sum.Accepted != 5 || sum.Quarantined != 1 || sum.TooLate != 1 || !sum.Accounting.Balanced() {
+				t.Errorf("orders: %+v", sum.Accounting)
+			}
+			if w := js.With; w.Read != 6 || w.Accepted != 4 || w.Filtered != 1 || w.TooLate != 1 || !w.Balanced() {
+				t.Errorf("payments: %+v", w)
+			}
+			if js.Pairs != c.pairs || js.Unmatched != map[string]int64{jobfile.JoinInner: 0}[c.kind]+map[bool]int64{true: 2}[c.kind != jobfile.JoinInner] ||
+				js.Written != int64(len(c.want)) || sum.LateWritten != 2 {
+				t.Errorf("join: %+v, late written %d", js, sum.LateWritten)
+			}
+			if s := read(t, dir, "summary.json"); !strings.Contains(s, `"join": {`) || !strings.Contains(s, fmt.Sprintf(`"pairs": %d`, c.pairs)) {
+				t.Errorf("summary file:\n%s", s)
+			}
+			text := sum.Text()
+			for _, l := range []string{
+				"weir: paid: read 7 lines",
+				"weir: paid: join.with: read 6 lines: 4 accepted, 1 filtered out by where, 1 too late, 0 quarantined\n",
+				fmt.Sprintf("weir: paid: %s join: %d pairs, %d unmatched; %d records written, 2 too-late records written; watermark 9999-12-31T23:59:59.999Z\n", c.kind, c.pairs, js.Unmatched, len(c.want)),
+			} {
+				if !strings.Contains(text, l) {
+					t.Errorf("the summary lacks %q:\n%s", l, text)
+				}
+			}
+		})
+	}
+}
+
+// tsOf is the time field of an order or a payment, as weir writes times.
+func tsOf(line string) string {
+	for _, f := range []string{`"ts":"`, `"paid_at":"`} {
+		if i := strings.Index(line, f); i >= 0 {
+			return line[i+len(f):i+len(f)+19] + ".000Z"
+		}
+	}
+	return ""
+}
+
+func maxTime(a, b string) string { return max(a, b) }
+
+// joinInputs are orders, one a second with up to 20 s of disorder, and
+// payments for most of them, within 0 to 15 minutes (some too late for
+// their order's interval, some failed, some behind the watermark), in
+// order of payment, with lines that are not JSON on both sides.
+func joinInputs(n int) (orders, payments string) {
+	var o, p strings.Builder
+	type pay struct {
+		at   int
+		line string
+	}
+	var pays []pay
+	seed := uint64(7)
+	next := func(m int) int {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int(seed>>33) % m
+	}
+	for i := range n {
+		at := i*1000 - next(20_000)
+		fmt.Fprintf(&o, `{"order_id":"o%d","ts":%d,"amount":%d,"at":%d}`+"\n", i, 1_700_000_000_000+at, 1+next(500), 1_700_000_000_000+i*1000+2000)
+		if i%97 == 5 {
+			o.WriteString("{broken\n")
+		}
+		if next(10) < 8 {
+			paid := at + next(15*60_000)
+			status := "ok"
+			if next(20) == 0 {
+				status = "failed"
+			}
+			arrive := paid
+			if next(50) == 0 {
+				arrive += 20 * 60_000 // behind the watermark by then
+			}
+			pays = append(pays, pay{arrive, fmt.Sprintf(`{"order":"o%d","paid_at":%d,"status":"%s","at":%d}`, i, 1_700_000_000_000+paid, status, 1_700_000_000_000+arrive+1000)})
+		}
+	}
+	for i := 1; i < len(pays); i++ {
+		for k := i; k > 0 && pays[k-1].at > pays[k].at; k-- {
+			pays[k-1], pays[k] = pays[k], pays[k-1]
+		}
+	}
+	for i, x := range pays {
+		p.WriteString(x.line + "\n")
+		if i%113 == 7 {
+			p.WriteString("not a payment\n")
+		}
+	}
+	return o.String(), p.String()
+}
+
+// A join job stopped with a savepoint after any batch of either input,
+// and resumed, writes byte for byte what a run without a stop writes:
+// its records, its too-late records, its quarantine and its summary.
+func TestJoinJobRestoredWritesTheSame(t *testing.T) {
+	orders, payments := joinInputs(5000)
+	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
+		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	files := []string{"joined.jsonl", "late.jsonl", "bad.jsonl", "summary.json"}
+	whole := t.TempDir()
+	sum := runJoinJob(t, whole, yaml, orders, payments, Options{})
+	if sum.Join.Pairs < 2000 || sum.Join.Unmatched < 1000 || sum.TooLate+sum.Join.With.TooLate < 50 || sum.Quarantined == 0 || sum.Join.With.Quarantined == 0 {
+		t.Fatalf("the input should give pairs, unmatched orders, late records and bad lines: %+v, %+v", sum.Accounting, sum.Join)
+	}
+	want := map[string]string{}
+	for _, f := range files {
+		want[f] = read(t, whole, f)
+	}
+	for _, stop := range []int64{1, 2, 4, 7, 9} {
+		dir := t.TempDir()
+		if s := runJoinJob(t, dir, yaml, orders, payments, Options{stopAfter: stop}); s.Savepoint == "" {
+			t.Fatalf("stop after batch %d: no savepoint (read %d)", stop, s.Read)
+		}
+		runJoinJob(t, dir, yaml, orders, payments, Options{})
+		for _, f := range files {
+			if got := read(t, dir, f); got != want[f] {
+				t.Errorf("stopped after batch %d and resumed: %s differs from the run without a stop (%d bytes against %d)", stop, f, len(got), len(want[f]))
+			}
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package jobfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/weirstream/weir/watermark"
+)
+
+// joinMinimal is the orders without a payment within ten minutes.
+const joinMinimal = `name: unpaid
+source: {file: orders.jsonl}
+time: {field: ts}
+key: order_id
+join:
+  with: {source: {file: payments.jsonl}, time: {field: paid_at}, key: order, where: "status == 'ok'"}
+  between: [-1m, 10m]
+  kind: anti
+  allowed_lateness: 30s
+watermark: {delay: 5s}
+output: unpaid.jsonl
+late_output: late.jsonl
+quarantine: bad.jsonl
+`
+
+func TestParseJoin(t *testing.T) {
+	j, err := Parse([]byte(joinMinimal), "job.yaml", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jn := j.Join
+	if jn == nil {
+		t.Fatal("no join")
+	}
+	if jn.Lower != -60_000 || jn.Upper != 600_000 || jn.Kind != JoinAnti || jn.AllowedLateness != 30_000 {
+		t.Errorf("join %+v", jn)
+	}
+	w := jn.With
+	if w.Input != "/d/payments.jsonl" || w.TimeField.String() != "paid_at" || w.KeyName() != "order" || w.Where == nil {
+		t.Errorf("with: input %q time %q key %q where %v", w.Input, w.TimeField, w.KeyName(), w.Where)
+	}
+	if w.Watermark != j.Watermark || j.Watermark.Kind != watermark.Bounded || j.Watermark.Delay != 5000 || w.MaxFuture != j.MaxFuture {
+		t.Errorf("the other input's watermark %+v and max_future %d are not the job's %+v and %d", w.Watermark, w.MaxFuture, j.Watermark, j.MaxFuture)
+	}
+	if j.Window.Assigner != nil || len(j.Aggregates) != 0 || j.Outputs[0].File != "/d/unpaid.jsonl" || j.Late == nil || j.Rejects == nil {
+		t.Errorf("window %v aggregates %v outputs %+v", j.Window.Assigner, j.Aggregates, j.Outputs)
+	}
+	inner, err := Parse([]byte(strings.Replace(joinMinimal, "  kind: anti\n", "", 1)), "job.yaml", "/d")
+	if err != nil || inner.Join.Kind != JoinInner {
+		t.Errorf("without kind: %v, %+v", err, inner)
+	}
+}
+
+func TestParseJoinErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"a window", joinMinimal + "window: {tumbling: 1m}\n",
+			`job.yaml:14: window: not in a job with join: a join writes the records it joins, not windows' panes: the interval is join.between`},
+		{"aggregates", joinMinimal + "aggregates: {n: count}\n",
+			`job.yaml:14: aggregates: not in a job with join: a join writes the records it joins, not aggregates`},
+		{"an id", joinMinimal + "id: order_id\n",
+			`job.yaml:14: id: not in a job with join: a join does not de-duplicate its inputs yet`},
+		{"a pebble state", joinMinimal + "state: {backend: pebble}\n",
+			`job.yaml:14: state: not in a job with join: a join keeps its state in memory, bounded by its interval and lateness`},
+		{"no other input", strings.Replace(joinMinimal, "  with: {source: {file: payments.jsonl}, time: {field: paid_at}, key: order, where: \"status == 'ok'\"}\n", "", 1),
+			`job.yaml:6: join.with: missing: the other input, its source, time and key, e.g. join: {with: {source: payments.jsonl, time: {field: ts}, key: order_id}, between: [0s, 10m], kind: anti}`},
+		{"a field the other input does not take", strings.Replace(joinMinimal, "key: order,", "key: order, id: x,", 1),
+			`job.yaml:6: join.with.id: unknown field "id"; expected one of fields, key, source, time, where`},
+		{"the other input's time missing", strings.Replace(joinMinimal, "time: {field: paid_at}, ", "", 1),
+			`job.yaml:6: join.with.time: missing: name the event-time field, e.g. time: {field: ts}`},
+		{"the other input's where", strings.Replace(joinMinimal, `"status == 'ok'"`, `"status =="`, 1),
+			`job.yaml:6: join.with.where: expression "status ==" does not compile: unexpected token EOF (1:9)`},
+		{"one arrival field", strings.Replace(joinMinimal, "time: {field: paid_at}", "time: {field: paid_at, arrival_field: at}", 1),
+			`job.yaml:6: join.with.time.arrival_field: give both inputs an arrival_field (a replay, in the records' processing time) or neither (the clock's)`},
+		{"no key", strings.Replace(joinMinimal, "key: order_id\n", "", 1),
+			`job.yaml:1: key: missing: a join matches records by key, e.g. key: order_id (and join.with.key)`},
+		{"the other input without key", strings.Replace(joinMinimal, " key: order,", "", 1),
+			`job.yaml:6: join.with.key: missing: a join matches records by key, e.g. key: order_id`},
+		{"keys of two lengths", strings.Replace(joinMinimal, "key: order,", "key: [order, shop],", 1),
+			`job.yaml:6: join.with.key: has 2 fields and the job's key order_id has 1: the keys of the two inputs are compared as they are`},
+		{"no interval", strings.Replace(joinMinimal, "  between: [-1m, 10m]\n", "", 1),
+			`job.yaml:6: join.between: missing: the interval of the other input's time from this input's, e.g. between: [0s, 10m] (a payment within 10 minutes after its order)`},
+		{"one bound", strings.Replace(joinMinimal, "[-1m, 10m]", "[10m]", 1),
+			`job.yaml:7: join.between: expected [from, to], two durations such as [-5m, 10m]`},
+		{"not a duration", strings.Replace(joinMinimal, "[-1m, 10m]", "[-1m, soon]", 1),
+			`job.yaml:7: join.between: expected a duration such as 0s, -5m or 10m, got "soon"`},
+		{"backwards", strings.Replace(joinMinimal, "[-1m, 10m]", "[10m, -1m]", 1),
+			`job.yaml:7: join.between: from 10m is after to -1m: no record could join`},
+		{"a kind", strings.Replace(joinMinimal, "kind: anti", "kind: outer", 1),
+			`job.yaml:8: join.kind: expected inner, left_outer or anti, got "outer"`},
+		{"a perfect watermark", strings.Replace(joinMinimal, "{delay: 5s}", "{perfect: true}", 1),
+			`job.yaml:10: watermark: a join's watermark is bounded (delay, interval, idle): perfect and from_field read one input`},
+		{"a table", strings.Replace(joinMinimal, "output: unpaid.jsonl", "output: {sqlite: {path: u.db, table: u}}", 1),
+			`job.yaml:11: output: a table holds an aggregation's results: give a join's output a file or a Kafka topic`},
+		{"avro", strings.Replace(joinMinimal, "output: unpaid.jsonl", "output: {kafka: {brokers: [b:9092], topic: u}, format: avro, registry: {url: http://r:8081}}", 1),
+			`job.yaml:11: output.kafka.format: a join's records are JSON: leave format out`},
+		{"the output is the other input", strings.Replace(joinMinimal, "output: unpaid.jsonl", "output: payments.jsonl", 1),
+			`job.yaml:11: output: is the input file of join.with; it would be overwritten`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml), "job.yaml", "/d")
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tt.yaml)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("got  %s\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// The other input's file must exist, as the job's own.
+func TestLoadJoinMissingInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "orders.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "job.yaml")
+	if err := os.WriteFile(path, []byte(joinMinimal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	want := path + ":6: join.with.source.file: input payments.jsonl does not exist (no such file or directory)"
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
