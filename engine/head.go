@@ -246,14 +246,18 @@ type Versions[K comparable, T any] struct {
 // handles the records of one source (AddSource) and the source loop's
 // signals (OnSignal).
 type Head[K comparable, T any] struct {
-	cfg     HeadConfig[K, T]
-	e       *Engine
-	p       *Participant
-	dec     Decoded[K, T]
-	forks   []forkedDecoder[K, T] // with Decoders > 1, one per decoding goroutine
-	ahead   Aheader               // the decoder, when it is one
-	decs    []Decoded[K, T]       // a batch's records, decoded by the forks
-	logic   bool                  // the decoder numbers partitions
+	cfg   HeadConfig[K, T]
+	e     *Engine
+	p     *Participant
+	dec   Decoded[K, T]
+	forks []forkedDecoder[K, T] // with Decoders > 1, one per decoding goroutine
+	ahead Aheader               // the decoder, when it is one
+	decs  []Decoded[K, T]       // a batch's records, decoded by the forks
+	// peeked is the record Next decoded into peek, until Record applies
+	// it.
+	peeked  *connector.Record
+	peek    Decoded[K, T]
+	logic   bool // the decoder numbers partitions
 	parts   []connector.Partition
 	announ  bool // source partitions still to declare to the watermark
 	reports []connector.PartitionReport
@@ -405,8 +409,25 @@ func (noDecoder[K, T]) Decode(r *connector.Record, d *Decoded[K, T]) {
 // ended.
 func (h *Head[K, T]) Counts() Counts { return h.c }
 
-// Reached implements Paced: the latest event time of the records read.
-func (h *Head[K, T]) Reached() mtime.Time { return h.c.LastEventTime }
+// Next implements Paced: the arrival time of r in a replay (the inputs
+// are merged as they arrived), else its event time; mtime.MinTime for a
+// record that has neither (a line that is not valid), which then comes at
+// once. r is decoded once: Record applies what Next decoded.
+func (h *Head[K, T]) Next(r *connector.Record) mtime.Time {
+	d := &h.peek
+	if h.peeked != r {
+		h.peeked = r
+		*d = Decoded[K, T]{Partition: -1, Arrival: r.Arrival}
+		h.cfg.Decoder.Decode(r, d)
+	}
+	switch {
+	case !h.e.cfg.Live && d.Arrival != mtime.MinTime:
+		return d.Arrival
+	case d.Kind == Event || d.Kind == Heartbeat:
+		return d.Time
+	}
+	return mtime.MinTime
+}
 
 // Lost implements LostHandler.
 func (h *Head[K, T]) Lost(n int64) { h.c.Lost += n }
@@ -490,6 +511,12 @@ func (h *Head[K, T]) Paused(p int) bool { return p < len(h.paused) && h.paused[p
 
 // Record implements RecordHandler: one record, in arrival order.
 func (h *Head[K, T]) Record(r *connector.Record) {
+	if h.peeked == r {
+		// Decoded already, by Next.
+		h.peeked = nil
+		h.apply(r, &h.peek)
+		return
+	}
 	d := &h.dec
 	var zero Decoded[K, T]
 	*d = zero

@@ -6,22 +6,23 @@ import (
 	"github.com/weirstream/weir/mtime"
 )
 
-// Paced is a RecordHandler that says how far in event time the records it
-// was handed have reached. A job that reads several recorded sources
+// Paced is a RecordHandler that says, of a record before it is handed
+// over, where it stands in its input: in a replay, the arrival time it
+// carries; else its event time. A job that reads several recorded sources
 // (connector.Recorded) whose handlers are all Paced merges them record by
-// record: the next
-// record is always the next one of the input that is furthest behind (the
-// first such input on a tie), so that the inputs move through event time
-// together and the order in which their records are handed over depends on
-// the records alone, never on how the sources cut them into batches or how
-// fast each is read. A checkpoint keeps, with each input's position, how
-// many records of its next batch were handed over already, so that a
-// restore goes on in the same order.
+// record: the next record handed over is, of the next records of the
+// inputs, the one that stands first (of the first input on a tie), so
+// that a replay's inputs come in the order they arrived, and other inputs
+// in order of event time; either way the order depends on the records
+// alone, never on how the sources cut them into batches or how fast each
+// is read. A checkpoint keeps, with each input's position, how many
+// records of its next batch were handed over already, so that a restore
+// goes on in the same order.
 type Paced interface {
-	// Reached is the latest event time of the records handed over so
-	// far (mtime.MinTime before the first), as the last checkpoint
-	// restored it.
-	Reached() mtime.Time
+	// Next is where r stands; mtime.MinTime hands it over at once. The
+	// record handed over next on the handler is the last one it was
+	// asked of.
+	Next(r *connector.Record) mtime.Time
 }
 
 // merging says whether the source loop merges its inputs record by record
@@ -61,24 +62,6 @@ func (in *input) restoreDelivered() {
 	}
 }
 
-// chosen is the merged input whose record comes next: of those not ended,
-// the one whose handler has reached the least event time, the first of
-// them on a tie; nil when every input has ended.
-func (e *Engine) chosen() *input {
-	var pick *input
-	var least mtime.Time
-	for _, in := range e.inputs {
-		if in.ended {
-			continue
-		}
-		r := in.feed.(*sourceFeed).h.(Paced).Reached()
-		if pick == nil || r < least {
-			pick, least = in, r
-		}
-	}
-	return pick
-}
-
 // take makes b the merged input's batch in hand, skipping the records a
 // restored checkpoint says were handed over before it.
 func (in *input) take(b *inputBatch) {
@@ -88,6 +71,11 @@ func (in *input) take(b *inputBatch) {
 	}
 	in.cur, in.next = b, 0
 	sb := b.b.(*sourceBatch)
+	for i := range sb.b.Records {
+		if r := &sb.b.Records[i]; r.Arrival == mtime.MinTime {
+			r.Arrival = in.e.now
+		}
+	}
 	if in.skip > 0 {
 		n := min(in.skip, len(sb.b.Records))
 		in.skip -= n
@@ -98,34 +86,67 @@ func (in *input) take(b *inputBatch) {
 }
 
 // deliverMerged hands over records of the inputs' batches in hand, one at
-// a time, as long as the input whose record comes next has one in hand and
-// no sink stalls the loop. It returns that input when it is to be waited
-// for (its next batch, or the stall to end), nil when every input has
-// ended; stop when afterBatch, called after each batch finished, stops the
-// job.
+// a time, the one that stands first each time (Paced), as long as every
+// input that has not ended has a batch in hand and no sink stalls the
+// loop. It returns the input to wait for (its next batch, or the stall to
+// end), nil when every input has ended; stop when afterBatch, called after
+// each batch finished, stops the job; delivered when it handed anything
+// over.
 func (e *Engine) deliverMerged(afterBatch, stalled func() bool) (wait *input, stop, delivered bool) {
 	for {
-		in := e.chosen()
-		if in == nil || in.cur == nil || stalled() {
-			return in, false, delivered
+		if stalled() {
+			for _, in := range e.inputs {
+				if !in.ended {
+					return in, false, delivered
+				}
+			}
+			return nil, false, delivered
+		}
+		var pick *input
+		var first mtime.Time
+		for _, in := range e.inputs {
+			if in.ended {
+				continue
+			}
+			if in.cur == nil {
+				return in, false, delivered
+			}
+			sb := in.cur.b.(*sourceBatch)
+			if in.next == len(sb.b.Records) {
+				// No record left (none, or a restore skipped them): what
+				// it says of its partitions, then the next batch.
+				sb.deliverRange(e.now, in.next, in.next)
+				in.finish(sb)
+				return in, afterBatch(), delivered
+			}
+			t := sb.f.h.(Paced).Next(&sb.b.Records[in.next])
+			if pick == nil || t < first {
+				pick, first = in, t
+			}
+		}
+		if pick == nil {
+			return nil, false, delivered
 		}
 		delivered = true
-		sb := in.cur.b.(*sourceBatch)
-		n := len(sb.b.Records)
-		// (A batch whose records a restore skipped, or that has none,
-		// still says what it says of its partitions.)
-		sb.deliverRange(e.now, in.next, min(in.next+1, n))
-		in.next = min(in.next+1, n)
-		if in.delivered = in.next; in.next < n {
-			continue
-		}
-		in.pos = sb.Position()
-		in.cur, in.delivered = nil, 0
-		sb.Release()
-		if afterBatch() {
-			return nil, true, delivered
+		sb := pick.cur.b.(*sourceBatch)
+		sb.deliverRange(e.now, pick.next, pick.next+1)
+		pick.next++
+		pick.delivered = pick.next
+		if pick.next == len(sb.b.Records) {
+			pick.finish(sb)
+			if afterBatch() {
+				return nil, true, delivered
+			}
 		}
 	}
+}
+
+// finish ends the merged input's batch in hand, every record of it handed
+// over: the position is after it.
+func (in *input) finish(sb *sourceBatch) {
+	in.pos = sb.Position()
+	in.cur, in.delivered = nil, 0
+	sb.Release()
 }
 
 // allEnded reports whether every input has ended.

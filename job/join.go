@@ -307,6 +307,31 @@ type JoinSummary struct {
 	Written   int64 `json:"written"`
 }
 
+// MarshalJSON writes a job with a join's summary with the fields that
+// say something of a join (a window's counts say nothing there), and any
+// other summary as it is.
+func (s *Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	if s.Join == nil {
+		return json.Marshal((*plain)(s))
+	}
+	return json.Marshal(struct {
+		Job string `json:"job"`
+		engine.Accounting
+		QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
+		BlankLines        int64            `json:"blank_lines"`
+		Lost              int64            `json:"lost,omitempty"`
+		Join              *JoinSummary     `json:"join"`
+		LateWritten       int64            `json:"late_written"`
+		Watermark         string           `json:"watermark"`
+		OutputsAdded      []string         `json:"outputs_added,omitempty"`
+		Interrupted       bool             `json:"interrupted,omitempty"`
+		Savepoint         string           `json:"savepoint,omitempty"`
+		Failed            bool             `json:"failed,omitempty"`
+	}{s.Job, s.Accounting, s.QuarantineReasons, s.BlankLines, s.Lost, s.Join, s.LateWritten, s.Watermark,
+		s.OutputsAdded, s.Interrupted, s.Savepoint, s.Failed})
+}
+
 // joinSummary is the summary of a job with a join: its source's
 // accounting, the other input's, and what the join made.
 func (rn *Runnable) joinSummary(err error) *Summary {

@@ -62,14 +62,16 @@ func runJoinJob(t *testing.T, dir, yaml, orders, payments string, o Options) *Su
 	return sum
 }
 
-// A join job reads both inputs in one order, by event time: the records
-// it joins, those of the job's source that joined nothing, and those too
-// late on either side are the interval join's, derived here record by
-// record (the records in merged order: o1@0, payment o1@3, o2@1, o3@2,
-// the line that is not JSON, o4@20, payment o3@15 (passing the intervals
-// of o2 and o3, which joined nothing), the failed payment (filtered out),
-// payment o4@21, o5@30, payment o9@0 (too late), payment o5@31, o6@5 (too
-// late)).
+// A join job reads both inputs in one order, by event time (without
+// arrival fields): the records it joins, those of the job's source that
+// joined nothing, and those too late on either side are the interval
+// join's, derived here record by record. The records in merged order, the
+// next record of either input with the least time first: o1@0, o2@1,
+// o3@2, the line that is not JSON (at once), payment o1@3 (a pair, before
+// any watermark), payment o3@15 (passing the intervals of o2 and o3, which
+// joined nothing), the failed payment (filtered out), o4@20, payment o4@21
+// (a pair), payment o9@0 (too late), o5@30, o6@5 (too late), payment
+// o5@31 (a pair).
 func TestJoinJob(t *testing.T) {
 	pair := func(key, l, r string, lline, rline int) string {
 		return fmt.Sprintf(`{"key":"%s","time":"%s","matched":true,"left":{"event_time":"%s","line":%d,"event":%s},"right":{"event_time":"%s","line":%d,"event":%s},`,
@@ -101,8 +103,8 @@ func TestJoinJob(t *testing.T) {
 			}
 			late := read(t, dir, "late.jsonl")
 			wantLate := []string{
-				`{"reason":"too_late_for_join","side":"right","key":"o9","watermark":"2026-01-01T10:20:59.999Z","event_time":"2026-01-01T10:00:00.000Z","line":5,"set_aside_at":`,
-				`{"reason":"too_late_for_join","side":"left","key":"o6","watermark":"2026-01-01T10:29:59.999Z","event_time":"2026-01-01T10:05:00.000Z","line":7,"set_aside_at":`,
+				`{"reason":"too_late_for_join","side":"right","key":"o9","watermark":"2026-01-01T10:19:59.999Z","event_time":"2026-01-01T10:00:00.000Z","line":5,"set_aside_at":`,
+				`{"reason":"too_late_for_join","side":"left","key":"o6","watermark":"2026-01-01T10:20:59.999Z","event_time":"2026-01-01T10:05:00.000Z","line":7,"set_aside_at":`,
 			}
 			lines := strings.Split(strings.TrimSpace(late), "\n")
 			if len(lines) != 2 || !strings.HasPrefix(lines[0], wantLate[0]) || !strings.HasPrefix(lines[1], wantLate[1]) ||

@@ -36,7 +36,15 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if j.Window.Validate() != nil || len(j.Aggregates) == 0 || len(j.Outputs) == 0 {
+		switch {
+		case len(j.Outputs) == 0:
+			t.Errorf("a job without an output accepted: %+v", j)
+		case j.Join != nil:
+			// A join writes records, not windows' panes.
+			if j.Window.Assigner != nil || len(j.Aggregates) > 0 || j.Join.With == nil || j.Join.Lower > j.Join.Upper || !j.Keyed() || !j.Join.With.Keyed() {
+				t.Errorf("an invalid join accepted: %+v %+v", j, j.Join)
+			}
+		case j.Window.Validate() != nil || len(j.Aggregates) == 0:
 			t.Errorf("an invalid job accepted: %+v", j)
 		}
 	})

@@ -207,6 +207,15 @@ func TestSchemaValidatesExamples(t *testing.T) {
 	_, block, _ = strings.Cut(block, "```yaml\n")
 	block, _, _ = strings.Cut(block, "```")
 	files["docs/job-file.md's job file"] = []byte(block)
+	_, block, _ = strings.Cut(string(readme), "### Joins")
+	_, block, _ = strings.Cut(block, "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	files["docs/job-file.md's join"] = []byte(block)
+	if b, err := os.ReadFile("../examples/unpaid-orders/job.yaml"); err != nil {
+		t.Fatal(err)
+	} else {
+		files["examples/unpaid-orders/job.yaml"] = b
+	}
 	for name, b := range files {
 		var v any
 		if err := yaml.Unmarshal(b, &v); err != nil {
