@@ -223,8 +223,12 @@ type schedule struct {
 	// second is the window of a second aggregation of the same read (its
 	// panes in second.jsonl, its summary in second.json), or "".
 	second string
-	plan   []step
-	logs   []string // what each run said, for a failure's report
+	// join, when set, makes the job an interval join of the input with a
+	// second recorded file (limits.jsonl) by card, of this kind: its
+	// records in results.jsonl (or topic), instead of windows.
+	join string
+	plan []step
+	logs []string // what each run said, for a failure's report
 }
 
 // step is one run of the plan, and what happens before and during it.
@@ -314,6 +318,17 @@ func newSchedule(seed uint64) *schedule {
 	// Avro's long cannot hold the big keys.
 	s.avroIn = s.kafkaIn && !s.bigKeys && r.IntN(2) == 0
 	s.second = pick(r, "", "", "{tumbling: 1m}", "{sliding: {size: 30s, slide: 10s}}")
+	if !s.kafkaIn && r.IntN(4) == 0 {
+		// A join of two recorded files: its records go to a file or a
+		// topic, as JSON, and it has no windows, de-duplication or
+		// second aggregation.
+		s.join = pick(r, "inner", "left_outer", "anti")
+		s.results = slices.DeleteFunc(s.results, func(k string) bool { return k == kSQLite || k == kPostgres })
+		if len(s.results) == 0 {
+			s.results = []string{kFile}
+		}
+		s.dedup, s.second, s.avroOut, s.bigKeys, s.trigger = false, "", false, false, ""
+	}
 	return s
 }
 
@@ -365,6 +380,9 @@ func (s *schedule) String() string {
 	if s.second != "" {
 		held += ", a second aggregation of window " + s.second
 	}
+	if s.join != "" {
+		held += ", an " + s.join + " join with a second file instead of windows"
+	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
 }
@@ -400,6 +418,29 @@ func (s *schedule) input() []string {
 		if recent = append(recent, head); len(recent) > 100 {
 			recent = recent[1:]
 		}
+	}
+	return out
+}
+
+// limits are the join's second input, in arrival order: a card's limit
+// now and then, at most 3 s from when it arrived, some far behind, some
+// broken lines.
+func (s *schedule) limits() []string {
+	r := rand.New(rand.NewPCG(s.seed, 2))
+	keys := 3 + rand.New(rand.NewPCG(s.seed, 1)).IntN(200) // the input's
+	now := int64(1_780_000_000_000)
+	var out []string
+	for i := 0; i < s.lines/40; i++ {
+		now += int64(r.IntN(1600))
+		ts := now - int64(r.IntN(3000))
+		switch {
+		case r.IntN(80) == 0:
+			ts -= int64(r.IntN(100_000))
+		case r.IntN(100) == 0:
+			out = append(out, fmt.Sprintf("broken limit %d", i))
+			continue
+		}
+		out = append(out, fmt.Sprintf(`{"card":"c%d","limit":%d,"ts":%d,"arrival":%d}`, r.IntN(keys), 100*r.IntN(50), ts, now))
 	}
 	return out
 }
@@ -467,6 +508,23 @@ func (s *schedule) jobFile(ref bool) string {
 	b.WriteString("watermark: {delay: 2s, interval: 0s}\n")
 	if s.quar != kNone {
 		fmt.Fprintf(&b, "quarantine: %s\n", s.output(s.quar, "quarantine", ref))
+	}
+	if s.join != "" {
+		fmt.Fprintf(&b, "key: card\njoin:\n  with: {source: {file: limits.jsonl}, time: {field: ts, arrival_field: arrival}, key: card}\n  between: [-2s, 2s]\n  kind: %s\n  allowed_lateness: %s\n", s.join, s.lateness)
+		var outs []string
+		for _, k := range s.results {
+			outs = append(outs, s.output(k, "results", ref))
+		}
+		fmt.Fprintf(&b, "output: [%s]\n", strings.Join(outs, ", "))
+		if s.late != kNone {
+			fmt.Fprintf(&b, "late_output: %s\n", s.output(s.late, "late", ref))
+		}
+		b.WriteString("summary: summary.json\ncheckpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100")
+		if s.held != "" {
+			b.WriteString(", max_held_output: " + s.held)
+		}
+		b.WriteString("}\n")
+		return b.String()
 	}
 	var agg strings.Builder
 	agg.WriteString("key: card\n")
@@ -556,6 +614,9 @@ func (s *schedule) run(t *testing.T) {
 	for _, d := range []string{ref, dir} {
 		if !s.kafkaIn {
 			os.WriteFile(filepath.Join(d, "input.jsonl"), []byte(text), 0o644)
+		}
+		if s.join != "" {
+			os.WriteFile(filepath.Join(d, "limits.jsonl"), []byte(strings.Join(s.limits(), "\n")+"\n"), 0o644)
 		}
 	}
 	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(s.jobFile(true)), 0o644)
@@ -990,6 +1051,20 @@ func (s *schedule) compare(t *testing.T, dir, ref string) {
 	}
 	if a, b := counts(got), counts(want); a != b {
 		t.Errorf("the accounting differs from the uninterrupted run's:\n got %s\nwant %s", a, b)
+	}
+	if s.join != "" {
+		if want.Join == nil || got.Join == nil {
+			t.Fatalf("a join's summary without its join: %+v / %+v", got.Join, want.Join)
+		}
+		if want.Join.Written == 0 && s.join != "anti" || want.Join.With.Read == 0 {
+			t.Fatalf("the uninterrupted join wrote nothing: %+v", want.Join)
+		}
+		if w := got.Join.With; w.Read != w.Accepted+w.TooLate+w.Quarantined+w.Filtered {
+			t.Errorf("the second input's accounting does not add up: %+v", w)
+		}
+		if a, b := fmt.Sprintf("%+v", *got.Join), fmt.Sprintf("%+v", *want.Join); a != b {
+			t.Errorf("the join's accounting differs from the uninterrupted run's:\n got %s\nwant %s", a, b)
+		}
 	}
 	if s.second != "" {
 		var got2, want2 job.Summary
