@@ -161,6 +161,9 @@ type Status struct {
 	// Aggregations: in a job of several aggregations that read one
 	// source, each one's accounting (Counts is the first's), by name.
 	Aggregations []AggregationStatus `json:"aggregations,omitempty"`
+	// Inputs: in a job that reads several inputs into a join, each one's
+	// accounting (Counts is the first's), by name.
+	Inputs []InputStatus `json:"inputs,omitempty"`
 	// StateBytes estimates the memory and disk the state takes.
 	StateBytes int64 `json:"state_bytes"`
 	// Backpressure says why reading is paused (a sink that cannot commit),
@@ -186,6 +189,13 @@ type AggregationStatus struct {
 	Name      string     `json:"name"`
 	Watermark mtime.Time `json:"watermark"`
 	Counts    Counts     `json:"counts"`
+}
+
+// InputStatus is the accounting of one input of a job of several
+// (HeadConfig.Input).
+type InputStatus struct {
+	Name   string `json:"name"`
+	Counts Counts `json:"counts"`
 }
 
 // PartitionStatus is one watermark partition.

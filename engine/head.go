@@ -221,6 +221,11 @@ type HeadConfig[K comparable, T any] struct {
 	// the first's (the heads read the same records).
 	Aggregation string
 	Beside      bool
+	// Input names the head's input in a job that reads several into a
+	// join: its counts go to Status.Inputs under the name, and those of
+	// the first input (Second false) are the status's Counts too.
+	Input  string
+	Second bool
 }
 
 // Versions says how a head keeps what withdrawing an event needs, for
@@ -1063,6 +1068,15 @@ func (h *Head[K, T]) status(s *Status) {
 	if h.cfg.Beside {
 		return
 	}
+	if h.cfg.Input != "" {
+		s.Inputs = append(s.Inputs, InputStatus{Name: h.cfg.Input, Counts: h.counts()})
+	}
+	// The watermark partition of the source's partition i: a join keeps
+	// its inputs' partitions apart (PartitionMapper).
+	part := func(i int) int { return i }
+	if pm, ok := w.(PartitionMapper); ok {
+		part = pm.WatermarkPartition
+	}
 	now := max(w.Now(), h.e.now)
 	s.ProcessingTime = max(s.ProcessingTime, now)
 	if s.Watermark == mtime.MinTime {
@@ -1090,7 +1104,10 @@ func (h *Head[K, T]) status(s *Status) {
 	// record yet is not in the watermark's partitions until the first
 	// record of any (it holds nothing back yet), and shows as inactive,
 	// backlogged or interrupted by its source's report.
-	n := len(st.Max)
+	n := 0
+	for part(n) < len(st.Max) {
+		n++
+	}
 	if !h.logic {
 		n = max(n, len(names))
 		for _, r := range h.reports {
@@ -1103,9 +1120,10 @@ func (h *Head[K, T]) status(s *Status) {
 			name = names[i]
 		}
 		ps := PartitionStatus{Name: name, Watermark: mtime.MinTime, MaxEventTime: mtime.MinTime, LastEvent: mtime.MinTime, Backlog: -1}
-		tracked := i < len(st.Max)
+		ti := part(i)
+		tracked := ti < len(st.Max)
 		if tracked {
-			ps.Watermark, ps.MaxEventTime, ps.LastEvent, ps.Idle = tr.PartitionWatermark(i), st.Max[i], st.LastActive[i], st.Idle[i]
+			ps.Watermark, ps.MaxEventTime, ps.LastEvent, ps.Idle = tr.PartitionWatermark(ti), st.Max[ti], st.LastActive[ti], st.Idle[ti]
 		}
 		r, hasReport := reports[i]
 		if hasReport {
@@ -1120,7 +1138,7 @@ func (h *Head[K, T]) status(s *Status) {
 			ps.Diagnosis = DiagFinished
 		case ps.Err != "":
 			ps.Diagnosis = DiagInterrupted
-		case ps.Idle && st.Max[i] == mtime.MinTime:
+		case ps.Idle && st.Max[ti] == mtime.MinTime:
 			ps.Diagnosis = DiagInactive // caught up, never an event
 		case ps.Idle:
 			ps.Diagnosis = DiagIdle
@@ -1128,7 +1146,7 @@ func (h *Head[K, T]) status(s *Status) {
 			ps.Diagnosis = DiagBacklogged
 		case !tracked:
 			ps.Diagnosis = DiagInactive // no record yet
-		case int64(now-st.LastActive[i]) >= quiet && (!hasReport || r.CaughtUp):
+		case int64(now-st.LastActive[ti]) >= quiet && (!hasReport || r.CaughtUp):
 			ps.Diagnosis = DiagInactive
 		default:
 			ps.Diagnosis = DiagActive
@@ -1143,10 +1161,10 @@ func (h *Head[K, T]) status(s *Status) {
 	}
 	if holder >= 0 && lo < hi {
 		if holder != h.holder {
-			h.holder, h.since = holder, st.LastActive[holder]
+			h.holder, h.since = holder, st.LastActive[part(holder)]
 		}
-		s.Partitions[holder].HoldsBack = true
-		s.HeldBy, s.HeldBySince = s.Partitions[holder].Name, h.since
+		s.Partitions[len(s.Partitions)-n+holder].HoldsBack = true
+		s.HeldBy, s.HeldBySince = s.Partitions[len(s.Partitions)-n+holder].Name, h.since
 	} else {
 		h.holder = -1
 	}
@@ -1172,7 +1190,16 @@ func (h *Head[K, T]) status(s *Status) {
 	if h.reports != nil {
 		s.Sources = append(s.Sources, SourceStatus{Name: h.cfg.Source, Partitions: h.reports})
 	}
-	s.Counts = h.counts()
+	if !h.cfg.Second {
+		s.Counts = h.counts()
+	}
+}
+
+// PartitionMapper is a Target that keeps the watermark partitions of a
+// head's source under other numbers (a join's input: both inputs share its
+// watermark): the watermark partition of the source's partition p.
+type PartitionMapper interface {
+	WatermarkPartition(p int) int
 }
 
 // counts is the head's accounting with its window's live statistics.

@@ -440,6 +440,9 @@ func (t *joinLeft[K, L, R]) Withdraw(K, mtime.Time, L, bool) {}
 // Withdraw: see joinLeft.Withdraw.
 func (t *joinRight[K, L, R]) Withdraw(K, mtime.Time, R, bool) {}
 
+// WatermarkPartition implements PartitionMapper.
+func (t *joinInput[K, L, R]) WatermarkPartition(p int) int { return t.part(p) }
+
 // part is the join's watermark partition of the input's partition p.
 func (t *joinInput[K, L, R]) part(p int) int {
 	if t.left {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/console"
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/jobfile"
@@ -45,6 +46,10 @@ type joinRun struct {
 	outs         []*engine.SinkNode[joined]
 	late         *engine.SinkNode[joinLate]
 	restoredRead [2]int64
+	// What the console shows: the recent records, and the recent
+	// records too late (Options.Console).
+	recent  *console.Recent[joined]
+	recLate *console.Recent[joinLate]
 }
 
 // joinPlan is the plan of a job with a join.
@@ -126,7 +131,26 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 	for _, l := range c.Consumers(plan.Late) {
 		jr.join.Late.Subscribe(l.(engine.Consumer[joinLate]))
 	}
+	if jr.recent != nil {
+		jr.join.Out.Subscribe(engine.Func[joined]{OnPush: jr.recent.Add})
+		jr.join.Late.Subscribe(engine.Func[joinLate]{OnPush: jr.recLate.Add})
+	}
 	return nil
+}
+
+// consoleTaps makes what the console shows of a join: the recent records
+// (whose texts are the join's own copies, never changed: keepRaw),
+// formatted when the console asks.
+func (jr *joinRun) consoleTaps(j *jobfile.Job) {
+	of, lf := newFormat(j), newFormat(j)
+	jr.recent = console.NewRecent(50, func(dst *joined, src joined) { *dst = src }, func(b []byte, o *joined) []byte {
+		b = of.appendJoined(b, *o)
+		return b[:len(b)-1]
+	})
+	jr.recLate = console.NewRecent(50, func(dst *joinLate, src joinLate) { *dst = src }, func(b []byte, l *joinLate) []byte {
+		b = lf.appendJoinLate(b, *l)
+		return b[:len(b)-1]
+	})
 }
 
 // joinSourceNode builds one input of a job with a join: its source, read
@@ -157,7 +181,7 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 	_, _, srcName := sourceNames(in)
 	lp.decodeOn(1)
 	h, err := engine.NewHead(e, engine.HeadConfig[string, record]{Name: name, Source: srcName, Decoder: keepRaw{lp}, Window: target,
-		Quarantine: quarantine, Decoders: 1})
+		Quarantine: quarantine, Decoders: 1, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1})
 	if err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
@@ -211,12 +235,12 @@ func readJoinRecord(d *enc.Decoder) record {
 
 // buildJoin builds a job with a join.
 func (rn *Runnable) buildJoin() error {
-	j, o := rn.j, rn.o
-	if o.Console {
-		return &RuntimeError{Msg: fmt.Sprintf("%s: http: a job with join has no console yet", j.File)}
-	}
+	j := rn.j
 	rn.warn = j.Warnings()
 	rn.jn = &joinRun{with: j.Join.With, lp: newLineParser(j), rlp: newLineParser(j.Join.With)}
+	if rn.o.Console {
+		rn.jn.consoleTaps(j)
+	}
 	for _, p := range []struct {
 		lp *lineParser
 		j  *jobfile.Job

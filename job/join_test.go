@@ -2,7 +2,9 @@ package job
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,5 +234,79 @@ func TestJoinJobRestoredWritesTheSame(t *testing.T) {
 				t.Errorf("stopped after batch %d and resumed: %s differs from the run without a stop (%d bytes against %d)", stop, f, len(got), len(want[f]))
 			}
 		}
+	}
+}
+
+// A join job's console shows its records as they were written, the records
+// too late for it, and its status: each input's accounting and the join's.
+func TestJoinJobConsole(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(joinOrders), 0o600)
+	os.WriteFile(filepath.Join(dir, "payments.jsonl"), []byte(joinPayments), 0o600)
+	j := loadJob(t, dir, joinJob(jobfile.JoinLeftOuter))
+	rn, err := Build(j, Options{Console: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rn.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := rn.Console()
+	srv.Ended(rn.Engine())
+	get := func(path string) string {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Body.String()
+	}
+	var panes, late []json.RawMessage
+	json.Unmarshal([]byte(get("/api/panes")), &panes)
+	json.Unmarshal([]byte(get("/api/late")), &late)
+	var got []string
+	for _, p := range panes {
+		got = append(got, string(p))
+	}
+	if want := strings.TrimSuffix(read(t, dir, "joined.jsonl"), "\n"); strings.Join(got, "\n") != want {
+		t.Errorf("/api/panes:\n%s\nwant the output's:\n%s", strings.Join(got, "\n"), want)
+	}
+	if len(late) != 2 || !strings.Contains(string(late[0]), `"key":"o9"`) {
+		t.Errorf("/api/late: %s", late)
+	}
+	var status struct {
+		Status struct {
+			Joins []struct {
+				Name      string `json:"name"`
+				Pairs     int64  `json:"pairs"`
+				Unmatched int64  `json:"unmatched"`
+				LateLeft  int64  `json:"late_left"`
+				LateRight int64  `json:"late_right"`
+			} `json:"joins"`
+			Inputs []struct {
+				Name   string `json:"name"`
+				Counts struct {
+					Read     int64 `json:"read"`
+					Accepted int64 `json:"accepted"`
+					TooLate  int64 `json:"too_late"`
+				} `json:"counts"`
+			} `json:"inputs"`
+			Partitions []struct {
+				Name string `json:"name"`
+			} `json:"partitions"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(get("/api/status")), &status); err != nil {
+		t.Fatal(err)
+	}
+	st := status.Status
+	if ins := fmt.Sprintf("%+v", st.Inputs); ins != "[{Name:source Counts:{Read:7 Accepted:5 TooLate:1}} {Name:join.with Counts:{Read:6 Accepted:4 TooLate:1}}]" {
+		t.Errorf("/api/status inputs: %s", ins)
+	}
+	if len(st.Partitions) != 2 || !strings.HasSuffix(st.Partitions[0].Name, "orders.jsonl") || !strings.HasSuffix(st.Partitions[1].Name, "payments.jsonl") {
+		t.Errorf("/api/status partitions: %+v", st.Partitions)
+	}
+	if len(st.Joins) != 1 || st.Joins[0].Name != "join" || st.Joins[0].Pairs != 3 || st.Joins[0].Unmatched != 2 || st.Joins[0].LateLeft != 1 || st.Joins[0].LateRight != 1 {
+		t.Errorf("/api/status joins: %+v", st.Joins)
+	}
+	if m := get("/metrics"); !strings.Contains(m, `weir_join_records_too_late_total{job_name="paid",join="join",side="right"} 1`) {
+		t.Errorf("/metrics lacks the join's late records:\n%s", m)
 	}
 }

@@ -444,18 +444,29 @@ func (rn *Runnable) Console() *console.Server {
 	add := func(name, value string) {
 		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.Shown(value)})
 	}
-	add("window", j.Window.Assigner.String())
-	add("watermark", describeWatermark(j))
-	add("trigger", j.Window.Trigger.Describe())
-	add("allowed lateness", mtime.FormatDuration(j.Window.AllowedLateness))
-	add("mode", j.Window.Mode.String())
+	if jo := j.Join; jo != nil {
+		add("join", fmt.Sprintf("%s, %s by %s, within %s of it", jo.Kind, jo.With.InputName(), jo.With.KeyName(), (&plan.Join{Lower: jo.Lower, Upper: jo.Upper}).Interval()))
+		add("watermark", describeWatermark(j))
+		add("allowed lateness", mtime.FormatDuration(jo.AllowedLateness))
+	} else {
+		add("window", j.Window.Assigner.String())
+		add("watermark", describeWatermark(j))
+		add("trigger", j.Window.Trigger.Describe())
+		add("allowed lateness", mtime.FormatDuration(j.Window.AllowedLateness))
+		add("mode", j.Window.Mode.String())
+	}
 	for _, o := range j.AllOutputs() {
 		add(o.Field, o.Kind())
 	}
 	if j.Checkpoint.Dir != "" {
 		add("checkpoints", fmt.Sprintf("every %s in %s", mtime.FormatDuration(j.Checkpoint.Interval), j.Checkpoint.Dir))
 	}
-	return &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: ConsoleAccess(j)}
+	srv := &console.Server{Control: rn.e.Control(), Job: info, Panes: rn.recent, Late: rn.recLate, Redact: j.RedactJSON, Access: ConsoleAccess(j)}
+	if jr := rn.jn; jr != nil {
+		// A join's recent records, and its records too late.
+		srv.Panes, srv.Late = jr.recent, jr.recLate
+	}
+	return srv
 }
 
 // describeWatermark is the job's watermark, as the plan says it.

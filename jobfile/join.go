@@ -61,7 +61,6 @@ var notInJoin = []struct{ field, why string }{
 	{"acceptance", "the acceptance record is an aggregation's"},
 	{"dead_letter", "a join's outputs refuse nothing they could hand on yet"},
 	{"state", "a join keeps its state in memory, bounded by its interval and lateness"},
-	{"http", "a join job has no console yet: weir status reads its checkpoints"},
 }
 
 // join reads join: the other input, the interval, the kind and the

@@ -524,3 +524,26 @@ func TestStatusTextFinished(t *testing.T) {
 		t.Errorf("status:\n%s", text)
 	}
 }
+
+// weir status of a job with a join: each input's accounting, and what the
+// join holds and did.
+func TestStatusTextJoin(t *testing.T) {
+	in := func(read, acc, late int64) engine.Counts {
+		return engine.Counts{Accounting: engine.Accounting{Read: read, Accepted: acc, TooLate: late}}
+	}
+	text := statusText(engine.Status{Job: "j", State: "running", Counts: in(7, 6, 1),
+		Inputs: []engine.InputStatus{{Name: "source", Counts: in(7, 6, 1)}, {Name: "join.with", Counts: in(5, 5, 0)}},
+		Joins:  []engine.JoinStatus{{Name: "join", Keys: 2, Left: 3, Right: 1, Pairs: 4, Unmatched: 1}}})
+	for _, want := range []string{
+		"\ninput source: read 7: 6 accepted (0 late within allowed lateness), 0 duplicates, 1 too late, 0 quarantined\n",
+		"\ninput join.with: read 5: 5 accepted (0 late within allowed lateness), 0 duplicates, 0 too late, 0 quarantined\n",
+		"\njoin join: 4 pairs, 1 unmatched; 2 keys holding 3 and 1 records\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("status:\n%s\nlacks%s", text, want)
+		}
+	}
+	if strings.Contains(text, "\nread 7") {
+		t.Errorf("status has the first input's counts twice:\n%s", text)
+	}
+}

@@ -128,8 +128,15 @@ func statusText(s engine.Status) string {
 		}
 		fmt.Fprintf(&b, "%-24s %-22s %-26s %10s %s%s\n", p.Name, p.Diagnosis, showTime(p.Watermark), back, showTime(p.LastEvent), mark)
 	}
-	if len(s.Aggregations) == 0 {
+	if len(s.Aggregations) == 0 && len(s.Inputs) == 0 {
 		b.WriteString(countsLine(s.Counts))
+	}
+	for _, in := range s.Inputs {
+		// A job with a join: each input's accounting.
+		fmt.Fprintf(&b, "input %s: %s", in.Name, countsLine(in.Counts))
+	}
+	for _, j := range s.Joins {
+		fmt.Fprintf(&b, "join %s: %d pairs, %d unmatched; %d keys holding %d and %d records\n", j.Name, j.Pairs, j.Unmatched, j.Keys, j.Left, j.Right)
 	}
 	for _, a := range s.Aggregations {
 		// A job of several aggregations: each one's, its windows' share
