@@ -159,7 +159,7 @@ func TestEnvCompileErrors(t *testing.T) {
 		{`orders + 1`, true, "expected bool, but got float64"},
 		{`orders + 1`, false, ""},
 		{`5 % 0 == revision`, true, "integer divide by zero (1:3)\n | 5 % 0 == revision\n | ..^"},
-		{`max(orders, 1) > 2`, true, "unknown function max (lower, upper, trim, len, abs, floor, ceil, round, int, float, string and number are known)"},
+		{`max(orders, 1) > 2`, true, "unknown function max (lower, upper, trim, len, abs, floor, ceil, round, int, float, string, number and millis are known)"},
 		{`timing matches key`, true, "matches takes a constant regular expression"},
 	} {
 		var err error

@@ -9,7 +9,8 @@
 // * / % **; ?? (the right side when the left is missing or null); a ? b :
 // c; in [...]; contains, startsWith, endsWith, matches (a constant regular
 // expression); s[i:j] (of a string's bytes); and the functions lower,
-// upper, trim, len, abs, floor, ceil, round, int, float, string and number.
+// upper, trim, len, abs, floor, ceil, round, int, float, string, number and
+// millis (a time, RFC 3339 or epoch milliseconds, as epoch milliseconds).
 //
 // An expression is compiled ahead into functions over what it reads: a
 // JSON object (Compile: an event's fields, numbers read as float64 and
@@ -49,6 +50,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
 	"github.com/valyala/fastjson"
+	"github.com/weirstream/weir/mtime"
 )
 
 // Kind is the type of a value.
@@ -836,10 +838,10 @@ func (c *compiler) slice(n *ast.SliceNode) (node, error) {
 
 // call compiles a function's call.
 func (c *compiler) call(name string, args []ast.Node, text string) (node, error) {
-	want := map[string]int{"lower": 1, "upper": 1, "trim": 1, "len": 1, "abs": 1, "floor": 1, "ceil": 1, "round": 1, "int": 1, "float": 1, "string": 1, "number": 1}
+	want := map[string]int{"lower": 1, "upper": 1, "trim": 1, "len": 1, "abs": 1, "floor": 1, "ceil": 1, "round": 1, "int": 1, "float": 1, "string": 1, "number": 1, "millis": 1}
 	n, ok := want[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown function %s (lower, upper, trim, len, abs, floor, ceil, round, int, float, string and number are known)", name)
+		return nil, fmt.Errorf("unknown function %s (lower, upper, trim, len, abs, floor, ceil, round, int, float, string, number and millis are known)", name)
 	}
 	if len(args) != n {
 		return nil, fmt.Errorf("%s takes %d argument, in %s", name, n, text)
@@ -929,6 +931,32 @@ func builtin(m *state, name string, v Value) (Value, error) {
 			return Value{Kind: Number, Num: f}, nil
 		}
 		return v, fmt.Errorf("number of %s", v.Kind)
+	case "millis":
+		// A time as weir reads a time field: an RFC 3339 text, or epoch
+		// milliseconds (a number, or its text).
+		var t mtime.Time
+		switch v.Kind {
+		case Number:
+			t = mtime.Time(v.Num)
+		case Int:
+			t = mtime.Time(v.Int)
+		case String:
+			s := bytes.TrimSpace(v.Str)
+			var err error
+			if t, err = mtime.Parse(s); err != nil {
+				ms, nerr := strconv.ParseInt(string(s), 10, 64)
+				if nerr != nil {
+					return Value{}, fmt.Errorf("millis of %q: not a time (RFC 3339, or epoch milliseconds)", v.Str)
+				}
+				t = mtime.Time(ms)
+			}
+		default:
+			return v, fmt.Errorf("millis of %s", v.Kind)
+		}
+		if m.env {
+			return Value{Kind: Int, Int: int64(t)}, nil
+		}
+		return Value{Kind: Number, Num: float64(t)}, nil
 	}
 	return v, fmt.Errorf("unknown function %s", name)
 }

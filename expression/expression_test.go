@@ -69,7 +69,12 @@ func TestEval(t *testing.T) {
 		`ms ? 1 : 2`:                                                  "fails: the condition of ? : is a number, not true or false",
 		`lower(ms)`:                                                   "fails: lower of a number",
 		`number("x")`:                                                 `fails: number of "x": not a number`,
-		`tags`:                                                        "fails: tags is array, which an expression does not read",
+		`millis("2026-09-07T12:00:02.5Z") - millis("2026-09-07T12:00:00Z")`:     "2500",
+		`millis("1780000000000") - millis(1779999999000)`:                       "1000",
+		`millis("2026-09-07T14:00:00+02:00") == millis("2026-09-07T12:00:00Z")`: "true",
+		`millis("yesterday")`: `fails: millis of "yesterday": not a time (RFC 3339, or epoch milliseconds)`,
+		`millis(ok)`:          "fails: millis of a bool",
+		`tags`:                "fails: tags is array, which an expression does not read",
 	} {
 		p, err := Compile(src)
 		if err != nil {
@@ -90,7 +95,7 @@ func TestEval(t *testing.T) {
 // What cannot be compiled is refused, saying why.
 func TestCompileErrors(t *testing.T) {
 	for src, want := range map[string]string{
-		`foo(1)`:        "unknown function foo (lower, upper, trim, len, abs, floor, ceil, round, int, float, string and number are known)",
+		`foo(1)`:        "unknown function foo (lower, upper, trim, len, abs, floor, ceil, round, int, float, string, number and millis are known)",
 		`lower(a, b)`:   "lower takes 1 argument, in lower(a, b)",
 		`s matches x`:   "matches takes a constant regular expression",
 		`s matches "("`: "matches: error parsing regexp: missing closing ): `(`",

@@ -24,13 +24,13 @@ func TestGettingStartedAsShown(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, f := range []string{"job.yaml", "orders.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("../../examples/fraud", f))
+	for _, f := range []string{"fraud/job.yaml", "fraud/orders.jsonl", "phones-online/never-arrived.yaml", "phones-online/online.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../examples", f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.MkdirAll(filepath.Join(dir, "examples/fraud"), 0o755)
-		os.WriteFile(filepath.Join(dir, "examples/fraud", f), b, 0o644)
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, "examples", f)), 0o755)
+		os.WriteFile(filepath.Join(dir, "examples", f), b, 0o644)
 	}
 	steps := tutorialSteps(string(page))
 	var ran []string
@@ -80,6 +80,8 @@ func TestGettingStartedAsShown(t *testing.T) {
 		"go run ./cmd/weir lateness --ledger ledger.jsonl --match order_id --by platform --plot late-or-lost.png events.jsonl",
 		"go run ./cmd/weir gen ledger-checkouts --events 200000 -o checkouts.jsonl",
 		"go run ./cmd/weir lateness --ledger ledger.jsonl --match order_id --by platform --seen checkouts.jsonl events.jsonl",
+		"go run ./cmd/weir run examples/phones-online/never-arrived.yaml",
+		"go run ./cmd/weir run examples/phones-online/online.yaml",
 	}
 	if strings.Join(ran, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the page's commands on files are\n%s\nthis test knows\n%s", strings.Join(ran, "\n"), strings.Join(want, "\n"))
