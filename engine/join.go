@@ -234,13 +234,13 @@ func (j *Join[K, L, R]) declare() {
 // Left sends a record of the left input, of its watermark partition part.
 func (j *Join[K, L, R]) Left(part int, key K, ts mtime.Time, v L) {
 	j.declare()
-	j.d.Event(2*part, key, ts, sided[L, R]{side: join.Left, l: v})
+	j.d.Event(sidePart(part, join.Left), key, ts, sided[L, R]{side: join.Left, l: v})
 }
 
 // Right sends a record of the right input, of its watermark partition part.
 func (j *Join[K, L, R]) Right(part int, key K, ts mtime.Time, v R) {
 	j.declare()
-	j.d.Event(2*part+1, key, ts, sided[L, R]{side: join.Right, r: v})
+	j.d.Event(sidePart(part, join.Right), key, ts, sided[L, R]{side: join.Right, r: v})
 }
 
 // Signal takes the source loop's signals (from the left input).
@@ -412,15 +412,8 @@ type joinLeft[K comparable, L, R any] struct{ joinInput[K, L, R] }
 
 type joinRight[K comparable, L, R any] struct{ joinInput[K, L, R] }
 
-func (t *joinLeft[K, L, R]) Event(part int, key K, ts mtime.Time, v L) {
-	t.j.declare()
-	t.j.d.Event(2*part, key, ts, sided[L, R]{side: join.Left, l: v})
-}
-
-func (t *joinRight[K, L, R]) Event(part int, key K, ts mtime.Time, v R) {
-	t.j.declare()
-	t.j.d.Event(2*part+1, key, ts, sided[L, R]{side: join.Right, r: v})
-}
+func (t *joinLeft[K, L, R]) Event(part int, key K, ts mtime.Time, v L)  { t.j.Left(part, key, ts, v) }
+func (t *joinRight[K, L, R]) Event(part int, key K, ts mtime.Time, v R) { t.j.Right(part, key, ts, v) }
 
 // Aside sends the record on: the join's own lateness rule sets aside what
 // it cannot join (a head sets aside only versions and ids beyond the
@@ -446,10 +439,15 @@ func (t *joinInput[K, L, R]) WatermarkPartition(p int) int { return t.part(p) }
 // part is the join's watermark partition of the input's partition p.
 func (t *joinInput[K, L, R]) part(p int) int {
 	if t.left {
-		return 2 * p
+		return sidePart(p, join.Left)
 	}
-	return 2*p + 1
+	return sidePart(p, join.Right)
 }
+
+// sidePart is the join's watermark partition of partition p of an input:
+// the two inputs' are apart, so that each holds the combined watermark
+// back.
+func sidePart(p int, side join.Side) int { return 2*p + int(side) }
 
 func (t *joinInput[K, L, R]) Observe(part int, ts mtime.Time) {
 	t.j.declare()

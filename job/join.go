@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -60,12 +59,7 @@ func (rn *Runnable) joinPlan() *plan.Graph {
 	var ins []plan.Input
 	for i, side := range []*jobfile.Job{j, jo.With} {
 		id := plan.ID{Kind: plan.KindSource, Name: []string{nodeInput, nodeWith}[i]}
-		connector, reads, _ := sourceNames(side)
-		read := &plan.Source{Connector: connector, Reads: reads, Format: "json"}
-		if side.Format != nil {
-			read.Format = side.Format.Config.Describe()
-		}
-		g.Add(&plan.Node{ID: id, Label: []string{"source", "join.with"}[i], Op: read, Impl: &joinSourceNode{rn: rn, side: i}})
+		g.Add(&plan.Node{ID: id, Label: []string{"source", "join.with"}[i], Op: sourceOp(side), Impl: &joinSourceNode{rn: rn, side: i}})
 		ins = append(ins, plan.Input{From: id})
 	}
 	join := plan.ID{Kind: plan.KindJoin, Name: nodeJoin}
@@ -251,17 +245,8 @@ func (rn *Runnable) buildJoin() error {
 		}
 		p.lp.format = dec
 	}
-	tc := translate.Config{Engine: rn.engineConfig(), Fingerprint: fingerprint(j), Opened: rn.opened}
-	if _, err := translate.Build(rn.plan(), tc); err != nil {
-		var je *jobfile.Error
-		var re *RuntimeError
-		if errors.As(err, &je) || errors.As(err, &re) {
-			return err
-		}
-		if rerr := rerunRefusal(j, err); rerr != err {
-			return rerr
-		}
-		return setupError(j, err)
+	if err := rn.translate(); err != nil {
+		return err
 	}
 	rn.fileModes(rn.e)
 	if c := rn.e.Resumed(); c != nil {

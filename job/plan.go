@@ -56,12 +56,7 @@ func (rn *Runnable) plan() *plan.Graph {
 	}
 	g := &plan.Graph{Name: j.Name}
 	src := plan.ID{Kind: plan.KindSource, Name: nodeInput}
-	connector, reads, _ := sourceNames(j)
-	read := &plan.Source{Connector: connector, Reads: reads, Format: "json"}
-	if j.Format != nil {
-		read.Format = j.Format.Config.Describe()
-	}
-	g.Add(&plan.Node{ID: src, Label: "source", Op: read, Impl: &sourceNode{rn: rn}})
+	g.Add(&plan.Node{ID: src, Label: "source", Op: sourceOp(j), Impl: &sourceNode{rn: rn}})
 	var refusing []plan.Input
 	add := func(a *Runnable, o *jobfile.Output, in plan.Input, role outputRole) {
 		key, former := recordKey(j, o)
@@ -153,6 +148,17 @@ func expressionSettings(j *jobfile.Job) []plan.Setting {
 		out = append(out, plan.Setting{Field: "heartbeat", Value: j.Heartbeat.String()})
 	}
 	return out
+}
+
+// sourceOp is what the plan says of the source of j: what it reads, and
+// in which format.
+func sourceOp(j *jobfile.Job) *plan.Source {
+	connector, reads, _ := sourceNames(j)
+	read := &plan.Source{Connector: connector, Reads: reads, Format: "json"}
+	if j.Format != nil {
+		read.Format = j.Format.Config.Describe()
+	}
+	return read
 }
 
 // sourceNames name the job's source, read in one place: connector is its

@@ -499,20 +499,10 @@ func (rn *Runnable) build() error {
 	if o.Console {
 		rn.consoleTaps()
 	}
-	tc := translate.Config{Engine: rn.engineConfig(), Fingerprint: fingerprint(j), Task: o.task, Opened: rn.opened}
-	job, err := translate.Build(rn.plan(), tc)
-	if err != nil {
-		var je *jobfile.Error
-		var re *RuntimeError
-		if errors.As(err, &je) || errors.As(err, &re) {
-			return err
-		}
-		if rerr := rerunRefusal(j, err); rerr != err {
-			return rerr
-		}
-		return setupError(j, err)
+	if err := rn.translate(); err != nil {
+		return err
 	}
-	e := job.Engine
+	e := rn.e
 	for _, a := range rn.aggregations() {
 		a.out = a.outs[0]
 	}
@@ -537,6 +527,25 @@ func (rn *Runnable) build() error {
 	}
 	if c := e.Resumed(); c != nil && o.task == nil { // a task says where it restored from itself
 		rn.logf("resuming from %s (line %d, %d instances, now %d)", c.Path, file.Line(e.RestoredPosition(nodeInput)), rn.win.RestoredInstances(), j.Parallelism)
+	}
+	return nil
+}
+
+// translate builds the engine of the job's plan (rn.e, through Opened),
+// wording what the translator refuses in the job file's terms.
+func (rn *Runnable) translate() error {
+	j := rn.j
+	tc := translate.Config{Engine: rn.engineConfig(), Fingerprint: fingerprint(j), Task: rn.o.task, Opened: rn.opened}
+	if _, err := translate.Build(rn.plan(), tc); err != nil {
+		var je *jobfile.Error
+		var re *RuntimeError
+		if errors.As(err, &je) || errors.As(err, &re) {
+			return err
+		}
+		if rerr := rerunRefusal(j, err); rerr != err {
+			return rerr
+		}
+		return setupError(j, err)
 	}
 	return nil
 }
