@@ -75,6 +75,11 @@ func Ratios(rs []Result) string {
 			}
 		}
 	}
+	if j, ok := find(rs, "join-run"); ok {
+		if f, ok := find(rs, "join-floor"); ok {
+			fmt.Fprintf(&b, "  the join job takes %.2fx its hand-written floor's time (%.2fx its CPU time); both find %.0f unpaid orders\n", f.EventsPerSec/j.EventsPerSec, f.PerCore/j.PerCore, j.Extra["unpaid"])
+		}
+	}
 	if w, ok := find(rs, "pebble-1m-p1"); ok {
 		if c, ok := find(rs, "pebble-1m-p1-ckpt1s"); ok {
 			fmt.Fprintf(&b, "  on Pebble, checkpoints every 1s cost %.1f%% of pebble-1m-p1's throughput (the operator stalled %.2f%% of the time; %.1f MiB written a checkpoint; state %.0f MiB on disk, %.0fx the budget)\n",
@@ -291,6 +296,15 @@ func Targets(rs []Result) string {
 			ratio = d.PerCore / r.PerCore
 		}
 		check(f+" records decode at least as fast as JSON (per core)", ratio, ratio <= 1, ok && okd, "x")
+	}
+	{
+		j, okj := find(rs, "join-run")
+		f, okf := find(rs, "join-floor")
+		r := 0.0
+		if okj && okf {
+			r = f.EventsPerSec / j.EventsPerSec
+		}
+		check("join: an interval join of two files within 3x of its hand-written floor's time", r, r <= 3, okj && okf && j.Extra["unpaid"] == f.Extra["unpaid"], "x")
 	}
 	a, oka := find(rs, "jsonl-run-avro")
 	ratio := 0.0
