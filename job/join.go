@@ -173,7 +173,10 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 		target, name = jr.join.RightTarget(), "head:"+nodeWith
 	}
 	_, _, srcName := sourceNames(in)
-	lp.decodeOn(1)
+	// A join's keys are mostly each record's own (an order's id): a
+	// small table of the keys seen last finds the few that repeat (an
+	// order's payment soon after it) without growing for the others.
+	lp.keys.max = minKeyTableKeys
 	h, err := engine.NewHead(e, engine.HeadConfig[string, record]{Name: name, Source: srcName, Decoder: keepRaw{lp}, Window: target,
 		Quarantine: quarantine, Decoders: 1, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1})
 	if err != nil {

@@ -66,8 +66,12 @@ type keySlot struct {
 // them too.
 func keyTableKeys(budget int64, decoders int) int {
 	n := state.Budget(budget) / 8 / int64(max(decoders, 1)) / (2 * int64(unsafe.Sizeof(keySlot{})))
-	return int(min(max(n, 1<<14), 1<<20))
+	return int(min(max(n, minKeyTableKeys), 1<<20))
 }
+
+// minKeyTableKeys is the fewest keys a key table holds before it starts
+// again.
+const minKeyTableKeys = 1 << 14
 
 func newKeyTable(max int) *keyTable {
 	return &keyTable{seed: maphash.MakeSeed(), slots: make([]keySlot, 1024), max: max}
