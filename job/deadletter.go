@@ -4,6 +4,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 )
 
 // deadRecord is a pane or a too-late event an output refused, as the
@@ -29,12 +30,6 @@ func (f *format) appendDead(b []byte, d deadRecord) []byte {
 	b = append(b, '"', ':')
 	b = append(b, d.JSON...)
 	return append(b, '}', '\n')
-}
-
-// deadKafka is a dead-letter record as a Kafka record, keyed as its item.
-func (f *format) deadKafka(d deadRecord) (key, value []byte) {
-	v := f.appendDead(nil, d)
-	return d.Key, v[:len(v)-1]
 }
 
 // deadID is a dead-letter record's identity: the output, and the item.
@@ -92,14 +87,12 @@ func (d *deadLetters) addPanes(n *engine.SinkNode[pane], f *format) {
 	})
 }
 
-// addLate takes the refusals of the late output.
-func (d *deadLetters) addLate(n *engine.SinkNode[lateEvent], f *format) {
+// addLate takes the refusals of the late output, its events formatted.
+func (d *deadLetters) addLate(n *engine.SinkNode[plan.Item]) {
 	d.inputs++
-	n.Refusals().Subscribe(engine.Func[engine.Refused[lateEvent]]{
-		OnPush: func(r engine.Refused[lateEvent]) {
-			key, _ := f.lateRecord(r.Item)
-			line := f.appendLate(nil, r.Item)
-			d.next.Push(deadRecord{Sink: r.Sink, Reason: r.Reason, Kind: "late", At: r.Item.At, Key: key, JSON: line[:len(line)-1]})
+	n.Refusals().Subscribe(engine.Func[engine.Refused[plan.Item]]{
+		OnPush: func(r engine.Refused[plan.Item]) {
+			d.next.Push(deadRecord{Sink: r.Sink, Reason: r.Reason, Kind: "late", At: r.Item.At, Key: r.Item.Key, JSON: r.Item.JSON})
 		},
 		OnSignal: d.signal,
 	})

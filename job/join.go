@@ -42,13 +42,12 @@ type joinRun struct {
 	lp, rlp      *lineParser
 	heads        [2]*engine.Head[string, record]
 	join         *engine.Join[string, record, record]
-	outs         []*engine.SinkNode[joined]
-	late         *engine.SinkNode[joinLate]
+	outs         []*engine.SinkNode[plan.Item]
+	late         *engine.SinkNode[plan.Item]
 	restoredRead [2]int64
 	// What the console shows: the recent records, and the recent
-	// records too late (Options.Console).
-	recent  *console.Recent[joined]
-	recLate *console.Recent[joinLate]
+	// records too late (Options.Console), as their outputs have them.
+	recent, recLate *console.Recent[plan.Item]
 }
 
 // joinPlan is the plan of a job with a join.
@@ -126,25 +125,23 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 		jr.join.Late.Subscribe(l.(engine.Consumer[joinLate]))
 	}
 	if jr.recent != nil {
-		jr.join.Out.Subscribe(engine.Func[joined]{OnPush: jr.recent.Add})
-		jr.join.Late.Subscribe(engine.Func[joinLate]{OnPush: jr.recLate.Add})
+		f := newFormat(j)
+		jr.join.Out.Subscribe(formatted[joined]{engine.Func[plan.Item]{OnPush: jr.recent.Add}, f.joinedItem})
+		jr.join.Late.Subscribe(formatted[joinLate]{engine.Func[plan.Item]{OnPush: jr.recLate.Add}, f.joinLateItem})
 	}
 	return nil
 }
 
 // consoleTaps makes what the console shows of a join: the recent records
-// (whose texts are the join's own copies, never changed: keepRaw),
-// formatted when the console asks.
-func (jr *joinRun) consoleTaps(j *jobfile.Job) {
-	of, lf := newFormat(j), newFormat(j)
-	jr.recent = console.NewRecent(50, func(dst *joined, src joined) { *dst = src }, func(b []byte, o *joined) []byte {
-		b = of.appendJoined(b, *o)
-		return b[:len(b)-1]
-	})
-	jr.recLate = console.NewRecent(50, func(dst *joinLate, src joinLate) { *dst = src }, func(b []byte, l *joinLate) []byte {
-		b = lf.appendJoinLate(b, *l)
-		return b[:len(b)-1]
-	})
+// and records too late, formatted as their outputs write them (each in
+// memory of its own: formatted).
+func (jr *joinRun) consoleTaps() {
+	recent := func() *console.Recent[plan.Item] {
+		return console.NewRecent(50, func(dst *plan.Item, src plan.Item) { *dst = src }, func(b []byte, it *plan.Item) []byte {
+			return append(b, it.JSON...)
+		})
+	}
+	jr.recent, jr.recLate = recent(), recent()
 }
 
 // joinSourceNode builds one input of a job with a join: its source, read
@@ -236,7 +233,7 @@ func (rn *Runnable) buildJoin() error {
 	rn.warn = j.Warnings()
 	rn.jn = &joinRun{with: j.Join.With, lp: newLineParser(j), rlp: newLineParser(j.Join.With)}
 	if rn.o.Console {
-		rn.jn.consoleTaps(j)
+		rn.jn.consoleTaps()
 	}
 	for _, p := range []struct {
 		lp *lineParser
@@ -458,16 +455,18 @@ func (f *format) appendJoinLate(b []byte, l joinLate) []byte {
 	return append(b, '}', '\n')
 }
 
-// joinedRecord is a joined record as a Kafka record, keyed by its key.
-func (f *format) joinedRecord(o joined) (key, value []byte) {
-	v := f.appendJoined(nil, o)
-	return []byte(o.Key), v[:len(v)-1]
+// joinedItem is a joined record as its outputs write it, keyed by its
+// key.
+func (f *format) joinedItem(b []byte, o joined) plan.Item {
+	line := f.appendJoined(b, o)
+	return plan.Item{Kind: plan.Joined, JSON: line[:len(line)-1], Key: []byte(o.Key), ID: joinedID(o)}
 }
 
-// joinLateRecord is a too-late record as a Kafka record, keyed by its key.
-func (f *format) joinLateRecord(l joinLate) (key, value []byte) {
-	v := f.appendJoinLate(nil, l)
-	return []byte(l.Key), v[:len(v)-1]
+// joinLateItem is a record too late for the join as its output writes
+// it, keyed by its key.
+func (f *format) joinLateItem(b []byte, l joinLate) plan.Item {
+	line := f.appendJoinLate(b, l)
+	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: []byte(l.Key), ID: joinLateID(l)}
 }
 
 // joinedID is a joined record's identity: the records it is made of.

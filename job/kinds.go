@@ -142,8 +142,11 @@ func (f *format) paneItem(b []byte, p pane) plan.Item {
 // lateItem encodes a too-late event as an item.
 func (f *format) lateItem(b []byte, l lateEvent) plan.Item {
 	line := f.appendLate(b, l)
-	key, _ := f.lateRecord(l)
-	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: key, ID: lateID(l)}
+	var key []byte
+	if f.j.Keyed() {
+		key = []byte(l.Key)
+	}
+	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: key, ID: lateID(l), At: l.At}
 }
 
 // rejectedItem encodes a rejected record as an item.

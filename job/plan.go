@@ -333,8 +333,7 @@ func (w *windowNode) Build(c *translate.Ctx) error {
 		}
 	}
 	for _, l := range c.Consumers(plan.Late) {
-		rn.late = l.(*engine.SinkNode[lateEvent])
-		rn.win.Late.Subscribe(partlyLate(rn.late, j.WritePartlyLate))
+		rn.win.Late.Subscribe(partlyLate(l.(engine.Consumer[lateEvent]), j.WritePartlyLate))
 	}
 	if rn.recLate != nil {
 		rn.win.Late.Subscribe(partlyLate(engine.Func[lateEvent]{OnPush: rn.recLate.Add}, j.WritePartlyLate))
@@ -422,44 +421,55 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 			dead.addPanes(n, newFormat(j))
 		}
 		c.SetInput(n)
-	case roleLate:
-		n, err := outputSink(rn, o, writer[lateEvent]{f.appendLate, f.lateRecord, f.lateItem, lateID})
+	default:
+		// The other roles' items are formatted as they come, and written
+		// by one kind of sink.
+		n, err := outputSink(rn, o, itemWriter)
 		if err != nil {
 			return err
 		}
-		if dead != nil {
-			dead.addLate(n, newFormat(j))
+		switch s.role {
+		case roleLate:
+			rn.late = n
+			if dead != nil {
+				dead.addLate(n)
+			}
+			c.SetInput(formatted[lateEvent]{n, f.lateItem})
+		case roleRejected:
+			c.SetInput(formatted[engine.RejectedRecord]{n, f.rejectedItem})
+		case roleJoined:
+			rn.jn.outs = append(rn.jn.outs, n)
+			c.SetInput(formatted[joined]{n, f.joinedItem})
+		case roleJoinLate:
+			rn.jn.late = n
+			c.SetInput(formatted[joinLate]{n, f.joinLateItem})
+		case roleDead:
+			c.SetInput(newDeadLetters(formatted[deadRecord]{n, f.deadItem}))
 		}
-		c.SetInput(n)
-	case roleRejected:
-		n, err := outputSink(rn, o, writer[engine.RejectedRecord]{f.appendRejected, f.rejectedRecord, f.rejectedItem, rejectedID})
-		if err != nil {
-			return err
-		}
-		c.SetInput(n)
-	case roleJoined:
-		n, err := outputSink(rn, o, writer[joined]{line: f.appendJoined, record: f.joinedRecord, id: joinedID})
-		if err != nil {
-			return err
-		}
-		rn.jn.outs = append(rn.jn.outs, n)
-		c.SetInput(n)
-	case roleJoinLate:
-		n, err := outputSink(rn, o, writer[joinLate]{line: f.appendJoinLate, record: f.joinLateRecord, id: joinLateID})
-		if err != nil {
-			return err
-		}
-		rn.jn.late = n
-		c.SetInput(n)
-	case roleDead:
-		n, err := outputSink(rn, o, writer[deadRecord]{f.appendDead, f.deadKafka, f.deadItem, deadID})
-		if err != nil {
-			return err
-		}
-		c.SetInput(newDeadLetters(n))
 	}
 	return nil
 }
+
+// itemWriter writes items formatted where they were made (formatted):
+// every role's but the results', whose outputs format the panes as they
+// write them (off the windows' goroutine), so that the sinks of the others
+// are of one kind.
+var itemWriter = writer[plan.Item]{
+	line:   func(b []byte, it plan.Item) []byte { return append(append(b, it.JSON...), '\n') },
+	record: func(it plan.Item) (key, value []byte) { return it.Key, it.JSON },
+	item:   func(_ []byte, it plan.Item) plan.Item { return it },
+	id:     func(it plan.Item) uint64 { return it.ID },
+}
+
+// formatted formats each item of T as its role has it (item), in memory of
+// its own, and hands it on to an itemWriter's sink.
+type formatted[T any] struct {
+	next engine.Consumer[plan.Item]
+	item func(b []byte, v T) plan.Item
+}
+
+func (f formatted[T]) Push(v T)               { f.next.Push(f.item(nil, v)) }
+func (f formatted[T]) Signal(s engine.Signal) { f.next.Signal(s) }
 
 // consoleTaps makes what the console shows of the recent panes and
 // too-late events: a copy of each (its values in the slot's own memory),

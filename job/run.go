@@ -351,8 +351,8 @@ type Runnable struct {
 	head    *engine.Head[string, record]
 	win     *engine.Window[string, record, acc, []outVal]
 	out     *engine.SinkNode[pane]
-	outs    []*engine.SinkNode[pane] // every results output, in order
-	late    *engine.SinkNode[lateEvent]
+	outs    []*engine.SinkNode[pane]    // every results output, in order
+	late    *engine.SinkNode[plan.Item] // the late output's, its events formatted
 	having  *havingFilter
 	db      *state.DB
 	tmp     string                     // a temporary state directory to remove at the end

@@ -265,21 +265,6 @@ func rejectedID(r engine.RejectedRecord) uint64 {
 	return uint64(newIdentity().string(r.Source).int(int64(r.Record.Partition)).int(r.Record.Offset))
 }
 
-// lateRecord is a too-late event as a Kafka record, keyed by its key.
-func (f *format) lateRecord(l lateEvent) (key, value []byte) {
-	if f.j.Keyed() {
-		key = []byte(l.Key)
-	}
-	v := f.appendLate(nil, l)
-	return key, v[:len(v)-1]
-}
-
-// rejectedRecord is a rejected line as a Kafka record.
-func (f *format) rejectedRecord(r engine.RejectedRecord) (key, value []byte) {
-	v := f.appendRejected(nil, r)
-	return nil, v[:len(v)-1]
-}
-
 func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	if l.Reason != "" {
 		b = append(b, `{"reason":"`...)

@@ -170,6 +170,10 @@ type Item struct {
 	// key and window, an event's key.
 	Key []byte
 	ID  uint64
+	// At is when the item was made, in processing time: a pane's
+	// emission, when an event or a record was set aside; zero when it
+	// says none.
+	At mtime.Time
 	// Pane holds a pane's fields (Kind Pane), else nil.
 	Pane *PaneFields
 }
@@ -187,6 +191,9 @@ const (
 	RejectedRecord
 	// DeadLetter is an item an output refused.
 	DeadLetter
+	// Joined is a record of a join: a pair, or a record that joined
+	// nothing.
+	Joined
 )
 
 // PaneFields are a pane's fields, typed: what a sink that stores columns

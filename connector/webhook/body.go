@@ -65,7 +65,7 @@ var funcs = template.FuncMap{
 	},
 }
 
-var kindNames = [...]string{plan.Pane: "pane", plan.LateEvent: "late_event", plan.RejectedRecord: "rejected_record", plan.DeadLetter: "dead_letter"}
+var kindNames = [...]string{plan.Pane: "pane", plan.LateEvent: "late_event", plan.RejectedRecord: "rejected_record", plan.DeadLetter: "dead_letter", plan.Joined: "joined"}
 
 // paneOf is the template's view of an item.
 func paneOf(job string, it *plan.Item) Pane {
