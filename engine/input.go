@@ -72,7 +72,9 @@ func (e *Engine) AddFeed(name string, f Feed) error {
 		// A checkpoint taken before the first batch holds no position.
 		in.pos = pos
 	}
-	in.restoreDelivered()
+	if err := in.restoreDelivered(); err != nil {
+		return err
+	}
 	e.inputs = append(e.inputs, in)
 	return nil
 }
@@ -165,6 +167,12 @@ func (e *Engine) deliver(b *inputBatch) {
 	if e.cfg.Live {
 		e.advance(mtime.Now())
 		now = e.now
+	}
+	if sb, ok := b.b.(*sourceBatch); ok {
+		// A checkpoint of a run that merged its inputs may have been
+		// taken in the middle of this batch.
+		n := b.in.skipDelivered(sb)
+		sb.b.Records = sb.b.Records[n:]
 	}
 	b.b.Deliver(now)
 	b.in.pos = b.b.Position()

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
@@ -51,15 +53,34 @@ func (e *Engine) merging() bool {
 // inputs, that says how many records of its next batch were handed over.
 const deliveredFile = "delivered"
 
-// restoreDelivered reads, for a merged input, how many records of its next
-// batch the checkpoint's run had handed over: they are skipped.
-func (in *input) restoreDelivered() {
-	if data := in.p.File(deliveredFile); data != nil {
-		d := enc.NewDecoder(data)
-		if n := d.Uvarint(); d.Err() == nil {
-			in.skip = int(n)
-		}
+// restoreDelivered reads how many records of an input's next batch the
+// checkpoint's run had handed over (it merged its inputs): they are
+// skipped, whether this run merges its inputs or not.
+func (in *input) restoreDelivered() error {
+	data := in.p.File(deliveredFile)
+	if data == nil {
+		return nil
 	}
+	d := enc.NewDecoder(data)
+	n := d.Uvarint()
+	if d.Err() != nil || d.Len() != 0 || n > 1<<31 {
+		return fmt.Errorf("cannot restore %s: %s is corrupt", in.e.resumed.Path, in.p.FileName(deliveredFile))
+	}
+	in.skip = int(n)
+	return nil
+}
+
+// skipDelivered drops from the batch the records a restored checkpoint
+// says were handed over already (restoreDelivered), and what the batch
+// says of records lost before them.
+func (in *input) skipDelivered(sb *sourceBatch) (skipped int) {
+	if in.skip == 0 {
+		return 0
+	}
+	n := min(in.skip, len(sb.b.Records))
+	in.skip -= n
+	sb.b.Lost = 0
+	return n
 }
 
 // take makes b the merged input's batch in hand, skipping the records a
@@ -76,13 +97,7 @@ func (in *input) take(b *inputBatch) {
 			r.Arrival = in.e.now
 		}
 	}
-	if in.skip > 0 {
-		n := min(in.skip, len(sb.b.Records))
-		in.skip -= n
-		in.next = n
-		// What came with the batch was taken with it before.
-		sb.b.Lost = 0
-	}
+	in.next = in.skipDelivered(sb)
 }
 
 // deliverMerged hands over records of the inputs' batches in hand, one at
