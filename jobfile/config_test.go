@@ -410,6 +410,23 @@ func TestExamplesLoad(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		if filepath.Base(filepath.Dir(f)) == "phones-online" {
+			// Its inputs are written by weir gen and the first job, in the
+			// repository's root, as the getting-started page runs them.
+			root := t.TempDir()
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.MkdirAll(filepath.Join(root, "examples", "phones-online"), 0o755)
+			for _, in := range []string{"ledger.jsonl", "events.jsonl", "checkouts.jsonl", "never-arrived.jsonl"} {
+				os.WriteFile(filepath.Join(root, in), nil, 0o644)
+			}
+			f = filepath.Join(root, "examples", "phones-online", filepath.Base(f))
+			if err := os.WriteFile(f, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		j, err := Load(f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
