@@ -509,22 +509,21 @@ func (s *schedule) jobFile(ref bool) string {
 	if s.quar != kNone {
 		fmt.Fprintf(&b, "quarantine: %s\n", s.output(s.quar, "quarantine", ref))
 	}
+	// Where the results, the too-late events and the summary go.
+	var outputs strings.Builder
+	var outs []string
+	for _, k := range s.results {
+		outs = append(outs, s.output(k, "results", ref))
+	}
+	fmt.Fprintf(&outputs, "output: [%s]\n", strings.Join(outs, ", "))
+	if s.late != kNone {
+		fmt.Fprintf(&outputs, "late_output: %s\n", s.output(s.late, "late", ref))
+	}
+	outputs.WriteString("summary: summary.json\n")
 	if s.join != "" {
 		fmt.Fprintf(&b, "key: card\njoin:\n  with: {source: {file: limits.jsonl}, time: {field: ts, arrival_field: arrival}, key: card}\n  between: [-2s, 2s]\n  kind: %s\n  allowed_lateness: %s\n", s.join, s.lateness)
-		var outs []string
-		for _, k := range s.results {
-			outs = append(outs, s.output(k, "results", ref))
-		}
-		fmt.Fprintf(&b, "output: [%s]\n", strings.Join(outs, ", "))
-		if s.late != kNone {
-			fmt.Fprintf(&b, "late_output: %s\n", s.output(s.late, "late", ref))
-		}
-		b.WriteString("summary: summary.json\ncheckpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100")
-		if s.held != "" {
-			b.WriteString(", max_held_output: " + s.held)
-		}
-		b.WriteString("}\n")
-		return b.String()
+		b.WriteString(outputs.String())
+		return b.String() + s.checkpoint()
 	}
 	var agg strings.Builder
 	agg.WriteString("key: card\n")
@@ -533,15 +532,7 @@ func (s *schedule) jobFile(ref bool) string {
 		fmt.Fprintf(&agg, "trigger: %s\n", s.trigger)
 	}
 	agg.WriteString("aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}\n")
-	var outs []string
-	for _, k := range s.results {
-		outs = append(outs, s.output(k, "results", ref))
-	}
-	fmt.Fprintf(&agg, "output: [%s]\n", strings.Join(outs, ", "))
-	if s.late != kNone {
-		fmt.Fprintf(&agg, "late_output: %s\n", s.output(s.late, "late", ref))
-	}
-	agg.WriteString("summary: summary.json\n")
+	agg.WriteString(outputs.String())
 	if s.second == "" {
 		b.WriteString(agg.String())
 	} else {
@@ -552,12 +543,16 @@ func (s *schedule) jobFile(ref bool) string {
 		fmt.Fprintf(&b, "  per_window:\n    window: %s\n    allowed_lateness: %s\n    mode: %s\n    aggregates: {orders: count, spent: sum(amount)}\n    output: second.jsonl\n    summary: second.json\n",
 			s.second, s.lateness, s.mode)
 	}
-	b.WriteString("checkpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100")
+	return b.String() + s.checkpoint()
+}
+
+// checkpoint is the schedule's checkpoint line of its job file.
+func (s *schedule) checkpoint() string {
+	held := ""
 	if s.held != "" {
-		b.WriteString(", max_held_output: " + s.held)
+		held = ", max_held_output: " + s.held
 	}
-	b.WriteString("}\n")
-	return b.String()
+	return fmt.Sprintf("checkpoint: {dir: ckpt, interval: 5m, keep: 3, tolerable_failures: 100%s}\n", held)
 }
 
 // topics are the schedule's topics, created before its runs.
