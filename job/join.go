@@ -259,7 +259,12 @@ func (rn *Runnable) buildJoin() error {
 // runJoin runs a built job with a join.
 func (rn *Runnable) runJoin(ctx context.Context) (*Summary, error) {
 	start := time.Now()
+	stopLog := func() {}
+	if rn.o.ProgressEvery > 0 && rn.e.Live() {
+		stopLog = rn.logProgress(rn.o.ProgressEvery)
+	}
 	err := rn.e.Run(ctx)
+	stopLog()
 	sum := rn.finalJoinSummary(err)
 	if err = sum.settle(err, start); err != nil {
 		if serr := rn.writeJoinEnd(sum); serr != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -209,6 +211,52 @@ func TestLiveProgressLines(t *testing.T) {
 			"the first panes: a window's pane at the watermark once the watermark passes its end (window tumbling 1m0s; the watermark is the greatest event time read minus 0s): the first window closes when an event that much past its end is read",
 			"progress: read 2: 1 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 1 quarantined; 0 panes fired; windows open: 1; watermark 2000-01-01T00:00:04.999Z, 25.001s behind the clock",
 			"progress: read 3 (+1 in 30s): 2 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 1 quarantined; 0 panes fired; windows open: 1; watermark 2000-01-01T00:00:34.999Z, 25.001s behind the clock",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(log.lines(), "\n"))
+		}
+	})
+}
+
+// A live join logs a line of progress at a steady interval too: what each
+// input read and how it counted, and what the join made and holds.
+func TestLiveJoinProgressLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "payments.jsonl"), []byte(fmt.Sprintf("{\"id\":\"o1\",\"ts\":%q}\nbroken\n", at(3*time.Second))), 0o600)
+		j := loadJob(t, dir, `source: "-"
+time: {field: ts}
+key: id
+join:
+  with: {source: payments.jsonl, time: {field: ts}, key: id}
+  between: [0s, 10s]
+  kind: left_outer
+watermark: {delay: 0s, interval: 200ms}
+output: joined.jsonl
+`)
+		r, w := io.Pipe()
+		log := &lockedBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			_, err := Run(context.Background(), j, Options{Stdin: r, Stdout: io.Discard, Log: log, ProgressEvery: 30 * time.Second})
+			done <- err
+		}()
+		time.Sleep(10 * time.Second) // 00:00:10
+		fmt.Fprintf(w, "{\"id\":\"o1\",\"ts\":%q}\n{\"id\":\"o2\",\"ts\":%q}\n", at(-9*time.Second), at(-8*time.Second))
+		time.Sleep(25 * time.Second) // 00:00:35
+		synctest.Wait()
+		w.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range log.lines() {
+			if i := strings.Index(l, "progress:"); i >= 0 {
+				got = append(got, l[i:])
+			}
+		}
+		want := []string{
+			"progress: read 2: 2 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 0 quarantined; join.with read 2: 1 accepted, 0 too late, 1 quarantined; 1 pairs, 0 unmatched; 3 records held; watermark 2000-01-01T00:00:01.999Z, 28.001s behind the clock",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(log.lines(), "\n"))

@@ -231,14 +231,24 @@ func progressLogLine(st engine.Status, prev int64, d time.Duration) string {
 	if c.Revisions > 0 || c.Superseded > 0 || c.RevisionsTooLate > 0 {
 		fmt.Fprintf(&b, ", %d revisions, %d superseded, %d revisions too late", c.Revisions, c.Superseded, c.RevisionsTooLate)
 	}
-	fmt.Fprintf(&b, "; %d panes fired; windows open: %d", c.PanesFired, st.OpenWindows)
+	if len(st.Joins) > 0 {
+		// A join: its other inputs, and what it made and holds.
+		for _, in := range st.Inputs[min(1, len(st.Inputs)):] {
+			fmt.Fprintf(&b, "; %s read %d: %d accepted, %d too late, %d quarantined", in.Name, in.Counts.Read, in.Counts.Accepted, in.Counts.TooLate, in.Counts.Quarantined)
+		}
+		for _, jn := range st.Joins {
+			fmt.Fprintf(&b, "; %d pairs, %d unmatched; %d records held", jn.Pairs, jn.Unmatched, jn.Left+jn.Right)
+		}
+	} else {
+		fmt.Fprintf(&b, "; %d panes fired; windows open: %d", c.PanesFired, st.OpenWindows)
+	}
 	if st.Watermark > mtime.MinTime {
 		fmt.Fprintf(&b, "; watermark %s", st.Watermark)
 		if st.WatermarkGap >= 0 && st.Live {
 			fmt.Fprintf(&b, ", %s behind the clock", time.Duration(st.WatermarkGap)*time.Millisecond)
 		}
 	} else {
-		b.WriteString("; no watermark yet: no window can close before the first event")
+		b.WriteString("; no watermark yet: no window can close, and no record be written unmatched, before the first event")
 	}
 	if backlog, known := inputBacklog(st); known {
 		fmt.Fprintf(&b, "; %d waiting in the source", backlog)
