@@ -162,7 +162,9 @@ func (e *Env) compile(src string, condition bool) (*EnvProgram, error) {
 		}
 	}
 	p := &EnvProgram{src: src, m: state{env: true}}
-	c := &compiler{fields: &p.names, env: e}
+	side := *config
+	side.Expect, side.ExpectAny = reflect.Invalid, false
+	c := &compiler{fields: &p.names, env: e, conf: &side}
 	root, err := c.compile(tree.Node)
 	if err != nil {
 		return nil, &Error{Expr: src, Msg: err.Error()}

@@ -427,3 +427,23 @@ func BenchmarkEnv(b *testing.B) {
 		prog.Holds(p.vars)
 	}
 }
+
+// A side of and that expr-lang folds to false decides it, as expr-lang's
+// optimizer has it, whatever the other sides would give: an error (a
+// remainder by zero) included (TestEnvAgreesWithExpr found it, seed
+// 6731430990368421452); and a side of or folded to true.
+func TestEnvFoldedSidesDecide(t *testing.T) {
+	p := newPane()
+	var e exprEnv
+	p.set(125.5, 0, 1e300, "c9", 0, "ON_TIME", true, &e)
+	for _, src := range []string{
+		`((9223372036854775807 - (revision % revision)) == abs(+(avg)) && "ON_TIME" == "")`,
+		`revision % revision == 0 or 1 < 2`,
+		`(revision % revision == 0 and orders > 1) and false`,
+		`revision % revision == 0 and true`,
+	} {
+		if d := sameAsExpr(p, src, &e); d != "" {
+			t.Errorf("%s: %s", src, d)
+		}
+	}
+}

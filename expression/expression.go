@@ -48,6 +48,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/parser"
 	"github.com/valyala/fastjson"
 	"github.com/weirstream/weir/mtime"
@@ -245,6 +248,10 @@ func Set(obj *fastjson.Value, name string, v Value, arena *fastjson.Arena) {
 type compiler struct {
 	fields *[]string // over a JSON object: the fields read
 	env    *Env      // over an Env
+	// conf is an Env's checker configuration: with it, a side of and or
+	// or that expr-lang folds to the value that decides them decides
+	// them (logic).
+	conf *conf.Config
 }
 
 func (c *compiler) field(name string) {
@@ -323,6 +330,27 @@ func (c *compiler) compile(n ast.Node) (node, error) {
 		return c.call(id.Value, n.Arguments, n.String())
 	}
 	return nil, fmt.Errorf("%s is not something a where or a field can say", n.String())
+}
+
+// folds reports whether expr-lang's optimizer folds n to a bool, and
+// which: only over an Env, whose checker configuration it needs. n is
+// parsed again from its text, so that the tree compiled is not changed.
+func (c *compiler) folds(n ast.Node) (value, ok bool) {
+	if c.conf == nil {
+		return false, false
+	}
+	t, err := checker.ParseCheck(n.String(), c.conf)
+	if err != nil {
+		return false, false
+	}
+	if err := optimizer.Optimize(&t.Node, c.conf); err != nil {
+		return false, false
+	}
+	b, ok := t.Node.(*ast.BoolNode)
+	if !ok {
+		return false, false
+	}
+	return b.Value, true
 }
 
 func constant(v Value) node {
@@ -641,6 +669,14 @@ func (c *compiler) logic(n *ast.BinaryNode) (node, error) {
 	}
 	sides = append(sides, x)
 	slices.Reverse(sides)
+	// As expr-lang folds constants: a side that folds to the value that
+	// decides the chain (false and, true or) decides it, whatever the
+	// other sides would give, an error included.
+	for _, side := range sides {
+		if b, ok := c.folds(side); ok && b != and {
+			return constant(Value{Kind: Bool, Bool: b}), nil
+		}
+	}
 	nodes := make([]node, len(sides))
 	for i, side := range sides {
 		var err error
