@@ -209,10 +209,9 @@ func uninterrupted(t *testing.T, bin string, db *sql.DB, tmp string) ([]string, 
 }
 
 // killSixTimes runs the weir command on dir's job six times, each killed
-// with SIGKILL at a random moment within a quarter of took once the job
-// has a checkpoint (each run resumes from the last one, and goes on from
-// there), then to its end: the moments of the kills, and how many runs
-// resumed from a checkpoint.
+// with SIGKILL at a random moment within took (each run resumes from the
+// last checkpoint), then to its end: the moments of the kills, and how
+// many runs resumed from a checkpoint.
 func killSixTimes(t *testing.T, bin, dir string, took time.Duration, env []string) (kills []time.Duration, resumed int) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(9, 90))
@@ -228,28 +227,14 @@ func killSixTimes(t *testing.T, bin, dir string, took time.Duration, env []strin
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		var err error
-		ended := false
 		if attempt <= 6 {
-			// Killed at a random moment once the job has a checkpoint to
-			// resume from: before the first one, a kill would only start
-			// the job again, and how soon that comes depends on the
-			// machine's load.
-			for !ended && !hasCheckpoint(dir) {
-				select {
-				case err = <-done:
-					ended = true
-				case <-time.After(5 * time.Millisecond):
-				}
-			}
-			after := time.Duration(r.Int64N(int64(took) / 4))
-			if !ended {
-				select {
-				case err = <-done:
-				case <-time.After(after):
-					cmd.Process.Signal(syscall.SIGKILL)
-					err = <-done
-					kills = append(kills, after.Round(time.Millisecond))
-				}
+			after := time.Duration(r.Int64N(int64(took)))
+			select {
+			case err = <-done:
+			case <-time.After(after):
+				cmd.Process.Signal(syscall.SIGKILL)
+				err = <-done
+				kills = append(kills, after.Round(time.Millisecond))
 			}
 		} else {
 			err = <-done
@@ -272,13 +257,6 @@ func killSixTimes(t *testing.T, bin, dir string, took time.Duration, env []strin
 	}
 }
 
-// hasCheckpoint says whether the job of dir has a checkpoint to resume
-// from (killJob's checkpoint directory).
-func hasCheckpoint(dir string) bool {
-	m, _ := filepath.Glob(filepath.Join(dir, "ckpt", "chk-*"))
-	return len(m) > 0
-}
-
 const killJob = `name: spend
 source: {file: events.jsonl}
 time: {field: ts}
@@ -289,7 +267,7 @@ aggregates: {n: count, spent: sum(amount)}
 output:
   - parquet: {dir: lake, partition_by: [date, hour]}
   - results.jsonl
-checkpoint: {dir: ckpt, interval: 100ms}
+checkpoint: {dir: ckpt, interval: 20ms}
 `
 
 // readLake is what DuckDB reads of a directory's Parquet files, a row a
