@@ -362,28 +362,7 @@ func (f *sourceFeed) Read(ctx context.Context) (FeedBatch, error) {
 	}
 }
 
-func (b *sourceBatch) Deliver(now mtime.Time) {
-	f := b.f
-	if b.b.Partitions != nil {
-		f.parts = b.b.Partitions
-		f.h.Partitions(f.parts, now)
-	}
-	if lh, ok := f.h.(LostHandler); ok && b.b.Lost > 0 {
-		lh.Lost(b.b.Lost)
-	}
-	for i := range b.b.Records {
-		if r := &b.b.Records[i]; r.Arrival == mtime.MinTime {
-			r.Arrival = now
-		}
-	}
-	if bh, ok := f.h.(BatchHandler); ok {
-		bh.Records(b.b.Records)
-		return
-	}
-	for i := range b.b.Records {
-		f.h.Record(&b.b.Records[i])
-	}
-}
+func (b *sourceBatch) Deliver(now mtime.Time) { b.deliverRange(now, 0, len(b.b.Records)) }
 
 func (b *sourceBatch) Position() []byte { return b.b.Position }
 
