@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/weirstream/weir/jobfile"
 )
 
 // lockedBuffer is standard output for a live job: written by the sink's
@@ -180,26 +182,17 @@ func TestLiveIdlePartitionWithoutInput(t *testing.T) {
 func TestLiveProgressLines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := loadJob(t, t.TempDir(), liveBase+"window: {tumbling: 1m}\n")
-		r, w := io.Pipe()
-		log := &lockedBuffer{}
-		done := make(chan error, 1)
-		go func() {
-			_, err := Run(context.Background(), j, Options{Stdin: r, Stdout: io.Discard, Log: log, ProgressEvery: 30 * time.Second})
-			done <- err
-		}()
-		time.Sleep(10 * time.Second) // 00:00:10
-		fmt.Fprintf(w, "{\"ts\":%q}\nnot json\n", at(-5*time.Second))
-		time.Sleep(25 * time.Second) // 00:00:35
-		synctest.Wait()
-		fmt.Fprintf(w, "{\"ts\":%q}\n", at(0))
-		time.Sleep(30 * time.Second) // 00:01:05
-		synctest.Wait()
-		w.Close()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		lines := runLiveProgress(t, j, func(w io.Writer) {
+			time.Sleep(10 * time.Second) // 00:00:10
+			fmt.Fprintf(w, "{\"ts\":%q}\nnot json\n", at(-5*time.Second))
+			time.Sleep(25 * time.Second) // 00:00:35
+			synctest.Wait()
+			fmt.Fprintf(w, "{\"ts\":%q}\n", at(0))
+			time.Sleep(30 * time.Second) // 00:01:05
+			synctest.Wait()
+		})
 		var got []string
-		for _, l := range log.lines() {
+		for _, l := range lines {
 			if i := strings.Index(l, "the first panes"); i >= 0 {
 				got = append(got, l[i:])
 			}
@@ -213,7 +206,7 @@ func TestLiveProgressLines(t *testing.T) {
 			"progress: read 3 (+1 in 30s): 2 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 1 quarantined; 0 panes fired; windows open: 1; watermark 2000-01-01T00:00:34.999Z, 25.001s behind the clock",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(log.lines(), "\n"))
+			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(lines, "\n"))
 		}
 	})
 }
@@ -234,23 +227,14 @@ join:
 watermark: {delay: 0s, interval: 200ms}
 output: joined.jsonl
 `)
-		r, w := io.Pipe()
-		log := &lockedBuffer{}
-		done := make(chan error, 1)
-		go func() {
-			_, err := Run(context.Background(), j, Options{Stdin: r, Stdout: io.Discard, Log: log, ProgressEvery: 30 * time.Second})
-			done <- err
-		}()
-		time.Sleep(10 * time.Second) // 00:00:10
-		fmt.Fprintf(w, "{\"id\":\"o1\",\"ts\":%q}\n{\"id\":\"o2\",\"ts\":%q}\n", at(-9*time.Second), at(-8*time.Second))
-		time.Sleep(25 * time.Second) // 00:00:35
-		synctest.Wait()
-		w.Close()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		lines := runLiveProgress(t, j, func(w io.Writer) {
+			time.Sleep(10 * time.Second) // 00:00:10
+			fmt.Fprintf(w, "{\"id\":\"o1\",\"ts\":%q}\n{\"id\":\"o2\",\"ts\":%q}\n", at(-9*time.Second), at(-8*time.Second))
+			time.Sleep(25 * time.Second) // 00:00:35
+			synctest.Wait()
+		})
 		var got []string
-		for _, l := range log.lines() {
+		for _, l := range lines {
 			if i := strings.Index(l, "progress:"); i >= 0 {
 				got = append(got, l[i:])
 			}
@@ -259,7 +243,27 @@ output: joined.jsonl
 			"progress: read 2: 2 accepted (0 late within the allowed lateness), 0 too late, 0 duplicates, 0 quarantined; join.with read 2: 1 accepted, 0 too late, 1 quarantined; 1 pairs, 0 unmatched; 3 records held; watermark 2000-01-01T00:00:01.999Z, 28.001s behind the clock",
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(log.lines(), "\n"))
+			t.Errorf("log:\n%s\nwant\n%s\nwhole log:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(lines, "\n"))
 		}
 	})
+}
+
+// runLiveProgress runs the live job j on standard input, a line of
+// progress every 30 s, feeding it as feed does (on the bubble's clock)
+// until feed returns and the input ends: the lines of its log.
+func runLiveProgress(t *testing.T, j *jobfile.Job, feed func(w io.Writer)) []string {
+	t.Helper()
+	r, w := io.Pipe()
+	log := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), j, Options{Stdin: r, Stdout: io.Discard, Log: log, ProgressEvery: 30 * time.Second})
+		done <- err
+	}()
+	feed(w)
+	w.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return log.lines()
 }
