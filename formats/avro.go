@@ -268,7 +268,7 @@ func appendAvroJSON(b []byte, v any, node *avro.SchemaNode) []byte {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return append(b, "null"...)
 		}
-		return strconv.AppendFloat(b, x, 'g', -1, 64)
+		return appendDouble(b, x)
 	case string:
 		return text.AppendJSONString(b, []byte(x))
 	case []byte:

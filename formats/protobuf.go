@@ -225,24 +225,9 @@ var protoUnmarshal = proto.UnmarshalOptions{DiscardUnknown: true, RecursionLimit
 
 // AppendJSON implements plan.Decoder.
 func (d *protoDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
-	m, payload := d.fixed, value
-	if d.reg != nil {
-		id, p, err := frame(value)
-		if err != nil {
-			return dst, err
-		}
-		idx, p, err := messageIndexes(p)
-		if err != nil {
-			return dst, err
-		}
-		s, err := d.schema(id)
-		if err != nil {
-			return dst, err
-		}
-		if m, err = s.message(id, idx); err != nil {
-			return dst, err
-		}
-		payload = p
+	m, payload, err := d.message(value)
+	if err != nil {
+		return dst, err
 	}
 	st := wireStates.Get().(*wireState)
 	out, err := m.plan.appendWire(dst, payload, st, 0)
@@ -258,6 +243,27 @@ func (d *protoDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
 		return dst, plan.Bad(ReasonNotDecodable, "%v", err)
 	}
 	return out, nil
+}
+
+// message is the message type of a record's value, and its payload.
+func (d *protoDecoder) message(value []byte) (*protoMessage, []byte, error) {
+	if d.reg == nil {
+		return d.fixed, value, nil
+	}
+	id, p, err := frame(value)
+	if err != nil {
+		return nil, nil, err
+	}
+	idx, p, err := messageIndexes(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := d.schema(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := s.message(id, idx)
+	return m, p, err
 }
 
 // messageIndexes reads the framing's message indexes: nil for the file's
@@ -553,7 +559,7 @@ func appendProtoValue(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return append(b, "null"...), nil
 		}
-		return strconv.AppendFloat(b, f, 'g', -1, 64), nil
+		return appendDouble(b, f), nil
 	case protoreflect.StringKind:
 		return text.AppendJSONString(b, []byte(v.String())), nil
 	case protoreflect.BytesKind:

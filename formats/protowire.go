@@ -184,29 +184,9 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 		return b, errSlow
 	}
 	base, n := len(st.spans), len(p.fields)
-	st.spans = append(st.spans, make([]wireSpan, n)...)
 	defer func() { st.spans = st.spans[:base] }()
-	for i := 0; i < len(src); {
-		num, typ, tl := protowire.ConsumeTag(src[i:])
-		if tl < 0 {
-			return b, errSlow
-		}
-		i += tl
-		vl := protowire.ConsumeFieldValue(num, typ, src[i:])
-		if vl < 0 {
-			return b, errSlow
-		}
-		if fi := p.index(num); fi >= 0 {
-			start := i
-			if typ == protowire.BytesType {
-				v, m := protowire.ConsumeBytes(src[i:])
-				start = i + m - len(v)
-			}
-			sp := &st.spans[base+fi]
-			sp.start, sp.end, sp.wire = int32(start), int32(i+vl), typ
-			sp.n++
-		}
-		i += vl
+	if err := p.scan(src, st); err != nil {
+		return b, err
 	}
 	switch p.wk {
 	case wkTimestamp:
@@ -227,15 +207,10 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 	for fi := range p.fields {
 		f := &p.fields[fi]
 		sp := st.spans[base+fi]
-		if f.oneof {
-			if sp.n == 0 {
-				continue
-			}
-			for _, peer := range f.peers {
-				if st.spans[base+peer].n > 0 {
-					return b, errSlow // the last one set wins: the library's to say
-				}
-			}
+		if skip, slow := p.oneofUnset(st, base, fi); slow {
+			return b, errSlow
+		} else if skip {
+			continue
 		}
 		if !first {
 			b = append(b, ',')
@@ -268,6 +243,55 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 	return append(b, '}'), nil
 }
 
+// oneofUnset reports whether the field fi, a member of a oneof, is not
+// written, being unset; slow if another member is set too: the last one
+// set wins, and it is the library's to say which.
+func (p *wirePlan) oneofUnset(st *wireState, base, fi int) (unset, slow bool) {
+	f := &p.fields[fi]
+	if !f.oneof {
+		return false, false
+	}
+	if st.spans[base+fi].n == 0 {
+		return true, false
+	}
+	for _, peer := range f.peers {
+		if st.spans[base+peer].n > 0 {
+			return false, true
+		}
+	}
+	return false, false
+}
+
+// scan notes where each field of the message in src is (st's spans from
+// their length before, one a field), or returns errSlow.
+func (p *wirePlan) scan(src []byte, st *wireState) error {
+	base := len(st.spans)
+	st.spans = append(st.spans, make([]wireSpan, len(p.fields))...)
+	for i := 0; i < len(src); {
+		num, typ, tl := protowire.ConsumeTag(src[i:])
+		if tl < 0 {
+			return errSlow
+		}
+		i += tl
+		vl := protowire.ConsumeFieldValue(num, typ, src[i:])
+		if vl < 0 {
+			return errSlow
+		}
+		if fi := p.index(num); fi >= 0 {
+			start := i
+			if typ == protowire.BytesType {
+				v, m := protowire.ConsumeBytes(src[i:])
+				start = i + m - len(v)
+			}
+			sp := &st.spans[base+fi]
+			sp.start, sp.end, sp.wire = int32(start), int32(i+vl), typ
+			sp.n++
+		}
+		i += vl
+	}
+	return nil
+}
+
 // appendList appends a repeated field's values: every occurrence, packed
 // or not, in order.
 func (p *wirePlan) appendList(b []byte, f *wireField, src []byte, sp wireSpan, st *wireState, depth int) ([]byte, error) {
@@ -276,7 +300,24 @@ func (p *wirePlan) appendList(b []byte, f *wireField, src []byte, sp wireSpan, s
 		return append(b, ']'), nil
 	}
 	first := true
-	var err error
+	err := listValues(f, src, func(v []byte, typ protowire.Type) (err error) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b, err = appendWireValue(b, f, v, typ, st, depth)
+		return err
+	})
+	if err != nil {
+		return b, err
+	}
+	return append(b, ']'), nil
+}
+
+// listValues calls each with every value of the repeated field f in the
+// message in src (its bytes on the wire, a length-delimited one's
+// content), packed or not, in order, until each fails.
+func listValues(f *wireField, src []byte, each func(v []byte, typ protowire.Type) error) error {
 	for i := 0; i < len(src); {
 		num, typ, tl := protowire.ConsumeTag(src[i:])
 		i += tl
@@ -302,31 +343,23 @@ func (p *wirePlan) appendList(b []byte, f *wireField, src []byte, sp wireSpan, s
 				case protowire.Fixed64Type:
 					_, k = protowire.ConsumeFixed64(v)
 				default:
-					return b, errSlow
+					return errSlow
 				}
 				if k < 0 {
-					return b, errSlow
+					return errSlow
 				}
-				if !first {
-					b = append(b, ',')
-				}
-				first = false
-				if b, err = appendWireValue(b, f, v[:k], f.wire, st, depth); err != nil {
-					return b, err
+				if err := each(v[:k], f.wire); err != nil {
+					return err
 				}
 				v = v[k:]
 			}
 			continue
 		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		if b, err = appendWireValue(b, f, v, typ, st, depth); err != nil {
-			return b, err
+		if err := each(v, typ); err != nil {
+			return err
 		}
 	}
-	return append(b, ']'), nil
+	return nil
 }
 
 // appendValue appends one value of f, v its bytes on the wire (a

@@ -27,15 +27,25 @@ var errAvro = errors.New("the payload does not decode with its schema")
 // maxDepth bounds the nesting of a recursive schema's values.
 const maxDepth = 64
 
+// maxNulls bounds the items of an array of nulls, which take no bytes (a
+// record of a few bytes could say 2^62): a record's JSON text is bounded by
+// its bytes' length otherwise. Its text is a line of at most 320 KiB.
+const maxNulls = 1 << 16
+
 // transcoder writes the records of one schema as JSON.
 type transcoder struct {
 	root  *avro.SchemaNode
 	named map[string]*avro.SchemaNode
+	// keys are each record's fields' names as JSON keys ("name":).
+	keys map[*avro.SchemaNode][][]byte
+	// noTree: a record has two fields of one name (a schema the library
+	// should have refused), which an object built in a tree cannot hold.
+	noTree bool
 }
 
 // newTranscoder is the transcoder of a schema's tree (references expanded).
 func newTranscoder(root *avro.SchemaNode) *transcoder {
-	t := &transcoder{root: root, named: map[string]*avro.SchemaNode{}}
+	t := &transcoder{root: root, named: map[string]*avro.SchemaNode{}, keys: map[*avro.SchemaNode][][]byte{}}
 	t.index(root, 0)
 	return t
 }
@@ -46,13 +56,25 @@ func (t *transcoder) index(n *avro.SchemaNode, depth int) {
 	}
 	switch n.Type {
 	case "record", "error", "enum", "fixed":
-		if _, ok := t.named[n.Name]; ok {
-			return
+		if _, ok := t.named[n.Name]; !ok {
+			t.named[n.Name] = n
+			if n.Namespace != "" {
+				t.named[n.Namespace+"."+n.Name] = n
+			}
 		}
-		t.named[n.Name] = n
-		if n.Namespace != "" {
-			t.named[n.Namespace+"."+n.Name] = n
+	}
+	// Every record node has its keys, also a named type's copies where
+	// references were expanded (a recursive one stays a reference: no
+	// fields).
+	if (n.Type == "record" || n.Type == "error") && t.keys[n] == nil {
+		keys := make([][]byte, len(n.Fields))
+		seen := map[string]bool{}
+		for i := range n.Fields {
+			keys[i] = append(text.AppendJSONString(nil, []byte(n.Fields[i].Name)), ':')
+			t.noTree = t.noTree || seen[n.Fields[i].Name]
+			seen[n.Fields[i].Name] = true
 		}
+		t.keys[n] = keys
 	}
 	for i := range n.Fields {
 		t.index(&n.Fields[i].Type, depth+1)
@@ -115,7 +137,7 @@ func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return append(b, "null"...), src[8:], nil
 		}
-		return strconv.AppendFloat(b, f, 'g', -1, 64), src[8:], nil
+		return appendDouble(b, f), src[8:], nil
 	case "string", "bytes":
 		data, rest, err := lengthPrefixed(src)
 		if err != nil {
@@ -141,14 +163,14 @@ func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte
 		return t.value(b, rest, &n.Branches[i], depth+1)
 	case "record", "error":
 		b = append(b, '{')
+		keys := t.keys[n]
 		var err error
 		for i := range n.Fields {
 			f := &n.Fields[i]
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = text.AppendJSONString(b, []byte(f.Name))
-			b = append(b, ':')
+			b = append(b, keys[i]...)
 			if b, src, err = t.value(b, src, &f.Type, depth+1); err != nil {
 				return b, src, err
 			}
@@ -164,7 +186,7 @@ func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte
 			return b, src, errAvro
 		}
 		b = append(b, open)
-		first := true
+		first, nulls := true, int64(0)
 		for {
 			count, rest, err := varlong(src)
 			if err != nil {
@@ -183,6 +205,12 @@ func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte
 			}
 			if count > int64(len(src)) && !(item.Type == "null" && n.Type == "array") {
 				return b, src, errAvro // more items than bytes
+			}
+			if item.Type == "null" && n.Type == "array" {
+				nulls += count
+			}
+			if nulls > maxNulls {
+				return b, src, errAvro // a text of unbounded length
 			}
 			for ; count > 0; count-- {
 				if !first {

@@ -45,8 +45,11 @@ type record struct {
 	line int64      // line number of a file, offset of a Kafka record
 	ts   mtime.Time // event time (first, last)
 	part int32      // the record's partition (Kafka)
-	raw  []byte
-	vals []value
+	// encoded: raw is the record in its source's format, not its JSON
+	// text (format.json writes it).
+	encoded bool
+	raw     []byte
+	vals    []value
 }
 
 // slot is the accumulator of one aggregate of one window: 32 bytes, since

@@ -245,7 +245,7 @@ func TestPaneItemFields(t *testing.T) {
 	}
 	p := pane{Key: `"c1"`, Window: window.Window{Start: 60_000, End: 120_000}, Revision: 1, Final: true,
 		Value: []outVal{{kind: vInt, i: 3}, {kind: vJSON, js: `"o-1"`}, {kind: vDec, i: 1107, scale: 1, partial: true}, {}}}
-	it := newFormat(j).paneItem(nil, p)
+	it := newFormat(j, nil).paneItem(nil, p)
 	want := &plan.PaneFields{Keys: []any{"c1"}, Start: 60_000, End: 120_000, Revision: 1, Timing: p.Timing.String(), Final: true, Mode: "accumulating", Version: j.Version,
 		Names: []string{"n", "f", "s", "m"}, Values: []any{int64(3), plan.RawJSON(`"o-1"`), "110.7", nil}, Partial: []string{"s"}}
 	if !reflect.DeepEqual(it.Pane, want) {
@@ -268,7 +268,7 @@ func BenchmarkPaneRecord(b *testing.B) {
 	}
 	p := pane{Key: `"card_00001984"`, Window: window.Window{Start: 1_788_000_000_000, End: 1_788_000_060_000}, Revision: 1, Final: true,
 		Watermark: 1_788_000_062_444, EmittedAt: 1_788_000_064_600, Value: []outVal{{kind: vInt, i: 20}, {kind: vDec, i: 4735, scale: 1}, {kind: vFloat, f: 39.4}}}
-	f := newFormat(j)
+	f := newFormat(j, nil)
 	b.Run("json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -24,7 +24,7 @@ func NewDecoder(j *jobfile.Job) (*Decoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	lp.format = dec
+	lp.useDecoder(dec)
 	return &Decoder{lp: lp}, nil
 }
 

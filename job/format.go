@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/jsontree"
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -29,8 +32,49 @@ func (rn *Runnable) useFormat() error {
 			return err
 		}
 	}
-	rn.lp.format = dec
+	rn.lp.useDecoder(dec)
 	return nil
+}
+
+// useDecoder has the parser read its records with dec, the source's
+// format's decoder (nil: JSON lines).
+func (lp *lineParser) useDecoder(dec plan.Decoder) {
+	lp.format = dec
+	lp.build, _ = dec.(jsontree.Builder)
+}
+
+// buildTree is the object of a record of a format that builds it without
+// its text, or nil: a record to read from its text (also one that does not
+// decode, whose reason formatDecode gives, and one whose text would be
+// longer than a line may be, which parse refuses).
+func (lp *lineParser) buildTree(r *connector.Record) *fastjson.Value {
+	if lp.build == nil {
+		return nil
+	}
+	lp.tree.Reset()
+	v := lp.build.Build(&lp.tree, r.Value)
+	if v == nil || lp.tree.Len() > maxLine {
+		return nil
+	}
+	return v
+}
+
+// json is raw's JSON text: raw itself, or the text of a record of the
+// source's format (record.encoded), made in f's buffer; not ok if the
+// format no longer reads it.
+func (f *format) json(raw []byte, encoded bool) ([]byte, bool) {
+	if !encoded {
+		return raw, true
+	}
+	if f.dec == nil {
+		return raw, false
+	}
+	out, err := f.dec.AppendJSON(f.buf[:0], raw)
+	if err != nil {
+		return raw, false
+	}
+	f.buf = out
+	return out, true
 }
 
 // newDecoder builds the decoder of the records of j's source when they are
@@ -104,4 +148,13 @@ func sampleRows(j *jobfile.Job, s *Sample, n int) (*Sample, error) {
 		s.observe(row, d.Kind, d.Reason, place)
 	}
 	return s, nil
+}
+
+// formatDecoder is the decoder of the source's format of the job's aggregation
+// (nil: JSON lines, or a join, whose records keep their JSON text).
+func (rn *Runnable) formatDecoder() plan.Decoder {
+	if rn.lp == nil {
+		return nil
+	}
+	return rn.lp.format
 }

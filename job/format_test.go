@@ -2,6 +2,7 @@ package job
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -93,9 +94,60 @@ watermark: {delay: 2s, interval: 0s}
 window: {tumbling: 1m}
 aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}
 output: results.jsonl
+late_output: late.jsonl
 quarantine: quarantine.jsonl
 checkpoint: {dir: ckpt, interval: 1h}
 `
+
+// withLate is want (outputs) with one more too-late event: a record of
+// the order of value (an order id as its text) sent again among the
+// orders, before the one at pos.
+func withLate(t testing.TB, want, orders []string, pos int, value []byte) []string {
+	t.Helper()
+	id := ""
+	for _, o := range orders {
+		var m struct {
+			OrderID string `json:"order_id"`
+		}
+		json.Unmarshal([]byte(o), &m)
+		if bytes.Contains(value, []byte(m.OrderID)) && len(m.OrderID) > len(id) {
+			id = m.OrderID
+		}
+	}
+	at := len(want)
+	for i, w := range want {
+		id, ok := strings.CutPrefix(w, "late ")
+		if ok && slices.IndexFunc(orders, func(o string) bool { return strings.Contains(o, `"order_id":"`+id+`"`) }) >= pos {
+			at = i
+			break
+		}
+	}
+	return slices.Insert(slices.Clone(want), at, "late "+id)
+}
+
+// outputs are the panes of the fraud job's run in dir (panes), then its
+// too-late events, each as "late ORDER_ID": a too-late event is written as
+// the object its record reads as, whatever its format.
+func outputs(t testing.TB, dir string) []string {
+	t.Helper()
+	out := panes(t, filepath.Join(dir, "results.jsonl"))
+	b, err := os.ReadFile(filepath.Join(dir, "late.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var m struct {
+			Event struct {
+				OrderID string `json:"order_id"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.Event.OrderID == "" {
+			t.Fatalf("a too-late event that is not an order (%v): %s", err, l)
+		}
+		out = append(out, "late "+m.Event.OrderID)
+	}
+	return out
+}
 
 // panes are a results file's panes, without the time each was written
 // and without the last order's.
@@ -134,7 +186,7 @@ func jsonPanes(t testing.TB, orders []string) []string {
 	if _, err := Run(context.Background(), j, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	return panes(t, filepath.Join(dir, "results.jsonl"))
+	return outputs(t, dir)
 }
 
 // The fraud job on an Avro topic framed by a schema registry writes
@@ -203,7 +255,7 @@ func checkRegistryRun(t *testing.T, format, addr, url string, values [][]byte, w
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log)
 	}
-	got := panes(t, filepath.Join(dir, "results.jsonl"))
+	got := outputs(t, dir)
 	if !slices.Equal(got, want) || len(got) < 100 {
 		t.Errorf("%d panes from %s, %d from JSON lines; first difference:\n%s", len(got), format, len(want), firstDiff(got, want))
 	}
@@ -405,7 +457,7 @@ func TestAvroAndCSVFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := panes(t, filepath.Join(dir, "results.jsonl")); !slices.Equal(got, want) {
+			if got := outputs(t, dir); !slices.Equal(got, want) {
 				t.Errorf("%d panes, %d from JSON lines; first difference:\n%s", len(got), len(want), firstDiff(got, want))
 			}
 			if sum.Read != int64(len(orders)) || sum.Quarantined != 0 {

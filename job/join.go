@@ -125,7 +125,7 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 		jr.join.Late.Subscribe(l.(engine.Consumer[joinLate]))
 	}
 	if jr.recent != nil {
-		f := newFormat(j)
+		f := newFormat(j, nil)
 		jr.join.Out.Subscribe(formatted[joined]{engine.Func[plan.Item]{OnPush: jr.recent.Add}, f.joinedItem})
 		jr.join.Late.Subscribe(formatted[joinLate]{engine.Func[plan.Item]{OnPush: jr.recLate.Add}, f.joinLateItem})
 	}
@@ -199,7 +199,16 @@ type keepRaw struct{ *lineParser }
 func (k keepRaw) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
 	k.lineParser.Decode(r, d)
 	if d.Kind == engine.Event {
-		d.Value.raw, d.Value.vals = bytes.Clone(d.Value.raw), nil
+		raw := d.Value.raw
+		if d.Value.encoded {
+			// Its JSON text: what the join writes and keeps.
+			var err error
+			if raw, err = k.format.AppendJSON(nil, raw); err != nil {
+				d.Kind, d.Reason, d.Detail = engine.Rejected, ReasonNotDecodable, err.Error()
+				return
+			}
+		}
+		d.Value.raw, d.Value.vals, d.Value.encoded = bytes.Clone(raw), nil, false
 	}
 }
 
@@ -243,7 +252,7 @@ func (rn *Runnable) buildJoin() error {
 		if err != nil {
 			return err
 		}
-		p.lp.format = dec
+		p.lp.useDecoder(dec)
 	}
 	if err := rn.translate(); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/weirstream/weir/expression"
 	"github.com/weirstream/weir/group"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/jsontree"
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/jobfile"
@@ -122,9 +123,12 @@ type lineParser struct {
 	arena  fastjson.Arena
 
 	// format, when the source's records are not JSON lines, turns each
-	// into the JSON object parse reads, in the slab formatBuf (format.go).
+	// into the JSON object parse reads, in the slab formatBuf (format.go);
+	// build, when it can, builds the object in tree without its text.
 	format    plan.Decoder
 	formatBuf []byte
+	build     jsontree.Builder
+	tree      jsontree.Tree
 }
 
 func newLineParser(j *jobfile.Job) *lineParser {
@@ -205,7 +209,7 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, texted: lp.texted, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format}
+		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format, build: lp.build}
 	f.expressions()
 	return f
 }
@@ -271,14 +275,20 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 		d.Arrival = mtime.MinTime
 		return
 	}
-	value := r.Value
-	if lp.format != nil {
-		var ok bool
-		if value, ok = lp.formatDecode(r, d); !ok {
-			return
+	var p parsed
+	if v := lp.buildTree(r); v != nil {
+		p = lp.read(v, r.Value, r.Arrival)
+		p.rec.encoded = true
+	} else {
+		value := r.Value
+		if lp.format != nil {
+			var ok bool
+			if value, ok = lp.formatDecode(r, d); !ok {
+				return
+			}
 		}
+		p = lp.parse(value, r.Arrival)
 	}
-	p := lp.parse(value, r.Arrival)
 	d.Arrival = mtime.MinTime
 	if p.hasArrival {
 		d.Arrival = p.arrival
@@ -361,7 +371,6 @@ func isBlank(b []byte) bool {
 // parse reads a line. now is the processing time to use when the job has no
 // arrival field.
 func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
-	j := lp.j
 	if len(text) > maxLine {
 		out.reason = ReasonLineTooLong
 		return out
@@ -371,6 +380,13 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		out.reason = ReasonNotJSON
 		return out
 	}
+	return lp.read(v, text, now)
+}
+
+// read reads a line's object v; raw is what its record keeps of it (the
+// line, or a record of a format).
+func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out parsed) {
+	j := lp.j
 	if len(lp.derive) > 0 {
 		// The derived fields join the line, each as a field of its own,
 		// before anything else of it is read.
@@ -493,7 +509,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 			if part != nil {
 				out.part = lp.partition(part)
 			}
-			out.filtered, out.rec = true, record{raw: text}
+			out.filtered, out.rec = true, record{raw: raw}
 			return out
 		}
 	}
@@ -560,7 +576,7 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		// a partition that would hold the watermark back.
 		out.part = lp.partition(part)
 	}
-	out.rec = record{raw: text, vals: vals}
+	out.rec = record{raw: raw, vals: vals}
 	return out
 }
 

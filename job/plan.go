@@ -402,7 +402,7 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 	for _, d := range c.Consumers(plan.Refused) {
 		dead = d.(*deadLetters)
 	}
-	f := newFormat(j)
+	f := newFormat(j, rn.formatDecoder())
 	switch s.role {
 	case roleResults:
 		var n *engine.SinkNode[pane]
@@ -418,7 +418,7 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 		}
 		rn.outs = append(rn.outs, n)
 		if dead != nil {
-			dead.addPanes(n, newFormat(j))
+			dead.addPanes(n, newFormat(j, rn.formatDecoder()))
 		}
 		c.SetInput(n)
 	default:
@@ -476,7 +476,7 @@ func (f formatted[T]) Signal(s engine.Signal) { f.next.Signal(s) }
 // formatted when the console asks.
 func (rn *Runnable) consoleTaps() {
 	j := rn.j
-	pf, lf := newFormat(j), newFormat(j)
+	pf, lf := newFormat(j, rn.formatDecoder()), newFormat(j, rn.formatDecoder())
 	rn.recent = console.NewRecent(50, func(dst *pane, src pane) {
 		vals := append(dst.Value[:0], src.Value...)
 		*dst = src

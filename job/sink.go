@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/window"
 )
 
@@ -28,13 +29,18 @@ type lateEvent = window.LateEvent[string, record]
 type format struct {
 	j     *jobfile.Job
 	times timeCache
+	// dec is the source's format's decoder (nil: JSON lines), which writes
+	// the JSON text of an event kept as its record (record.encoded); buf
+	// holds that text.
+	dec plan.Decoder
+	buf []byte
 	// with is the format of the records of a join's other input (where
 	// they were read), in a job with a join.
 	with *format
 }
 
-func newFormat(j *jobfile.Job) *format {
-	f := &format{j: j}
+func newFormat(j *jobfile.Job, dec plan.Decoder) *format {
+	f := &format{j: j, dec: dec}
 	if j.Join != nil {
 		f.with = &format{j: j.Join.With}
 	}
@@ -297,7 +303,8 @@ func (f *format) appendLate(b []byte, l lateEvent) []byte {
 	b = f.appendPosition(b, l.Value.part, l.Value.line)
 	b = append(b, `,"set_aside_at":`...)
 	b = appendTime(b, l.At)
-	b = f.appendRecord(b, "event", l.Value.raw, nil, true)
+	raw, ok := f.json(l.Value.raw, l.Value.encoded)
+	b = f.appendRecord(b, "event", raw, nil, ok)
 	return append(b, '}', '\n')
 }
 

@@ -1,0 +1,157 @@
+package formats
+
+import (
+	"encoding/binary"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/avro"
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/jsontree"
+)
+
+// sameTree fails unless the tree v is what parsing text makes, and the
+// tree counted text's length.
+func sameTree(t *testing.T, payload []byte, tr *jsontree.Tree, v *fastjson.Value, text []byte) {
+	t.Helper()
+	var p fastjson.Parser
+	want, err := p.ParseBytes(text)
+	if err != nil {
+		t.Fatalf("%x: the text is not JSON: %v\n%s", payload, err, text)
+	}
+	if got, w := v.MarshalTo(nil), want.MarshalTo(nil); string(got) != string(w) {
+		t.Fatalf("%x:\ntree %s\ntext %s", payload, got, w)
+	}
+	if tr.Len() != len(text) {
+		t.Fatalf("%x: the tree counted %d bytes of text, the text has %d: %s", payload, tr.Len(), len(text), text)
+	}
+}
+
+// An Avro record built in a tree is the object its text parses into, and
+// the tree counts the text's length; a record is built exactly when its
+// text is written. The payloads are a record of every kind of value
+// (strings with escapes and not UTF-8, a map, an array of nulls), cut or
+// with bytes changed.
+func TestAvroTreeIsTheTextParsed(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"R","fields":[{"name":"id","type":"string"},{"name":"n","type":["null","long","double"]},
+ {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"us","type":{"type":"long","logicalType":"timestamp-micros"}},
+ {"name":"d","type":{"type":"fixed","name":"F","size":4,"logicalType":"decimal","precision":8,"scale":2}},
+ {"name":"a","type":{"type":"array","items":{"type":"record","name":"I","fields":[{"name":"x","type":"int"},{"name":"e","type":{"type":"enum","name":"E","symbols":["A","B"]}}]}}},
+ {"name":"ok","type":"boolean"},{"name":"f","type":"float"},{"name":"raw","type":"bytes"},{"name":"m","type":{"type":"map","values":"long"}},
+ {"name":"nulls","type":{"type":"array","items":"null"}},{"name":"again","type":"I"},{"name":"q","type":"string"},{"name":"u","type":"string"},
+ {"name":"g","type":"double"}]}`)
+	node := s.Root().ExpandReferences()
+	tc := newTranscoder(node)
+	base, err := s.Encode(map[string]any{"id": "card_1", "n": int64(-3), "ts": time.UnixMilli(1788264001123), "us": time.UnixMicro(1788264001123456),
+		"d": big.NewRat(-12345, 100), "a": []any{map[string]any{"x": 1, "e": "B"}, map[string]any{"x": -70000, "e": "A"}}, "ok": true,
+		"f": float32(1.5), "raw": []byte{0, 255}, "m": map[string]any{"k": int64(1)}, "nulls": []any{nil, nil},
+		"again": map[string]any{"x": 2, "e": "A"}, "q": "say \"hi\"\n", "u": "Köln\u2028", "g": 1.5e300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr jsontree.Tree
+	rng := rand.New(rand.NewPCG(5, 6))
+	built := 0
+	for i := range 30000 {
+		b := slices.Clone(base)
+		switch i % 3 {
+		case 1:
+			b = b[:rng.IntN(len(b))]
+		case 2:
+			b[rng.IntN(len(b))] = byte(rng.IntN(256))
+		}
+		tr.Reset()
+		v, rest, ok := tc.tree(&tr, b, tc.root, 0)
+		if ok && len(rest) > 0 {
+			ok = false
+		}
+		text, err := tc.appendJSON(nil, b)
+		if ok != (err == nil) {
+			t.Fatalf("%x: built %v, text %v", b, ok, err)
+		}
+		if ok {
+			sameTree(t, b, &tr, v, text)
+			built++
+		}
+	}
+	if built < 10000 {
+		t.Errorf("%d of 30000 built", built)
+	}
+}
+
+// A Protobuf record built in a tree is the object its text parses into
+// (the same payloads as TestProtoWireAgreesWithLibrary's), and is built
+// exactly when the direct path writes its text.
+func TestProtoTreeIsTheTextParsed(t *testing.T) {
+	for _, c := range []struct{ message, base, other string }{
+		{"shop.Line", `sku: "s-1" i32: -7 i64: -9007199254740993 u32: 4000000000 u64: 18446744073709551615 s32: -3 s64: -4
+f32: 7 f64: 8 sf32: -9 sf64: -10 fl: 1.5 db: 0.1 ok: true raw: "\001\002" channel: APP packed: [1, -2, 300] names: "x" names: "y\"z"
+stops { city: "A" zip: 1 } stops { city: "B" } b { city: "C" } maybe: 0 at { seconds: 1788264001 nanos: 5 } note { value: "n" }
+home { zip: 2 } channels: [APP, WEB] ratios: [0.5, 2] attrs { key: "z" value: -1 } attrs { key: "a" value: 2 } attrs { key: "z" value: 3 }
+by_num { key: 5 value { city: "F" } } by_num { key: -5 } by_num { value { zip: 1 } } flags { key: true value: "t" } flags { key: false value: "f" }
+chans { key: 18446744073709551615 value: APP } chans { key: 1 }`,
+			`a: "won" home { city: "H" } packed: 5 sku: "s-2" channels: APP attrs { key: "a" value: 9 } by_num { key: 5 }`},
+		{"shop.Refund", `order_id: "o\"1" cents: -250`, `cents: 7`},
+	} {
+		t.Run(c.message, func(t *testing.T) {
+			m := protoDecoderOf(t, c.message, nil).(*protoDecoder).fixed
+			base, other := protocEncode(t, c.message, c.base), protocEncode(t, c.message, c.other)
+			var tr jsontree.Tree
+			rng := rand.New(rand.NewPCG(7, 8))
+			built := 0
+			for i := range 30000 {
+				b := slices.Clone(base)
+				switch i % 4 {
+				case 1:
+					b = b[:rng.IntN(len(b))]
+				case 2:
+					b[rng.IntN(len(b))] = byte(rng.IntN(256))
+				case 3:
+					b = slices.Concat(b, other)
+				}
+				tr.Reset()
+				v := m.plan.tree(&tr, b, &wireState{}, 0)
+				text, err := m.plan.appendWire(nil, b, &wireState{}, 0)
+				if (v != nil) != (err == nil) {
+					t.Fatalf("%x: built %v, text %v", b, v != nil, err)
+				}
+				if v != nil {
+					sameTree(t, b, &tr, v, text)
+					built++
+				}
+			}
+			if built < 10000 {
+				t.Errorf("%d of 30000 built", built)
+			}
+		})
+	}
+}
+
+// A record of a few bytes that says its array holds 2^62 nulls is not
+// decodable: its JSON text would have no bound.
+func TestAvroArrayOfNullsBounded(t *testing.T) {
+	tc := newTranscoder(avro.MustParse(`{"type":"record","name":"N","fields":[{"name":"x","type":{"type":"array","items":"null"}}]}`).Root().ExpandReferences())
+	for _, c := range []struct {
+		count int64
+		ok    bool
+	}{{maxNulls, true}, {maxNulls + 1, false}, {1 << 62, false}} {
+		b := binary.AppendVarint(nil, c.count)
+		b = append(b, 0)
+		text, err := tc.appendJSON(nil, b)
+		if (err == nil) != c.ok {
+			t.Errorf("%d nulls: %v", c.count, err)
+		}
+		var tr jsontree.Tree
+		v, _, ok := tc.tree(&tr, b, tc.root, 0)
+		if ok != c.ok {
+			t.Errorf("%d nulls: built %v", c.count, ok)
+		}
+		if ok {
+			sameTree(t, b, &tr, v, text)
+		}
+	}
+}
