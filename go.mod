@@ -97,3 +97,7 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
+
+// Pebble built with cgo calls github.com/DataDog/zstd, the C library: weir
+// builds a stand-in over the pure-Go library instead (internal/zstd says why).
+replace github.com/DataDog/zstd => ./internal/zstd
