@@ -409,6 +409,16 @@ func uuidString(u [16]byte) string {
 // header holds the writer's schema; the schema file, when given, is the
 // reader's.
 func (c *avroConfig) OpenFile(path string) (RowReader, error) {
+	if rows, err := openBlockRows(path, c.reader); rows != nil || err != nil {
+		return rows, err
+	}
+	return libraryRows(path, c.reader)
+}
+
+// libraryRows reads the container file at path through the library,
+// resolved to reader if not nil.
+func libraryRows(path string, reader *avro.Schema) (RowReader, error) {
+	c := &avroConfig{reader: reader}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
