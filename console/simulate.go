@@ -348,8 +348,16 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 	for k := range wins {
 		wins[k] = SimWindow{Start: float64(k * p.Size), End: float64((k + 1) * p.Size)}
 	}
-	// Each pane and late tap is read as the operator emits it.
-	pane := func(pn *window.Pane[string, []int]) {
+	// Each pane and late tap is read as the operator emits it. The
+	// operator counts the taps of a window (the count is weir lateness's
+	// instantiation of the operator: one compiled operator for both, 100
+	// KB less of the binary); which taps a pane holds is in members: the
+	// taps sent to each window, in order. A tap too late for its window is
+	// among them, but its window's on-time pane has fired before it came,
+	// and a late pane only marks the taps without a fate.
+	members := make([][]int, n)
+	winOf := func(i int) int { return int(ms(taps[i].TS) / 1000 / mtime.Time(p.Size)) } // as the pane's
+	pane := func(pn *window.Pane[mtime.Time, int64]) {
 		k := int(pn.Window.Start / 1000 / mtime.Time(p.Size))
 		if k < 0 || k >= n {
 			return
@@ -357,26 +365,26 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 		w := &wins[k]
 		switch {
 		case pn.Timing == window.OnTime:
-			w.First = len(pn.Value)
-			for _, i := range pn.Value {
+			w.First = int(pn.Value)
+			for _, i := range members[k] {
 				taps[i].Fate = "on time"
 			}
 		case pn.Timing == window.Late && !pn.Final:
 			w.Updates++
-			for _, i := range pn.Value {
+			for _, i := range members[k] {
 				if taps[i].Fate == "" {
 					taps[i].Fate = "added late"
 				}
 			}
 		}
-		w.Count = len(pn.Value)
+		w.Count = int(pn.Value)
 	}
-	tooLate := func(l *window.LateEvent[string, int]) {
-		if taps[l.Value].TS < simSpan {
+	tooLate := func(l *window.LateEvent[mtime.Time, float64]) {
+		if i := int(l.Value); taps[i].TS < simSpan {
 			if p.Policy == PolicySide {
-				taps[l.Value].Fate = "side output"
+				taps[i].Fate = "side output"
 			} else {
-				taps[l.Value].Fate = "dropped"
+				taps[i].Fate = "dropped"
 			}
 		}
 	}
@@ -393,8 +401,8 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 			wins[shut].Close = &c
 		}
 	}
-	op, err := engine.NewOperator(engine.OperatorConfig[string, int, []int, []int]{
-		Strategy: strategy, Watermark: wm, Agg: aggregate.Collect[int](),
+	op, err := engine.NewOperator(engine.OperatorConfig[mtime.Time, float64, int64, int64]{
+		Strategy: strategy, Watermark: wm, Agg: aggregate.Count[float64](),
 		Pane: pane, Late: tooLate, Emitted: closed,
 	})
 	if err != nil {
@@ -403,7 +411,10 @@ func run(p SimParams, stream []Tap) (*SimResult, error) {
 	for _, i := range order {
 		op.Advance(ms(taps[i].Arr))
 		cur = i
-		op.Event(taps[i].Partition, "taps", ms(taps[i].TS), i)
+		if k := winOf(i); k < n {
+			members[k] = append(members[k], i)
+		}
+		op.Event(taps[i].Partition, 0, ms(taps[i].TS), float64(i))
 		cur = -1
 	}
 	for i := range taps {
