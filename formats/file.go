@@ -21,6 +21,20 @@ type FileFormat interface {
 	OpenFile(path string) (RowReader, error)
 }
 
+// RawFileFormat is a FileFormat whose files' rows a job can read as their
+// records' bytes, decoded by a plan.Decoder (a topic's records are): an
+// Avro container file whose records need no resolution, whose decoder
+// builds each record's object without its JSON text (jsontree.Builder).
+type RawFileFormat interface {
+	FileFormat
+	// RowDecoder is the decoder of the raw rows of the file at path, or
+	// nil when its rows are to be read as JSON objects (OpenFile).
+	RowDecoder(path string) (plan.Decoder, error)
+	// OpenRawFile reads the file's rows as their records' bytes, for dec
+	// (RowDecoder's): an error if the file is no longer one dec reads.
+	OpenRawFile(path string, dec plan.Decoder) (RowReader, error)
+}
+
 // RowReader reads a file's rows in order.
 type RowReader interface {
 	// Next appends the next row, as a JSON object, to dst, and gives its
@@ -32,11 +46,14 @@ type RowReader interface {
 }
 
 // FileSource is a connector.Source of a file of a FileFormat: one record per
-// row, the row as a JSON object. Its position in checkpoints is how many rows
+// row, the row as a JSON object (or its record's bytes, with a Decoder). Its position in checkpoints is how many rows
 // it has read; a restore reads the file again from its start and skips them.
 type FileSource struct {
 	Path   string
 	Format FileFormat
+	// Decoder, when not nil, is the RawFileFormat's RowDecoder: the rows
+	// are read as their records' bytes, for it.
+	Decoder plan.Decoder
 
 	rows  RowReader
 	read  uint64
@@ -50,7 +67,13 @@ func (s *FileSource) Recorded() bool { return true }
 
 // Open implements connector.Source.
 func (s *FileSource) Open(ctx context.Context, position []byte) error {
-	rows, err := s.Format.OpenFile(s.Path)
+	var rows RowReader
+	var err error
+	if raw, ok := s.Format.(RawFileFormat); ok && s.Decoder != nil {
+		rows, err = raw.OpenRawFile(s.Path, s.Decoder)
+	} else {
+		rows, err = s.Format.OpenFile(s.Path)
+	}
 	if err != nil {
 		return err
 	}

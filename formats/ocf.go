@@ -14,6 +14,10 @@ import (
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/avro"
+	"github.com/valyala/fastjson"
+
+	"github.com/weirstream/weir/internal/jsontree"
+	"github.com/weirstream/weir/plan"
 )
 
 // An Avro object container file whose records need no resolution (no
@@ -34,11 +38,70 @@ type blockRows struct {
 	t     *transcoder
 	codec string
 	sync  [16]byte
-	data  []byte // the block being read: its records not read yet
-	left  int64  // its records not read yet
-	n     int64
-	zr    *zstd.Decoder
-	plain []byte // a block decompressed
+	// canonical is the schema's Parsing Canonical Form.
+	canonical []byte
+	data      []byte // the block being read: its records not read yet
+	left      int64  // its records not read yet
+	n         int64
+	zr        *zstd.Decoder
+	plain     []byte // a block decompressed
+	raw       bool   // rows as their records' bytes, not JSON
+}
+
+// ocfDecoder decodes the raw rows of container files of one schema.
+type ocfDecoder struct{ t *transcoder }
+
+var (
+	_ RawFileFormat    = (*avroConfig)(nil)
+	_ jsontree.Builder = (*ocfDecoder)(nil)
+)
+
+// AppendJSON implements plan.Decoder.
+func (d *ocfDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
+	out, err := d.t.appendJSON(dst, value)
+	if err != nil {
+		return dst, plan.Bad(ReasonNotDecodable, "%v", err)
+	}
+	return out, nil
+}
+
+// Build implements jsontree.Builder.
+func (d *ocfDecoder) Build(tr *jsontree.Tree, value []byte) *fastjson.Value {
+	if d.t.noTree {
+		return nil
+	}
+	v, rest, ok := d.t.tree(tr, value, d.t.root, 0)
+	if !ok || len(rest) > 0 {
+		return nil
+	}
+	return v
+}
+
+// RowDecoder implements RawFileFormat.
+func (c *avroConfig) RowDecoder(path string) (plan.Decoder, error) {
+	rows, err := openBlockRows(path, c.reader)
+	if rows == nil || err != nil {
+		return nil, err
+	}
+	rows.Close()
+	return &ocfDecoder{rows.t}, nil
+}
+
+// OpenRawFile implements RawFileFormat.
+func (c *avroConfig) OpenRawFile(path string, dec plan.Decoder) (RowReader, error) {
+	rows, err := openBlockRows(path, c.reader)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := dec.(*ocfDecoder)
+	if rows == nil || !ok || !bytes.Equal(rows.canonical, d.t.canonical) {
+		if rows != nil {
+			rows.Close()
+		}
+		return nil, fmt.Errorf("%s is no longer the file the job started on: its schema changed", path)
+	}
+	rows.raw = true
+	return rows, nil
 }
 
 // openBlockRows reads the header of the container file at path: its rows,
@@ -76,6 +139,7 @@ func openBlockRows(path string, reader *avro.Schema) (*blockRows, error) {
 		return nil, nil // the library says what it reads
 	}
 	br.t = newTranscoder(node)
+	br.t.canonical, br.canonical = s.Canonical(), s.Canonical()
 	return br, nil
 }
 
@@ -155,7 +219,15 @@ func (b *blockRows) Next(dst []byte) ([]byte, int64, error) {
 			return dst, 0, err
 		}
 	}
-	out, rest, err := b.t.value(dst, b.data, b.t.root, 0)
+	var out, rest []byte
+	var err error
+	if b.raw {
+		if rest, err = b.t.skip(b.data, b.t.root, 0); err == nil {
+			out = append(dst, b.data[:len(b.data)-len(rest)]...)
+		}
+	} else {
+		out, rest, err = b.t.value(dst, b.data, b.t.root, 0)
+	}
 	if err != nil {
 		// A container file's blocks cannot be read past a corrupt one.
 		return dst, 0, fmt.Errorf("record %d: %w", b.n+1, err)

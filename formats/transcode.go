@@ -41,6 +41,8 @@ type transcoder struct {
 	// noTree: a record has two fields of one name (a schema the library
 	// should have refused), which an object built in a tree cannot hold.
 	noTree bool
+	// canonical is the schema's Parsing Canonical Form, when known.
+	canonical []byte
 }
 
 // newTranscoder is the transcoder of a schema's tree (references expanded).
@@ -301,4 +303,116 @@ func lengthPrefixed(src []byte) ([]byte, []byte, error) {
 		return nil, src, errAvro
 	}
 	return rest[:l], rest[l:], nil
+}
+
+// skip reads past the value of n in src as value does, refusing what it
+// refuses, and writes nothing: where a record ends, when its bytes are
+// handed over as they are.
+func (t *transcoder) skip(src []byte, n *avro.SchemaNode, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return src, errors.New("values nested too deep")
+	}
+	switch n.Type {
+	case "null":
+		return src, nil
+	case "boolean":
+		if len(src) < 1 {
+			return src, errAvro
+		}
+		return src[1:], nil
+	case "int", "long":
+		v, rest, err := varlong(src)
+		if err != nil {
+			return src, err
+		}
+		if n.Type == "int" && (v < math.MinInt32 || v > math.MaxInt32) {
+			return src, errAvro
+		}
+		return rest, nil
+	case "float", "double":
+		size := 4
+		if n.Type == "double" {
+			size = 8
+		}
+		if len(src) < size {
+			return src, errAvro
+		}
+		return src[size:], nil
+	case "string", "bytes":
+		_, rest, err := lengthPrefixed(src)
+		return rest, err
+	case "fixed":
+		if n.Size < 0 || len(src) < n.Size {
+			return src, errAvro
+		}
+		return src[n.Size:], nil
+	case "enum":
+		i, rest, err := varlong(src)
+		if err != nil || i < 0 || i >= int64(len(n.Symbols)) {
+			return src, errAvro
+		}
+		return rest, nil
+	case "union":
+		i, rest, err := varlong(src)
+		if err != nil || i < 0 || i >= int64(len(n.Branches)) {
+			return src, errAvro
+		}
+		return t.skip(rest, &n.Branches[i], depth+1)
+	case "record", "error":
+		var err error
+		for i := range n.Fields {
+			if src, err = t.skip(src, &n.Fields[i].Type, depth+1); err != nil {
+				return src, err
+			}
+		}
+		return src, nil
+	case "array", "map":
+		item := n.Items
+		if n.Type == "map" {
+			item = n.Values
+		}
+		if item == nil {
+			return src, errAvro
+		}
+		nulls := int64(0)
+		for {
+			count, rest, err := varlong(src)
+			if err != nil {
+				return src, err
+			}
+			src = rest
+			if count == 0 {
+				return src, nil
+			}
+			if count < 0 {
+				if _, src, err = varlong(src); err != nil {
+					return src, err
+				}
+				count = -count
+			}
+			if count > int64(len(src)) && !(item.Type == "null" && n.Type == "array") {
+				return src, errAvro
+			}
+			if item.Type == "null" && n.Type == "array" {
+				nulls += count
+			}
+			if nulls > maxNulls {
+				return src, errAvro
+			}
+			for ; count > 0; count-- {
+				if n.Type == "map" {
+					if _, src, err = lengthPrefixed(src); err != nil {
+						return src, err
+					}
+				}
+				if src, err = t.skip(src, item, depth+1); err != nil {
+					return src, err
+				}
+			}
+		}
+	}
+	if ref, ok := t.named[n.Type]; ok && ref != n {
+		return t.skip(src, ref, depth+1)
+	}
+	return src, errors.New("a type weir does not know: " + n.Type)
 }

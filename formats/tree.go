@@ -24,8 +24,10 @@ import (
 // direct path leaves to the library, is left to AppendJSON.
 
 var (
-	_ jsontree.Builder = (*avroDecoder)(nil)
-	_ jsontree.Builder = (*protoDecoder)(nil)
+	_ jsontree.Builder      = (*avroDecoder)(nil)
+	_ jsontree.Builder      = (*protoDecoder)(nil)
+	_ jsontree.StringFinder = (*avroDecoder)(nil)
+	_ jsontree.StringFinder = (*ocfDecoder)(nil)
 )
 
 // Build implements jsontree.Builder.
@@ -50,6 +52,49 @@ func (d *avroDecoder) Build(tr *jsontree.Tree, value []byte) *fastjson.Value {
 		return nil
 	}
 	return v
+}
+
+// String implements jsontree.StringFinder.
+func (d *ocfDecoder) String(value []byte, name string) ([]byte, bool) {
+	return d.t.stringField(value, name)
+}
+
+// String implements jsontree.StringFinder.
+func (d *avroDecoder) String(value []byte, name string) ([]byte, bool) {
+	if d.reg != nil || d.fixed == nil || d.fixed.direct == nil {
+		return nil, false // framed: the record's schema is looked up when it is read
+	}
+	return d.fixed.direct.stringField(value, name)
+}
+
+// stringField is the record in src's top-level field name, if it is a
+// string (or a union's string), reading past the fields before it.
+func (t *transcoder) stringField(src []byte, name string) ([]byte, bool) {
+	root := t.root
+	for i := range root.Fields {
+		f := &root.Fields[i]
+		if f.Name != name {
+			var err error
+			if src, err = t.skip(src, &f.Type, 1); err != nil {
+				return nil, false
+			}
+			continue
+		}
+		n := &f.Type
+		if n.Type == "union" {
+			b, rest, err := varlong(src)
+			if err != nil || b < 0 || b >= int64(len(n.Branches)) {
+				return nil, false
+			}
+			n, src = &n.Branches[b], rest
+		}
+		if n.Type != "string" {
+			return nil, false
+		}
+		s, _, err := lengthPrefixed(src)
+		return s, err == nil
+	}
+	return nil, false
 }
 
 // text is the value of n in src, written by value and parsed alone.

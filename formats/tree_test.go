@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/avro"
 	"github.com/valyala/fastjson"
@@ -33,7 +34,7 @@ func sameTree(t *testing.T, payload []byte, tr *jsontree.Tree, v *fastjson.Value
 
 // An Avro record built in a tree is the object its text parses into, and
 // the tree counts the text's length; a record is built exactly when its
-// text is written. The payloads are a record of every kind of value
+// text is written, and skipped to its end exactly then. The payloads are a record of every kind of value
 // (strings with escapes and not UTF-8, a map, an array of nulls), cut or
 // with bytes changed.
 func TestAvroTreeIsTheTextParsed(t *testing.T) {
@@ -73,9 +74,20 @@ func TestAvroTreeIsTheTextParsed(t *testing.T) {
 		if ok != (err == nil) {
 			t.Fatalf("%x: built %v, text %v", b, ok, err)
 		}
+		// Where a record ends, as a container file's raw rows are cut.
+		if rest, err := tc.skip(b, tc.root, 0); (err == nil && len(rest) == 0) != ok {
+			t.Fatalf("%x: skipped to %d bytes before the end (%v), built %v", b, len(rest), err, ok)
+		}
 		if ok {
 			sameTree(t, b, &tr, v, text)
 			built++
+			// The key a decoder looks up ahead is the record's (its bytes:
+			// the text has U+FFFD for bytes that are not UTF-8).
+			for _, name := range []string{"id", "q"} {
+				if s, found := tc.stringField(b, name); !found || utf8.Valid(s) && string(s) != string(v.GetStringBytes(name)) {
+					t.Fatalf("%x: field %s found as %q (%v), built as %q", b, name, s, found, v.GetStringBytes(name))
+				}
+			}
 		}
 	}
 	if built < 10000 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/internal/jsontree"
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
@@ -41,6 +42,10 @@ func (rn *Runnable) useFormat() error {
 func (lp *lineParser) useDecoder(dec plan.Decoder) {
 	lp.format = dec
 	lp.build, _ = dec.(jsontree.Builder)
+	lp.find = nil
+	if len(lp.j.Key) == 1 && lp.j.KeyParts == nil {
+		lp.find, _ = dec.(jsontree.StringFinder)
+	}
 }
 
 // buildTree is the object of a record of a format that builds it without
@@ -83,8 +88,20 @@ func (f *format) json(raw []byte, encoded bool) ([]byte, bool) {
 // settings (plan.RecordsChecker), so an error here is the run's.
 func newDecoder(j *jobfile.Job, log func(string)) (plan.Decoder, error) {
 	f := j.Format
-	if f == nil || f.File() != nil {
+	if f == nil {
 		return nil, nil
+	}
+	if file := f.File(); file != nil {
+		// A file of a format whose rows can be read as their records.
+		raw, ok := file.(formats.RawFileFormat)
+		if !ok {
+			return nil, nil
+		}
+		dec, err := raw.RowDecoder(j.Input)
+		if err != nil {
+			return nil, &RuntimeError{Msg: fmt.Sprintf("%s: source: %s: %v", j.File, j.Input, err), Err: err}
+		}
+		return dec, nil
 	}
 	topic := ""
 	if j.Kafka != nil {

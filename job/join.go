@@ -181,7 +181,7 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 	}
 	jr.heads[s.side] = h
 	jr.restoredRead[s.side] = h.Counts().Read
-	src, err := rn.sourceOf(in)
+	src, err := rn.sourceOf(in, lp.format)
 	if err != nil {
 		return err
 	}

@@ -129,6 +129,7 @@ type lineParser struct {
 	formatBuf []byte
 	build     jsontree.Builder
 	tree      jsontree.Tree
+	find      jsontree.StringFinder // for Ahead: with a top-level key
 }
 
 func newLineParser(j *jobfile.Job) *lineParser {
@@ -209,7 +210,7 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, texted: lp.texted, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format, build: lp.build}
+		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format, build: lp.build, find: lp.find}
 	f.expressions()
 	return f
 }
@@ -246,6 +247,13 @@ func (lp *lineParser) decodeOn(decoders int) {
 // line without parsing it and asks for its slot in the key table, so that
 // decoding the line finds the slot in the cache.
 func (lp *lineParser) Ahead(r *connector.Record) {
+	if lp.find != nil {
+		// A record of a format: its key's string found by the format.
+		if raw, ok := lp.find.String(r.Value, lp.j.Key[0]); ok {
+			lp.keys.prefetch(raw)
+		}
+		return
+	}
 	if lp.keyName == nil {
 		return
 	}

@@ -241,7 +241,7 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		a.restoredRead = a.head.Counts().Read // what earlier runs read
 		heads = append(heads, a.head)
 	}
-	src, err := rn.sourceOf(j)
+	src, err := rn.sourceOf(j, rn.lp.format)
 	if err != nil {
 		return err
 	}
@@ -256,8 +256,9 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 
 // sourceOf is the source of the input in (the job's, or its join's other
 // input): its file, standard input, its topic or a registered kind's
-// source.
-func (rn *Runnable) sourceOf(in *jobfile.Job) (connector.Source, error) {
+// source. dec is its records' decoder: a file of a format whose rows it
+// decodes is read as its records' bytes.
+func (rn *Runnable) sourceOf(in *jobfile.Job, dec plan.Decoder) (connector.Source, error) {
 	o := rn.o
 	switch {
 	case in.Kafka != nil:
@@ -280,7 +281,7 @@ func (rn *Runnable) sourceOf(in *jobfile.Job) (connector.Source, error) {
 	case in.Input == "-":
 		return &file.Reader{Name: "standard input", R: o.Stdin}, nil
 	case in.Format != nil && in.Format.File() != nil:
-		return &formats.FileSource{Path: in.Input, Format: in.Format.File()}, nil
+		return &formats.FileSource{Path: in.Input, Format: in.Format.File(), Decoder: dec}, nil
 	}
 	fs := &file.Source{Path: in.Input, Follow: in.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
 	if in == rn.j {

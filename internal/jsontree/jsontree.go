@@ -26,6 +26,15 @@ type Builder interface {
 	Build(t *Tree, value []byte) *fastjson.Value
 }
 
+// StringFinder is a Builder that can find a top-level string field of a
+// record without building it: what a decoder looks up a few records ahead
+// (a key's slot, fetched into the cache before the record is read).
+type StringFinder interface {
+	// String is the bytes of the record's top-level string field name;
+	// not ok when the record has none there (or it is not a string).
+	String(value []byte, name string) (s []byte, ok bool)
+}
+
 // Tree is the memory of one record's values: they are valid until the
 // next Reset. Its zero value is ready to use; it is not safe for
 // concurrent use.
