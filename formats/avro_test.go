@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,13 +220,7 @@ func TestTranscoderAgreesWithLibrary(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 20000 {
-		b := slices.Clone(base)
-		switch i % 3 {
-		case 1:
-			b = b[:rng.IntN(len(b))]
-		case 2:
-			b[rng.IntN(len(b))] = byte(rng.IntN(256))
-		}
+		b := mutated(rng, i, base, nil)
 		direct, derr := tr.appendJSON(nil, b)
 		var v any
 		rest, lerr := s.Decode(b, &v)

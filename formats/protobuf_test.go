@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,18 +274,7 @@ chans { key: 18446744073709551615 value: APP } chans { key: 1 }`)
 	rng := rand.New(rand.NewPCG(3, 4))
 	agreed := 0
 	for i := range 30000 {
-		b := slices.Clone(base)
-		switch i % 4 {
-		case 1:
-			b = b[:rng.IntN(len(b))]
-		case 2:
-			b[rng.IntN(len(b))] = byte(rng.IntN(256))
-		case 3:
-			b = slices.Concat(b, other)
-			if i%8 == 3 {
-				b = slices.Concat(other, base)
-			}
-		}
+		b := mutated(rng, i, base, other)
 		got, derr := direct(b)
 		if derr != nil {
 			if derr != errSlow {

@@ -15,6 +15,29 @@ import (
 	"github.com/weirstream/weir/internal/jsontree"
 )
 
+// mutated is the payload of the i-th case of a test over payloads: base as
+// it is, cut, or with a byte changed; with other, also base followed by
+// other, or other by base (for Protobuf, two messages merged).
+func mutated(rng *rand.Rand, i int, base, other []byte) []byte {
+	b := slices.Clone(base)
+	cases := 3
+	if other != nil {
+		cases = 4
+	}
+	switch i % cases {
+	case 1:
+		b = b[:rng.IntN(len(b))]
+	case 2:
+		b[rng.IntN(len(b))] = byte(rng.IntN(256))
+	case 3:
+		b = slices.Concat(b, other)
+		if i%8 == 3 {
+			b = slices.Concat(other, base)
+		}
+	}
+	return b
+}
+
 // sameTree fails unless the tree v is what parsing text makes, and the
 // tree counted text's length.
 func sameTree(t *testing.T, payload []byte, tr *jsontree.Tree, v *fastjson.Value, text []byte) {
@@ -58,13 +81,7 @@ func TestAvroTreeIsTheTextParsed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	built := 0
 	for i := range 30000 {
-		b := slices.Clone(base)
-		switch i % 3 {
-		case 1:
-			b = b[:rng.IntN(len(b))]
-		case 2:
-			b[rng.IntN(len(b))] = byte(rng.IntN(256))
-		}
+		b := mutated(rng, i, base, nil)
 		tr.Reset()
 		v, rest, ok := tc.tree(&tr, b, tc.root, 0)
 		if ok && len(rest) > 0 {
@@ -116,15 +133,7 @@ chans { key: 18446744073709551615 value: APP } chans { key: 1 }`,
 			rng := rand.New(rand.NewPCG(7, 8))
 			built := 0
 			for i := range 30000 {
-				b := slices.Clone(base)
-				switch i % 4 {
-				case 1:
-					b = b[:rng.IntN(len(b))]
-				case 2:
-					b[rng.IntN(len(b))] = byte(rng.IntN(256))
-				case 3:
-					b = slices.Concat(b, other)
-				}
+				b := mutated(rng, i, base, other)
 				tr.Reset()
 				v := m.plan.tree(&tr, b, &wireState{}, 0)
 				text, err := m.plan.appendWire(nil, b, &wireState{}, 0)
