@@ -180,60 +180,26 @@ func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte
 		return append(b, '}'), src, nil
 	case "array", "map":
 		open, closing := byte('['), byte(']')
-		item := n.Items
 		if n.Type == "map" {
-			open, closing, item = '{', '}', n.Values
-		}
-		if item == nil {
-			return b, src, errAvro
+			open, closing = '{', '}'
 		}
 		b = append(b, open)
-		first, nulls := true, int64(0)
-		for {
-			count, rest, err := varlong(src)
-			if err != nil {
-				return b, src, err
+		first := true
+		rest, err := t.items(src, n, func(key, src []byte, item *avro.SchemaNode) (rest []byte, err error) {
+			if !first {
+				b = append(b, ',')
 			}
-			src = rest
-			if count == 0 {
-				break
+			first = false
+			if key != nil {
+				b = append(text.AppendJSONString(b, key), ':')
 			}
-			if count < 0 {
-				// A negative count is followed by the block's size.
-				if _, src, err = varlong(src); err != nil {
-					return b, src, err
-				}
-				count = -count
-			}
-			if count > int64(len(src)) && !(item.Type == "null" && n.Type == "array") {
-				return b, src, errAvro // more items than bytes
-			}
-			if item.Type == "null" && n.Type == "array" {
-				nulls += count
-			}
-			if nulls > maxNulls {
-				return b, src, errAvro // a text of unbounded length
-			}
-			for ; count > 0; count-- {
-				if !first {
-					b = append(b, ',')
-				}
-				first = false
-				if n.Type == "map" {
-					key, rest, err := lengthPrefixed(src)
-					if err != nil {
-						return b, src, err
-					}
-					b = text.AppendJSONString(b, key)
-					b = append(b, ':')
-					src = rest
-				}
-				if b, src, err = t.value(b, src, item, depth+1); err != nil {
-					return b, src, err
-				}
-			}
+			b, rest, err = t.value(b, src, item, depth+1)
+			return rest, err
+		})
+		if err != nil {
+			return b, rest, err
 		}
-		return append(b, closing), src, nil
+		return append(b, closing), rest, nil
 	}
 	if ref, ok := t.named[n.Type]; ok && ref != n {
 		return t.value(b, src, ref, depth+1)
@@ -305,6 +271,58 @@ func lengthPrefixed(src []byte) ([]byte, []byte, error) {
 	return rest[:l], rest[l:], nil
 }
 
+// items reads the blocks of the array or map n in src, calling each with
+// every item (its bytes on: src; a map's key) and its type, and returns what
+// follows them. It refuses what value refuses: more items than bytes (but
+// nulls, which take none, of which it takes maxNulls at most).
+func (t *transcoder) items(src []byte, n *avro.SchemaNode, each func(key, src []byte, item *avro.SchemaNode) ([]byte, error)) ([]byte, error) {
+	item := n.Items
+	if n.Type == "map" {
+		item = n.Values
+	}
+	if item == nil {
+		return src, errAvro
+	}
+	nulls := int64(0)
+	for {
+		count, rest, err := varlong(src)
+		if err != nil {
+			return src, err
+		}
+		src = rest
+		if count == 0 {
+			return src, nil
+		}
+		if count < 0 {
+			// A negative count is followed by the block's size.
+			if _, src, err = varlong(src); err != nil {
+				return src, err
+			}
+			count = -count
+		}
+		if count > int64(len(src)) && !(item.Type == "null" && n.Type == "array") {
+			return src, errAvro // more items than bytes
+		}
+		if item.Type == "null" && n.Type == "array" {
+			nulls += count
+		}
+		if nulls > maxNulls {
+			return src, errAvro // a text of unbounded length
+		}
+		for ; count > 0; count-- {
+			var key []byte
+			if n.Type == "map" {
+				if key, src, err = lengthPrefixed(src); err != nil {
+					return src, err
+				}
+			}
+			if src, err = each(key, src, item); err != nil {
+				return src, err
+			}
+		}
+	}
+}
+
 // skip reads past the value of n in src as value does, refusing what it
 // refuses, and writes nothing: where a record ends, when its bytes are
 // handed over as they are.
@@ -367,49 +385,9 @@ func (t *transcoder) skip(src []byte, n *avro.SchemaNode, depth int) ([]byte, er
 		}
 		return src, nil
 	case "array", "map":
-		item := n.Items
-		if n.Type == "map" {
-			item = n.Values
-		}
-		if item == nil {
-			return src, errAvro
-		}
-		nulls := int64(0)
-		for {
-			count, rest, err := varlong(src)
-			if err != nil {
-				return src, err
-			}
-			src = rest
-			if count == 0 {
-				return src, nil
-			}
-			if count < 0 {
-				if _, src, err = varlong(src); err != nil {
-					return src, err
-				}
-				count = -count
-			}
-			if count > int64(len(src)) && !(item.Type == "null" && n.Type == "array") {
-				return src, errAvro
-			}
-			if item.Type == "null" && n.Type == "array" {
-				nulls += count
-			}
-			if nulls > maxNulls {
-				return src, errAvro
-			}
-			for ; count > 0; count-- {
-				if n.Type == "map" {
-					if _, src, err = lengthPrefixed(src); err != nil {
-						return src, err
-					}
-				}
-				if src, err = t.skip(src, item, depth+1); err != nil {
-					return src, err
-				}
-			}
-		}
+		return t.items(src, n, func(_, src []byte, item *avro.SchemaNode) ([]byte, error) {
+			return t.skip(src, item, depth+1)
+		})
 	}
 	if ref, ok := t.named[n.Type]; ok && ref != n {
 		return t.skip(src, ref, depth+1)

@@ -199,36 +199,19 @@ func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, dep
 		}
 		arr := tr.Array()
 		k := 0
-		for {
-			count, rest, err := varlong(src)
-			if err != nil {
-				return nil, src, false
+		rest, err := t.items(src, n, func(_, src []byte, item *avro.SchemaNode) ([]byte, error) {
+			if k > 0 {
+				tr.Add(1)
 			}
-			src = rest
-			if count == 0 {
-				return arr, src, true
+			v, rest, ok := t.tree(tr, src, item, depth+1)
+			if !ok {
+				return rest, errAvro
 			}
-			if count < 0 {
-				if _, src, err = varlong(src); err != nil {
-					return nil, src, false
-				}
-				count = -count
-			}
-			if count > int64(len(src)) {
-				return nil, src, false
-			}
-			for ; count > 0; count-- {
-				if k > 0 {
-					tr.Add(1)
-				}
-				var ok bool
-				if v, src, ok = t.tree(tr, src, n.Items, depth+1); !ok {
-					return nil, src, false
-				}
-				arr.SetArrayItem(k, v)
-				k++
-			}
-		}
+			arr.SetArrayItem(k, v)
+			k++
+			return rest, nil
+		})
+		return arr, rest, err == nil
 	case "map":
 		return t.text(tr, src, n, depth)
 	default:
