@@ -225,6 +225,8 @@ type PartitionStatus struct {
 	// was read, minus its event time): what the watermark's delay has to
 	// cover, measured on the running job. Nil before the first event.
 	EventDelay *Histogram `json:"event_delay,omitempty"`
+
+	tracked bool // in the watermark's partitions: it can hold it back
 }
 
 // The diagnoses of a partition.
@@ -266,12 +268,44 @@ type SinkStatus struct {
 	Refused int64 `json:"refused"`
 }
 
+// heldBack names the partition that holds the watermark back, the slowest
+// of those that are not idle while another is ahead, and the partitions'
+// skew: over every input's partitions at once (a join's watermark is its
+// inputs' slowest). Since when is the processing time of its last event
+// when it became the one.
+func (e *Engine) heldBack(s *Status) {
+	lo, hi, holder := mtime.MaxTime, mtime.MinTime, -1
+	for i, p := range s.Partitions {
+		if !p.tracked || p.Idle {
+			continue
+		}
+		if p.Watermark < lo {
+			lo, holder = p.Watermark, i
+		}
+		hi = max(hi, p.Watermark)
+	}
+	if holder >= 0 && lo < hi {
+		p := &s.Partitions[holder]
+		if p.Name != e.holder {
+			e.holder, e.holderSince = p.Name, p.LastEvent
+		}
+		p.HoldsBack = true
+		s.HeldBy, s.HeldBySince = p.Name, e.holderSince
+	} else {
+		e.holder = ""
+	}
+	if lo < hi && lo != mtime.MinTime {
+		s.EventTimeSkew = int64(hi - lo)
+	}
+}
+
 // makeStatus runs in the source loop.
 func (e *Engine) makeStatus() Status {
 	s := Status{Job: e.cfg.Name, State: "running", Live: e.cfg.Live, At: time.Now(), ProcessingTime: e.now, Watermark: mtime.MinTime}
 	for _, f := range e.status {
 		f(&s)
 	}
+	e.heldBack(&s)
 	if e.coord != nil {
 		s.Checkpoint = e.coord.Last()
 		s.Backpressure = cmp.Or(e.coord.Stalled(), e.heldStatus())

@@ -131,14 +131,18 @@ type Engine struct {
 	cfg Config
 	log func(string)
 
-	inputs  []*input
-	roots   []Consumer[struct{}] // receive the source loop's signals
-	parts   []*Participant
-	names   map[string]bool
-	starts  []func(ctx context.Context) error
-	stages  []stage
-	status  []func(*Status)
-	closers []func() error
+	inputs []*input
+	roots  []Consumer[struct{}] // receive the source loop's signals
+	parts  []*Participant
+	names  map[string]bool
+	starts []func(ctx context.Context) error
+	stages []stage
+	status []func(*Status)
+	// holder is the partition the last status found holding the
+	// watermark back ("" none), since holderSince (heldBack).
+	holder      string
+	holderSince mtime.Time
+	closers     []func() error
 
 	store         *checkpoint.Store
 	resumed       *checkpoint.Checkpoint

@@ -266,8 +266,6 @@ type Head[K comparable, T any] struct {
 	parts   []connector.Partition
 	announ  bool // source partitions still to declare to the watermark
 	reports []connector.PartitionReport
-	holder  int        // the partition holding the watermark back at the last report, -1 none
-	since   mtime.Time // since when
 	paused  []bool     // source partitions paused by the alignment
 	now     mtime.Time // processing time, as the head last moved it
 	delay   []delays   // by watermark partition: arrival minus event time
@@ -370,7 +368,7 @@ func NewHead[K comparable, T any](e *Engine, cfg HeadConfig[K, T]) (*Head[K, T],
 	if err != nil {
 		return nil, err
 	}
-	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: newCounts(), holder: -1}
+	h := &Head[K, T]{cfg: cfg, e: e, p: p, now: mtime.MinTime, forgotten: mtime.MinTime, c: newCounts()}
 	if cfg.Decoder == nil {
 		// A head of typed elements (Element) decodes nothing.
 		cfg.Decoder = noDecoder[K, T]{}
@@ -1099,7 +1097,6 @@ func (h *Head[K, T]) status(s *Status) {
 		}
 	}
 	quiet := max(2*time.Second.Milliseconds(), int64(tr.IdleTimeout())/2)
-	lo, hi, holder := mtime.MaxTime, mtime.MinTime, -1
 	// Every partition the source has, from the start: one that has had no
 	// record yet is not in the watermark's partitions until the first
 	// record of any (it holds nothing back yet), and shows as inactive,
@@ -1124,6 +1121,7 @@ func (h *Head[K, T]) status(s *Status) {
 		tracked := ti < len(st.Max)
 		if tracked {
 			ps.Watermark, ps.MaxEventTime, ps.LastEvent, ps.Idle = tr.PartitionWatermark(ti), st.Max[ti], st.LastActive[ti], st.Idle[ti]
+			ps.tracked = true
 		}
 		r, hasReport := reports[i]
 		if hasReport {
@@ -1151,25 +1149,7 @@ func (h *Head[K, T]) status(s *Status) {
 		default:
 			ps.Diagnosis = DiagActive
 		}
-		if tracked && !ps.Idle {
-			if ps.Watermark < lo {
-				lo, holder = ps.Watermark, i
-			}
-			hi = max(hi, ps.Watermark)
-		}
 		s.Partitions = append(s.Partitions, ps)
-	}
-	if holder >= 0 && lo < hi {
-		if holder != h.holder {
-			h.holder, h.since = holder, st.LastActive[part(holder)]
-		}
-		s.Partitions[len(s.Partitions)-n+holder].HoldsBack = true
-		s.HeldBy, s.HeldBySince = s.Partitions[len(s.Partitions)-n+holder].Name, h.since
-	} else {
-		h.holder = -1
-	}
-	if lo < hi && lo != mtime.MinTime {
-		s.EventTimeSkew = int64(hi - lo)
 	}
 	// How far the watermark is behind processing time: never negative (a
 	// watermark ahead of the clock, or at the end of an ended input, is
