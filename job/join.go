@@ -45,6 +45,7 @@ type joinRun struct {
 	outs         []*engine.SinkNode[plan.Item]
 	late         *engine.SinkNode[plan.Item]
 	restoredRead [2]int64
+	withSrc      *file.Source // the other input, when it is a file
 	// What the console shows: the recent records, and the recent
 	// records too late (Options.Console), as their outputs have them.
 	recent, recLate *console.Recent[plan.Item]
@@ -328,6 +329,9 @@ type JoinSummary struct {
 	Pairs     int64 `json:"pairs"`
 	Unmatched int64 `json:"unmatched"`
 	Written   int64 `json:"written"`
+	// WithInputRestarted says why the other input was read from its start
+	// although a checkpoint had read part of it (Summary.InputRestarted).
+	WithInputRestarted string `json:"with_input_restarted,omitempty"`
 }
 
 // MarshalJSON writes a job with a join's summary with the fields that
@@ -348,11 +352,12 @@ func (s *Summary) MarshalJSON() ([]byte, error) {
 		LateWritten       int64            `json:"late_written"`
 		Watermark         string           `json:"watermark"`
 		OutputsAdded      []string         `json:"outputs_added,omitempty"`
+		InputRestarted    string           `json:"input_restarted,omitempty"`
 		Interrupted       bool             `json:"interrupted,omitempty"`
 		Savepoint         string           `json:"savepoint,omitempty"`
 		Failed            bool             `json:"failed,omitempty"`
 	}{s.Job, s.Accounting, s.QuarantineReasons, s.BlankLines, s.Lost, s.Join, s.LateWritten, s.Watermark,
-		s.OutputsAdded, s.Interrupted, s.Savepoint, s.Failed})
+		s.OutputsAdded, s.InputRestarted, s.Interrupted, s.Savepoint, s.Failed})
 }
 
 // joinSummary is the summary of a job with a join: its source's
@@ -378,6 +383,12 @@ func (rn *Runnable) joinSummary(err error) *Summary {
 		s.LateWritten = jr.late.Written()
 	}
 	s.OutputsAdded = rn.e.AddedSinks()
+	if rn.fileSrc != nil {
+		s.InputRestarted = rn.fileSrc.Restarted
+	}
+	if jr.withSrc != nil {
+		s.Join.WithInputRestarted = jr.withSrc.Restarted
+	}
 	s.Watermark = jr.join.Watermark().String()
 	if jr.join.Watermark() == mtime.MinTime {
 		s.Watermark = "none"
@@ -398,6 +409,9 @@ func (s *Summary) joinText(name string) string {
 		filtered = fmt.Sprintf(", %d filtered out by where", w.Filtered)
 	}
 	text := fmt.Sprintf("weir: %s: join.with: read %d lines: %d accepted%s, %d too late, %d quarantined%s\n", name, w.Read, w.Accepted, filtered, w.TooLate, w.Quarantined, q)
+	if js.WithInputRestarted != "" {
+		text += fmt.Sprintf("weir: %s: join.with: the input was read from its start: it is not the file the checkpoint read (%s)\n", name, js.WithInputRestarted)
+	}
 	written := fmt.Sprintf("%d records written, %d too-late records written", js.Written, s.LateWritten)
 	if s.Failed {
 		written = fmt.Sprintf("%d records and %d too-late records reached the outputs before the failure", js.Written, s.LateWritten)

@@ -310,3 +310,42 @@ func TestJoinJobConsole(t *testing.T) {
 		t.Errorf("/metrics lacks the join's late records:\n%s", m)
 	}
 }
+
+// A join's other input regenerated between a stop and the restart, read
+// again from its start with AcceptChangedInput: the summary says so of
+// that input (join.with_input_restarted), not of the job's source, in
+// summary.json and in the summary's lines.
+func TestJoinJobSaysWhichInputRestarted(t *testing.T) {
+	orders, payments := joinInputs(5000)
+	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
+		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	dir := t.TempDir()
+	if s := runJoinJob(t, dir, yaml, orders, payments, Options{stopAfter: 2}); s.Savepoint == "" {
+		t.Fatal("no savepoint")
+	}
+	// Other bytes: a line more at its start, which the where leaves out.
+	os.Remove(filepath.Join(dir, "payments.jsonl"))
+	regenerated := strings.Replace(payments, "\n", "\n"+strings.SplitN(payments, "\n", 2)[0]+"\n", 1)
+	os.WriteFile(filepath.Join(dir, "payments.jsonl"), []byte(regenerated), 0o600)
+	sum, err := Run(context.Background(), loadJob(t, dir, yaml), Options{AcceptChangedInput: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(sum.Join.WithInputRestarted, "its first 4096 bytes are not those read before") || sum.InputRestarted != "" {
+		t.Errorf("the source restarted: %q; the other input: %q", sum.InputRestarted, sum.Join.WithInputRestarted)
+	}
+	var file struct {
+		Restarted string `json:"input_restarted"`
+		Join      struct {
+			WithRestarted string `json:"with_input_restarted"`
+		} `json:"join"`
+	}
+	json.Unmarshal([]byte(read(t, dir, "summary.json")), &file)
+	if file.Restarted != "" || file.Join.WithRestarted != sum.Join.WithInputRestarted {
+		t.Errorf("summary.json says %+v", file)
+	}
+	if text := sum.Text(); !strings.Contains(text, "join.with: the input was read from its start: it is not the file the checkpoint read (its first 4096 bytes") {
+		t.Errorf("the summary's lines:\n%s", text)
+	}
+}

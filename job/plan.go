@@ -286,6 +286,8 @@ func (rn *Runnable) sourceOf(in *jobfile.Job, dec plan.Decoder) (connector.Sourc
 	fs := &file.Source{Path: in.Input, Follow: in.Follow, AcceptChanged: o.AcceptChangedInput, Log: func(s string) { rn.logf("%s", s) }}
 	if in == rn.j {
 		rn.fileSrc = fs
+	} else if rn.jn != nil {
+		rn.jn.withSrc = fs
 	}
 	return fs, nil
 }
