@@ -67,14 +67,7 @@ func (d *ocfDecoder) AppendJSON(dst, value []byte) ([]byte, error) {
 
 // Build implements jsontree.Builder.
 func (d *ocfDecoder) Build(tr *jsontree.Tree, value []byte) *fastjson.Value {
-	if d.t.noTree {
-		return nil
-	}
-	v, rest, ok := d.t.tree(tr, value, d.t.root, 0)
-	if !ok || len(rest) > 0 {
-		return nil
-	}
-	return v
+	return d.t.build(tr, value)
 }
 
 // RowDecoder implements RawFileFormat.

@@ -104,59 +104,36 @@ func (t *transcoder) value(b, src []byte, n *avro.SchemaNode, depth int) ([]byte
 	if depth > maxDepth {
 		return b, src, errors.New("values nested too deep")
 	}
+	if x, data, rest, ok, err := scalar(src, n); ok {
+		if err != nil {
+			return b, src, err
+		}
+		switch n.Type {
+		case "null":
+			return append(b, "null"...), rest, nil
+		case "boolean":
+			// As the library and Java's reference read it: only 1 is true.
+			return strconv.AppendBool(b, x == 1), rest, nil
+		case "int", "long":
+			return appendLong(b, x, n.LogicalType), rest, nil
+		case "enum":
+			return text.AppendJSONString(b, []byte(n.Symbols[x])), rest, nil
+		case "float":
+			f := math.Float32frombits(binary.LittleEndian.Uint32(data))
+			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+				return append(b, "null"...), rest, nil
+			}
+			return strconv.AppendFloat(b, float64(f), 'g', -1, 32), rest, nil
+		case "double":
+			f := math.Float64frombits(binary.LittleEndian.Uint64(data))
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return append(b, "null"...), rest, nil
+			}
+			return appendDouble(b, f), rest, nil
+		}
+		return appendBytes(b, data, n), rest, nil // string, bytes, fixed
+	}
 	switch n.Type {
-	case "null":
-		return append(b, "null"...), src, nil
-	case "boolean":
-		if len(src) < 1 {
-			return b, src, errAvro
-		}
-		// As the library and Java's reference read it: only 1 is true.
-		return strconv.AppendBool(b, src[0] == 1), src[1:], nil
-	case "int", "long":
-		v, src, err := varlong(src)
-		if err != nil {
-			return b, src, err
-		}
-		if n.Type == "int" && (v < math.MinInt32 || v > math.MaxInt32) {
-			return b, src, errAvro
-		}
-		return appendLong(b, v, n.LogicalType), src, nil
-	case "float":
-		if len(src) < 4 {
-			return b, src, errAvro
-		}
-		f := math.Float32frombits(binary.LittleEndian.Uint32(src))
-		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-			return append(b, "null"...), src[4:], nil
-		}
-		return strconv.AppendFloat(b, float64(f), 'g', -1, 32), src[4:], nil
-	case "double":
-		if len(src) < 8 {
-			return b, src, errAvro
-		}
-		f := math.Float64frombits(binary.LittleEndian.Uint64(src))
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return append(b, "null"...), src[8:], nil
-		}
-		return appendDouble(b, f), src[8:], nil
-	case "string", "bytes":
-		data, rest, err := lengthPrefixed(src)
-		if err != nil {
-			return b, src, err
-		}
-		return appendBytes(b, data, n), rest, nil
-	case "fixed":
-		if n.Size < 0 || len(src) < n.Size {
-			return b, src, errAvro
-		}
-		return appendBytes(b, src[:n.Size], n), src[n.Size:], nil
-	case "enum":
-		i, rest, err := varlong(src)
-		if err != nil || i < 0 || i >= int64(len(n.Symbols)) {
-			return b, src, errAvro
-		}
-		return text.AppendJSONString(b, []byte(n.Symbols[i])), rest, nil
 	case "union":
 		i, rest, err := varlong(src)
 		if err != nil || i < 0 || i >= int64(len(n.Branches)) {
@@ -271,6 +248,49 @@ func lengthPrefixed(src []byte) ([]byte, []byte, error) {
 	return rest[:l], rest[l:], nil
 }
 
+// scalar reads the value of n at the start of src when n is a scalar's type
+// (ok): a boolean's byte, or an int's, a long's or an enum's varint, in x
+// (an int within its range, an enum an index of its symbols); a float's,
+// a double's, a string's, bytes' or a fixed's bytes in data; and what
+// follows them. What does not decode is errAvro. The one reading of a
+// scalar on the wire, for value and skip.
+func scalar(src []byte, n *avro.SchemaNode) (x int64, data, rest []byte, ok bool, err error) {
+	size := 0
+	switch n.Type {
+	case "null":
+		return 0, nil, src, true, nil
+	case "boolean":
+		if len(src) < 1 {
+			return 0, nil, src, true, errAvro
+		}
+		return int64(src[0]), nil, src[1:], true, nil
+	case "int", "long", "enum":
+		x, rest, err := varlong(src)
+		switch {
+		case err != nil,
+			n.Type == "int" && (x < math.MinInt32 || x > math.MaxInt32),
+			n.Type == "enum" && (x < 0 || x >= int64(len(n.Symbols))):
+			return 0, nil, src, true, errAvro
+		}
+		return x, nil, rest, true, nil
+	case "string", "bytes":
+		data, rest, err := lengthPrefixed(src)
+		return 0, data, rest, true, err
+	case "float":
+		size = 4
+	case "double":
+		size = 8
+	case "fixed":
+		size = n.Size
+	default:
+		return 0, nil, src, false, nil
+	}
+	if size < 0 || len(src) < size {
+		return 0, nil, src, true, errAvro
+	}
+	return 0, src[:size], src[size:], true, nil
+}
+
 // items reads the blocks of the array or map n in src, calling each with
 // every item (its bytes on: src; a map's key) and its type, and returns what
 // follows them. It refuses what value refuses: more items than bytes (but
@@ -330,46 +350,10 @@ func (t *transcoder) skip(src []byte, n *avro.SchemaNode, depth int) ([]byte, er
 	if depth > maxDepth {
 		return src, errors.New("values nested too deep")
 	}
-	switch n.Type {
-	case "null":
-		return src, nil
-	case "boolean":
-		if len(src) < 1 {
-			return src, errAvro
-		}
-		return src[1:], nil
-	case "int", "long":
-		v, rest, err := varlong(src)
-		if err != nil {
-			return src, err
-		}
-		if n.Type == "int" && (v < math.MinInt32 || v > math.MaxInt32) {
-			return src, errAvro
-		}
-		return rest, nil
-	case "float", "double":
-		size := 4
-		if n.Type == "double" {
-			size = 8
-		}
-		if len(src) < size {
-			return src, errAvro
-		}
-		return src[size:], nil
-	case "string", "bytes":
-		_, rest, err := lengthPrefixed(src)
+	if _, _, rest, ok, err := scalar(src, n); ok {
 		return rest, err
-	case "fixed":
-		if n.Size < 0 || len(src) < n.Size {
-			return src, errAvro
-		}
-		return src[n.Size:], nil
-	case "enum":
-		i, rest, err := varlong(src)
-		if err != nil || i < 0 || i >= int64(len(n.Symbols)) {
-			return src, errAvro
-		}
-		return rest, nil
+	}
+	switch n.Type {
 	case "union":
 		i, rest, err := varlong(src)
 		if err != nil || i < 0 || i >= int64(len(n.Branches)) {

@@ -1,10 +1,7 @@
 package formats
 
 import (
-	"encoding/binary"
 	"math"
-	"strconv"
-	"unicode/utf8"
 
 	"github.com/twmb/avro"
 	"github.com/valyala/fastjson"
@@ -44,10 +41,19 @@ func (d *avroDecoder) Build(tr *jsontree.Tree, value []byte) *fastjson.Value {
 			return nil
 		}
 	}
-	if s.direct == nil || s.direct.noTree {
+	if s.direct == nil {
 		return nil
 	}
-	v, rest, ok := s.direct.tree(tr, payload, s.direct.root, 0)
+	return s.direct.build(tr, payload)
+}
+
+// build builds the record in src, which must hold it exactly, or returns
+// nil.
+func (t *transcoder) build(tr *jsontree.Tree, src []byte) *fastjson.Value {
+	if t.noTree {
+		return nil
+	}
+	v, rest, ok := t.tree(tr, src, t.root, 0)
 	if !ok || len(rest) > 0 {
 		return nil
 	}
@@ -97,80 +103,14 @@ func (t *transcoder) stringField(src []byte, name string) ([]byte, bool) {
 	return nil, false
 }
 
-// text is the value of n in src, written by value and parsed alone.
-func (t *transcoder) text(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, depth int) (*fastjson.Value, []byte, bool) {
-	b, rest, err := t.value(tr.Slab(), src, n, depth)
-	if err != nil {
-		return nil, src, false
-	}
-	v := tr.Scalar(b)
-	return v, rest, v != nil
-}
-
-// tree builds the value of n in src, as value writes it.
+// tree builds the value of n in src, as value writes it: a record's
+// fields and an array's items one by one, any other value (a scalar, a
+// map, an array of nulls) written as its text by value.
 func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, depth int) (*fastjson.Value, []byte, bool) {
 	if depth > maxDepth {
 		return nil, src, false
 	}
-	var v *fastjson.Value
 	switch n.Type {
-	case "null":
-		return tr.Null(), src, true
-	case "boolean":
-		if len(src) < 1 {
-			return nil, src, false
-		}
-		v, src = tr.Scalar(strconv.AppendBool(tr.Slab(), src[0] == 1)), src[1:]
-	case "int", "long":
-		x, rest, err := varlong(src)
-		if err != nil || n.Type == "int" && (x < math.MinInt32 || x > math.MaxInt32) {
-			return nil, src, false
-		}
-		v, src = tr.Scalar(appendLong(tr.Slab(), x, n.LogicalType)), rest
-	case "float":
-		if len(src) < 4 {
-			return nil, src, false
-		}
-		f := float64(math.Float32frombits(binary.LittleEndian.Uint32(src)))
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			v = tr.Null()
-		} else {
-			v = tr.Scalar(strconv.AppendFloat(tr.Slab(), f, 'g', -1, 32))
-		}
-		src = src[4:]
-	case "double":
-		if len(src) < 8 {
-			return nil, src, false
-		}
-		f := math.Float64frombits(binary.LittleEndian.Uint64(src))
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			v = tr.Null()
-		} else {
-			v = tr.Scalar(appendDouble(tr.Slab(), f))
-		}
-		src = src[8:]
-	case "string", "bytes":
-		data, rest, err := lengthPrefixed(src)
-		if err != nil {
-			return nil, src, false
-		}
-		if n.Type == "string" {
-			v = tr.String(data)
-		} else {
-			v = tr.Scalar(appendBytes(tr.Slab(), data, n))
-		}
-		src = rest
-	case "fixed":
-		if n.Size < 0 || len(src) < n.Size {
-			return nil, src, false
-		}
-		v, src = tr.Scalar(appendBytes(tr.Slab(), src[:n.Size], n)), src[n.Size:]
-	case "enum":
-		i, rest, err := varlong(src)
-		if err != nil || i < 0 || i >= int64(len(n.Symbols)) {
-			return nil, src, false
-		}
-		v, src = tr.String([]byte(n.Symbols[i])), rest
 	case "union":
 		i, rest, err := varlong(src)
 		if err != nil || i < 0 || i >= int64(len(n.Branches)) {
@@ -186,16 +126,17 @@ func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, dep
 				tr.Add(1)
 			}
 			tr.Add(len(keys[i]))
-			var ok bool
-			if v, src, ok = t.tree(tr, src, &f.Type, depth+1); !ok {
+			v, rest, ok := t.tree(tr, src, &f.Type, depth+1)
+			if !ok {
 				return nil, src, false
 			}
 			obj.Set(f.Name, v)
+			src = rest
 		}
 		return obj, src, true
 	case "array":
 		if n.Items == nil || n.Items.Type == "null" {
-			return t.text(tr, src, n, depth)
+			break
 		}
 		arr := tr.Array()
 		k := 0
@@ -212,15 +153,18 @@ func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, dep
 			return rest, nil
 		})
 		return arr, rest, err == nil
-	case "map":
-		return t.text(tr, src, n, depth)
+	case "null", "boolean", "int", "long", "float", "double", "string", "bytes", "fixed", "enum", "map":
 	default:
 		if ref, ok := t.named[n.Type]; ok && ref != n {
 			return t.tree(tr, src, ref, depth+1)
 		}
+	}
+	b, rest, err := t.value(tr.Slab(), src, n, depth)
+	if err != nil {
 		return nil, src, false
 	}
-	return v, src, v != nil
+	v := tr.Scalar(b)
+	return v, rest, v != nil
 }
 
 // Build implements jsontree.Builder.
@@ -321,31 +265,14 @@ func (p *wirePlan) tree(tr *jsontree.Tree, src []byte, st *wireState, depth int)
 	return obj
 }
 
-// treeWireValue builds one value of f as appendWireValue writes it, or
-// returns nil.
+// treeWireValue builds one value of f as appendWireValue writes it: a
+// message's fields one by one, any other value written as its text by
+// appendWireValue; or returns nil.
 func treeWireValue(tr *jsontree.Tree, f *wireField, v []byte, typ protowire.Type, st *wireState, depth int) *fastjson.Value {
-	if typ != f.wire {
-		return nil
+	if typ == f.wire && typ == protowire.BytesType && f.kind == protoreflect.MessageKind {
+		return f.msg.tree(tr, v, st, depth+1)
 	}
-	if typ == protowire.BytesType {
-		switch f.kind {
-		case protoreflect.StringKind:
-			if !utf8.Valid(v) {
-				return nil
-			}
-			return tr.String(v)
-		case protoreflect.BytesKind:
-			return tr.Scalar(appendBase64(tr.Slab(), v))
-		case protoreflect.MessageKind:
-			return f.msg.tree(tr, v, st, depth+1)
-		}
-		return nil
-	}
-	x, err := scalarValue(f, v, typ)
-	if err != nil {
-		return nil
-	}
-	b, err := appendProtoValue(tr.Slab(), f.fd, x, depth)
+	b, err := appendWireValue(tr.Slab(), f, v, typ, st, depth)
 	if err != nil {
 		return nil
 	}

@@ -3,19 +3,18 @@
 // JSON text and parsing that again: a format that can (Avro, Protobuf)
 // builds the object a record's text would parse into, value for value, and
 // counts the text's length, so that the rules (and the longest line's)
-// read it exactly as they read the text. A part the tree cannot make as the
-// text says it (a string with escapes, a map, whose keys may repeat) is
-// written as text and parsed alone.
+// read it exactly as they read the text. A record's fields and items are
+// made one by one; every other value is written as its text, by the
+// format's own code, and made from it (Scalar): a number keeps its text, a
+// string without escapes its bytes, and any other part (a string with
+// escapes, a map, whose keys may repeat) is parsed alone.
 package jsontree
 
 import (
 	"bytes"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/valyala/fastjson"
-
-	"github.com/weirstream/weir/internal/text"
 )
 
 // Builder is a format's decoder (a plan.Decoder) that can build a record's
@@ -26,8 +25,8 @@ type Builder interface {
 	Build(t *Tree, value []byte) *fastjson.Value
 }
 
-// StringFinder is a Builder that can find a top-level string field of a
-// record without building it: what a decoder looks up a few records ahead
+// StringFinder is a format's decoder that can find a top-level string
+// field of a record without building it: what a decoder looks up a few records ahead
 // (a key's slot, fetched into the cache before the record is read).
 type StringFinder interface {
 	// String is the bytes of the record's top-level string field name;
@@ -101,8 +100,8 @@ func (t *Tree) Scalar(b []byte) *fastjson.Value {
 	switch s[0] {
 	case '"':
 		if bytes.IndexByte(s[1:len(s)-1], '\\') < 0 {
-			t.n -= len(s)
-			return t.plain(s[1 : len(s)-1])
+			// No escape: the string is its text without the quotes.
+			return t.a.NewStringBytes(s[1 : len(s)-1])
 		}
 	case '{', '[':
 	case 'n':
@@ -126,39 +125,4 @@ func (t *Tree) Scalar(b []byte) *fastjson.Value {
 		return nil
 	}
 	return v
-}
-
-// String is the value of a string, written as text.AppendJSONString writes
-// it (bytes that are not UTF-8 as U+FFFD).
-func (t *Tree) String(s []byte) *fastjson.Value {
-	ascii := true
-	for _, c := range s {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return t.Scalar(text.AppendJSONString(t.slab, s))
-		}
-		if c >= utf8.RuneSelf {
-			ascii = false
-		}
-	}
-	if !ascii && (!utf8.Valid(s) || hasLineSeparator(s)) {
-		return t.Scalar(text.AppendJSONString(t.slab, s))
-	}
-	return t.plain(s)
-}
-
-// plain is the value of a string whose JSON text is the string in quotes.
-func (t *Tree) plain(s []byte) *fastjson.Value {
-	t.n += len(s) + 2
-	return t.a.NewStringBytes(s)
-}
-
-// hasLineSeparator reports whether s (UTF-8) holds U+2028 or U+2029,
-// which JSON text escapes.
-func hasLineSeparator(s []byte) bool {
-	for i := 0; i+2 < len(s); i++ {
-		if s[i] == 0xe2 && s[i+1] == 0x80 && (s[i+2] == 0xa8 || s[i+2] == 0xa9) {
-			return true
-		}
-	}
-	return false
 }
