@@ -21,11 +21,12 @@ import (
 )
 
 // An Avro object container file whose records need no resolution (no
-// reader's schema, or the writer's) is read block by block here, each
-// record written as JSON straight from its binary by the schema's
-// transcoder, as a topic's records are: the library would decode each into
-// a map first (15 allocations a record). One that needs resolving is read
-// through the library (ocfRows).
+// reader's schema, or the writer's) is read block by block here: each
+// record as its bytes, which a job decodes as a topic's records
+// (ocfDecoder, RawFileFormat), or written as JSON straight from its
+// binary by the schema's transcoder (OpenFile, weir lateness). The library
+// would decode each into a map first (15 allocations a record). One that
+// needs resolving is read through the library (ocfRows).
 
 // maxBlock bounds a block's bytes, compressed and not: a block is read
 // whole.
@@ -48,8 +49,12 @@ type blockRows struct {
 	raw       bool   // rows as their records' bytes, not JSON
 }
 
-// ocfDecoder decodes the raw rows of container files of one schema.
-type ocfDecoder struct{ t *transcoder }
+// ocfDecoder decodes the raw rows of container files of one schema (its
+// Parsing Canonical Form: canonical).
+type ocfDecoder struct {
+	t         *transcoder
+	canonical []byte
+}
 
 var (
 	_ RawFileFormat    = (*avroConfig)(nil)
@@ -77,7 +82,7 @@ func (c *avroConfig) RowDecoder(path string) (plan.Decoder, error) {
 		return nil, err
 	}
 	rows.Close()
-	return &ocfDecoder{rows.t}, nil
+	return &ocfDecoder{rows.t, rows.canonical}, nil
 }
 
 // OpenRawFile implements RawFileFormat.
@@ -87,7 +92,7 @@ func (c *avroConfig) OpenRawFile(path string, dec plan.Decoder) (RowReader, erro
 		return nil, err
 	}
 	d, ok := dec.(*ocfDecoder)
-	if rows == nil || !ok || !bytes.Equal(rows.canonical, d.t.canonical) {
+	if rows == nil || !ok || !bytes.Equal(rows.canonical, d.canonical) {
 		if rows != nil {
 			rows.Close()
 		}
@@ -131,8 +136,7 @@ func openBlockRows(path string, reader *avro.Schema) (*blockRows, error) {
 		f.Close()
 		return nil, nil // the library says what it reads
 	}
-	br.t = newTranscoder(node)
-	br.t.canonical, br.canonical = s.Canonical(), s.Canonical()
+	br.t, br.canonical = newTranscoder(node), s.Canonical()
 	return br, nil
 }
 

@@ -41,8 +41,6 @@ type transcoder struct {
 	// noTree: a record has two fields of one name (a schema the library
 	// should have refused), which an object built in a tree cannot hold.
 	noTree bool
-	// canonical is the schema's Parsing Canonical Form, when known.
-	canonical []byte
 }
 
 // newTranscoder is the transcoder of a schema's tree (references expanded).
