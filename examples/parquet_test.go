@@ -1,6 +1,7 @@
 package examples
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -28,31 +29,32 @@ func parquetLake(t *testing.T, r *recipe, root string) map[string][]byte {
 	if err != nil || len(parts) == 0 {
 		t.Fatalf("no part files: %v", err)
 	}
-	var lines []string
+	type shown struct {
+		date string
+		row
+	}
+	var rows []shown
 	for _, p := range parts {
-		rows, err := parquet.ReadFile[row](p)
+		read, err := parquet.ReadFile[row](p)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
 		date := strings.TrimPrefix(filepath.Base(filepath.Dir(p)), "date=")
-		for _, x := range rows {
+		for _, x := range read {
 			if x.Sales == nil || x.TakingsExact == nil {
 				t.Fatalf("%s: a pane without its aggregates: %+v", p, x)
 			}
-			start := x.WindowStart.UTC().Format("2006-01-02T15:04:05Z")
-			// Sorted by window, then shop: the query's order.
-			lines = append(lines, fmt.Sprintf("%s\t%s,%s,%s,%d,%s", start, x.Key, date, x.Key, *x.Sales, *x.TakingsExact))
+			rows = append(rows, shown{date, x})
 		}
 	}
-	slices.Sort(lines)
+	// By window, then shop: the query's order.
+	slices.SortFunc(rows, func(a, b shown) int {
+		return cmp.Or(a.WindowStart.Compare(b.WindowStart), strings.Compare(a.Key, b.Key))
+	})
 	var b strings.Builder
 	b.WriteString("date,shop,window_start,sales,takings\n")
-	for _, l := range lines {
-		start, rest, _ := strings.Cut(l, "\t")
-		_, rest, _ = strings.Cut(rest, ",")
-		date, rest, _ := strings.Cut(rest, ",")
-		shop, rest, _ := strings.Cut(rest, ",")
-		fmt.Fprintf(&b, "%s,%s,%s,%s\n", date, shop, start, rest)
+	for _, r := range rows {
+		fmt.Fprintf(&b, "%s,%s,%s,%d,%s\n", r.date, r.Key, r.WindowStart.UTC().Format("2006-01-02T15:04:05Z"), *r.Sales, *r.TakingsExact)
 	}
 	return map[string][]byte{"rows.csv": []byte(b.String())}
 }

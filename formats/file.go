@@ -46,8 +46,9 @@ type RowReader interface {
 }
 
 // FileSource is a connector.Source of a file of a FileFormat: one record per
-// row, the row as a JSON object (or its record's bytes, with a Decoder). Its position in checkpoints is how many rows
-// it has read; a restore reads the file again from its start and skips them.
+// row, the row as a JSON object (or its record's bytes, with a Decoder).
+// Its position in checkpoints is how many rows it has read; a restore reads
+// the file again from its start and skips them.
 type FileSource struct {
 	Path   string
 	Format FileFormat
