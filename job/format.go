@@ -23,18 +23,15 @@ import (
 // A record the decoder refuses is quarantined with the decoder's reason,
 // its raw bytes and its place (partition and offset), and the job goes on.
 
-// useFormat gives the runnable's line parser the source's decoder (its
-// log lines in the job's log): the group's, or one of its own.
-func (rn *Runnable) useFormat() error {
-	dec := rn.o.decoder
-	if dec == nil {
-		var err error
-		if dec, err = newDecoder(rn.j, func(s string) { rn.logf("%s", rn.j.Redact(s)) }); err != nil {
-			return err
-		}
+// sourceDecoder is the decoder of the records of the job's source (its log
+// lines in the job's log): the group's, or one of its own; nil for JSON
+// lines. It is safe for concurrent use: every aggregation of the job, which
+// reads the one source, reads its records with it.
+func (rn *Runnable) sourceDecoder() (plan.Decoder, error) {
+	if rn.o.decoder != nil {
+		return rn.o.decoder, nil
 	}
-	rn.lp.useDecoder(dec)
-	return nil
+	return newDecoder(rn.j, func(s string) { rn.logf("%s", rn.j.Redact(s)) })
 }
 
 // useDecoder has the parser read its records with dec, the source's
@@ -83,8 +80,9 @@ func (f *format) json(raw []byte, encoded bool) ([]byte, bool) {
 }
 
 // newDecoder builds the decoder of the records of j's source when they are
-// of a format (a topic's, a registered kind's source's), or nil: JSON
-// lines, or a file of a format, read whole. The grammar checked its
+// of a format (a topic's, a registered kind's source's, a file's whose rows
+// are read as their records: formats.RawFileFormat), or nil: JSON lines, or
+// a file of a format read as JSON rows. The grammar checked its
 // settings (plan.RecordsChecker), so an error here is the run's.
 func newDecoder(j *jobfile.Job, log func(string)) (plan.Decoder, error) {
 	f := j.Format

@@ -139,7 +139,7 @@ func newLineParser(j *jobfile.Job) *lineParser {
 	}
 	if j.Format != nil {
 		// Records of a format: the runnable gives the parser its decoder
-		// (useFormat); the key is read from the object it makes.
+		// (useDecoder); the key is read from the object it makes.
 		lp.keyName = nil
 	}
 	lp.expressions()

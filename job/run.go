@@ -483,11 +483,13 @@ func (rn *Runnable) logf(format string, args ...any) { rn.e.Logf(format, args...
 func (rn *Runnable) build() error {
 	j, o := rn.j, rn.o
 	rn.warn = j.Warnings()
+	dec, err := rn.sourceDecoder()
+	if err != nil {
+		return err
+	}
 	for _, a := range rn.aggregations() {
 		a.lp = newLineParser(a.j)
-		if err := a.useFormat(); err != nil {
-			return err
-		}
+		a.lp.useDecoder(dec)
 		if a.j.Acceptance != "" {
 			a.accept = newAcceptanceTracker()
 		}
