@@ -61,6 +61,16 @@ func (lp *lineParser) buildTree(r *connector.Record) *fastjson.Value {
 	return v
 }
 
+// recordText is the JSON text of an event's record: its raw text, or, for a
+// record of the source's format built without it (record.encoded), the
+// text the format writes of it.
+func (lp *lineParser) recordText(r record) ([]byte, error) {
+	if !r.encoded {
+		return r.raw, nil
+	}
+	return lp.format.AppendJSON(nil, r.raw)
+}
+
 // json is raw's JSON text: raw itself, or the text of a record of the
 // source's format (record.encoded), made in f's buffer; not ok if the
 // format no longer reads it.

@@ -200,14 +200,11 @@ type keepRaw struct{ *lineParser }
 func (k keepRaw) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
 	k.lineParser.Decode(r, d)
 	if d.Kind == engine.Event {
-		raw := d.Value.raw
-		if d.Value.encoded {
-			// Its JSON text: what the join writes and keeps.
-			var err error
-			if raw, err = k.format.AppendJSON(nil, raw); err != nil {
-				d.Kind, d.Reason, d.Detail = engine.Rejected, ReasonNotDecodable, err.Error()
-				return
-			}
+		// Its JSON text: what the join writes and keeps.
+		raw, err := k.recordText(d.Value)
+		if err != nil {
+			d.Kind, d.Reason, d.Detail = engine.Rejected, ReasonNotDecodable, err.Error()
+			return
 		}
 		d.Value.raw, d.Value.vals, d.Value.encoded = bytes.Clone(raw), nil, false
 	}

@@ -457,12 +457,9 @@ func (w *lineWatch) Settle(r *connector.Record, d *engine.Decoded[string, record
 	}
 	raw := r.Value
 	if w.format != nil && d.Kind == engine.Event {
-		raw = d.Value.raw // the record's JSON, which the format made of it
-		if d.Value.encoded {
-			// Or the record, read without its text: its text.
-			if text, err := w.format.AppendJSON(nil, raw); err == nil {
-				raw = text
-			}
+		// The record's JSON, which the format made of it.
+		if text, err := w.recordText(d.Value); err == nil {
+			raw = text
 		}
 	}
 	w.s.observe(raw, d.Kind, d.Reason, r.Offset)
