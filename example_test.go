@@ -336,3 +336,57 @@ func ExampleIntervalJoin() {
 	// A-2 ordered at 2026-09-07T12:01:00.000Z: no payment within 10 minutes
 	// A-4 ordered at 2026-09-07T12:30:00.000Z: no payment within 10 minutes
 }
+
+// CardEvent is an order paid by card, or a change of the card's limit.
+type CardEvent struct {
+	Kind   string // "order" or "limit"
+	Card   string
+	Amount float64 // the order's amount, or the card's new limit
+	At     mtime.Time
+}
+
+// Each order against the card's limit as it was when the order was
+// placed: a temporal join of the orders with the limits' changelog. The
+// limit raised at 12:05 comes after the order of 12:06 has arrived, but
+// the order waits for the watermark to pass its time, and joins it.
+func ExampleTemporalJoin() {
+	events := []CardEvent{
+		{"limit", "c1", 100, at("2026-09-07T12:00:00Z")},
+		{"order", "c1", 80, at("2026-09-07T12:01:00Z")},
+		{"order", "c1", 150, at("2026-09-07T12:06:00Z")},
+		{"limit", "c1", 200, at("2026-09-07T12:05:00Z")},
+		{"order", "c2", 10, at("2026-09-07T12:07:00Z")}, // c2 has no limit
+		{"order", "c1", 180, at("2026-09-07T12:09:00Z")},
+		{"limit", "c1", 50, at("2026-09-07T12:10:00Z")},
+		{"order", "c1", 60, at("2026-09-07T12:20:00Z")},
+	}
+	p := weir.NewPipeline()
+	all := weir.FromSlice(p, events)
+	side := func(kind string) weir.Keyed[string, CardEvent] {
+		s := weir.Filter(all, func(e CardEvent) bool { return e.Kind == kind })
+		stamped := weir.WithTimestamps(s, func(e CardEvent) mtime.Time { return e.At },
+			watermark.BoundedOutOfOrderness(2*time.Minute).WithInterval(0))
+		return weir.KeyBy(stamped, func(e CardEvent) string { return e.Card })
+	}
+	checked, _ := weir.TemporalJoin(side("order"), side("limit"), weir.LeftOuter())
+	weir.Sink(checked, func(j weir.Joined[string, CardEvent, CardEvent]) error {
+		switch {
+		case !j.Matched:
+			fmt.Printf("%s %s: %.0f, no limit known\n", j.Key, j.LeftTime, j.Left.Amount)
+		case j.Left.Amount > j.Right.Amount:
+			fmt.Printf("%s %s: %.0f over the limit of %.0f set at %s\n", j.Key, j.LeftTime, j.Left.Amount, j.Right.Amount, j.RightTime)
+		default:
+			fmt.Printf("%s %s: %.0f within the limit of %.0f\n", j.Key, j.LeftTime, j.Left.Amount, j.Right.Amount)
+		}
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// c1 2026-09-07T12:01:00.000Z: 80 within the limit of 100
+	// c1 2026-09-07T12:06:00.000Z: 150 within the limit of 200
+	// c2 2026-09-07T12:07:00.000Z: 10, no limit known
+	// c1 2026-09-07T12:09:00.000Z: 180 within the limit of 200
+	// c1 2026-09-07T12:20:00.000Z: 60 over the limit of 50 set at 2026-09-07T12:10:00.000Z
+}

@@ -11,17 +11,18 @@ import (
 	"github.com/weirstream/weir/translate"
 )
 
-// Joined is one output of an interval join: a left record and the right
-// record it joined, or, in a left outer or anti join, a left record that
-// joined nothing (Matched false); see engine.Joined.
+// Joined is one output of a join: a left record and the right record it
+// joined, or, in a left outer or anti join, a left record that joined
+// nothing (Matched false); see engine.Joined.
 type Joined[K comparable, L, R any] = engine.Joined[K, L, R]
 
-// JoinLate is a record that came too late for an interval join, with the
-// reason too_late_for_join; see engine.JoinLate.
+// JoinLate is a record that came too late for a join, with the reason
+// too_late_for_join; see engine.JoinLate.
 type JoinLate[K comparable, L, R any] = engine.JoinLate[K, L, R]
 
-// JoinOption configures an interval join: LeftOuter, Anti, ExclusiveLower,
-// ExclusiveUpper, JoinLateness, or Named (which names the join).
+// JoinOption configures a join: LeftOuter, Anti, JoinLateness, or Named
+// (which names the join); ExclusiveLower and ExclusiveUpper an interval
+// join, TableDeletes a temporal join.
 type JoinOption interface {
 	applyJoin(*joinConfig)
 }
@@ -29,6 +30,8 @@ type JoinOption interface {
 type joinConfig struct {
 	spec engine.JoinSpec
 	part partConfig
+	// deletes is TableDeletes' func(R) bool.
+	deletes any
 }
 
 type joinOption func(*joinConfig)
@@ -60,6 +63,14 @@ func ExclusiveLower() JoinOption {
 // ExclusiveUpper excludes the upper bound from the interval.
 func ExclusiveUpper() JoinOption {
 	return joinOption(func(c *joinConfig) { c.spec.UpperExclusive = true })
+}
+
+// TableDeletes tells a temporal join which records of its table are
+// deletions: from such a record's time on its key has no row (a left
+// record then joins nothing), until a later version. R is the table's
+// record type.
+func TableDeletes[R any](deleted func(R) bool) JoinOption {
+	return joinOption(func(c *joinConfig) { c.deletes = deleted })
 }
 
 // JoinLateness lets records come up to d behind the combined watermark:
@@ -96,12 +107,47 @@ func JoinLateness(d time.Duration) JoinOption {
 // order, those of two sources in the order they happen to be read, as in
 // Union.
 func IntervalJoin[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], lower, upper time.Duration, opts ...JoinOption) (Stream[Joined[K, L, R]], Stream[JoinLate[K, L, R]]) {
-	p := left.t.s.p
+	c := joinOptions(opts)
+	c.spec.Lower, c.spec.Upper = mtime.Millis(lower), mtime.Millis(upper)
+	return joinStreams(left, right, c)
+}
+
+// TemporalJoin joins a stream with a versioned table by event time, as
+// Flink SQL's event-time temporal join (FOR SYSTEM_TIME AS OF): table is
+// the table's changelog, each of its records the version of its key's row
+// from its own time on, until the next one (TableDeletes says which are
+// deletions). A left record waits until the combined watermark (minus
+// JoinLateness) has passed its time, so that every version that could
+// still apply has come, then joins the version valid at its time: the
+// latest at or before it, of two at one time the later to arrive. A left
+// record with no version then joins nothing: it is dropped, counted as
+// unmatched, or with LeftOuter or Anti emitted (Matched false). A pair's
+// time is the left record's.
+//
+// A version at or behind the watermark (minus JoinLateness) is too late:
+// it would change what records already joined, so it goes to the second
+// stream, counted, as a left record that late does. The state holds the
+// left records not yet joined and, for each key, the versions after the
+// watermark and the one valid at it: a table's last version is kept for
+// as long as its key has one (a deletion lets it go). Rules, order,
+// checkpoints and parallelism are IntervalJoin's.
+func TemporalJoin[K comparable, L, R any](left Keyed[K, L], table Keyed[K, R], opts ...JoinOption) (Stream[Joined[K, L, R]], Stream[JoinLate[K, L, R]]) {
+	c := joinOptions(opts)
+	c.spec.Temporal = true
+	return joinStreams(left, table, c)
+}
+
+func joinOptions(opts []JoinOption) joinConfig {
 	var c joinConfig
 	for _, o := range opts {
 		o.applyJoin(&c)
 	}
-	c.spec.Lower, c.spec.Upper = mtime.Millis(lower), mtime.Millis(upper)
+	return c
+}
+
+// joinStreams adds a join of left and right to their pipeline.
+func joinStreams[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], c joinConfig) (Stream[Joined[K, L, R]], Stream[JoinLate[K, L, R]]) {
+	p := left.t.s.p
 	p.stages++
 	id := p.stages
 	name := p.part("join", c.part, fmt.Sprintf("join-%d", id))
@@ -116,6 +162,15 @@ func IntervalJoin[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], l
 	}
 	if err := c.spec.Validate(); err != nil {
 		p.fail("join %s: %v", name, err)
+		return outs()
+	}
+	deletes, ok := c.deletes.(func(R) bool)
+	switch {
+	case c.deletes != nil && !c.spec.Temporal:
+		p.fail("join %s: TableDeletes is a temporal join's option: an interval join has no table", name)
+		return outs()
+	case c.deletes != nil && !ok:
+		p.fail("join %s: TableDeletes takes a %T, not a func(%s) bool", name, c.deletes, reflect.TypeFor[R]())
 		return outs()
 	}
 	switch {
@@ -140,7 +195,7 @@ func IntervalJoin[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], l
 			}
 		}
 	}
-	op := &plan.Join{Lower: c.spec.Lower, Upper: c.spec.Upper, LowerExclusive: c.spec.LowerExclusive, UpperExclusive: c.spec.UpperExclusive,
+	op := &plan.Join{Lower: c.spec.Lower, Upper: c.spec.Upper, LowerExclusive: c.spec.LowerExclusive, UpperExclusive: c.spec.UpperExclusive, Temporal: c.spec.Temporal,
 		Mode: c.spec.Mode.String(), Lateness: c.spec.Lateness, Watermark: left.t.wm, Format: stateFormat,
 		Layout: []plan.Setting{
 			{Field: "key", Value: reflect.TypeFor[K]().String()},
@@ -150,23 +205,24 @@ func IntervalJoin[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], l
 		Settings:    []plan.Setting{translate.ParallelismSetting(p.o.parallelism)},
 		Parallelism: p.o.parallelism,
 	}
-	jn := &joinNode[K, L, R]{name: name, spec: c.spec, left: left, right: right, out: out, late: late,
+	jn := &joinNode[K, L, R]{name: name, spec: c.spec, deletes: deletes, left: left, right: right, out: out, late: late,
 		lin: later[L](left.t.s.n), rin: later[R](right.t.s.n)}
 	p.add(&plan.Node{ID: node, Label: "join " + name, Inputs: []plan.Input{left.t.s.from, right.t.s.from}, Op: op, Impl: jn})
 	return outs()
 }
 
-// joinNode is the implementation of an interval join's node: a join stage
-// fed by both sides.
+// joinNode is the implementation of a join's node: a join stage fed by
+// both sides.
 type joinNode[K comparable, L, R any] struct {
-	name  string
-	spec  engine.JoinSpec
-	left  Keyed[K, L]
-	right Keyed[K, R]
-	out   *engine.Stream[Joined[K, L, R]]
-	late  *engine.Stream[JoinLate[K, L, R]]
-	lin   *lazy[L]
-	rin   *lazy[R]
+	name    string
+	spec    engine.JoinSpec
+	deletes func(R) bool
+	left    Keyed[K, L]
+	right   Keyed[K, R]
+	out     *engine.Stream[Joined[K, L, R]]
+	late    *engine.Stream[JoinLate[K, L, R]]
+	lin     *lazy[L]
+	rin     *lazy[R]
 }
 
 func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
@@ -174,7 +230,7 @@ func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 	op := c.Node().Op.(*plan.Join)
 	cfg := engine.JoinConfig[K, L, R]{Name: c.Participant(), Spec: n.spec, Watermark: op.Watermark,
 		Parallelism: op.Parallelism, Hash: stableHash[K](e.Checkpointed()),
-		Out: n.out, Late: n.late}
+		Deletes: n.deletes, Out: n.out, Late: n.late}
 	if e.Checkpointed() {
 		cfg.Codec = jsonCodec[K, L, R]{}
 	}

@@ -13,7 +13,8 @@ import (
 )
 
 // JoinSpec is an interval join's bounds (in milliseconds, each inclusive
-// unless said exclusive), mode and allowed lateness: see join.Config.
+// unless said exclusive), mode and allowed lateness, or a temporal join's
+// mode and allowed lateness (Temporal): see join.Config.
 type JoinSpec = join.Config
 
 // JoinMode is what a join emits: JoinInner, JoinLeftOuter or JoinAnti.
@@ -36,9 +37,11 @@ const (
 // (minus the allowed lateness).
 const ReasonTooLateForJoin = "too_late_for_join"
 
-// Joined is one output of an interval join: a left record and the right
-// record it joined, or (Matched false) a left record that joined nothing
-// within its interval, whose Right is the zero value.
+// Joined is one output of a join: a left record and the right record it
+// joined, or (Matched false) a left record that joined nothing within its
+// interval (in a temporal join: found no version valid at its time), whose
+// Right is the zero value. A temporal join's pair has the left record's
+// time: the version's is at or before it.
 type Joined[K comparable, L, R any] struct {
 	Key   K
 	Left  L
@@ -74,8 +77,9 @@ type JoinStatus struct {
 	Keys  int64 `json:"keys"`
 	Left  int64 `json:"buffered_left"`
 	Right int64 `json:"buffered_right"`
-	// Pairs joined, left records emitted unmatched, records too late on
-	// each side.
+	// Pairs joined, left records that joined nothing (emitted by a left
+	// outer or anti join, counted by an inner one too), records too late
+	// on each side.
 	Pairs     int64 `json:"pairs"`
 	Unmatched int64 `json:"unmatched"`
 	LateLeft  int64 `json:"late_left"`
@@ -100,13 +104,16 @@ type JoinConfig[K comparable, L, R any] struct {
 	// Codec encodes keys, left records (as accumulators) and right
 	// records (as results); required with checkpoints.
 	Codec Codec[K, L, R]
+	// Deletes, in a temporal join (Spec.Temporal), says which right
+	// records are deletions of their key's row; nil: none is.
+	Deletes func(R) bool
 	// Out and Late, when set, are the streams the stage's outputs go to.
 	Out  *Stream[Joined[K, L, R]]
 	Late *Stream[JoinLate[K, L, R]]
 }
 
-// Join is an event-time interval join of two keyed inputs of the source
-// loop (see package join for its rules). It runs in the goroutine that
+// Join is an event-time interval or temporal join of two keyed inputs of
+// the source loop (see package join for its rules). It runs in the goroutine that
 // feeds it: its inputs' elements and signals come from the source loop, in
 // one order, so that a checkpoint barrier is aligned across both inputs as
 // it comes, and the same input in the same order gives the same output.
@@ -162,6 +169,7 @@ func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[
 	if j.op, err = join.New(cfg.Spec, j.emit); err != nil {
 		return nil, fmt.Errorf("engine: join %s: %w", cfg.Name, err)
 	}
+	j.op.Deletes(cfg.Deletes)
 	j.d = exec.NewDriver[K, sided[L, R]]((*joinTarget[K, L, R])(j), cfg.Watermark, false)
 	if clock := p.File("clock"); clock != nil {
 		if err := j.restore(clock); err != nil {

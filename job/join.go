@@ -321,8 +321,8 @@ type JoinSummary struct {
 	WithQuarantineReasons map[string]int64  `json:"with_quarantine_reasons"`
 	WithBlankLines        int64             `json:"with_blank_lines"`
 	// Pairs are the records joined; Unmatched the records of the job's
-	// source that joined nothing (left_outer and anti); Written what
-	// reached each output.
+	// source that joined nothing (written by left_outer and anti, counted
+	// in every kind); Written what reached each output.
 	Pairs     int64 `json:"pairs"`
 	Unmatched int64 `json:"unmatched"`
 	Written   int64 `json:"written"`

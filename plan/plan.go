@@ -234,10 +234,13 @@ func (*Sink) kind() Kind { return KindSink }
 
 // Join is an event-time interval join of its two inputs, the left one
 // first: for one key, a left record at time a and a right one at time b
-// join when b is in [a+Lower, a+Upper].
+// join when b is in [a+Lower, a+Upper]. A temporal join (Temporal) has no
+// interval: a left record joins the right input's version valid at its
+// time.
 type Join struct {
 	Lower, Upper                   mtime.Time
 	LowerExclusive, UpperExclusive bool
+	Temporal                       bool
 	// Mode is "inner", "left_outer" or "anti".
 	Mode string
 	// Lateness is how long after the watermark a record may still come.
@@ -260,8 +263,12 @@ type Join struct {
 func (*Join) kind() Kind { return KindJoin }
 
 // Interval is the join's interval as a person reads it: "[0s, 10m]", an
-// exclusive bound with a parenthesis.
+// exclusive bound with a parenthesis; a temporal join's is "as of the
+// record's time".
 func (j *Join) Interval() string {
+	if j.Temporal {
+		return "as of the record's time"
+	}
 	lo, hi := "[", "]"
 	if j.LowerExclusive {
 		lo = "("
@@ -474,6 +481,9 @@ func describe(n *Node) string {
 		return s
 	case *Join:
 		s := op.Mode + " join within " + op.Interval()
+		if op.Temporal {
+			s = op.Mode + " temporal join, " + op.Interval()
+		}
 		for _, l := range op.Layout {
 			if l.Field == "key" {
 				s += " by " + l.Value

@@ -315,14 +315,20 @@ func Shape(g *plan.Graph) *engine.Shape {
 			}
 			s.Parts = append(s.Parts, p)
 		case *plan.Join:
+			layout, set := settings(op.Layout), []engine.Setting{{Field: "interval", Value: op.Interval()}}
+			if op.Temporal {
+				// Its buffers hold versions, not records within an
+				// interval: a change either way starts afresh. Only
+				// then, so that an interval join's shape is what it was.
+				layout, set = append([]engine.Setting{{Field: "join", Value: "temporal"}}, layout...), nil
+			}
 			s.Parts = append(s.Parts, engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateJoin, Format: op.Format,
-				Layout: settings(op.Layout),
-				Settings: append([]engine.Setting{
-					{Field: "interval", Value: op.Interval()},
-					{Field: "mode", Value: op.Mode},
-					{Field: "watermark", Value: plan.DescribeWatermark(op.Watermark, "")},
-					{Field: engine.SettingLateness, Value: mtime.FormatDuration(op.Lateness)},
-				}, settings(op.Settings)...),
+				Layout: layout,
+				Settings: append(append(set,
+					engine.Setting{Field: "mode", Value: op.Mode},
+					engine.Setting{Field: "watermark", Value: plan.DescribeWatermark(op.Watermark, "")},
+					engine.Setting{Field: engine.SettingLateness, Value: mtime.FormatDuration(op.Lateness)},
+				), settings(op.Settings)...),
 			})
 		case *plan.Sink:
 			p := engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateCommits}

@@ -8,6 +8,16 @@
 // allowed lateness). A left outer or anti join emits the left records that
 // found no partner at that moment.
 //
+// A temporal join (Config.Temporal; Flink SQL's event-time temporal join,
+// FOR SYSTEM_TIME AS OF) reads the right input as a versioned table: each
+// right record is the key's version from its own time on, until the next
+// one (a version Deletes says is a deletion ends the key's row). A left
+// record waits until the watermark has passed its time (plus the allowed
+// lateness), so that every version that could still apply has come, then
+// joins the key's version valid at its time, the latest at or before it.
+// A version leaves the state once a later one has settled (the watermark
+// has passed its time): no record still to come could look it up.
+//
 // The operator is synchronous and deterministic: the same calls give the
 // same outputs, joined pairs in order of the other side's (time, arrival),
 // and expiries in order of (expiry time, arrival).
@@ -78,6 +88,10 @@ type Config struct {
 	// Lateness is how far behind the watermark a record may still come:
 	// the buffers keep records that much longer.
 	Lateness mtime.Time
+	// Temporal makes the join a temporal one: a left record joins the
+	// right input's version valid at its time. It has no interval: Lower
+	// and Upper are zero, neither exclusive.
+	Temporal bool
 }
 
 // Validate refuses an interval whose lower bound is above its upper bound
@@ -88,6 +102,9 @@ func (c Config) Validate() error {
 	}
 	if c.Lateness < 0 {
 		return errors.New("join: the allowed lateness is negative")
+	}
+	if c.Temporal && (c.Lower != 0 || c.Upper != 0 || c.LowerExclusive || c.UpperExclusive) {
+		return errors.New("join: a temporal join joins the version valid at a record's time: it has no interval")
 	}
 	return nil
 }
@@ -121,7 +138,8 @@ type OutKind uint8
 const (
 	// OutPair is a joined pair.
 	OutPair OutKind = iota
-	// OutUnmatched is a left record that joined nothing in its interval.
+	// OutUnmatched is a left record that joined nothing in its interval
+	// (in a temporal join: found no version valid at its time).
 	OutUnmatched
 	// OutLate is a record that came after its buffer would have let it go.
 	OutLate
@@ -195,6 +213,8 @@ type Op[K comparable, L, R any] struct {
 	stats  Stats
 	emit   func(*Out[K, L, R])
 	out    Out[K, L, R]
+	// deleted says a right record of a temporal join is a deletion.
+	deleted func(R) bool
 }
 
 // New returns an operator that hands its outputs to emit.
@@ -205,6 +225,11 @@ func New[K comparable, L, R any](cfg Config, emit func(*Out[K, L, R])) (*Op[K, L
 	lo, hi := cfg.Interval()
 	return &Op[K, L, R]{cfg: cfg, lo: lo, hi: hi, wm: mtime.MinTime, keys: map[K]*keyState[L, R]{}, emit: emit}, nil
 }
+
+// Deletes tells a temporal join which right records are deletions: from
+// its time on, the key has no row (Flink's delete in a changelog), until a
+// later version. Without it no record is.
+func (o *Op[K, L, R]) Deletes(deleted func(R) bool) { o.deleted = deleted }
 
 // Watermark is the combined watermark the operator has seen.
 func (o *Op[K, L, R]) Watermark() mtime.Time { return o.wm }
@@ -302,7 +327,8 @@ func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
 	ks := o.state(key)
 	o.seq++
 	e := Entry[L]{TS: ts, Seq: o.seq, V: v}
-	for i := first(ks.right, ts+o.lo); i < len(ks.right) && ks.right[i].TS <= ts+o.hi; i++ {
+	// A temporal join's record joins when it expires, not as it comes.
+	for i := first(ks.right, ts+o.lo); !o.cfg.Temporal && i < len(ks.right) && ks.right[i].TS <= ts+o.hi; i++ {
 		e.Joined = true
 		if o.cfg.Mode == Anti {
 			break
@@ -327,7 +353,7 @@ func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
 	ks := o.state(key)
 	o.seq++
 	e := Entry[R]{TS: ts, Seq: o.seq, V: v}
-	for i := first(ks.left, ts-o.hi); i < len(ks.left) && ks.left[i].TS <= ts-o.lo; i++ {
+	for i := first(ks.left, ts-o.hi); !o.cfg.Temporal && i < len(ks.left) && ks.left[i].TS <= ts-o.lo; i++ {
 		l := &ks.left[i]
 		l.Joined = true
 		if o.cfg.Mode != Anti {
@@ -358,20 +384,34 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 	for len(o.timers) > 0 && o.timers[0].at <= wm {
 		t := heap.Pop(&o.timers).(timer[K])
 		ks := o.keys[t.key]
-		if t.side == Left {
+		switch {
+		case t.side == Left:
 			i := slices.IndexFunc(ks.left, func(e Entry[L]) bool { return e.Seq == t.seq })
 			e := ks.left[i]
 			ks.left = slices.Delete(ks.left, i, i+1)
-			if !e.Joined && o.cfg.Mode != Inner {
-				o.stats.Unmatched++
-				o.out = Out[K, L, R]{Kind: OutUnmatched, Key: t.key, Left: e.V, LeftTime: e.TS, Watermark: wm}
-				o.emit(&o.out)
+			o.size[Left]--
+			if o.cfg.Temporal {
+				e.Joined = o.lookup(t.key, ks, &e, wm)
 			}
-		} else {
+			if !e.Joined {
+				// Counted in every mode, so that an inner join's records
+				// that joined nothing are accounted for too.
+				o.stats.Unmatched++
+				if o.cfg.Mode != Inner {
+					o.out = Out[K, L, R]{Kind: OutUnmatched, Key: t.key, Left: e.V, LeftTime: e.TS, Watermark: wm}
+					o.emit(&o.out)
+				}
+			}
+		case o.cfg.Temporal:
+			if ks == nil {
+				continue // a deletion settled has taken the key's last version
+			}
+			o.settle(ks, t.at-o.cfg.Lateness)
+		default:
 			i := slices.IndexFunc(ks.right, func(e Entry[R]) bool { return e.Seq == t.seq })
 			ks.right = slices.Delete(ks.right, i, i+1)
+			o.size[Right]--
 		}
-		o.size[t.side]--
 		if len(ks.left) == 0 && len(ks.right) == 0 {
 			delete(o.keys, t.key)
 		}
