@@ -358,14 +358,7 @@ func TestIntervalJoinRestoreAfterAChange(t *testing.T) {
 		{"lateness", 20 * time.Second, []weir.JoinOption{weir.JoinLateness(time.Minute)}, []string{"restore: carries over allowed_lateness: 0s -> 1m0s: the buffered records expire at their time plus the interval plus the new lateness, and records are late by it from the restore on (those let go already stay gone)"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			out := filepath.Join(dir, "out.txt")
-			ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			if err := joinFile(evs, out, []weir.Option{ckpt}, 1500, cancel).Run(ctx); err == nil {
-				t.Fatal("the stopped run ended")
-			}
+			out, ckpt := stoppedJoin(t, evs)
 			var log strings.Builder
 			if err := joinFileWith(evs, out, []weir.Option{ckpt, weir.Log(&log)}, -1, nil, c.upper, c.opts...).Run(context.Background()); err != nil {
 				t.Fatal(err)
@@ -502,4 +495,46 @@ func TestIntervalJoinLayoutChange(t *testing.T) {
 	if !strings.Contains(log.String(), `restore: restarts right: weir_test.shop -> weir_test.paid: its buffered records dropped (weir.DropState("join"))`) {
 		t.Errorf("the restore says %q", log.String())
 	}
+}
+
+// A checkpoint of an interval join does not restore into a temporal one
+// (its buffers hold records within an interval, not versions), unless
+// weir.DropState("join") starts them afresh.
+func TestTemporalJoinFromAnIntervalJoinsCheckpoint(t *testing.T) {
+	evs := shopEvents(3000)
+	out, ckpt := stoppedJoin(t, evs)
+	temporal := func(opts ...weir.Option) error {
+		p := weir.NewPipeline(append([]weir.Option{ckpt}, opts...)...)
+		src := shopSource(p, evs, -1, nil)
+		wm := watermark.BoundedOutOfOrderness(5 * time.Second)
+		joined, _ := weir.TemporalJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm), weir.LeftOuter(), weir.Named("payments"))
+		weir.SinkTo(weir.Map(joined, joinedLine), "joined", &file.Sink[string]{Path: out, ExactlyOnce: true,
+			Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+		return p.Run(context.Background())
+	}
+	if err := temporal(); err == nil || !strings.Contains(err.Error(), "weir: join: interval in ") || !strings.Contains(err.Error(), `, temporal now: restoring would lose the buffered records of 16 keys; weir.DropState("join") starts them afresh`) {
+		t.Errorf("restored into a temporal join: %v", err)
+	}
+	var log strings.Builder
+	if err := temporal(weir.DropState("join"), weir.Log(&log)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "weir: resuming from ") {
+		t.Errorf("did not resume: %q", log.String())
+	}
+}
+
+// stoppedJoin runs joinFile on evs, stopped with a savepoint after the
+// element at 1500: its output file, and the option of its checkpoints.
+func stoppedJoin(t *testing.T, evs []shop) (string, weir.Option) {
+	t.Helper()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.txt")
+	ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := joinFile(evs, out, []weir.Option{ckpt}, 1500, cancel).Run(ctx); err == nil {
+		t.Fatal("the stopped run ended")
+	}
+	return out, ckpt
 }

@@ -68,6 +68,9 @@ type Part struct {
 type Setting struct {
 	Field string `json:"field"`
 	Value string `json:"value"`
+	// Absent, when set, is the value of a checkpoint whose shape lacks
+	// the field: what the field was before weir wrote it.
+	Absent string `json:"-"`
 }
 
 // Verdict says what becomes of a part of the state on restore.
@@ -292,6 +295,9 @@ func (r *RestoreReport) comparePart(o, p *Part, drop bool) {
 	}
 	for _, s := range p.Layout {
 		was, ok := find(o.Layout, s.Field)
+		if !ok && s.Absent != "" {
+			was, ok = s.Absent, true
+		}
 		if ok && was != s.Value {
 			refused = append(refused, Change{Verdict: NotRestorable, Part: p.Name, Kind: p.Kind, Field: s.Field, Was: was, Now: s.Value})
 		}

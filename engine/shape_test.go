@@ -15,20 +15,20 @@ func shapeOf(set map[string]string) *Shape {
 		return def
 	}
 	w := Part{Name: "window", Label: "window", Kind: StateWindows, Format: 2,
-		Layout: []Setting{{"window", v("window", "tumbling 1m")}, {"key", v("key", "card")}},
+		Layout: []Setting{{Field: "window", Value: v("window", "tumbling 1m")}, {Field: "key", Value: v("key", "card")}},
 		Mode:   v("mode", "accumulating"),
-		Settings: []Setting{{SettingLateness, v(SettingLateness, "0s")}, {SettingTrigger, v(SettingTrigger, "AfterWatermark()")},
-			{"watermark", v("watermark", "delay 2s")}},
+		Settings: []Setting{{Field: SettingLateness, Value: v(SettingLateness, "0s")}, {Field: SettingTrigger, Value: v(SettingTrigger, "AfterWatermark()")},
+			{Field: "watermark", Value: v("watermark", "delay 2s")}},
 	}
 	for _, a := range []string{"orders", "spent", "risk"} {
 		if d := v("aggregates."+a, map[string]string{"orders": "count", "spent": "sum(amount)"}[a]); d != "" {
-			w.Values = append(w.Values, Setting{"aggregates." + a, d})
+			w.Values = append(w.Values, Setting{Field: "aggregates." + a, Value: d})
 		}
 	}
 	parts := []Part{{Name: "source:input", Label: "source", Kind: StatePosition}}
 	if id := v("id", "order_id"); id != "" {
-		parts = append(parts, Part{Name: "head", Label: "de-duplication", Kind: StateDedup, Layout: []Setting{{"id", id}},
-			Settings: []Setting{{SettingHorizon, v(SettingHorizon, "1h")}}})
+		parts = append(parts, Part{Name: "head", Label: "de-duplication", Kind: StateDedup, Layout: []Setting{{Field: "id", Value: id}},
+			Settings: []Setting{{Field: SettingHorizon, Value: v(SettingHorizon, "1h")}}})
 	}
 	parts = append(parts, w, Part{Name: "sink:results:file:out.jsonl", Label: "output[0]", Kind: StateCommits})
 	if out := v("output[1]", ""); out != "" {
@@ -110,5 +110,36 @@ func TestCompareShapes(t *testing.T) {
 				t.Errorf("refused: %v", refused)
 			}
 		})
+	}
+}
+
+// A layout field a checkpoint's shape lacks is compared as its Absent
+// value, what it was before weir wrote it: a join's kind, which a
+// checkpoint of before the kinds lacks, was an interval join's.
+func TestLayoutFieldAbsentFromTheCheckpoint(t *testing.T) {
+	join := func(layout ...Setting) *Shape {
+		return &Shape{Parts: []Part{{Name: "join:j", Label: "join", Kind: StateJoin, Layout: layout}}}
+	}
+	key := Setting{Field: "key", Value: "card"}
+	before := join(key)
+	for _, c := range []struct {
+		kind    string
+		refused string
+	}{{"interval", ""}, {"temporal", "join: interval -> temporal"}} {
+		now := join(Setting{Field: "join", Value: c.kind, Absent: "interval"}, key)
+		var got string
+		for _, ch := range CompareShapes(before, now, nil).Refused() {
+			got = ch.Field + ": " + ch.Was + " -> " + ch.Now
+		}
+		if got != c.refused {
+			t.Errorf("%s join from a checkpoint without the kind: refused %q, want %q", c.kind, got, c.refused)
+		}
+		// Without Absent the field is new, and nothing is refused.
+		if r := CompareShapes(before, join(Setting{Field: "join", Value: c.kind}, key), nil).Refused(); len(r) != 0 {
+			t.Errorf("%s join: refused %+v", c.kind, r)
+		}
+	}
+	if r := CompareShapes(join(Setting{Field: "join", Value: "temporal"}, key), join(Setting{Field: "join", Value: "interval", Absent: "interval"}, key), nil).Refused(); len(r) != 1 {
+		t.Errorf("temporal to interval: refused %+v", r)
 	}
 }

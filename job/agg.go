@@ -48,6 +48,9 @@ type record struct {
 	// encoded: raw is the record in its source's format, not its JSON
 	// text (format.json writes it).
 	encoded bool
+	// deleted: a deletion of its key's row, in a temporal join's table
+	// (join.with.deletion holds).
+	deleted bool
 	raw     []byte
 	vals    []value
 }

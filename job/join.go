@@ -63,7 +63,7 @@ func (rn *Runnable) joinPlan() *plan.Graph {
 		ins = append(ins, plan.Input{From: id})
 	}
 	join := plan.ID{Kind: plan.KindJoin, Name: nodeJoin}
-	op := &plan.Join{Lower: jo.Lower, Upper: jo.Upper, Mode: jo.Kind, Lateness: jo.AllowedLateness, Watermark: j.Watermark,
+	op := &plan.Join{Lower: jo.Lower, Upper: jo.Upper, Temporal: jo.Temporal, Mode: jo.Kind, Lateness: jo.AllowedLateness, Watermark: j.Watermark,
 		Format: joinFormat, Parallelism: j.Parallelism,
 		Layout: []plan.Setting{{Field: "key", Value: j.KeyName()}, {Field: "with.key", Value: jo.With.KeyName()}},
 		Settings: append(append(expressionSettings(j), prefixed("with.", expressionSettings(jo.With))...),
@@ -106,7 +106,7 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 	rn := n.rn
 	j, jr, e := rn.j, rn.jn, c.Engine()
 	jo := j.Join
-	spec := engine.JoinSpec{Lower: jo.Lower, Upper: jo.Upper, Lateness: jo.AllowedLateness}
+	spec := engine.JoinSpec{Lower: jo.Lower, Upper: jo.Upper, Lateness: jo.AllowedLateness, Temporal: jo.Temporal}
 	switch jo.Kind {
 	case jobfile.JoinLeftOuter:
 		spec.Mode = engine.JoinLeftOuter
@@ -114,8 +114,13 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 		spec.Mode = engine.JoinAnti
 	}
 	var err error
-	jr.join, err = engine.NewJoin(e, engine.JoinConfig[string, record, record]{Name: c.Participant(), Spec: spec, Watermark: j.Watermark,
-		Parallelism: j.Parallelism, Hash: hashString, Codec: joinCodec{}})
+	cfg := engine.JoinConfig[string, record, record]{Name: c.Participant(), Spec: spec, Watermark: j.Watermark,
+		Parallelism: j.Parallelism, Hash: hashString, Codec: joinCodec{}}
+	if jo.Temporal {
+		cfg.Codec = joinCodec{deletions: true}
+		cfg.Deletes = func(r record) bool { return r.deleted }
+	}
+	jr.join, err = engine.NewJoin(e, cfg)
 	if err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
@@ -211,26 +216,36 @@ func (k keepRaw) Decode(r *connector.Record, d *engine.Decoded[string, record]) 
 }
 
 // joinCodec keeps a join's records in checkpoints: each its line (or
-// offset), partition, event time and text.
-type joinCodec struct{}
+// offset), partition, event time and text, and, in a temporal join's
+// (deletions), whether it is a deletion (a temporal join's state is its
+// own: a restore never reads an interval join's as one, or the reverse).
+type joinCodec struct{ deletions bool }
 
-func (joinCodec) AppendKey(b []byte, k string) []byte { return enc.AppendString(b, k) }
-func (joinCodec) ReadKey(d *enc.Decoder) string       { return d.String() }
-func (joinCodec) AppendAcc(b []byte, r record) []byte { return appendJoinRecord(b, r) }
-func (joinCodec) ReadAcc(d *enc.Decoder) record       { return readJoinRecord(d) }
-func (joinCodec) AppendOut(b []byte, r record) []byte { return appendJoinRecord(b, r) }
-func (joinCodec) ReadOut(d *enc.Decoder) record       { return readJoinRecord(d) }
-func appendJoinRecord(b []byte, r record) []byte {
+func (joinCodec) AppendKey(b []byte, k string) []byte   { return enc.AppendString(b, k) }
+func (joinCodec) ReadKey(d *enc.Decoder) string         { return d.String() }
+func (c joinCodec) AppendAcc(b []byte, r record) []byte { return c.appendRecord(b, r) }
+func (c joinCodec) ReadAcc(d *enc.Decoder) record       { return c.readRecord(d) }
+func (c joinCodec) AppendOut(b []byte, r record) []byte { return c.appendRecord(b, r) }
+func (c joinCodec) ReadOut(d *enc.Decoder) record       { return c.readRecord(d) }
+
+func (c joinCodec) appendRecord(b []byte, r record) []byte {
 	b = enc.AppendVarint(b, r.line)
 	b = enc.AppendVarint(b, int64(r.part))
 	b = enc.AppendVarint(b, int64(r.ts))
-	return enc.AppendBytes(b, r.raw)
+	b = enc.AppendBytes(b, r.raw)
+	if c.deletions {
+		b = enc.AppendBool(b, r.deleted)
+	}
+	return b
 }
 
-func readJoinRecord(d *enc.Decoder) record {
+func (c joinCodec) readRecord(d *enc.Decoder) record {
 	var r record
 	r.line, r.part, r.ts = d.Varint(), int32(d.Varint()), mtime.Time(d.Varint())
 	r.raw = bytes.Clone(d.Bytes())
+	if c.deletions {
+		r.deleted = d.Bool()
+	}
 	return r
 }
 
@@ -314,6 +329,8 @@ func (rn *Runnable) finalJoinSummary(err error) *Summary {
 // the join made and wrote.
 type JoinSummary struct {
 	Kind string `json:"kind"`
+	// Temporal: a temporal join (join.temporal).
+	Temporal bool `json:"temporal,omitempty"`
 	// With accounts for every line of the other input (join.with), as the
 	// summary does for the job's source: accepted into the join, filtered
 	// out by its where, too late for the join, or quarantined.
@@ -370,7 +387,7 @@ func (rn *Runnable) joinSummary(err error) *Summary {
 	}
 	l, r := side(0), side(1)
 	s := &Summary{Job: rn.j.Name, Accounting: l.Accounting, QuarantineReasons: l.QuarantineReasons, BlankLines: l.BlankLines, Lost: l.Lost + r.Lost,
-		Join: &JoinSummary{Kind: rn.j.Join.Kind, With: r.Accounting, WithQuarantineReasons: r.QuarantineReasons, WithBlankLines: r.BlankLines,
+		Join: &JoinSummary{Kind: rn.j.Join.Kind, Temporal: rn.j.Join.Temporal, With: r.Accounting, WithQuarantineReasons: r.QuarantineReasons, WithBlankLines: r.BlankLines,
 			Pairs: st.Pairs, Unmatched: st.Unmatched}}
 	s.ReadThisRun = s.Read - jr.restoredRead[0]
 	if len(jr.outs) > 0 {
@@ -413,7 +430,11 @@ func (s *Summary) joinText(name string) string {
 	if s.Failed {
 		written = fmt.Sprintf("%d records and %d too-late records reached the outputs before the failure", js.Written, s.LateWritten)
 	}
-	return text + fmt.Sprintf("weir: %s: %s join: %d pairs, %d unmatched; %s; watermark %s\n", name, js.Kind, js.Pairs, js.Unmatched, written, s.Watermark)
+	kind := js.Kind
+	if js.Temporal {
+		kind += " temporal"
+	}
+	return text + fmt.Sprintf("weir: %s: %s join: %d pairs, %d unmatched; %s; watermark %s\n", name, kind, js.Pairs, js.Unmatched, written, s.Watermark)
 }
 
 // appendJoined formats a joined record: its key, its time (the later of

@@ -120,7 +120,9 @@ type lineParser struct {
 	derive []*expression.Program
 	where  *expression.Program
 	beat   *expression.Program // the job's heartbeat
-	arena  fastjson.Arena
+	// deletion says a temporal join's table record is a deletion.
+	deletion *expression.Program
+	arena    fastjson.Arena
 
 	// format, when the source's records are not JSON lines, turns each
 	// into the JSON object parse reads, in the slab formatBuf (format.go);
@@ -228,6 +230,9 @@ func (lp *lineParser) expressions() {
 	}
 	if j.Heartbeat != nil {
 		lp.beat = j.Heartbeat.Clone()
+	}
+	if j.Deletion != nil {
+		lp.deletion = j.Deletion.Clone()
 	}
 }
 
@@ -521,6 +526,19 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 			return out
 		}
 	}
+	deleted := false
+	if lp.deletion != nil {
+		// A temporal join's table: a record without the fields the
+		// expression reads is a version, not a deletion.
+		var err error
+		if deleted, err = lp.deletion.Holds(v); expression.IsMissing(err) {
+			deleted, err = false, nil
+		}
+		if err != nil {
+			out.reason, out.detail = ReasonExpression, fmt.Sprintf("deletion (%s): %v", lp.deletion, err)
+			return out
+		}
+	}
 	// The values the aggregates read.
 	if len(lp.vals) < len(lp.fields) {
 		lp.vals = make([]value, max(4096, len(lp.fields)))
@@ -584,7 +602,7 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 		// a partition that would hold the watermark back.
 		out.part = lp.partition(part)
 	}
-	out.rec = record{raw: raw, vals: vals}
+	out.rec = record{raw: raw, vals: vals, deleted: deleted}
 	return out
 }
 

@@ -147,6 +147,9 @@ func expressionSettings(j *jobfile.Job) []plan.Setting {
 	if j.Heartbeat != nil {
 		out = append(out, plan.Setting{Field: "heartbeat", Value: j.Heartbeat.String()})
 	}
+	if j.Deletion != nil {
+		out = append(out, plan.Setting{Field: "deletion", Value: j.Deletion.String()})
+	}
 	return out
 }
 

@@ -445,7 +445,7 @@ func (rn *Runnable) Console() *console.Server {
 		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.Shown(value)})
 	}
 	if jo := j.Join; jo != nil {
-		add("join", fmt.Sprintf("%s, %s by %s, within %s of it", jo.Kind, jo.With.InputName(), jo.With.KeyName(), (&plan.Join{Lower: jo.Lower, Upper: jo.Upper}).Interval()))
+		add("join", fmt.Sprintf("%s, %s by %s, %s", jo.Kind, jo.With.InputName(), jo.With.KeyName(), jo.Describe()))
 		add("watermark", describeWatermark(j))
 		add("allowed lateness", mtime.FormatDuration(jo.AllowedLateness))
 	} else {

@@ -87,7 +87,10 @@ type Job struct {
 	// their time advances their partition's event time, and they are not
 	// events (counted apart, never windowed). A record without a field it
 	// reads is not a heartbeat.
-	Heartbeat   *expression.Program
+	Heartbeat *expression.Program
+	// Deletion, of a temporal join's table (join.with.deletion), says
+	// which of its records are deletions of their key's row.
+	Deletion    *expression.Program
 	Having      string
 	Parallelism int
 

@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -10,19 +11,26 @@ import (
 	"github.com/weirstream/weir/watermark"
 )
 
-// Join is a job's interval join (join:), as Flink's intervalJoin: a record
-// of the job's source (the left input) at time a and a record of the other
-// input (With, the right input) at time b, with the same key, join when b
-// is within [a+Lower, a+Upper], both bounds included. The job writes the
-// joined records to its outputs instead of windows' panes.
+// Join is a job's join (join:). An interval join, as Flink's
+// intervalJoin: a record of the job's source (the left input) at time a
+// and a record of the other input (With, the right input) at time b, with
+// the same key, join when b is within [a+Lower, a+Upper], both bounds
+// included. A temporal join (Temporal), as Flink SQL's event-time
+// temporal join: the other input is a versioned table, each record its
+// key's row from its own time on (With.Deletion says which end it), and a
+// record joins the version valid at its time. The job writes the joined
+// records to its outputs instead of windows' panes.
 type Join struct {
 	// With is the right input as a job of its own: its source and format,
 	// time, key, derived fields and where; its watermark and max_future
 	// are the job's.
 	With *Job
 	// Lower and Upper bound the right record's time, from the left
-	// record's (join.between); Lower may be negative.
+	// record's (join.between); Lower may be negative. Zero in a temporal
+	// join.
 	Lower, Upper mtime.Time
+	// Temporal makes it a temporal join (join.temporal).
+	Temporal bool
 	// Kind is inner (the pairs), left_outer (the pairs, and each left
 	// record that joined nothing once its interval has passed) or anti
 	// (only those).
@@ -38,6 +46,16 @@ const (
 	JoinLeftOuter = "left_outer"
 	JoinAnti      = "anti"
 )
+
+// Describe says which records of the other input a record joins: "within
+// [0s, 10m] of it", or a temporal join's "the version valid at its time".
+func (jo *Join) Describe() string {
+	if jo.Temporal {
+		return "the version valid at its time"
+	}
+	lo, hi := mtime.FormatDuration(jo.Lower), mtime.FormatDuration(jo.Upper)
+	return "within [" + lo + ", " + hi + "] of it"
+}
 
 // JoinWithFields are the fields of a join's other input (join.with): its
 // own source, time, key, derived fields and where. The watermark and
@@ -87,7 +105,7 @@ func (p *parser) join(root *node, j *Job) error {
 	if with == nil {
 		return jn.errf(nil, "join.with", "missing: the other input, its source, time and key, e.g. %s", example)
 	}
-	if err := with.strict(JoinWithFields...); err != nil {
+	if err := with.strict(append(slices.Clip(JoinWithFields), "deletion")...); err != nil {
 		return err
 	}
 	// The other input as a job file of its own: its fields, and the
@@ -133,15 +151,33 @@ func (p *parser) join(root *node, j *Job) error {
 	if err := p.between(jn, &j.Join, r); err != nil {
 		return err
 	}
+	if r.Deletion, err = condition(with, "deletion", "record", `op == "d"`); err != nil {
+		if e, ok := err.(*Error); ok {
+			e.Field = "join.with.deletion"
+		}
+		return err
+	}
+	if r.Deletion != nil && !j.Join.Temporal {
+		return with.errf(with.get("deletion"), "join.with.deletion", "only a temporal join's table has deletions (join.temporal: true)")
+	}
 	return nil
 }
 
 // between reads the rest of join: its interval, kind and lateness.
 func (p *parser) between(jn *node, dst **Join, with *Job) error {
 	jo := &Join{With: with, Kind: JoinInner}
+	var err error
+	if jo.Temporal, err = jn.boolean("temporal"); err != nil {
+		return err
+	}
 	b := jn.get("between")
-	if b == nil {
-		return jn.errf(nil, "join.between", "missing: the interval of the other input's time from this input's, e.g. between: [0s, 10m] (a payment within 10 minutes after its order)")
+	switch {
+	case jo.Temporal && b != nil:
+		return jn.errf(b, "join.between", "a temporal join joins the version valid at a record's time, not the records within an interval: leave between out, or temporal")
+	case b == nil && !jo.Temporal:
+		return jn.errf(nil, "join.between", "missing: the interval of the other input's time from this input's, e.g. between: [0s, 10m] (a payment within 10 minutes after its order); or temporal: true, to join the version of a table valid at a record's time")
+	case jo.Temporal:
+		return p.joinKind(jn, dst, jo)
 	}
 	if b.Kind != yaml.SequenceNode || len(b.Content) != 2 {
 		return jn.errf(b, "join.between", "expected [from, to], two durations such as [-5m, 10m]")
@@ -161,6 +197,11 @@ func (p *parser) between(jn *node, dst **Join, with *Job) error {
 	if jo.Lower > jo.Upper {
 		return jn.errf(b, "join.between", "from %s is after to %s: no record could join", b.Content[0].Value, b.Content[1].Value)
 	}
+	return p.joinKind(jn, dst, jo)
+}
+
+// joinKind reads the join's kind and lateness.
+func (p *parser) joinKind(jn *node, dst **Join, jo *Join) error {
 	k, kn, err := jn.str("kind")
 	if err != nil {
 		return err

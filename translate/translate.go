@@ -315,13 +315,14 @@ func Shape(g *plan.Graph) *engine.Shape {
 			}
 			s.Parts = append(s.Parts, p)
 		case *plan.Join:
-			layout, set := settings(op.Layout), []engine.Setting{{Field: "interval", Value: op.Interval()}}
+			// A temporal join's buffers hold versions, not records within
+			// an interval: a change of kind either way is refused. A
+			// checkpoint of before the kinds was an interval join's.
+			kind, set := "interval", []engine.Setting{{Field: "interval", Value: op.Interval()}}
 			if op.Temporal {
-				// Its buffers hold versions, not records within an
-				// interval: a change either way starts afresh. Only
-				// then, so that an interval join's shape is what it was.
-				layout, set = append([]engine.Setting{{Field: "join", Value: "temporal"}}, layout...), nil
+				kind, set = "temporal", nil
 			}
+			layout := append([]engine.Setting{{Field: "join", Value: kind, Absent: "interval"}}, settings(op.Layout)...)
 			s.Parts = append(s.Parts, engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateJoin, Format: op.Format,
 				Layout: layout,
 				Settings: append(append(set,

@@ -225,10 +225,13 @@ type schedule struct {
 	second string
 	// join, when set, makes the job an interval join of the input with a
 	// second recorded file (limits.jsonl) by card, of this kind: its
-	// records in results.jsonl (or topic), instead of windows.
-	join string
-	plan []step
-	logs []string // what each run said, for a failure's report
+	// records in results.jsonl (or topic), instead of windows. temporal
+	// makes it a temporal join with the limits as a versioned table, a
+	// limit of 0 deleting a card's row.
+	join     string
+	temporal bool
+	plan     []step
+	logs     []string // what each run said, for a failure's report
 }
 
 // step is one run of the plan, and what happens before and during it.
@@ -323,6 +326,7 @@ func newSchedule(seed uint64) *schedule {
 		// topic, as JSON, and it has no windows, de-duplication or
 		// second aggregation.
 		s.join = pick(r, "inner", "left_outer", "anti")
+		s.temporal = r.IntN(2) == 0
 		s.results = slices.DeleteFunc(s.results, func(k string) bool { return k == kSQLite || k == kPostgres })
 		if len(s.results) == 0 {
 			s.results = []string{kFile}
@@ -381,7 +385,10 @@ func (s *schedule) String() string {
 		held += ", a second aggregation of window " + s.second
 	}
 	if s.join != "" {
-		held += ", an " + s.join + " join with a second file instead of windows"
+		held += ", " + map[bool]string{true: "a ", false: "an "}[s.join == "left_outer"] + s.join + " join with a second file instead of windows"
+		if s.temporal {
+			held += " (temporal, the file a versioned table)"
+		}
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -521,7 +528,11 @@ func (s *schedule) jobFile(ref bool) string {
 	}
 	outputs.WriteString("summary: summary.json\n")
 	if s.join != "" {
-		fmt.Fprintf(&b, "key: card\njoin:\n  with: {source: {file: limits.jsonl}, time: {field: ts, arrival_field: arrival}, key: card}\n  between: [-2s, 2s]\n  kind: %s\n  allowed_lateness: %s\n", s.join, s.lateness)
+		with, between := "", "  between: [-2s, 2s]\n"
+		if s.temporal {
+			with, between = `, deletion: "limit == 0"`, "  temporal: true\n"
+		}
+		fmt.Fprintf(&b, "key: card\njoin:\n  with: {source: {file: limits.jsonl}, time: {field: ts, arrival_field: arrival}, key: card%s}\n%s  kind: %s\n  allowed_lateness: %s\n", with, between, s.join, s.lateness)
 		b.WriteString(outputs.String())
 		return b.String() + s.checkpoint()
 	}
