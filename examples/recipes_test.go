@@ -21,6 +21,7 @@ var recipes = []recipe{
 	{name: "percentiles-top"},
 	{name: "two-aggregations"},
 	{name: "unpaid-orders"},
+	{name: "card-limits"},
 	{name: "parquet-lake", run: parquetLake},
 	{name: "how-late", run: func(t *testing.T, r *recipe, root string) map[string][]byte {
 		report := r.weir(t, root, "lateness", "--by", "platform", "--delays", "none,2s,10s,1m,2m", "examples/how-late/taps.jsonl")
