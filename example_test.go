@@ -390,3 +390,50 @@ func ExampleTemporalJoin() {
 	// c1 2026-09-07T12:09:00.000Z: 180 within the limit of 200
 	// c1 2026-09-07T12:20:00.000Z: 60 over the limit of 50 set at 2026-09-07T12:10:00.000Z
 }
+
+// Person and Auction are Nexmark's: a person who joined, an auction a
+// seller opened.
+type (
+	Person struct {
+		ID, Name string
+		At       mtime.Time
+	}
+	Auction struct {
+		Seller string
+		At     mtime.Time
+	}
+)
+
+// The persons who opened an auction in the 10 seconds in which they joined
+// (Nexmark q8): a co-group of the persons and the auctions by person, per
+// tumbling window, each input with an aggregate of its own.
+func ExampleCoGroup() {
+	p := weir.NewPipeline()
+	wm := watermark.BoundedOutOfOrderness(time.Second).WithInterval(0)
+	persons := weir.KeyBy(weir.WithTimestamps(weir.FromSlice(p, []Person{
+		{"p1", "Ada", at("2026-09-07T12:00:01Z")},
+		{"p2", "Bo", at("2026-09-07T12:00:03Z")},
+		{"p3", "Cy", at("2026-09-07T12:00:12Z")},
+	}), func(x Person) mtime.Time { return x.At }, wm), func(x Person) string { return x.ID })
+	auctions := weir.KeyBy(weir.WithTimestamps(weir.FromSlice(p, []Auction{
+		{"p1", at("2026-09-07T12:00:04Z")},
+		{"p3", at("2026-09-07T12:00:09Z")}, // before p3 joined
+		{"p1", at("2026-09-07T12:00:05Z")},
+		{"p3", at("2026-09-07T12:00:15Z")},
+	}), func(x Auction) mtime.Time { return x.At }, wm), func(x Auction) string { return x.Seller })
+	name := aggregate.Of(func() string { return "" }, func(_ string, x Person) string { return x.Name },
+		func(a, b string) string { return max(a, b) }, func(a string) string { return a })
+	panes, _ := weir.CoGroup(persons, auctions, window.NewStrategy(window.TumblingWindows(10*time.Second)), name, aggregate.Count[Auction]())
+	weir.Sink(panes, func(pn weir.Pane[string, weir.CoGrouped[string, int64]]) error {
+		if pn.Value.Left != "" && pn.Value.Right > 0 {
+			fmt.Printf("%s (%s) joined and opened %d auctions in [%s, %s)\n", pn.Value.Left, pn.Key, pn.Value.Right, pn.Window.Start, pn.Window.End)
+		}
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// Ada (p1) joined and opened 2 auctions in [2026-09-07T12:00:00.000Z, 2026-09-07T12:00:10.000Z)
+	// Cy (p3) joined and opened 1 auctions in [2026-09-07T12:00:10.000Z, 2026-09-07T12:00:20.000Z)
+}

@@ -241,7 +241,7 @@ func joinFileWith(evs []shop, path string, opts []weir.Option, stopAt int, cance
 // another parallelism: the output is what an uninterrupted run writes,
 // byte for byte.
 func TestIntervalJoinCheckpointsAndResume(t *testing.T) {
-	resumesAsUninterrupted(t, shopEvents(6000), 3000, joinFile)
+	resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughJoined, joinFile)
 }
 
 // A temporal join stops with a savepoint and resumes from it, at the same
@@ -249,7 +249,7 @@ func TestIntervalJoinCheckpointsAndResume(t *testing.T) {
 // writes, byte for byte. The payments are the versions of an order's
 // row, a seventh of them deletions.
 func TestTemporalJoinCheckpointsAndResume(t *testing.T) {
-	resumesAsUninterrupted(t, shopEvents(6000), 3000, func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughJoined, func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
 		p := weir.NewPipeline(opts...)
 		src := shopSource(p, evs, stopAt, cancel)
 		wm := watermark.BoundedOutOfOrderness(5 * time.Second)
@@ -263,10 +263,11 @@ func TestTemporalJoinCheckpointsAndResume(t *testing.T) {
 	})
 }
 
-// resumesAsUninterrupted runs the join build makes of evs once through,
-// then stopped after the element at stopAt with a savepoint and resumed,
-// at the same and at other parallelisms, and compares the outputs.
-func resumesAsUninterrupted(t *testing.T, evs []shop, stopAt int, build func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline) {
+// resumesAsUninterrupted runs the pipeline build makes of evs once
+// through, then stopped after the element at stopAt with a savepoint and
+// resumed, at the same and at other parallelisms, and compares the
+// outputs; enough says the output of the run through can tell.
+func resumesAsUninterrupted(t *testing.T, evs []shop, stopAt int, enough func(out []byte) bool, build func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline) {
 	t.Helper()
 	dir := t.TempDir()
 	ref := filepath.Join(dir, "ref.txt")
@@ -274,8 +275,8 @@ func resumesAsUninterrupted(t *testing.T, evs []shop, stopAt int, build func(evs
 		t.Fatal(err)
 	}
 	want, _ := os.ReadFile(ref)
-	if n := bytes.Count(want, []byte("unmatched")); n < 100 || bytes.Count(want, []byte("late")) < 10 || bytes.Count(want, []byte(") at ")) < 1000 {
-		t.Fatalf("the reference output is too small: %d bytes, %d unmatched", len(want), n)
+	if !enough(want) {
+		t.Fatalf("the reference output is too small: %d bytes", len(want))
 	}
 	for _, pars := range [][2]int{{1, 1}, {1, 3}, {4, 2}} {
 		out := filepath.Join(dir, fmt.Sprintf("out-%d-%d.txt", pars[0], pars[1]))
@@ -295,11 +296,13 @@ func resumesAsUninterrupted(t *testing.T, evs []shop, stopAt int, build func(evs
 			t.Fatal(err)
 		}
 		in, err := engine.Inspect(c, nil)
-		if err != nil || len(in.Joins) != 1 || len(in.Windows) != 0 {
+		if err != nil || len(in.Joins)+len(in.Windows) != 1 {
 			t.Fatalf("inspect %s: %v, %+v", stopped.Savepoint, err, in)
 		}
-		if js := in.Joins[0]; js.Name != "join:payments" || js.Instances != pars[0] || js.Keys < 10 || js.Watermark < 1_780_000_000_000 || js.Bytes < 1000 {
-			t.Errorf("the savepoint's join: %+v", js)
+		if len(in.Joins) == 1 {
+			if js := in.Joins[0]; js.Name != "join:payments" || js.Instances != pars[0] || js.Keys < 10 || js.Watermark < 1_780_000_000_000 || js.Bytes < 1000 {
+				t.Errorf("the savepoint's join: %+v", js)
+			}
 		}
 		var log strings.Builder
 		if err := build(evs, out, []weir.Option{ckpt, weir.Parallelism(pars[1]), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
@@ -522,6 +525,12 @@ func TestTemporalJoinFromAnIntervalJoinsCheckpoint(t *testing.T) {
 	if !strings.Contains(log.String(), "weir: resuming from ") {
 		t.Errorf("did not resume: %q", log.String())
 	}
+}
+
+// enoughJoined says a join's output has pairs, unmatched records and late
+// ones.
+func enoughJoined(out []byte) bool {
+	return bytes.Count(out, []byte("unmatched")) >= 100 && bytes.Count(out, []byte("late")) >= 10 && bytes.Count(out, []byte(") at ")) >= 1000
 }
 
 // stoppedJoin runs joinFile on evs, stopped with a savepoint after the

@@ -36,6 +36,9 @@ type Timestamped[T any] struct {
 	id      func(T) string
 	horizon mtime.Time
 	version func(T) int64
+	// parts, when above 0, is the number of watermark partitions the
+	// stream declares before its first element (a co-group's inputs).
+	parts int
 }
 
 // WithTimestamps gives every element its event time, ts(v) in milliseconds
@@ -230,7 +233,7 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
 	}
 	c.SetInput(h)
-	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, version: a.t.version}
+	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, version: a.t.version, declare: a.t.parts}
 	return nil
 }
 
@@ -242,9 +245,15 @@ type stageInput[K comparable, T any] struct {
 	part    func(T) int
 	id      func(T) string
 	version func(T) int64
+	// declare: the partitions to declare before the first element.
+	declare int
 }
 
 func (s *stageInput[K, T]) Push(v T) {
+	if s.declare > 0 {
+		s.h.DeclarePartitions(s.declare)
+		s.declare = 0
+	}
 	part := 0
 	if s.part != nil {
 		part = s.part(v)

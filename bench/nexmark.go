@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -34,6 +35,7 @@ func init() {
 			floorQ7, "the window's highest price and its bids in two variables"},
 		{"q8", "new users: persons who opened an auction in the tumbling window of 10 s in which they joined", q8,
 			floorQ8, "one map of person -> (joined, opened an auction) per window"},
+		{"q8-cogroup", "q8 as a co-group of the persons and the auctions by person (weir.CoGroup), each with an aggregate of its own", q8CoGroup, nil, ""},
 		{"q11", "user sessions: bids per bidder per session (gap 10 s)", q11,
 			floorQ11, "one map of bidder -> open session, ended sessions swept every second of event time"},
 	} {
@@ -267,6 +269,25 @@ func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	weir.Sink(users, func(pn weir.Pane[int64, newUser]) error {
 		if pn.Value.joined && pn.Value.auction {
 			out.add(nexResult{start: pn.Window.Start, end: pn.Window.End, key: pn.Key, name: pn.Value.name})
+		}
+		return nil
+	})
+}
+
+// q8CoGroup is q8 as a co-group: the persons (their name) and the
+// auctions (whether there was one) by person, per tumbling window, the
+// watermark the least of the two inputs'.
+func q8CoGroup(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
+	persons := weir.KeyBy(stamp(weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson })), func(e nexEvent) int64 { return e.id })
+	auctions := weir.KeyBy(stamp(weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindAuction })), func(e nexEvent) int64 { return e.seller })
+	name := aggregate.Of(func() string { return "" }, func(_ string, e nexEvent) string { return e.name },
+		func(a, b string) string { return cmp.Or(b, a) }, func(a string) string { return a })
+	opened := aggregate.Of(func() bool { return false }, func(bool, nexEvent) bool { return true },
+		func(a, b bool) bool { return a || b }, func(a bool) bool { return a })
+	users, _ := weir.CoGroup(persons, auctions, window.NewStrategy(window.TumblingWindows(10*time.Second)), name, opened)
+	weir.Sink(users, func(pn weir.Pane[int64, weir.CoGrouped[string, bool]]) error {
+		if pn.Value.Left != "" && pn.Value.Right {
+			out.add(nexResult{start: pn.Window.Start, end: pn.Window.End, key: pn.Key, name: pn.Value.Left})
 		}
 		return nil
 	})

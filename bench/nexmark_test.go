@@ -23,6 +23,7 @@ func TestNexmarkFloors(t *testing.T) {
 		{"q5", q5, floorQ5},
 		{"q7", q7, floorQ7},
 		{"q8", q8, floorQ8},
+		{"q8-cogroup", q8CoGroup, floorQ8},
 		{"q11", q11, floorQ11},
 	} {
 		t.Run(q.name, func(t *testing.T) {

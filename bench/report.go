@@ -306,6 +306,15 @@ func Targets(rs []Result) string {
 		}
 		check("join: an interval join of two files within 3x of its hand-written floor's time", r, r <= 3, okj && okf && j.Extra["unpaid"] == f.Extra["unpaid"], "x")
 	}
+	{
+		c, okc := find(rs, "nexmark-q8-cogroup")
+		q, okq := find(rs, "nexmark-q8")
+		r := 0.0
+		if okc && okq {
+			r = q.EventsPerSec / c.EventsPerSec
+		}
+		check("nexmark-q8 as a co-group of two inputs no slower than q8 over one merged input", r, r <= 1, okc && okq, "x")
+	}
 	a, oka := find(rs, "jsonl-run-avro")
 	ratio := 0.0
 	if oka && okj {

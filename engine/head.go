@@ -538,6 +538,17 @@ func (h *Head[K, T]) Element(part int, key K, ts mtime.Time, id []byte, v T) {
 	h.apply(&noRecord, d)
 }
 
+// DeclarePartitions says that a typed stream's watermark partitions 0 to
+// n-1 exist from now on: each holds the watermark back (until it is idle)
+// before it has had an element of its own, as a source's announced
+// partitions do. A co-group's two inputs declare theirs, so that neither
+// moves the watermark alone before the other has said anything.
+func (h *Head[K, T]) DeclarePartitions(n int) {
+	for i := range n {
+		h.cfg.Window.AddPartition(i, h.now)
+	}
+}
+
 // VersionedElement is Element for a head with Versions: the element's
 // version orders it among those of its id.
 func (h *Head[K, T]) VersionedElement(part int, key K, ts mtime.Time, id []byte, version int64, v T) {
