@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/weirstream/weir/connector"
@@ -446,7 +448,7 @@ func (f *format) appendJoined(b []byte, o joined) []byte {
 	b = append(b, `,"time":`...)
 	b = appendTime(b, o.Time)
 	b = append(b, `,"matched":`...)
-	b = fmt.Appendf(b, "%t", o.Matched)
+	b = strconv.AppendBool(b, o.Matched)
 	b = append(b, `,"left":`...)
 	b = f.appendSide(b, o.Left)
 	b = append(b, `,"right":`...)
@@ -504,13 +506,21 @@ func (f *format) appendJoinLate(b []byte, l joinLate) []byte {
 // joinedItem is a joined record as its outputs write it, keyed by its
 // key.
 func (f *format) joinedItem(b []byte, o joined) plan.Item {
+	// Room for it all at once: the item keeps its memory.
+	b = slices.Grow(b, itemRoom+2*len(o.Key)+len(o.Left.raw)+len(o.Right.raw))
 	line := f.appendJoined(b, o)
 	return plan.Item{Kind: plan.Joined, JSON: line[:len(line)-1], Key: []byte(o.Key), ID: joinedID(o)}
 }
 
+// itemRoom is the room a joined or too-late record takes besides its key
+// and its records' text (times, positions and field names), with some to
+// spare.
+const itemRoom = 320
+
 // joinLateItem is a record too late for the join as its output writes
 // it, keyed by its key.
 func (f *format) joinLateItem(b []byte, l joinLate) plan.Item {
+	b = slices.Grow(b, itemRoom+2*len(l.Key)+len(l.Left.raw)+len(l.Right.raw))
 	line := f.appendJoinLate(b, l)
 	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: []byte(l.Key), ID: joinLateID(l)}
 }

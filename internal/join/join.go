@@ -25,7 +25,6 @@ package join
 
 import (
 	"bytes"
-	"container/heap"
 	"errors"
 	"fmt"
 	"slices"
@@ -170,26 +169,58 @@ type timer[K comparable] struct {
 	key  K
 }
 
-// timers are the expiries, ordered by (time, arrival): a total order, so
-// that they fire in the same order whatever order they were pushed in (a
-// restore pushes them anew), which internal/heap, ordered by one key,
-// does not give for equal times.
+// timers are the expiries, a binary heap ordered by (time, arrival): a
+// total order, so that they fire in the same order whatever order they
+// were pushed in (a restore pushes them anew), which internal/heap,
+// ordered by one key, does not give for equal times. Typed, so that a
+// push or a pop does not box a timer into an interface (an allocation
+// each, with container/heap).
 type timers[K comparable] []timer[K]
 
-func (t timers[K]) Len() int { return len(t) }
-func (t timers[K]) Less(i, j int) bool {
+func (t timers[K]) less(i, j int) bool {
 	if t[i].at != t[j].at {
 		return t[i].at < t[j].at
 	}
 	return t[i].seq < t[j].seq
 }
-func (t timers[K]) Swap(i, j int) { t[i], t[j] = t[j], t[i] }
-func (t *timers[K]) Push(x any)   { *t = append(*t, x.(timer[K])) }
-func (t *timers[K]) Pop() any {
-	old := *t
-	x := old[len(old)-1]
-	*t = old[:len(old)-1]
-	return x
+
+func (t *timers[K]) push(x timer[K]) {
+	*t = append(*t, x)
+	h := *t
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+}
+
+// pop removes and returns the earliest timer; the heap is not empty.
+func (t *timers[K]) pop() timer[K] {
+	h := *t
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h[last] = timer[K]{}
+	h = h[:last]
+	for i := 0; ; {
+		least, l := i, 2*i+1
+		if l < len(h) && h.less(l, least) {
+			least = l
+		}
+		if r := l + 1; r < len(h) && h.less(r, least) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		h[i], h[least] = h[least], h[i]
+		i = least
+	}
+	*t = h
+	return top
 }
 
 // Stats counts what the operator did.
@@ -215,7 +246,12 @@ type Op[K comparable, L, R any] struct {
 	out    Out[K, L, R]
 	// deleted says a right record of a temporal join is a deletion.
 	deleted func(R) bool
+	// free are the states of keys that left, for keys to come.
+	free []*keyState[L, R]
 }
+
+// maxFree bounds the states of keys kept for reuse.
+const maxFree = 4096
 
 // New returns an operator that hands its outputs to emit.
 func New[K comparable, L, R any](cfg Config, emit func(*Out[K, L, R])) (*Op[K, L, R], error) {
@@ -290,7 +326,11 @@ func (o *Op[K, L, R]) expiry(side Side, ts mtime.Time) mtime.Time {
 func (o *Op[K, L, R]) state(key K) *keyState[L, R] {
 	ks := o.keys[key]
 	if ks == nil {
-		ks = &keyState[L, R]{}
+		if n := len(o.free); n > 0 {
+			ks, o.free = o.free[n-1], o.free[:n-1]
+		} else {
+			ks = &keyState[L, R]{}
+		}
 		o.keys[key] = ks
 	}
 	return ks
@@ -339,7 +379,7 @@ func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
 	ks.left = insert(ks.left, e)
 	o.size[Left]++
 	o.stats.Left++
-	heap.Push(&o.timers, timer[K]{at: o.expiry(Left, ts), seq: e.Seq, side: Left, key: key})
+	o.timers.push(timer[K]{at: o.expiry(Left, ts), seq: e.Seq, side: Left, key: key})
 }
 
 // AddRight adds a right record.
@@ -363,7 +403,7 @@ func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
 	ks.right = insert(ks.right, e)
 	o.size[Right]++
 	o.stats.Right++
-	heap.Push(&o.timers, timer[K]{at: o.expiry(Right, ts), seq: e.Seq, side: Right, key: key})
+	o.timers.push(timer[K]{at: o.expiry(Right, ts), seq: e.Seq, side: Right, key: key})
 }
 
 func (o *Op[K, L, R]) pair(key K, l L, lts mtime.Time, r R, rts mtime.Time) {
@@ -382,7 +422,7 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 	}
 	o.wm = wm
 	for len(o.timers) > 0 && o.timers[0].at <= wm {
-		t := heap.Pop(&o.timers).(timer[K])
+		t := o.timers.pop()
 		ks := o.keys[t.key]
 		switch {
 		case t.side == Left:
@@ -414,6 +454,12 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 		}
 		if len(ks.left) == 0 && len(ks.right) == 0 {
 			delete(o.keys, t.key)
+			if len(o.free) < maxFree {
+				// Kept for a key to come, with the room its buffers had:
+				// most keys of a join are each record's own.
+				ks.left, ks.right = ks.left[:0], ks.right[:0]
+				o.free = append(o.free, ks)
+			}
 		}
 	}
 }
@@ -505,13 +551,13 @@ func (o *Op[K, L, R]) RestoreKeys(d *enc.Decoder, c Codec[K, L, R]) error {
 			e := Entry[L]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint(), Joined: d.Bool()}
 			e.V = c.ReadAcc(d)
 			ks.left = append(ks.left, e)
-			heap.Push(&o.timers, timer[K]{at: o.expiry(Left, e.TS), seq: e.Seq, side: Left, key: k})
+			o.timers.push(timer[K]{at: o.expiry(Left, e.TS), seq: e.Seq, side: Left, key: k})
 		}
 		for range d.Items(1 << 40) {
 			e := Entry[R]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint()}
 			e.V = c.ReadOut(d)
 			ks.right = append(ks.right, e)
-			heap.Push(&o.timers, timer[K]{at: o.expiry(Right, e.TS), seq: e.Seq, side: Right, key: k})
+			o.timers.push(timer[K]{at: o.expiry(Right, e.TS), seq: e.Seq, side: Right, key: k})
 		}
 		o.size[Left] += int64(len(ks.left))
 		o.size[Right] += int64(len(ks.right))
