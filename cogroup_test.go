@@ -208,3 +208,28 @@ func TestCoGroupErrors(t *testing.T) {
 		t.Errorf("discarding: %v", err)
 	}
 }
+
+// windowJoinFile runs a window join of evs's orders and payments, per
+// order and tumbling window of 10 s, into path, exactly once; cancel,
+// when set, is called after the element at stopAt was read.
+func windowJoinFile(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	p := weir.NewPipeline(opts...)
+	src := shopSource(p, evs, stopAt, cancel)
+	wm := watermark.BoundedOutOfOrderness(5 * time.Second)
+	joined, _ := weir.WindowJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm),
+		window.NewStrategy(window.TumblingWindows(10*time.Second)), weir.Named("paid"))
+	weir.SinkTo(weir.Map(joined, func(j weir.WindowJoined[string, shop, shop]) string {
+		return fmt.Sprintf("%s %d: (%d,%d) at %d", j.Key, j.Window.Start, j.Left.At, j.Right.At, j.Window.End)
+	}), "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
+		Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+	return p
+}
+
+// A window join stops with a savepoint and resumes from it, at the same
+// and at another parallelism: the output is what an uninterrupted run
+// writes, byte for byte.
+func TestWindowJoinCheckpointsAndResume(t *testing.T) {
+	resumesAsUninterrupted(t, shopEvents(6000), 3000, func(out []byte) bool {
+		return bytes.Count(out, []byte(") at ")) >= 500
+	}, windowJoinFile)
+}

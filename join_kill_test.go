@@ -18,10 +18,19 @@ import (
 	"github.com/weirstream/weir"
 )
 
-// A join killed with SIGKILL after a checkpoint resumes from it, at
-// another parallelism, and writes what an uninterrupted run writes, byte
-// for byte. The killed run is this test's binary run again as a child.
-func TestIntervalJoinKill9(t *testing.T) {
+// killedJoins are the joins the kill test kills: each builds its pipeline
+// as the tests of resumption do.
+var killedJoins = map[string]func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline{
+	"interval": joinFile,
+	"temporal": temporalFile,
+	"window":   windowJoinFile,
+}
+
+// A join (interval, temporal, window) killed with SIGKILL after a
+// checkpoint resumes from it, at another parallelism, and writes what an
+// uninterrupted run writes, byte for byte. The killed run is this test's
+// binary run again as a child.
+func TestJoinKill9(t *testing.T) {
 	evs := shopEvents(6000)
 	if dir := os.Getenv("WEIR_JOIN_KILL_DIR"); dir != "" {
 		var stop int
@@ -38,37 +47,42 @@ func TestIntervalJoinKill9(t *testing.T) {
 		}
 		ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), 20*time.Millisecond)
 		readHook = kill
-		joinFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{ckpt, weir.Parallelism(2)}, stop, nil).Run(context.Background())
+		killedJoins[os.Getenv("WEIR_JOIN_KILL_KIND")](evs, filepath.Join(dir, "out.txt"), []weir.Option{ckpt, weir.Parallelism(2)}, stop, nil).Run(context.Background())
 		t.Fatal("the child was not killed")
 	}
 	if testing.Short() {
 		t.Skip("runs the test binary again")
 	}
-	dir := t.TempDir()
-	ref := filepath.Join(dir, "ref.txt")
-	if err := joinFile(evs, ref, nil, -1, nil).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	want, _ := os.ReadFile(ref)
-	for _, at := range []int{1500, 5000} {
-		run := filepath.Join(dir, fmt.Sprint(at))
-		cmd := osexec.Command(os.Args[0], "-test.run=^TestIntervalJoinKill9$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "WEIR_JOIN_KILL_DIR="+run, fmt.Sprintf("WEIR_JOIN_KILL_AT=%d", at))
-		out, err := cmd.CombinedOutput()
-		var ee *osexec.ExitError
-		if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-			t.Fatalf("the child was not killed: %v\n%s", err, out)
-		}
-		var log strings.Builder
-		ckpt := weir.Checkpoints(filepath.Join(run, "ckpt"), time.Hour)
-		if err := joinFile(evs, filepath.Join(run, "out.txt"), []weir.Option{ckpt, weir.Parallelism(3), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(log.String(), "weir: resuming from "+filepath.Join(run, "ckpt", "chk-")) {
-			t.Errorf("killed at %d: the run after did not resume from a checkpoint: %q", at, log.String())
-		}
-		if got, _ := os.ReadFile(filepath.Join(run, "out.txt")); !bytes.Equal(got, want) {
-			t.Errorf("killed at %d: the resumed output differs from an uninterrupted run (%d bytes, want %d)", at, len(got), len(want))
-		}
+	for _, kind := range []string{"interval", "temporal", "window"} {
+		t.Run(kind, func(t *testing.T) {
+			build := killedJoins[kind]
+			dir := t.TempDir()
+			ref := filepath.Join(dir, "ref.txt")
+			if err := build(evs, ref, nil, -1, nil).Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			want, _ := os.ReadFile(ref)
+			for _, at := range []int{1500, 5000} {
+				run := filepath.Join(dir, fmt.Sprint(at))
+				cmd := osexec.Command(os.Args[0], "-test.run=^TestJoinKill9$", "-test.count=1")
+				cmd.Env = append(os.Environ(), "WEIR_JOIN_KILL_DIR="+run, fmt.Sprintf("WEIR_JOIN_KILL_AT=%d", at), "WEIR_JOIN_KILL_KIND="+kind)
+				out, err := cmd.CombinedOutput()
+				var ee *osexec.ExitError
+				if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+					t.Fatalf("the child was not killed: %v\n%s", err, out)
+				}
+				var log strings.Builder
+				ckpt := weir.Checkpoints(filepath.Join(run, "ckpt"), time.Hour)
+				if err := build(evs, filepath.Join(run, "out.txt"), []weir.Option{ckpt, weir.Parallelism(3), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(log.String(), "weir: resuming from "+filepath.Join(run, "ckpt", "chk-")) {
+					t.Errorf("killed at %d: the run after did not resume from a checkpoint: %q", at, log.String())
+				}
+				if got, _ := os.ReadFile(filepath.Join(run, "out.txt")); !bytes.Equal(got, want) || len(want) == 0 {
+					t.Errorf("killed at %d: the resumed output differs from an uninterrupted run (%d bytes, want %d)", at, len(got), len(want))
+				}
+			}
+		})
 	}
 }

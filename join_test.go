@@ -249,18 +249,24 @@ func TestIntervalJoinCheckpointsAndResume(t *testing.T) {
 // writes, byte for byte. The payments are the versions of an order's
 // row, a seventh of them deletions.
 func TestTemporalJoinCheckpointsAndResume(t *testing.T) {
-	resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughJoined, func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
-		p := weir.NewPipeline(opts...)
-		src := shopSource(p, evs, stopAt, cancel)
-		wm := watermark.BoundedOutOfOrderness(5 * time.Second)
-		out, late := weir.TemporalJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm),
-			weir.LeftOuter(), weir.JoinLateness(2*time.Second), weir.Named("payments"),
-			weir.TableDeletes(func(e shop) bool { return e.At%7 == 0 }))
-		all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
-		weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
-			Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
-		return p
-	})
+	resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughJoined, temporalFile)
+}
+
+// temporalFile runs a left outer temporal join of evs into path, exactly
+// once: the payments are the versions of an order's row, a seventh of
+// them deletions; cancel, when set, is called after the element at stopAt
+// was read.
+func temporalFile(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	p := weir.NewPipeline(opts...)
+	src := shopSource(p, evs, stopAt, cancel)
+	wm := watermark.BoundedOutOfOrderness(5 * time.Second)
+	out, late := weir.TemporalJoin(shopSide(src, "order", wm), shopSide(src, "payment", wm),
+		weir.LeftOuter(), weir.JoinLateness(2*time.Second), weir.Named("payments"),
+		weir.TableDeletes(func(e shop) bool { return e.At%7 == 0 }))
+	all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
+	weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
+		Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+	return p
 }
 
 // resumesAsUninterrupted runs the pipeline build makes of evs once
