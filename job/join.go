@@ -65,7 +65,7 @@ func (rn *Runnable) joinPlan() *plan.Graph {
 		ins = append(ins, plan.Input{From: id})
 	}
 	join := plan.ID{Kind: plan.KindJoin, Name: nodeJoin}
-	op := &plan.Join{Lower: jo.Lower, Upper: jo.Upper, Temporal: jo.Temporal, Mode: jo.Kind, Lateness: jo.AllowedLateness, Watermark: j.Watermark,
+	op := &plan.Join{Lower: jo.Lower, Upper: jo.Upper, Temporal: jo.Temporal, Window: jo.Window, Mode: jo.Kind, Lateness: jo.AllowedLateness, Watermark: j.Watermark,
 		Format: joinFormat, Parallelism: j.Parallelism,
 		Layout: []plan.Setting{{Field: "key", Value: j.KeyName()}, {Field: "with.key", Value: jo.With.KeyName()}},
 		Settings: append(append(expressionSettings(j), prefixed("with.", expressionSettings(jo.With))...),
@@ -108,7 +108,7 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 	rn := n.rn
 	j, jr, e := rn.j, rn.jn, c.Engine()
 	jo := j.Join
-	spec := engine.JoinSpec{Lower: jo.Lower, Upper: jo.Upper, Lateness: jo.AllowedLateness, Temporal: jo.Temporal}
+	spec := engine.JoinSpec{Lower: jo.Lower, Upper: jo.Upper, Lateness: jo.AllowedLateness, Temporal: jo.Temporal, Window: jo.Window}
 	switch jo.Kind {
 	case jobfile.JoinLeftOuter:
 		spec.Mode = engine.JoinLeftOuter
@@ -331,8 +331,10 @@ func (rn *Runnable) finalJoinSummary(err error) *Summary {
 // the join made and wrote.
 type JoinSummary struct {
 	Kind string `json:"kind"`
-	// Temporal: a temporal join (join.temporal).
-	Temporal bool `json:"temporal,omitempty"`
+	// Temporal: a temporal join (join.temporal); Window, a window
+	// join's size (join.window).
+	Temporal bool   `json:"temporal,omitempty"`
+	Window   string `json:"window,omitempty"`
 	// With accounts for every line of the other input (join.with), as the
 	// summary does for the job's source: accepted into the join, filtered
 	// out by its where, too late for the join, or quarantined.
@@ -389,7 +391,7 @@ func (rn *Runnable) joinSummary(err error) *Summary {
 	}
 	l, r := side(0), side(1)
 	s := &Summary{Job: rn.j.Name, Accounting: l.Accounting, QuarantineReasons: l.QuarantineReasons, BlankLines: l.BlankLines, Lost: l.Lost + r.Lost,
-		Join: &JoinSummary{Kind: rn.j.Join.Kind, Temporal: rn.j.Join.Temporal, With: r.Accounting, WithQuarantineReasons: r.QuarantineReasons, WithBlankLines: r.BlankLines,
+		Join: &JoinSummary{Kind: rn.j.Join.Kind, Temporal: rn.j.Join.Temporal, Window: windowSize(rn.j.Join.Window), With: r.Accounting, WithQuarantineReasons: r.QuarantineReasons, WithBlankLines: r.BlankLines,
 			Pairs: st.Pairs, Unmatched: st.Unmatched}}
 	s.ReadThisRun = s.Read - jr.restoredRead[0]
 	if len(jr.outs) > 0 {
@@ -433,8 +435,11 @@ func (s *Summary) joinText(name string) string {
 		written = fmt.Sprintf("%d records and %d too-late records reached the outputs before the failure", js.Written, s.LateWritten)
 	}
 	kind := js.Kind
-	if js.Temporal {
+	switch {
+	case js.Temporal:
 		kind += " temporal"
+	case js.Window != "":
+		kind += " window"
 	}
 	return text + fmt.Sprintf("weir: %s: %s join: %d pairs, %d unmatched; %s; watermark %s\n", name, kind, js.Pairs, js.Unmatched, written, s.Watermark)
 }
@@ -447,6 +452,14 @@ func (f *format) appendJoined(b []byte, o joined) []byte {
 	b = f.appendKey(b, o.Key)
 	b = append(b, `,"time":`...)
 	b = appendTime(b, o.Time)
+	if size := f.j.Join.Window; size > 0 {
+		// A window join's record says which window joined it.
+		start := f.j.Join.WindowOf(o.LeftTime)
+		b = append(b, `,"window_start":`...)
+		b = appendTime(b, start)
+		b = append(b, `,"window_end":`...)
+		b = appendTime(b, start+size)
+	}
 	b = append(b, `,"matched":`...)
 	b = strconv.AppendBool(b, o.Matched)
 	b = append(b, `,"left":`...)
@@ -510,6 +523,15 @@ func (f *format) joinedItem(b []byte, o joined) plan.Item {
 	b = slices.Grow(b, itemRoom+2*len(o.Key)+len(o.Left.raw)+len(o.Right.raw))
 	line := f.appendJoined(b, o)
 	return plan.Item{Kind: plan.Joined, JSON: line[:len(line)-1], Key: []byte(o.Key), ID: joinedID(o)}
+}
+
+// windowSize is a window join's size as its summary says it, "" for
+// another join.
+func windowSize(size mtime.Time) string {
+	if size <= 0 {
+		return ""
+	}
+	return mtime.FormatDuration(size)
 }
 
 // itemRoom is the room a joined or too-late record takes besides its key

@@ -163,6 +163,48 @@ func joinedUnmatched(key, l string, line int) string {
 	return fmt.Sprintf(`{"key":"%s","time":"%s","matched":false,"left":{"event_time":"%s","line":%d,"event":%s},"right":null,`, key, tsOf(l), tsOf(l), line, l)
 }
 
+// A window join job: the orders and their payments in the same tumbling
+// window of 10 minutes. The records in TestJoinJob's merged order: the
+// window [10:00, 10:10) fires when the payment of o3 at 10:15 moves the
+// watermark past it (o1 paid at 10:03 in it; o2's payment failed; o3's
+// came in the next window); the payment of o9 at 10:00 and the order o6
+// at 10:05 come after it fired, too late; o4 is paid in its window, which
+// fires when o5 and its payment move the watermark to 10:29:59.999, and
+// o5 in its own, which the end fires.
+func TestWindowJoinJob(t *testing.T) {
+	in := func(line, start, end string) string {
+		return strings.Replace(line, `,"matched":`, `,"window_start":"2026-01-01T`+start+`:00.000Z","window_end":"2026-01-01T`+end+`:00.000Z","matched":`, 1)
+	}
+	orders, payments := strings.Split(joinOrders, "\n"), strings.Split(joinPayments, "\n")
+	const fired = `"watermark":"2026-01-01T10:14:59.999Z"}`
+	end := `"watermark":"9999-12-31T23:59:59.999Z"}`
+	want := []string{
+		in(joinedPair("o1", orders[0], payments[0], 1, 1), "10:00", "10:10") + fired,
+		in(joinedUnmatched("o2", orders[1], 2), "10:00", "10:10") + fired,
+		in(joinedUnmatched("o3", orders[2], 3), "10:00", "10:10") + fired,
+		in(joinedPair("o4", orders[4], payments[3], 5, 4), "10:20", "10:30") + `"watermark":"2026-01-01T10:29:59.999Z"}`,
+		in(joinedPair("o5", orders[5], payments[5], 6, 6), "10:30", "10:40") + end,
+	}
+	yaml := strings.Replace(joinJob(jobfile.JoinLeftOuter), "between: [0s, 10m]", "window: {tumbling: 10m}", 1)
+	dir := t.TempDir()
+	sum := runJoinJob(t, dir, yaml, joinOrders, joinPayments, Options{})
+	if got := read(t, dir, "joined.jsonl"); got != strings.Join(want, "\n")+"\n" {
+		t.Errorf("joined:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	late := read(t, dir, "late.jsonl")
+	if !strings.HasPrefix(late, `{"reason":"too_late_for_join","side":"right","key":"o9","watermark":"2026-01-01T10:19:59.999Z","event_time":"2026-01-01T10:00:00.000Z","line":5,`) ||
+		!strings.Contains(late, "\n"+`{"reason":"too_late_for_join","side":"left","key":"o6","watermark":"2026-01-01T10:20:59.999Z","event_time":"2026-01-01T10:05:00.000Z","line":7,`) ||
+		strings.Count(late, "\n") != 2 {
+		t.Errorf("late:\n%s", late)
+	}
+	if js := sum.Join; js.Pairs != 3 || js.Unmatched != 2 || js.Window != "10m0s" || sum.TooLate != 1 || js.With.TooLate != 1 || !js.With.Balanced() || !sum.Accounting.Balanced() {
+		t.Errorf("join: %+v", js)
+	}
+	if !strings.Contains(sum.Text(), "paid: left_outer window join: 3 pairs, 2 unmatched") {
+		t.Errorf("summary:\n%s", sum.Text())
+	}
+}
+
 // A temporal join job: each order joins its card's limit as it was at the
 // order's time, read from a changelog of limits in which op "d" deletes a
 // card's row. The records in merged order (least time first): the limits
@@ -296,6 +338,16 @@ summary: summary.json
 checkpoint: {dir: ckpt, interval: 1h}
 `
 	restoredWritesTheSame(t, yaml, orders, payments, 2000, 300)
+}
+
+// A window join job, stopped and resumed as TestJoinJobRestoredWritesTheSame's:
+// the orders and their payments in tumbling windows of 5 minutes.
+func TestWindowJoinJobRestoredWritesTheSame(t *testing.T) {
+	orders, payments := joinInputs(5000)
+	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}", "between: [0s, 10m]", "window: {tumbling: 5m}",
+		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	restoredWritesTheSame(t, yaml, orders, payments, 500, 1000)
 }
 
 // restoredWritesTheSame runs the join job yaml on orders and payments

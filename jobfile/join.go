@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
+	"github.com/weirstream/weir/window"
 )
 
 // Join is a job's join (join:). An interval join, as Flink's
@@ -31,6 +32,9 @@ type Join struct {
 	Lower, Upper mtime.Time
 	// Temporal makes it a temporal join (join.temporal).
 	Temporal bool
+	// Window, when above 0, makes it a window join (join.window): the
+	// records of one key in one tumbling window of this size join.
+	Window mtime.Time
 	// Kind is inner (the pairs), left_outer (the pairs, and each left
 	// record that joined nothing once its interval has passed) or anti
 	// (only those).
@@ -47,11 +51,20 @@ const (
 	JoinAnti      = "anti"
 )
 
+// WindowOf is the start of the window join's tumbling window that holds
+// ts (Window above 0).
+func (jo *Join) WindowOf(ts mtime.Time) mtime.Time {
+	return window.Tumbling{Size: jo.Window}.Start(ts)
+}
+
 // Describe says which records of the other input a record joins: "within
 // [0s, 10m] of it", or a temporal join's "the version valid at its time".
 func (jo *Join) Describe() string {
 	if jo.Temporal {
 		return "the version valid at its time"
+	}
+	if jo.Window > 0 {
+		return "in the same tumbling window of " + mtime.FormatDuration(jo.Window)
 	}
 	lo, hi := mtime.FormatDuration(jo.Lower), mtime.FormatDuration(jo.Upper)
 	return "within [" + lo + ", " + hi + "] of it"
@@ -65,7 +78,7 @@ var JoinWithFields = []string{"source", "time", "key", "fields", "where"}
 // notInJoin are the fields a job with a join does not take, with why.
 var notInJoin = []struct{ field, why string }{
 	{"aggregations", "a job joins or aggregates, not both yet: a join writes the records it joins"},
-	{"window", "a join writes the records it joins, not windows' panes: the interval is join.between"},
+	{"window", "a join writes the records it joins, not windows' panes: a window join's window is join.window"},
 	{"trigger", "a join writes each record it joins once, when it joins, or, unmatched, when its interval has passed"},
 	{"allowed_lateness", "a join's lateness is join.allowed_lateness"},
 	{"mode", "a join writes each record it joins once: there is nothing to revise"},
@@ -170,13 +183,20 @@ func (p *parser) between(jn *node, dst **Join, with *Job) error {
 	if jo.Temporal, err = jn.boolean("temporal"); err != nil {
 		return err
 	}
+	if jo.Window, err = p.joinWindow(jn); err != nil {
+		return err
+	}
 	b := jn.get("between")
 	switch {
+	case jo.Temporal && jo.Window > 0:
+		return jn.errf(jn.get("window"), "join.window", "a temporal join joins the version valid at a record's time, not the records of a window: leave window out, or temporal")
 	case jo.Temporal && b != nil:
 		return jn.errf(b, "join.between", "a temporal join joins the version valid at a record's time, not the records within an interval: leave between out, or temporal")
-	case b == nil && !jo.Temporal:
-		return jn.errf(nil, "join.between", "missing: the interval of the other input's time from this input's, e.g. between: [0s, 10m] (a payment within 10 minutes after its order); or temporal: true, to join the version of a table valid at a record's time")
-	case jo.Temporal:
+	case jo.Window > 0 && b != nil:
+		return jn.errf(b, "join.between", "a window join joins the records of one window, not those within an interval: leave between out, or window")
+	case b == nil && !jo.Temporal && jo.Window == 0:
+		return jn.errf(nil, "join.between", "missing: the interval of the other input's time from this input's, e.g. between: [0s, 10m] (a payment within 10 minutes after its order); or window: {tumbling: 1m}, to join the records of one window; or temporal: true, to join the version of a table valid at a record's time")
+	case jo.Temporal || jo.Window > 0:
 		return p.joinKind(jn, dst, jo)
 	}
 	if b.Kind != yaml.SequenceNode || len(b.Content) != 2 {
@@ -198,6 +218,31 @@ func (p *parser) between(jn *node, dst **Join, with *Job) error {
 		return jn.errf(b, "join.between", "from %s is after to %s: no record could join", b.Content[0].Value, b.Content[1].Value)
 	}
 	return p.joinKind(jn, dst, jo)
+}
+
+// joinWindow reads join.window: a tumbling window's size, 0 without one.
+func (p *parser) joinWindow(jn *node) (mtime.Time, error) {
+	w, err := jn.sub("window")
+	if err != nil || w == nil {
+		return 0, err
+	}
+	for _, kind := range []string{"sliding", "session", "global", "offset"} {
+		if v := w.get(kind); v != nil {
+			return 0, w.errf(v, "join.window."+kind, "a job file's window join is tumbling, e.g. window: {tumbling: 1m}; the Go API's weir.WindowJoin takes every kind of window")
+		}
+	}
+	if err := w.strict("tumbling"); err != nil {
+		return 0, err
+	}
+	v := w.get("tumbling")
+	if v == nil || isEmpty(v) {
+		return 0, w.errf(v, "join.window.tumbling", "missing the window size, e.g. window: {tumbling: 1m}")
+	}
+	size, err := w.durationOf(v, "join.window.tumbling")
+	if err == nil && size <= 0 {
+		return 0, w.errf(v, "join.window.tumbling", "expected a size above 0, got %q", v.Value)
+	}
+	return size, err
 }
 
 // joinKind reads the join's kind and lateness.

@@ -281,15 +281,17 @@ var jobShape = func() *shape {
 		}
 	}
 	with.Fields = append(with.Fields, field{"deletion", str(`A temporal join's table only: an expression over its record's fields that holds for a deletion of the key's row, such as op == "d".`)})
-	join := object("A join of the source (the left input) with another input by key and event time: an interval join, as Flink's intervalJoin (between), or a temporal join with a versioned table, as Flink SQL's FOR SYSTEM_TIME AS OF (temporal). The job writes the joined records instead of windows' panes.", []string{"with"},
+	join := object("A join of the source (the left input) with another input by key and event time: an interval join, as Flink's intervalJoin (between), a window join (window), or a temporal join with a versioned table, as Flink SQL's FOR SYSTEM_TIME AS OF (temporal). The job writes the joined records instead of windows' panes.", []string{"with"},
 		field{"with", with},
 		field{"between", &shape{Kind: kList, Min: 2, Max: 2, Doc: "[from, to]: a record of the other input joins a record of this one with the same key when its time is within [time + from, time + to], both included.",
 			Item: &shape{Kind: kString, Doc: "A duration, negative for before: -5m, 0s, 10m.", Pattern: `^-?` + durationPattern[1:]}}},
+		field{"window", object("A window join, as Flink's: the records of one key in one tumbling window join, when the watermark passes the window's end.", []string{"tumbling"},
+			field{"tumbling", dur("The size of the tumbling windows, from the epoch.")})},
 		field{"temporal", boolean("true: the other input is a versioned table, each record its key's row from its own time on; a record of this input joins the version valid at its time, once the watermark has passed it.")},
 		field{"kind", enum("inner (default): the pairs; left_outer: the pairs, and each record of this input that joined nothing once its interval has passed (in a temporal join: that found no version); anti: only those.", JoinInner, JoinLeftOuter, JoinAnti)},
 		field{"allowed_lateness", dur("How far behind the combined watermark a record may come and still join (default 0s).")},
 	)
-	join.Either = [][]string{{"between"}, {"temporal"}}
+	join.Either = [][]string{{"between"}, {"window"}, {"temporal"}}
 	s.Fields = append(s.Fields, field{"join", join})
 	return &s
 }()

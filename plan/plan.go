@@ -241,6 +241,9 @@ type Join struct {
 	Lower, Upper                   mtime.Time
 	LowerExclusive, UpperExclusive bool
 	Temporal                       bool
+	// Window, when above 0, makes it a window join: the records of one
+	// key in one tumbling window of this size join.
+	Window mtime.Time
 	// Mode is "inner", "left_outer" or "anti".
 	Mode string
 	// Lateness is how long after the watermark a record may still come.
@@ -268,6 +271,9 @@ func (*Join) kind() Kind { return KindJoin }
 func (j *Join) Interval() string {
 	if j.Temporal {
 		return "as of the record's time"
+	}
+	if j.Window > 0 {
+		return "the same tumbling window of " + mtime.FormatDuration(j.Window)
 	}
 	lo, hi := "[", "]"
 	if j.LowerExclusive {
@@ -481,8 +487,11 @@ func describe(n *Node) string {
 		return s
 	case *Join:
 		s := op.Mode + " join within " + op.Interval()
-		if op.Temporal {
+		switch {
+		case op.Temporal:
 			s = op.Mode + " temporal join, " + op.Interval()
+		case op.Window > 0:
+			s = op.Mode + " window join, " + op.Interval()
 		}
 		for _, l := range op.Layout {
 			if l.Field == "key" {

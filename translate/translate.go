@@ -315,12 +315,18 @@ func Shape(g *plan.Graph) *engine.Shape {
 			}
 			s.Parts = append(s.Parts, p)
 		case *plan.Join:
-			// A temporal join's buffers hold versions, not records within
-			// an interval: a change of kind either way is refused. A
+			// A temporal join's buffers hold versions, a window join's
+			// records by window, not records within an interval: a change
+			// of kind is refused. A
 			// checkpoint of before the kinds was an interval join's.
 			kind, set := "interval", []engine.Setting{{Field: "interval", Value: op.Interval()}}
-			if op.Temporal {
+			switch {
+			case op.Temporal:
 				kind, set = "temporal", nil
+			case op.Window > 0:
+				// Its buffers are by window: another size starts them
+				// afresh.
+				kind, set = "window "+mtime.FormatDuration(op.Window), nil
 			}
 			layout := append([]engine.Setting{{Field: "join", Value: kind, Absent: "interval"}}, settings(op.Layout)...)
 			s.Parts = append(s.Parts, engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateJoin, Format: op.Format,

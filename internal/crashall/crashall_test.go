@@ -225,13 +225,13 @@ type schedule struct {
 	second string
 	// join, when set, makes the job an interval join of the input with a
 	// second recorded file (limits.jsonl) by card, of this kind: its
-	// records in results.jsonl (or topic), instead of windows. temporal
-	// makes it a temporal join with the limits as a versioned table, a
-	// limit of 0 deleting a card's row.
-	join     string
-	temporal bool
-	plan     []step
-	logs     []string // what each run said, for a failure's report
+	// records in results.jsonl (or topic), instead of windows. joinAs
+	// is "interval", "temporal" (the limits a versioned table, a limit of
+	// 0 deleting a card's row) or "window" (a window join of 5 s).
+	join   string
+	joinAs string
+	plan   []step
+	logs   []string // what each run said, for a failure's report
 }
 
 // step is one run of the plan, and what happens before and during it.
@@ -326,7 +326,7 @@ func newSchedule(seed uint64) *schedule {
 		// topic, as JSON, and it has no windows, de-duplication or
 		// second aggregation.
 		s.join = pick(r, "inner", "left_outer", "anti")
-		s.temporal = r.IntN(2) == 0
+		s.joinAs = pick(r, "interval", "temporal", "window")
 		s.results = slices.DeleteFunc(s.results, func(k string) bool { return k == kSQLite || k == kPostgres })
 		if len(s.results) == 0 {
 			s.results = []string{kFile}
@@ -386,8 +386,8 @@ func (s *schedule) String() string {
 	}
 	if s.join != "" {
 		held += ", " + map[bool]string{true: "a ", false: "an "}[s.join == "left_outer"] + s.join + " join with a second file instead of windows"
-		if s.temporal {
-			held += " (temporal, the file a versioned table)"
+		if s.joinAs != "interval" {
+			held += " (" + s.joinAs + ")"
 		}
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
@@ -529,8 +529,11 @@ func (s *schedule) jobFile(ref bool) string {
 	outputs.WriteString("summary: summary.json\n")
 	if s.join != "" {
 		with, between := "", "  between: [-2s, 2s]\n"
-		if s.temporal {
+		switch s.joinAs {
+		case "temporal":
 			with, between = `, deletion: "limit == 0"`, "  temporal: true\n"
+		case "window":
+			between = "  window: {tumbling: 5s}\n"
 		}
 		fmt.Fprintf(&b, "key: card\njoin:\n  with: {source: {file: limits.jsonl}, time: {field: ts, arrival_field: arrival}, key: card%s}\n%s  kind: %s\n  allowed_lateness: %s\n", with, between, s.join, s.lateness)
 		b.WriteString(outputs.String())

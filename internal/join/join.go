@@ -18,6 +18,12 @@
 // A version leaves the state once a later one has settled (the watermark
 // has passed its time): no record still to come could look it up.
 //
+// A window join (Config.Window; Flink's window join) joins the records of
+// one key in one tumbling window: when the watermark (less the allowed
+// lateness) passes the window's last instant, every left record of the
+// window with every right one; a record of a window that has fired is
+// late.
+//
 // The operator is synchronous and deterministic: the same calls give the
 // same outputs, joined pairs in order of the other side's (time, arrival),
 // and expiries in order of (expiry time, arrival).
@@ -32,6 +38,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/window"
 )
 
 // Mode is what a join emits.
@@ -91,6 +98,17 @@ type Config struct {
 	// right input's version valid at its time. It has no interval: Lower
 	// and Upper are zero, neither exclusive.
 	Temporal bool
+	// Window, when above 0, makes the join a window join (Flink's): the
+	// records of one key in one tumbling window of this size (from the
+	// epoch) join, when the watermark passes the window's end. It has no
+	// interval either.
+	Window mtime.Time
+}
+
+// WindowOf is the start of the tumbling window of the join's size that
+// holds ts.
+func (c Config) WindowOf(ts mtime.Time) mtime.Time {
+	return window.Tumbling{Size: c.Window}.Start(ts)
 }
 
 // Validate refuses an interval whose lower bound is above its upper bound
@@ -102,8 +120,12 @@ func (c Config) Validate() error {
 	if c.Lateness < 0 {
 		return errors.New("join: the allowed lateness is negative")
 	}
-	if c.Temporal && (c.Lower != 0 || c.Upper != 0 || c.LowerExclusive || c.UpperExclusive) {
+	interval := c.Lower != 0 || c.Upper != 0 || c.LowerExclusive || c.UpperExclusive
+	switch {
+	case c.Temporal && interval:
 		return errors.New("join: a temporal join joins the version valid at a record's time: it has no interval")
+	case c.Window < 0, c.Window > 0 && (interval || c.Temporal):
+		return errors.New("join: a window join joins the records of one window: it has no interval, and is not temporal")
 	}
 	return nil
 }
@@ -262,6 +284,11 @@ func New[K comparable, L, R any](cfg Config, emit func(*Out[K, L, R])) (*Op[K, L
 	return &Op[K, L, R]{cfg: cfg, lo: lo, hi: hi, wm: mtime.MinTime, keys: map[K]*keyState[L, R]{}, emit: emit}, nil
 }
 
+// pairsAsTheyCome says a record joins the other side's as it comes: in an
+// interval join, not in a temporal or a window join, which join when a
+// record expires.
+func (o *Op[K, L, R]) pairsAsTheyCome() bool { return !o.cfg.Temporal && o.cfg.Window == 0 }
+
 // Deletes tells a temporal join which right records are deletions: from
 // its time on, the key has no row (Flink's delete in a changelog), until a
 // later version. Without it no record is.
@@ -312,11 +339,20 @@ func (o *Op[K, L, R]) Times(side Side, key K) []mtime.Time {
 // have joined, and an anti join would have emitted that partner as
 // unmatched already.
 func (o *Op[K, L, R]) late(ts mtime.Time) bool {
+	if o.cfg.Window > 0 {
+		// A window join's record is late once its window has fired, as
+		// a window's in Flink: the watermark has passed its last instant
+		// (plus the lateness).
+		ts = o.cfg.WindowOf(ts) + o.cfg.Window - 1
+	}
 	return o.wm != mtime.MinTime && ts <= o.wm-o.cfg.Lateness
 }
 
 // expiry is when a record of side at ts leaves its buffer.
 func (o *Op[K, L, R]) expiry(side Side, ts mtime.Time) mtime.Time {
+	if o.cfg.Window > 0 {
+		return o.cfg.WindowOf(ts) + o.cfg.Window - 1 + o.cfg.Lateness
+	}
 	if side == Left {
 		return ts + max(0, o.hi) + o.cfg.Lateness
 	}
@@ -368,7 +404,7 @@ func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
 	o.seq++
 	e := Entry[L]{TS: ts, Seq: o.seq, V: v}
 	// A temporal join's record joins when it expires, not as it comes.
-	for i := first(ks.right, ts+o.lo); !o.cfg.Temporal && i < len(ks.right) && ks.right[i].TS <= ts+o.hi; i++ {
+	for i := first(ks.right, ts+o.lo); o.pairsAsTheyCome() && i < len(ks.right) && ks.right[i].TS <= ts+o.hi; i++ {
 		e.Joined = true
 		if o.cfg.Mode == Anti {
 			break
@@ -393,7 +429,7 @@ func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
 	ks := o.state(key)
 	o.seq++
 	e := Entry[R]{TS: ts, Seq: o.seq, V: v}
-	for i := first(ks.left, ts-o.hi); !o.cfg.Temporal && i < len(ks.left) && ks.left[i].TS <= ts-o.lo; i++ {
+	for i := first(ks.left, ts-o.hi); o.pairsAsTheyCome() && i < len(ks.left) && ks.left[i].TS <= ts-o.lo; i++ {
 		l := &ks.left[i]
 		l.Joined = true
 		if o.cfg.Mode != Anti {
@@ -425,6 +461,11 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 		t := o.timers.pop()
 		ks := o.keys[t.key]
 		switch {
+		case o.cfg.Window > 0:
+			if ks == nil {
+				continue // the window fired at an earlier record's timer
+			}
+			o.fire(t.key, ks, t.at-o.cfg.Lateness+1-o.cfg.Window, wm)
 		case t.side == Left:
 			i := slices.IndexFunc(ks.left, func(e Entry[L]) bool { return e.Seq == t.seq })
 			e := ks.left[i]

@@ -28,19 +28,27 @@ type temporal struct {
 }
 
 func newTemporal(t *testing.T, mode Mode, lateness mtime.Time) *temporal {
+	return rowOp(t, Config{Temporal: true, Mode: mode, Lateness: lateness}, func(r row, ts mtime.Time) string { return fmt.Sprintf("%s@%d", r.v, ts) },
+		"%[1]s %[2]s+%[3]s", "%[1]s %[2]s unmatched", "late %[1]s %[2]s %[3]s")
+}
+
+// rowOp is a harness of an operator of cfg whose outputs are written by
+// show and the formats of a pair (key, left, right), an unmatched record
+// (key, left) and a late one (side, key, record).
+func rowOp(t *testing.T, cfg Config, show func(r row, ts mtime.Time) string, pair, unmatched, late string) *temporal {
 	h := &temporal{t: t, wm: [2]mtime.Time{mtime.MinTime, mtime.MinTime}}
-	op, err := New(Config{Temporal: true, Mode: mode, Lateness: lateness}, func(o *Out[string, row, row]) {
+	op, err := New(cfg, func(o *Out[string, row, row]) {
 		switch o.Kind {
 		case OutPair:
-			h.out = append(h.out, fmt.Sprintf("%s %s@%d+%s@%d", o.Key, o.Left.v, o.LeftTime, o.Right.v, o.RightTime))
+			h.out = append(h.out, fmt.Sprintf(pair, o.Key, show(o.Left, o.LeftTime), show(o.Right, o.RightTime)))
 		case OutUnmatched:
-			h.out = append(h.out, fmt.Sprintf("%s %s@%d unmatched", o.Key, o.Left.v, o.LeftTime))
+			h.out = append(h.out, fmt.Sprintf(unmatched, o.Key, show(o.Left, o.LeftTime)))
 		case OutLate:
-			v, ts := o.Left.v, o.LeftTime
+			r, ts := o.Left, o.LeftTime
 			if o.Side == Right {
-				v, ts = o.Right.v, o.RightTime
+				r, ts = o.Right, o.RightTime
 			}
-			h.out = append(h.out, fmt.Sprintf("late %s %s %s@%d", o.Side, o.Key, v, ts))
+			h.out = append(h.out, fmt.Sprintf(late, o.Side, o.Key, show(r, ts)))
 		}
 	})
 	if err != nil {
