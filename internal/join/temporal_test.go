@@ -206,13 +206,20 @@ func TestTemporalRestoreFromSnapshot(t *testing.T) {
 	rest := func(h *temporal) *temporal {
 		return h.el2(5, "k", "v5").el1(6, "k", "c").el1(3, "j", "d").wm1(10).wm2(10)
 	}
-	want := newTemporal(t, LeftOuter, 1)
-	rest(first(want))
-	h := first(newTemporal(t, LeftOuter, 1))
+	restoresAsItWentOn(t, func() *temporal { return newTemporal(t, LeftOuter, 1) }, first, rest, 4)
+}
+
+// restoresAsItWentOn runs first then rest on one harness of fresh, and
+// first on another, whose operator's state it restores into a third that
+// runs rest: the outputs (n of them) must be the same.
+func restoresAsItWentOn(t *testing.T, fresh func() *temporal, first, rest func(*temporal) *temporal, n int) {
+	t.Helper()
+	want := rest(first(fresh()))
+	h := first(fresh())
 	hash := func(k string) uint64 { return uint64(len(k)) }
 	var c rowCodec
 	state := h.op.AppendKeys(h.op.AppendHeader(nil), c, hash, 4, func(int) bool { return true })
-	h2 := newTemporal(t, LeftOuter, 1)
+	h2 := fresh()
 	h2.wm, h2.out = h.wm, h.out
 	d := enc.NewDecoder(state)
 	if err := h2.op.RestoreHeader(d); err != nil {
@@ -222,8 +229,8 @@ func TestTemporalRestoreFromSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	rest(h2)
-	if !slices.Equal(h2.out, want.out) || len(want.out) != 4 {
-		t.Errorf("restored: %v, went on: %v", h2.out, want.out)
+	if !slices.Equal(h2.out, want.out) || len(want.out) != n {
+		t.Errorf("restored:\n%s\nwent on:\n%s", strings.Join(h2.out, "\n"), strings.Join(want.out, "\n"))
 	}
 }
 

@@ -2,11 +2,8 @@ package join
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"testing"
 
-	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 )
 
@@ -85,22 +82,5 @@ func TestWindowJoinRestoreFromSnapshot(t *testing.T) {
 		h.feed(flinkFirst[4:], flinkSecond[3:])
 		return h.wm1(1 << 40).wm2(1 << 40)
 	}
-	want := rest(first(windowed(t, LeftOuter, 3, 0)))
-	h := first(windowed(t, LeftOuter, 3, 0))
-	hash := func(k string) uint64 { return uint64(len(k)) }
-	var c rowCodec
-	state := h.op.AppendKeys(h.op.AppendHeader(nil), c, hash, 4, func(int) bool { return true })
-	h2 := windowed(t, LeftOuter, 3, 0)
-	h2.wm, h2.out = h.wm, h.out
-	d := enc.NewDecoder(state)
-	if err := h2.op.RestoreHeader(d); err != nil {
-		t.Fatal(err)
-	}
-	if err := h2.op.RestoreKeys(d, c); err != nil {
-		t.Fatal(err)
-	}
-	rest(h2)
-	if !slices.Equal(h2.out, want.out) || len(want.out) != 16 {
-		t.Errorf("restored:\n%s\nwent on:\n%s", strings.Join(h2.out, "\n"), strings.Join(want.out, "\n"))
-	}
+	restoresAsItWentOn(t, func() *temporal { return windowed(t, LeftOuter, 3, 0) }, first, rest, 16)
 }
