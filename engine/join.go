@@ -14,7 +14,8 @@ import (
 
 // JoinSpec is an interval join's bounds (in milliseconds, each inclusive
 // unless said exclusive), mode and allowed lateness, or a temporal join's
-// mode and allowed lateness (Temporal): see join.Config.
+// (Temporal) or a window join's (Window) mode and allowed lateness: see
+// join.Config.
 type JoinSpec = join.Config
 
 // JoinMode is what a join emits: JoinInner, JoinLeftOuter or JoinAnti.
@@ -112,8 +113,8 @@ type JoinConfig[K comparable, L, R any] struct {
 	Late *Stream[JoinLate[K, L, R]]
 }
 
-// Join is an event-time interval or temporal join of two keyed inputs of
-// the source loop (see package join for its rules). It runs in the goroutine that
+// Join is an event-time interval, temporal or window join of two keyed
+// inputs of the source loop (see package join for its rules). It runs in the goroutine that
 // feeds it: its inputs' elements and signals come from the source loop, in
 // one order, so that a checkpoint barrier is aligned across both inputs as
 // it comes, and the same input in the same order gives the same output.
