@@ -19,8 +19,9 @@ import (
 // included. A temporal join (Temporal), as Flink SQL's event-time
 // temporal join: the other input is a versioned table, each record its
 // key's row from its own time on (With.Deletion says which end it), and a
-// record joins the version valid at its time. The job writes the joined
-// records to its outputs instead of windows' panes.
+// record joins the version valid at its time. A window join (Window), as
+// Flink's: the records of one key in one tumbling window join. The job
+// writes the joined records to its outputs instead of windows' panes.
 type Join struct {
 	// With is the right input as a job of its own: its source and format,
 	// time, key, derived fields and where; its watermark and max_future
@@ -28,7 +29,7 @@ type Join struct {
 	With *Job
 	// Lower and Upper bound the right record's time, from the left
 	// record's (join.between); Lower may be negative. Zero in a temporal
-	// join.
+	// or a window join.
 	Lower, Upper mtime.Time
 	// Temporal makes it a temporal join (join.temporal).
 	Temporal bool
@@ -58,7 +59,8 @@ func (jo *Join) WindowOf(ts mtime.Time) mtime.Time {
 }
 
 // Describe says which records of the other input a record joins: "within
-// [0s, 10m] of it", or a temporal join's "the version valid at its time".
+// [0s, 10m] of it", a temporal join's "the version valid at its time", a
+// window join's "in the same tumbling window of 1m0s".
 func (jo *Join) Describe() string {
 	if jo.Temporal {
 		return "the version valid at its time"
