@@ -29,6 +29,8 @@ func init() {
 		{"q0", "pass-through of bids", q0, nil, ""},
 		{"q1", "currency conversion of bid prices", q1, nil, ""},
 		{"q2", "bids on auctions whose id is a multiple of 123", q2, nil, ""},
+		{"q3", "local item suggestion: the auctions of category 10 by sellers in OR, ID or CA, each with its seller's name (weir.TemporalJoin of the auctions with the persons as a table)", q3,
+			floorQ3, "a map of the persons of OR, ID and CA, each auction of category 10 looked up in it"},
 		{"q5", "hot items: bids per auction in sliding windows of 10 s every 2 s, the auctions with the most bids", q5,
 			floorQ5, "a map of bids per auction per 2 s slice, 5 slices summed when a window closes"},
 		{"q7", "highest bid of each tumbling window of 10 s", q7,
@@ -72,6 +74,9 @@ type nexEvent struct {
 	price   int64
 	seller  int64
 	name    string
+	// state is a person's (q3); category an auction's (q3).
+	state    string
+	category int64
 }
 
 // nexOut is where a query's results go: n counts them; keep, when set (in
@@ -112,9 +117,9 @@ func nexmark(d time.Duration, events int64, query func(*weir.Pipeline, weir.Stre
 			v := nexEvent{kind: e.Kind, ts: e.Time()}
 			switch e.Kind {
 			case gen.KindPerson:
-				v.id, v.name = e.Person.ID, e.Person.Name
+				v.id, v.name, v.state = e.Person.ID, e.Person.Name, e.Person.State
 			case gen.KindAuction:
-				v.id, v.seller = e.Auction.ID, e.Auction.Seller
+				v.id, v.seller, v.category = e.Auction.ID, e.Auction.Seller, e.Auction.Category
 			case gen.KindBid:
 				v.auction, v.bidder, v.price = e.Bid.Auction, e.Bid.Bidder, e.Bid.Price
 			}
@@ -229,6 +234,25 @@ func q7(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 		for _, b := range pn.Value {
 			out.add(nexResult{start: pn.Window.Start, end: pn.Window.End, key: b.auction, a: b.bidder, b: int64(b.price), c: int64(b.ts)})
 		}
+		return nil
+	})
+}
+
+// q3States are the states of q3's sellers.
+var q3States = map[string]bool{"OR": true, "ID": true, "CA": true}
+
+// q3 is Nexmark's local item suggestion, an incremental join of the
+// auctions with the persons: as a temporal join, the persons a table that
+// each auction looks its seller up in, as of the auction's time (the
+// generator's sellers are persons generated before their auctions).
+func q3(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
+	auctions := weir.KeyBy(stamp(weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindAuction && e.category == 10 })),
+		func(e nexEvent) int64 { return e.seller })
+	persons := weir.KeyBy(stamp(weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson && q3States[e.state] })),
+		func(e nexEvent) int64 { return e.id })
+	joined, _ := weir.TemporalJoin(auctions, persons)
+	weir.Sink(joined, func(j weir.Joined[int64, nexEvent, nexEvent]) error {
+		out.add(nexResult{key: j.Left.id, a: j.Key, name: j.Right.name + " " + j.Right.state})
 		return nil
 	})
 }

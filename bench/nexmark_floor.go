@@ -172,6 +172,28 @@ func floorQ8(d time.Duration, events int64, out *nexOut) int64 {
 	return int64(i)
 }
 
+// floorQ3 is q3: the persons of OR, ID and CA in a map by id, each auction
+// of category 10 looked up in it as it comes (its seller came before it).
+func floorQ3(d time.Duration, events int64, out *nexOut) int64 {
+	type person struct{ name, state string }
+	persons := map[int64]person{}
+	g := nexGen(events)
+	var e gen.NexmarkEvent
+	start := time.Now()
+	i := 0
+	for ; runFor(start, d, i) && g.Next(&e); i++ {
+		switch {
+		case e.Kind == gen.KindPerson && q3States[e.Person.State]:
+			persons[e.Person.ID] = person{e.Person.Name, e.Person.State}
+		case e.Kind == gen.KindAuction && e.Auction.Category == 10:
+			if p, ok := persons[e.Auction.Seller]; ok {
+				out.add(nexResult{key: e.Auction.ID, a: e.Auction.Seller, name: p.name + " " + p.state})
+			}
+		}
+	}
+	return int64(i)
+}
+
 // floorQ11 is q11: bids per bidder per session, a session ending 10 s after
 // its last bid. A bid before its bidder's session ends extends it (a bid just
 // at the end starts a new one: sessions that touch stay apart, as in weir);

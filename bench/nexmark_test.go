@@ -20,6 +20,7 @@ func TestNexmarkFloors(t *testing.T) {
 		weir  func(*weir.Pipeline, weir.Stream[nexEvent], *nexOut)
 		floor func(time.Duration, int64, *nexOut) int64
 	}{
+		{"q3", q3, floorQ3},
 		{"q5", q5, floorQ5},
 		{"q7", q7, floorQ7},
 		{"q8", q8, floorQ8},

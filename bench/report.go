@@ -7,7 +7,7 @@ import (
 )
 
 // nexmarkFloored are the Nexmark queries with a hand-written floor.
-var nexmarkFloored = []string{"q5", "q7", "q8", "q11"}
+var nexmarkFloored = []string{"q3", "q5", "q7", "q8", "q11"}
 
 func find(rs []Result, name string) (Result, bool) {
 	for _, r := range rs {
