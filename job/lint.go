@@ -102,6 +102,13 @@ func newSample(j *jobfile.Job) *Sample {
 	}
 	add("id", j.ID)
 	add("watermark.from_field", j.WMField)
+	// A condition that reads a field a record lacks does not hold for
+	// it: a misspelt field would make no record a deletion, silently.
+	if j.Deletion != nil {
+		for _, f := range j.Deletion.Fields() {
+			add("deletion", jobfile.ParsePath(f))
+		}
+	}
 	for _, a := range j.Aggregates {
 		if a.Kind == jobfile.AggCount {
 			continue

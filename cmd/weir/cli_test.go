@@ -68,6 +68,33 @@ job.yaml: warning: no late_output: too-late events are dropped; they are counted
 	}
 }
 
+// weir lint names a misspelt field of a temporal join's deletion, which a
+// run would not: a record without the field is a version, so no record
+// would ever delete its key's row.
+func TestLintTemporalJoinDeletion(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	for _, f := range []string{"job.yaml", "orders.jsonl", "limits.jsonl"} {
+		b, err := os.ReadFile(filepath.Join("../../examples/card-limits", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = bytes.Replace(b, []byte("op == 'close'"), []byte("opp == 'close'"), 1)
+		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+	}
+	code, stdout, _ := runCLI(t, dir, "lint", "job.yaml")
+	want := `job.yaml: the job file is valid
+sample: the first 6 lines of orders.jsonl
+quarantined: none of the lines sampled
+sample: the first 5 lines of limits.jsonl
+quarantined: none of the lines sampled
+job.yaml:16: join.with.deletion: the field "opp" occurs in none of the 5 lines sampled (did you mean "op"?)
+`
+	if code != 1 || stdout != want {
+		t.Errorf("exit %d\n%s\nwant:\n%s", code, stdout, want)
+	}
+}
+
 // weir lint finds the typos that a run would not: a sum of a field that
 // never occurs (every spent 0), a key that never occurs (every line
 // quarantined), an event-time field that never occurs; on the example's
