@@ -211,10 +211,16 @@ func TestSchemaValidatesExamples(t *testing.T) {
 	_, block, _ = strings.Cut(block, "```yaml\n")
 	block, _, _ = strings.Cut(block, "```")
 	files["docs/job-file.md's join"] = []byte(block)
-	if b, err := os.ReadFile("../examples/unpaid-orders/job.yaml"); err != nil {
-		t.Fatal(err)
-	} else {
-		files["examples/unpaid-orders/job.yaml"] = b
+	_, block, _ = strings.Cut(string(readme), "**A stream joined with a versioned table")
+	_, block, _ = strings.Cut(block, "```yaml\n")
+	block, _, _ = strings.Cut(block, "```")
+	files["docs/job-file.md's temporal join"] = []byte(block)
+	for _, f := range []string{"unpaid-orders", "card-limits"} {
+		b, err := os.ReadFile("../examples/" + f + "/job.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["examples/"+f+"/job.yaml"] = b
 	}
 	for name, b := range files {
 		var v any
