@@ -22,6 +22,7 @@ var recipes = []recipe{
 	{name: "two-aggregations"},
 	{name: "unpaid-orders"},
 	{name: "card-limits"},
+	{name: "clicks-per-window"},
 	{name: "parquet-lake", run: parquetLake},
 	{name: "how-late", run: func(t *testing.T, r *recipe, root string) map[string][]byte {
 		report := r.weir(t, root, "lateness", "--by", "platform", "--delays", "none,2s,10s,1m,2m", "examples/how-late/taps.jsonl")
