@@ -58,8 +58,10 @@ type WindowJoined[K comparable, L, R any] struct {
 
 // WindowJoin joins two keyed streams by window, as Flink's window join:
 // for each key and window, every left element with every right element,
-// emitted when the window fires, the left elements in arrival order and,
-// for each, the right ones in arrival order. It is a CoGroup that keeps
+// emitted when the window fires, the left elements in the order Process
+// gives them (arrival order; for a merged session or a sliding window, by
+// part in order of start) and, for each, the right ones in that order.
+// It is a CoGroup that keeps
 // both inputs' elements: the rules of watermarks, lateness and state are
 // CoGroup's. The mode must be accumulating: a window that fires again
 // (early or late panes) joins every pair it holds again, which a
