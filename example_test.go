@@ -437,3 +437,42 @@ func ExampleCoGroup() {
 	// Ada (p1) joined and opened 2 auctions in [2026-09-07T12:00:00.000Z, 2026-09-07T12:00:10.000Z)
 	// Cy (p3) joined and opened 1 auctions in [2026-09-07T12:00:10.000Z, 2026-09-07T12:00:20.000Z)
 }
+
+// Click and Impression are an ad's: a click on it, an impression of it.
+type (
+	Click struct {
+		ID, Ad string
+		At     mtime.Time
+	}
+	Impression struct {
+		ID, Ad string
+		At     mtime.Time
+	}
+)
+
+// Each click with the impressions of its ad in the same minute: a window
+// join of the clicks and the impressions, by ad, per tumbling minute.
+func ExampleWindowJoin() {
+	p := weir.NewPipeline()
+	wm := watermark.BoundedOutOfOrderness(10 * time.Second).WithInterval(0)
+	clicks := weir.KeyBy(weir.WithTimestamps(weir.FromSlice(p, []Click{
+		{"c1", "a1", at("2026-09-07T12:00:45Z")},
+		{"c2", "a2", at("2026-09-07T12:01:05Z")},
+	}), func(c Click) mtime.Time { return c.At }, wm), func(c Click) string { return c.Ad })
+	impressions := weir.KeyBy(weir.WithTimestamps(weir.FromSlice(p, []Impression{
+		{"i1", "a1", at("2026-09-07T12:00:05Z")},
+		{"i2", "a2", at("2026-09-07T12:00:50Z")}, // the minute before c2's
+		{"i3", "a1", at("2026-09-07T12:00:40Z")},
+	}), func(i Impression) mtime.Time { return i.At }, wm), func(i Impression) string { return i.Ad })
+	joined, _ := weir.WindowJoin(clicks, impressions, window.NewStrategy(window.TumblingWindows(time.Minute)))
+	weir.Sink(joined, func(j weir.WindowJoined[string, Click, Impression]) error {
+		fmt.Printf("%s: click %s, impression %s in [%s, %s)\n", j.Key, j.Left.ID, j.Right.ID, j.Window.Start, j.Window.End)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// a1: click c1, impression i1 in [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z)
+	// a1: click c1, impression i3 in [2026-09-07T12:00:00.000Z, 2026-09-07T12:01:00.000Z)
+}
