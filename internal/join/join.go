@@ -31,12 +31,14 @@ package join
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/internal/heap"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -184,65 +186,12 @@ type keyState[L, R any] struct {
 	right []Entry[R]
 }
 
+// timer is the expiry of a buffered record (its instant is its key in
+// the heap of timers).
 type timer[K comparable] struct {
-	at   mtime.Time
 	seq  uint64
 	side Side
 	key  K
-}
-
-// timers are the expiries, a binary heap ordered by (time, arrival): a
-// total order, so that they fire in the same order whatever order they
-// were pushed in (a restore pushes them anew), which internal/heap,
-// ordered by one key, does not give for equal times. Typed, so that a
-// push or a pop does not box a timer into an interface (an allocation
-// each, with container/heap).
-type timers[K comparable] []timer[K]
-
-func (t timers[K]) less(i, j int) bool {
-	if t[i].at != t[j].at {
-		return t[i].at < t[j].at
-	}
-	return t[i].seq < t[j].seq
-}
-
-func (t *timers[K]) push(x timer[K]) {
-	*t = append(*t, x)
-	h := *t
-	for i := len(h) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h.less(i, parent) {
-			break
-		}
-		h[i], h[parent] = h[parent], h[i]
-		i = parent
-	}
-}
-
-// pop removes and returns the earliest timer; the heap is not empty.
-func (t *timers[K]) pop() timer[K] {
-	h := *t
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h[last] = timer[K]{}
-	h = h[:last]
-	for i := 0; ; {
-		least, l := i, 2*i+1
-		if l < len(h) && h.less(l, least) {
-			least = l
-		}
-		if r := l + 1; r < len(h) && h.less(r, least) {
-			least = r
-		}
-		if least == i {
-			break
-		}
-		h[i], h[least] = h[least], h[i]
-		i = least
-	}
-	*t = h
-	return top
 }
 
 // Stats counts what the operator did.
@@ -261,7 +210,12 @@ type Op[K comparable, L, R any] struct {
 	wm     mtime.Time
 	seq    uint64
 	keys   map[K]*keyState[L, R]
-	timers timers[K]
+	// timers are the expiries, by instant: internal/heap gives those of
+	// one instant in no particular order, so Advance takes them all and
+	// fires them in order of arrival (due), the same order whatever
+	// order they were pushed in (a restore pushes them anew).
+	timers heap.Heap[mtime.Time, timer[K]]
+	due    []timer[K]
 	size   [2]int64
 	stats  Stats
 	emit   func(*Out[K, L, R])
@@ -415,7 +369,7 @@ func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
 	ks.left = insert(ks.left, e)
 	o.size[Left]++
 	o.stats.Left++
-	o.timers.push(timer[K]{at: o.expiry(Left, ts), seq: e.Seq, side: Left, key: key})
+	o.timers.Push(o.expiry(Left, ts), timer[K]{seq: e.Seq, side: Left, key: key})
 }
 
 // AddRight adds a right record.
@@ -439,7 +393,7 @@ func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
 	ks.right = insert(ks.right, e)
 	o.size[Right]++
 	o.stats.Right++
-	o.timers.push(timer[K]{at: o.expiry(Right, ts), seq: e.Seq, side: Right, key: key})
+	o.timers.Push(o.expiry(Right, ts), timer[K]{seq: e.Seq, side: Right, key: key})
 }
 
 func (o *Op[K, L, R]) pair(key K, l L, lts mtime.Time, r R, rts mtime.Time) {
@@ -457,50 +411,63 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 		return
 	}
 	o.wm = wm
-	for len(o.timers) > 0 && o.timers[0].at <= wm {
-		t := o.timers.pop()
-		ks := o.keys[t.key]
-		switch {
-		case o.cfg.Window > 0:
-			if ks == nil {
-				continue // the window fired at an earlier record's timer
-			}
-			o.fire(t.key, ks, t.at-o.cfg.Lateness+1-o.cfg.Window, wm)
-		case t.side == Left:
-			i := slices.IndexFunc(ks.left, func(e Entry[L]) bool { return e.Seq == t.seq })
-			e := ks.left[i]
-			ks.left = slices.Delete(ks.left, i, i+1)
-			o.size[Left]--
-			if o.cfg.Temporal {
-				e.Joined = o.lookup(t.key, ks, &e, wm)
-			}
-			if !e.Joined {
-				// Counted in every mode, so that an inner join's records
-				// that joined nothing are accounted for too.
-				o.stats.Unmatched++
-				if o.cfg.Mode != Inner {
-					o.out = Out[K, L, R]{Kind: OutUnmatched, Key: t.key, Left: e.V, LeftTime: e.TS, Watermark: wm}
-					o.emit(&o.out)
-				}
-			}
-		case o.cfg.Temporal:
-			if ks == nil {
-				continue // a deletion settled has taken the key's last version
-			}
-			o.settle(ks, t.at-o.cfg.Lateness)
-		default:
-			i := slices.IndexFunc(ks.right, func(e Entry[R]) bool { return e.Seq == t.seq })
-			ks.right = slices.Delete(ks.right, i, i+1)
-			o.size[Right]--
+	for len(o.timers) > 0 && o.timers[0].Key <= wm {
+		at := o.timers[0].Key
+		o.due = o.due[:0]
+		for len(o.timers) > 0 && o.timers[0].Key == at {
+			o.due = append(o.due, o.timers.Pop().Value)
 		}
-		if len(ks.left) == 0 && len(ks.right) == 0 {
-			delete(o.keys, t.key)
-			if len(o.free) < maxFree {
-				// Kept for a key to come, with the room its buffers had:
-				// most keys of a join are each record's own.
-				ks.left, ks.right = ks.left[:0], ks.right[:0]
-				o.free = append(o.free, ks)
+		slices.SortFunc(o.due, func(a, b timer[K]) int { return cmp.Compare(a.seq, b.seq) })
+		for _, t := range o.due {
+			o.expire(at, t, wm)
+		}
+		clear(o.due)
+	}
+}
+
+// expire is the expiry at instant at of t's record, the watermark at wm.
+func (o *Op[K, L, R]) expire(at mtime.Time, t timer[K], wm mtime.Time) {
+	ks := o.keys[t.key]
+	switch {
+	case o.cfg.Window > 0:
+		if ks == nil {
+			return // the window fired at an earlier record's timer
+		}
+		o.fire(t.key, ks, at-o.cfg.Lateness+1-o.cfg.Window, wm)
+	case t.side == Left:
+		i := slices.IndexFunc(ks.left, func(e Entry[L]) bool { return e.Seq == t.seq })
+		e := ks.left[i]
+		ks.left = slices.Delete(ks.left, i, i+1)
+		o.size[Left]--
+		if o.cfg.Temporal {
+			e.Joined = o.lookup(t.key, ks, &e, wm)
+		}
+		if !e.Joined {
+			// Counted in every mode, so that an inner join's records
+			// that joined nothing are accounted for too.
+			o.stats.Unmatched++
+			if o.cfg.Mode != Inner {
+				o.out = Out[K, L, R]{Kind: OutUnmatched, Key: t.key, Left: e.V, LeftTime: e.TS, Watermark: wm}
+				o.emit(&o.out)
 			}
+		}
+	case o.cfg.Temporal:
+		if ks == nil {
+			return // a deletion settled has taken the key's last version
+		}
+		o.settle(ks, at-o.cfg.Lateness)
+	default:
+		i := slices.IndexFunc(ks.right, func(e Entry[R]) bool { return e.Seq == t.seq })
+		ks.right = slices.Delete(ks.right, i, i+1)
+		o.size[Right]--
+	}
+	if len(ks.left) == 0 && len(ks.right) == 0 {
+		delete(o.keys, t.key)
+		if len(o.free) < maxFree {
+			// Kept for a key to come, with the room its buffers had:
+			// most keys of a join are each record's own.
+			ks.left, ks.right = ks.left[:0], ks.right[:0]
+			o.free = append(o.free, ks)
 		}
 	}
 }
@@ -592,13 +559,13 @@ func (o *Op[K, L, R]) RestoreKeys(d *enc.Decoder, c Codec[K, L, R]) error {
 			e := Entry[L]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint(), Joined: d.Bool()}
 			e.V = c.ReadAcc(d)
 			ks.left = append(ks.left, e)
-			o.timers.push(timer[K]{at: o.expiry(Left, e.TS), seq: e.Seq, side: Left, key: k})
+			o.timers.Push(o.expiry(Left, e.TS), timer[K]{seq: e.Seq, side: Left, key: k})
 		}
 		for range d.Items(1 << 40) {
 			e := Entry[R]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint()}
 			e.V = c.ReadOut(d)
 			ks.right = append(ks.right, e)
-			o.timers.push(timer[K]{at: o.expiry(Right, e.TS), seq: e.Seq, side: Right, key: k})
+			o.timers.Push(o.expiry(Right, e.TS), timer[K]{seq: e.Seq, side: Right, key: k})
 		}
 		o.size[Left] += int64(len(ks.left))
 		o.size[Right] += int64(len(ks.right))
