@@ -43,19 +43,27 @@ func fraudDir(t *testing.T, replace ...string) string {
 	return dir
 }
 
-// weir lint reads the sample by each aggregation of a job of several, and
-// names a typo in one under its name; what they find alike it says once.
-func TestLintSeveralAggregations(t *testing.T) {
+// recipeCopy copies files of the cookbook's recipe into a directory of
+// their own, with an out directory, old replaced by new in the first place
+// it stands.
+func recipeCopy(t *testing.T, recipe, old, new string, files ...string) string {
+	t.Helper()
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "out"), 0o755)
-	for _, f := range []string{"job.yaml", "orders.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("../../examples/two-aggregations", f))
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join("../../examples", recipe, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b = bytes.Replace(b, []byte("sold: sum(amount)"), []byte("sold: sum(amout)"), 1)
-		os.WriteFile(filepath.Join(dir, f), b, 0o644)
+		os.WriteFile(filepath.Join(dir, f), bytes.Replace(b, []byte(old), []byte(new), 1), 0o644)
 	}
+	return dir
+}
+
+// weir lint reads the sample by each aggregation of a job of several, and
+// names a typo in one under its name; what they find alike it says once.
+func TestLintSeveralAggregations(t *testing.T) {
+	dir := recipeCopy(t, "two-aggregations", "sold: sum(amount)", "sold: sum(amout)", "job.yaml", "orders.jsonl")
 	code, stdout, _ := runCLI(t, dir, "lint", "job.yaml")
 	want := `job.yaml: the job file is valid
 sample: the first 12 lines of orders.jsonl
@@ -72,16 +80,7 @@ job.yaml: warning: no late_output: too-late events are dropped; they are counted
 // run would not: a record without the field is a version, so no record
 // would ever delete its key's row.
 func TestLintTemporalJoinDeletion(t *testing.T) {
-	dir := t.TempDir()
-	os.Mkdir(filepath.Join(dir, "out"), 0o755)
-	for _, f := range []string{"job.yaml", "orders.jsonl", "limits.jsonl"} {
-		b, err := os.ReadFile(filepath.Join("../../examples/card-limits", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = bytes.Replace(b, []byte("op == 'close'"), []byte("opp == 'close'"), 1)
-		os.WriteFile(filepath.Join(dir, f), b, 0o644)
-	}
+	dir := recipeCopy(t, "card-limits", "op == 'close'", "opp == 'close'", "job.yaml", "orders.jsonl", "limits.jsonl")
 	code, stdout, _ := runCLI(t, dir, "lint", "job.yaml")
 	want := `job.yaml: the job file is valid
 sample: the first 6 lines of orders.jsonl
