@@ -13,6 +13,7 @@ import (
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/process"
 	"github.com/weirstream/weir/watermark"
 	"github.com/weirstream/weir/window"
 )
@@ -389,6 +390,65 @@ func ExampleTemporalJoin() {
 	// c2 2026-09-07T12:07:00.000Z: 10, no limit known
 	// c1 2026-09-07T12:09:00.000Z: 180 within the limit of 200
 	// c1 2026-09-07T12:20:00.000Z: 60 over the limit of 50 set at 2026-09-07T12:10:00.000Z
+}
+
+// A rule no window covers, with state and a timer per card (the fraud
+// detector of Flink's DataStream tutorial, in event time): an order under
+// 1.00 followed within a minute by one over 500.00 is an alert; the small
+// order's flag clears a minute after it. Orders behind the watermark go to
+// a side output.
+func ExampleKeyedProcess() {
+	orders := []CardEvent{
+		{"order", "c1", 0.50, at("2026-09-07T12:00:00Z")},
+		{"order", "c2", 0.10, at("2026-09-07T12:00:10Z")},
+		{"order", "c1", 700, at("2026-09-07T12:00:30Z")}, // 30 s after c1's small one
+		{"order", "c2", 20, at("2026-09-07T12:00:40Z")},
+		{"order", "c2", 900, at("2026-09-07T12:01:30Z")},  // 80 s after c2's small one
+		{"order", "c1", 0.20, at("2026-09-07T12:00:05Z")}, // behind the watermark
+	}
+	small := process.NewValue[mtime.Time]("small-order")
+	late := process.NewOutput[CardEvent]("late")
+	detector := process.Func[string, CardEvent, string]{
+		State: []process.State{small},
+		Sides: []process.Side{late},
+		Element: func(c *process.Context[string, string], o CardEvent) error {
+			if o.At <= c.Watermark() {
+				late.Emit(c, o)
+				return nil
+			}
+			if at, ok := small.Get(c); ok && o.Amount > 500 && o.At-at <= 60_000 {
+				c.Emit(fmt.Sprintf("alert %s: %.0f at %s, %s after a small order", c.Key(), o.Amount, o.At, time.Duration(o.At-at)*time.Millisecond))
+				small.Clear(c)
+				c.DeleteEventTimer(at + 60_000)
+			}
+			if o.Amount < 1 {
+				small.Set(c, o.At)
+				c.EventTimer(o.At + 60_000)
+			}
+			return nil
+		},
+		Timer: func(c *process.Context[string, string], t process.Timer) error {
+			small.Clear(c)
+			c.Emit(fmt.Sprintf("%s: small order flag cleared at %s", c.Key(), t.Time))
+			return nil
+		},
+	}
+	p := weir.NewPipeline()
+	stamped := weir.WithTimestamps(weir.FromSlice(p, orders), func(e CardEvent) mtime.Time { return e.At },
+		watermark.BoundedOutOfOrderness(10*time.Second).WithInterval(0))
+	alerts := weir.KeyedProcess(weir.KeyBy(stamped, func(e CardEvent) string { return e.Card }), detector)
+	weir.Sink(alerts, func(s string) error { fmt.Println(s); return nil })
+	weir.Sink(weir.SideOutput(alerts, late), func(e CardEvent) error {
+		fmt.Printf("late: %s %.2f at %s\n", e.Card, e.Amount, e.At)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// alert c1: 700 at 2026-09-07T12:00:30.000Z, 30s after a small order
+	// c2: small order flag cleared at 2026-09-07T12:01:10.000Z
+	// late: c1 0.20 at 2026-09-07T12:00:05.000Z
 }
 
 // Person and Auction are Nexmark's: a person who joined, an auction a

@@ -302,12 +302,17 @@ func resumesAsUninterrupted(t *testing.T, evs []shop, stopAt int, enough func(ou
 			t.Fatal(err)
 		}
 		in, err := engine.Inspect(c, nil)
-		if err != nil || len(in.Joins)+len(in.Windows) != 1 {
+		if err != nil || len(in.Joins)+len(in.Windows)+len(in.Processes) != 1 {
 			t.Fatalf("inspect %s: %v, %+v", stopped.Savepoint, err, in)
 		}
 		if len(in.Joins) == 1 {
 			if js := in.Joins[0]; js.Name != "join:payments" || js.Instances != pars[0] || js.Keys < 10 || js.Watermark < 1_780_000_000_000 || js.Bytes < 1000 {
 				t.Errorf("the savepoint's join: %+v", js)
+			}
+		}
+		if len(in.Processes) == 1 {
+			if ps := in.Processes[0]; ps.Name != "process:payments" || ps.Instances != pars[0] || ps.Keys < 10 || ps.Watermark < 1_780_000_000_000 || ps.Bytes < 1000 {
+				t.Errorf("the savepoint's keyed process function: %+v", ps)
 			}
 		}
 		var log strings.Builder

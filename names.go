@@ -14,7 +14,8 @@ type partConfig struct {
 }
 
 // Named names a source (From, FromSeq, FromSlice), an aggregation
-// (Aggregate, Process) or a sink (Sink) in checkpoints, logs and errors;
+// (Aggregate, Process), a join, a keyed process function (KeyedProcess) or
+// a sink (Sink) in checkpoints, logs and errors;
 // Read and SinkTo take their names as an argument. A restore finds a part's
 // state (a source's position, an aggregation's windows, a sink's pending
 // commits) by its name, so a name must be unique among the pipeline's parts

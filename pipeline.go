@@ -206,9 +206,10 @@ func Delivery(g connector.Guarantee) Option {
 // carry over into the pipeline as it is now: engine.StateWindows (the open
 // windows of an aggregation whose window, key type or aggregate changed)
 // and engine.StateDedup (the ids of a de-duplication whose id changed),
-// and engine.StateJoin (the buffered records of an interval join whose key
-// or record types changed), keeping the sources' positions and the sinks'
-// commits. Without it such a
+// engine.StateJoin (the buffered records of a join whose kind, key or
+// record types changed) and engine.StateProcess (the state and timers of a
+// keyed process function whose key type or a state's type changed),
+// keeping the sources' positions and the sinks' commits. Without it such a
 // restore is refused.
 func DropState(kinds ...string) Option {
 	return func(o *options) { o.cfg.Checkpoint.DropState = append(o.cfg.Checkpoint.DropState, kinds...) }

@@ -164,7 +164,7 @@ func TestPipelineRestoreAfterAChange(t *testing.T) {
 func TestPipelineDropStateKinds(t *testing.T) {
 	p := weir.NewPipeline(weir.Checkpoints(t.TempDir(), time.Hour), weir.DropState("positions"))
 	weir.SinkTo(weir.FromSlice(p, []int{1}, weir.Named("in")), "out", &file.Sink[int]{Path: filepath.Join(t.TempDir(), "out")})
-	want := `weir: DropState: "positions" is not a kind of state a restore may drop: windows, dedup or join`
+	want := `weir: DropState: "positions" is not a kind of state a restore may drop: windows, dedup, join or process`
 	if err := p.Run(context.Background()); err == nil || err.Error() != want {
 		t.Errorf("err = %v\nwant %s", err, want)
 	}

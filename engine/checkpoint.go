@@ -88,12 +88,13 @@ type preCommit struct {
 // The kinds of participants, as a checkpoint records them (jobMeta.Kinds):
 // what a part is, never read back from its name.
 const (
-	partSource = "source"
-	partSink   = "sink"
-	partWindow = "window"
-	partHead   = "head"
-	partJoin   = "join"
-	partOther  = "other"
+	partSource  = "source"
+	partSink    = "sink"
+	partWindow  = "window"
+	partHead    = "head"
+	partJoin    = "join"
+	partProcess = "process"
+	partOther   = "other"
 )
 
 // SourcePart is the name of the position of the source name in checkpoints;

@@ -158,6 +158,8 @@ type Status struct {
 	PanesByTiming map[string]int64 `json:"panes_by_timing"`
 	// Joins: what each interval join holds and did.
 	Joins []JoinStatus `json:"joins,omitempty"`
+	// Processes: what each keyed process function holds and did.
+	Processes []ProcessStatus `json:"processes,omitempty"`
 	// Aggregations: in a job of several aggregations that read one
 	// source, each one's accounting (Counts is the first's), by name.
 	Aggregations []AggregationStatus `json:"aggregations,omitempty"`

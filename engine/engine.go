@@ -80,9 +80,10 @@ type Checkpointing struct {
 	// in every checkpoint, and a restore compares the checkpoint's with it
 	// (CompareShapes), refusing what cannot carry over.
 	Shape *Shape
-	// DropState names the kinds of state (StateWindows, StateDedup, StateJoin) a
-	// restore starts afresh when the checkpoint's cannot carry over (weir
-	// run --drop-state), keeping the rest: positions, counts, other state.
+	// DropState names the kinds of state (StateWindows, StateDedup,
+	// StateJoin, StateProcess) a restore starts afresh when the
+	// checkpoint's cannot carry over (weir run --drop-state), keeping the
+	// rest: positions, counts, other state.
 	DropState []string
 	// From restores this checkpoint or savepoint directory instead of the
 	// newest one in Dir.

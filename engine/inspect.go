@@ -31,9 +31,11 @@ type Inspection struct {
 	Bytes   int64
 	Windows []WindowState
 	Joins   []JoinState
-	Heads   []HeadState
-	Sources []SourceState
-	Sinks   []SinkState
+	// Processes are the keyed process functions' stages.
+	Processes []ProcessState
+	Heads     []HeadState
+	Sources   []SourceState
+	Sinks     []SinkState
 }
 
 // WindowState is a window stage's state in a checkpoint.
@@ -131,6 +133,12 @@ func Inspect(c *checkpoint.Checkpoint, decoderState func(*enc.Decoder) error) (*
 				return nil, err
 			}
 			in.Joins = append(in.Joins, js)
+		case kind == partProcess:
+			ps, err := inspectProcess(c, name)
+			if err != nil {
+				return nil, err
+			}
+			in.Processes = append(in.Processes, ps)
 		case kind == partWindow:
 			w, err := inspectWindow(c, files, name)
 			if err != nil {

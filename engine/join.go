@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/enc"
@@ -183,30 +182,14 @@ func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[
 }
 
 func (j *Join[K, L, R]) restore(clock []byte) error {
-	d := enc.NewDecoder(clock)
-	n := d.Count(exec.KeyGroups)
-	if err := j.d.RestoreState(d); err != nil {
-		return err
-	}
-	if err := j.op.RestoreHeader(d); err != nil {
-		return err
-	}
+	n, err := restoreParted(j.e, j.p, clock, func(d *enc.Decoder) error {
+		if err := j.d.RestoreState(d); err != nil {
+			return err
+		}
+		return j.op.RestoreHeader(d)
+	}, func(d *enc.Decoder) error { return j.op.RestoreKeys(d, j.cfg.Codec) })
 	j.restored = n
-	if j.e.restore.DroppedPart(j.p.name) {
-		// Its layout changed and the job said to start its buffers
-		// afresh (DropState): the clocks and counts carry over.
-		return nil
-	}
-	for i := range n {
-		data := j.p.File(fmt.Sprintf("op-%d", i))
-		if data == nil {
-			return fmt.Errorf("its state %s is missing", j.p.FileName(fmt.Sprintf("op-%d", i)))
-		}
-		if err := j.op.RestoreKeys(enc.NewDecoder(data), j.cfg.Codec); err != nil {
-			return fmt.Errorf("%s: %w", j.p.FileName(fmt.Sprintf("op-%d", i)), err)
-		}
-	}
-	return nil
+	return err
 }
 
 // RestoredInstances is the parallelism of the checkpoint the stage was
@@ -291,16 +274,11 @@ func (j *Join[K, L, R]) RightSignal(Signal) {}
 // combined watermark, and its buffers by key group, in as many parts as
 // its parallelism.
 func (j *Join[K, L, R]) barrier(b *CheckpointBarrier) {
-	n := j.cfg.Parallelism
-	clock := enc.AppendUvarint(nil, uint64(n))
-	clock = j.d.AppendState(clock)
-	clock = j.op.AppendHeader(clock)
-	files := []File{{Name: j.p.FileName("clock"), Data: clock}}
-	for i := range n {
-		data := j.op.AppendKeys(nil, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, func(g int) bool { return g*n/exec.KeyGroups == i })
-		files = append(files, File{Name: j.p.FileName(fmt.Sprintf("op-%d", i)), Data: data})
-	}
-	b.Ack(j.p, files...)
+	ackParted(b, j.p, j.cfg.Parallelism, func(clock []byte) []byte {
+		return j.op.AppendHeader(j.d.AppendState(clock))
+	}, func(keep func(int) bool) ([]byte, error) {
+		return j.op.AppendKeys(nil, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep), nil
+	})
 }
 
 // joinTarget is the join as the target of its watermark's driver.
@@ -365,30 +343,9 @@ type JoinState struct {
 
 // inspectJoin reads what a checkpoint holds of the join name.
 func inspectJoin(c *checkpoint.Checkpoint, name string) (JoinState, error) {
-	js := JoinState{Name: name}
-	d := enc.NewDecoder(c.Files[name+".clock"])
-	js.Instances = d.Count(exec.KeyGroups)
-	if err := exec.NewDriver[struct{}, struct{}](nil, watermark.Strategy{}, false).RestoreState(d); err != nil {
-		return js, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
-	}
 	op, _ := join.New[struct{}, struct{}, struct{}](join.Config{}, nil)
-	if err := op.RestoreHeader(d); err != nil {
-		return js, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
-	}
-	js.Watermark = op.Watermark()
-	for _, f := range c.Manifest.Files {
-		if strings.HasPrefix(f.Name, name+".") {
-			js.Bytes += f.Size
-		}
-	}
-	for i := range js.Instances {
-		d := enc.NewDecoder(c.Files[fmt.Sprintf("%s.op-%d", name, i)])
-		js.Keys += int64(d.Uvarint())
-		if d.Err() != nil {
-			return js, fmt.Errorf("%s: %s.op-%d is corrupt", c.Path, name, i)
-		}
-	}
-	return js, nil
+	ps, err := inspectParted(c, name, op.RestoreHeader)
+	return JoinState{Name: name, Instances: ps.instances, Watermark: op.Watermark(), Keys: ps.keys, Bytes: ps.bytes}, err
 }
 
 // LeftTarget is the join's left input as the target of a head: a head of

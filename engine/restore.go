@@ -127,6 +127,10 @@ func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) *RestoreRefusedErr
 		if js, err := inspectJoin(c, ch.Part); err == nil {
 			e.Lost = fmt.Sprintf("the buffered records of %d keys", js.Keys)
 		}
+	case StateProcess:
+		if ps, err := inspectProcess(c, ch.Part); err == nil {
+			e.Lost = fmt.Sprintf("the state and timers of %d keys", ps.Keys)
+		}
 	}
 	dedup := slices.ContainsFunc(now.Parts, func(p Part) bool { return p.Kind == StateDedup })
 	switch {
@@ -136,7 +140,7 @@ func refusal(c *checkpoint.Checkpoint, ch Change, now *Shape) *RestoreRefusedErr
 		e.Keeps = "the positions"
 	case ch.Kind == StateDedup:
 		e.Keeps = "the positions and the windows"
-	case ch.Kind == StateJoin:
+	case ch.Kind == StateJoin || ch.Kind == StateProcess:
 		e.Keeps = "the positions and the other state"
 	}
 	return e

@@ -30,6 +30,8 @@ const (
 	StateCommits = "commits"
 	// StateJoin is an interval join's buffered records.
 	StateJoin = "join"
+	// StateProcess is a keyed process function's state and timers.
+	StateProcess = "process"
 )
 
 // Part is one part of a job that holds state.
@@ -238,6 +240,7 @@ var stateNames = map[string]string{
 	StatePosition: "its position",
 	StateCommits:  "its commit record",
 	StateJoin:     "its buffered records",
+	StateProcess:  "its keyed state and timers",
 }
 
 // CompareShapes compares the shape of a checkpoint with the job's, as the
@@ -269,11 +272,12 @@ func CompareShapes(old, now *Shape, drop []string) *RestoreReport {
 }
 
 // CheckDropState reports a kind of state a restore cannot drop: only
-// StateWindows, StateDedup and StateJoin start afresh deliberately.
+// StateWindows, StateDedup, StateJoin and StateProcess start afresh
+// deliberately.
 func CheckDropState(kinds []string) error {
 	for _, k := range kinds {
-		if k != StateWindows && k != StateDedup && k != StateJoin {
-			return fmt.Errorf("%q is not a kind of state a restore may drop: windows, dedup or join", k)
+		if k != StateWindows && k != StateDedup && k != StateJoin && k != StateProcess {
+			return fmt.Errorf("%q is not a kind of state a restore may drop: windows, dedup, join or process", k)
 		}
 	}
 	return nil

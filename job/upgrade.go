@@ -212,6 +212,9 @@ func inspectText(in *engine.Inspection) string {
 	for _, j := range in.Joins {
 		operator(j.Name, fmt.Sprintf("%d keys with buffered records", j.Keys), j.Bytes, j.Instances, j.Watermark)
 	}
+	for _, p := range in.Processes {
+		operator(p.Name, fmt.Sprintf("%d keys with state or timers", p.Keys), p.Bytes, p.Instances, p.Watermark)
+	}
 	for _, h := range in.Heads {
 		ids := "no de-duplication"
 		if h.IDs >= 0 {

@@ -52,6 +52,9 @@ const (
 	// KindJoin joins two keyed streams by event time (an interval join):
 	// its output, and the records too late for it.
 	KindJoin
+	// KindProcess runs a keyed process function: code with state per key
+	// and timers of its own; its output, and its side outputs by name.
+	KindProcess
 )
 
 // String is the kind as a plan prints it.
@@ -67,6 +70,8 @@ func (k Kind) String() string {
 		return "sink"
 	case KindJoin:
 		return "join"
+	case KindProcess:
+		return "process"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -100,6 +105,9 @@ const (
 	Late
 	// Refused are a sink's items it could not store (the dead letters).
 	Refused
+	// Side is a keyed process function's side output, the one its
+	// input's Tag names.
+	Side
 )
 
 // String is the port as a plan prints it.
@@ -113,6 +121,8 @@ func (p Port) String() string {
 		return "late"
 	case Refused:
 		return "refused"
+	case Side:
+		return "side"
 	}
 	return fmt.Sprintf("Port(%d)", uint8(p))
 }
@@ -121,6 +131,8 @@ func (p Port) String() string {
 type Input struct {
 	From ID
 	Port Port
+	// Tag names the side output, for the port Side.
+	Tag string
 }
 
 // Node is one node of a plan.
@@ -265,6 +277,28 @@ type Join struct {
 
 func (*Join) kind() Kind { return KindJoin }
 
+// Process runs a keyed process function (package process) on a keyed
+// stream of the source loop.
+type Process struct {
+	Watermark watermark.Strategy
+	// States are the function's states ("count: int64"), Sides its side
+	// outputs, as a person reads them.
+	States, Sides []string
+	// Layout is what its state is organised by (the key's type, each
+	// state's): a change is refused on restore, unless the state is
+	// dropped; a state added or removed carries over.
+	Layout []Setting
+	// Settings are what else it does that a restore reports when it
+	// changes (the parallelism).
+	Settings []Setting
+	// Format is the version of the encoding of its state.
+	Format int
+	// Parallelism is how many parts its state is kept in, by key group.
+	Parallelism int
+}
+
+func (*Process) kind() Kind { return KindProcess }
+
 // Interval is the join's interval as a person reads it: "[0s, 10m]", an
 // exclusive bound with a parenthesis; a temporal join's is "as of the
 // record's time".
@@ -401,6 +435,8 @@ func hasPort(k Kind, p Port) bool {
 		return k == KindAggregation || k == KindJoin
 	case Refused:
 		return k == KindSink
+	case Side:
+		return k == KindProcess
 	}
 	return false
 }
@@ -420,7 +456,10 @@ func (g *Graph) String() string {
 		var from []string
 		for _, in := range n.Inputs {
 			s := quoteName(in.From.Name)
-			if in.Port != Main {
+			switch {
+			case in.Port == Side:
+				s += " (side " + in.Tag + ")"
+			case in.Port != Main:
 				s += " (" + in.Port.String() + ")"
 			}
 			from = append(from, s)
@@ -499,6 +538,24 @@ func describe(n *Node) string {
 			}
 		}
 		s += fmt.Sprintf("; watermark %s; lateness %s", DescribeWatermark(op.Watermark, ""), mtime.FormatDuration(op.Lateness))
+		if op.Parallelism > 1 {
+			s += fmt.Sprintf("; %d instances", op.Parallelism)
+		}
+		return s
+	case *Process:
+		s := "keyed process function"
+		for _, l := range op.Layout {
+			if l.Field == "key" {
+				s += " by " + l.Value
+			}
+		}
+		if len(op.States) > 0 {
+			s += "; state " + strings.Join(op.States, ", ")
+		}
+		if len(op.Sides) > 0 {
+			s += "; side outputs " + strings.Join(op.Sides, ", ")
+		}
+		s += "; watermark " + DescribeWatermark(op.Watermark, "")
 		if op.Parallelism > 1 {
 			s += fmt.Sprintf("; %d instances", op.Parallelism)
 		}

@@ -337,6 +337,13 @@ func Shape(g *plan.Graph) *engine.Shape {
 					engine.Setting{Field: engine.SettingLateness, Value: mtime.FormatDuration(op.Lateness)},
 				), settings(op.Settings)...),
 			})
+		case *plan.Process:
+			s.Parts = append(s.Parts, engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateProcess, Format: op.Format,
+				Layout: settings(op.Layout),
+				Settings: append([]engine.Setting{
+					{Field: "watermark", Value: plan.DescribeWatermark(op.Watermark, "")},
+				}, settings(op.Settings)...),
+			})
 		case *plan.Sink:
 			p := engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateCommits}
 			if op.Writes != "" {

@@ -138,6 +138,10 @@ func statusText(s engine.Status) string {
 	for _, j := range s.Joins {
 		fmt.Fprintf(&b, "join %s: %d pairs, %d unmatched; %d keys holding %d and %d records\n", j.Name, j.Pairs, j.Unmatched, j.Keys, j.Left, j.Right)
 	}
+	for _, p := range s.Processes {
+		fmt.Fprintf(&b, "process %s: %d elements, %d and %d timers fired (event, processing time); %d keys holding %d and %d timers\n",
+			p.Name, p.Elements, p.FiredEventTimers, p.FiredProcessingTimers, p.Keys, p.EventTimers, p.ProcessingTimers)
+	}
 	for _, a := range s.Aggregations {
 		// A job of several aggregations: each one's, its windows' share
 		// after the input's accounting every one has.

@@ -88,7 +88,7 @@ carries over  output[1]           its commit record
 ` + outs, "weir: job.yaml: window: tumbling 10s in ckpt/savepoints/sp-00000001, tumbling 1m0s now: restoring would lose the open windows of 5 keys; --drop-state=windows starts them afresh, keeping the positions and the de-duplication ids\n"},
 		{"dropped", "{tumbling: 10s}", "{tumbling: 1m}", []string{"--drop-state=windows"}, 0, head + `restarts      window          tumbling 10s -> tumbling 1m0s: its open windows dropped (--drop-state=windows)
 ` + outs, ""},
-		{"bad drop", "", "", []string{"--drop-state=positions"}, 2, "", "weir: --drop-state: \"positions\" is not a kind of state a restore may drop: windows, dedup or join\n"},
+		{"bad drop", "", "", []string{"--drop-state=positions"}, 2, "", "weir: --drop-state: \"positions\" is not a kind of state a restore may drop: windows, dedup, join or process\n"},
 		{"bad job", "{tumbling: 10s}", "{tumbling: 1x}", nil, 2, "", "weir: job.yaml:7: window.tumbling: expected a duration such as 2s, 5m or 1h, got \"1x\"\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

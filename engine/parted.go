@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/exec"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/watermark"
+)
+
+// The state of a stage of the source loop that keeps its keys in parts by
+// key group (a join's, a keyed process function's) is one rule: a file
+// "clock" holds the number of parts, the driver's state (clocks,
+// watermark, partitions) and the stage's header; a file "op-i" holds the
+// keys of the groups g with g*n/exec.KeyGroups == i, so that a restore at
+// any parallelism reads every part.
+
+// ackParted acknowledges barrier b for p with its state in n parts: head
+// appends the driver's state and the stage's header, keys the keys of the
+// groups keep says. A part that cannot be written fails the checkpoint.
+func ackParted(b *CheckpointBarrier, p *Participant, n int, head func([]byte) []byte, keys func(keep func(group int) bool) ([]byte, error)) {
+	clock := head(enc.AppendUvarint(nil, uint64(n)))
+	files := []File{{Name: p.FileName("clock"), Data: clock}}
+	for i := range n {
+		data, err := keys(func(g int) bool { return g*n/exec.KeyGroups == i })
+		if err != nil {
+			b.Fail(p, err)
+			return
+		}
+		files = append(files, File{Name: p.FileName(fmt.Sprintf("op-%d", i)), Data: data})
+	}
+	b.Ack(p, files...)
+}
+
+// restoreParted reads what ackParted wrote: head reads the driver's state
+// and the stage's header, keys each part's keys (none when the restore
+// drops the part's state: its clocks carry over). It returns the number
+// of parts.
+func restoreParted(e *Engine, p *Participant, clock []byte, head func(*enc.Decoder) error, keys func(*enc.Decoder) error) (int, error) {
+	d := enc.NewDecoder(clock)
+	n := d.Count(exec.KeyGroups)
+	if err := head(d); err != nil {
+		return 0, err
+	}
+	if e.restore.DroppedPart(p.name) {
+		return n, nil
+	}
+	for i := range n {
+		name := fmt.Sprintf("op-%d", i)
+		data := p.File(name)
+		if data == nil {
+			return 0, fmt.Errorf("its state %s is missing", p.FileName(name))
+		}
+		if err := keys(enc.NewDecoder(data)); err != nil {
+			return 0, fmt.Errorf("%s: %w", p.FileName(name), err)
+		}
+	}
+	return n, nil
+}
+
+// partedState is what a checkpoint holds of such a stage: its number of
+// parts, its watermark, the keys of its parts (each begins with its
+// count) and the size of its files.
+type partedState struct {
+	instances   int
+	watermark   mtime.Time
+	keys, bytes int64
+}
+
+// inspectParted reads the state of the stage name in c; header, when set,
+// reads the stage's header after the driver's state.
+func inspectParted(c *checkpoint.Checkpoint, name string, header func(*enc.Decoder) error) (partedState, error) {
+	var ps partedState
+	d := enc.NewDecoder(c.Files[name+".clock"])
+	ps.instances = d.Count(exec.KeyGroups)
+	drv := exec.NewDriver[struct{}, struct{}](nil, watermark.Strategy{}, false)
+	if err := drv.RestoreState(d); err != nil {
+		return ps, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
+	}
+	ps.watermark = drv.Watermark()
+	if header != nil {
+		if err := header(d); err != nil {
+			return ps, fmt.Errorf("%s: %s.clock is corrupt", c.Path, name)
+		}
+	}
+	for _, f := range c.Manifest.Files {
+		if strings.HasPrefix(f.Name, name+".") {
+			ps.bytes += f.Size
+		}
+	}
+	for i := range ps.instances {
+		d := enc.NewDecoder(c.Files[fmt.Sprintf("%s.op-%d", name, i)])
+		ps.keys += int64(d.Uvarint())
+		if d.Err() != nil {
+			return ps, fmt.Errorf("%s: %s.op-%d is corrupt", c.Path, name, i)
+		}
+	}
+	return ps, nil
+}
