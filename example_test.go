@@ -451,6 +451,55 @@ func ExampleKeyedProcess() {
 	// late: c1 0.20 at 2026-09-07T12:00:05.000Z
 }
 
+// Each order with its card's limit as the limits table has it when the
+// order passes (a lookup join, at processing time): here the table is a
+// function, as connector/table's SQLiteLookup and PostgresLookup are for
+// a database. The cache serves c1's second order.
+func ExampleLookupJoin() {
+	limits := map[string]float64{"c1": 100, "c2": 20}
+	table := connector.LookupFunc[string, float64](func(_ context.Context, cards []string) (map[string]float64, error) {
+		rows := map[string]float64{}
+		for _, c := range cards {
+			if l, ok := limits[c]; ok {
+				rows[c] = l
+			}
+		}
+		return rows, nil
+	})
+	p := weir.NewPipeline()
+	orders := weir.FromSlice(p, []CardEvent{
+		{"order", "c1", 80, at("2026-09-07T12:01:00Z")},
+		{"order", "c2", 30, at("2026-09-07T12:02:00Z")},
+		{"order", "c3", 10, at("2026-09-07T12:03:00Z")},
+		{"order", "c1", 150, at("2026-09-07T12:04:00Z")},
+	})
+	looked, failed := weir.LookupJoin(orders, func(o CardEvent) string { return o.Card }, table,
+		weir.LookupCache(10_000, time.Minute), weir.LookupBatch(1, 1))
+	weir.Sink(looked, func(l weir.Looked[string, CardEvent, float64]) error {
+		switch {
+		case !l.Found:
+			fmt.Printf("%s %.0f: no limit\n", l.Key, l.Value.Amount)
+		case l.Value.Amount > l.Row:
+			fmt.Printf("%s %.0f: over the limit of %.0f (cached: %v)\n", l.Key, l.Value.Amount, l.Row, l.Cached)
+		default:
+			fmt.Printf("%s %.0f: within the limit of %.0f (cached: %v)\n", l.Key, l.Value.Amount, l.Row, l.Cached)
+		}
+		return nil
+	})
+	weir.Sink(failed, func(f weir.LookupFailed[string, CardEvent]) error {
+		fmt.Printf("%s: %s: %s\n", f.Key, f.Reason, f.Err)
+		return nil
+	})
+	if err := p.Run(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// c1 80: within the limit of 100 (cached: false)
+	// c2 30: over the limit of 20 (cached: false)
+	// c3 10: no limit
+	// c1 150: over the limit of 100 (cached: true)
+}
+
 // Person and Auction are Nexmark's: a person who joined, an auction a
 // seller opened.
 type (

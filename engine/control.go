@@ -160,6 +160,8 @@ type Status struct {
 	Joins []JoinStatus `json:"joins,omitempty"`
 	// Processes: what each keyed process function holds and did.
 	Processes []ProcessStatus `json:"processes,omitempty"`
+	// Lookups: what each lookup join did.
+	Lookups []LookupStatus `json:"lookups,omitempty"`
 	// Aggregations: in a job of several aggregations that read one
 	// source, each one's accounting (Counts is the first's), by name.
 	Aggregations []AggregationStatus `json:"aggregations,omitempty"`

@@ -55,6 +55,10 @@ const (
 	// KindProcess runs a keyed process function: code with state per key
 	// and timers of its own; its output, and its side outputs by name.
 	KindProcess
+	// KindLookup looks each record's key up in a table as it passes (a
+	// lookup join): its records with their rows, and the records whose
+	// lookup kept failing.
+	KindLookup
 )
 
 // String is the kind as a plan prints it.
@@ -72,6 +76,8 @@ func (k Kind) String() string {
 		return "join"
 	case KindProcess:
 		return "process"
+	case KindLookup:
+		return "lookup"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -98,7 +104,8 @@ const (
 	// an aggregation's panes.
 	Main Port = iota
 	// Rejected are a source's records that are not valid events (the
-	// quarantine).
+	// quarantine), or a lookup join's whose lookup kept failing (its dead
+	// letters).
 	Rejected
 	// Late are an aggregation's events too late for all their windows
 	// (the side output).
@@ -299,6 +306,17 @@ type Process struct {
 
 func (*Process) kind() Kind { return KindProcess }
 
+// Lookup looks each record's key up in a table as it passes, at
+// processing time, through a cache (a lookup join). It keeps no state in
+// checkpoints.
+type Lookup struct {
+	// Table says what it reads, as a person reads it; Cache the cache's
+	// size and time to live ("1000 rows for 1m", or "none").
+	Table, Cache string
+}
+
+func (*Lookup) kind() Kind { return KindLookup }
+
 // Interval is the join's interval as a person reads it: "[0s, 10m]", an
 // exclusive bound with a parenthesis; a temporal join's is "as of the
 // record's time".
@@ -430,7 +448,7 @@ func hasPort(k Kind, p Port) bool {
 	case Main:
 		return k != KindSink
 	case Rejected:
-		return k == KindSource
+		return k == KindSource || k == KindLookup
 	case Late:
 		return k == KindAggregation || k == KindJoin
 	case Refused:
@@ -542,6 +560,8 @@ func describe(n *Node) string {
 			s += fmt.Sprintf("; %d instances", op.Parallelism)
 		}
 		return s
+	case *Lookup:
+		return "lookup join of " + op.Table + "; cache " + op.Cache
 	case *Process:
 		s := "keyed process function"
 		for _, l := range op.Layout {

@@ -142,6 +142,10 @@ func statusText(s engine.Status) string {
 		fmt.Fprintf(&b, "process %s: %d elements, %d and %d timers fired (event, processing time); %d keys holding %d and %d timers\n",
 			p.Name, p.Elements, p.FiredEventTimers, p.FiredProcessingTimers, p.Keys, p.EventTimers, p.ProcessingTimers)
 	}
+	for _, l := range s.Lookups {
+		fmt.Fprintf(&b, "lookup %s: %d records (%d from the cache), %d calls (%d retries), %d failed to the dead letters\n",
+			l.Name, l.Records, l.CacheHits, l.Calls, l.Retries, l.Failed)
+	}
 	for _, a := range s.Aggregations {
 		// A job of several aggregations: each one's, its windows' share
 		// after the input's accounting every one has.

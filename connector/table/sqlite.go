@@ -117,8 +117,14 @@ type sqliteBackend struct {
 // dsn is the driver's name for the file: a URI, so that any path works,
 // with the settings of the connection.
 func (b *sqliteBackend) dsn() string {
-	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(b.path)
-	return "file:" + p + "?_pragma=busy_timeout(" + strconv.Itoa(sqliteBusyMillis) + ")&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	return sqliteURI(b.path) + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+}
+
+// sqliteURI is the driver's name for the file at path, as a URI (so that
+// any path works), with its busy timeout.
+func sqliteURI(path string) string {
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	return "file:" + p + "?_pragma=busy_timeout(" + strconv.Itoa(sqliteBusyMillis) + ")"
 }
 
 // sqliteChunk is how many rows one INSERT of a commit writes.
