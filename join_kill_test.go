@@ -18,15 +18,18 @@ import (
 	"github.com/weirstream/weir"
 )
 
-// killedJoins are the joins the kill test kills: each builds its pipeline
-// as the tests of resumption do.
+// killedJoins are the stages of the source loop the kill test kills (the
+// joins, and a keyed process function): each builds its pipeline as the
+// tests of resumption do.
 var killedJoins = map[string]func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline{
 	"interval": joinFile,
 	"temporal": temporalFile,
 	"window":   windowJoinFile,
+	"process":  processFile,
 }
 
-// A join (interval, temporal, window) killed with SIGKILL after a
+// A join (interval, temporal, window), or a keyed process function (its
+// states and timers of both domains), killed with SIGKILL after a
 // checkpoint resumes from it, at another parallelism, and writes what an
 // uninterrupted run writes, byte for byte. The killed run is this test's
 // binary run again as a child.
@@ -53,7 +56,7 @@ func TestJoinKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the test binary again")
 	}
-	for _, kind := range []string{"interval", "temporal", "window"} {
+	for _, kind := range []string{"interval", "temporal", "window", "process"} {
 		t.Run(kind, func(t *testing.T) {
 			build := killedJoins[kind]
 			dir := t.TempDir()
