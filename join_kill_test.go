@@ -26,10 +26,12 @@ var killedJoins = map[string]func(evs []shop, path string, opts []weir.Option, s
 	"temporal": temporalFile,
 	"window":   windowJoinFile,
 	"process":  processFile,
+	"lookup":   lookupFile,
 }
 
-// A join (interval, temporal, window), or a keyed process function (its
-// states and timers of both domains), killed with SIGKILL after a
+// A join (interval, temporal, window), a keyed process function (its
+// states and timers of both domains), or a lookup join (the lookups under
+// way at the checkpoint), killed with SIGKILL after a
 // checkpoint resumes from it, at another parallelism, and writes what an
 // uninterrupted run writes, byte for byte. The killed run is this test's
 // binary run again as a child.
@@ -56,7 +58,7 @@ func TestJoinKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the test binary again")
 	}
-	for _, kind := range []string{"interval", "temporal", "window", "process"} {
+	for _, kind := range []string{"interval", "temporal", "window", "process", "lookup"} {
 		t.Run(kind, func(t *testing.T) {
 			build := killedJoins[kind]
 			dir := t.TempDir()
