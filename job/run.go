@@ -445,7 +445,9 @@ func (rn *Runnable) Console() *console.Server {
 		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.Shown(value)})
 	}
 	if jo := j.Join; jo != nil {
-		add("join", fmt.Sprintf("%s, %s by %s, %s", jo.Kind, jo.With.InputName(), jo.With.KeyName(), jo.Describe()))
+		// In the plan's words (weir plan's).
+		interval := (&plan.Join{Lower: jo.Lower, Upper: jo.Upper, Temporal: jo.Temporal, Window: jo.Window}).Interval()
+		add("join", fmt.Sprintf("%s, %s by %s, %s", jo.Kind, jo.With.InputName(), jo.With.KeyName(), interval))
 		add("watermark", describeWatermark(j))
 		add("allowed lateness", mtime.FormatDuration(jo.AllowedLateness))
 	} else {

@@ -58,20 +58,6 @@ func (jo *Join) WindowOf(ts mtime.Time) mtime.Time {
 	return window.Tumbling{Size: jo.Window}.Start(ts)
 }
 
-// Describe says which records of the other input a record joins: "within
-// [0s, 10m] of it", a temporal join's "the version valid at its time", a
-// window join's "in the same tumbling window of 1m0s".
-func (jo *Join) Describe() string {
-	if jo.Temporal {
-		return "the version valid at its time"
-	}
-	if jo.Window > 0 {
-		return "in the same tumbling window of " + mtime.FormatDuration(jo.Window)
-	}
-	lo, hi := mtime.FormatDuration(jo.Lower), mtime.FormatDuration(jo.Upper)
-	return "within [" + lo + ", " + hi + "] of it"
-}
-
 // JoinWithFields are the fields of a join's other input (join.with): its
 // own source, time, key, derived fields and where. The watermark and
 // max_future are the job's, for both inputs.
