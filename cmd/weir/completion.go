@@ -86,7 +86,7 @@ var argWords = map[string][]string{
 // flagValues are the values of flags that take one of a few.
 var flagValues = map[string][]string{
 	"log-format":   {"text", "json"},
-	"drop-state":   {"windows", "dedup"},
+	"drop-state":   {"windows", "dedup", "join"},
 	"log-level":    {"debug", "info", "warn", "error"},
 	"format":       {"text", "json", "csv"},
 	"input-format": {"jsonl", "csv", "parquet"},
