@@ -30,6 +30,7 @@ package process
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -208,7 +209,7 @@ func (c *core) compact(d Domain) {
 		}
 	}
 	clear((*q)[len(kept):])
-	slices.SortFunc(kept, func(a, b heap.Entry[mtime.Time, timerRef]) int { return int(a.Key - b.Key) })
+	slices.SortFunc(kept, func(a, b heap.Entry[mtime.Time, timerRef]) int { return cmp.Compare(a.Key, b.Key) })
 	*q = kept // sorted by key: a heap as it is
 }
 
@@ -388,7 +389,7 @@ func (o *Op[K, T, O]) fire(d Domain, until mtime.Time) error {
 			}
 		}
 		slices.SortFunc(o.batch, func(a, b heap.Entry[mtime.Time, timerRef]) int {
-			return cmpSeq(a.Value.seq, b.Value.seq)
+			return cmp.Compare(a.Value.seq, b.Value.seq)
 		})
 		for _, e := range o.batch {
 			s := e.Value.slot
@@ -408,16 +409,6 @@ func (o *Op[K, T, O]) fire(d Domain, until mtime.Time) error {
 		}
 	}
 	return nil
-}
-
-func cmpSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Watermark is the watermark the Op has reached.
@@ -517,7 +508,7 @@ func (o *Op[K, T, O]) AppendKeys(b []byte, kc KeyCodec[K], hash func(K) uint64, 
 			b = enc.AppendBytes(b, data)
 		}
 		ts := timers[e.slot]
-		slices.SortFunc(ts, func(a, b timerID) int { return cmpSeq(o.c.timers[a], o.c.timers[b]) })
+		slices.SortFunc(ts, func(a, b timerID) int { return cmp.Compare(o.c.timers[a], o.c.timers[b]) })
 		b = enc.AppendUvarint(b, uint64(len(ts)))
 		for _, id := range ts {
 			b = enc.AppendUvarint(b, uint64(id.d))

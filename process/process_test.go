@@ -178,21 +178,36 @@ func TestRestoreAChangedFunction(t *testing.T) {
 }
 
 // Timers set and deleted over and over take no room for long: the heap
-// of a domain is compacted.
+// of a domain is compacted, and the timers kept, at the ends of time too,
+// still fire in order.
 func TestDeletedTimersAreCompacted(t *testing.T) {
+	var fired []string
 	f := process.Func[int, int, string]{Element: func(c *process.Context[int, string], v int) error {
+		if v < 0 {
+			c.EventTimer(mtime.MaxTime - 1)
+			c.EventTimer(mtime.MinTime + 1)
+			return nil
+		}
 		c.EventTimer(mtime.Time(v))
 		c.DeleteEventTimer(mtime.Time(v))
 		c.ProcessingTimer(mtime.Time(v))
 		c.DeleteProcessingTimer(mtime.Time(v))
 		return nil
+	}, Timer: func(c *process.Context[int, string], tm process.Timer) error {
+		fired = append(fired, fmt.Sprintf("%d@%d", c.Key(), tm.Time))
+		return nil
 	}}
 	op := newOp(t, f, nil)
+	op.Element(-1, 0, -1)
 	for i := range 100_000 {
 		op.Element(i%10, 0, i)
 	}
-	if ev, pt := op.Timers(); ev != 0 || pt != 0 || op.Keys() != 0 {
+	if ev, pt := op.Timers(); ev != 2 || pt != 0 || op.Keys() != 1 {
 		t.Errorf("%d and %d timers of %d keys left", ev, pt, op.Keys())
+	}
+	op.AdvanceWatermark(mtime.MaxTime)
+	if want := []string{fmt.Sprintf("-1@%d", mtime.MinTime+1), fmt.Sprintf("-1@%d", mtime.MaxTime-1)}; !slices.Equal(fired, want) {
+		t.Errorf("fired %q, want %q", fired, want)
 	}
 	snap := op.AppendHeader(nil)
 	if len(snap) > 32 {
