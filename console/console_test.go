@@ -316,6 +316,26 @@ weir_join_records_too_late_total{job_name="shops",join="refunds",side="right"} 4
 	}
 }
 
+// A lookup join's records by where their row came from, its calls, and a
+// keyed process function's timers, as their statuses count them.
+func TestLookupAndProcessMetrics(t *testing.T) {
+	st := engine.Status{
+		Lookups:   []engine.LookupStatus{{Name: "limits", Records: 10, CacheHits: 6, Failed: 1, Calls: 3, Retries: 2}},
+		Processes: []engine.ProcessStatus{{Name: "process:alerts", FiredEventTimers: 5, FiredProcessingTimers: 7}},
+	}
+	got := scrape(st, "weir_lookup_") + "\n" + scrape(st, "weir_process_")
+	want := `weir_lookup_calls_total{job_name="shops",kind="call",lookup="limits"} 3
+weir_lookup_calls_total{job_name="shops",kind="retry",lookup="limits"} 2
+weir_lookup_records_total{job_name="shops",lookup="limits",outcome="cached"} 6
+weir_lookup_records_total{job_name="shops",lookup="limits",outcome="failed"} 1
+weir_lookup_records_total{job_name="shops",lookup="limits",outcome="read"} 3
+weir_process_timers_fired_total{domain="event_time",job_name="shops",process="process:alerts"} 5
+weir_process_timers_fired_total{domain="processing_time",job_name="shops",process="process:alerts"} 7`
+	if got != want {
+		t.Errorf("/metrics:\n%s\nwant\n%s", got, want)
+	}
+}
+
 // scrape is what /metrics serves for a job of status st, the lines that
 // begin with prefix.
 func scrape(st engine.Status, prefix string) string {

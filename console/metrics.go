@@ -21,6 +21,9 @@ const (
 	MetricLatePartly         = "weir_late_records_partly_dropped_total"   // counter: accepted, and too late for some of their windows
 	MetricTriggerFinished    = "weir_late_records_trigger_finished_total" // counter: came for a window whose composite trigger had finished
 	MetricJoinTooLate        = "weir_join_records_too_late_total"         // counter, by join and side: too late for an interval join
+	MetricLookupRecords      = "weir_lookup_records_total"                // counter, by lookup and outcome: cached, read, failed (to its dead letters)
+	MetricLookupCalls        = "weir_lookup_calls_total"                  // counter, by lookup: calls to the table, and retries
+	MetricProcessTimers      = "weir_process_timers_fired_total"          // counter, by keyed process function and domain
 	MetricAggregationRecords = "weir_aggregation_records_total"           // counter, by aggregation of a job of several and outcome: accepted, late_accepted, too_late, late_for_some_windows, trigger_finished
 	MetricWatermark          = "weir_watermark_seconds"                   // gauge: the combined watermark, Unix seconds
 	MetricPartitionWM        = "weir_partition_watermark_seconds"         // gauge, by partition
@@ -151,6 +154,22 @@ func jobMetrics(ch chan<- prometheus.Metric, st engine.Status, job, task string,
 	for _, j := range st.Joins {
 		put(joinLate, prometheus.CounterValue, float64(j.LateLeft), j.Name, "left")
 		put(joinLate, prometheus.CounterValue, float64(j.LateRight), j.Name, "right")
+	}
+	// A lookup join's (the Go API's): where each record's row came from,
+	// and the records whose lookup kept failing.
+	lookupRec := desc(MetricLookupRecords, "Records of a lookup join, by lookup and outcome: their row from the cache (cached), read from the table (read, with or without a row), or their lookup failed after its retries (failed: on its dead letters)", "lookup", "outcome")
+	lookupCalls := desc(MetricLookupCalls, "Calls of a lookup join to its table, by lookup and kind: a first try (call) or a retry (retry)", "lookup", "kind")
+	for _, l := range st.Lookups {
+		put(lookupRec, prometheus.CounterValue, float64(l.CacheHits), l.Name, "cached")
+		put(lookupRec, prometheus.CounterValue, float64(l.Records-l.CacheHits-l.Failed), l.Name, "read")
+		put(lookupRec, prometheus.CounterValue, float64(l.Failed), l.Name, "failed")
+		put(lookupCalls, prometheus.CounterValue, float64(l.Calls), l.Name, "call")
+		put(lookupCalls, prometheus.CounterValue, float64(l.Retries), l.Name, "retry")
+	}
+	timers := desc(MetricProcessTimers, "Timers fired by a keyed process function, by function and domain (event_time, processing_time)", "process", "domain")
+	for _, p := range st.Processes {
+		put(timers, prometheus.CounterValue, float64(p.FiredEventTimers), p.Name, "event_time")
+		put(timers, prometheus.CounterValue, float64(p.FiredProcessingTimers), p.Name, "processing_time")
 	}
 	// A job of several aggregations: what each one's windows took and set
 	// aside (the rest of a record's outcome is the same for every one).
