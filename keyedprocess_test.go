@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
+	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/process"
@@ -293,5 +295,66 @@ func TestKeyedProcessPlan(t *testing.T) {
 	}
 	if !slices.Equal(lines, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// alert is a keyed process function's output with its event time: an
+// order's timer, 20 s after it.
+type alert struct {
+	Order string
+	At    mtime.Time
+}
+
+// A keyed process function's output windowed again: the stage's watermark
+// goes on after the timers it fires, so that a scripted watermark
+// downstream follows it and no alert is late for its window; the counts
+// per minute are those of the alerts themselves.
+func TestKeyedProcessThenAggregate(t *testing.T) {
+	evs := shopEvents(3000)
+	timeouts := process.Func[string, shop, alert]{
+		Element: func(c *process.Context[string, alert], e shop) error {
+			if e.Kind == "order" {
+				c.EventTimer(e.At + 20_000)
+			}
+			return nil
+		},
+		Timer: func(c *process.Context[string, alert], tm process.Timer) error {
+			c.Emit(alert{c.Key(), tm.Time})
+			return nil
+		},
+	}
+	count := func(chained bool) string {
+		p := weir.NewPipeline()
+		keyed := weir.KeyBy(weir.WithTimestamps(shopSource(p, evs, -1, nil), func(e shop) mtime.Time { return e.At },
+			watermark.BoundedOutOfOrderness(5*time.Second)), func(e shop) string { return e.Order })
+		out := weir.KeyedProcess(keyed, timeouts)
+		var got strings.Builder
+		counts := map[mtime.Time]int64{}
+		if chained {
+			stamped := weir.WithTimestamps(out, func(a alert) mtime.Time { return a.At }, watermark.ScriptedWatermark())
+			panes, late := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(alert) string { return "all" }),
+				window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[alert]())
+			weir.Sink(panes, func(pn weir.Pane[string, int64]) error {
+				fmt.Fprintf(&got, "%s %d %s\n", pn.Window, pn.Value, pn.Timing)
+				return nil
+			})
+			weir.Sink(late, func(weir.Late[string, alert]) error {
+				got.WriteString("late\n")
+				return nil
+			})
+		} else {
+			weir.Sink(out, func(a alert) error { counts[a.At-a.At%60_000]++; return nil })
+		}
+		if err := p.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, start := range slices.Sorted(maps.Keys(counts)) {
+			fmt.Fprintf(&got, "%s %d ON_TIME\n", window.Window{Start: start, End: start + 60_000}, counts[start])
+		}
+		return got.String()
+	}
+	want := count(false)
+	if got := count(true); got != want || strings.Count(got, "\n") < 20 {
+		t.Errorf("the alerts per minute, windowed after the function:\n%s\nwant\n%s", got, want)
 	}
 }
