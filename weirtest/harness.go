@@ -3,8 +3,10 @@
 // and in order. It is what weir's own tests use, and it is meant for yours.
 //
 // Harness drives one windowed aggregation directly, like Flink's operator
-// test harness. TestStream is a scripted source for a whole pipeline, like
-// Beam's TestStream.
+// test harness; ProcessHarness one keyed process function (package
+// process), like Flink's KeyedOneInputStreamOperatorTestHarness.
+// TestStream is a scripted source for a whole pipeline, like Beam's
+// TestStream.
 //
 // Nothing here reads a clock or sleeps: processing time is whatever the test
 // says it is.
