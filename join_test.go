@@ -395,39 +395,50 @@ func TestIntervalJoinRestoreAfterAChange(t *testing.T) {
 // panes follows the aggregation before it.
 func TestIntervalJoinThenAggregate(t *testing.T) {
 	evs := shopEvents(3000)
-	count := func(chained bool) string {
-		p := weir.NewPipeline()
+	build := func(p *weir.Pipeline) weir.Stream[weir.Joined[string, shop, shop]] {
 		out, _ := shopJoin(p, evs, watermark.BoundedOutOfOrderness(5*time.Second), -5*time.Second, 20*time.Second, -1, nil)
-		var got strings.Builder
-		if chained {
-			stamped := weir.WithTimestamps(out, weir.JoinTime[string, shop, shop], watermark.ScriptedWatermark())
-			panes, late := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(weir.Joined[string, shop, shop]) string { return "all" }),
-				window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[weir.Joined[string, shop, shop]]())
-			weir.Sink(panes, func(pn weir.Pane[string, int64]) error {
-				fmt.Fprintf(&got, "%s %d %s\n", pn.Window, pn.Value, pn.Timing)
-				return nil
-			})
-			weir.Sink(late, func(weir.Late[string, weir.Joined[string, shop, shop]]) error {
-				got.WriteString("late\n")
-				return nil
-			})
-		}
-		counts := map[mtime.Time]int64{}
-		if !chained {
-			weir.Sink(out, func(j weir.Joined[string, shop, shop]) error { counts[j.Time-j.Time%60_000]++; return nil })
-		}
-		if err := p.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		for _, start := range slices.Sorted(maps.Keys(counts)) {
-			fmt.Fprintf(&got, "%s %d ON_TIME\n", window.Window{Start: start, End: start + 60_000}, counts[start])
-		}
-		return got.String()
+		return out
 	}
-	want := count(false)
-	if got := count(true); got != want || strings.Count(got, "\n") < 20 {
+	want := perMinute(t, build, weir.JoinTime[string, shop, shop], false)
+	if got := perMinute(t, build, weir.JoinTime[string, shop, shop], true); got != want || strings.Count(got, "\n") < 20 {
 		t.Errorf("the pairs per minute, windowed after the join:\n%s\nwant\n%s", got, want)
 	}
+}
+
+// perMinute runs the pipeline build makes and says how many elements of
+// its stream fall in each minute of their time at: windowed again
+// downstream (chained: a tumbling count following the stream's watermark
+// with watermark.ScriptedWatermark(), its panes with their timing, and
+// "late" for each element too late for its window), or counted as they
+// come, as on-time panes would say it.
+func perMinute[T any](t *testing.T, build func(p *weir.Pipeline) weir.Stream[T], at func(T) mtime.Time, chained bool) string {
+	t.Helper()
+	p := weir.NewPipeline()
+	out := build(p)
+	var got strings.Builder
+	counts := map[mtime.Time]int64{}
+	if chained {
+		stamped := weir.WithTimestamps(out, at, watermark.ScriptedWatermark())
+		panes, late := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(T) string { return "all" }),
+			window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[T]())
+		weir.Sink(panes, func(pn weir.Pane[string, int64]) error {
+			fmt.Fprintf(&got, "%s %d %s\n", pn.Window, pn.Value, pn.Timing)
+			return nil
+		})
+		weir.Sink(late, func(weir.Late[string, T]) error {
+			got.WriteString("late\n")
+			return nil
+		})
+	} else {
+		weir.Sink(out, func(v T) error { counts[at(v)-at(v)%60_000]++; return nil })
+	}
+	if err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, start := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Fprintf(&got, "%s %d ON_TIME\n", window.Window{Start: start, End: start + 60_000}, counts[start])
+	}
+	return got.String()
 }
 
 // Flink IntervalJoinOperatorTest.testDiscardsLateData, scripted with a

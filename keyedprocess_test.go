@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/weirstream/weir"
-	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/connector/file"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/process"
@@ -323,38 +321,14 @@ func TestKeyedProcessThenAggregate(t *testing.T) {
 			return nil
 		},
 	}
-	count := func(chained bool) string {
-		p := weir.NewPipeline()
+	build := func(p *weir.Pipeline) weir.Stream[alert] {
 		keyed := weir.KeyBy(weir.WithTimestamps(shopSource(p, evs, -1, nil), func(e shop) mtime.Time { return e.At },
 			watermark.BoundedOutOfOrderness(5*time.Second)), func(e shop) string { return e.Order })
-		out := weir.KeyedProcess(keyed, timeouts)
-		var got strings.Builder
-		counts := map[mtime.Time]int64{}
-		if chained {
-			stamped := weir.WithTimestamps(out, func(a alert) mtime.Time { return a.At }, watermark.ScriptedWatermark())
-			panes, late := weir.Aggregate(weir.Window(weir.KeyBy(stamped, func(alert) string { return "all" }),
-				window.NewStrategy(window.TumblingWindows(time.Minute))), aggregate.Count[alert]())
-			weir.Sink(panes, func(pn weir.Pane[string, int64]) error {
-				fmt.Fprintf(&got, "%s %d %s\n", pn.Window, pn.Value, pn.Timing)
-				return nil
-			})
-			weir.Sink(late, func(weir.Late[string, alert]) error {
-				got.WriteString("late\n")
-				return nil
-			})
-		} else {
-			weir.Sink(out, func(a alert) error { counts[a.At-a.At%60_000]++; return nil })
-		}
-		if err := p.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		for _, start := range slices.Sorted(maps.Keys(counts)) {
-			fmt.Fprintf(&got, "%s %d ON_TIME\n", window.Window{Start: start, End: start + 60_000}, counts[start])
-		}
-		return got.String()
+		return weir.KeyedProcess(keyed, timeouts)
 	}
-	want := count(false)
-	if got := count(true); got != want || strings.Count(got, "\n") < 20 {
+	at := func(a alert) mtime.Time { return a.At }
+	want := perMinute(t, build, at, false)
+	if got := perMinute(t, build, at, true); got != want || strings.Count(got, "\n") < 20 {
 		t.Errorf("the alerts per minute, windowed after the function:\n%s\nwant\n%s", got, want)
 	}
 }

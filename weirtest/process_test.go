@@ -62,23 +62,36 @@ func querying(d process.Domain) process.Func[int, int, rec] {
 	}}
 }
 
+// timerIn5 sets a timer 5 after the clock of the domain d, as Flink's
+// triggering functions do.
+func timerIn5(c *process.Context[int, rec], d process.Domain) {
+	if d == process.EventTime {
+		c.EventTimer(c.Watermark() + 5)
+	} else {
+		c.ProcessingTimer(c.Now() + 5)
+	}
+}
+
+// wantDomain fails t when a timer of another domain than d fires (Flink's
+// assertEquals(this.timeDomain, ctx.timeDomain())).
+func wantDomain(t *testing.T, tm process.Timer, d process.Domain) {
+	t.Helper()
+	if tm.Domain != d {
+		t.Errorf("a timer of %s fired in a function of %s", tm.Domain, d)
+	}
+}
+
 // triggering is Flink's TriggeringFlatMapFunction: each element out, and a
 // timer 5 after the clock of its domain, which emits 1777.
 func triggering(t *testing.T, d process.Domain) process.Func[int, int, rec] {
 	return process.Func[int, int, rec]{
 		Element: func(c *process.Context[int, rec], v int) error {
 			c.Emit(rec{fmt.Sprint(v), c.Time()})
-			if d == process.EventTime {
-				c.EventTimer(c.Watermark() + 5)
-			} else {
-				c.ProcessingTimer(c.Now() + 5)
-			}
+			timerIn5(c, d)
 			return nil
 		},
 		Timer: func(c *process.Context[int, rec], tm process.Timer) error {
-			if tm.Domain != d {
-				t.Errorf("a timer of %s fired in a function of %s", tm.Domain, d)
-			}
+			wantDomain(t, tm, d)
 			c.Emit(rec{"1777", c.Time()})
 			return nil
 		},
@@ -95,17 +108,11 @@ func triggeringStateful(t *testing.T, d process.Domain) process.Func[int, int, r
 		Element: func(c *process.Context[int, rec], v int) error {
 			c.Emit(rec{fmt.Sprintf("INPUT:%d", v), c.Time()})
 			seen.Set(c, v)
-			if d == process.EventTime {
-				c.EventTimer(c.Watermark() + 5)
-			} else {
-				c.ProcessingTimer(c.Now() + 5)
-			}
+			timerIn5(c, d)
 			return nil
 		},
 		Timer: func(c *process.Context[int, rec], tm process.Timer) error {
-			if tm.Domain != d {
-				t.Errorf("a timer of %s fired in a function of %s", tm.Domain, d)
-			}
+			wantDomain(t, tm, d)
 			v, _ := seen.Get(c)
 			c.Emit(rec{fmt.Sprintf("STATE:%d", v), c.Time()})
 			return nil
