@@ -152,7 +152,7 @@ func (n *processNode[K, T, O]) Build(c *translate.Ctx) error {
 		Parallelism: op.Parallelism, Hash: stableHash[K](e.Checkpointed()),
 		Out: n.out, Sides: n.sides, SideSignals: n.signals}
 	if e.Checkpointed() {
-		cfg.Key = jsonCodec[K, struct{}, struct{}]{}
+		cfg.Key = process.JSONKeys[K]{}
 	}
 	s, err := engine.NewProcess(e, cfg)
 	if err != nil {

@@ -31,6 +31,7 @@ package process
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -439,6 +440,27 @@ func (o *Op[K, T, O]) Stats() Stats { return o.stats }
 type KeyCodec[K comparable] interface {
 	AppendKey(b []byte, k K) []byte
 	ReadKey(d *enc.Decoder) K
+}
+
+// JSONKeys encodes keys as JSON, each with its length: as weir keeps an
+// aggregation's keys in checkpoints, so that a key type JSON round-trips
+// (weir checks it when the pipeline is built) restores as it was.
+type JSONKeys[K comparable] struct{}
+
+// AppendKey implements KeyCodec. A key JSON cannot encode is appended
+// empty, and fails ReadKey.
+func (JSONKeys[K]) AppendKey(b []byte, k K) []byte {
+	data, _ := json.Marshal(k)
+	return enc.AppendBytes(b, data)
+}
+
+// ReadKey implements KeyCodec.
+func (JSONKeys[K]) ReadKey(d *enc.Decoder) K {
+	var k K
+	if data := d.Bytes(); d.Err() == nil && json.Unmarshal(data, &k) != nil {
+		d.Fail()
+	}
+	return k
 }
 
 // AppendHeader appends what the Op keeps apart from its keys: its clocks

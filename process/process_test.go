@@ -1,7 +1,6 @@
 package process_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,19 +10,6 @@ import (
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/process"
 )
-
-type jsonKey struct{}
-
-func (jsonKey) AppendKey(b []byte, k int) []byte {
-	data, _ := json.Marshal(k)
-	return enc.AppendBytes(b, data)
-}
-
-func (jsonKey) ReadKey(d *enc.Decoder) int {
-	var k int
-	json.Unmarshal(d.Bytes(), &k)
-	return k
-}
 
 func newOp[T, O any](t testing.TB, f process.Func[int, T, O], emit func(O)) *process.Op[int, T, O] {
 	t.Helper()
@@ -61,12 +47,12 @@ func TestMapOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap, err := op.AppendKeys(nil, jsonKey{}, func(int) uint64 { return 0 }, 1, func(int) bool { return true })
+	snap, err := op.AppendKeys(nil, process.JSONKeys[int]{}, func(int) uint64 { return 0 }, 1, func(int) bool { return true })
 	if err != nil {
 		t.Fatal(err)
 	}
 	op = newOp(t, f, func(string) {})
-	if err := op.RestoreKeys(enc.NewDecoder(snap), jsonKey{}); err != nil {
+	if err := op.RestoreKeys(enc.NewDecoder(snap), process.JSONKeys[int]{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := op.Element(1, 0, "?"); err != nil {
@@ -127,7 +113,7 @@ func TestRestoreAtAnotherParallelism(t *testing.T) {
 	header := op.AppendHeader(nil)
 	var parts [][]byte
 	for p := range 3 {
-		b, err := op.AppendKeys(nil, jsonKey{}, hash, 128, func(g int) bool { return g*3/128 == p })
+		b, err := op.AppendKeys(nil, process.JSONKeys[int]{}, hash, 128, func(g int) bool { return g*3/128 == p })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +124,7 @@ func TestRestoreAtAnotherParallelism(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range parts {
-		if err := op.RestoreKeys(enc.NewDecoder(b), jsonKey{}); err != nil {
+		if err := op.RestoreKeys(enc.NewDecoder(b), process.JSONKeys[int]{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -158,14 +144,14 @@ func TestRestoreAChangedFunction(t *testing.T) {
 	set := func(c *process.Context[int, string], v int) error { a.Set(c, v); return nil }
 	op := newOp(t, process.Func[int, int, string]{State: []process.State{a}, Element: set}, nil)
 	op.Element(1, 0, 5)
-	snap, _ := op.AppendKeys(nil, jsonKey{}, func(int) uint64 { return 0 }, 1, func(int) bool { return true })
+	snap, _ := op.AppendKeys(nil, process.JSONKeys[int]{}, func(int) uint64 { return 0 }, 1, func(int) bool { return true })
 	var got []string
 	op = newOp(t, process.Func[int, int, string]{State: []process.State{b}, Element: func(c *process.Context[int, string], v int) error {
 		x, ok := b.Get(c)
 		got = append(got, fmt.Sprintf("%q %v", x, ok))
 		return nil
 	}}, nil)
-	if err := op.RestoreKeys(enc.NewDecoder(snap), jsonKey{}); err != nil {
+	if err := op.RestoreKeys(enc.NewDecoder(snap), process.JSONKeys[int]{}); err != nil {
 		t.Fatal(err)
 	}
 	if op.Keys() != 0 {

@@ -1,7 +1,6 @@
 package weirtest
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/weirstream/weir/internal/enc"
@@ -119,7 +118,7 @@ func (h *ProcessHarness[K, T, O]) Timers() (event, processing int) { return h.op
 // checkpoint keeps them.
 func (h *ProcessHarness[K, T, O]) Snapshot() ([]byte, error) {
 	b := h.op.AppendHeader(nil)
-	return h.op.AppendKeys(b, jsonKey[K]{}, func(K) uint64 { return 0 }, 1, func(int) bool { return true })
+	return h.op.AppendKeys(b, process.JSONKeys[K]{}, func(K) uint64 { return 0 }, 1, func(int) bool { return true })
 }
 
 // RestoreProcessHarness returns a harness running f from a Snapshot, with
@@ -133,24 +132,8 @@ func RestoreProcessHarness[K comparable, T, O any](f process.Func[K, T, O], snap
 	if err := h.op.RestoreHeader(d); err != nil {
 		return nil, err
 	}
-	if err := h.op.RestoreKeys(d, jsonKey[K]{}); err != nil {
+	if err := h.op.RestoreKeys(d, process.JSONKeys[K]{}); err != nil {
 		return nil, err
 	}
 	return h, nil
-}
-
-// jsonKey encodes a harness's keys in its snapshots.
-type jsonKey[K comparable] struct{}
-
-func (jsonKey[K]) AppendKey(b []byte, k K) []byte {
-	data, _ := json.Marshal(k)
-	return enc.AppendBytes(b, data)
-}
-
-func (jsonKey[K]) ReadKey(d *enc.Decoder) K {
-	var k K
-	if data := d.Bytes(); d.Err() == nil && json.Unmarshal(data, &k) != nil {
-		d.Fail()
-	}
-	return k
 }

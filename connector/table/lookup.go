@@ -39,12 +39,10 @@ func SQLiteLookup[K comparable, R any](path, query string, scan func(*sql.Rows) 
 // PostgresLookup looks keys up in the PostgreSQL database at dsn (a URL or
 // key=value pairs, as Postgres takes it).
 func PostgresLookup[K comparable, R any](dsn, query string, scan func(*sql.Rows) (K, R, error)) (*Lookup[K, R], error) {
-	if err := CheckDSN(dsn); err != nil {
-		return nil, err
-	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, err
+		// Said without quoting the DSN, which may hold a password.
+		return nil, CheckDSN(dsn)
 	}
 	if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = "weir"

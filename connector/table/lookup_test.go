@@ -165,3 +165,12 @@ func TestLookupQueryNeedsItsKeys(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A DSN pgx cannot read is refused with why, never quoted: it may hold a
+// password.
+func TestPostgresLookupBadDSN(t *testing.T) {
+	_, err := PostgresLookup("postgres://weir:s3cret@localhost:notaport/db", "SELECT card, credit_limit FROM limits WHERE card IN ({keys})", scanLimit)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "not a connection string pgx can read") {
+		t.Errorf("got %v", err)
+	}
+}
