@@ -86,7 +86,7 @@ func lookupFile(evs []shop, path string, opts []weir.Option, stopAt int, cancel 
 // waits for the lookups under way, so the output is what an uninterrupted
 // run writes, byte for byte, when the table does not change.
 func TestLookupJoinCheckpointsAndResume(t *testing.T) {
-	resumesAsUninterrupted(t, shopEvents(3000), 1500, func(out []byte) bool {
+	resumesAsUninterrupted(t, shopEvents(6000), 3000, func(out []byte) bool {
 		return bytes.Count(out, []byte("no customer")) > 100 && bytes.Count(out, []byte("customer-")) > 1000
 	}, lookupFile)
 }
