@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -203,7 +205,13 @@ func groupText(g group.GroupStatus) string {
 		g.Group, g.Member, g.Generation, len(g.Owned), g.Partitions, g.Topic, g.Changelog)
 	if len(g.Members) > 0 || g.MembersErr != "" {
 		fmt.Fprintf(&b, "the group's instances:\n")
-		for _, m := range g.Members {
+		// This one first, the others by name: in the same order
+		// whichever order the coordinator says them in.
+		members := slices.Clone(g.Members)
+		slices.SortStableFunc(members, func(x, y group.GroupMember) int {
+			return cmp.Or(-cmp.Compare(btoi(x.ID == g.Member), btoi(y.ID == g.Member)), cmp.Compare(x.Client, y.Client), cmp.Compare(x.Host, y.Host))
+		})
+		for _, m := range members {
 			me := ""
 			if m.ID == g.Member {
 				me = "  <- this one"
@@ -284,5 +292,13 @@ func cmdSimulator(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "weir: the simulator is on http://%s/simulator\n", a)
 	<-ctx.Done()
+	return 0
+}
+
+// btoi is 1 for true, 0 for false.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
 	return 0
 }
