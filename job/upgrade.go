@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
@@ -189,7 +190,12 @@ func inspectText(in *engine.Inspection) string {
 	fmt.Fprintf(&b, "%s %d of %s, layout %d, %s\n", in.Kind, in.ID, orNone(in.Job), in.Layout, text.Size(in.Bytes))
 	fmt.Fprintf(&b, "fingerprint %s\n", in.Fingerprint)
 	if in.Created != "" {
-		fmt.Fprintf(&b, "created %s\n", in.Created)
+		// To the millisecond, as weir shows every time.
+		created := in.Created
+		if t, err := time.Parse(time.RFC3339Nano, created); err == nil {
+			created = mtime.FromTime(t).String()
+		}
+		fmt.Fprintf(&b, "created %s\n", created)
 	}
 	b.WriteString("operators:\n")
 	operator := func(name, keys string, bytes int64, instances int, watermark mtime.Time) {
