@@ -97,7 +97,8 @@ func TestConsoleWalkthrough(t *testing.T) {
 	start(append(cmds[0], "--port", fmt.Sprint(kafkaPort)))
 	run := append([]string(nil), cmds[1]...)
 	run[2] = addr
-	start(run, fmt.Sprintf("WEIR_KAFKA=127.0.0.1:%d", kafkaPort))
+	_, jobLog := start(run, fmt.Sprintf("WEIR_KAFKA=127.0.0.1:%d", kafkaPort))
+	jobStarted := time.Now()
 
 	for deadline := time.Now().Add(time.Minute); ; {
 		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
@@ -166,6 +167,17 @@ func TestConsoleWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshotOf(t, ctx, "console.png", false)
+
+	// What the job logs, as the connectors page shows it (the same job
+	// without --http): when its first panes can come, and a line of
+	// progress every 30 s.
+	shown := clitest.PageOutput(t, "../docs/connectors.md", "go run ./cmd/weir run examples/fraud/kafka.yaml")
+	for time.Since(jobStarted) < 75*time.Second && strings.Count(jobLog.String(), " progress: ") < 2 {
+		time.Sleep(time.Second)
+	}
+	if missing := clitest.MissingShape(shown, jobLog.String()); missing != "" {
+		t.Errorf("docs/connectors.md shows the job's log with a line of the shape of\n%s\nwhich its log lacks:\n%s", missing, jobLog)
+	}
 
 	// weir status finds the job's console by itself.
 	cmd := exec.Command(clitest.Bin, cmds[2]...)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/weirstream/weir/internal/clitest"
 )
 
 // Every weir command the README, CONTRIBUTING and the pages of docs/ show
@@ -173,4 +175,66 @@ func shellWords(s string) []string {
 		out = append(out, w.String())
 	}
 	return out
+}
+
+// shownBy names the test that runs each block of the pages that shows
+// what weir prints, as the page shows it: the page and the block's first
+// command (the sh block's before an output block, or a session's after its
+// prompt). The cookbook's blocks are its recipes' (examples TestCookbook
+// runs each and compares the page's blocks with what it wrote).
+var shownBy = map[string]string{
+	"README.md: go run ./cmd/weir run examples/fraud/job.yaml":                                                                   "TestREADMEAsShown",
+	"getting-started.md: go run ./cmd/weir run examples/fraud/job.yaml":                                                          "TestGettingStartedAsShown",
+	"getting-started.md: go run ./cmd/weir gen steep --events 2000000 -o steep.jsonl":                                            "TestGettingStartedAsShown",
+	"getting-started.md: go run ./cmd/weir gen ledger --events 200000 -o ledger.jsonl":                                           "TestGettingStartedAsShown",
+	"getting-started.md: go run ./cmd/weir gen ledger-checkouts --events 200000 -o checkouts.jsonl":                              "TestGettingStartedAsShown",
+	"getting-started.md: go run ./cmd/weir run examples/phones-online/never-arrived.yaml":                                        "TestGettingStartedAsShown",
+	"getting-started.md: weir reconcile --ledger orders.jsonl --ledger late.jsonl --reason \"nightly ledger\" --report job.yaml": "examples TestCookbook",
+	"job-file.md: weir lint job.yaml":                                                                                            "TestJobFilePageLintAsShown",
+	"job-file.md: weir lint kafka-avro.yaml":                                                                                     "TestJobFilePageLintSchemaAsShown",
+	"connectors.md: go run ./cmd/weir kafka --orders":                                                                            "console TestConsoleWalkthrough",
+	"connectors.md: go run ./cmd/weir run --http 127.0.0.1:8081 examples/fraud/group.yaml":                                       "grouptest TestConnectorsPageGroupAsShown",
+	"operations.md: kill -TERM $(cat ckpt/weir.pid)":                                                                             "TestOperationsPageUpgradeAsShown",
+}
+
+// Every block of the README and docs/ that shows what weir prints is run
+// by a test that checks the page against it (shownBy), and every test
+// shownBy names has its block.
+func TestDocsOutputsAreRun(t *testing.T) {
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, "../../README.md", "../../CONTRIBUTING.md")
+	seen := map[string]bool{}
+	for _, page := range pages {
+		if filepath.Base(page) == "cookbook.md" {
+			continue
+		}
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var blocks []string
+		for _, st := range clitest.Steps(string(b)) {
+			if st.Output != "" && strings.Contains(strings.Join(st.Commands, "\n"), "weir ") {
+				blocks = append(blocks, st.Commands[0])
+			}
+		}
+		for _, s := range clitest.Sessions(string(b)) {
+			blocks = append(blocks, s.Steps[0].Command)
+		}
+		for _, first := range blocks {
+			key := filepath.Base(page) + ": " + first
+			seen[key] = true
+			if shownBy[key] == "" {
+				t.Errorf("%s: no test runs this block and checks what it shows (shownBy)", key)
+			}
+		}
+	}
+	for key, test := range shownBy {
+		if !seen[key] {
+			t.Errorf("shownBy: %s (%s) is no block of the pages now", key, test)
+		}
+	}
 }

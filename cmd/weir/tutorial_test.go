@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -19,7 +18,41 @@ import (
 // (console TestConsoleWalkthrough); weir reconcile's run is its recipe's
 // (examples TestCookbook).
 func TestGettingStartedAsShown(t *testing.T) {
-	page, err := os.ReadFile("../../docs/getting-started.md")
+	ran := runPageAsShown(t, "../../docs/getting-started.md")
+	want := []string{
+		"go run ./cmd/weir run examples/fraud/job.yaml",
+		`sqlite3 -header -column examples/fraud/alerts.db "SELECT card, window_start, orders, spent, status FROM alerts ORDER BY orders DESC LIMIT 3"`,
+		"go run ./cmd/weir gen steep --events 2000000 -o steep.jsonl",
+		"go run ./cmd/weir lateness --by platform --plot lateness.svg steep.jsonl",
+		"go run ./cmd/weir gen ledger --events 200000 -o ledger.jsonl",
+		"go run ./cmd/weir gen ledger-events --events 200000 -o events.jsonl",
+		"go run ./cmd/weir lateness --ledger ledger.jsonl --match order_id --by platform --plot late-or-lost.png events.jsonl",
+		"go run ./cmd/weir gen ledger-checkouts --events 200000 -o checkouts.jsonl",
+		"go run ./cmd/weir lateness --ledger ledger.jsonl --match order_id --by platform --seen checkouts.jsonl events.jsonl",
+		"go run ./cmd/weir run examples/phones-online/never-arrived.yaml",
+		"go run ./cmd/weir run examples/phones-online/online.yaml",
+	}
+	if strings.Join(ran, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the page's commands on files are\n%s\nthis test knows\n%s", strings.Join(ran, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// The README's first command, run as it is shown, prints what the README
+// shows of it.
+func TestREADMEAsShown(t *testing.T) {
+	ran := runPageAsShown(t, "../../README.md")
+	if want := "go run ./cmd/weir run examples/fraud/job.yaml"; strings.Join(ran, "\n") != want {
+		t.Errorf("the README's commands on files are\n%s\nthis test knows\n%s", strings.Join(ran, "\n"), want)
+	}
+}
+
+// runPageAsShown runs the page's commands on files (the examples it names
+// copied into a directory of the test's own), in order, and checks that
+// every output block it shows after them is in their output: the commands
+// it ran.
+func runPageAsShown(t *testing.T, path string) []string {
+	t.Helper()
+	page, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,12 +65,12 @@ func TestGettingStartedAsShown(t *testing.T) {
 		os.MkdirAll(filepath.Dir(filepath.Join(dir, "examples", f)), 0o755)
 		os.WriteFile(filepath.Join(dir, "examples", f), b, 0o644)
 	}
-	steps := tutorialSteps(string(page))
+	steps := clitest.Steps(string(page))
 	var ran []string
 	for _, st := range steps {
 		var out strings.Builder
 		stepRan := false
-		for _, c := range st.commands {
+		for _, c := range st.Commands {
 			args := strings.Fields(c)
 			switch {
 			case len(args) > 3 && strings.Join(args[:3], " ") == "go run ./cmd/weir":
@@ -64,67 +97,13 @@ func TestGettingStartedAsShown(t *testing.T) {
 			}
 			out.WriteString(stdout + stderr)
 		}
-		if st.output != "" && stepRan {
-			if missing := shownIn(st.output, out.String()); missing != "" {
-				t.Errorf("after %q, the page shows %q, which the output lacks:\n%s", strings.Join(st.commands, "; "), missing, out.String())
+		if st.Output != "" && stepRan {
+			if missing := clitest.MissingLine(st.Output, out.String()); missing != "" {
+				t.Errorf("%s: after %q, the page shows %q, which the output lacks:\n%s", filepath.Base(path), strings.Join(st.Commands, "; "), missing, out.String())
 			}
 		}
 	}
-	want := []string{
-		"go run ./cmd/weir run examples/fraud/job.yaml",
-		`sqlite3 -header -column examples/fraud/alerts.db "SELECT card, window_start, orders, spent, status FROM alerts ORDER BY orders DESC LIMIT 3"`,
-		"go run ./cmd/weir gen steep --events 2000000 -o steep.jsonl",
-		"go run ./cmd/weir lateness --by platform --plot lateness.svg steep.jsonl",
-		"go run ./cmd/weir gen ledger --events 200000 -o ledger.jsonl",
-		"go run ./cmd/weir gen ledger-events --events 200000 -o events.jsonl",
-		"go run ./cmd/weir lateness --ledger ledger.jsonl --match order_id --by platform --plot late-or-lost.png events.jsonl",
-		"go run ./cmd/weir gen ledger-checkouts --events 200000 -o checkouts.jsonl",
-		"go run ./cmd/weir lateness --ledger ledger.jsonl --match order_id --by platform --seen checkouts.jsonl events.jsonl",
-		"go run ./cmd/weir run examples/phones-online/never-arrived.yaml",
-		"go run ./cmd/weir run examples/phones-online/online.yaml",
-	}
-	if strings.Join(ran, "\n") != strings.Join(want, "\n") {
-		t.Errorf("the page's commands on files are\n%s\nthis test knows\n%s", strings.Join(ran, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// tutorialStep is a block of commands of a page and the output block
-// after it, if any.
-type tutorialStep struct {
-	commands []string
-	output   string
-}
-
-// tutorialSteps are the page's sh blocks, each with the plain block that
-// follows it (its output) when one does before the next sh block.
-func tutorialSteps(page string) []tutorialStep {
-	var steps []tutorialStep
-	blocks := regexp.MustCompile("(?ms)^```(\\w*)\n(.*?)^```").FindAllStringSubmatch(page, -1)
-	for _, b := range blocks {
-		switch b[1] {
-		case "sh":
-			var cmds []string
-			cont := ""
-			for _, l := range strings.Split(strings.TrimSuffix(b[2], "\n"), "\n") {
-				l = strings.TrimSpace(l)
-				if i := strings.Index(l, "  #"); i >= 0 {
-					l = strings.TrimSpace(l[:i])
-				}
-				if strings.HasSuffix(l, "\\") {
-					cont += strings.TrimSuffix(l, "\\")
-					continue
-				}
-				cmds = append(cmds, cont+l)
-				cont = ""
-			}
-			steps = append(steps, tutorialStep{commands: cmds})
-		case "":
-			if n := len(steps); n > 0 && steps[n-1].output == "" {
-				steps[n-1].output = b[2]
-			}
-		}
-	}
-	return steps
+	return ran
 }
 
 // live says whether a weir command needs a broker or serves a console: the
@@ -148,68 +127,4 @@ func unquote(args []string) []string {
 		out = append(out, a)
 	}
 	return out
-}
-
-// shownIn is the first line of shown that output lacks, or "": each line
-// of shown must be a line of output, in order (other lines may come
-// between), where a time at the start of a line, a path before …/, a
-// run's time and rate, and a trailing " ..." stand for what a run says
-// there; a line "..." stands for any lines.
-func shownIn(shown, output string) string {
-	var lines []string
-	for _, l := range strings.Split(output, "\n") {
-		lines = append(lines, strings.TrimRight(l, " "))
-	}
-	at := 0
-	for _, s := range strings.Split(strings.TrimSuffix(shown, "\n"), "\n") {
-		s = strings.TrimRight(s, " ")
-		if strings.TrimSpace(s) == "..." || strings.TrimSpace(s) == "" {
-			continue
-		}
-		re := shownLine(s)
-		found := false
-		for ; at < len(lines); at++ {
-			if re.MatchString(lines[at]) {
-				found, at = true, at+1
-				break
-			}
-		}
-		if !found {
-			return s
-		}
-	}
-	return ""
-}
-
-var (
-	logTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z`)
-	runRate = regexp.MustCompile(` in [0-9.]+s \([0-9]+ lines/s\)`)
-)
-
-// shownLine is the pattern of a line the page shows.
-func shownLine(s string) *regexp.Regexp {
-	prefix := strings.HasSuffix(s, " ...")
-	s = strings.TrimSuffix(s, " ...")
-	stamp := logTime.FindString(s)
-	s = strings.TrimPrefix(s, stamp)
-	var b strings.Builder
-	b.WriteString("^")
-	if stamp != "" {
-		b.WriteString(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z`)
-	}
-	for i, part := range strings.Split(s, "…/") {
-		if i > 0 {
-			b.WriteString(`\S*/`)
-		}
-		for j, p := range runRate.Split(part, -1) {
-			if j > 0 {
-				b.WriteString(` in [0-9.]+s \([0-9]+ lines/s\)`)
-			}
-			b.WriteString(regexp.QuoteMeta(p))
-		}
-	}
-	if !prefix {
-		b.WriteString("$")
-	}
-	return regexp.MustCompile(b.String())
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/checkpoint"
+	"github.com/weirstream/weir/internal/clitest"
 	"github.com/weirstream/weir/job"
 	"github.com/weirstream/weir/jobfile"
 )
@@ -146,3 +147,56 @@ func treeOf(t *testing.T, dir string) string {
 	})
 	return b.String()
 }
+
+// The operations page's upgrade, step by step, run as the page shows it:
+// the job stopped with a savepoint (upgradeDir's), the savepoint
+// inspected, the job file changed as the page says, the restore checked,
+// and the job run from the savepoint. Every line the page shows of each
+// command is in its output, in order.
+func TestOperationsPageUpgradeAsShown(t *testing.T) {
+	s := clitest.PageSession(t, "../../docs/operations.md", "kill -TERM $(cat ckpt/weir.pid)")
+	dir := upgradeDir(t)
+	var ran []string
+	for _, st := range s.Steps {
+		args := shellWords(st.Command)
+		switch args[0] {
+		case "kill":
+			continue // upgradeDir's run took the savepoint
+		case "$EDITOR":
+			if st.Comment != "biggest: max(amount); parallelism: 2" {
+				t.Fatalf("the page edits the job as %q; this test as biggest: max(amount); parallelism: 2", st.Comment)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "job.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			edited := strings.Replace(string(b), "sum(amount)}", "sum(amount), biggest: max(amount)}\nparallelism: 2", 1)
+			os.WriteFile(filepath.Join(dir, "job.yaml"), []byte(edited), 0o600)
+			ran = append(ran, st.Command)
+			continue
+		}
+		code, stdout, stderr := clitest.Run(t, dir, args[1:]...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", st.Command, code, stdout, stderr)
+		}
+		// The savepoint was created by this run, not when the page's was.
+		out := createdAt.ReplaceAllString(stdout+stderr, "created 2026-09-07T12:00:03.512Z")
+		if missing := clitest.MissingLine(st.Output, out); missing != "" {
+			t.Errorf("%s: the page shows %q, which the output lacks:\n%s%s", st.Command, missing, stdout, stderr)
+		}
+		ran = append(ran, st.Command)
+	}
+	want := []string{
+		"weir savepoint inspect ckpt/savepoints/sp-00000001",
+		"$EDITOR job.yaml",
+		"weir run --from ckpt/savepoints/sp-00000001 --check job.yaml",
+		"weir run --from ckpt/savepoints/sp-00000001 job.yaml",
+	}
+	if strings.Join(ran, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the page's upgrade runs\n%s\nthis test knows\n%s", strings.Join(ran, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// createdAt is the line of a savepoint's inspection that says when it was
+// created, to the millisecond.
+var createdAt = regexp.MustCompile(`(?m)^created \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
