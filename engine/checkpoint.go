@@ -891,17 +891,20 @@ func (e *Engine) openCheckpoints() error {
 			store.Close()
 			return &SetupError{Msg: fmt.Sprintf("the checkpoint directory %s holds %d checkpoints and none is complete and intact; weir will not start over by itself (that would write every result again): to start from the beginning, move %s away", ck.Dir, len(bad), ck.Dir)}
 		}
-		if c != nil && c.Manifest.Kind == checkpoint.Final {
-			var meta jobMeta
-			json.Unmarshal(c.Manifest.Meta, &meta)
-			if uncommitted(c, meta.Layout) {
-				e.log(fmt.Sprintf("the last run of %s reached the end of its input but stopped before its output was committed (%s): committing it", e.cfg.Name, c.Path))
-				e.finishing = true
-			} else {
-				// Run again from the beginning, if every sink can take
-				// back what that run wrote (RerunRefusal).
-				e.rerun, c = c.Path, nil
-			}
+	}
+	if c != nil && c.Manifest.Kind == checkpoint.Final {
+		// The record of a run that reached the end of its input, the
+		// newest checkpoint or the one named (From): it holds no position
+		// to read on from, only what that run committed.
+		var meta jobMeta
+		json.Unmarshal(c.Manifest.Meta, &meta)
+		if uncommitted(c, meta.Layout) {
+			e.log(fmt.Sprintf("the last run of %s reached the end of its input but stopped before its output was committed (%s): committing it", e.cfg.Name, c.Path))
+			e.finishing = true
+		} else {
+			// Run again from the beginning, if every sink can take back
+			// what that run wrote (RerunRefusal).
+			e.rerun, c = c.Path, nil
 		}
 	}
 	if c != nil {

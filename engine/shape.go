@@ -144,6 +144,15 @@ type RestoreReport struct {
 	Changes []Change
 	// Dropped names the parts whose state is dropped (DropState).
 	Dropped []string
+	// Rerun: the checkpoint is the record of a run that reached the end
+	// of its input and committed its output, so nothing is restored: the
+	// job runs again from its beginning, each output taken back to before
+	// that run, or is refused if one cannot be (RerunError).
+	Rerun bool
+	// Finishing: the checkpoint is the record of a run that reached the
+	// end of its input and stopped before committing its output: the job
+	// commits it and reads nothing.
+	Finishing bool
 }
 
 // Refused returns the changes that refuse the restore.
@@ -190,6 +199,12 @@ func (r *RestoreReport) Text() string { return r.Say(dropSetting) }
 // Say is Text in a front door's words (weir run --check).
 func (r *RestoreReport) Say(drop DropWords) string {
 	var b strings.Builder
+	switch {
+	case r.Rerun:
+		b.WriteString("the run that took it reached the end of its input: nothing to resume; the job runs again from its beginning, taking back what that run wrote (refused if an output cannot)\n")
+	case r.Finishing:
+		b.WriteString("the run that took it reached the end of its input and stopped before committing its output: the job commits it and reads nothing\n")
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	for _, c := range r.Changes {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Verdict, c.Field, c.describe(drop))

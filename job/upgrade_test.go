@@ -601,3 +601,50 @@ func upgradeAggregateAddedSliding(t *testing.T, job string) {
 		t.Fatal("no final panes after the restore")
 	}
 }
+
+// A restore named from the final checkpoint of a finished run (weir run
+// --from ckpt/chk-N, the record of the end of its input) is what running
+// the job again is: the final checkpoint holds no position to read on
+// from, so the job runs again from its beginning, taking back what that
+// run wrote, and its outputs hold each result once. --check says so. (It
+// used to read the input again from its start into the outputs as they
+// were: every result twice.) One that stopped before committing its output
+// commits it.
+func TestRestoreFromTheFinalCheckpoint(t *testing.T) {
+	for _, yaml := range []string{
+		"name: agg\nsource: in.jsonl\ntime: {field: ts, arrival_field: ts}\nkey: k\nwindow: {tumbling: 1m}\naggregates: {n: count}\noutput: out.jsonl\ncheckpoint: {dir: ckpt, interval: 1h}\n",
+		joinJob(jobfile.JoinInner) + "checkpoint: {dir: ckpt, interval: 1h}\n",
+	} {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "in.jsonl"), []byte(`{"k":"a","ts":"2026-01-01T10:00:00Z"}`+"\n"+`{"k":"b","ts":"2026-01-01T10:05:00Z"}`+"\n"), 0o600)
+		os.WriteFile(filepath.Join(dir, "orders.jsonl"), []byte(joinOrders), 0o600)
+		os.WriteFile(filepath.Join(dir, "payments.jsonl"), []byte(joinPayments), 0o600)
+		j := loadJob(t, dir, yaml)
+		if _, err := Run(context.Background(), j, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := j.Outputs[0].File
+		want := read(t, dir, filepath.Base(out))
+		final := ""
+		entries, _ := os.ReadDir(filepath.Join(dir, "ckpt"))
+		for _, e := range entries {
+			c, err := checkpoint.Load(checkpoint.OSFS, filepath.Join(dir, "ckpt", e.Name()))
+			if err == nil && c.Manifest.Kind == checkpoint.Final {
+				final = c.Path
+			}
+		}
+		if final == "" || want == "" {
+			t.Fatalf("%s: no final checkpoint (%v) or no output", j.Name, entries)
+		}
+		r, err := CheckRestore(j, final, nil)
+		if err != nil || !r.Rerun || !strings.Contains(r.Text(), "the job runs again from its beginning") {
+			t.Errorf("%s: --check: %v\n%v", j.Name, err, r)
+		}
+		if _, err := Run(context.Background(), j, Options{From: final}); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(t, dir, filepath.Base(out)); got != want {
+			t.Errorf("%s: restored from its final checkpoint, the job wrote\n%s\nwant, as the first run\n%s", j.Name, got, want)
+		}
+	}
+}
