@@ -381,16 +381,25 @@ type joinRight[K comparable, L, R any] struct{ joinInput[K, L, R] }
 func (t *joinLeft[K, L, R]) Event(part int, key K, ts mtime.Time, v L)  { t.j.Left(part, key, ts, v) }
 func (t *joinRight[K, L, R]) Event(part int, key K, ts mtime.Time, v R) { t.j.Right(part, key, ts, v) }
 
-// Aside sends the record on: the join's own lateness rule sets aside what
-// it cannot join (a head sets aside only versions and ids beyond the
-// de-duplication horizon, which a join's heads do not have).
-func (t *joinLeft[K, L, R]) Aside(part int, key K, ts mtime.Time, v L, _ string) {
-	t.Event(part, key, ts, v)
+// Aside sets a record of the left input aside to the join's late output,
+// with the head's reason: a record whose id the head can no longer check
+// (beyond the de-duplication horizon), which the join must not take as
+// new. The head counted it.
+func (t *joinLeft[K, L, R]) Aside(part int, key K, ts mtime.Time, v L, reason string) {
+	t.j.aside(JoinLate[K, L, R]{Key: key, Side: join.Left.String(), Left: v, Timestamp: ts, Reason: reason})
 }
 
 // Aside: see joinLeft.Aside.
-func (t *joinRight[K, L, R]) Aside(part int, key K, ts mtime.Time, v R, _ string) {
-	t.Event(part, key, ts, v)
+func (t *joinRight[K, L, R]) Aside(part int, key K, ts mtime.Time, v R, reason string) {
+	t.j.aside(JoinLate[K, L, R]{Key: key, Side: join.Right.String(), Right: v, Timestamp: ts, Reason: reason})
+}
+
+// aside sends a record a head set aside to the late output, in stream
+// order, with the join's watermark and the processing time.
+func (j *Join[K, L, R]) aside(l JoinLate[K, L, R]) {
+	j.declare()
+	l.Watermark, l.At = j.d.Watermark(), j.d.Now()
+	j.Late.Push(l)
 }
 
 // Withdraw does nothing: a join's head has no versions (CanWithdraw).

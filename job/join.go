@@ -17,6 +17,7 @@ import (
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/translate"
 )
 
@@ -70,6 +71,15 @@ func (rn *Runnable) joinPlan() *plan.Graph {
 		Layout: []plan.Setting{{Field: "key", Value: j.KeyName()}, {Field: "with.key", Value: jo.With.KeyName()}},
 		Settings: append(append(expressionSettings(j), prefixed("with.", expressionSettings(jo.With))...),
 			translate.ParallelismSetting(j.Parallelism)),
+	}
+	if j.ID != nil || jo.With.ID != nil {
+		for _, side := range []*jobfile.Job{j, jo.With} {
+			var d *plan.Dedup
+			if side.ID != nil {
+				d = &plan.Dedup{Field: side.ID.String(), Horizon: side.DedupHorizon}
+			}
+			op.Dedup = append(op.Dedup, d)
+		}
 	}
 	g.Add(&plan.Node{ID: join, Label: "join", Inputs: ins, Op: op, Impl: &joinNode{rn: rn}})
 	add := func(o *jobfile.Output, ins []plan.Input, role outputRole) {
@@ -173,17 +183,23 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 		}
 	}
 	target := jr.join.LeftTarget()
-	name := "head"
 	if s.side == 1 {
-		target, name = jr.join.RightTarget(), "head:"+nodeWith
+		target = jr.join.RightTarget()
 	}
+	name := translate.JoinHeadName(s.side, c.Node().ID)
 	_, _, srcName := sourceNames(in)
 	// A join's keys are mostly each record's own (an order's id): a
 	// small table of the keys seen last finds the few that repeat (an
 	// order's payment soon after it) without growing for the others.
 	lp.keys.max = minKeyTableKeys
+	var dd state.Dedup
+	if in.ID != nil {
+		// Each input's ids are its own, kept in memory as the join's
+		// records are, for the job's dedup_horizon.
+		dd = state.NewMemoryDedup(in.DedupHorizon)
+	}
 	h, err := engine.NewHead(e, engine.HeadConfig[string, record]{Name: name, Source: srcName, Decoder: keepRaw{lp}, Window: target,
-		Quarantine: quarantine, Decoders: 1, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1})
+		Quarantine: quarantine, Decoders: 1, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1, Dedup: dd})
 	if err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
@@ -386,7 +402,7 @@ func (rn *Runnable) joinSummary(err error) *Summary {
 	side := func(i int) engine.Counts {
 		c := jr.heads[i].Counts()
 		c.TooLate = []int64{st.LateLeft, st.LateRight}[i]
-		c.Accepted = c.Read - c.Quarantined - c.Filtered - c.TooLate
+		c.Accepted = c.Read - c.Quarantined - c.Filtered - c.TooLate - c.Duplicates - c.BeyondDedupHorizon
 		return c
 	}
 	l, r := side(0), side(1)
@@ -425,6 +441,14 @@ func (s *Summary) joinText(name string) string {
 	filtered := ""
 	if w.Filtered > 0 {
 		filtered = fmt.Sprintf(", %d filtered out by where", w.Filtered)
+	}
+	if w.Duplicates > 0 || w.BeyondDedupHorizon > 0 {
+		// join.with.id: its duplicates, and the records too old for their
+		// ids to be checked.
+		filtered += fmt.Sprintf(", %d duplicates", w.Duplicates)
+		if w.BeyondDedupHorizon > 0 {
+			filtered += fmt.Sprintf(", %d beyond the de-duplication horizon", w.BeyondDedupHorizon)
+		}
 	}
 	text := fmt.Sprintf("weir: %s: join.with: read %d lines: %d accepted%s, %d too late, %d quarantined%s\n", name, w.Read, w.Accepted, filtered, w.TooLate, w.Quarantined, q)
 	if js.WithInputRestarted != "" {

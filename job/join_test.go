@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -316,6 +317,136 @@ func TestJoinJobRestoredWritesTheSame(t *testing.T) {
 	restoredWritesTheSame(t, yaml, orders, payments, 2000, 1000)
 }
 
+// A join job that de-duplicates both inputs (id, join.with.id), stopped
+// and resumed as TestJoinJobRestoredWritesTheSame's: every 50th order is
+// sent twice in a row, every 10th payment again 20 lines later, and each
+// duplicate is dropped whether its first came before the savepoint or
+// after it.
+func TestJoinJobDeduplicatesRestoredWritesTheSame(t *testing.T) {
+	orders, payments := joinInputs(5000)
+	orders, payments = resent(orders, 50, 1), resent(payments, 10, 20)
+	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
+		"{field: ts}", "{field: ts, arrival_field: at}\nid: order_id", "{field: paid_at}", "{field: paid_at, arrival_field: at}, id: order").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	sum := runJoinJob(t, t.TempDir(), yaml, orders, payments, Options{})
+	if sum.Duplicates < 90 || sum.Join.With.Duplicates < 300 || !sum.Accounting.Balanced() || !sum.Join.With.Balanced() {
+		t.Fatalf("the inputs' duplicates should be dropped: orders %+v, payments %+v", sum.Accounting, sum.Join.With)
+	}
+	restoredWritesTheSame(t, yaml, orders, payments, 2000, 1000)
+}
+
+// A join job's ids may be added or removed by an upgrade, as an
+// aggregation's: added, an input's de-duplication starts afresh; removed,
+// its ids are not restored. Either way the job resumes and, on inputs
+// without duplicates, writes what a run without a stop writes.
+func TestJoinJobDedupAddedOrRemovedOnRestore(t *testing.T) {
+	orders, payments := joinInputs(3000)
+	plain := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
+		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	withIDs := strings.NewReplacer("{field: ts, arrival_field: at}", "{field: ts, arrival_field: at}\nid: order_id",
+		"{field: paid_at, arrival_field: at}", "{field: paid_at, arrival_field: at}, id: order").Replace(plain)
+	whole := t.TempDir()
+	runJoinJob(t, whole, plain, orders, payments, Options{})
+	want := read(t, whole, "joined.jsonl")
+	for _, c := range []struct{ name, before, after string }{{"added", plain, withIDs}, {"removed", withIDs, plain}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if s := runJoinJob(t, dir, c.before, orders, payments, Options{stopAfter: 2}); s.Savepoint == "" {
+				t.Fatal("no savepoint")
+			}
+			var log strings.Builder
+			sum := runJoinJob(t, dir, c.after, orders, payments, Options{Log: &log})
+			if got := read(t, dir, "joined.jsonl"); got != want {
+				t.Errorf("resumed with the ids %s: the records differ from a run without a stop (%d bytes against %d)\n%s", c.name, len(got), len(want), log.String())
+			}
+			if !sum.Accounting.Balanced() || !sum.Join.With.Balanced() {
+				t.Errorf("accounting: %+v, %+v", sum.Accounting, sum.Join.With)
+			}
+		})
+	}
+}
+
+// What a restore does with a join's ids, as weir run --from --check says
+// it: the other input's id changed is refused, naming join.with.id and what
+// a restore keeps, unless its ids are dropped; an id removed is left
+// behind; one added starts afresh.
+func TestJoinJobDedupRestoreRules(t *testing.T) {
+	orders, payments := joinInputs(300)
+	base := strings.NewReplacer("{field: ts}", "{field: ts}\nid: order_id", "{field: paid_at}", "{field: paid_at}, id: order").Replace(joinJob(jobfile.JoinInner)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	dir := t.TempDir()
+	if s := runJoinJob(t, dir, base, orders, payments, Options{stopAfter: 1}); s.Savepoint == "" {
+		t.Fatal("no savepoint")
+	}
+	sp := filepath.Join(dir, "ckpt", "savepoints", "sp-00000001")
+	for _, c := range []struct {
+		name, from, to string
+		drop           []string
+		line, err      string
+	}{
+		{"the other input's id changed", "id: order,", "id: status,", nil,
+			"refused join.with.id order -> status: its de-duplication ids would be lost\n",
+			"join.with.id: order in " + sp + ", status now: restoring would lose the 42 de-duplication ids; --drop-state=dedup starts them afresh, keeping the positions and the join's buffered records"},
+		{"its ids dropped", "id: order,", "id: status,", []string{"dedup"},
+			"restarts join.with.id order -> status: its de-duplication ids dropped (DropState dedup)\n", ""},
+		{"the job's id removed", "id: order_id\n", "", nil,
+			"removed de-duplication of source no longer in the job; not restored: its de-duplication ids\n", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j := loadJob(t, dir, strings.Replace(base, c.from, c.to, 1))
+			r, err := CheckRestore(j, sp, c.drop)
+			if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+				t.Errorf("error %v, want %q", err, c.err)
+			}
+			if r == nil || !strings.Contains(oneSpaced(r.Text()), c.line) {
+				t.Errorf("the report lacks %q:\n%v", c.line, r)
+			}
+		})
+	}
+	// An id added to a join without: that input's de-duplication starts
+	// afresh.
+	plain := strings.NewReplacer("{field: ts}\nid: order_id", "{field: ts}", " id: order,", "").Replace(base)
+	dir2 := t.TempDir()
+	if s := runJoinJob(t, dir2, plain, orders, payments, Options{stopAfter: 1}); s.Savepoint == "" {
+		t.Fatal("no savepoint")
+	}
+	r, err := CheckRestore(loadJob(t, dir2, base), filepath.Join(dir2, "ckpt", "savepoints", "sp-00000001"), nil)
+	if err != nil || !strings.Contains(oneSpaced(r.Text()), "restarts de-duplication of source new since the checkpoint: starts afresh\nrestarts de-duplication of join.with new since the checkpoint: starts afresh\n") {
+		t.Errorf("ids added: %v\n%v", err, r)
+	}
+}
+
+// oneSpaced is s with each run of spaces one space: a report's columns
+// aside.
+func oneSpaced(s string) string {
+	return regexp.MustCompile(` +`).ReplaceAllString(s, " ")
+}
+
+// resent is the lines with every nth line of JSON sent again after later
+// more lines.
+func resent(lines string, nth, later int) string {
+	ls := strings.SplitAfter(lines, "\n")
+	var out []string
+	var again []struct {
+		at   int
+		line string
+	}
+	for i, l := range ls {
+		out = append(out, l)
+		if i%nth == 0 && strings.HasPrefix(l, `{"`) {
+			again = append(again, struct {
+				at   int
+				line string
+			}{i + later, l})
+		}
+		for len(again) > 0 && again[0].at <= i+1 {
+			out, again = append(out, again[0].line), again[1:]
+		}
+	}
+	return strings.Join(out, "")
+}
+
 // A temporal join job, stopped and resumed as TestJoinJobRestoredWritesTheSame's:
 // each payment joins its order as it was at the payment's time, an order
 // of more than 450 being a deletion of the order's row.
@@ -490,5 +621,78 @@ func TestJoinJobSaysWhichInputRestarted(t *testing.T) {
 	}
 	if text := sum.Text(); !strings.Contains(text, "join.with: the input was read from its start: it is not the file the checkpoint read (its first 4096 bytes") {
 		t.Errorf("the summary's lines:\n%s", text)
+	}
+}
+
+// A join job with id on both inputs de-duplicates each, as a window's head
+// does: an order sent twice and a payment sent twice join once, two
+// payments of one order with ids of their own join twice, and a payment too
+// old for its id to be checked (its time plus dedup_horizon at or before
+// the watermark) goes to the late output as beyond_dedup_horizon, never
+// into the join. Every line is accounted for. In merged order: o1@0, o1@0
+// again, p1@3 (the pair), p1@3 again, o4@20, p4@21 and p4b@22 (two
+// pairs), then p0@4, read when the watermark (the orders', the least of
+// the two) is 10:19:59.999.
+func TestJoinJobDeduplicates(t *testing.T) {
+	const (
+		orders = `{"order_id":"o1","ts":"2026-01-01T10:00:00Z","amount":10}
+{"order_id":"o1","ts":"2026-01-01T10:00:00Z","amount":10}
+{"order_id":"o4","ts":"2026-01-01T10:20:00Z","amount":40}
+`
+		payments = `{"payment_id":"p1","order":"o1","paid_at":"2026-01-01T10:03:00Z"}
+{"payment_id":"p1","order":"o1","paid_at":"2026-01-01T10:03:00Z"}
+{"payment_id":"p4","order":"o4","paid_at":"2026-01-01T10:21:00Z"}
+{"payment_id":"p4b","order":"o4","paid_at":"2026-01-01T10:22:00Z"}
+{"payment_id":"p0","order":"o1","paid_at":"2026-01-01T10:04:00Z"}
+`
+	)
+	job := `name: paid
+source: {file: orders.jsonl}
+time: {field: ts}
+key: order_id
+id: order_id
+dedup_horizon: 5m
+join:
+  with: {source: {file: payments.jsonl}, time: {field: paid_at}, key: order, id: payment_id}
+  between: [0s, 10m]
+watermark: {delay: 0s, interval: 0s}
+output: joined.jsonl
+late_output: late.jsonl
+summary: summary.json
+`
+	dir := t.TempDir()
+	sum := runJoinJob(t, dir, job, orders, payments, Options{})
+	o, p := strings.Split(orders, "\n"), strings.Split(payments, "\n")
+	want := []string{
+		joinedPair("o1", o[0], p[0], 1, 1) + `"watermark":null}`,
+		joinedPair("o4", o[2], p[2], 3, 3) + `"watermark":"2026-01-01T10:02:59.999Z"}`,
+		joinedPair("o4", o[2], p[3], 3, 4) + `"watermark":"2026-01-01T10:19:59.999Z"}`,
+	}
+	if got := read(t, dir, "joined.jsonl"); got != strings.Join(want, "\n")+"\n" {
+		t.Errorf("joined:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
+	}
+	late := read(t, dir, "late.jsonl")
+	wantLate := `{"reason":"beyond_dedup_horizon","side":"right","key":"o1","watermark":"2026-01-01T10:19:59.999Z","event_time":"2026-01-01T10:04:00.000Z","line":5,"set_aside_at":`
+	if !strings.HasPrefix(late, wantLate) || !strings.HasSuffix(late, `,"event":`+p[4]+"}\n") || strings.Count(late, "\n") != 1 {
+		t.Errorf("late:\n%s\nwant one line starting\n%s", late, wantLate)
+	}
+	if sum.Read != 3 || sum.Accepted != 2 || sum.Duplicates != 1 || !sum.Accounting.Balanced() {
+		t.Errorf("orders: %+v", sum.Accounting)
+	}
+	js := sum.Join
+	if w := js.With; w.Read != 5 || w.Accepted != 3 || w.Duplicates != 1 || w.BeyondDedupHorizon != 1 || w.TooLate != 0 || !w.Balanced() {
+		t.Errorf("payments: %+v", w)
+	}
+	if js.Pairs != 3 || js.Written != 3 || sum.LateWritten != 1 {
+		t.Errorf("join: %+v, late written %d", js, sum.LateWritten)
+	}
+	text := sum.Text()
+	for _, l := range []string{
+		"weir: paid: join.with: read 5 lines: 3 accepted, 1 duplicates, 1 beyond the de-duplication horizon, 0 too late, 0 quarantined\n",
+		"weir: paid: inner join: 3 pairs, 0 unmatched; 3 records written, 1 too-late records written; watermark 9999-12-31T23:59:59.999Z\n",
+	} {
+		if !strings.Contains(text, l) {
+			t.Errorf("the summary lacks %q:\n%s", l, text)
+		}
 	}
 }

@@ -234,7 +234,10 @@ func progressLogLine(st engine.Status, prev int64, d time.Duration) string {
 	if len(st.Joins) > 0 {
 		// A join: its other inputs, and what it made and holds.
 		for _, in := range st.Inputs[min(1, len(st.Inputs)):] {
-			fmt.Fprintf(&b, "; %s read %d: %d accepted, %d too late, %d quarantined", in.Name, in.Counts.Read, in.Counts.Accepted, in.Counts.TooLate, in.Counts.Quarantined)
+			fmt.Fprintf(&b, "; %s read %d: %d accepted, %d too late, %d quarantined", in.Name, in.Counts.Read, in.Counts.Accepted, in.Counts.TooLate+in.Counts.BeyondDedupHorizon, in.Counts.Quarantined)
+			if in.Counts.Duplicates > 0 {
+				fmt.Fprintf(&b, ", %d duplicates", in.Counts.Duplicates)
+			}
 		}
 		for _, jn := range st.Joins {
 			fmt.Fprintf(&b, "; %d pairs, %d unmatched; %d records held", jn.Pairs, jn.Unmatched, jn.Left+jn.Right)

@@ -452,6 +452,19 @@ func (p *parser) versioned(root *node, j *Job) error {
 	return nil
 }
 
+// id reads id: the field that identifies an event, for de-duplication.
+func (p *parser) id(root *node, j *Job) error {
+	s, n, err := root.str("id")
+	if err != nil {
+		return err
+	}
+	if n != nil && s == "" {
+		return root.errf(n, "id", "expected a field name")
+	}
+	j.ID = ParsePath(s)
+	return nil
+}
+
 // job reads the top level. The order of the checks follows the order of a
 // job file, so the first error reported is the first a reader would meet.
 func (p *parser) job(root *node) (*Job, error) {
@@ -487,23 +500,13 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.key(root, j); err != nil {
 		return nil, err
 	}
-	for _, f := range []struct {
-		name string
-		dst  *Path
-	}{{"id", &j.ID}} {
-		s, n, err := root.str(f.name)
-		if err != nil {
-			return nil, err
-		}
-		if n != nil && s == "" {
-			return nil, root.errf(n, f.name, "expected a field name")
-		}
-		*f.dst = ParsePath(s)
+	if err := p.id(root, j); err != nil {
+		return nil, err
 	}
 	if d, ok, err := root.duration("dedup_horizon"); err != nil {
 		return nil, err
 	} else if ok {
-		if j.ID == nil {
+		if j.ID == nil && root.get("join") == nil {
 			return nil, root.errf(root.get("dedup_horizon"), "dedup_horizon", "needs id: the field that identifies an event")
 		}
 		j.DedupHorizon = d

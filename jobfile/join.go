@@ -59,9 +59,9 @@ func (jo *Join) WindowOf(ts mtime.Time) mtime.Time {
 }
 
 // JoinWithFields are the fields of a join's other input (join.with): its
-// own source, time, key, derived fields and where. The watermark and
-// max_future are the job's, for both inputs.
-var JoinWithFields = []string{"source", "time", "key", "fields", "where"}
+// own source, time, key, id, derived fields and where. The watermark,
+// max_future and dedup_horizon are the job's, for both inputs.
+var JoinWithFields = []string{"source", "time", "key", "id", "fields", "where"}
 
 // notInJoin are the fields a job with a join does not take, with why.
 var notInJoin = []struct{ field, why string }{
@@ -73,8 +73,6 @@ var notInJoin = []struct{ field, why string }{
 	{"aggregates", "a join writes the records it joins, not aggregates"},
 	{"having", "a join writes the records it joins; keep records with where, on either input"},
 	{"late_for_some_windows", "a join has no windows"},
-	{"id", "a join does not de-duplicate its inputs yet"},
-	{"dedup_horizon", "a join does not de-duplicate its inputs yet"},
 	{"version_field", "a join does not revise records"},
 	{"heartbeat", "a join's inputs have no heartbeats yet"},
 	{"acceptance", "the acceptance record is an aggregation's"},
@@ -118,7 +116,7 @@ func (p *parser) join(root *node, j *Job) error {
 	}
 	r := &Job{File: p.file, Name: j.Name, Parallelism: 1, lines: map[string]int{}}
 	sub := &node{file: root.file, n: own}
-	for _, read := range []func(*node, *Job) error{p.source, p.sourceFormat, p.fields, p.time, p.key, p.watermark, p.where} {
+	for _, read := range []func(*node, *Job) error{p.source, p.sourceFormat, p.fields, p.time, p.key, p.id, p.watermark, p.where} {
 		if err := read(sub, r); err != nil {
 			if e, ok := err.(*Error); ok && !strings.HasPrefix(e.Field, "watermark") {
 				e.Field = "join.with." + e.Field
@@ -126,7 +124,12 @@ func (p *parser) join(root *node, j *Job) error {
 			return err
 		}
 	}
-	r.MaxFuture = j.MaxFuture
+	r.MaxFuture, r.DedupHorizon = j.MaxFuture, j.DedupHorizon
+	if j.ID == nil && r.ID == nil {
+		if n := root.get("dedup_horizon"); n != nil {
+			return root.errf(n, "dedup_horizon", "needs id (or join.with.id): the field that identifies an event")
+		}
+	}
 	if r.Kafka != nil && r.Kafka.Group != "" || j.Kafka != nil && j.Kafka.Group != "" {
 		return jn.errf(nil, "join", "a join reads both its inputs in one job: not in a consumer group yet")
 	}

@@ -53,20 +53,41 @@ func TestParseJoin(t *testing.T) {
 	}
 }
 
+// A join's inputs each take an id, and share the job's dedup_horizon.
+func TestParseJoinIDs(t *testing.T) {
+	yaml := strings.Replace(joinMinimal, "key: order,", "key: order, id: payment.id,", 1) + "id: order_id\ndedup_horizon: 20m\n"
+	j, err := Parse([]byte(yaml), "job.yaml", "/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := j.Join.With
+	if j.ID.String() != "order_id" || w.ID.String() != "payment.id" || j.DedupHorizon != 1_200_000 || w.DedupHorizon != 1_200_000 {
+		t.Errorf("ids %q and %q, horizons %d and %d", j.ID, w.ID, j.DedupHorizon, w.DedupHorizon)
+	}
+	// Either input's id alone is enough for a horizon.
+	if _, err := Parse([]byte(strings.Replace(yaml, "id: order_id\n", "", 1)), "job.yaml", "/d"); err != nil {
+		t.Errorf("the other input's id alone: %v", err)
+	}
+}
+
 func TestParseJoinErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"a window", joinMinimal + "window: {tumbling: 1m}\n",
 			`job.yaml:14: window: not in a job with join: a join writes the records it joins, not windows' panes: a window join's window is join.window`},
 		{"aggregates", joinMinimal + "aggregates: {n: count}\n",
 			`job.yaml:14: aggregates: not in a job with join: a join writes the records it joins, not aggregates`},
-		{"an id", joinMinimal + "id: order_id\n",
-			`job.yaml:14: id: not in a job with join: a join does not de-duplicate its inputs yet`},
+		{"a version field", joinMinimal + "id: order_id\nversion_field: v\n",
+			`job.yaml:15: version_field: not in a job with join: a join does not revise records`},
+		{"a dedup horizon without ids", joinMinimal + "dedup_horizon: 10m\n",
+			`job.yaml:14: dedup_horizon: needs id (or join.with.id): the field that identifies an event`},
+		{"the other input's empty id", strings.Replace(joinMinimal, "key: order,", `key: order, id: "",`, 1),
+			`job.yaml:6: join.with.id: expected a field name`},
 		{"a pebble state", joinMinimal + "state: {backend: pebble}\n",
 			`job.yaml:14: state: not in a job with join: a join keeps its state in memory, bounded by its interval and lateness`},
 		{"no other input", strings.Replace(joinMinimal, "  with: {source: {file: payments.jsonl}, time: {field: paid_at}, key: order, where: \"status == 'ok'\"}\n", "", 1),
 			`job.yaml:6: join.with: missing: the other input, its source, time and key, e.g. join: {with: {source: payments.jsonl, time: {field: ts}, key: order_id}, between: [0s, 10m], kind: anti}`},
-		{"a field the other input does not take", strings.Replace(joinMinimal, "key: order,", "key: order, id: x,", 1),
-			`job.yaml:6: join.with.id: unknown field "id"; expected one of deletion, fields, key, source, time, where`},
+		{"a field the other input does not take", strings.Replace(joinMinimal, "key: order,", "key: order, version_field: x,", 1),
+			`job.yaml:6: join.with.version_field: unknown field "version_field"; expected one of deletion, fields, id, key, source, time, where`},
 		{"the other input's time missing", strings.Replace(joinMinimal, "time: {field: paid_at}, ", "", 1),
 			`job.yaml:6: join.with.time: missing: name the event-time field, e.g. time: {field: ts}`},
 		{"the other input's where", strings.Replace(joinMinimal, `"status == 'ok'"`, `"status =="`, 1),

@@ -314,7 +314,7 @@ var jobFields = *object("A weir job: windowed aggregations over a stream of even
 	field{"key", oneOf("The key: a field (a.b reads a nested field), or a list of fields (a composite key); absent: one global key.",
 		fieldName("The key field."), &shape{Kind: kList, Min: 1, Item: fieldName("A field of the composite key.")})},
 	field{"id", fieldName("De-duplicate events by this field.")},
-	field{"dedup_horizon", dur("How long ids are remembered, in event time (default 1h; needs id).")},
+	field{"dedup_horizon", dur("How long ids are remembered, in event time (default 1h; needs id, or in a join either input's id).")},
 	field{"version_field", fieldName("The event's version (an integer; needs id): of two events with one id, the higher version replaces the lower in the results; a lower one arriving later is set aside as superseded.")},
 	field{"max_future", oneOf("Events further ahead of their arrival are quarantined (default 1h).", dur("The bound."), enum("none: no bound.", "none", "off"))},
 	field{"watermark", watermarkShape},

@@ -280,6 +280,9 @@ type Join struct {
 	Format int
 	// Parallelism is how many parts its state is kept in, by key group.
 	Parallelism int
+	// Dedup is, for each of its inputs (in the order of the node's
+	// Inputs), the de-duplication of that input by its head, or nil.
+	Dedup []*Dedup
 }
 
 func (*Join) kind() Kind { return KindJoin }
@@ -553,6 +556,11 @@ func describe(n *Node) string {
 		for _, l := range op.Layout {
 			if l.Field == "key" {
 				s += " by " + l.Value
+			}
+		}
+		for i, d := range op.Dedup {
+			if d != nil {
+				s += fmt.Sprintf("; %s de-duplicated by %s within %s", []string{"left", "right"}[min(i, 1)], d.Field, mtime.FormatDuration(d.Horizon))
 			}
 		}
 		s += fmt.Sprintf("; watermark %s; lateness %s", DescribeWatermark(op.Watermark, ""), mtime.FormatDuration(op.Lateness))

@@ -273,6 +273,29 @@ func HeadName(agg plan.ID) string {
 	return "head:" + agg.Name
 }
 
+// JoinHeadName is the name of the head of a join's input i, which reads
+// the source node from: the first input's is "head", as an aggregation's
+// head is, each other one's "head:" and its source's name.
+func JoinHeadName(i int, from plan.ID) string {
+	if i == 0 {
+		return "head"
+	}
+	return "head:" + from.Name
+}
+
+// dedupPart is the restore shape's part of a head's de-duplication ids.
+func dedupPart(head, label string, d *plan.Dedup) engine.Part {
+	p := engine.Part{Name: head, Label: label, Kind: engine.StateDedup,
+		Layout:   []engine.Setting{{Field: "id", Value: d.Field}},
+		Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(d.Horizon)}}}
+	if d.Version != "" {
+		// Only when set: the shape of a job without versions is what it
+		// was before them.
+		p.Settings = append(p.Settings, engine.Setting{Field: "version_field", Value: d.Version})
+	}
+	return p
+}
+
 // Shape is the restore shape of a plan: a part for every node that holds
 // state, in the order of the plan, described by the one rule of each
 // kind.
@@ -293,15 +316,7 @@ func Shape(g *plan.Graph) *engine.Shape {
 					// One of several aggregations: whose.
 					label += " of " + n.Label
 				}
-				dp := engine.Part{Name: HeadName(n.ID), Label: label, Kind: engine.StateDedup,
-					Layout:   []engine.Setting{{Field: "id", Value: d.Field}},
-					Settings: []engine.Setting{{Field: engine.SettingHorizon, Value: mtime.FormatDuration(d.Horizon)}}}
-				if d.Version != "" {
-					// Only when set: the shape of a job without versions
-					// is what it was before them.
-					dp.Settings = append(dp.Settings, engine.Setting{Field: "version_field", Value: d.Version})
-				}
-				s.Parts = append(s.Parts, dp)
+				s.Parts = append(s.Parts, dedupPart(HeadName(n.ID), label, d))
 			}
 			p := engine.Part{Name: Participant(n.ID), Label: n.Label, Kind: engine.StateWindows, Format: op.Format,
 				Layout: append([]engine.Setting{{Field: "window", Value: plan.DescribeAssigner(op.Strategy.Assigner)}}, settings(op.Layout)...),
@@ -315,6 +330,18 @@ func Shape(g *plan.Graph) *engine.Shape {
 			}
 			s.Parts = append(s.Parts, p)
 		case *plan.Join:
+			for i, d := range op.Dedup {
+				if d != nil && i < len(n.Inputs) {
+					// The first input's id is the job's own; another's is
+					// named by its input's label (join.with.id).
+					label := g.Node(n.Inputs[i].From).Label
+					p := dedupPart(JoinHeadName(i, n.Inputs[i].From), "de-duplication of "+label, d)
+					if i > 0 {
+						p.Layout[0].Field = label + ".id"
+					}
+					s.Parts = append(s.Parts, p)
+				}
+			}
 			// A temporal join's buffers hold versions, a window join's
 			// records by window, not records within an interval: a change
 			// of kind is refused. A

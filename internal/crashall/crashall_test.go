@@ -323,15 +323,15 @@ func newSchedule(seed uint64) *schedule {
 	s.second = pick(r, "", "", "{tumbling: 1m}", "{sliding: {size: 30s, slide: 10s}}")
 	if !s.kafkaIn && r.IntN(4) == 0 {
 		// A join of two recorded files: its records go to a file or a
-		// topic, as JSON, and it has no windows, de-duplication or
-		// second aggregation.
+		// topic, as JSON, and it has no windows or second aggregation;
+		// its source is de-duplicated or not (dedup).
 		s.join = pick(r, "inner", "left_outer", "anti")
 		s.joinAs = pick(r, "interval", "temporal", "window")
 		s.results = slices.DeleteFunc(s.results, func(k string) bool { return k == kSQLite || k == kPostgres })
 		if len(s.results) == 0 {
 			s.results = []string{kFile}
 		}
-		s.dedup, s.second, s.avroOut, s.bigKeys, s.trigger = false, "", false, false, ""
+		s.second, s.avroOut, s.bigKeys, s.trigger = "", false, false, ""
 	}
 	return s
 }
