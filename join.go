@@ -8,6 +8,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/translate"
 )
 
@@ -183,8 +184,8 @@ func joinStreams[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], c 
 	case left.t.wm.Fingerprint() != right.t.wm.Fingerprint():
 		p.fail("join %s: its sides have different watermark strategies (%s and %s): they need the same one", name, left.t.wm.Fingerprint(), right.t.wm.Fingerprint())
 		return outs()
-	case left.t.id != nil || right.t.id != nil:
-		p.fail("join %s: a side is Deduplicated, which a join does not do yet", name)
+	case left.t.version != nil || right.t.version != nil:
+		p.fail("join %s: a side is Versioned, which a join does not do: a join does not revise what it joined", name)
 		return outs()
 	}
 	if p.checkpointed() {
@@ -204,6 +205,18 @@ func joinStreams[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], c 
 		},
 		Settings:    []plan.Setting{translate.ParallelismSetting(p.o.parallelism)},
 		Parallelism: p.o.parallelism,
+	}
+	if left.t.id != nil || right.t.id != nil {
+		// A Deduplicated side is read into the join through a head of its
+		// own, which keeps its ids.
+		for i, horizon := range []mtime.Time{left.t.horizon, right.t.horizon} {
+			var d *plan.Dedup
+			if horizon > 0 {
+				d = &plan.Dedup{Field: "function", Horizon: horizon}
+			}
+			op.Heads = append(op.Heads, fmt.Sprintf("head:%s:%s", node.Name, []string{"left", "right"}[i]))
+			op.Dedup = append(op.Dedup, d)
+		}
 	}
 	jn := &joinNode[K, L, R]{name: name, spec: c.spec, deletes: deletes, left: left, right: right, out: out, late: late,
 		lin: later[L](left.t.s.n), rin: later[R](right.t.s.n)}
@@ -242,7 +255,29 @@ func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 		add: j.Left, signal: j.Signal}
 	n.rin.c = &joinSide[K, R]{key: n.right.key, ts: n.right.t.ts, part: n.right.t.part,
 		add: j.Right, signal: j.RightSignal}
+	if n.left.t.id != nil {
+		h, err := joinHead(e, op, 0, j.LeftTarget(), c.Node().Label)
+		if err != nil {
+			return fmt.Errorf("weir: join %s: %w", n.name, err)
+		}
+		n.lin.c = &stageInput[K, L]{h: h, ts: n.left.t.ts, key: n.left.key, part: n.left.t.part, id: n.left.t.id, declare: n.left.t.parts}
+	}
+	if n.right.t.id != nil {
+		h, err := joinHead(e, op, 1, j.RightTarget(), c.Node().Label)
+		if err != nil {
+			return fmt.Errorf("weir: join %s: %w", n.name, err)
+		}
+		n.rin.c = &stageInput[K, R]{h: h, ts: n.right.t.ts, key: n.right.key, part: n.right.t.part, id: n.right.t.id, declare: n.right.t.parts}
+	}
 	return nil
+}
+
+// joinHead is the head of the join's Deduplicated input side (0 left, 1
+// right): its de-duplication, and its accounting among the status's
+// inputs (never the status's own counts, which are the aggregations').
+func joinHead[K comparable, T any](e *engine.Engine, op *plan.Join, side int, target engine.Target[K, T], label string) (*engine.Head[K, T], error) {
+	return engine.NewHead(e, engine.HeadConfig[K, T]{Name: op.Heads[side], Source: label, Window: target,
+		Dedup: state.NewMemoryDedup(op.Dedup[side].Horizon), Input: op.Heads[side], Second: true})
 }
 
 // joinSide feeds one side of a join from its input stream.

@@ -356,6 +356,15 @@ func TestIntervalJoinErrors(t *testing.T) {
 	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "cannot be checkpointed") {
 		t.Errorf("a type without a codec: %v", err)
 	}
+	p = weir.NewPipeline()
+	s = weir.FromSlice(p, []int{1})
+	versioned := weir.KeyBy(weir.WithTimestamps(s, func(int) mtime.Time { return 0 }, watermark.BoundedOutOfOrderness(0)).
+		Deduplicated(time.Hour, func(int) string { return "a" }).Versioned(func(int) int64 { return 1 }), func(int) int { return 0 })
+	out, _ = weir.IntervalJoin(versioned, k(watermark.BoundedOutOfOrderness(0)), 0, time.Second)
+	weir.Sink(out, func(weir.Joined[int, int, int]) error { return nil })
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "a side is Versioned, which a join does not do") {
+		t.Errorf("a versioned side: %v", err)
+	}
 }
 
 // A restore into a join whose interval, mode or lateness changed carries
@@ -583,4 +592,71 @@ func stoppedJoin(t *testing.T, evs []shop) (string, weir.Option) {
 		t.Fatal("the stopped run ended")
 	}
 	return out, ckpt
+}
+
+// A Deduplicated side is de-duplicated before the join, as an
+// aggregation's input is: an order and a payment each delivered twice join
+// once, a second payment of the order (an id of its own) joins too, and a
+// payment too old for its id to be checked (its time plus the horizon at or
+// before the watermark) goes to the late output as beyond_dedup_horizon,
+// never into the join.
+func TestIntervalJoinDeduplicated(t *testing.T) {
+	ev := func(kind, order string, at int64) shop { return shop{Kind: kind, Order: order, At: mtime.Time(at)} }
+	evs := []shop{ev("order", "o", 3), ev("order", "o", 3), ev("payment", "o", 4), ev("payment", "o", 4), ev("payment", "o", 5),
+		ev("order", "q", 20), ev("payment", "q", 21), ev("payment", "o", 6)}
+	for i := range evs {
+		evs[i].Arrival = mtime.Time(i)
+	}
+	id := func(e shop) string { return fmt.Sprint(e.Kind, e.Order, e.At) }
+	p := weir.NewPipeline()
+	src := weir.FromSlice(p, evs)
+	wm := watermark.BoundedOutOfOrderness(0).WithInterval(0)
+	side := func(kind string) weir.Keyed[string, shop] {
+		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm).Deduplicated(10*time.Millisecond, id), func(e shop) string { return e.Order })
+	}
+	out, late := weir.IntervalJoin(side("order"), side("payment"), 0, 10*time.Millisecond, weir.Named("payments"))
+	got := runLines(t, p, out, late)
+	want := []string{
+		"o (3,4) at 4", // once, though both were delivered twice
+		"o (3,5) at 5",
+		"q (20,21) at 21",
+		"late o right 6 beyond_dedup_horizon wm 19", // 6 + 10 ms <= the watermark, 19
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A join of Deduplicated sides stops with a savepoint and resumes from it,
+// at the same and at another parallelism, its ids with it: the output is
+// what an uninterrupted run writes, byte for byte, duplicates dropped
+// whether their first delivery came before the savepoint or after it.
+func TestIntervalJoinDeduplicatedCheckpointsAndResume(t *testing.T) {
+	evs := shopEvents(6000)
+	var withDups []shop
+	for i, e := range evs {
+		withDups = append(withDups, e)
+		if i%7 == 3 {
+			again := e
+			again.Arrival = e.Arrival + 500 // delivered again half a second later
+			withDups = append(withDups, again)
+		}
+	}
+	slices.SortStableFunc(withDups, func(a, b shop) int { return int(a.Arrival - b.Arrival) })
+	resumesAsUninterrupted(t, withDups, 3000, enoughJoined, func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+		p := weir.NewPipeline(opts...)
+		src := shopSource(p, evs, stopAt, cancel)
+		wm := watermark.BoundedOutOfOrderness(5 * time.Second)
+		id := func(e shop) string { return fmt.Sprint(e.Kind, e.Order, e.At) }
+		side := func(kind string) weir.Keyed[string, shop] {
+			s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+			return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm).Deduplicated(time.Hour, id), func(e shop) string { return e.Order })
+		}
+		out, late := weir.IntervalJoin(side("order"), side("payment"), -5*time.Second, 20*time.Second, weir.LeftOuter(), weir.Named("payments"))
+		all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
+		weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
+			Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+		return p
+	})
 }

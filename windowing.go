@@ -70,13 +70,13 @@ func (t Timestamped[T]) Partitioned(part func(T) int) Timestamped[T] {
 	return t
 }
 
-// Deduplicated drops, in the aggregations the stream feeds, every element
-// whose id was seen within horizon of event time before it, as a job file's
-// id and dedup_horizon do: a duplicate is counted (in the status's
-// accounting), never windowed twice; an element older than the watermark
-// minus the horizon, whose earlier delivery would have been forgotten, goes
-// to the late events with the reason beyond_dedup_horizon instead. The ids
-// are kept in checkpoints.
+// Deduplicated drops, in the aggregations and joins the stream feeds,
+// every element whose id was seen within horizon of event time before it,
+// as a job file's id and dedup_horizon do: a duplicate is counted (in the
+// status's accounting), never windowed or joined twice; an element older
+// than the watermark minus the horizon, whose earlier delivery would have
+// been forgotten, goes to the late events (a join's late records) with the
+// reason beyond_dedup_horizon instead. The ids are kept in checkpoints.
 func (t Timestamped[T]) Deduplicated(horizon time.Duration, id func(T) string) Timestamped[T] {
 	if horizon <= 0 || id == nil {
 		t.s.p.fail("Deduplicated: expected a horizon above 0 and an id function, got %s", horizon)

@@ -72,6 +72,7 @@ func (rn *Runnable) joinPlan() *plan.Graph {
 		Settings: append(append(expressionSettings(j), prefixed("with.", expressionSettings(jo.With))...),
 			translate.ParallelismSetting(j.Parallelism)),
 	}
+	op.Heads = []string{headName(0), headName(1)}
 	if j.ID != nil || jo.With.ID != nil {
 		for _, side := range []*jobfile.Job{j, jo.With} {
 			var d *plan.Dedup
@@ -97,6 +98,15 @@ func (rn *Runnable) joinPlan() *plan.Graph {
 		add(j.Rejects, []plan.Input{{From: ins[0].From, Port: plan.Rejected}, {From: ins[1].From, Port: plan.Rejected}}, roleRejected)
 	}
 	return g
+}
+
+// headName is the name of the head of a join's input side (0 the job's
+// source, 1 join.with) in checkpoints.
+func headName(side int) string {
+	if side == 0 {
+		return "head"
+	}
+	return "head:" + nodeWith
 }
 
 // prefixed is settings with their fields prefixed.
@@ -186,7 +196,7 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 	if s.side == 1 {
 		target = jr.join.RightTarget()
 	}
-	name := translate.JoinHeadName(s.side, c.Node().ID)
+	name := headName(s.side)
 	_, _, srcName := sourceNames(in)
 	// A join's keys are mostly each record's own (an order's id): a
 	// small table of the keys seen last finds the few that repeat (an

@@ -280,8 +280,10 @@ type Join struct {
 	Format int
 	// Parallelism is how many parts its state is kept in, by key group.
 	Parallelism int
-	// Dedup is, for each of its inputs (in the order of the node's
-	// Inputs), the de-duplication of that input by its head, or nil.
+	// Heads name, for each of its inputs (in the order of the node's
+	// Inputs), the head that reads it into the join (its accounting and
+	// de-duplication), and Dedup that head's de-duplication, or nil.
+	Heads []string
 	Dedup []*Dedup
 }
 

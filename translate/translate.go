@@ -273,16 +273,6 @@ func HeadName(agg plan.ID) string {
 	return "head:" + agg.Name
 }
 
-// JoinHeadName is the name of the head of a join's input i, which reads
-// the source node from: the first input's is "head", as an aggregation's
-// head is, each other one's "head:" and its source's name.
-func JoinHeadName(i int, from plan.ID) string {
-	if i == 0 {
-		return "head"
-	}
-	return "head:" + from.Name
-}
-
 // dedupPart is the restore shape's part of a head's de-duplication ids.
 func dedupPart(head, label string, d *plan.Dedup) engine.Part {
 	p := engine.Part{Name: head, Label: label, Kind: engine.StateDedup,
@@ -331,11 +321,11 @@ func Shape(g *plan.Graph) *engine.Shape {
 			s.Parts = append(s.Parts, p)
 		case *plan.Join:
 			for i, d := range op.Dedup {
-				if d != nil && i < len(n.Inputs) {
+				if d != nil && i < len(n.Inputs) && i < len(op.Heads) {
 					// The first input's id is the job's own; another's is
 					// named by its input's label (join.with.id).
 					label := g.Node(n.Inputs[i].From).Label
-					p := dedupPart(JoinHeadName(i, n.Inputs[i].From), "de-duplication of "+label, d)
+					p := dedupPart(op.Heads[i], "de-duplication of "+label, d)
 					if i > 0 {
 						p.Layout[0].Field = label + ".id"
 					}
