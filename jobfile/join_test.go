@@ -3,6 +3,7 @@ package jobfile
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,5 +175,37 @@ func TestLoadJoinMissingInput(t *testing.T) {
 	want := path + ":6: join.with.source.file: input payments.jsonl does not exist (no such file or directory)"
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
+// A join whose inputs are de-duplicated warns of a dedup_horizon shorter
+// than what the join still takes behind the watermark: its lateness, and a
+// window join's window besides. The watermark's delay does not count, as it
+// does for windows: a join takes nothing behind the watermark but its
+// lateness.
+func TestJoinDedupHorizonWarning(t *testing.T) {
+	ids := strings.Replace(joinMinimal, "key: order,", "key: order, id: payment_id,", 1) + "dedup_horizon: 20s\n"
+	for _, c := range []struct{ name, yaml, want string }{
+		{"shorter than the lateness", ids,
+			"dedup_horizon 20s is shorter than join.allowed_lateness 30s: records the join still takes but older than the watermark minus 20s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being joined"},
+		{"a window join", strings.Replace(strings.Replace(ids, "allowed_lateness: 30s", "allowed_lateness: 5s", 1), "between: [-1m, 10m]", "window: {tumbling: 1m}", 1),
+			"dedup_horizon 20s is shorter than the join's window 1m0s plus join.allowed_lateness 5s: records the join still takes but older than the watermark minus 20s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being joined"},
+		{"long enough, the delay aside", strings.Replace(strings.Replace(ids, "allowed_lateness: 30s", "allowed_lateness: 10s", 1), "watermark: {delay: 5s}", "watermark: {delay: 1m}", 1), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			j, err := Parse([]byte(c.yaml), "job.yaml", "/d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, w := range j.Warnings() {
+				if strings.HasPrefix(w, "dedup_horizon") {
+					got = append(got, w)
+				}
+			}
+			if want := []string{c.want}; c.want == "" && len(got) != 0 || c.want != "" && !slices.Equal(got, want) {
+				t.Errorf("warnings %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -52,7 +52,20 @@ func (j *Job) warnings() []string {
 	if j.Late == nil {
 		w = append(w, "no late_output: too-late events are dropped; they are counted, but they are lost (send them to a late_output to correct the results later)")
 	}
-	if j.ID != nil && j.Watermark.Kind == watermark.Bounded {
+	if jo := j.Join; jo != nil && (j.ID != nil || jo.With.ID != nil) {
+		// A join takes a record until the watermark passes its time plus
+		// the lateness (a window join: its window's end plus the
+		// lateness); a head sets aside one whose time plus the horizon
+		// the watermark has passed.
+		need, what := jo.AllowedLateness, "join.allowed_lateness "+mtime.FormatDuration(jo.AllowedLateness)
+		if jo.Window > 0 {
+			need, what = jo.Window+jo.AllowedLateness, fmt.Sprintf("the join's window %s plus join.allowed_lateness %s", mtime.FormatDuration(jo.Window), mtime.FormatDuration(jo.AllowedLateness))
+		}
+		if j.DedupHorizon < need {
+			w = append(w, fmt.Sprintf("dedup_horizon %s is shorter than %s: records the join still takes but older than the watermark minus %[1]s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being joined",
+				mtime.FormatDuration(j.DedupHorizon), what))
+		}
+	} else if j.ID != nil && j.Watermark.Kind == watermark.Bounded {
 		if need := j.Watermark.Delay + j.Window.AllowedLateness; j.DedupHorizon < need {
 			w = append(w, fmt.Sprintf("dedup_horizon %s is shorter than the watermark delay %s plus the allowed lateness %s: events the windows still accept but older than the watermark minus %[1]s cannot be checked for repeats, and go to the late output as beyond_dedup_horizon instead of being counted",
 				mtime.FormatDuration(j.DedupHorizon), mtime.FormatDuration(j.Watermark.Delay), mtime.FormatDuration(j.Window.AllowedLateness)))
