@@ -1,5 +1,8 @@
 package clitest
 
+// The pages of the documentation as tests read them: the commands a page
+// shows, the output it shows of them, and whether a run printed it.
+
 import (
 	"os"
 	"regexp"
@@ -26,12 +29,12 @@ func PageOutput(t testing.TB, page, command string) string {
 }
 
 // MissingShape is the first line of shown that output has no line of the
-// shape of, in order, or "": what a live run prints (its times, counts,
+// shape of, in order, or "". What a live run prints (its times, counts,
 // ports, process ids) differs from run to run, so a line of output has a
 // shown line's shape when it is the same but for its numbers (any digits
-// where the page shows digits, a whole number where it shows a
-// fraction), the width of its spaces, and what
-// stands where the page shows "…".
+// where the page shows digits, or a whole number where it shows a
+// fraction), the width of its spaces, and what stands where the page
+// shows "…".
 func MissingShape(shown, output string) string {
 	lines := strings.Split(output, "\n")
 	at := 0
