@@ -36,23 +36,33 @@ func PageOutput(t testing.TB, page, command string) string {
 // fraction), the width of its spaces, and what stands where the page
 // shows "…".
 func MissingShape(shown, output string) string {
+	return firstMissing(shown, output, shapeOf)
+}
+
+// firstMissing is the first line of shown (its trailing spaces aside) that
+// no line of output matches, in order, or "": each line of shown must match
+// a line of output after the one the line before it matched, by the
+// pattern pattern makes of it, trailing spaces aside. A blank line of
+// shown, or one pattern makes nil of, stands for no line.
+func firstMissing(shown, output string, pattern func(s string) *regexp.Regexp) string {
 	lines := strings.Split(output, "\n")
 	at := 0
 	for _, s := range strings.Split(strings.TrimSuffix(shown, "\n"), "\n") {
+		s = strings.TrimRight(s, " ")
 		if strings.TrimSpace(s) == "" {
 			continue
 		}
-		re := shapeOf(s)
-		found := false
-		for ; at < len(lines); at++ {
-			if re.MatchString(strings.TrimRight(lines[at], " ")) {
-				found, at = true, at+1
-				break
-			}
+		re := pattern(s)
+		if re == nil {
+			continue
 		}
-		if !found {
+		for at < len(lines) && !re.MatchString(strings.TrimRight(lines[at], " ")) {
+			at++
+		}
+		if at == len(lines) {
 			return s
 		}
+		at++
 	}
 	return ""
 }
@@ -129,29 +139,12 @@ func Steps(page string) []Step {
 // run's time and rate, a trailing " ..." and any other … stand for what a
 // run says there; a line "..." stands for any lines.
 func MissingLine(shown, output string) string {
-	var lines []string
-	for _, l := range strings.Split(output, "\n") {
-		lines = append(lines, strings.TrimRight(l, " "))
-	}
-	at := 0
-	for _, s := range strings.Split(strings.TrimSuffix(shown, "\n"), "\n") {
-		s = strings.TrimRight(s, " ")
-		if strings.TrimSpace(s) == "..." || strings.TrimSpace(s) == "" {
-			continue
+	return firstMissing(shown, output, func(s string) *regexp.Regexp {
+		if strings.TrimSpace(s) == "..." {
+			return nil
 		}
-		re := shownLine(s)
-		found := false
-		for ; at < len(lines); at++ {
-			if re.MatchString(lines[at]) {
-				found, at = true, at+1
-				break
-			}
-		}
-		if !found {
-			return s
-		}
-	}
-	return ""
+		return shownLine(s)
+	})
 }
 
 var (
