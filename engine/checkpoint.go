@@ -630,6 +630,20 @@ func (c *coordinator) recordFinalCommitted(m checkpoint.Manifest, in []checkpoin
 	return nil
 }
 
+// finalRun says whether c is the final checkpoint of a run, which reached
+// the end of its input and holds no position to read on from: with its
+// output committed, a restore has nothing to resume and the job runs again
+// from its beginning; with it uncommitted (finishing), the job commits it
+// and reads nothing. c may be nil.
+func finalRun(c *checkpoint.Checkpoint) (final, finishing bool) {
+	if c == nil || c.Manifest.Kind != checkpoint.Final {
+		return false, false
+	}
+	var meta jobMeta
+	json.Unmarshal(c.Manifest.Meta, &meta)
+	return true, uncommitted(c, meta.Layout)
+}
+
 // uncommitted reports whether a checkpoint's sinks have pre-commits not
 // known to be committed.
 func uncommitted(c *checkpoint.Checkpoint, layout int) bool {
@@ -892,20 +906,15 @@ func (e *Engine) openCheckpoints() error {
 			return &SetupError{Msg: fmt.Sprintf("the checkpoint directory %s holds %d checkpoints and none is complete and intact; weir will not start over by itself (that would write every result again): to start from the beginning, move %s away", ck.Dir, len(bad), ck.Dir)}
 		}
 	}
-	if c != nil && c.Manifest.Kind == checkpoint.Final {
-		// The record of a run that reached the end of its input, the
-		// newest checkpoint or the one named (From): it holds no position
-		// to read on from, only what that run committed.
-		var meta jobMeta
-		json.Unmarshal(c.Manifest.Meta, &meta)
-		if uncommitted(c, meta.Layout) {
-			e.log(fmt.Sprintf("the last run of %s reached the end of its input but stopped before its output was committed (%s): committing it", e.cfg.Name, c.Path))
-			e.finishing = true
-		} else {
-			// Run again from the beginning, if every sink can take back
-			// what that run wrote (RerunRefusal).
-			e.rerun, c = c.Path, nil
-		}
+	if final, finishing := finalRun(c); final && finishing {
+		// The newest checkpoint or the one named (From), it holds no
+		// position to read on from, only what that run committed.
+		e.log(fmt.Sprintf("the last run of %s reached the end of its input but stopped before its output was committed (%s): committing it", e.cfg.Name, c.Path))
+		e.finishing = true
+	} else if final {
+		// Run again from the beginning, if every sink can take back what
+		// that run wrote (RerunRefusal).
+		e.rerun, c = c.Path, nil
 	}
 	if c != nil {
 		r, err := CheckRestore(c, ck)

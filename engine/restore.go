@@ -20,18 +20,15 @@ func CheckRestore(c *checkpoint.Checkpoint, ck Checkpointing) (*RestoreReport, e
 	if err := json.Unmarshal(c.Manifest.Meta, &meta); err != nil || meta.Layout < 2 || meta.Layout > layoutVersion {
 		return nil, &SetupError{Msg: fmt.Sprintf("%s was written by another version of weir (layout %d, this one reads 2 to %d); move it away to start afresh", c.Path, meta.Layout, layoutVersion)}
 	}
-	final := c.Manifest.Kind == checkpoint.Final
-	if final && !uncommitted(c, meta.Layout) {
-		// A run that reached the end of its input and committed its
-		// output: there is nothing to resume, and the job runs again from
-		// its beginning instead (Engine: rerun).
+	final, finishing := finalRun(c)
+	if final && !finishing {
 		return &RestoreReport{From: c.Path, Layout: meta.Layout, Rerun: true, Old: meta.Shape}, nil
 	}
 	if meta.Shape == nil || ck.Shape == nil {
 		return legacyRestore(c, ck, meta)
 	}
 	r := CompareShapes(meta.Shape, ck.Shape, ck.DropState)
-	r.From, r.Layout, r.Finishing = c.Path, meta.Layout, final
+	r.From, r.Layout, r.Finishing = c.Path, meta.Layout, finishing
 	if refused := r.Refused(); len(refused) > 0 {
 		re := refusal(c, refused[0], ck.Shape)
 		return r, &SetupError{Field: re.Change.Field, Msg: re.Error(), Err: re}
