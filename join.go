@@ -256,28 +256,29 @@ func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 	n.rin.c = &joinSide[K, R]{key: n.right.key, ts: n.right.t.ts, part: n.right.t.part,
 		add: j.Right, signal: j.RightSignal}
 	if n.left.t.id != nil {
-		h, err := joinHead(e, op, 0, j.LeftTarget(), c.Node().Label)
-		if err != nil {
+		if n.lin.c, err = joinHead(e, op, 0, j.LeftTarget(), c.Node().Label, n.left); err != nil {
 			return fmt.Errorf("weir: join %s: %w", n.name, err)
 		}
-		n.lin.c = &stageInput[K, L]{h: h, ts: n.left.t.ts, key: n.left.key, part: n.left.t.part, id: n.left.t.id, declare: n.left.t.parts}
 	}
 	if n.right.t.id != nil {
-		h, err := joinHead(e, op, 1, j.RightTarget(), c.Node().Label)
-		if err != nil {
+		if n.rin.c, err = joinHead(e, op, 1, j.RightTarget(), c.Node().Label, n.right); err != nil {
 			return fmt.Errorf("weir: join %s: %w", n.name, err)
 		}
-		n.rin.c = &stageInput[K, R]{h: h, ts: n.right.t.ts, key: n.right.key, part: n.right.t.part, id: n.right.t.id, declare: n.right.t.parts}
 	}
 	return nil
 }
 
-// joinHead is the head of the join's Deduplicated input side (0 left, 1
-// right): its de-duplication, and its accounting among the status's
-// inputs (never the status's own counts, which are the aggregations').
-func joinHead[K comparable, T any](e *engine.Engine, op *plan.Join, side int, target engine.Target[K, T], label string) (*engine.Head[K, T], error) {
-	return engine.NewHead(e, engine.HeadConfig[K, T]{Name: op.Heads[side], Source: label, Window: target,
+// joinHead is the input of the join's Deduplicated side k (0 left, 1
+// right): a head with its de-duplication, and its accounting among the
+// status's inputs (never the status's own counts, which are the
+// aggregations').
+func joinHead[K comparable, T any](e *engine.Engine, op *plan.Join, side int, target engine.Target[K, T], label string, k Keyed[K, T]) (*stageInput[K, T], error) {
+	h, err := engine.NewHead(e, engine.HeadConfig[K, T]{Name: op.Heads[side], Source: label, Window: target,
 		Dedup: state.NewMemoryDedup(op.Dedup[side].Horizon), Input: op.Heads[side], Second: true})
+	if err != nil {
+		return nil, err
+	}
+	return &stageInput[K, T]{h: h, ts: k.t.ts, key: k.key, part: k.t.part, id: k.t.id, declare: k.t.parts}, nil
 }
 
 // joinSide feeds one side of a join from its input stream.
