@@ -37,16 +37,20 @@ const (
 
 // wirePlan is how one message type's records are written.
 type wirePlan struct {
-	slow   bool // the library reads it
-	wk     int
-	fields []wireField   // in the .proto's order
-	small  []int16       // field index + 1 by number, for small numbers
-	byNum  map[int32]int // field index by number, for the others
+	slow bool // the library reads it
+	wk   int
+	// tsFields: a Timestamp whose fields 1 and 2 are its seconds and
+	// nanos, as google/protobuf/timestamp.proto numbers them.
+	tsFields bool
+	fields   []wireField   // in the .proto's order
+	small    []int16       // field index + 1 by number, for small numbers
+	byNum    map[int32]int // field index by number, for the others
 }
 
 // wireField is a field of a wirePlan.
 type wireField struct {
 	fd   protoreflect.FieldDescriptor
+	name string // fd's
 	num  protowire.Number
 	key  []byte // "name":
 	kind protoreflect.Kind
@@ -109,12 +113,17 @@ func newWirePlan(md protoreflect.MessageDescriptor, plans map[protoreflect.FullN
 		}
 		p.fields = append(p.fields, f)
 	}
+	if p.wk == wkTimestamp {
+		sec, nanos := p.index(1), p.index(2)
+		p.tsFields = sec >= 0 && nanos >= 0 && p.fields[sec].name == "seconds" && p.fields[nanos].name == "nanos" &&
+			p.fields[sec].kind == protoreflect.Int64Kind && p.fields[nanos].kind == protoreflect.Int32Kind
+	}
 	return p
 }
 
 // newWireField is the field fd of a plan (or a map's key or value).
 func newWireField(fd protoreflect.FieldDescriptor, plans map[protoreflect.FullName]*wirePlan) wireField {
-	f := wireField{fd: fd, num: fd.Number(), kind: fd.Kind(), list: fd.IsList(), presence: fd.HasPresence()}
+	f := wireField{fd: fd, name: string(fd.Name()), num: fd.Number(), kind: fd.Kind(), list: fd.IsList(), presence: fd.HasPresence()}
 	f.key = append(text.AppendJSONString(nil, []byte(fd.Name())), ':')
 	f.wire = wireType(fd.Kind())
 	switch {
@@ -167,6 +176,10 @@ type wireSpan struct {
 type wireState struct {
 	spans   []wireSpan
 	entries []wireEntry
+	// sec and clock are the second last written by appendRFC3339 and its
+	// text: a topic's records are mostly of a few seconds.
+	sec   int64
+	clock []byte
 }
 
 // wireEntry is a map's entry: its key and its value on the wire.
@@ -183,14 +196,15 @@ func (p *wirePlan) appendWire(b, src []byte, st *wireState, depth int) ([]byte, 
 	if p.slow || depth > maxDepth || len(src) > math.MaxInt32 {
 		return b, errSlow
 	}
-	base, n := len(st.spans), len(p.fields)
+	if p.wk == wkTimestamp {
+		return p.appendTimestamp(b, src, st)
+	}
+	base := len(st.spans)
 	defer func() { st.spans = st.spans[:base] }()
 	if err := p.scan(src, st); err != nil {
 		return b, err
 	}
 	switch p.wk {
-	case wkTimestamp:
-		return p.appendTimestamp(b, src, st.spans[base:base+n])
 	case wkWrapper:
 		if len(p.fields) != 1 {
 			return b, errSlow
@@ -565,54 +579,87 @@ func appendWireMap(b []byte, f *wireField, src []byte, sp wireSpan, st *wireStat
 	return append(b, '}'), nil
 }
 
-// appendTimestamp appends a google.protobuf.Timestamp from its fields'
-// spans, as appendWellKnown does.
-func (p *wirePlan) appendTimestamp(b, src []byte, spans []wireSpan) ([]byte, error) {
-	var sec, nanos int64
-	for fi := range p.fields {
-		f, sp := &p.fields[fi], spans[fi]
-		if sp.n == 0 {
-			continue
+// appendTimestamp appends the google.protobuf.Timestamp in src as
+// appendWellKnown does, or returns errSlow. A message of its two fields
+// alone, each a varint (what every writer writes), is read without a
+// scan.
+func (p *wirePlan) appendTimestamp(b, src []byte, st *wireState) ([]byte, error) {
+	sec, nanos, ok := timestampFields(src)
+	if !ok || !p.tsFields {
+		base := len(st.spans)
+		defer func() { st.spans = st.spans[:base] }()
+		if err := p.scan(src, st); err != nil {
+			return b, err
 		}
-		if sp.wire != protowire.VarintType || f.wire != protowire.VarintType {
-			return b, errSlow
-		}
-		u, k := protowire.ConsumeVarint(src[sp.start:sp.end])
-		if k < 0 {
-			return b, errSlow
-		}
-		switch f.fd.Name() {
-		case "seconds":
-			sec = int64(u)
-		case "nanos":
-			nanos = int64(int32(u))
+		sec, nanos = 0, 0
+		for fi := range p.fields {
+			f, sp := &p.fields[fi], st.spans[base+fi]
+			if sp.n == 0 {
+				continue
+			}
+			if sp.wire != protowire.VarintType || f.wire != protowire.VarintType {
+				return b, errSlow
+			}
+			u, k := protowire.ConsumeVarint(src[sp.start:sp.end])
+			if k < 0 {
+				return b, errSlow
+			}
+			switch f.name {
+			case "seconds":
+				sec = int64(u)
+			case "nanos":
+				nanos = int64(int32(u))
+			}
 		}
 	}
 	if nanos < 0 || nanos >= 1e9 || sec < -62135596800 || sec > 253402300799 {
 		return b, errSlow
 	}
-	return appendRFC3339(b, sec, nanos), nil
+	return st.appendRFC3339(b, sec, nanos), nil
+}
+
+// timestampFields reads a Timestamp's seconds (field 1) and nanos (field
+// 2) when src holds nothing but them, each a varint, the last of each
+// kept as a scan keeps it; not ok for anything else.
+func timestampFields(src []byte) (sec, nanos int64, ok bool) {
+	for i := 0; i < len(src); {
+		tag := src[i]
+		if tag != 1<<3|byte(protowire.VarintType) && tag != 2<<3|byte(protowire.VarintType) {
+			return 0, 0, false
+		}
+		u, k := protowire.ConsumeVarint(src[i+1:])
+		if k < 0 {
+			return 0, 0, false
+		}
+		if tag>>3 == 1 {
+			sec = int64(u)
+		} else {
+			nanos = int64(int32(u))
+		}
+		i += 1 + k
+	}
+	return sec, nanos, true
 }
 
 // appendRFC3339 appends a Timestamp's time (seconds within years 1 to
 // 9999, nanos within a second) as appendTime does, in RFC 3339 with all its
 // digits, without time's layouts (a fifth of a record's cost).
 func appendRFC3339(b []byte, sec, nanos int64) []byte {
-	t := time.Unix(sec, 0).UTC()
-	y, mo, d := t.Date()
-	h, mi, s := t.Clock()
-	b = append(b, '"')
-	b = text.AppendPadded(b, int64(y), 4)
-	b = append(b, '-')
-	b = text.AppendPadded(b, int64(mo), 2)
-	b = append(b, '-')
-	b = text.AppendPadded(b, int64(d), 2)
-	b = append(b, 'T')
-	b = text.AppendPadded(b, int64(h), 2)
-	b = append(b, ':')
-	b = text.AppendPadded(b, int64(mi), 2)
-	b = append(b, ':')
-	b = text.AppendPadded(b, int64(s), 2)
+	return appendFraction(appendSecond(append(b, '"'), sec), nanos)
+}
+
+// appendRFC3339 is appendRFC3339 with the text of st's last second kept.
+func (st *wireState) appendRFC3339(b []byte, sec, nanos int64) []byte {
+	if st.clock == nil || st.sec != sec {
+		st.clock, st.sec = appendSecond(st.clock[:0], sec), sec
+	}
+	return appendFraction(append(append(b, '"'), st.clock...), nanos)
+}
+
+// appendFraction appends a Timestamp's nanos as the fraction of its
+// second (none when zero, its trailing zeros dropped), its zone and the
+// closing quote.
+func appendFraction(b []byte, nanos int64) []byte {
 	if nanos > 0 {
 		digits := 9
 		for nanos%10 == 0 {
@@ -623,4 +670,23 @@ func appendRFC3339(b []byte, sec, nanos int64) []byte {
 		b = text.AppendPadded(b, nanos, digits)
 	}
 	return append(b, 'Z', '"')
+}
+
+// appendSecond appends the second sec as RFC 3339 without its fraction
+// and zone: 2006-01-02T15:04:05.
+func appendSecond(b []byte, sec int64) []byte {
+	t := time.Unix(sec, 0).UTC()
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	b = text.AppendPadded(b, int64(y), 4)
+	b = append(b, '-')
+	b = text.AppendPadded(b, int64(mo), 2)
+	b = append(b, '-')
+	b = text.AppendPadded(b, int64(d), 2)
+	b = append(b, 'T')
+	b = text.AppendPadded(b, int64(h), 2)
+	b = append(b, ':')
+	b = text.AppendPadded(b, int64(mi), 2)
+	b = append(b, ':')
+	return text.AppendPadded(b, int64(s), 2)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -176,10 +177,14 @@ func notFound(err error) bool {
 type compiled[T any] struct {
 	mu sync.Mutex
 	m  map[int]*built[T]
+	// last is the id read last, made: a topic's records mostly share one
+	// id, found without the lock.
+	last atomic.Pointer[built[T]]
 }
 
 // built is an id's T, made once: done is closed when it is.
 type built[T any] struct {
+	id   int
 	done chan struct{}
 	v    T
 }
@@ -188,11 +193,15 @@ type built[T any] struct {
 // time; an id the registry does not have, or does not answer for, is the
 // fetch's error. Those who ask while it is built wait for it.
 func (c *compiled[T]) get(reg *registryClient, id int, build func(int, sr.Schema) T) (T, error) {
+	if b := c.last.Load(); b != nil && b.id == id {
+		return b.v, nil // made: last is stored once it is
+	}
 	c.mu.Lock()
 	b, ok := c.m[id]
 	c.mu.Unlock()
 	if ok {
 		<-b.done
+		c.last.Store(b)
 		return b.v, nil
 	}
 	w, err := reg.schema(id)
@@ -209,11 +218,12 @@ func (c *compiled[T]) get(reg *registryClient, id int, build func(int, sr.Schema
 	if c.m == nil {
 		c.m = map[int]*built[T]{}
 	}
-	b = &built[T]{done: make(chan struct{})}
+	b = &built[T]{id: id, done: make(chan struct{})}
 	c.m[id] = b
 	c.mu.Unlock()
 	b.v = build(id, w)
 	close(b.done)
+	c.last.Store(b)
 	return b.v, nil
 }
 

@@ -41,12 +41,15 @@ type transcoder struct {
 	// noTree: a record has two fields of one name (a schema the library
 	// should have refused), which an object built in a tree cannot hold.
 	noTree bool
+	// troot is root compiled for tree.
+	troot *tnode
 }
 
 // newTranscoder is the transcoder of a schema's tree (references expanded).
 func newTranscoder(root *avro.SchemaNode) *transcoder {
 	t := &transcoder{root: root, named: map[string]*avro.SchemaNode{}, keys: map[*avro.SchemaNode][][]byte{}}
 	t.index(root, 0)
+	t.troot = t.compile(root, map[*avro.SchemaNode]*tnode{})
 	return t
 }
 

@@ -1,7 +1,10 @@
 package formats
 
 import (
+	"encoding/binary"
 	"math"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/twmb/avro"
 	"github.com/valyala/fastjson"
@@ -9,6 +12,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/weirstream/weir/internal/jsontree"
+	"github.com/weirstream/weir/internal/text"
 )
 
 // Avro and Protobuf records build the object the line rules read in a
@@ -53,7 +57,7 @@ func (t *transcoder) build(tr *jsontree.Tree, src []byte) *fastjson.Value {
 	if t.noTree {
 		return nil
 	}
-	v, rest, ok := t.tree(tr, src, t.root, 0)
+	v, rest, ok := t.tree(tr, src, t.troot, 0)
 	if !ok || len(rest) > 0 {
 		return nil
 	}
@@ -103,48 +107,166 @@ func (t *transcoder) stringField(src []byte, name string) ([]byte, bool) {
 	return nil, false
 }
 
+// tkind is how tree builds a value of a schema node.
+type tkind uint8
+
+const (
+	// tText: written as its text by value, and that text parsed alone
+	// (enums, floats, bytes, fixed, maps, arrays of nulls, and the longs
+	// whose logical types value writes as something else than their
+	// digits).
+	tText tkind = iota
+	tNull
+	tBool
+	tInt  // an int: its digits, within the range of an int
+	tLong // a long (milliseconds, or no logical type): its digits
+	tDouble
+	tString
+	tRecord
+	tUnion
+	tArray
+	tRef // a reference to a named type, one level deeper as value counts it
+)
+
+// tnode is a schema node compiled for tree: what to do with its values
+// decided once, not at every value.
+type tnode struct {
+	kind     tkind
+	n        *avro.SchemaNode
+	fields   []tfield
+	branches []*tnode
+	items    *tnode // an array's
+	ref      *tnode // a reference's type
+}
+
+type tfield struct {
+	name string
+	key  int // the length of its JSON key ("name":)
+	t    *tnode
+}
+
+// compile is n compiled for tree; memo holds the nodes compiled so far,
+// so that a recursive type is compiled once and refers to itself.
+func (t *transcoder) compile(n *avro.SchemaNode, memo map[*avro.SchemaNode]*tnode) *tnode {
+	if c, ok := memo[n]; ok {
+		return c
+	}
+	c := &tnode{n: n}
+	memo[n] = c
+	switch n.Type {
+	case "null":
+		c.kind = tNull
+	case "boolean":
+		c.kind = tBool
+	case "int", "long":
+		switch n.LogicalType {
+		case "timestamp-micros", "local-timestamp-micros", "timestamp-nanos", "local-timestamp-nanos", "date", "time-micros":
+		default:
+			c.kind = tLong
+			if n.Type == "int" {
+				c.kind = tInt
+			}
+		}
+	case "double":
+		c.kind = tDouble
+	case "string":
+		c.kind = tString
+	case "union":
+		c.kind = tUnion
+		for i := range n.Branches {
+			c.branches = append(c.branches, t.compile(&n.Branches[i], memo))
+		}
+	case "record", "error":
+		c.kind = tRecord
+		keys := t.keys[n]
+		for i := range n.Fields {
+			c.fields = append(c.fields, tfield{name: n.Fields[i].Name, key: len(keys[i]), t: t.compile(&n.Fields[i].Type, memo)})
+		}
+	case "array":
+		if n.Items != nil && n.Items.Type != "null" {
+			c.kind, c.items = tArray, t.compile(n.Items, memo)
+		}
+	case "float", "bytes", "fixed", "enum", "map":
+	default:
+		if ref, ok := t.named[n.Type]; ok && ref != n {
+			c.kind, c.ref = tRef, t.compile(ref, memo)
+		}
+	}
+	return c
+}
+
 // tree builds the value of n in src, as value writes it: a record's
-// fields and an array's items one by one, any other value (a scalar, a
-// map, an array of nulls) written as its text by value.
-func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, depth int) (*fastjson.Value, []byte, bool) {
+// fields and an array's items one by one, strings, numbers, booleans and
+// nulls made from their bytes, any other value written as its text by
+// value and parsed.
+func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *tnode, depth int) (*fastjson.Value, []byte, bool) {
 	if depth > maxDepth {
 		return nil, src, false
 	}
-	switch n.Type {
-	case "union":
-		i, rest, err := varlong(src)
-		if err != nil || i < 0 || i >= int64(len(n.Branches)) {
+	switch n.kind {
+	case tString:
+		data, rest, err := lengthPrefixed(src)
+		if err != nil {
 			return nil, src, false
 		}
-		return t.tree(tr, rest, &n.Branches[i], depth+1)
-	case "record", "error":
+		if plainText(data) {
+			return tr.String(data), rest, true
+		}
+		v := tr.Scalar(text.AppendJSONString(tr.Slab(), data))
+		return v, rest, v != nil
+	case tInt, tLong:
+		x, rest, err := varlong(src)
+		if err != nil || n.kind == tInt && (x < math.MinInt32 || x > math.MaxInt32) {
+			return nil, src, false
+		}
+		return tr.Number(strconv.AppendInt(tr.Slab(), x, 10)), rest, true
+	case tDouble:
+		if len(src) < 8 {
+			return nil, src, false
+		}
+		f := math.Float64frombits(binary.LittleEndian.Uint64(src))
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return tr.Null(), src[8:], true
+		}
+		return tr.Number(appendDouble(tr.Slab(), f)), src[8:], true
+	case tBool:
+		if len(src) < 1 {
+			return nil, src, false
+		}
+		// As the library and Java's reference read it: only 1 is true.
+		return tr.Bool(src[0] == 1), src[1:], true
+	case tNull:
+		return tr.Null(), src, true
+	case tUnion:
+		i, rest, err := varlong(src)
+		if err != nil || i < 0 || i >= int64(len(n.branches)) {
+			return nil, src, false
+		}
+		return t.tree(tr, rest, n.branches[i], depth+1)
+	case tRef:
+		return t.tree(tr, src, n.ref, depth+1)
+	case tRecord:
 		obj := tr.Object()
-		keys := t.keys[n]
-		for i := range n.Fields {
-			f := &n.Fields[i]
-			if i > 0 {
-				tr.Add(1)
-			}
-			tr.Add(len(keys[i]))
-			v, rest, ok := t.tree(tr, src, &f.Type, depth+1)
+		tr.Add(max(len(n.fields)-1, 0)) // the commas
+		for i := range n.fields {
+			f := &n.fields[i]
+			tr.Add(f.key)
+			v, rest, ok := t.tree(tr, src, f.t, depth+1)
 			if !ok {
 				return nil, src, false
 			}
-			obj.Set(f.Name, v)
+			obj.Set(f.name, v)
 			src = rest
 		}
 		return obj, src, true
-	case "array":
-		if n.Items == nil || n.Items.Type == "null" {
-			break
-		}
+	case tArray:
 		arr := tr.Array()
 		k := 0
-		rest, err := t.items(src, n, func(_, src []byte, item *avro.SchemaNode) ([]byte, error) {
+		rest, err := t.items(src, n.n, func(_, src []byte, _ *avro.SchemaNode) ([]byte, error) {
 			if k > 0 {
 				tr.Add(1)
 			}
-			v, rest, ok := t.tree(tr, src, item, depth+1)
+			v, rest, ok := t.tree(tr, src, n.items, depth+1)
 			if !ok {
 				return rest, errAvro
 			}
@@ -153,18 +275,24 @@ func (t *transcoder) tree(tr *jsontree.Tree, src []byte, n *avro.SchemaNode, dep
 			return rest, nil
 		})
 		return arr, rest, err == nil
-	case "null", "boolean", "int", "long", "float", "double", "string", "bytes", "fixed", "enum", "map":
-	default:
-		if ref, ok := t.named[n.Type]; ok && ref != n {
-			return t.tree(tr, src, ref, depth+1)
-		}
 	}
-	b, rest, err := t.value(tr.Slab(), src, n, depth)
+	b, rest, err := t.value(tr.Slab(), src, n.n, depth)
 	if err != nil {
 		return nil, src, false
 	}
 	v := tr.Scalar(b)
 	return v, rest, v != nil
+}
+
+// plainText says whether s is its own JSON text between quotes: printable
+// ASCII without a quote or a backslash.
+func plainText(s []byte) bool {
+	for _, c := range s {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Build implements jsontree.Builder.
@@ -184,18 +312,21 @@ func (p *wirePlan) tree(tr *jsontree.Tree, src []byte, st *wireState, depth int)
 	if p.slow || depth > maxDepth || len(src) > math.MaxInt32 {
 		return nil
 	}
-	base, n := len(st.spans), len(p.fields)
+	if p.wk == wkTimestamp {
+		b, err := p.appendTimestamp(tr.Slab(), src, st)
+		if err != nil {
+			return nil
+		}
+		// Digits and punctuation between quotes: a string without escapes.
+		s := b[len(tr.Slab()):]
+		return tr.String(s[1 : len(s)-1])
+	}
+	base := len(st.spans)
 	defer func() { st.spans = st.spans[:base] }()
 	if p.scan(src, st) != nil {
 		return nil
 	}
 	switch p.wk {
-	case wkTimestamp:
-		b, err := p.appendTimestamp(tr.Slab(), src, st.spans[base:base+n])
-		if err != nil {
-			return nil
-		}
-		return tr.Scalar(b)
 	case wkWrapper:
 		if len(p.fields) != 1 {
 			return nil
@@ -260,7 +391,7 @@ func (p *wirePlan) tree(tr *jsontree.Tree, src []byte, st *wireState, depth int)
 		if v == nil {
 			return nil
 		}
-		obj.Set(string(f.fd.Name()), v)
+		obj.Set(f.name, v)
 	}
 	return obj
 }
@@ -269,8 +400,24 @@ func (p *wirePlan) tree(tr *jsontree.Tree, src []byte, st *wireState, depth int)
 // message's fields one by one, any other value written as its text by
 // appendWireValue; or returns nil.
 func treeWireValue(tr *jsontree.Tree, f *wireField, v []byte, typ protowire.Type, st *wireState, depth int) *fastjson.Value {
-	if typ == f.wire && typ == protowire.BytesType && f.kind == protoreflect.MessageKind {
-		return f.msg.tree(tr, v, st, depth+1)
+	if typ == f.wire {
+		switch f.kind {
+		case protoreflect.MessageKind:
+			return f.msg.tree(tr, v, st, depth+1)
+		case protoreflect.StringKind:
+			if plainText(v) {
+				return tr.String(v)
+			}
+		case protoreflect.DoubleKind:
+			if len(v) != 8 {
+				return nil
+			}
+			x := math.Float64frombits(binary.LittleEndian.Uint64(v))
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return tr.Null()
+			}
+			return tr.Number(appendDouble(tr.Slab(), x))
+		}
 	}
 	b, err := appendWireValue(tr.Slab(), f, v, typ, st, depth)
 	if err != nil {

@@ -83,7 +83,7 @@ func TestAvroTreeIsTheTextParsed(t *testing.T) {
 	for i := range 30000 {
 		b := mutated(rng, i, base, nil)
 		tr.Reset()
-		v, rest, ok := tc.tree(&tr, b, tc.root, 0)
+		v, rest, ok := tc.tree(&tr, b, tc.troot, 0)
 		if ok && len(rest) > 0 {
 			ok = false
 		}
@@ -167,12 +167,42 @@ func TestAvroArrayOfNullsBounded(t *testing.T) {
 			t.Errorf("%d nulls: %v", c.count, err)
 		}
 		var tr jsontree.Tree
-		v, _, ok := tc.tree(&tr, b, tc.root, 0)
+		v, _, ok := tc.tree(&tr, b, tc.troot, 0)
 		if ok != c.ok {
 			t.Errorf("%d nulls: built %v", c.count, ok)
 		}
 		if ok {
 			sameTree(t, b, &tr, v, text)
 		}
+	}
+}
+
+// A recursive schema's records are built as deep as their text is
+// written: a list of any length up to and past the depth weir reads.
+func TestAvroTreeRecursive(t *testing.T) {
+	s := avro.MustParse(`{"type":"record","name":"L","fields":[{"name":"v","type":"long"},{"name":"tag","type":{"type":"enum","name":"T","symbols":["A","B"]}},
+ {"name":"next","type":["null","L"]},{"name":"same","type":["null","T"]}]}`)
+	tc := newTranscoder(s.Root().ExpandReferences())
+	var list any
+	built := 0
+	for n := range 40 {
+		list = map[string]any{"v": int64(n), "tag": "B", "next": list, "same": "A"}
+		b, err := s.Encode(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr jsontree.Tree
+		v, rest, ok := tc.tree(&tr, b, tc.troot, 0)
+		text, err := tc.appendJSON(nil, b)
+		if ok != (err == nil) || ok && len(rest) > 0 {
+			t.Fatalf("%d items: built %v (%d bytes left), text %v", n+1, ok, len(rest), err)
+		}
+		if ok {
+			sameTree(t, b, &tr, v, text)
+			built++
+		}
+	}
+	if built == 0 || built == 40 {
+		t.Errorf("%d of 40 lists built: none is as deep as weir reads", built)
 	}
 }

@@ -83,6 +83,32 @@ func (t *Tree) Null() *fastjson.Value {
 	return t.a.NewNull()
 }
 
+// String is the string s, whose JSON text is s between quotes (the caller
+// checked that no byte of it is escaped).
+func (t *Tree) String(s []byte) *fastjson.Value {
+	t.n += len(s) + 2
+	return t.a.NewStringBytes(s)
+}
+
+// Number is the number whose JSON text b holds after Slab's (b is Slab()
+// with the text appended), which the caller wrote as JSON writes it.
+func (t *Tree) Number(b []byte) *fastjson.Value {
+	s := b[len(t.slab):]
+	t.slab = b
+	t.n += len(s)
+	return t.a.NewNumberString(unsafe.String(&s[0], len(s)))
+}
+
+// Bool is true or false.
+func (t *Tree) Bool(b bool) *fastjson.Value {
+	if b {
+		t.n += 4
+		return t.a.NewTrue()
+	}
+	t.n += 5
+	return t.a.NewFalse()
+}
+
 // Slab is where a format appends a scalar's JSON text for Scalar.
 func (t *Tree) Slab() []byte { return t.slab }
 
