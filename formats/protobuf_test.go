@@ -297,6 +297,7 @@ chans { key: 18446744073709551615 value: APP } chans { key: 1 }`)
 // 9999, to the nanosecond.
 func TestAppendRFC3339(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
+	var st wireState // its second kept from one to the next
 	for i := range 100000 {
 		sec := rng.Int64N(253402300799+62135596800+1) - 62135596800
 		nanos := rng.Int64N(1e9)
@@ -309,8 +310,12 @@ func TestAppendRFC3339(t *testing.T) {
 			sec = []int64{-62135596800, 253402300799, 0, -1, 951782400}[i%5]
 		}
 		got := appendRFC3339(nil, sec, nanos)
-		if want := appendTime(nil, time.Unix(sec, nanos)); string(got) != string(want) {
+		want := appendTime(nil, time.Unix(sec, nanos))
+		if string(got) != string(want) {
 			t.Fatalf("%d %d: %s, want %s", sec, nanos, got, want)
+		}
+		if got := st.appendRFC3339(nil, sec, nanos); string(got) != string(want) {
+			t.Fatalf("%d %d, after the second %d: %s, want %s", sec, nanos, st.sec, got, want)
 		}
 	}
 }

@@ -180,6 +180,8 @@ type wireState struct {
 	// text: a topic's records are mostly of a few seconds.
 	sec   int64
 	clock []byte
+	// scratch is where a value that is only checked is written.
+	scratch []byte
 }
 
 // wireEntry is a map's entry: its key and its value on the wire.
@@ -584,12 +586,21 @@ func appendWireMap(b []byte, f *wireField, src []byte, sp wireSpan, st *wireStat
 // alone, each a varint (what every writer writes), is read without a
 // scan.
 func (p *wirePlan) appendTimestamp(b, src []byte, st *wireState) ([]byte, error) {
+	sec, nanos, err := p.timestamp(src, st)
+	if err != nil {
+		return b, err
+	}
+	return st.appendRFC3339(b, sec, nanos), nil
+}
+
+// timestamp is the google.protobuf.Timestamp in src, or errSlow.
+func (p *wirePlan) timestamp(src []byte, st *wireState) (sec, nanos int64, err error) {
 	sec, nanos, ok := timestampFields(src)
 	if !ok || !p.tsFields {
 		base := len(st.spans)
 		defer func() { st.spans = st.spans[:base] }()
 		if err := p.scan(src, st); err != nil {
-			return b, err
+			return 0, 0, err
 		}
 		sec, nanos = 0, 0
 		for fi := range p.fields {
@@ -598,11 +609,11 @@ func (p *wirePlan) appendTimestamp(b, src []byte, st *wireState) ([]byte, error)
 				continue
 			}
 			if sp.wire != protowire.VarintType || f.wire != protowire.VarintType {
-				return b, errSlow
+				return 0, 0, errSlow
 			}
 			u, k := protowire.ConsumeVarint(src[sp.start:sp.end])
 			if k < 0 {
-				return b, errSlow
+				return 0, 0, errSlow
 			}
 			switch f.name {
 			case "seconds":
@@ -613,9 +624,9 @@ func (p *wirePlan) appendTimestamp(b, src []byte, st *wireState) ([]byte, error)
 		}
 	}
 	if nanos < 0 || nanos >= 1e9 || sec < -62135596800 || sec > 253402300799 {
-		return b, errSlow
+		return 0, 0, errSlow
 	}
-	return st.appendRFC3339(b, sec, nanos), nil
+	return sec, nanos, nil
 }
 
 // timestampFields reads a Timestamp's seconds (field 1) and nanos (field
@@ -660,6 +671,10 @@ func (st *wireState) appendRFC3339(b []byte, sec, nanos int64) []byte {
 // second (none when zero, its trailing zeros dropped), its zone and the
 // closing quote.
 func appendFraction(b []byte, nanos int64) []byte {
+	if ms := nanos / 1e6; nanos%1e6 == 0 && ms%10 != 0 {
+		// Milliseconds, the last digit not zero: what most are.
+		return append(b, '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
+	}
 	if nanos > 0 {
 		digits := 9
 		for nanos%10 == 0 {

@@ -318,8 +318,7 @@ func (p *wirePlan) tree(tr *jsontree.Tree, src []byte, st *wireState, depth int)
 			return nil
 		}
 		// Digits and punctuation between quotes: a string without escapes.
-		s := b[len(tr.Slab()):]
-		return tr.String(s[1 : len(s)-1])
+		return tr.Quoted(b)
 	}
 	base := len(st.spans)
 	defer func() { st.spans = st.spans[:base] }()

@@ -114,3 +114,38 @@ func benchDecode(b *testing.B, j *jobfile.Job, lines [][]byte) {
 		}
 	}
 }
+
+// A record of Avro or Protobuf is read without allocating once its key is
+// interned, as a JSON line is: its fields read straight from its bytes,
+// or, in a job with a where (which reads the record's object), its object
+// built from them.
+func TestDecodeFormatsAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		// The race detector's sync.Pool drops what it is given at random
+		// (a Protobuf record's state is pooled): the allocations are
+		// counted without it.
+		return
+	}
+	for _, c := range []struct {
+		name   string
+		orders func(testing.TB, ...string) (*jobfile.Job, [][]byte)
+		extra  []string
+	}{{"avro", avroOrders, nil}, {"protobuf", protobufOrders, nil},
+		{"avro-where", avroOrders, []string{"where: amount >= 0"}}, {"protobuf-where", protobufOrders, []string{"where: amount >= 0"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			j, lines := c.orders(t, c.extra...)
+			lp := runParser(t, j)
+			var d engine.Decoded[string, record]
+			for i, line := range lines {
+				lp.Decode(&connector.Record{Value: line, Offset: int64(i)}, &d)
+			}
+			i := 0
+			if n := testing.AllocsPerRun(1000, func() {
+				lp.Decode(&connector.Record{Value: lines[i%len(lines)], Offset: int64(i)}, &d)
+				i++
+			}); n > 0.01 || d.Kind != engine.Event {
+				t.Errorf("%v allocations a record; kind %v %s", n, d.Kind, d.Reason)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/formats"
 	"github.com/weirstream/weir/internal/jsontree"
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
@@ -43,6 +44,17 @@ func (lp *lineParser) useDecoder(dec plan.Decoder) {
 	if len(lp.j.Key) == 1 && lp.j.KeyParts == nil {
 		lp.find, _ = dec.(jsontree.StringFinder)
 	}
+	lp.proj = nil
+	if p, ok := dec.(linedec.Projector); ok && len(lp.derive) == 0 && lp.where == nil && lp.beat == nil && lp.deletion == nil {
+		lp.proj = p.Project(lp.paths)
+	}
+}
+
+// project reads the fields of a record of a format that reads them without
+// its object into the slots; not ok for one to read from its object.
+func (lp *lineParser) project(r *connector.Record) bool {
+	lp.slab = lp.slab[:0]
+	return lp.proj.Read(r.Value, lp.slots, &lp.slab, maxLine)
 }
 
 // buildTree is the object of a record of a format that builds it without

@@ -331,31 +331,40 @@ func firstDiff(a, b []string) string {
 // framed by a registry (their schema fetched once): what a record costs
 // beyond its JSON line, turned into one first.
 func BenchmarkDecodeAvro(b *testing.B) {
+	j, lines := avroOrders(b)
+	benchDecode(b, j, lines)
+}
+
+// avroOrders are a registry's fraud job (with extra lines of YAML) and 1000
+// orders of its topic.
+func avroOrders(tb testing.TB, extra ...string) (*jobfile.Job, [][]byte) {
+	tb.Helper()
 	const schema = `{"type":"record","name":"E","fields":[{"name":"event_id","type":"string"},{"name":"card","type":"string"},
 {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},{"name":"arrival","type":{"type":"long","logicalType":"timestamp-millis"}},
 {"name":"amount","type":"double"},{"name":"user","type":"string"}]}`
 	reg := srfake.New()
-	defer reg.Close()
+	tb.Cleanup(reg.Close)
 	id, _, err := reg.RegisterSchema("e-value", sr.Schema{Schema: schema})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	s := avro.MustParse(schema)
 	job := strings.Replace(fraudJob, "source: {file: input.jsonl}", fmt.Sprintf("source: {kafka: {brokers: [127.0.0.1:1], topic: e}, format: avro, registry: {url: %q}}", reg.URL()), 1)
+	job += strings.Join(extra, "\n")
 	j, err := jobfile.Parse([]byte(job), "job.yaml", "/d")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	lines := make([][]byte, 1000)
 	for i := range lines {
 		v, err := s.Encode(map[string]any{"event_id": fmt.Sprintf("e%d", i), "card": fmt.Sprintf("c%d", i%100), "ts": time.UnixMilli(1788782400000 + int64(i)),
 			"arrival": time.UnixMilli(1788782400000 + int64(i)), "amount": float64(i%300) + float64(i%100)/100, "user": fmt.Sprintf("u%d", i%7)})
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		lines[i] = framed(id, v)
 	}
-	benchDecode(b, j, lines)
+	return j, lines
 }
 
 // python is Debian's Python 3, where Debian's python3-confluent-kafka and

@@ -186,7 +186,7 @@ func jsonKey(path jobfile.Path) func([]byte) []byte {
 		case v.Type() == fastjson.TypeObject || v.Type() == fastjson.TypeArray:
 			return nil
 		}
-		return linedec.AppendCanonical(nil, v)
+		return linedec.AppendCanonicalJSON(nil, v)
 	}
 }
 

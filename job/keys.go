@@ -6,12 +6,11 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/valyala/fastjson"
-
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/internal/prefetch"
 	"github.com/weirstream/weir/internal/text"
 	"github.com/weirstream/weir/jobfile"
+	"github.com/weirstream/weir/source"
 	"github.com/weirstream/weir/state"
 )
 
@@ -80,9 +79,9 @@ func newKeyTable(max int) *keyTable {
 // intern returns the canonical JSON text of the scalar v (see
 // linedec.AppendCanonical); ok is false for a string that is not valid
 // UTF-8, which is not interned.
-func (t *keyTable) intern(v *fastjson.Value) (key string, ok bool) {
-	if v.Type() == fastjson.TypeString {
-		raw := v.GetStringBytes()
+func (t *keyTable) intern(v *source.Value) (key string, ok bool) {
+	if v.Type == source.String {
+		raw := v.Text
 		if len(raw) <= keyInline-2 {
 			h := t.hash(lookupString, raw)
 			if s := t.find(h, lookupString, raw); s != nil {

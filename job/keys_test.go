@@ -8,6 +8,7 @@ import (
 
 	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/jobfile"
+	"github.com/weirstream/weir/source"
 )
 
 // The key table gives every key its canonical text, one string per key,
@@ -26,8 +27,8 @@ func TestKeyTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := string(linedec.AppendCanonical(nil, v))
-			got, ok := tab.intern(v)
+			want := string(linedec.AppendCanonicalJSON(nil, v))
+			got, ok := tab.intern(val(v))
 			if !ok || got != want {
 				t.Fatalf("round %d: %s: %q %v, want %q", round, text, got, ok, want)
 			}
@@ -44,13 +45,14 @@ func TestKeyTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if k, ok := tab.intern(v); ok {
+		if k, ok := tab.intern(val(v)); ok {
 			t.Errorf("%q interned as %q", text, k)
 		}
 	}
 	v, _ := p.Parse(`"c7"`)
-	a, _ := tab.intern(v)
-	if n := testing.AllocsPerRun(100, func() { b, _ := tab.intern(v); a = b }); n != 0 || a != `"c7"` {
+	kv := val(v)
+	a, _ := tab.intern(kv)
+	if n := testing.AllocsPerRun(100, func() { b, _ := tab.intern(kv); a = b }); n != 0 || a != `"c7"` {
 		t.Errorf("%v allocations for a key seen before", n)
 	}
 }
@@ -81,7 +83,7 @@ func TestKeyAhead(t *testing.T) {
 		tab := newKeyTable(100)
 		var p fastjson.Parser
 		v, _ := p.Parse(`"` + key + `"`)
-		k, _ := tab.intern(v)
+		k, _ := tab.intern(val(v))
 		if s := tab.slots[tab.home([]byte(key))]; s.key != k {
 			t.Errorf("%s: the slot prefetch asks for holds %q, not the key", key, s.key)
 		}
@@ -119,4 +121,11 @@ func TestKeyTablesShareTheBudget(t *testing.T) {
 	if lp.keys.max != want || lp.Fork().(*lineParser).keys.max != want {
 		t.Errorf("key tables of %d and %d keys, want %d each", lp.keys.max, lp.Fork().(*lineParser).keys.max, want)
 	}
+}
+
+// val is the JSON value v as the line rules read it.
+func val(v *fastjson.Value) *source.Value {
+	var slab []byte
+	x := source.ValueOf(v, &slab)
+	return &x
 }

@@ -123,6 +123,9 @@ type lineParser struct {
 	// deletion says a temporal join's table record is a deletion.
 	deletion *expression.Program
 	arena    fastjson.Arena
+	// The fields the rules read, each in a slot of its own (slots.go),
+	// read once a record.
+	slotted
 
 	// format, when the source's records are not JSON lines, turns each
 	// into the JSON object parse reads, in the slab formatBuf (format.go);
@@ -132,6 +135,9 @@ type lineParser struct {
 	build     jsontree.Builder
 	tree      jsontree.Tree
 	find      jsontree.StringFinder // for Ahead: with a top-level key
+	// proj, when the format can, reads the fields of a record without its
+	// object (a job without expressions: they read objects).
+	proj linedec.Projection
 }
 
 func newLineParser(j *jobfile.Job) *lineParser {
@@ -181,6 +187,7 @@ func newLineParser(j *jobfile.Job) *lineParser {
 		MaxFuture: j.MaxFuture,
 		Latest:    latestEventTime(j), LatestDetail: "its windows would end after 9999-12-31, the last instant weir writes",
 	}
+	lp.layout()
 	return lp
 }
 
@@ -212,7 +219,8 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 		return nil
 	}
 	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, texted: lp.texted, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format, build: lp.build, find: lp.find}
+		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format, build: lp.build, find: lp.find, proj: lp.proj,
+		slotted: lp.slotted.fork()}
 	f.expressions()
 	return f
 }
@@ -289,8 +297,11 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 		return
 	}
 	var p parsed
-	if v := lp.buildTree(r); v != nil {
-		p = lp.read(v, r.Value, r.Arrival)
+	if lp.proj != nil && lp.project(r) {
+		p = lp.read(nil, r.Value, r.Arrival)
+		p.rec.encoded = true
+	} else if v := lp.buildTree(r); v != nil {
+		p = lp.readJSON(v, r.Value, r.Arrival)
 		p.rec.encoded = true
 	} else {
 		value := r.Value
@@ -328,12 +339,12 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 
 // partitionField is the value of the job's partition field in v: nil
 // without one, and not ok when v lacks it or it is not a scalar.
-func (lp *lineParser) partitionField(v *fastjson.Value) (part *fastjson.Value, ok bool) {
-	if lp.j.PartitionField == nil {
+func (lp *lineParser) partitionField() (part *source.Value, ok bool) {
+	if lp.sPart < 0 {
 		return nil, true
 	}
-	part = get(v, lp.j.PartitionField)
-	return part, part != nil && linedec.Scalar(part, &lp.numBuf)
+	part = &lp.slots[lp.sPart]
+	return part, linedec.IsScalar(part)
 }
 
 // PartitionNames implements engine.PartitionNamer: with a partition field,
@@ -393,12 +404,12 @@ func (lp *lineParser) parse(text []byte, now mtime.Time) (out parsed) {
 		out.reason = ReasonNotJSON
 		return out
 	}
-	return lp.read(v, text, now)
+	return lp.readJSON(v, text, now)
 }
 
-// read reads a line's object v; raw is what its record keeps of it (the
-// line, or a record of a format).
-func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out parsed) {
+// readJSON reads a line's object v (a record's, when a format builds it);
+// raw is what its record keeps of it (the line, or a record of a format).
+func (lp *lineParser) readJSON(v *fastjson.Value, raw []byte, now mtime.Time) (out parsed) {
 	j := lp.j
 	if len(lp.derive) > 0 {
 		// The derived fields join the line, each as a field of its own,
@@ -413,8 +424,17 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 			expression.Set(v, j.Fields[i].Name, val, &lp.arena)
 		}
 	}
+	lp.fillJSON(v)
+	return lp.read(v, raw, now)
+}
+
+// read reads a record by its fields, in lp's slots; v is its JSON object,
+// which the job's expressions read (nil when it has none: its fields are
+// read without one); raw is what its record keeps of it.
+func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out parsed) {
+	j := lp.j
 	var t linedec.Times
-	lp.times.Read(&t, v, now, lp.recTS)
+	lp.times.Read(&t, lp.timeFields(), now, lp.recTS)
 	out.arrival, out.hasArrival = t.Arrival, t.HasArrival
 	switch t.Kind {
 	case linedec.Rejected:
@@ -438,7 +458,7 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 			return out
 		}
 		if beat {
-			part, ok := lp.partitionField(v)
+			part, ok := lp.partitionField()
 			if !ok {
 				out.reason = ReasonNoPartition
 				return out
@@ -451,23 +471,23 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 		}
 	}
 	if j.KeyParts != nil {
-		key, reason, detail := lp.compositeKey(v)
+		key, reason, detail := lp.compositeKey()
 		if reason != "" {
 			out.reason, out.detail = reason, detail
 			return out
 		}
 		out.key = key
 	} else if j.Key != nil {
-		k := get(v, j.Key)
-		if k == nil || !linedec.Scalar(k, &lp.numBuf) {
+		k := &lp.slots[lp.sKey]
+		if !linedec.IsScalar(k) {
 			out.reason = ReasonNoKey
-			if k != nil && k.Type() == fastjson.TypeNumber {
+			if k.Type == source.Number {
 				out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not a JSON number"
 			}
 			return out
 		}
-		if k.Type() == fastjson.TypeString {
-			if n := len(k.GetStringBytes()); int64(n) > j.KeyBytesLimit() {
+		if k.Type == source.String {
+			if n := len(k.Text); int64(n) > j.KeyBytesLimit() {
 				// An output may hold a key of a bounded size only (an
 				// index, a message): the line is set aside, not the output.
 				out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes, more than max_key_bytes (%d)", j.Key.String(), n, j.KeyBytesLimit())
@@ -480,7 +500,7 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 			out.reason, out.detail = ReasonBadKey, j.Key.String()+" is not valid UTF-8"
 			return out
 		}
-		if n := len(key); k.Type() == fastjson.TypeNumber && int64(n) > j.KeyBytesLimit() {
+		if n := len(key); k.Type == source.Number && int64(n) > j.KeyBytesLimit() {
 			// A number is written in all its digits: 1e400 is 401 bytes.
 			out.reason, out.detail = ReasonKeyTooLong, fmt.Sprintf("%s is %d bytes written in full, more than max_key_bytes (%d)", j.Key.String(), n, j.KeyBytesLimit())
 			return out
@@ -488,8 +508,8 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 		out.key = key
 	}
 	if j.ID != nil {
-		id := get(v, j.ID)
-		if id == nil || !linedec.Scalar(id, &lp.numBuf) {
+		id := &lp.slots[lp.sID]
+		if !linedec.IsScalar(id) {
 			out.reason = ReasonNoID
 			return out
 		}
@@ -498,13 +518,13 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 	}
 	if j.VersionField != nil {
 		var reason, detail string
-		out.version, reason, detail = readVersion(get(v, j.VersionField), j.VersionField)
+		out.version, reason, detail = readVersion(&lp.slots[lp.sVersion], j.VersionField)
 		if reason != "" {
 			out.reason, out.detail = reason, detail
 			return out
 		}
 	}
-	part, ok := lp.partitionField(v)
+	part, ok := lp.partitionField()
 	if !ok {
 		out.reason = ReasonNoPartition
 		return out
@@ -545,38 +565,37 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 	}
 	vals := lp.vals[:len(lp.fields):len(lp.fields)]
 	lp.vals = lp.vals[len(lp.fields):]
-	for i, f := range lp.fields {
-		fv := get(v, f)
+	for i, p := range lp.fields {
+		fv := &lp.slots[lp.sFields[i]]
 		vals[i] = value{}
-		if fv == nil {
+		switch fv.Type {
+		case source.Absent:
 			continue
-		}
-		switch fv.Type() {
-		case fastjson.TypeNumber:
-			raw := fv.MarshalTo(lp.numBuf[:0])
-			lp.numBuf = raw
-			if !linedec.ValidNumber(raw) {
-				out.reason, out.detail = ReasonBadValue, f.String()+" is not a JSON number ("+string(raw)+")"
+		case source.Number:
+			raw := fv.Text
+			if !linedec.IsScalar(fv) {
+				out.reason, out.detail = ReasonBadValue, p.String()+" is not a JSON number ("+string(raw)+")"
 				return out
 			}
-			fl := fv.GetFloat64()
+			// An integer's float is the one its text reads as: it rounded
+			// once.
+			n, isInt := fv.Int64()
+			fl := float64(n)
+			if !isInt {
+				fl = fv.Float()
+			}
 			if lp.numeric[i] && math.IsInf(fl, 0) {
 				// A distinct value has an exact identity at any size;
 				// what a number aggregate reads must be a float's.
-				out.reason, out.detail = ReasonBadValue, f.String()+" is too large for a number ("+string(raw)+")"
+				out.reason, out.detail = ReasonBadValue, p.String()+" is too large for a number ("+string(raw)+")"
 				return out
 			}
 			if lp.summed[i] && math.Abs(fl) >= maxSummed {
-				out.reason, out.detail = ReasonBadValue, "overflow: "+f.String()+" is too large to be added up ("+string(raw)+"): a sum of such numbers could be infinite"
+				out.reason, out.detail = ReasonBadValue, "overflow: "+p.String()+" is too large to be added up ("+string(raw)+"): a sum of such numbers could be infinite"
 				return out
 			}
-			// Int64 only for integer text: on "12.5" it fails, and its error
-			// costs two allocations.
-			if !linedec.IsIntText(raw) {
-				vals[i] = value{kind: vFloat, f: fl}
-				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
-			} else if n, err := fv.Int64(); err == nil {
-				vals[i] = value{kind: vInt, i: n, f: float64(n), dec: n, exact: true}
+			if isInt {
+				vals[i] = value{kind: vInt, i: n, f: fl, dec: n, exact: true}
 			} else {
 				vals[i] = value{kind: vFloat, f: fl}
 				vals[i].dec, vals[i].scale, vals[i].exact = parseDecimal(raw)
@@ -586,10 +605,10 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 				vals[i].text = lp.keepText(lp.keyBuf)
 			}
 		default:
-			if lp.numeric[i] || !linedec.Scalar(fv, &lp.numBuf) {
-				out.reason, out.detail = ReasonBadValue, f.String()+" is not a number"
+			if lp.numeric[i] || !linedec.IsScalar(fv) {
+				out.reason, out.detail = ReasonBadValue, p.String()+" is not a number"
 				if !lp.numeric[i] {
-					out.detail = f.String() + " is not a string, number or boolean"
+					out.detail = p.String() + " is not a string, number or boolean"
 				}
 				return out
 			}
@@ -610,26 +629,25 @@ func (lp *lineParser) read(v *fastjson.Value, raw []byte, now mtime.Time) (out p
 // reads it (version_field): the version, or the quarantine reason and
 // detail of a line without a valid one.
 func ReadVersion(v *fastjson.Value, f jobfile.Path) (version int64, reason, detail string) {
-	return readVersion(v, f)
+	var slab []byte
+	x := source.ValueOf(v, &slab)
+	return readVersion(&x, f)
 }
 
 // readVersion reads the version of an event: an integer, or a string that
 // holds one in decimal digits ("12"), compared as that integer; anything
 // else (a fraction, a date, "v2") is a bad version, and none is no version.
-func readVersion(v *fastjson.Value, f jobfile.Path) (int64, string, string) {
-	switch {
-	case v == nil || v.Type() == fastjson.TypeNull:
+func readVersion(v *source.Value, f jobfile.Path) (int64, string, string) {
+	switch v.Type {
+	case source.Absent:
 		return 0, ReasonNoVersion, f.String() + " is missing"
-	case v.Type() == fastjson.TypeNumber:
-		raw := v.MarshalTo(nil)
-		if linedec.IsIntText(raw) {
-			if n, err := v.Int64(); err == nil {
-				return n, "", ""
-			}
+	case source.Number:
+		if n, ok := v.Int64(); ok {
+			return n, "", ""
 		}
-		return 0, ReasonBadVersion, fmt.Sprintf("%s is %s, not an integer of 64 bits", f, raw)
-	case v.Type() == fastjson.TypeString:
-		t := v.GetStringBytes()
+		return 0, ReasonBadVersion, fmt.Sprintf("%s is %s, not an integer of 64 bits", f, v.Text)
+	case source.String:
+		t := v.Text
 		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil && len(t) > 0 && t[0] != '+' {
 			return n, "", ""
 		}
@@ -640,21 +658,21 @@ func readVersion(v *fastjson.Value, f jobfile.Path) (int64, string, string) {
 
 // compositeKey is the key of a job with a composite key: its fields'
 // canonical values as a JSON array, interned; or why the line has none.
-func (lp *lineParser) compositeKey(v *fastjson.Value) (key, reason, detail string) {
+func (lp *lineParser) compositeKey() (key, reason, detail string) {
 	j := lp.j
 	b := append(lp.keyBuf[:0], '[')
 	for i, f := range j.KeyParts {
-		k := get(v, f)
-		if k == nil || !linedec.Scalar(k, &lp.numBuf) {
-			switch {
-			case k == nil:
+		k := &lp.slots[lp.sKeyParts[i]]
+		if !linedec.IsScalar(k) {
+			switch k.Type {
+			case source.Absent:
 				return "", ReasonNoKey, f.String() + " is missing"
-			case k.Type() == fastjson.TypeNumber:
+			case source.Number:
 				return "", ReasonBadKey, f.String() + " is not a JSON number"
 			}
 			return "", ReasonNoKey, f.String() + " is not a string, number or boolean"
 		}
-		if k.Type() == fastjson.TypeString && !utf8.Valid(k.GetStringBytes()) {
+		if k.Type == source.String && !utf8.Valid(k.Text) {
 			return "", ReasonBadKey, f.String() + " is not valid UTF-8"
 		}
 		if i > 0 {
@@ -671,7 +689,7 @@ func (lp *lineParser) compositeKey(v *fastjson.Value) (key, reason, detail strin
 }
 
 // partition numbers a partition value, in order of first appearance.
-func (lp *lineParser) partition(v *fastjson.Value) int {
+func (lp *lineParser) partition(v *source.Value) int {
 	lp.keyBuf = linedec.AppendIdentity(lp.keyBuf[:0], v)
 	p, ok := lp.parts[string(lp.keyBuf)]
 	if !ok {

@@ -162,26 +162,35 @@ func orderProto(t testing.TB, md protoreflect.MessageDescriptor, o map[string]an
 // the times Timestamps: what a record costs beyond its JSON line, turned
 // into one first.
 func BenchmarkDecodeProtobuf(b *testing.B) {
+	j, lines := protobufOrders(b)
+	benchDecode(b, j, lines)
+}
+
+// protobufOrders are a registry's fraud job (with extra lines of YAML) and 1000
+// orders of its topic.
+func protobufOrders(tb testing.TB, extra ...string) (*jobfile.Job, [][]byte) {
+	tb.Helper()
 	const schema = `syntax = "proto3"; package bench; import "google/protobuf/timestamp.proto";
 message E { string event_id = 1; string card = 2; google.protobuf.Timestamp ts = 3; google.protobuf.Timestamp arrival = 4; double amount = 5; string user = 6; }`
 	reg := srfake.New()
-	defer reg.Close()
+	tb.Cleanup(reg.Close)
 	id, _, err := reg.RegisterSchema("e-value", sr.Schema{Schema: schema, Type: sr.TypeProtobuf})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	dir := b.TempDir()
+	dir := tb.TempDir()
 	os.WriteFile(filepath.Join(dir, "e.proto"), []byte(schema), 0o644)
 	comp := protocompile.Compiler{Resolver: protocompile.WithStandardImports(&protocompile.SourceResolver{ImportPaths: []string{dir}})}
 	files, err := comp.Compile(context.Background(), "e.proto")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	md := files[0].Messages().ByName("E")
 	job := strings.Replace(fraudJob, "source: {file: input.jsonl}", fmt.Sprintf("source: {kafka: {brokers: [127.0.0.1:1], topic: e}, format: protobuf, registry: {url: %q}}", reg.URL()), 1)
+	job += strings.Join(extra, "\n")
 	j, err := jobfile.Parse([]byte(job), "job.yaml", "/d")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	lines := make([][]byte, 1000)
 	for i := range lines {
@@ -200,11 +209,11 @@ message E { string event_id = 1; string card = 2; google.protobuf.Timestamp ts =
 		m.Set(f.ByName("user"), protoreflect.ValueOfString(fmt.Sprintf("u%d", i%7)))
 		v, err := proto.Marshal(m)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		lines[i] = append(framed(id, []byte{0}), v...)
 	}
-	benchDecode(b, j, lines)
+	return j, lines
 }
 
 // The example job on Protobuf orders loads, with the registry or, as its

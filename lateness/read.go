@@ -243,9 +243,10 @@ func readJSON(r io.Reader, c *config, p *pool, emit func(*batch) bool) error {
 
 // jsonParser reads the fields of JSON lines with weir run's rules.
 type jsonParser struct {
-	c   *config
-	p   fastjson.Parser
-	buf []byte
+	c    *config
+	p    fastjson.Parser
+	buf  []byte
+	slab []byte // the texts of the line's numbers
 }
 
 func (jp *jsonParser) parse(lines []source.Line, b *batch) {
@@ -281,7 +282,9 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 		return rec
 	}
 	var t linedec.Times
-	c.times.Read(&t, v, 0, mtime.MinTime)
+	jp.slab = jp.slab[:0]
+	tf := c.times.JSON(v, &jp.slab)
+	c.times.Read(&t, &tf, 0, mtime.MinTime)
 	rec.arr, rec.hasArrival = t.Arrival, t.HasArrival
 	switch t.Kind {
 	case linedec.Rejected:
@@ -294,14 +297,14 @@ func (jp *jsonParser) line(text []byte, b *batch) (rec record) {
 	rec.ts = t.Time
 	var part span
 	if c.partP != nil {
-		pv := source.Get(v, c.partP)
-		if pv == nil || !linedec.Scalar(pv, &jp.buf) {
+		pv := source.ValueOf(source.Get(v, c.partP), &jp.slab)
+		if !linedec.IsScalar(&pv) {
 			rec.why = rNoPartition
 			return rec
 		}
 		// A partition is its value with its JSON type, as weir run numbers
 		// them: "1" and 1 are two.
-		jp.buf = linedec.AppendIdentity(jp.buf[:0], pv)
+		jp.buf = linedec.AppendIdentity(jp.buf[:0], &pv)
 		part = b.text(jp.buf)
 	}
 	// A weight field named: every line must have it. sample_weight by

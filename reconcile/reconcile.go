@@ -595,6 +595,7 @@ func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, re
 	// hold, max_future against the line's arrival, or now without one), and
 	// set aside for the same reasons.
 	rules := job.LineRules(j)
+	var slab []byte // the texts of a line's numbers
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -635,7 +636,9 @@ func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, re
 				raw = inner
 			}
 			var t linedec.Times
-			rules.Read(&t, v, now, mtime.MinTime)
+			slab = slab[:0]
+			tf := rules.JSON(v, &slab)
+			rules.Read(&t, &tf, now, mtime.MinTime)
 			switch t.Kind {
 			case linedec.Watermark:
 				continue // not an event
@@ -649,12 +652,12 @@ func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, re
 				// The id as weir run reads it (its identity: 1 and 1.0 are
 				// one id, "1" and 1 two), so that what weir run counted as a
 				// duplicate is one here too.
-				idv := source.Get(v, j.ID)
-				if idv == nil || !linedec.Scalar(idv, nil) {
+				idv := source.ValueOf(source.Get(v, j.ID), &slab)
+				if !linedec.IsScalar(&idv) {
 					unreadable("no_id")
 					continue
 				}
-				id = string(linedec.AppendIdentity(nil, idv))
+				id = string(linedec.AppendIdentity(nil, &idv))
 			}
 			var version int64
 			if j.VersionField != nil {

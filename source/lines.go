@@ -1,6 +1,7 @@
 // Package source reads recorded and live streams: JSON lines from files and
 // standard input, in arrival order, with the position of every line so that
-// a checkpoint can resume exactly after it.
+// a checkpoint can resume exactly after it; and the fields of a record as
+// every reader of them sees them (Value, TimeOf).
 package source
 
 import (

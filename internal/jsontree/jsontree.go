@@ -1,13 +1,15 @@
-// Package jsontree builds the JSON object the line rules read (a fastjson
-// value) straight from a record of a binary format, without writing its
-// JSON text and parsing that again: a format that can (Avro, Protobuf)
-// builds the object a record's text would parse into, value for value, and
-// counts the text's length, so that the rules (and the longest line's)
-// read it exactly as they read the text. A record's fields and items are
-// made one by one; every other value is written as its text, by the
-// format's own code, and made from it (Scalar): a number keeps its text, a
-// string without escapes its bytes, and any other part (a string with
-// escapes, a map, whose keys may repeat) is parsed alone.
+// Package jsontree builds the JSON object a job's expressions read (a
+// fastjson value) straight from a record of a binary format, without
+// writing its JSON text and parsing that again: a format that can (Avro,
+// Protobuf) builds the object a record's text would parse into, value for
+// value, and counts the text's length, so that the rules read it exactly
+// as they read the text. (A job without expressions reads a record's
+// fields without its object: linedec.Projector.) A record's fields and
+// items are made one by one, strings, numbers and booleans from their
+// values; every other value is written as its text, by the format's own
+// code, and made from it (Scalar): a number keeps its text, a string
+// without escapes its bytes, and any other part (a string with escapes, a
+// map, whose keys may repeat) is parsed alone.
 package jsontree
 
 import (
@@ -97,6 +99,16 @@ func (t *Tree) Number(b []byte) *fastjson.Value {
 	t.slab = b
 	t.n += len(s)
 	return t.a.NewNumberString(unsafe.String(&s[0], len(s)))
+}
+
+// Quoted is the string whose JSON text b holds after Slab's (b is Slab()
+// with the text appended), which the caller wrote between quotes without
+// an escape.
+func (t *Tree) Quoted(b []byte) *fastjson.Value {
+	s := b[len(t.slab):]
+	t.slab = b
+	t.n += len(s)
+	return t.a.NewStringBytes(s[1 : len(s)-1])
 }
 
 // Bool is true or false.

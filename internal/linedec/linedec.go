@@ -7,9 +7,13 @@
 // line is an event, a watermark line or a rejected line, for the same
 // reason, in both.
 //
-// It also holds what makes a value a key, an id or a partition (Scalar) and
-// when two such values are one (AppendIdentity: the value with its JSON type,
-// so that "1" and 1 are two partitions in both).
+// It also holds what makes a value a key, an id or a partition (IsScalar)
+// and when two such values are one (AppendIdentity: the value with its JSON
+// type, so that "1" and 1 are two partitions in both).
+//
+// The rules read a record's fields as source.Values: a JSON line's from its
+// object, a record of a binary format's straight from its bytes when its
+// decoder can (Projector), so that both are read by the same rules.
 //
 // What a reader does with an event's other fields (values, weights, groups),
 // reading the lines themselves and where rejected lines go belong to the
@@ -99,36 +103,74 @@ type Times struct {
 	SentFault string
 }
 
-// Read classifies the JSON object v by its times, into t (which it sets
-// whole). now is the arrival to use without an arrival field; recordTS is
-// the record's own timestamp (mtime.MinTime when it has none), for
-// RecordTime.
-func (r *Rules) Read(t *Times, v *fastjson.Value, now, recordTS mtime.Time) {
+// Fields are the values of a record's time fields, as the rules read
+// them, each at its place (FieldTime, ...): Absent for a field the record
+// lacks, or the rules do not name.
+type Fields [NumFields]source.Value
+
+// The places of the time fields in Fields.
+const (
+	FieldTime = iota
+	FieldArrival
+	FieldSent
+	FieldWatermark
+	NumFields
+)
+
+// Paths are the paths of the time fields the rules read, at their places
+// in Fields (nil: none).
+func (r *Rules) Paths() [NumFields][]string {
+	var p [NumFields][]string
+	if !r.RecordTime && !r.Ingestion {
+		p[FieldTime] = r.Time
+		if p[FieldTime] == nil {
+			p[FieldTime] = []string{} // the object itself, which is no time
+		}
+	}
+	p[FieldArrival], p[FieldSent], p[FieldWatermark] = r.Arrival, r.Sent, r.Watermark
+	return p
+}
+
+// JSON is the Fields of the JSON object v: its numbers' texts are
+// appended to *slab.
+func (r *Rules) JSON(v *fastjson.Value, slab *[]byte) Fields {
+	var f Fields
+	for i, p := range r.Paths() {
+		if p != nil {
+			f[i].SetJSON(source.Get(v, p), slab)
+		}
+	}
+	return f
+}
+
+// Read classifies a record by its times (its fields f), into t (which it
+// sets whole). now is the arrival to use without an arrival field;
+// recordTS is the record's own timestamp (mtime.MinTime when it has
+// none), for RecordTime.
+func (r *Rules) Read(t *Times, f *Fields, now, recordTS mtime.Time) {
 	*t = Times{Arrival: now, HasArrival: true}
 	// Arrival first (a rejected line still moves the processing clock),
 	// but its faults are reported after the event time's.
 	arrival := ""
 	if r.Arrival != nil {
 		t.HasArrival = false
-		if a := source.Get(v, r.Arrival); a == nil {
+		if a := &f[FieldArrival]; a.Type == source.Absent {
 			arrival = NoArrival
-		} else if at, ok := source.Time(a); !ok {
+		} else if at, ok := source.TimeOf(a); !ok {
 			arrival = BadArrival
 		} else {
 			t.Arrival, t.HasArrival = at, true
 		}
 	}
-	var tv *fastjson.Value
-	if !r.RecordTime && !r.Ingestion {
-		tv = source.Get(v, r.Time)
-	}
-	if r.Watermark != nil && tv == nil {
-		if w := source.Get(v, r.Watermark); w != nil {
+	tv := &f[FieldTime] // Absent unless the rules read it
+
+	if r.Watermark != nil && tv.Type == source.Absent {
+		if w := &f[FieldWatermark]; w.Type != source.Absent {
 			if arrival != "" {
 				t.reject(arrival, "")
 				return
 			}
-			wm, ok := source.Time(w)
+			wm, ok := source.TimeOf(w)
 			if !ok {
 				t.reject(BadWatermark, "")
 				return
@@ -152,20 +194,20 @@ func (r *Rules) Read(t *Times, v *fastjson.Value, now, recordTS mtime.Time) {
 			return
 		}
 		t.Time = recordTS
-	case tv == nil:
+	case tv.Type == source.Absent:
 		t.reject(NoEventTime, "")
 		return
 	default:
-		ts, ok := source.Time(tv)
+		ts, ok := source.TimeOf(tv)
 		if !ok {
 			t.reject(BadEventTime, "")
 			return
 		}
 		t.Time = ts
 		if r.Sent != nil {
-			if s := source.Get(v, r.Sent); s == nil {
+			if s := &f[FieldSent]; s.Type == source.Absent {
 				t.SentFault = NoSent
-			} else if st, ok := source.Time(s); !ok {
+			} else if st, ok := source.TimeOf(s); !ok {
 				t.SentFault = BadSent
 			} else {
 				t.Sent = st
@@ -213,4 +255,27 @@ func (r *Rules) Check(t *Times, arrival string) {
 
 func (t *Times) reject(reason, detail string) {
 	t.Kind, t.Reason, t.Detail = Rejected, reason, detail
+}
+
+// A Projector is a format's decoder (a plan.Decoder) that reads the fields
+// the rules name straight from a record's bytes, without its JSON object
+// or text: what the object would hold, read for less.
+type Projector interface {
+	// Project is a reader of the fields at paths (a nil path is left
+	// Absent), or nil when the format reads such fields from objects
+	// only.
+	Project(paths [][]string) Projection
+}
+
+// A Projection reads the fields of records; it is safe for concurrent
+// use.
+type Projection interface {
+	// Read reads the fields of the record value into out, one a path as
+	// Project was given them, as its JSON object holds them: a field the
+	// object would not have, or would have as null, is Absent, an object
+	// or an array Other. Numbers' texts are appended to *slab; strings'
+	// may be value's bytes. Not ok: the record is to be read from its
+	// object instead, one that does not decode, or whose JSON text could
+	// be longer than max bytes (out is then undefined).
+	Read(value []byte, out []source.Value, slab *[]byte, max int) (ok bool)
 }

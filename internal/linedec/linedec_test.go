@@ -63,7 +63,9 @@ func TestReadRecordTimeAndNoArrival(t *testing.T) {
 // another line's result, which Read must overwrite whole.
 func read(r *Rules, v *fastjson.Value, now, recordTS mtime.Time) string {
 	t := Times{Kind: Rejected, Reason: "stale", Detail: "stale", Time: 99, Watermark: 99, Arrival: 99, HasArrival: true}
-	r.Read(&t, v, now, recordTS)
+	var slab []byte
+	f := r.JSON(v, &slab)
+	r.Read(&t, &f, now, recordTS)
 	return show(t)
 }
 

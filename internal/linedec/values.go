@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/source"
 )
 
 // The values of a line that are compared rather than computed with (keys,
@@ -27,23 +28,31 @@ import (
 // bytes (1e999999999) cannot make a key of a billion.
 const plainDigits = 1000
 
-// Scalar reports a string, a boolean or a JSON number, whatever its size
-// (fastjson also takes NaN, inf and texts such as 01, which JSON has not).
-// A number's text is read into *buf, kept grown for the next call, so that
-// a reader that checks one a line allocates nothing (fastjson's MarshalTo
-// takes any buffer to the heap); buf may be nil.
-func Scalar(v *fastjson.Value, buf *[]byte) bool {
-	switch v.Type() {
-	case fastjson.TypeString, fastjson.TypeTrue, fastjson.TypeFalse:
+// IsScalar reports a string, a boolean or a JSON number, whatever its
+// size (fastjson also takes NaN, inf and texts such as 01, which JSON has
+// not).
+func IsScalar(v *source.Value) bool {
+	switch v.Type {
+	case source.String, source.True, source.False:
 		return true
-	case fastjson.TypeNumber:
-		if buf == nil {
-			return ValidNumber(v.MarshalTo(nil))
-		}
-		*buf = v.MarshalTo((*buf)[:0])
-		return ValidNumber(*buf)
+	case source.Number:
+		return v.IsInt || ValidNumber(v.Text)
 	}
 	return false
+}
+
+// Scalar is IsScalar of a JSON value. A number's text is read into *buf,
+// kept grown for the next call, so that a reader that checks one a line
+// allocates nothing (fastjson's MarshalTo takes any buffer to the heap);
+// buf may be nil.
+func Scalar(v *fastjson.Value, buf *[]byte) bool {
+	var none []byte
+	if buf == nil {
+		buf = &none
+	}
+	*buf = (*buf)[:0]
+	x := source.ValueOf(v, buf)
+	return IsScalar(&x)
 }
 
 // ValidNumber reports whether b is a number as JSON writes them:
@@ -89,15 +98,15 @@ func ValidNumber(b []byte) bool {
 // canonical text. Two values have the same identity exactly when they are
 // the same value: for ids, partitions and distinct values, which are
 // compared, never written.
-func AppendIdentity(b []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeString:
-		return append(append(b, 's'), v.GetStringBytes()...)
-	case fastjson.TypeNumber:
+func AppendIdentity(b []byte, v *source.Value) []byte {
+	switch v.Type {
+	case source.String:
+		return append(append(b, 's'), v.Text...)
+	case source.Number:
 		return AppendCanonical(append(b, 'n'), v)
-	case fastjson.TypeTrue:
+	case source.True:
 		return append(b, 't')
-	case fastjson.TypeFalse:
+	case source.False:
 		return append(b, 'f')
 	}
 	return append(b, '?')
@@ -105,14 +114,7 @@ func AppendIdentity(b []byte, v *fastjson.Value) []byte {
 
 // IsIntText reports whether a JSON number is written without a fraction or
 // an exponent.
-func IsIntText(b []byte) bool {
-	for _, c := range b {
-		if c == '.' || c == 'e' || c == 'E' {
-			return false
-		}
-	}
-	return true
-}
+func IsIntText(b []byte) bool { return source.IsIntText(b) }
 
 // AppendCanonical appends the JSON text of a scalar in one canonical form, so
 // that "c1" and "\u0063\u0031" are one key, 1e3 and 1000 another, and the
@@ -125,19 +127,35 @@ func IsIntText(b []byte) bool {
 // digits; zero as 0, without a sign. So a number below 1e21 that a float64
 // holds keeps the text it had when it went through one. A number JSON has
 // not (NaN, inf, 01) is appended as it is.
-func AppendCanonical(b []byte, v *fastjson.Value) []byte {
-	switch v.Type() {
-	case fastjson.TypeString:
-		return text.AppendJSONString(b, v.GetStringBytes())
-	case fastjson.TypeNumber:
+func AppendCanonical(b []byte, v *source.Value) []byte {
+	switch v.Type {
+	case source.String:
+		return text.AppendJSONString(b, v.Text)
+	case source.Number:
+		if v.IsInt {
+			return strconv.AppendInt(b, v.Int, 10) // its own canonical text
+		}
 		start := len(b)
-		return canonicalNumber(v.MarshalTo(b), start)
-	case fastjson.TypeTrue:
+		return canonicalNumber(append(b, v.Text...), start)
+	case source.True:
 		return append(b, "true"...)
-	case fastjson.TypeFalse:
+	case source.False:
 		return append(b, "false"...)
 	}
-	return v.MarshalTo(b)
+	return append(b, "null"...)
+}
+
+// AppendCanonicalJSON is AppendCanonical of a JSON value, which need not
+// be a scalar: an object or an array is appended as it is.
+func AppendCanonicalJSON(b []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeObject, fastjson.TypeArray:
+		return v.MarshalTo(b)
+	}
+	var buf [32]byte
+	slab := buf[:0]
+	x := source.ValueOf(v, &slab)
+	return AppendCanonical(b, &x)
 }
 
 // canonicalNumber rewrites the JSON number b[start:] as its canonical text

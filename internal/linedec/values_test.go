@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/weirstream/weir/internal/text"
+	"github.com/weirstream/weir/source"
 )
 
 // A number's canonical text is its exact value: integers in plain digits
@@ -87,10 +88,10 @@ func TestCanonicalNumbers(t *testing.T) {
 		if !Scalar(v, nil) {
 			t.Errorf("%.60s is not a scalar", c.in)
 		}
-		if got := string(AppendCanonical([]byte("x"), v)); got != "x"+c.want {
+		if got := string(AppendCanonicalJSON([]byte("x"), v)); got != "x"+c.want {
 			t.Errorf("%.60s: canonical %.60s (%d bytes), want %.60s (%d)", c.in, got[1:], len(got)-1, c.want, len(c.want))
 		}
-		if got := string(AppendIdentity(nil, v)); got != "n"+c.want {
+		if got := string(AppendIdentity(nil, val(v))); got != "n"+c.want {
 			t.Errorf("%.60s: identity %.60s (%d bytes), want n%.60s (%d)", c.in, got, len(got), c.want, len(c.want)+1)
 		}
 	}
@@ -122,7 +123,7 @@ func TestIdentity(t *testing.T) {
 		{"true", `"true"`, false},
 	} {
 		a, b := fastjson.MustParse(c.a), fastjson.MustParse(c.b)
-		if same := string(AppendIdentity(nil, a)) == string(AppendIdentity(nil, b)); same != c.same {
+		if same := string(AppendIdentity(nil, val(a))) == string(AppendIdentity(nil, val(b))); same != c.same {
 			t.Errorf("%s and %s: one identity %v, want %v", c.a, c.b, same, c.same)
 		}
 	}
@@ -153,10 +154,14 @@ func TestCanonicalAllocations(t *testing.T) {
 	buf, scratch := make([]byte, 0, 2048), make([]byte, 0, 64)
 	for _, in := range []string{`"card_7"`, `12345`, `-9223372036854775808`, `1.5`, `18446744073709551615`, `1e999`, `-12.5e-300`} {
 		v := fastjson.MustParse(in)
+		var slab []byte
 		if n := testing.AllocsPerRun(100, func() {
 			Scalar(v, &scratch)
-			buf = AppendIdentity(buf[:0], v)
-			buf = AppendCanonical(buf[:0], v)
+			slab = slab[:0]
+			sv := source.ValueOf(v, &slab)
+			svp := &sv
+			buf = AppendIdentity(buf[:0], svp)
+			buf = AppendCanonical(buf[:0], svp)
 		}); n != 0 {
 			t.Errorf("%s: %v allocations", in, n)
 		}
@@ -202,7 +207,7 @@ func TestCanonicalIsTheValue(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		got := string(AppendCanonical(nil, v))
+		got := string(AppendCanonicalJSON(nil, v))
 		want, _ := new(big.Rat).SetString(in)
 		have, ok := new(big.Rat).SetString(got)
 		if !ok || have.Cmp(want) != 0 {
@@ -219,8 +224,53 @@ func TestCanonicalIsTheValue(t *testing.T) {
 			continue
 		}
 		in := string(text.AppendJSONFloat(nil, f))
-		if got := string(AppendCanonical(nil, fastjson.MustParse(in))); got != in {
+		if got := string(AppendCanonicalJSON(nil, fastjson.MustParse(in))); got != in {
 			t.Fatalf("%s, as a float64 writes it: canonical %s", in, got)
+		}
+	}
+}
+
+// val is the JSON value v as the rules read it.
+func val(v *fastjson.Value) *source.Value {
+	var slab []byte
+	x := source.ValueOf(v, &slab)
+	return &x
+}
+
+// An integer a format hands over (Value.IsInt) is read as its digits are:
+// the same scalar, identity, canonical text, float, int and time.
+func TestIntIsItsText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 20000 {
+		n := int64(rng.Uint64())
+		switch i % 4 {
+		case 1:
+			n >>= rng.IntN(64)
+		case 2:
+			n = int64(rng.IntN(2000)) - 1000
+		case 3:
+			n = []int64{math.MinInt64, math.MaxInt64, 0, -1, 1 << 53, 1<<53 + 1}[rng.IntN(6)]
+		}
+		digits := strconv.AppendInt(nil, n, 10)
+		typed := &source.Value{Type: source.Number, Text: digits, IsInt: true, Int: n}
+		text := val(fastjson.MustParse(string(digits)))
+		if IsScalar(typed) != IsScalar(text) ||
+			string(AppendIdentity(nil, typed)) != string(AppendIdentity(nil, text)) ||
+			string(AppendCanonical(nil, typed)) != string(AppendCanonical(nil, text)) {
+			t.Fatalf("%d: typed %q %q, text %q %q", n, AppendIdentity(nil, typed), AppendCanonical(nil, typed), AppendIdentity(nil, text), AppendCanonical(nil, text))
+		}
+		if a, b := typed.Float(), text.Float(); a != b {
+			t.Fatalf("%d: float %v, text %v", n, a, b)
+		}
+		if a, oka := typed.Int64(); true {
+			if b, okb := text.Int64(); a != b || oka != okb {
+				t.Fatalf("%d: int %d %v, text %d %v", n, a, oka, b, okb)
+			}
+		}
+		if a, oka := source.TimeOf(typed); true {
+			if b, okb := source.TimeOf(text); a != b || oka != okb {
+				t.Fatalf("%d: time %d %v, text %d %v", n, a, oka, b, okb)
+			}
 		}
 	}
 }
