@@ -64,6 +64,9 @@ func (d *ocfDecoder) Project(paths [][]string) linedec.Projection {
 type pathTrie struct {
 	slot     int // -1: no path ends here
 	children map[string]*pathTrie
+	// text: a path ending here is read as more than an instant (past the
+	// time fields, linedec.Projection).
+	text bool
 	// dups, at the root, are the slots of paths named before: each is
 	// given its first slot's value (slot, first).
 	dups [][2]int
@@ -94,6 +97,7 @@ func newPathTrie(paths [][]string) *pathTrie {
 			}
 			n = c
 		}
+		n.text = n.text || i >= linedec.NumFields
 		if n.slot >= 0 {
 			root.dups = append(root.dups, [2]int{i, n.slot})
 			continue
@@ -128,6 +132,7 @@ type projPlan struct {
 // field skipped), a union's branches or a reference's type.
 type pnode struct {
 	slot   int
+	text   bool // an instant's text is read too (pathTrie.text)
 	deep   bool // paths go on into its value
 	fields []*pnode
 	next   []*pnode
@@ -186,7 +191,7 @@ func compileProj(n *tnode, trie *pathTrie, memo map[projKey]*pnode) *pnode {
 	if c, ok := memo[k]; ok {
 		return c
 	}
-	c := &pnode{slot: trie.slot, deep: len(trie.children) > 0}
+	c := &pnode{slot: trie.slot, text: trie.text, deep: len(trie.children) > 0}
 	memo[k] = c
 	switch n.kind {
 	case tRecord:

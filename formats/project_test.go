@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/avro"
 
 	"github.com/weirstream/weir/internal/jsontree"
+	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/source"
 )
 
@@ -78,7 +79,9 @@ func TestAvroProjectionIsTheObject(t *testing.T) {
 				wi, wok := w.Int64()
 				gt, gtok := source.TimeOf(&g)
 				wt, wtok := source.TimeOf(&w)
-				if g.Type != w.Type || !bytes.Equal(g.Text, w.Text) || gi != wi || gok != wok || g.Type == source.Number && g.Float() != w.Float() ||
+				// A time field's instant is read without its text.
+				instant := k < linedec.NumFields && g.IsTime && g.Text == nil
+				if g.Type != w.Type || !instant && !bytes.Equal(g.Text, w.Text) || gi != wi || gok != wok || g.Type == source.Number && g.Float() != w.Float() ||
 					gt != wt || gtok != wtok {
 					t.Fatalf("set %d: %x: %v: read %v %q, the object holds %v %q", si, b, p, g.Type, g.Text, w.Type, w.Text)
 				}
@@ -106,7 +109,8 @@ by_num { key: 5 value { city: "F" } } flags { key: true value: "t" } chans { key
 	all := [][]string{{"sku"}, {"i32"}, {"i64"}, {"u32"}, {"u64"}, {"s32"}, {"s64"}, {"f32"}, {"f64"}, {"sf32"}, {"sf64"}, {"fl"}, {"db"},
 		{"ok"}, {"raw"}, {"channel"}, {"packed"}, {"stops"}, {"a"}, {"b", "city"}, {"b"}, {"maybe"}, {"at"}, {"at", "seconds"}, {"note"},
 		{"home", "city"}, {"home", "zip"}, {"home"}, {"attrs"}, {"missing"}, {"sku", "deeper"}, nil}
-	sets := [][][]string{all, {{"sku"}, {"at"}, {"db"}, {"at"}, {"sku"}, {"home", "city"}, {"home", "city"}}, {{"attrs", "z"}}, {{"stops", "0", "city"}}}
+	sets := [][][]string{all, {{"sku"}, {"at"}, {"db"}, {"at"}, {"sku"}, {"home", "city"}, {"home", "city"}},
+		{{"at"}, nil, nil, nil, {"db"}, {"at"}}, {{"attrs", "z"}}, {{"stops", "0", "city"}}}
 	rng := rand.New(rand.NewPCG(11, 12))
 	for si, paths := range sets {
 		proj := m.Project(paths)
@@ -140,15 +144,17 @@ by_num { key: 5 value { city: "F" } } flags { key: true value: "t" } chans { key
 				wi, wok := w.Int64()
 				gt, gtok := source.TimeOf(&g)
 				wt, wtok := source.TimeOf(&w)
-				if g.Type != w.Type || !bytes.Equal(g.Text, w.Text) || gi != wi || gok != wok || g.Type == source.Number && g.Float() != w.Float() ||
+				// A time field's instant is read without its text.
+				instant := k < linedec.NumFields && g.IsTime && g.Text == nil
+				if g.Type != w.Type || !instant && !bytes.Equal(g.Text, w.Text) || gi != wi || gok != wok || g.Type == source.Number && g.Float() != w.Float() ||
 					gt != wt || gtok != wtok {
 					t.Fatalf("set %d: %x: %v: read %v %q, the object holds %v %q", si, b, p, g.Type, g.Text, w.Type, w.Text)
 				}
 			}
 		}
-		if si >= 2 && read != 0 {
+		if si >= 3 && read != 0 {
 			t.Errorf("set %d: %d records read without their objects, with a path into a map or a list", si, read)
-		} else if si < 2 && read < 5000 {
+		} else if si < 3 && read < 5000 {
 			t.Errorf("set %d: %d of 20000 records read without their objects", si, read)
 		}
 	}

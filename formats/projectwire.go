@@ -94,7 +94,7 @@ func compileWireProj(p *wirePlan, trie *pathTrie, memo map[wireProjKey]*pnode) *
 	if c, ok := memo[k]; ok {
 		return c
 	}
-	c := &pnode{slot: trie.slot, deep: len(trie.children) > 0, fields: make([]*pnode, len(p.fields))}
+	c := &pnode{slot: trie.slot, text: trie.text, deep: len(trie.children) > 0, fields: make([]*pnode, len(p.fields))}
 	memo[k] = c
 	for i := range p.fields {
 		f := &p.fields[i]
@@ -105,7 +105,7 @@ func compileWireProj(p *wirePlan, trie *pathTrie, memo map[wireProjKey]*pnode) *
 		if f.msg != nil && f.mapKey == nil && !f.list {
 			c.fields[i] = compileWireProj(f.msg, child, memo)
 		} else {
-			c.fields[i] = &pnode{slot: child.slot, deep: len(child.children) > 0}
+			c.fields[i] = &pnode{slot: child.slot, text: child.text, deep: len(child.children) > 0}
 		}
 	}
 	return c
@@ -162,10 +162,13 @@ func (r *projReader) wire(src []byte, p *wirePlan, pn *pnode, st *wireState, dep
 		if err != nil {
 			return false
 		}
-		start := len(r.slab)
-		r.slab = st.appendRFC3339(r.slab, sec, nanos)
-		r.out[pn.slot] = source.Value{Type: source.String, Text: r.slab[start+1 : len(r.slab)-1 : len(r.slab)-1],
-			IsTime: true, Int: sec*1000 + nanos/1e6}
+		v := &r.out[pn.slot]
+		*v = source.Value{Type: source.String, IsTime: true, Int: sec*1000 + nanos/1e6}
+		if pn.text {
+			start := len(r.slab)
+			r.slab = st.appendRFC3339(r.slab, sec, nanos)
+			v.Text = r.slab[start+1 : len(r.slab)-1 : len(r.slab)-1]
+		}
 		return true
 	}
 	if p.wk != 0 {

@@ -274,8 +274,12 @@ type Projection interface {
 	// Project was given them, as its JSON object holds them: a field the
 	// object would not have, or would have as null, is Absent, an object
 	// or an array Other. Numbers' texts are appended to *slab; strings'
-	// may be value's bytes. Not ok: the record is to be read from its
-	// object instead, one that does not decode, or whose JSON text could
-	// be longer than max bytes (out is then undefined).
+	// may be value's bytes. The first NumFields paths are the time
+	// fields, in Fields' order, which the rules read as instants only:
+	// there, a format's instant (a String with IsTime) may be without its
+	// Text, unless the path is named again after them. Not ok: the record
+	// is to be read from its object instead, one that does not decode, or
+	// whose JSON text could be longer than max bytes (out is then
+	// undefined).
 	Read(value []byte, out []source.Value, slab *[]byte, max int) (ok bool)
 }
