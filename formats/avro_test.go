@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 
+	"github.com/weirstream/weir/internal/jsontree"
 	"github.com/weirstream/weir/plan"
 )
 
@@ -235,5 +236,40 @@ func TestTranscoderAgreesWithLibrary(t *testing.T) {
 				t.Fatalf("%x:\n%s\n%s", b, direct, lib)
 			}
 		}
+	}
+}
+
+// A framed record's key is found ahead once its schema was read, and not
+// before: finding it never asks the registry.
+func TestFramedKeyFoundAhead(t *testing.T) {
+	const schema = `{"type":"record","name":"R","fields":[{"name":"n","type":"long"},{"name":"card","type":"string"}]}`
+	reg := srfake.New()
+	defer reg.Close()
+	var asked atomic.Int32
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		asked.Add(1)
+		return false
+	})
+	id, _, _ := reg.RegisterSchema("t-value", sr.Schema{Schema: schema})
+	cfg, err := parseAvro(plan.Values{}, &plan.Registry{URL: reg.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cfg.New(plan.Env{}, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := avro.MustParse(schema).Encode(map[string]any{"n": int64(3), "card": "c7"})
+	rec := framed(id, b)
+	finder := d.(jsontree.StringFinder)
+	if k, ok := finder.String(rec, "card"); ok || asked.Load() != 0 {
+		t.Fatalf("found %q before the schema was read, the registry asked %d times", k, asked.Load())
+	}
+	if _, err := d.AppendJSON(nil, rec); err != nil {
+		t.Fatal(err)
+	}
+	n := asked.Load()
+	if k, ok := finder.String(rec, "card"); !ok || string(k) != "c7" || asked.Load() != n {
+		t.Fatalf("found %q %v once the schema was read", k, ok)
 	}
 }

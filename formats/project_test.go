@@ -124,6 +124,10 @@ by_num { key: 5 value { city: "F" } } flags { key: true value: "t" } chans { key
 			}
 			tr.Reset()
 			v := m.fixed.plan.tree(&tr, b, &wireState{}, 0)
+			// The key a decoder looks up ahead is the record's.
+			if k, found := m.String(b, "sku"); v != nil && found && string(k) != string(v.GetStringBytes("sku")) {
+				t.Fatalf("%x: sku found ahead as %q, read as %q", b, k, v.GetStringBytes("sku"))
+			}
 			var slab []byte
 			ok := proj.Read(b, out, &slab, 16<<20)
 			if ok && v == nil {

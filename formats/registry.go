@@ -227,6 +227,16 @@ func (c *compiled[T]) get(reg *registryClient, id int, build func(int, sr.Schema
 	return b.v, nil
 }
 
+// peek is what was made of id when it is the id read last, without
+// waiting: for a hint, which must not fetch.
+func (c *compiled[T]) peek(id int) (T, bool) {
+	if b := c.last.Load(); b != nil && b.id == id {
+		return b.v, true
+	}
+	var zero T
+	return zero, false
+}
+
 // frame splits a record in the registry's framing: the magic byte 0, a
 // 4-byte big-endian schema id, the payload.
 func frame(b []byte) (id int, payload []byte, err error) {

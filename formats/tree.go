@@ -29,6 +29,7 @@ var (
 	_ jsontree.Builder      = (*protoDecoder)(nil)
 	_ jsontree.StringFinder = (*avroDecoder)(nil)
 	_ jsontree.StringFinder = (*ocfDecoder)(nil)
+	_ jsontree.StringFinder = (*protoDecoder)(nil)
 )
 
 // Build implements jsontree.Builder.
@@ -69,12 +70,89 @@ func (d *ocfDecoder) String(value []byte, name string) ([]byte, bool) {
 	return d.t.stringField(value, name)
 }
 
-// String implements jsontree.StringFinder.
+// String implements jsontree.StringFinder. A framed record's schema must
+// be the one read last: the registry is asked when a record is read, not
+// ahead of it.
 func (d *avroDecoder) String(value []byte, name string) ([]byte, bool) {
-	if d.reg != nil || d.fixed == nil || d.fixed.direct == nil {
-		return nil, false // framed: the record's schema is looked up when it is read
+	s, payload := d.fixed, value
+	if d.reg != nil {
+		id, p, err := frame(value)
+		if err != nil {
+			return nil, false
+		}
+		var ok bool
+		if s, ok = d.byID.peek(id); !ok {
+			return nil, false
+		}
+		payload = p
 	}
-	return d.fixed.direct.stringField(value, name)
+	if s == nil || s.direct == nil {
+		return nil, false
+	}
+	return s.direct.stringField(payload, name)
+}
+
+// String implements jsontree.StringFinder, as avroDecoder's does: a
+// framed record of its schema's first message, the schema read last.
+func (d *protoDecoder) String(value []byte, name string) ([]byte, bool) {
+	m, payload := d.fixed, value
+	if d.reg != nil {
+		id, p, err := frame(value)
+		if err != nil {
+			return nil, false
+		}
+		idx, p, err := messageIndexes(p)
+		if err != nil || idx != nil {
+			return nil, false
+		}
+		s, ok := d.byID.peek(id)
+		if !ok || s.first == nil {
+			return nil, false
+		}
+		m, payload = s.first, p
+	}
+	if m == nil || m.plan.slow {
+		return nil, false
+	}
+	return m.plan.stringField(payload, name)
+}
+
+// stringField is the message in src's top-level string field name (its
+// last value, as a message read keeps it), reading past the others.
+func (p *wirePlan) stringField(src []byte, name string) ([]byte, bool) {
+	fi := -1
+	for i := range p.fields {
+		if f := &p.fields[i]; f.name == name && f.kind == protoreflect.StringKind && !f.list {
+			fi = i
+		}
+	}
+	if fi < 0 {
+		return nil, false
+	}
+	var s []byte
+	found := false
+	for i := 0; i < len(src); {
+		num, typ, n := protowire.ConsumeTag(src[i:])
+		if n < 0 {
+			return nil, false
+		}
+		i += n
+		if num == p.fields[fi].num && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(src[i:])
+			if m < 0 {
+				return nil, false
+			}
+			s, found = v, true
+			i += m
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, src[i:])
+		if m < 0 {
+			return nil, false
+		}
+		i += m
+	}
+	return s, found
 }
 
 // stringField is the record in src's top-level field name, if it is a
