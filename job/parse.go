@@ -104,7 +104,6 @@ type lineParser struct {
 	keyName  []byte // a top-level key's quoted name, for Ahead; nil otherwise
 	keyBuf   []byte
 	idBuf    []byte
-	numBuf   []byte
 	vals     []value        // slab
 	text     []byte         // slab
 	parts    map[string]int // partition identity -> number
@@ -337,8 +336,9 @@ func (lp *lineParser) decode(r *connector.Record, d *engine.Decoded[string, reco
 	}
 }
 
-// partitionField is the value of the job's partition field in v: nil
-// without one, and not ok when v lacks it or it is not a scalar.
+// partitionField is the record's value of the job's partition field (its
+// slot): nil without one, and not ok when the record lacks it or it is not
+// a scalar.
 func (lp *lineParser) partitionField() (part *source.Value, ok bool) {
 	if lp.sPart < 0 {
 		return nil, true
