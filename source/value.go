@@ -13,12 +13,17 @@ import (
 // Type is what a field's value is, as the line rules tell values apart.
 type Type uint8
 
+// The types of values: JSON's, null read as absent.
 const (
 	// Absent is a field a record lacks, or null.
 	Absent Type = iota
+	// String is a string.
 	String
+	// Number is a number.
 	Number
+	// True is true.
 	True
+	// False is false.
 	False
 	// Other is an object or an array.
 	Other
@@ -35,7 +40,8 @@ type Value struct {
 	// Int is a Number's integer when IsInt says that it is one, its Text
 	// Int's digits: a format's integer, read without parsing its text;
 	// or, when IsTime says so, the instant (epoch milliseconds) a String's
-	// RFC 3339 Text parses as (a format's timestamp).
+	// RFC 3339 Text parses as (a format's timestamp), whose Text may be
+	// left out where only its instant is read (linedec.Projection).
 	Int    int64
 	Type   Type
 	IsInt  bool
