@@ -113,18 +113,46 @@ func newPathTrie(paths [][]string) *pathTrie {
 type avroProjection struct {
 	trie   *pathTrie
 	schema func(value []byte) (*transcoder, []byte)
-
-	mu    sync.Mutex
-	plans map[*transcoder]*projPlan
-	last  atomic.Pointer[projPlan]
+	plans  projPlans[*transcoder]
 }
 
-// projPlan is a projection compiled for a schema.
-type projPlan struct {
-	t    *transcoder
-	root *pnode
+// projPlan is a projection compiled for a schema (key: its compiled
+// form).
+type projPlan[K comparable] struct {
+	key  K
+	root *pnode // nil: its records are read from their objects
 	// perByte bounds the JSON text a payload's byte makes (textBound).
 	perByte int
+}
+
+// projPlans are a projection's plans, one a schema, each made once; the
+// plan found last is found again without the lock (a topic's records
+// mostly share one schema).
+type projPlans[K comparable] struct {
+	mu   sync.Mutex
+	m    map[K]*projPlan[K]
+	last atomic.Pointer[projPlan[K]]
+}
+
+// plan is the plan of the schema k, made by compile (its root and
+// perByte) the first time it is asked for.
+func (ps *projPlans[K]) plan(k K, compile func() (*pnode, int)) *projPlan[K] {
+	if pl := ps.last.Load(); pl != nil && pl.key == k {
+		return pl
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	pl := ps.m[k]
+	if pl == nil {
+		pl = &projPlan[K]{key: k}
+		pl.root, pl.perByte = compile()
+		if ps.m == nil {
+			ps.m = map[K]*projPlan[K]{}
+		}
+		ps.m[k] = pl
+	}
+	ps.last.Store(pl)
+	return pl
 }
 
 // pnode is what a projection reads of the values of a tnode: the slot its
@@ -144,9 +172,15 @@ func (p *avroProjection) Read(value []byte, out []source.Value, slab *[]byte, ma
 	if t == nil || t.noTree {
 		return false // its object from its text: a key twice, the first read
 	}
-	pl := p.last.Load()
-	if pl == nil || pl.t != t {
-		pl = p.plan(t)
+	pl := p.plans.last.Load()
+	if pl == nil || pl.key != t {
+		pl = p.plans.plan(t, func() (*pnode, int) {
+			perByte := textBound(t.root)
+			if perByte == 0 {
+				return nil, 0
+			}
+			return compileProj(t.troot, p.trie, map[projKey]*pnode{}), perByte
+		})
 	}
 	if pl.root == nil || (len(payload)+1) > max/pl.perByte {
 		return false
@@ -159,25 +193,6 @@ func (p *avroProjection) Read(value []byte, out []source.Value, slab *[]byte, ma
 	*slab = r.slab
 	p.trie.copyDups(out)
 	return ok && len(rest) == 0
-}
-
-// plan is the projection's plan for t, made once.
-func (p *avroProjection) plan(t *transcoder) *projPlan {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pl := p.plans[t]
-	if pl == nil {
-		pl = &projPlan{t: t, perByte: textBound(t.root)}
-		if pl.perByte > 0 {
-			pl.root = compileProj(t.troot, p.trie, map[projKey]*pnode{})
-		}
-		if p.plans == nil {
-			p.plans = map[*transcoder]*projPlan{}
-		}
-		p.plans[t] = pl
-	}
-	p.last.Store(pl)
-	return pl
 }
 
 type projKey struct {

@@ -2,8 +2,6 @@ package formats
 
 import (
 	"math"
-	"sync"
-	"sync/atomic"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -28,18 +26,9 @@ func (d *protoDecoder) Project(paths [][]string) linedec.Projection {
 }
 
 type wireProjection struct {
-	d    *protoDecoder
-	trie *pathTrie
-
-	mu    sync.Mutex
-	plans map[*wirePlan]*wireProjPlan
-	last  atomic.Pointer[wireProjPlan]
-}
-
-type wireProjPlan struct {
-	p       *wirePlan
-	root    *pnode
-	perByte int
+	d     *protoDecoder
+	trie  *pathTrie
+	plans projPlans[*wirePlan]
 }
 
 // Read implements linedec.Projection.
@@ -48,11 +37,17 @@ func (wp *wireProjection) Read(value []byte, out []source.Value, slab *[]byte, m
 	if err != nil {
 		return false
 	}
-	pl := wp.last.Load()
-	if pl == nil || pl.p != m.plan {
-		pl = wp.plan(m.plan)
+	pl := wp.plans.last.Load()
+	if pl == nil || pl.key != m.plan {
+		pl = wp.plans.plan(m.plan, func() (*pnode, int) {
+			perByte := wireTextBound(m.plan)
+			if perByte == 0 {
+				return nil, 0
+			}
+			return compileWireProj(m.plan, wp.trie, map[wireProjKey]*pnode{}), perByte
+		})
 	}
-	if pl.perByte == 0 || len(payload)+1 > max/pl.perByte {
+	if pl.root == nil || len(payload)+1 > max/pl.perByte {
 		return false
 	}
 	for i := range out {
@@ -65,21 +60,6 @@ func (wp *wireProjection) Read(value []byte, out []source.Value, slab *[]byte, m
 	*slab = r.slab
 	wp.trie.copyDups(out)
 	return ok
-}
-
-func (wp *wireProjection) plan(p *wirePlan) *wireProjPlan {
-	wp.mu.Lock()
-	defer wp.mu.Unlock()
-	pl := wp.plans[p]
-	if pl == nil {
-		pl = &wireProjPlan{p: p, root: compileWireProj(p, wp.trie, map[wireProjKey]*pnode{}), perByte: wireTextBound(p)}
-		if wp.plans == nil {
-			wp.plans = map[*wirePlan]*wireProjPlan{}
-		}
-		wp.plans[p] = pl
-	}
-	wp.last.Store(pl)
-	return pl
 }
 
 type wireProjKey struct {
