@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/weirstream/weir/internal/linedec"
 	"github.com/weirstream/weir/jobfile"
+	"github.com/weirstream/weir/source"
 )
 
 // runJob writes a job file and its input into a fresh directory, runs it,
@@ -401,7 +401,7 @@ func TestExactDecimalSums(t *testing.T) {
 		acc := a.New()
 		for _, s := range c.in {
 			var v value
-			if d, sc, ok := parseDecimal([]byte(s)); ok && linedec.IsIntText([]byte(s)) {
+			if d, sc, ok := parseDecimal([]byte(s)); ok && source.IsIntText([]byte(s)) {
 				v = value{kind: vInt, dec: d, exact: true}
 			} else {
 				var f float64

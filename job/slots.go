@@ -72,22 +72,7 @@ func (s *slotted) fork() slotted {
 // fillJSON reads the fields of the JSON object v into the slots.
 func (s *slotted) fillJSON(v *fastjson.Value) {
 	s.slab = s.slab[:0]
-	o, _ := v.Object() // a line is an object
-	for i, p := range s.paths {
-		var x *fastjson.Value
-		switch len(p) {
-		case 0:
-			if p == nil {
-				continue // Absent
-			}
-			x = v
-		case 1:
-			x = o.Get(p[0])
-		default:
-			x = v.Get(p...)
-		}
-		s.slots[i].SetJSON(x, &s.slab) // null: Absent
-	}
+	source.ReadJSON(v, s.paths, s.slots, &s.slab)
 }
 
 // timeFields are the record's values of its time fields, in the slots.

@@ -81,6 +81,19 @@ func (x *Value) SetJSON(v *fastjson.Value, slab *[]byte) {
 	}
 }
 
+// ReadJSON reads the values at paths of the JSON object v into out, one a
+// path (a nil path's Absent, an empty one's the object itself); their
+// numbers' texts are appended to *slab.
+func ReadJSON(v *fastjson.Value, paths [][]string, out []Value, slab *[]byte) {
+	for i, p := range paths {
+		if p == nil {
+			out[i] = Value{}
+			continue
+		}
+		out[i].SetJSON(v.Get(p...), slab) // null: Absent
+	}
+}
+
 // Float is a Number's value as a float64, as fastjson reads its text
 // (GetFloat64): ±Inf beyond a float64's range.
 func (v *Value) Float() float64 {

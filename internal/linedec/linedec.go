@@ -135,11 +135,8 @@ func (r *Rules) Paths() [NumFields][]string {
 // appended to *slab.
 func (r *Rules) JSON(v *fastjson.Value, slab *[]byte) Fields {
 	var f Fields
-	for i, p := range r.Paths() {
-		if p != nil {
-			f[i].SetJSON(source.Get(v, p), slab)
-		}
-	}
+	paths := r.Paths()
+	source.ReadJSON(v, paths[:], f[:], slab)
 	return f
 }
 
@@ -163,7 +160,6 @@ func (r *Rules) Read(t *Times, f *Fields, now, recordTS mtime.Time) {
 		}
 	}
 	tv := &f[FieldTime] // Absent unless the rules read it
-
 	if r.Watermark != nil && tv.Type == source.Absent {
 		if w := &f[FieldWatermark]; w.Type != source.Absent {
 			if arrival != "" {

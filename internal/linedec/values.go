@@ -112,10 +112,6 @@ func AppendIdentity(b []byte, v *source.Value) []byte {
 	return append(b, '?')
 }
 
-// IsIntText reports whether a JSON number is written without a fraction or
-// an exponent.
-func IsIntText(b []byte) bool { return source.IsIntText(b) }
-
 // AppendCanonical appends the JSON text of a scalar in one canonical form, so
 // that "c1" and "\u0063\u0031" are one key, 1e3 and 1000 another, and the
 // string "1" is not the number 1.
@@ -166,7 +162,7 @@ func canonicalNumber(b []byte, start int) []byte {
 	if !ValidNumber(num) {
 		return b
 	}
-	if IsIntText(num) && len(num) <= plainDigits {
+	if source.IsIntText(num) && len(num) <= plainDigits {
 		// Plain digits are canonical already (JSON has no leading zeros),
 		// but for -0.
 		if len(num) == 2 && num[0] == '-' && num[1] == '0' {
