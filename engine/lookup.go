@@ -88,6 +88,13 @@ type LookupStatus struct {
 // finished first: the stage has no state of its own to keep (the cache is
 // not state). Its results depend on when the rows were read: a rerun
 // reads the table as it is then.
+//
+// Which call serves a record depends on the records' order and the
+// signals between them, never on when calls end: a record joins the call
+// of its key's batch to come, or, through the cache, the call that read
+// (or is reading) its key within the time to live; else its key goes into
+// the batch to come. So a table that does not change gives the same
+// output for the same input in the same order.
 type Lookup[K comparable, T, R any] struct {
 	cfg   LookupConfig[K, T, R]
 	ctx   context.Context
@@ -95,11 +102,13 @@ type Lookup[K comparable, T, R any] struct {
 	now   mtime.Time
 	queue []lookupEntry[K, T, R]
 	head  int
-	// waiting is the number of records of the queue without their row;
-	// fetching the keys of the calls under way or to come (batch).
-	waiting  int
-	fetching map[K]bool
+	// waiting is the number of records of the queue without their row.
+	waiting int
+	// batch is the keys of the call to come, call its number (from 1);
+	// inBatch, without a cache, says which keys it has.
 	batch    []K
+	call     uint64
+	inBatch  map[K]bool
 	inflight int
 	results  chan lookupResult[K, R]
 	cache    *lookupCache[K, R]
@@ -109,6 +118,7 @@ type Lookup[K comparable, T, R any] struct {
 type lookupEntry[K comparable, T, R any] struct {
 	signal   *Signal
 	done     bool
+	call     uint64 // the call it waits for
 	key      K
 	v        T
 	row      R
@@ -120,6 +130,7 @@ type lookupEntry[K comparable, T, R any] struct {
 }
 
 type lookupResult[K comparable, R any] struct {
+	call     uint64
 	keys     []K
 	rows     map[K]R
 	err      error
@@ -147,7 +158,7 @@ func NewLookup[K comparable, T, R any](e *Engine, cfg LookupConfig[K, T, R]) *Lo
 	if cfg.Failed == nil {
 		cfg.Failed = &Stream[LookupFailed[K, T]]{}
 	}
-	l := &Lookup[K, T, R]{cfg: cfg, fetching: map[K]bool{}, results: make(chan lookupResult[K, R], cfg.InFlight),
+	l := &Lookup[K, T, R]{cfg: cfg, call: 1, inBatch: map[K]bool{}, results: make(chan lookupResult[K, R], cfg.InFlight),
 		now: mtime.MinTime}
 	l.ctx, l.stop = context.WithCancel(context.Background())
 	if cfg.CacheSize > 0 {
@@ -183,25 +194,39 @@ func (l *Lookup[K, T, R]) status(s *Status) { s.Lookups = append(s.Lookups, l.St
 // waits for a call to end.
 func (l *Lookup[K, T, R]) maxQueue() int { return 4 * l.cfg.Batch * l.cfg.InFlight }
 
-// Push looks a record up: from the cache at once, else in a call.
+// Push looks a record up: from the cache at once, or with the call that
+// reads its key (the cache's, or the batch's to come).
 func (l *Lookup[K, T, R]) Push(v T) {
 	l.stats.records.Add(1)
 	e := lookupEntry[K, T, R]{key: l.cfg.Key(v), v: v}
-	if l.cache != nil {
-		if row, found, at, ok := l.cache.get(e.key, l.now); ok {
-			e.done, e.row, e.found, e.readAt, e.cached = true, row, found, at, true
+	switch c := l.cache; {
+	case c != nil:
+		ce := c.get(e.key, l.now)
+		switch {
+		case ce == nil:
+			// Read by the batch to come, and cached from now on.
+			c.put(&cached[K, R]{key: e.key, call: l.call, at: mtime.MaxTime})
+			e.call = l.call
+			l.add(e.key)
+		case ce.call == 0:
+			e.done, e.row, e.found, e.readAt, e.cached = true, ce.row, ce.found, ce.at, true
 			l.stats.hits.Add(1)
+		default:
+			// Its key is being read: the record waits for that call.
+			e.call, e.cached = ce.call, ce.call != l.call
+			if e.cached {
+				l.stats.hits.Add(1)
+			}
 		}
+	case !l.inBatch[e.key]:
+		l.inBatch[e.key] = true
+		e.call = l.call
+		l.add(e.key)
+	default:
+		e.call = l.call
 	}
 	if !e.done {
 		l.waiting++
-		if !l.fetching[e.key] {
-			l.fetching[e.key] = true
-			l.batch = append(l.batch, e.key)
-			if len(l.batch) >= l.cfg.Batch {
-				l.dispatch()
-			}
-		}
 	}
 	l.queue = append(l.queue, e)
 	l.poll()
@@ -209,6 +234,14 @@ func (l *Lookup[K, T, R]) Push(v T) {
 		l.dispatch()
 		l.apply(<-l.results)
 		l.emit()
+	}
+}
+
+// add adds a key to the batch to come, calling when it is full.
+func (l *Lookup[K, T, R]) add(k K) {
+	l.batch = append(l.batch, k)
+	if len(l.batch) >= l.cfg.Batch {
+		l.dispatch()
 	}
 }
 
@@ -225,6 +258,7 @@ func (l *Lookup[K, T, R]) Signal(s Signal) {
 		l.stop()
 		clear(l.queue)
 		l.queue, l.head, l.waiting, l.batch = l.queue[:0], 0, 0, nil
+		clear(l.inBatch)
 		l.cfg.Out.Signal(s)
 		l.cfg.Failed.Signal(s)
 		return
@@ -253,20 +287,29 @@ func (l *Lookup[K, T, R]) dispatch() {
 	for l.inflight >= l.cfg.InFlight {
 		l.apply(<-l.results)
 	}
-	keys := l.batch
+	keys, call := l.batch, l.call
 	l.batch = make([]K, 0, l.cfg.Batch)
+	l.call++
+	clear(l.inBatch)
+	if l.cache != nil {
+		// The rows are read from now: the cache serves them that long.
+		for _, k := range keys {
+			if ce := l.cache.peek(k); ce != nil && ce.call == call {
+				ce.at = l.now
+			}
+		}
+	}
 	l.inflight++
 	l.stats.calls.Add(1)
-	go l.call(keys, l.now)
+	go l.run(lookupResult[K, R]{call: call, keys: keys, at: l.now})
 }
 
-// call looks keys up, trying again after a backoff while it fails, and
-// sends the result.
-func (l *Lookup[K, T, R]) call(keys []K, at mtime.Time) {
-	r := lookupResult[K, R]{keys: keys, at: at}
+// run looks a call's keys up, trying again after a backoff while it
+// fails, and sends the result.
+func (l *Lookup[K, T, R]) run(r lookupResult[K, R]) {
 	wait := l.cfg.Backoff
 	for r.attempts = 1; ; r.attempts++ {
-		r.rows, r.err = l.cfg.Table.Lookup(l.ctx, keys)
+		r.rows, r.err = l.cfg.Table.Lookup(l.ctx, r.keys)
 		if r.err == nil || r.attempts >= l.cfg.Attempts || l.ctx.Err() != nil {
 			break
 		}
@@ -293,22 +336,27 @@ func (l *Lookup[K, T, R]) poll() {
 	}
 }
 
-// apply gives the records waiting for a call's keys their rows, or sends
-// them to the dead letters when it failed.
+// apply gives the records waiting for a call their rows, or sends them to
+// the dead letters when it failed; the cache keeps the rows, never a
+// failure.
 func (l *Lookup[K, T, R]) apply(r lookupResult[K, R]) {
 	l.inflight--
-	keys := make(map[K]bool, len(r.keys))
-	for _, k := range r.keys {
-		keys[k] = true
-		delete(l.fetching, k)
-		if r.err == nil && l.cache != nil {
-			row, found := r.rows[k]
-			l.cache.put(k, row, found, r.at)
+	if l.cache != nil {
+		for _, k := range r.keys {
+			ce := l.cache.peek(k)
+			switch {
+			case ce == nil || ce.call != r.call:
+			case r.err != nil:
+				l.cache.remove(k)
+			default:
+				ce.row, ce.found = r.rows[k]
+				ce.call = 0
+			}
 		}
 	}
 	for i := l.head; i < len(l.queue); i++ {
 		e := &l.queue[i]
-		if e.done || !keys[e.key] {
+		if e.done || e.call != r.call {
 			continue
 		}
 		e.done, e.readAt, e.attempts = true, r.at, r.attempts
@@ -349,7 +397,9 @@ func (l *Lookup[K, T, R]) emit() {
 }
 
 // lookupCache keeps rows (and absences) by key, the least recently used
-// evicted first, each for ttl after it was read.
+// evicted first, each for ttl after it was read; and the keys being read,
+// by their call, so that a record whose key is being read waits for that
+// call.
 type lookupCache[K comparable, R any] struct {
 	size  int
 	ttl   mtime.Time
@@ -361,36 +411,51 @@ type cached[K comparable, R any] struct {
 	key   K
 	row   R
 	found bool
-	at    mtime.Time
+	// call is the call reading it, 0 once read; at is when it was read
+	// (mtime.MaxTime while its call is to come).
+	call uint64
+	at   mtime.Time
 }
 
-func (c *lookupCache[K, R]) get(k K, now mtime.Time) (R, bool, mtime.Time, bool) {
+// get is the key's entry, made the most recently used, unless there is
+// none or its time to live has passed (then it is dropped).
+func (c *lookupCache[K, R]) get(k K, now mtime.Time) *cached[K, R] {
 	el, ok := c.keys[k]
 	if !ok {
-		var zero R
-		return zero, false, 0, false
+		return nil
 	}
 	e := el.Value.(*cached[K, R])
-	if c.ttl > 0 && now-e.at >= c.ttl {
+	if c.ttl > 0 && e.at != mtime.MaxTime && now-e.at >= c.ttl {
 		c.order.Remove(el)
 		delete(c.keys, k)
-		var zero R
-		return zero, false, 0, false
+		return nil
 	}
 	c.order.MoveToFront(el)
-	return e.row, e.found, e.at, true
+	return e
 }
 
-func (c *lookupCache[K, R]) put(k K, row R, found bool, at mtime.Time) {
+// peek is the key's entry, as it is, or nil.
+func (c *lookupCache[K, R]) peek(k K) *cached[K, R] {
 	if el, ok := c.keys[k]; ok {
-		*el.Value.(*cached[K, R]) = cached[K, R]{k, row, found, at}
-		c.order.MoveToFront(el)
-		return
+		return el.Value.(*cached[K, R])
 	}
-	c.keys[k] = c.order.PushFront(&cached[K, R]{k, row, found, at})
+	return nil
+}
+
+// put adds an entry for a key it has none for, the most recently used,
+// evicting the least recently used when it is full.
+func (c *lookupCache[K, R]) put(e *cached[K, R]) {
+	c.keys[e.key] = c.order.PushFront(e)
 	if c.order.Len() > c.size {
 		last := c.order.Back()
 		c.order.Remove(last)
 		delete(c.keys, last.Value.(*cached[K, R]).key)
+	}
+}
+
+func (c *lookupCache[K, R]) remove(k K) {
+	if el, ok := c.keys[k]; ok {
+		c.order.Remove(el)
+		delete(c.keys, k)
 	}
 }

@@ -116,11 +116,12 @@ func TestLookupKeepsOrder(t *testing.T) {
 	}
 }
 
-// Keys are looked up in batches; a key already under way is not looked up
-// again; the cache serves a key (and that it has no row) until its time to
-// live has passed in processing time, and the least recently used goes
-// first when it is full. One call at a time, so that the cache fills in
-// one order.
+// Keys are looked up in batches; a key already in the batch to come, or
+// being read, is not looked up again; the cache serves a key (and that it
+// has no row) until its time to live has passed in processing time, from
+// the time its call was made, and the least recently used goes first when
+// it is full: a key is used when its record comes, whether its call has
+// ended or not.
 func TestLookupBatchesAndCache(t *testing.T) {
 	tb := &table{rows: map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}}
 	l := engine.NewLookup(nil, engine.LookupConfig[string, string, int]{Table: tb, Key: func(s string) string { return s },
@@ -131,31 +132,78 @@ func TestLookupBatchesAndCache(t *testing.T) {
 		for _, k := range keys {
 			l.Push(k)
 		}
-		// A barrier waits for every lookup under way: the cache has them.
 		l.Signal(engine.Signal{Kind: engine.Barrier, Now: now})
 	}
-	at(0, "a", "b", "a", "x", "c") // a call for a,b,x (full), then one for c, which evicts a: the cache is c x b
-	at(30_000, "a", "x", "d")      // x cached; a and d evict b and c: d a x
-	at(59_999, "c", "b")           // c and b evict x and a: b c d
-	at(60_000, "a", "d")           // d cached (read at 30 s); a evicts c: a d b
-	at(90_000, "d", "b")           // d read at 30 s: expired; b read at 59.999 s
+	at(0, "a", "b", "a", "x", "c") // a call for a,b,x (full; the second a made a more recent than b), then one for c, which evicts b: the cache is c x a
+	at(30_000, "a", "x", "d")      // a and x cached; d evicts c: d x a
+	at(59_999, "c", "b")           // c and b evict a and x: b c d
+	at(60_000, "a", "d")           // a and d (read at 30 s, and evicted) evict c and b: d a b
+	at(90_000, "d", "b")           // d read at 60 s, b at 59.999 s: both cached
 	l.Signal(engine.Signal{Kind: engine.End, Now: 90_000})
 	want := strings.Fields(`proc a=1 b=2 a=1 x:none c=3 barrier
-		proc a=1 x:none_(cached) d=4 barrier
+		proc a=1_(cached) x:none_(cached) d=4 barrier
 		proc c=3 b=2 barrier
-		proc a=1 d=4_(cached) barrier
-		proc d=4 b=2_(cached) barrier end`)
+		proc a=1 d=4 barrier
+		proc d=4_(cached) b=2_(cached) barrier end`)
 	for i := range want {
 		want[i] = strings.ReplaceAll(want[i], "_", " ")
 	}
 	if !slices.Equal(*out, want) {
 		t.Errorf("got  %q\nwant %q", *out, want)
 	}
-	if got := tb.sortedCalls(); !slices.Equal(got, []string{"a", "a,b,x", "a,d", "c", "c,b", "d"}) {
+	if got := tb.sortedCalls(); !slices.Equal(got, []string{"a,b,x", "a,d", "c", "c,b", "d"}) {
 		t.Errorf("calls %q", got)
 	}
-	if st := l.Stats(); st.Records != 14 || st.CacheHits != 3 || st.Calls != 6 || st.Failed != 0 {
+	if st := l.Stats(); st.Records != 14 || st.CacheHits != 4 || st.Calls != 5 || st.Failed != 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+// Which call serves a record depends on the records' order, never on
+// when calls end: a record whose key is being read waits for that call
+// (its row read when that call was made), whether the call has ended when
+// the record comes or not, as long as the cache keeps it; without a
+// cache, or past its time to live, only the records of one batch share a
+// call.
+func TestLookupServesByOrderNotByTiming(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		for _, c := range []struct {
+			size int
+			ttl  mtime.Time
+		}{{0, 0}, {10, 0}, {10, 5}} {
+			size := c.size
+			if c.ttl > 0 {
+				size = 0 // the row read at 10 has expired at 20
+			}
+			tb := &table{rows: map[string]int{"a": 1}, hold: map[string]bool{"a": true}, release: make(chan struct{})}
+			l := engine.NewLookup(nil, engine.LookupConfig[string, string, int]{Table: tb, Key: func(s string) string { return s },
+				Batch: 1, InFlight: 4, CacheSize: c.size, CacheTTL: c.ttl})
+			var got []string
+			l.Out().Subscribe(engine.Func[engine.Looked[string, string, int]]{OnPush: func(v engine.Looked[string, string, int]) {
+				got = append(got, fmt.Sprintf("%s=%d read at %d", v.Key, v.Row, v.ReadAt))
+			}})
+			l.Signal(engine.Signal{Kind: engine.Proc, Now: 10})
+			l.Push("a")
+			l.Signal(engine.Signal{Kind: engine.Proc, Now: 20})
+			if wait {
+				// The call ends before the next record comes.
+				close(tb.release)
+				l.Signal(engine.Signal{Kind: engine.Barrier, Now: 20})
+			}
+			l.Push("a")
+			if !wait {
+				close(tb.release)
+			}
+			l.Signal(engine.Signal{Kind: engine.End, Now: 30})
+			want := []string{"a=1 read at 10", "a=1 read at 10"}
+			calls := []string{"a"}
+			if size == 0 {
+				want[1], calls = "a=1 read at 20", []string{"a", "a"}
+			}
+			if !slices.Equal(got, want) || !slices.Equal(tb.sortedCalls(), calls) {
+				t.Errorf("cache %d for %d ms, call ended first %t: got %q and calls %q, want %q and %q", c.size, c.ttl, wait, got, tb.sortedCalls(), want, calls)
+			}
+		}
 	}
 }
 
