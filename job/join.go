@@ -164,12 +164,7 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 // and records too late, formatted as their outputs write them (each in
 // memory of its own: formatted).
 func (jr *joinRun) consoleTaps() {
-	recent := func() *console.Recent[plan.Item] {
-		return console.NewRecent(50, func(dst *plan.Item, src plan.Item) { *dst = src }, func(b []byte, it *plan.Item) []byte {
-			return append(b, it.JSON...)
-		})
-	}
-	jr.recent, jr.recLate = recent(), recent()
+	jr.recent, jr.recLate = recentItems(), recentItems()
 }
 
 // joinSourceNode builds one input of a job with a join: its source, read
@@ -306,8 +301,9 @@ func (rn *Runnable) buildJoin() error {
 	return nil
 }
 
-// runJoin runs a built job with a join.
-func (rn *Runnable) runJoin(ctx context.Context) (*Summary, error) {
+// runRecords runs a built job with a join or a lookup: a job that writes
+// records, not panes.
+func (rn *Runnable) runRecords(ctx context.Context) (*Summary, error) {
 	start := time.Now()
 	stopLog := func() {}
 	if rn.o.ProgressEvery > 0 && rn.e.Live() {
@@ -315,9 +311,15 @@ func (rn *Runnable) runJoin(ctx context.Context) (*Summary, error) {
 	}
 	err := rn.e.Run(ctx)
 	stopLog()
-	sum := rn.finalJoinSummary(err)
+	if rn.lk != nil {
+		// The lookups ended with the run.
+		if cerr := rn.lk.table.Close(); cerr != nil {
+			rn.logf("%s: lookup: %v", rn.j.File, cerr)
+		}
+	}
+	sum := rn.finalRecordsSummary(err)
 	if err = sum.settle(err, start); err != nil {
-		if serr := rn.writeJoinEnd(sum); serr != nil {
+		if serr := rn.writeRecordsEnd(sum); serr != nil {
 			rn.logf("%v", serr)
 		}
 		return sum, err
@@ -325,22 +327,34 @@ func (rn *Runnable) runJoin(ctx context.Context) (*Summary, error) {
 	if rn.ended && !sum.Interrupted {
 		return sum, nil // written when the end was committed
 	}
-	return sum, rn.writeJoinEnd(sum)
+	return sum, rn.writeRecordsEnd(sum)
 }
 
-// writeJoinEnd writes what a job with a join writes when it ends (or
-// fails): its summary.
-func (rn *Runnable) writeJoinEnd(sum *Summary) error {
+// writeRecordsEnd writes what a job with a join or a lookup writes when
+// it ends (or fails): its summary.
+func (rn *Runnable) writeRecordsEnd(sum *Summary) error {
 	if rn.j.Summary == "" {
 		return nil
 	}
 	return writeSummary(rn.j, rn.j.Summary, sum, rn.o.Stdout, rn.o.Force)
 }
 
-// finalJoinSummary is the run's summary; for a run that only committed
-// the output of the last one, which had reached the end of its inputs,
-// that run's summary with what is committed now.
-func (rn *Runnable) finalJoinSummary(err error) *Summary {
+// finalRecordsSummary is the run's summary of a job with a join or a
+// lookup; for a run that only committed the output of the last one, which
+// had reached the end of its inputs, that run's summary with what is
+// committed now.
+func (rn *Runnable) finalRecordsSummary(err error) *Summary {
+	if rn.lk != nil {
+		sum := rn.lookupSummary(err)
+		if ok, rec := rn.e.Finishing(); ok && err == nil {
+			var last Summary
+			if json.Unmarshal(rec, &last) == nil && last.Lookup != nil {
+				last.Lookup.Written, last.Lookup.FailedWritten, last.LateWritten = sum.Lookup.Written, sum.Lookup.FailedWritten, sum.LateWritten
+				return &last
+			}
+		}
+		return sum
+	}
 	sum := rn.joinSummary(err)
 	if ok, rec := rn.e.Finishing(); ok && err == nil {
 		var last Summary
@@ -383,7 +397,7 @@ type JoinSummary struct {
 // other summary as it is.
 func (s *Summary) MarshalJSON() ([]byte, error) {
 	type plain Summary
-	if s.Join == nil {
+	if s.Join == nil && s.Lookup == nil {
 		return json.Marshal((*plain)(s))
 	}
 	return json.Marshal(struct {
@@ -392,7 +406,8 @@ func (s *Summary) MarshalJSON() ([]byte, error) {
 		QuarantineReasons map[string]int64 `json:"quarantine_reasons"`
 		BlankLines        int64            `json:"blank_lines"`
 		Lost              int64            `json:"lost,omitempty"`
-		Join              *JoinSummary     `json:"join"`
+		Join              *JoinSummary     `json:"join,omitempty"`
+		Lookup            *LookupSummary   `json:"lookup,omitempty"`
 		LateWritten       int64            `json:"late_written"`
 		Watermark         string           `json:"watermark"`
 		OutputsAdded      []string         `json:"outputs_added,omitempty"`
@@ -400,7 +415,7 @@ func (s *Summary) MarshalJSON() ([]byte, error) {
 		Interrupted       bool             `json:"interrupted,omitempty"`
 		Savepoint         string           `json:"savepoint,omitempty"`
 		Failed            bool             `json:"failed,omitempty"`
-	}{s.Job, s.Accounting, s.QuarantineReasons, s.BlankLines, s.Lost, s.Join, s.LateWritten, s.Watermark,
+	}{s.Job, s.Accounting, s.QuarantineReasons, s.BlankLines, s.Lost, s.Join, s.Lookup, s.LateWritten, s.Watermark,
 		s.OutputsAdded, s.InputRestarted, s.Interrupted, s.Savepoint, s.Failed})
 }
 
@@ -433,10 +448,7 @@ func (rn *Runnable) joinSummary(err error) *Summary {
 	if jr.withSrc != nil {
 		s.Join.WithInputRestarted = jr.withSrc.Restarted
 	}
-	s.Watermark = jr.join.Watermark().String()
-	if jr.join.Watermark() == mtime.MinTime {
-		s.Watermark = "none"
-	}
+	s.Watermark = watermarkText(jr.join.Watermark())
 	return s
 }
 

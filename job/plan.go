@@ -51,8 +51,11 @@ func Plan(j *jobfile.Job) *plan.Graph { return newRunnable(j, Options{}).plan() 
 // the port it writes (results, late events, rejected lines, dead letters).
 func (rn *Runnable) plan() *plan.Graph {
 	j := rn.j
-	if j.Join != nil {
+	switch {
+	case j.Join != nil:
 		return rn.joinPlan()
+	case j.Lookup != nil:
+		return rn.lookupPlan()
 	}
 	g := &plan.Graph{Name: j.Name}
 	src := plan.ID{Kind: plan.KindSource, Name: nodeInput}
@@ -188,8 +191,11 @@ const (
 	roleLate
 	roleRejected
 	roleDead
-	roleJoined   // a join's records
-	roleJoinLate // the records too late for a join
+	roleJoined       // a join's records
+	roleJoinLate     // the records too late for a join
+	roleLooked       // a lookup's records with their rows
+	roleLookupFailed // a lookup's dead letters
+	roleLookupAside  // the records set aside before a lookup
 )
 
 // sourceNode builds the job's source: the file, standard input or the
@@ -451,6 +457,15 @@ func (s *sinkNode) Build(c *translate.Ctx) error {
 			c.SetInput(formatted[joinLate]{n, f.joinLateItem})
 		case roleDead:
 			c.SetInput(newDeadLetters(formatted[deadRecord]{n, f.deadItem}))
+		case roleLooked:
+			rn.lk.outs = append(rn.lk.outs, n)
+			c.SetInput(formatted[looked]{n, f.lookedItem})
+		case roleLookupFailed:
+			rn.lk.dead = n
+			c.SetInput(formatted[lookFailed]{n, f.lookFailedItem})
+		case roleLookupAside:
+			rn.lk.late = n
+			c.SetInput(formatted[passed]{n, f.asideItem})
 		}
 	}
 	return nil

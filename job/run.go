@@ -201,6 +201,8 @@ type Summary struct {
 	// Join is what a job with a join made, and the other input's
 	// accounting; the summary's own accounting is the job's source's.
 	Join *JoinSummary `json:"join,omitempty"`
+	// Lookup is what a job with a lookup made.
+	Lookup *LookupSummary `json:"lookup,omitempty"`
 	// ReadThisRun counts the lines this run read, when it resumed from a
 	// checkpoint: Read counts every run's. Not in the summary file, which
 	// is the same whatever the restarts.
@@ -293,9 +295,12 @@ func (s *Summary) Text() string {
 	}
 	text := fmt.Sprintf("weir: %s: read %d lines%s: %d accepted (%d late within allowed lateness%s), %d duplicates%s, %d too late%s, %d quarantined%s%s\n",
 		name, s.Read, rate, s.Accepted, s.LateAccepted, partly, s.Duplicates, filtered, s.TooLate, beyond, s.Quarantined, q, inFlight)
-	if s.Join != nil {
+	switch {
+	case s.Join != nil:
 		text += s.joinText(name)
-	} else {
+	case s.Lookup != nil:
+		text += s.lookupText(name)
+	default:
 		written := fmt.Sprintf("%d panes written (%d fired), %d windows fired, %d too-late events written", s.PanesWritten, s.PanesFired, s.WindowsFired, s.LateWritten)
 		if s.Failed {
 			written = fmt.Sprintf("%d panes and %d too-late events reached the outputs before the failure (%d panes fired)", s.PanesWritten, s.LateWritten, s.PanesFired)
@@ -383,6 +388,9 @@ type Runnable struct {
 	// jn is what a job with a join builds (jobfile.Join): it has no
 	// aggregation.
 	jn *joinRun
+	// lk is what a job with a lookup builds (jobfile.Lookup): it has no
+	// aggregation.
+	lk *lookupRun
 }
 
 // aggregations are the runnables of the job's aggregations: rn, then its
@@ -415,12 +423,18 @@ func Build(j *jobfile.Job, o Options) (*Runnable, error) {
 	o.Log, o.Progress = j.Secrets().Writer(o.Log), j.Secrets().Writer(o.Progress)
 	rn := newRunnable(j, o)
 	build := rn.build
-	if j.Join != nil {
+	switch {
+	case j.Join != nil:
 		build = rn.buildJoin
+	case j.Lookup != nil:
+		build = rn.buildLookup
 	}
 	if err := build(); err != nil {
 		if rn.e != nil {
 			rn.e.Discard()
+		}
+		if rn.lk != nil && rn.lk.table != nil {
+			rn.lk.table.Close()
 		}
 		for _, a := range rn.aggregations() {
 			a.closeState()
@@ -444,7 +458,10 @@ func (rn *Runnable) Console() *console.Server {
 	add := func(name, value string) {
 		info.Settings = append(info.Settings, console.Setting{Name: name, Value: j.Shown(value)})
 	}
-	if jo := j.Join; jo != nil {
+	if lk := j.Lookup; lk != nil {
+		add("lookup", fmt.Sprintf("%s, by %s in %s, cache %s", lk.Kind, j.KeyName(), lk.What(), lookupCacheText(lk)))
+		add("watermark", describeWatermark(j))
+	} else if jo := j.Join; jo != nil {
 		// In the plan's words (weir plan's).
 		interval := (&plan.Join{Lower: jo.Lower, Upper: jo.Upper, Temporal: jo.Temporal, Window: jo.Window}).Interval()
 		add("join", fmt.Sprintf("%s, %s by %s, %s", jo.Kind, jo.With.InputName(), jo.With.KeyName(), interval))
@@ -467,6 +484,10 @@ func (rn *Runnable) Console() *console.Server {
 	if jr := rn.jn; jr != nil {
 		// A join's recent records, and its records too late.
 		srv.Panes, srv.Late = jr.recent, jr.recLate
+	}
+	if lr := rn.lk; lr != nil {
+		// A lookup's recent records, and those set aside.
+		srv.Panes, srv.Late = lr.recent, lr.recLate
 	}
 	return srv
 }
@@ -646,8 +667,11 @@ func (rn *Runnable) engineConfig() engine.Config {
 		// run that resumes only to commit that record's output reports it.
 		ecfg.Checkpoint.FinalRecord = func() []byte {
 			sum := rn.summary
-			if rn.jn != nil {
+			switch {
+			case rn.jn != nil:
 				sum = rn.joinSummary
+			case rn.lk != nil:
+				sum = rn.lookupSummary
 			}
 			b, _ := json.Marshal(sum(nil))
 			return b
@@ -656,8 +680,8 @@ func (rn *Runnable) engineConfig() engine.Config {
 		// recorded: a run that dies in between leaves it to the next.
 		ecfg.Checkpoint.OnEnd = func() error {
 			rn.ended = true
-			if rn.jn != nil {
-				return rn.writeJoinEnd(rn.finalJoinSummary(nil))
+			if rn.jn != nil || rn.lk != nil {
+				return rn.writeRecordsEnd(rn.finalRecordsSummary(nil))
 			}
 			return rn.writeEnds(context.Background(), rn.finalSummary(nil))
 		}
@@ -985,8 +1009,8 @@ func (rn *Runnable) watchState() func() {
 // Run runs the built job; see the function Run.
 func (rn *Runnable) Run(ctx context.Context) (*Summary, error) {
 	run := rn.run
-	if rn.jn != nil {
-		run = rn.runJoin
+	if rn.jn != nil || rn.lk != nil {
+		run = rn.runRecords
 	}
 	sum, err := run(ctx)
 	return sum, rn.j.RedactError(err)
@@ -1185,11 +1209,17 @@ func (rn *Runnable) ownSummary(err error) *Summary {
 	if rn.fileSrc != nil {
 		s.InputRestarted = rn.fileSrc.Restarted
 	}
-	s.Watermark = rn.win.Watermark().String()
-	if rn.win.Watermark() == mtime.MinTime {
-		s.Watermark = "none"
-	}
+	s.Watermark = watermarkText(rn.win.Watermark())
 	return s
+}
+
+// watermarkText is a watermark as the summary says it: "none" before the
+// first.
+func watermarkText(w mtime.Time) string {
+	if w == mtime.MinTime {
+		return "none"
+	}
+	return w.String()
 }
 
 // writeSummary writes the summary of the job j (its secrets redacted) to

@@ -148,6 +148,11 @@ type Job struct {
 	// the records too late to join to Late, and the rejected lines of
 	// either input to Rejects; a job with Join has no windows.
 	Join *Join
+	// Lookup, when set, makes the job a lookup join of its source with a
+	// table of SQLite or PostgreSQL: see Lookup. It writes each record
+	// with its row to Outputs, and the records whose lookup kept failing
+	// to DeadLetter; a job with Lookup has no windows.
+	Lookup *Lookup
 
 	// Aggregation names the job's aggregation in a job of several
 	// (aggregations:), whose others are Siblings: each a Job with the
@@ -533,14 +538,22 @@ func (p *parser) job(root *node) (*Job, error) {
 	if err := p.watermark(root, j); err != nil {
 		return nil, err
 	}
-	if root.get("join") != nil {
+	switch {
+	case root.get("lookup") != nil:
+		if err := p.where(root, j); err != nil {
+			return nil, err
+		}
+		if err := p.lookup(root, j); err != nil {
+			return nil, err
+		}
+	case root.get("join") != nil:
 		if err := p.where(root, j); err != nil {
 			return nil, err
 		}
 		if err := p.join(root, j); err != nil {
 			return nil, err
 		}
-	} else {
+	default:
 		if err := p.window(root, j); err != nil {
 			return nil, err
 		}

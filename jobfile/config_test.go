@@ -120,7 +120,7 @@ func TestParseErrors(t *testing.T) {
 		{"typo at top", strings.Replace(minimal, "window:", "windw:", 1),
 			`job.yaml:4: windw: unknown field "windw" (did you mean "window"?)`},
 		{"unknown field", minimal + "colour: blue\n",
-			`job.yaml:7: colour: unknown field "colour"; expected one of acceptance, aggregates, aggregations, allowed_lateness, checkpoint, dead_letter, dead_letter_max_bytes, dedup_horizon, fields, file_mode, having, heartbeat, http, id, join, key, late_for_some_windows, late_output, max_future, max_key_bytes, mode, name, output, parallelism, quarantine, source, state, summary, time, trigger, version, version_field, watermark, where, window`},
+			`job.yaml:7: colour: unknown field "colour"; expected one of acceptance, aggregates, aggregations, allowed_lateness, checkpoint, dead_letter, dead_letter_max_bytes, dedup_horizon, fields, file_mode, having, heartbeat, http, id, join, key, late_for_some_windows, late_output, lookup, max_future, max_key_bytes, mode, name, output, parallelism, quarantine, source, state, summary, time, trigger, version, version_field, watermark, where, window`},
 		{"typo inside", strings.Replace(minimal, "{field: ts}", "{feild: ts}", 1),
 			`job.yaml:3: time.feild: unknown field "feild" (did you mean "field"?)`},
 		{"missing time field", strings.Replace(minimal, "{field: ts}", "{arrival_field: at}", 1),

@@ -256,20 +256,25 @@ func (p *parser) joinKind(jn *node, dst **Join, jo *Join) error {
 	return nil
 }
 
-// checkJoinOutputs refuses an output a join's records cannot go to: they
-// are JSON lines, for a file, standard output or a Kafka topic.
+// checkJoinOutputs refuses an output a join's or a lookup's records
+// cannot go to: they are JSON lines, for a file, standard output or a
+// Kafka topic.
 func (p *parser) checkJoinOutputs(j *Job) error {
-	if j.Join == nil {
+	what := "a join's"
+	switch {
+	case j.Lookup != nil:
+		what = "a lookup's"
+	case j.Join == nil:
 		return nil
 	}
 	for _, o := range j.AllOutputs() {
 		switch {
 		case o.Table != nil:
-			return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: "a table holds an aggregation's results: give a join's output a file or a Kafka topic"}
+			return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: fmt.Sprintf("a table holds an aggregation's results: give %s output a file or a Kafka topic", what)}
 		case o.Custom != nil:
-			return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: fmt.Sprintf("a join's records go to a file or a Kafka topic, not yet to %s", o.Custom.Kind)}
+			return &Error{File: p.file, Line: o.Line, Field: o.Field, Msg: fmt.Sprintf("%s records go to a file or a Kafka topic, not yet to %s", what, o.Custom.Kind)}
 		case o.Kafka != nil && o.Kafka.Format != "" && o.Kafka.Format != "json":
-			return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.format", Msg: "a join's records are JSON: leave format out"}
+			return &Error{File: p.file, Line: o.Line, Field: o.Field + ".kafka.format", Msg: what + " records are JSON: leave format out"}
 		}
 	}
 	return nil

@@ -264,7 +264,7 @@ var httpObject = object("The console's address and who may use it.", nil,
 var jobShape = func() *shape {
 	s := jobFields
 	s.Required = []string{"source", "time"}
-	s.Either = [][]string{{"window", "aggregates", "output"}, {"aggregations"}, {"join", "output"}}
+	s.Either = [][]string{{"window", "aggregates", "output"}, {"aggregations"}, {"join", "output"}, {"lookup", "output"}}
 	agg := object("One aggregation: its own key, windows, aggregates and outputs; the job's other fields are its aggregations' in common.", []string{"window", "aggregates", "output"})
 	for _, f := range jobFields.Fields {
 		if slices.Contains(AggregationFields, f.Name) {
@@ -293,6 +293,27 @@ var jobShape = func() *shape {
 	)
 	join.Either = [][]string{{"between"}, {"window"}, {"temporal"}}
 	s.Fields = append(s.Fields, field{"join", join})
+	positive := func(doc string) *shape { return &shape{Kind: kInt, Min: 1, Doc: doc} }
+	lookup := object("A lookup join, as Flink's: each record's key is looked up in a table of SQLite or PostgreSQL as the record passes, in processing time, batched and through a cache; the job writes each record with its row. Its results depend on when each row was read: a rerun reads the table as it is then.", []string{"query"},
+		field{"sqlite", object("An SQLite database, opened read only.", []string{"path"}, field{"path", str("The database file.")})},
+		field{"postgres", object("A PostgreSQL database.", []string{"dsn"},
+			field{"dsn", str("The connection string, a URL or libpq's key=value settings; ${NAME} reads the environment.")},
+			field{"password", str("The password, apart from the dsn (never shown).")})},
+		field{"query", &shape{Kind: kString, Doc: "The query that reads the rows of a batch of keys, {keys} where they go: SELECT card, credit_limit FROM limits WHERE card IN ({keys}).", Pattern: `\{keys\}`}},
+		field{"key_column", str("The column of the query's rows that holds their key (default: the first).")},
+		field{"kind", enum("inner (default): the records whose key has a row; left_outer: every record, with its row or without.", JoinInner, JoinLeftOuter)},
+		field{"cache", object("Rows kept, the least recently used going first; without it every record is looked up.", []string{"size"},
+			field{"size", positive("How many keys' rows (or that a key has none) are kept.")},
+			field{"ttl", dur("How long a row is kept after it was read, in processing time (default: until it is evicted).")})},
+		field{"batch", object("How keys are looked up.", nil,
+			field{"keys", positive("The most keys in one query (default 64).")},
+			field{"in_flight", positive("The most queries at once (default 4).")})},
+		field{"retries", object("How a query that fails is tried again; the records of one that still fails go to dead_letter.", nil,
+			field{"attempts", positive("Tries in all (default 3).")},
+			field{"backoff", dur("The wait before the second try, doubled before each next one (default 100ms).")})},
+	)
+	lookup.Either = [][]string{{"sqlite"}, {"postgres"}}
+	s.Fields = append(s.Fields, field{"lookup", lookup})
 	return &s
 }()
 

@@ -54,10 +54,25 @@ join: {with: {source: {file: in2.jsonl}, time: {field: ts}, key: k}, between: [0
 output: out.jsonl
 `
 
+// schemaLookupBase is a job file with a lookup, which the fields under
+// lookup are added to; DATABASE is its database.
+const schemaLookupBase = `name: t
+source: {file: in.jsonl}
+time: {field: ts}
+key: k
+lookup: {DATABASE, query: "SELECT k, v FROM t WHERE k IN ({keys})"}
+output: out.jsonl
+`
+
 // baseOf is the job file path is added to.
 func baseOf(path string) []byte {
-	if path == "join" || strings.HasPrefix(path, "join.") {
+	switch {
+	case path == "join" || strings.HasPrefix(path, "join."):
 		return []byte(schemaJoinBase)
+	case strings.HasPrefix(path, "lookup.postgres"):
+		return []byte(strings.Replace(schemaLookupBase, "DATABASE", "postgres: {dsn: postgres://h/db}", 1))
+	case path == "lookup" || strings.HasPrefix(path, "lookup."):
+		return []byte(strings.Replace(schemaLookupBase, "DATABASE", "sqlite: {path: l.db}", 1))
 	}
 	return []byte(schemaBase)
 }
@@ -82,6 +97,7 @@ var schemaContext = map[string][]string{
 	"dead_letter":            {"dead_letter={file: d.jsonl}"},
 	"http":                   {"http={listen: 127.0.0.1:1}"},
 	"checkpoint":             {"checkpoint={dir: ck}"},
+	"lookup.cache":           {"lookup.cache={size: 10}"},
 }
 
 // contextOf is what path needs around it (schemaContext), the outer

@@ -46,6 +46,17 @@ func (j *Job) Warnings() []string {
 // several.
 func (j *Job) warnings() []string {
 	var w []string
+	if j.Lookup != nil {
+		// Nothing is too late for a lookup; what it cannot hand on are
+		// the records whose lookup kept failing.
+		if j.DeadLetter == nil {
+			w = append(w, "no dead_letter: the records whose lookup keeps failing are counted, but they are lost (send them to a dead_letter to look them up again later)")
+		}
+		if j.ID != nil && j.Late == nil {
+			w = append(w, "no late_output: records older than the watermark minus dedup_horizon cannot be checked for repeats; they are counted, but they are lost (send them to a late_output)")
+		}
+		return w
+	}
 	if msg := latenessWarning(j.Window); msg != "" {
 		w = append(w, msg)
 	}

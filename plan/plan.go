@@ -108,7 +108,9 @@ const (
 	// letters).
 	Rejected
 	// Late are an aggregation's events too late for all their windows
-	// (the side output).
+	// (the side output), a join's records too late for it, and the
+	// records a lookup's source set aside before it (beyond the
+	// de-duplication horizon).
 	Late
 	// Refused are a sink's items it could not store (the dead letters).
 	Refused
@@ -455,7 +457,7 @@ func hasPort(k Kind, p Port) bool {
 	case Rejected:
 		return k == KindSource || k == KindLookup
 	case Late:
-		return k == KindAggregation || k == KindJoin
+		return k == KindAggregation || k == KindJoin || k == KindLookup
 	case Refused:
 		return k == KindSink
 	case Side:

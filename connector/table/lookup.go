@@ -47,9 +47,21 @@ func PostgresLookup[K comparable, R any](dsn, query string, scan func(*sql.Rows)
 	if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = "weir"
 	}
-	// What it reads, as a person reads it: never the password.
-	what := fmt.Sprintf("PostgreSQL database %s at %s:%d", cfg.Database, cfg.Host, cfg.Port)
-	return newLookup(stdlib.OpenDB(*cfg), query, pgDialect.param, scan, what)
+	return newLookup(stdlib.OpenDB(*cfg), query, pgDialect.param, scan, describe(cfg))
+}
+
+// DescribeDSN is what the PostgreSQL connection string dsn reads, as a
+// person reads it: its database, host and port, never its password.
+func DescribeDSN(dsn string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "PostgreSQL database (a connection string that does not parse)"
+	}
+	return describe(cfg)
+}
+
+func describe(cfg *pgx.ConnConfig) string {
+	return fmt.Sprintf("PostgreSQL database %s at %s:%d", cfg.Database, cfg.Host, cfg.Port)
 }
 
 func newLookup[K comparable, R any](db *sql.DB, query string, param func(int) string, scan func(*sql.Rows) (K, R, error), what string) (*Lookup[K, R], error) {

@@ -230,6 +230,11 @@ type schedule struct {
 	// 0 deleting a card's row) or "window" (a window join of 5 s).
 	join   string
 	joinAs string
+	// lookup makes the job a left_outer lookup of each event's card in
+	// an SQLite table (limits.db) instead of windows: its records in
+	// results.jsonl (or topic), each with the time its row was read, which
+	// a restore reads again (its cache is not state).
+	lookup bool
 	plan   []step
 	logs   []string // what each run said, for a failure's report
 }
@@ -333,6 +338,14 @@ func newSchedule(seed uint64) *schedule {
 		}
 		s.second, s.avroOut, s.bigKeys, s.trigger = "", false, false, ""
 	}
+	if !s.kafkaIn && s.join == "" && r.IntN(5) == 0 {
+		s.lookup = true
+		s.results = slices.DeleteFunc(s.results, func(k string) bool { return k == kSQLite || k == kPostgres })
+		if len(s.results) == 0 {
+			s.results = []string{kFile}
+		}
+		s.second, s.avroOut, s.bigKeys, s.trigger = "", false, false, ""
+	}
 	return s
 }
 
@@ -390,6 +403,9 @@ func (s *schedule) String() string {
 			held += " (" + s.joinAs + ")"
 		}
 	}
+	if s.lookup {
+		held += ", a lookup of each card in an SQLite table instead of windows"
+	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
 }
@@ -427,6 +443,27 @@ func (s *schedule) input() []string {
 		}
 	}
 	return out
+}
+
+// limitsTable writes the lookup's table at path: a limit for two cards
+// of three.
+func limitsTable(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE TABLE limits (card TEXT PRIMARY KEY, credit_limit INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 203 {
+		if i%3 != 0 {
+			if _, err := db.Exec("INSERT INTO limits VALUES (?, ?)", fmt.Sprintf("c%d", i), 100*i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // limits are the join's second input, in arrival order: a card's limit
@@ -539,6 +576,12 @@ func (s *schedule) jobFile(ref bool) string {
 		b.WriteString(outputs.String())
 		return b.String() + s.checkpoint()
 	}
+	if s.lookup {
+		b.WriteString("key: card\nlookup:\n  sqlite: {path: limits.db}\n  query: SELECT card, credit_limit FROM limits WHERE card IN ({keys})\n" +
+			"  kind: left_outer\n  cache: {size: 50, ttl: 5s}\n  batch: {keys: 8}\n")
+		b.WriteString(outputs.String())
+		return b.String() + s.checkpoint()
+	}
 	var agg strings.Builder
 	agg.WriteString("key: card\n")
 	fmt.Fprintf(&agg, "window: %s\nallowed_lateness: %s\nmode: %s\n", s.window, s.lateness, s.mode)
@@ -626,6 +669,9 @@ func (s *schedule) run(t *testing.T) {
 		}
 		if s.join != "" {
 			os.WriteFile(filepath.Join(d, "limits.jsonl"), []byte(strings.Join(s.limits(), "\n")+"\n"), 0o644)
+		}
+		if s.lookup {
+			limitsTable(t, filepath.Join(d, "limits.db"))
 		}
 	}
 	os.WriteFile(filepath.Join(ref, "job.yaml"), []byte(s.jobFile(true)), 0o644)
@@ -981,7 +1027,9 @@ func lastLine(s string) string {
 // is the same.
 func (s *schedule) compare(t *testing.T, dir, ref string) {
 	t.Helper()
-	live := s.kafkaIn // processing time is the wall clock: emitted_at differs
+	// Processing time is the wall clock: emitted_at differs; a lookup's
+	// read_at differs once a restore has read a row its cache had.
+	live := s.kafkaIn || s.lookup
 	for _, name := range []string{"results.jsonl", "late.jsonl", "quarantine.jsonl", "second.jsonl"} {
 		a, errA := os.ReadFile(filepath.Join(dir, name))
 		b, errB := os.ReadFile(filepath.Join(ref, name))
@@ -1075,6 +1123,16 @@ func (s *schedule) compare(t *testing.T, dir, ref string) {
 			t.Errorf("the join's accounting differs from the uninterrupted run's:\n got %s\nwant %s", a, b)
 		}
 	}
+	if s.lookup {
+		if want.Lookup == nil || got.Lookup == nil || want.Lookup.Found == 0 || want.Lookup.NotFound == 0 {
+			t.Fatalf("a lookup's summary without rows found and not: %+v / %+v", got.Lookup, want.Lookup)
+		}
+		g, w := *got.Lookup, *want.Lookup
+		g.Table, w.Table = "", "" // each run's own directory
+		if a, b := fmt.Sprintf("%+v", g), fmt.Sprintf("%+v", w); a != b {
+			t.Errorf("the lookup's accounting differs from the uninterrupted run's:\n got %s\nwant %s", a, b)
+		}
+	}
 	if s.second != "" {
 		var got2, want2 job.Summary
 		if err := readJSON(filepath.Join(dir, "second.json"), &got2); err != nil {
@@ -1123,6 +1181,7 @@ func normalize(l string, live bool) string {
 	}
 	delete(m, "emitted_at")
 	delete(m, "set_aside_at")
+	delete(m, "read_at")
 	b, _ := json.Marshal(m)
 	return string(b)
 }
