@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -209,20 +210,15 @@ func (rn *Runnable) acceptance(ctx context.Context, sum *Summary) *Acceptance {
 		pc.Panes = n
 		a.Panes = append(a.Panes, pc)
 	}
-	slices.SortFunc(a.Panes, func(x, y PaneCount) int {
+	sort.Slice(a.Panes, func(i, j int) bool {
+		x, y := a.Panes[i], a.Panes[j]
 		if x.Revision != y.Revision {
-			return x.Revision - y.Revision
+			return x.Revision < y.Revision
 		}
 		if x.Timing != y.Timing {
-			return strings.Compare(x.Timing, y.Timing)
+			return x.Timing < y.Timing
 		}
-		if x.Retract != y.Retract {
-			if x.Retract {
-				return 1
-			}
-			return -1
-		}
-		return 0
+		return !x.Retract && y.Retract
 	})
 	for i := range j.Outputs {
 		if o := &j.Outputs[i]; o.Table != nil {

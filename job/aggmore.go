@@ -3,6 +3,7 @@ package job
 import (
 	"cmp"
 	"slices"
+	"sort"
 	"strconv"
 	"unsafe"
 
@@ -285,8 +286,8 @@ func (a *aggs) appendTop(b []byte, n int, m topCounts) []byte {
 		texts = appendIdentityJSON(texts, unsafe.Slice(unsafe.StringData(id), len(id)))
 		all = append(all, topItem{id: id, json: texts[start:len(texts):len(texts)], count: *c})
 	}
-	slices.SortFunc(all, func(x, y topItem) int {
-		return cmp.Or(cmp.Compare(y.count, x.count), slices.Compare(x.json, y.json))
+	sort.Slice(all, func(i, j int) bool {
+		return cmp.Or(cmp.Compare(all[j].count, all[i].count), slices.Compare(all[i].json, all[j].json)) < 0
 	})
 	b = append(b, '[')
 	for i, c := range all[:min(n, len(all))] {

@@ -32,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -349,8 +350,9 @@ func (p *Plan) plan(j *jobfile.Job, o Options, all, kept map[wkey]result, rows [
 			}
 		}
 	}
-	slices.SortFunc(ids, func(a, b wkey) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), strings.Compare(a.key, b.key))
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := ids[i], ids[j]
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.end, b.end), strings.Compare(a.key, b.key)) < 0
 	})
 	reason := o.Reason
 	if reason == "" {
@@ -686,7 +688,7 @@ func writeLedger(j *jobfile.Job, files []string, path string, now mtime.Time, re
 			return fmt.Errorf("ledger %s: %w", name, err)
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.ts, b.ts) })
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].ts < evs[j].ts })
 	rep.LedgerEvents = int64(len(evs))
 	if len(evs) > 0 {
 		rep.LedgerFirst, rep.LedgerLast = first.String(), last.String()

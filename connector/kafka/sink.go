@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,7 +169,7 @@ func (sl *slot) takeSpans() []partSpan {
 		out = append(out, partSpan{p, o})
 	}
 	sl.spans = nil
-	slices.SortFunc(out, func(a, b partSpan) int { return int(a.part) - int(b.part) })
+	sort.Slice(out, func(i, j int) bool { return out[i].part < out[j].part })
 	return out
 }
 

@@ -17,7 +17,13 @@ import (
 // time is advanced to that instant when the trigger uses processing-time
 // timers, so that their panes come out in time order.
 type Driver[K comparable, T any] struct {
-	t         Target[K, T]
+	t Target[K, T]
+	clock
+}
+
+// clock is the driver's state, whatever it feeds: its methods are one
+// piece of code for every Driver.
+type clock struct {
 	s         watermark.Strategy
 	tracker   *watermark.Tracker
 	procItems bool
@@ -33,20 +39,20 @@ type Driver[K comparable, T any] struct {
 // NewDriver returns a driver feeding t. procTimers says whether the
 // operator sets processing-time timers (trigger.UsesProcessingTime).
 func NewDriver[K comparable, T any](t Target[K, T], s watermark.Strategy, procTimers bool) *Driver[K, T] {
-	return &Driver[K, T]{
-		t: t, s: s, tracker: watermark.NewTracker(s), procItems: procTimers,
+	return &Driver[K, T]{t: t, clock: clock{
+		s: s, tracker: watermark.NewTracker(s), procItems: procTimers,
 		now: mtime.MinTime, sent: mtime.MinTime, wm: mtime.MinTime,
-	}
+	}}
 }
 
 // Tracker is the bounded watermark's per-partition state.
-func (d *Driver[K, T]) Tracker() *watermark.Tracker { return d.tracker }
+func (d *clock) Tracker() *watermark.Tracker { return d.tracker }
 
 // Now is the current processing time.
-func (d *Driver[K, T]) Now() mtime.Time { return d.now }
+func (d *clock) Now() mtime.Time { return d.now }
 
 // Watermark is the last watermark emitted.
-func (d *Driver[K, T]) Watermark() mtime.Time { return d.wm }
+func (d *clock) Watermark() mtime.Time { return d.wm }
 
 // Advance moves processing time to now (never backwards), first handling
 // every periodic watermark emission and idleness timeout due by then, each
@@ -77,7 +83,7 @@ func (d *Driver[K, T]) Advance(now mtime.Time) {
 // change: the periodic emission covering recent events, or the instant (for
 // a periodic watermark, the first emission at or after it) a partition turns
 // idle.
-func (d *Driver[K, T]) nextInstant() mtime.Time {
+func (d *clock) nextInstant() mtime.Time {
 	at := mtime.MaxTime
 	if d.dirty {
 		at = d.nextDue
@@ -187,7 +193,7 @@ func (d *Driver[K, T]) SetFloor(w mtime.Time) {
 
 // Observe tells a bounded watermark about an event that is not sent on (a
 // duplicate delivery still shows the partition is alive and how far it got).
-func (d *Driver[K, T]) Observe(part int, ts mtime.Time) {
+func (d *clock) Observe(part int, ts mtime.Time) {
 	if d.s.Kind == watermark.Bounded {
 		d.tracker.Observe(part, ts, d.now)
 	}
@@ -212,7 +218,7 @@ func (d *Driver[K, T]) End() {
 
 // AppendState appends the driver's state (clock, watermark, partitions) for
 // a checkpoint.
-func (d *Driver[K, T]) AppendState(b []byte) []byte {
+func (d *clock) AppendState(b []byte) []byte {
 	for _, v := range []mtime.Time{d.now, d.sent, d.wm, d.nextDue} {
 		b = enc.AppendVarint(b, int64(v))
 	}
@@ -229,7 +235,7 @@ func (d *Driver[K, T]) AppendState(b []byte) []byte {
 }
 
 // RestoreState reads what AppendState wrote.
-func (d *Driver[K, T]) RestoreState(dec *enc.Decoder) error {
+func (d *clock) RestoreState(dec *enc.Decoder) error {
 	for _, p := range []*mtime.Time{&d.now, &d.sent, &d.wm, &d.nextDue} {
 		*p = mtime.Time(dec.Varint())
 	}

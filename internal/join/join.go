@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
@@ -521,11 +522,12 @@ func (o *Op[K, L, R]) AppendKeys(b []byte, c Codec[K, L, R], hash func(K) uint64
 			list = append(list, ent{g, c.AppendKey(nil, k), ks})
 		}
 	}
-	slices.SortFunc(list, func(a, b ent) int {
+	sort.Slice(list, func(i, j int) bool {
+		a, b := list[i], list[j]
 		if a.group != b.group {
-			return a.group - b.group
+			return a.group < b.group
 		}
-		return bytes.Compare(a.enc, b.enc)
+		return bytes.Compare(a.enc, b.enc) < 0
 	})
 	b = enc.AppendUvarint(b, uint64(len(list)))
 	for _, e := range list {
