@@ -183,6 +183,7 @@ func sampleRows(j *jobfile.Job, s *Sample, n int) (*Sample, error) {
 		var d engine.Decoded[string, record]
 		lp.Decode(&r, &d)
 		s.observe(row, d.Kind, d.Reason, place)
+		s.key(&d)
 	}
 	return s, nil
 }

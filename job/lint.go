@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +69,19 @@ type Sample struct {
 	// rather than sampled (a topic of a format that knows its fields).
 	schema     map[string]string
 	schemaFrom string // what the schema is
+	// keys are the first distinct keys of the events sampled (at most
+	// maxSampleKeys): what weir lint looks up in a lookup's table.
+	keys []string
+}
+
+// maxSampleKeys is how many keys a sample keeps.
+const maxSampleKeys = 64
+
+// key keeps the key of an event sampled.
+func (s *Sample) key(d *engine.Decoded[string, record]) {
+	if d.Kind == engine.Event && len(s.keys) < maxSampleKeys && !slices.Contains(s.keys, d.Key) {
+		s.keys = append(s.keys, strings.Clone(d.Key))
+	}
 }
 
 // sampledField is a field the job names, and how often it occurred.
@@ -426,6 +440,7 @@ func SampleInput(j *jobfile.Job, n int) (*Sample, error) {
 		d = engine.Decoded[string, record]{}
 		lp.Decode(&r, &d)
 		s.observe(l.Text, d.Kind, d.Reason, l.No)
+		s.key(&d)
 	}
 	if err := ls.Err(); err != nil {
 		return nil, err

@@ -112,21 +112,9 @@ func (n *lookupNode) Build(c *translate.Ctx) error {
 	j, lr := rn.j, rn.lk
 	lk := j.Lookup
 	lr.pass = engine.NewPass[string, record](j.Watermark)
-	if lk.Driver == "sqlite" {
-		// A database that is not there is a mistake of the job, not a
-		// lookup to try again.
-		if _, err := os.Stat(lk.Path); err != nil {
-			return &RuntimeError{Msg: fmt.Sprintf("%s: lookup.sqlite.path: %v", j.File, err), Err: err}
-		}
-	}
 	var err error
-	if lk.Driver == "sqlite" {
-		lr.table, err = table.SQLiteLookup(lk.Path, lk.Query, rowScanner(lk.KeyColumn))
-	} else {
-		lr.table, err = table.PostgresLookup(lk.DSN, lk.Query, rowScanner(lk.KeyColumn))
-	}
-	if err != nil {
-		return &RuntimeError{Msg: fmt.Sprintf("%s: lookup: %v", j.File, err), Err: err}
+	if lr.table, err = openLookup(j); err != nil {
+		return err
 	}
 	lr.stage = engine.NewLookup(e, engine.LookupConfig[string, passed, []byte]{Name: nodeLookup, Table: keyValues{lr.table},
 		Key: func(p passed) string { return p.Key }, CacheSize: lk.CacheSize, CacheTTL: lk.CacheTTL, Batch: lk.Batch, InFlight: lk.InFlight,
@@ -163,6 +151,46 @@ func (n *lookupNode) Build(c *translate.Ctx) error {
 	lr.stage.Out().Subscribe(cs)
 	lr.stage.Failed().Subscribe(failedCounts{cs})
 	return nil
+}
+
+// openLookup opens the table of the job's lookup (its connections are
+// made at the first query).
+func openLookup(j *jobfile.Job) (*table.Lookup[string, []byte], error) {
+	lk := j.Lookup
+	scan := rowScanner(lk.KeyColumn)
+	if lk.Driver == "postgres" {
+		t, err := table.PostgresLookup(lk.DSN, lk.Query, scan)
+		if err != nil {
+			return nil, &RuntimeError{Msg: fmt.Sprintf("%s: lookup: %v", j.File, err), Err: err}
+		}
+		return t, nil
+	}
+	// A database that is not there is a mistake of the job, not a lookup
+	// to try again.
+	if _, err := os.Stat(lk.Path); err != nil {
+		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: lookup.sqlite.path: %v", j.File, err), Err: err}
+	}
+	t, err := table.SQLiteLookup(lk.Path, lk.Query, scan)
+	if err != nil {
+		return nil, &RuntimeError{Msg: fmt.Sprintf("%s: lookup: %v", j.File, err), Err: err}
+	}
+	return t, nil
+}
+
+// CheckLookup looks the keys of the sample s of the job's input up in its
+// lookup's table, once, as weir lint does: how many of how many have a
+// row, or why the query failed.
+func CheckLookup(ctx context.Context, j *jobfile.Job, s *Sample) (found, asked int, err error) {
+	if j.Lookup == nil || len(s.keys) == 0 {
+		return 0, 0, nil
+	}
+	t, err := openLookup(j)
+	if err != nil {
+		return 0, len(s.keys), err
+	}
+	defer t.Close()
+	rows, err := keyValues{t}.Lookup(ctx, s.keys)
+	return len(rows), len(s.keys), err
 }
 
 // lookupCounts counts a lookup's records by outcome (found, not found,

@@ -64,6 +64,14 @@ Flags:
 // outputs to object storage to answer.
 const topicCheckTimeout = 10 * time.Second
 
+// keyColumnOf names the column a lookup finds each row's key in.
+func keyColumnOf(lk *jobfile.Lookup) string {
+	if lk.KeyColumn == "" {
+		return "the query's first column (key_column)"
+	}
+	return "key_column " + lk.KeyColumn
+}
+
 // lint reports on a loaded job and the first n lines of its input, and
 // returns the exit status: 1 when the sample shows a problem.
 func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) int {
@@ -113,6 +121,22 @@ func lint(j *jobfile.Job, file string, n int, resolved bool, stdout io.Writer) i
 	}
 	warnings := j.Warnings()
 	ctx, cancel := context.WithTimeout(context.Background(), topicCheckTimeout)
+	if lk := j.Lookup; lk != nil {
+		// The sample's keys looked up in the table, once: the query runs,
+		// and finds rows for keys as the job writes them.
+		found, asked, err := job.CheckLookup(ctx, j, s)
+		switch {
+		case err != nil:
+			findings++
+			once(fmt.Sprintf("%s: lookup.query: it fails on the sample's keys: %v", file, j.RedactError(err)))
+		case asked == 0:
+		case found == 0:
+			warnings = append(warnings, fmt.Sprintf("lookup: none of the %d keys of the sample has a row in %s: is %s the column of the key, and is the key written as the table has it?",
+				asked, lk.What(), keyColumnOf(lk)))
+		default:
+			fmt.Fprintf(stdout, "lookup: %d of the %d keys of the sample have a row in %s\n", found, asked, j.Redact(lk.What()))
+		}
+	}
 	warnings = append(warnings, job.TopicWarnings(ctx, j)...)
 	warnings = append(warnings, job.StoreWarnings(ctx, j)...)
 	cancel()
