@@ -34,7 +34,10 @@ type CoGrouped[OL, OR any] struct {
 // first partition holds it back from the first element on, so that
 // neither moves it alone before the other has said anything. The two
 // inputs need the same watermark strategy. An element too late for all of
-// its windows goes to the second stream, with the side it came on. Both
+// its windows goes to the second stream, with the side it came on. An
+// input that is Deduplicated is de-duplicated by its own ids (the other
+// input's are apart, even when equal), both inputs within one horizon; a
+// Versioned input is refused. Both
 // inputs are streams of the source loop, not an aggregation's panes;
 // their elements come in one arrival order, as in Union. Named names the
 // aggregation, whose state is checkpointed and restored as Aggregate's.
@@ -90,8 +93,11 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 		p.fail("CoGroup: its two inputs are streams of different pipelines")
 	case left.t.wm.Fingerprint() != right.t.wm.Fingerprint():
 		p.fail("CoGroup: its inputs have different watermark strategies (%s and %s): they need the same one", left.t.wm.Fingerprint(), right.t.wm.Fingerprint())
-	case left.t.id != nil || right.t.id != nil:
-		p.fail("CoGroup: an input is Deduplicated, which a co-group does not do yet")
+	case left.t.version != nil || right.t.version != nil:
+		p.fail("CoGroup: an input is Versioned, which a co-group does not do yet")
+	case left.t.id != nil && right.t.id != nil && left.t.horizon != right.t.horizon:
+		p.fail("CoGroup: its inputs are Deduplicated within different horizons (%s and %s): they share one aggregation, and need one",
+			mtime.FormatDuration(left.t.horizon), mtime.FormatDuration(right.t.horizon))
 	}
 	u := Union(Map(left.t.s, func(v L) Sided[L, R] { return Sided[L, R]{Left: v} }),
 		Map(right.t.s, func(v R) Sided[L, R] { return Sided[L, R]{Right: v, IsRight: true} }))
@@ -107,6 +113,24 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 		return 2 * partOf(left.t.part, e.Left)
 	})
 	t.parts = 2
+	if left.t.id != nil || right.t.id != nil {
+		// Each input's ids are its own (an order and its payment may share
+		// one): each is de-duplicated apart, an input that is not
+		// Deduplicated not at all.
+		t.id = func(e Sided[L, R]) string {
+			if e.IsRight {
+				return "r" + right.t.id(e.Right)
+			}
+			return "l" + left.t.id(e.Left)
+		}
+		t.noID = func(e Sided[L, R]) bool {
+			if e.IsRight {
+				return right.t.id == nil
+			}
+			return left.t.id == nil
+		}
+		t.horizon = max(left.t.horizon, right.t.horizon)
+	}
 	return KeyBy(t, func(e Sided[L, R]) K {
 		if e.IsRight {
 			return right.key(e.Right)

@@ -233,3 +233,56 @@ func TestWindowJoinCheckpointsAndResume(t *testing.T) {
 		return bytes.Count(out, []byte(") at ")) >= 500
 	}, windowJoinFile)
 }
+
+// A co-group's Deduplicated inputs are each de-duplicated by their own
+// ids: an element delivered twice is aggregated once; the other input's
+// element with an equal id is not its duplicate; an input that is not
+// Deduplicated keeps every element. Two inputs within different horizons
+// are refused.
+func TestCoGroupDeduplicated(t *testing.T) {
+	dedup := func(p *weir.Pipeline, ts []tuple, name string, horizon time.Duration) weir.Keyed[string, tuple] {
+		s := weir.FromSlice(p, ts, weir.Named(name))
+		stamped := weir.WithTimestamps(s, func(t tuple) mtime.Time { return mtime.Time(t.TS) }, watermark.BoundedOutOfOrderness(0).WithInterval(0))
+		if horizon > 0 {
+			stamped = stamped.Deduplicated(horizon, func(t tuple) string { return t.Name })
+		}
+		return weir.KeyBy(stamped, func(t tuple) string { return t.Key })
+	}
+	first := []tuple{{"a", "x", 0}, {"a", "x", 0}, {"a", "y", 1}, {"a", "y", 1}, {"b", "u", 3}, {"b", "w", 5}}
+	second := []tuple{{"a", "x", 0}, {"a", "v", 1}, {"a", "v", 1}, {"b", "u", 4}}
+	for _, c := range []struct {
+		name        string
+		left, right time.Duration
+		want        []string
+	}{
+		{"both", time.Hour, time.Hour, sorted("F:(a,x,0)(a,y,1) S:(a,x,0)(a,v,1)", "F:(b,u,3)(b,w,5) S:(b,u,4)")},
+		{"left only", time.Hour, 0, sorted("F:(a,x,0)(a,y,1) S:(a,x,0)(a,v,1)(a,v,1)", "F:(b,u,3)(b,w,5) S:(b,u,4)")},
+		{"right only", 0, time.Hour, sorted("F:(a,x,0)(a,x,0)(a,y,1)(a,y,1) S:(a,x,0)(a,v,1)", "F:(b,u,3)(b,w,5) S:(b,u,4)")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := weir.NewPipeline()
+			panes, _ := weir.CoGroup(dedup(p, first, "first", c.left), dedup(p, second, "second", c.right), tumbling3ms,
+				aggregate.Collect[tuple](), aggregate.Collect[tuple](), weir.Named("cogroup"))
+			got := collect(t, p, weir.Map(panes, func(pn weir.Pane[string, weir.CoGrouped[[]tuple, []tuple]]) string {
+				var b strings.Builder
+				b.WriteString("F:")
+				for _, x := range pn.Value.Left {
+					b.WriteString(x.String())
+				}
+				b.WriteString(" S:")
+				for _, x := range pn.Value.Right {
+					b.WriteString(x.String())
+				}
+				return b.String()
+			}))
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+	p := weir.NewPipeline()
+	weir.CoGroup(dedup(p, first, "first", time.Hour), dedup(p, second, "second", time.Minute), tumbling3ms, aggregate.Count[tuple](), aggregate.Count[tuple]())
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "CoGroup: its inputs are Deduplicated within different horizons (1h0m0s and 1m0s)") {
+		t.Errorf("different horizons: %v", err)
+	}
+}

@@ -35,6 +35,9 @@ type Timestamped[T any] struct {
 	// version, when set, versions the elements (Versioned).
 	id      func(T) string
 	horizon mtime.Time
+	// noID, when set, says which elements have no id: they are never
+	// duplicates (a co-group's input that is not Deduplicated).
+	noID    func(T) bool
 	version func(T) int64
 	// parts, when above 0, is the number of watermark partitions the
 	// stream declares before its first element (a co-group's inputs).
@@ -233,7 +236,7 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
 	}
 	c.SetInput(h)
-	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, version: a.t.version, declare: a.t.parts}
+	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, noID: a.t.noID, version: a.t.version, declare: a.t.parts}
 	return nil
 }
 
@@ -244,6 +247,7 @@ type stageInput[K comparable, T any] struct {
 	key     func(T) K
 	part    func(T) int
 	id      func(T) string
+	noID    func(T) bool
 	version func(T) int64
 	// declare: the partitions to declare before the first element.
 	declare int
@@ -259,10 +263,13 @@ func (s *stageInput[K, T]) Push(v T) {
 		part = s.part(v)
 	}
 	var id []byte
-	if s.id != nil {
-		// Read, never kept: the head copies what it keeps.
-		str := s.id(v)
-		id = unsafe.Slice(unsafe.StringData(str), len(str))
+	if s.id != nil && (s.noID == nil || !s.noID(v)) {
+		// Read, never kept: the head copies what it keeps. An empty id is
+		// an id (nil is none).
+		id = noBytes
+		if str := s.id(v); str != "" {
+			id = unsafe.Slice(unsafe.StringData(str), len(str))
+		}
 	}
 	if s.version != nil {
 		s.h.VersionedElement(part, s.key(v), s.ts(v), id, s.version(v), v)
@@ -270,6 +277,9 @@ func (s *stageInput[K, T]) Push(v T) {
 	}
 	s.h.Element(part, s.key(v), s.ts(v), id, v)
 }
+
+// noBytes is the empty id: not nil, which is no id.
+var noBytes = []byte{}
 
 // kept is what the de-duplication state of a Versioned stream keeps of
 // the version it applied: its key and element, as JSON.

@@ -675,10 +675,13 @@ func (h *Head[K, T]) apply(r *connector.Record, d *Decoded[K, T]) {
 			part = r.Partition
 		}
 		h.observe(part, d.Time, w.Watermark())
+		// An event without an id (nil) is not de-duplicated: an input of
+		// a co-group that is not, beside one that is.
+		dedup := h.cfg.Dedup != nil && d.ID != nil
 		switch {
-		case h.cfg.Dedup == nil && d.Filtered:
+		case !dedup && d.Filtered:
 			h.c.Filtered++
-		case h.cfg.Dedup == nil:
+		case !dedup:
 			w.Event(part, d.Key, d.Time, d.Value)
 		case d.Time.Add(h.cfg.Dedup.Horizon()) <= w.Watermark() || d.Time <= h.forgotten:
 			// Its id would have expired: a duplicate cannot be told.
