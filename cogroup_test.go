@@ -56,6 +56,21 @@ func collect(t *testing.T, p *weir.Pipeline, s weir.Stream[string]) []string {
 
 func sorted(v ...string) []string { slices.Sort(v); return v }
 
+// coGroupedString is a co-group's pane as CoGroupJoinITCase writes it:
+// F: the first input's elements, S: the second's.
+func coGroupedString(pn weir.Pane[string, weir.CoGrouped[[]tuple, []tuple]]) string {
+	var b strings.Builder
+	b.WriteString("F:")
+	for _, x := range pn.Value.Left {
+		b.WriteString(x.String())
+	}
+	b.WriteString(" S:")
+	for _, x := range pn.Value.Right {
+		b.WriteString(x.String())
+	}
+	return b.String()
+}
+
 // Flink CoGroupJoinITCase.testCoGroup: per key and tumbling window of
 // 3 ms, both inputs' elements.
 func TestFlinkCoGroup(t *testing.T) {
@@ -63,18 +78,7 @@ func TestFlinkCoGroup(t *testing.T) {
 	first := tuples(p, []tuple{{"a", "", 0}, {"a", "", 1}, {"a", "", 2}, {"b", "", 3}, {"b", "", 4}, {"b", "", 5}, {"a", "", 6}, {"a", "", 7}, {"a", "", 8}}, "first")
 	second := tuples(p, []tuple{{"a", "", 0}, {"a", "", 1}, {"b", "", 3}, {"c", "", 6}, {"c", "", 7}, {"c", "", 8}}, "second")
 	panes, _ := weir.CoGroup(first, second, tumbling3ms, aggregate.Collect[tuple](), aggregate.Collect[tuple]())
-	got := collect(t, p, weir.Map(panes, func(pn weir.Pane[string, weir.CoGrouped[[]tuple, []tuple]]) string {
-		var b strings.Builder
-		b.WriteString("F:")
-		for _, x := range pn.Value.Left {
-			b.WriteString(x.String())
-		}
-		b.WriteString(" S:")
-		for _, x := range pn.Value.Right {
-			b.WriteString(x.String())
-		}
-		return b.String()
-	}))
+	got := collect(t, p, weir.Map(panes, coGroupedString))
 	want := sorted("F:(a,0)(a,1)(a,2) S:(a,0)(a,1)", "F:(b,3)(b,4)(b,5) S:(b,3)", "F:(a,6)(a,7)(a,8) S:", "F: S:(c,6)(c,7)(c,8)")
 	if !slices.Equal(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -263,18 +267,7 @@ func TestCoGroupDeduplicated(t *testing.T) {
 			p := weir.NewPipeline()
 			panes, _ := weir.CoGroup(dedup(p, first, "first", c.left), dedup(p, second, "second", c.right), tumbling3ms,
 				aggregate.Collect[tuple](), aggregate.Collect[tuple](), weir.Named("cogroup"))
-			got := collect(t, p, weir.Map(panes, func(pn weir.Pane[string, weir.CoGrouped[[]tuple, []tuple]]) string {
-				var b strings.Builder
-				b.WriteString("F:")
-				for _, x := range pn.Value.Left {
-					b.WriteString(x.String())
-				}
-				b.WriteString(" S:")
-				for _, x := range pn.Value.Right {
-					b.WriteString(x.String())
-				}
-				return b.String()
-			}))
+			got := collect(t, p, weir.Map(panes, coGroupedString))
 			if !slices.Equal(got, c.want) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
 			}
