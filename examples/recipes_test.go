@@ -22,6 +22,12 @@ var recipes = []recipe{
 	{name: "two-aggregations"},
 	{name: "unpaid-orders"},
 	{name: "card-limits"},
+	{name: "spend-lookup", run: func(t *testing.T, r *recipe, root string) map[string][]byte {
+		r.weir(t, root, "run", "examples/spend-lookup/job.yaml")
+		spend := r.sqlite(t, root, "examples/spend-lookup/out/spend.db", "SELECT card, window_start, orders, spent FROM spend ORDER BY card, window_start")
+		r.weir(t, root, "run", "examples/spend-lookup/lookup.yaml")
+		return map[string][]byte{"spend.txt": spend}
+	}},
 	{name: "clicks-per-window"},
 	{name: "parquet-lake", run: parquetLake},
 	{name: "how-late", run: func(t *testing.T, r *recipe, root string) map[string][]byte {

@@ -468,8 +468,10 @@ func (rn *Runnable) lookupSummary(err error) *Summary {
 // LookupSummary is what a job with a lookup made: its records by what
 // their lookup found, and what reached the outputs.
 type LookupSummary struct {
-	Kind  string `json:"kind"`
-	Table string `json:"table"`
+	Kind string `json:"kind"`
+	// Table is what the lookup reads (in the log, not in the summary
+	// file: its path is the machine's).
+	Table string `json:"-"`
 	// Found are the records whose key had a row; NotFound those whose key
 	// had none (written by left_outer, not by inner); Failed those whose
 	// lookup kept failing (to the dead letters). Each record accepted is
