@@ -194,9 +194,9 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 	name := headName(s.side)
 	_, _, srcName := sourceNames(in)
 	// A join's keys are mostly each record's own (an order's id): a
-	// small table of the keys seen last finds the few that repeat (an
-	// order's payment soon after it) without growing for the others.
-	lp.keys.max = minKeyTableKeys
+	// table of the keys seen last would miss, and cost more than the
+	// string it saves.
+	lp.keys.off = true
 	var dd state.Dedup
 	if in.ID != nil {
 		// Each input's ids are its own, kept in memory as the join's

@@ -33,6 +33,9 @@ type keyTable struct {
 	slots []keySlot // a power of two
 	n     int       // keys held
 	max   int
+	// off: keys are not interned, each is a string of its own (a join's
+	// keys are mostly each record's own: a table would miss).
+	off   bool
 	buf   []byte
 	ahead []byte // prefetch's text
 }
@@ -80,6 +83,13 @@ func newKeyTable(max int) *keyTable {
 // linedec.AppendCanonical); ok is false for a string that is not valid
 // UTF-8, which is not interned.
 func (t *keyTable) intern(v *source.Value) (key string, ok bool) {
+	if t.off {
+		if v.Type == source.String && !utf8.Valid(v.Text) {
+			return "", false
+		}
+		t.buf = linedec.AppendCanonical(t.buf[:0], v)
+		return string(t.buf), true
+	}
 	if v.Type == source.String {
 		raw := v.Text
 		if len(raw) <= keyInline-2 {
@@ -108,6 +118,9 @@ func (t *keyTable) intern(v *source.Value) (key string, ok bool) {
 // prefetch asks for the slot where intern will look for a string key of
 // bytes raw (with no escape in them): a hint, which changes nothing.
 func (t *keyTable) prefetch(raw []byte) {
+	if t.off {
+		return
+	}
 	prefetch.Line(unsafe.Pointer(&t.slots[t.home(raw)]))
 }
 

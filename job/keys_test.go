@@ -57,6 +57,32 @@ func TestKeyTable(t *testing.T) {
 	}
 }
 
+// A table that is off (a join's) gives each key the canonical text the
+// table would, as a string of its own, and refuses what it refuses.
+func TestKeyTableOff(t *testing.T) {
+	tab := newKeyTable(3000)
+	tab.off = true
+	var p fastjson.Parser
+	for _, text := range []string{`"c1"`, `"\u0063\u0031"`, `1`, `1.0`, `"1"`, `true`, `"a\"b"`, `"tab\t"`, `"a long key, longer than a slot"`, `"é"`, `12345678901`} {
+		v, err := p.Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := string(linedec.AppendCanonicalJSON(nil, v))
+		if got, ok := tab.intern(val(v)); !ok || got != want {
+			t.Errorf("%s: %q %v, want %q", text, got, ok, want)
+		}
+		tab.prefetch([]byte(text))
+	}
+	v, _ := p.Parse("\"\xff\"")
+	if k, ok := tab.intern(val(v)); ok {
+		t.Errorf("invalid UTF-8 interned as %q", k)
+	}
+	if tab.n != 0 {
+		t.Errorf("%d keys held", tab.n)
+	}
+}
+
 // keyAhead finds what the key table will be asked for in the lines it can
 // read without parsing, and nothing in the others; prefetching it finds
 // the slot intern uses (the key interned, its slot is the one asked for).
