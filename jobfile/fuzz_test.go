@@ -44,6 +44,13 @@ func FuzzParse(f *testing.F) {
 			if j.Window.Assigner != nil || len(j.Aggregates) > 0 || j.Join.With == nil || j.Join.Lower > j.Join.Upper || !j.Keyed() || !j.Join.With.Keyed() {
 				t.Errorf("an invalid join accepted: %+v %+v", j, j.Join)
 			}
+		case j.Lookup != nil:
+			// A lookup writes records, not windows' panes.
+			l := j.Lookup
+			if j.Window.Assigner != nil || len(j.Aggregates) > 0 || j.Join != nil || len(j.KeyFields()) != 1 ||
+				strings.Count(l.Query, "{keys}") != 1 || (l.Path == "") == (l.DSN == "") || l.Batch < 1 || l.InFlight < 1 || l.Attempts < 1 || l.Backoff <= 0 {
+				t.Errorf("an invalid lookup accepted: %+v %+v", j, l)
+			}
 		case j.Window.Validate() != nil || len(j.Aggregates) == 0:
 			t.Errorf("an invalid job accepted: %+v", j)
 		}
