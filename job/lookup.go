@@ -342,9 +342,22 @@ func columnText(v any) string {
 }
 
 // appendColumn appends a column's value as JSON: NULL as null, numbers
-// and booleans as they are, a decimal (NUMERIC) as its number, bytes that
-// are not text in base64, a time in RFC 3339, anything else as a string.
+// and booleans as they are, a decimal (NUMERIC) as its number, a JSON
+// column (JSON, JSONB) as its value, bytes that are not text in base64, a
+// time in RFC 3339, anything else as a string.
 func appendColumn(b []byte, v any, dbType string) []byte {
+	if dbType == "JSON" || dbType == "JSONB" {
+		var raw []byte
+		switch v := v.(type) {
+		case string:
+			raw = []byte(v)
+		case []byte:
+			raw = v
+		}
+		if raw != nil && json.Valid(raw) {
+			return append(b, raw...)
+		}
+	}
 	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...)

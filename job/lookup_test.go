@@ -200,7 +200,8 @@ func TestLookupJobDeadLetters(t *testing.T) {
 
 // A lookup in PostgreSQL by a number: the key's digits are the query's
 // parameter, and the row's columns are written as JSON by their types
-// (bigint, numeric, boolean, timestamptz, text with NULL).
+// (bigint, numeric, boolean, timestamptz, text with NULL, jsonb, bytea as
+// text when it is, else in base64).
 func TestLookupJobPostgres(t *testing.T) {
 	dsn := pgDatabase(t)
 	ctx := context.Background()
@@ -209,8 +210,9 @@ func TestLookupJobPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []string{
-		"CREATE TABLE stores (id bigint PRIMARY KEY, city text, rate numeric(6,3), open boolean, since timestamptz)",
-		"INSERT INTO stores VALUES (1, 'Lyon', 1.250, true, '2020-03-01T08:00:00Z'), (7, NULL, 0.5, false, '2021-01-01T00:00:00.5Z')",
+		"CREATE TABLE stores (id bigint PRIMARY KEY, city text, rate numeric(6,3), open boolean, since timestamptz, tags jsonb, code bytea)",
+		`INSERT INTO stores VALUES (1, 'Lyon', 1.250, true, '2020-03-01T08:00:00Z', '{"zone": "south", "floors": [1, 2]}', 'ab'),
+			(7, NULL, 0.5, false, '2021-01-01T00:00:00.5Z', NULL, '\xff00')`,
 	} {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatal(err)
@@ -224,7 +226,7 @@ time: {field: ts, arrival_field: arr}
 key: store
 lookup:
   postgres: {dsn: "` + dsn + `"}
-  query: SELECT city, id, rate, open, since FROM stores WHERE id IN ({keys})
+  query: SELECT city, id, rate, open, since, tags, code FROM stores WHERE id IN ({keys})
   key_column: id
   kind: left_outer
   cache: {size: 10}
@@ -234,8 +236,8 @@ output: out.jsonl
 	lines := lookupOrders(12)
 	runJobAt(t, dir, yaml, strings.Join(lines, "\n")+"\n", Options{})
 	rows := map[string]string{
-		"1": `{"city":"Lyon","id":1,"rate":1.250,"open":true,"since":"2020-03-01T08:00:00Z"}`,
-		"7": `{"city":null,"id":7,"rate":0.500,"open":false,"since":"2021-01-01T00:00:00.5Z"}`,
+		"1": `{"city":"Lyon","id":1,"rate":1.250,"open":true,"since":"2020-03-01T08:00:00Z","tags":{"zone": "south", "floors": [1, 2]},"code":"ab"}`,
+		"7": `{"city":null,"id":7,"rate":0.500,"open":false,"since":"2021-01-01T00:00:00.5Z","tags":null,"code":"/wA="}`,
 	}
 	var want strings.Builder
 	readAt := map[string]string{}
