@@ -89,6 +89,27 @@ func (t Time) AppendFormat(buf []byte) []byte {
 		days--
 	}
 	y, m, d := civil(days)
+	if 0 <= y && y <= 9999 {
+		// Every field of its width: two digits at a time.
+		var a [24]byte
+		put2(a[0:], y/100)
+		put2(a[2:], y%100)
+		a[4] = '-'
+		put2(a[5:], m)
+		a[7] = '-'
+		put2(a[8:], d)
+		a[10] = 'T'
+		put2(a[11:], rem/3600)
+		a[13] = ':'
+		put2(a[14:], rem%3600/60)
+		a[16] = ':'
+		put2(a[17:], rem%60)
+		a[19] = '.'
+		a[20] = byte('0' + frac/100)
+		put2(a[21:], frac%100)
+		a[23] = 'Z'
+		return append(buf, a[:]...)
+	}
 	buf = text.AppendPadded(buf, y, 4)
 	buf = append(buf, '-')
 	buf = text.AppendPadded(buf, m, 2)
@@ -104,6 +125,12 @@ func (t Time) AppendFormat(buf []byte) []byte {
 	buf = text.AppendPadded(buf, frac, 3)
 	return append(buf, 'Z')
 }
+
+// pairs are the two digits of 00 to 99.
+const pairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+
+// put2 writes v, from 0 to 99, as two digits at b.
+func put2(b []byte, v int64) { b[0], b[1] = pairs[2*v], pairs[2*v+1] }
 
 // civil converts days since 1970-01-01 to a proleptic Gregorian date
 // (Howard Hinnant's algorithm).
