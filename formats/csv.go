@@ -143,6 +143,7 @@ func (c *csvConfig) Rows(r io.ReadCloser, name string) (RowReader, error) {
 	}
 	for _, n := range rows.names {
 		rows.quoted = append(rows.quoted, text.AppendJSONString(nil, []byte(n)))
+		rows.types = append(rows.types, c.types[n])
 	}
 	return rows, nil
 }
@@ -154,6 +155,7 @@ type csvRows struct {
 	cr     *csv.Reader
 	names  []string
 	quoted [][]byte
+	types  []int // each column's type, by its place
 }
 
 // Next implements RowReader. A row with another number of fields than
@@ -180,7 +182,7 @@ func (rs *csvRows) Next(dst []byte) ([]byte, int64, error) {
 	dst = append(dst, '{')
 	first := true
 	for i, cell := range row {
-		t := rs.c.types[rs.names[i]]
+		t := rs.types[i]
 		if cell == "" && t != colString {
 			continue // an empty cell is an absent field
 		}
