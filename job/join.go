@@ -350,6 +350,7 @@ func (rn *Runnable) finalRecordsSummary(err error) *Summary {
 			var last Summary
 			if json.Unmarshal(rec, &last) == nil && last.Lookup != nil {
 				last.Lookup.Written, last.Lookup.FailedWritten, last.LateWritten = sum.Lookup.Written, sum.Lookup.FailedWritten, sum.LateWritten
+				last.Lookup.Table = sum.Lookup.Table // not in the record: the log says it
 				return &last
 			}
 		}
