@@ -175,7 +175,7 @@ type joinSourceNode struct {
 }
 
 func (s *joinSourceNode) Build(c *translate.Ctx) error {
-	rn, jr, e := s.rn, s.rn.jn, c.Engine()
+	rn, jr := s.rn, s.rn.jn
 	in := []*jobfile.Job{rn.j, jr.with}[s.side]
 	lp := []*lineParser{jr.lp, jr.rlp}[s.side]
 	var quarantine engine.Consumer[engine.RejectedRecord]
@@ -192,33 +192,45 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 		target = jr.join.RightTarget()
 	}
 	name := headName(s.side)
-	_, _, srcName := sourceNames(in)
 	// A join's keys are mostly each record's own (an order's id): a
 	// table of the keys seen last would miss, and cost more than the
 	// string it saves.
 	lp.keys.off = true
-	var dd state.Dedup
-	if in.ID != nil {
-		// Each input's ids are its own, kept in memory as the join's
-		// records are, for the job's dedup_horizon.
-		dd = state.NewMemoryDedup(in.DedupHorizon)
-	}
-	h, err := engine.NewHead(e, engine.HeadConfig[string, record]{Name: name, Source: srcName, Decoder: keepRaw{lp}, Window: target,
-		Quarantine: quarantine, Decoders: 1, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1, Dedup: dd})
+	h, err := rn.recordSource(c, in, lp, engine.HeadConfig[string, record]{Name: name, Window: target,
+		Quarantine: quarantine, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1})
 	if err != nil {
-		return &RuntimeError{Msg: err.Error(), Err: err}
+		return err
 	}
 	jr.heads[s.side] = h
 	jr.restoredRead[s.side] = h.Counts().Read
+	return nil
+}
+
+// recordSource reads the input in of a job that writes records (a join's
+// input, a lookup's source) through a head of hc's, into its target: its
+// events keep their text (keepRaw), decoded in the source loop, and its
+// ids, when it has some, are kept in memory, as the records are, for the
+// job's dedup_horizon.
+func (rn *Runnable) recordSource(c *translate.Ctx, in *jobfile.Job, lp *lineParser, hc engine.HeadConfig[string, record]) (*engine.Head[string, record], error) {
+	e := c.Engine()
+	_, _, hc.Source = sourceNames(in)
+	hc.Decoder, hc.Decoders = keepRaw{lp}, 1
+	if in.ID != nil {
+		hc.Dedup = state.NewMemoryDedup(in.DedupHorizon)
+	}
+	h, err := engine.NewHead(e, hc)
+	if err != nil {
+		return nil, &RuntimeError{Msg: err.Error(), Err: err}
+	}
 	src, err := rn.sourceOf(in, lp.format)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.AddSource(c.Node().ID.Name, src, h); err != nil {
-		return err
+		return nil, err
 	}
 	e.OnSignal(h)
-	return nil
+	return h, nil
 }
 
 // keepRaw is a decoder whose events keep their text: a join holds them
@@ -550,16 +562,23 @@ func (f *format) appendJoinLate(b []byte, l joinLate) []byte {
 	b = f.appendKey(b, l.Key)
 	b = append(b, `,"watermark":`...)
 	b = appendWatermark(b, l.Watermark)
-	b = append(b, `,"event_time":`...)
-	b = appendTime(b, l.Timestamp)
 	r, sf := l.Left, f
 	if l.Side == "right" {
 		r, sf = l.Right, f.with
 	}
-	b = sf.appendPosition(b, r.part, r.line)
+	return sf.appendAsideTail(b, l.Timestamp, r, l.At)
+}
+
+// appendAsideTail ends a record set aside (too late for a join, beside a
+// lookup, or whose lookup failed): its event time, where it was read,
+// when it was set aside and its text.
+func (f *format) appendAsideTail(b []byte, ts mtime.Time, r record, at mtime.Time) []byte {
+	b = append(b, `,"event_time":`...)
+	b = appendTime(b, ts)
+	b = f.appendPosition(b, r.part, r.line)
 	b = append(b, `,"set_aside_at":`...)
-	b = appendTime(b, l.At)
-	b = sf.appendRecord(b, "event", r.raw, nil, true)
+	b = appendTime(b, at)
+	b = f.appendRecord(b, "event", r.raw, nil, true)
 	return append(b, '}', '\n')
 }
 

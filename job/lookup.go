@@ -23,7 +23,6 @@ import (
 	"github.com/weirstream/weir/jobfile"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/plan"
-	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/translate"
 )
 
@@ -391,35 +390,20 @@ func appendColumn(b []byte, v any, dbType string) []byte {
 type lookupSourceNode struct{ rn *Runnable }
 
 func (s *lookupSourceNode) Build(c *translate.Ctx) error {
-	rn, lr, e := s.rn, s.rn.lk, c.Engine()
-	j := rn.j
+	rn, lr := s.rn, s.rn.lk
 	var quarantine engine.Consumer[engine.RejectedRecord]
 	for _, q := range c.Consumers(plan.Rejected) {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
 	}
-	_, _, srcName := sourceNames(j)
-	var dd state.Dedup
-	if j.ID != nil {
-		dd = state.NewMemoryDedup(j.DedupHorizon)
-	}
-	h, err := engine.NewHead(e, engine.HeadConfig[string, record]{Name: "head", Source: srcName, Decoder: keepRaw{lr.lp}, Window: lr.pass,
-		Quarantine: quarantine, Decoders: 1, Dedup: dd})
+	h, err := rn.recordSource(c, rn.j, lr.lp, engine.HeadConfig[string, record]{Name: "head", Window: lr.pass, Quarantine: quarantine})
 	if err != nil {
-		return &RuntimeError{Msg: err.Error(), Err: err}
+		return err
 	}
 	lr.head = h
 	lr.restoredRead = h.Counts().Read
 	// What the runs before passed on: what they read and did not set
 	// apart (a checkpoint has nothing in flight).
 	lr.pass.SetAccepted(h.Counts().InFlight())
-	src, err := rn.sourceOf(j, lr.lp.format)
-	if err != nil {
-		return err
-	}
-	if err := e.AddSource(c.Node().ID.Name, src, h); err != nil {
-		return err
-	}
-	e.OnSignal(h)
 	return nil
 }
 
@@ -555,14 +539,7 @@ func (f *format) appendLookFailed(b []byte, l lookFailed) []byte {
 	b = strconv.AppendInt(b, int64(l.Attempts), 10)
 	b = append(b, ',')
 	b = f.appendKey(b, l.Key)
-	b = append(b, `,"event_time":`...)
-	b = appendTime(b, l.Value.Time)
-	r := l.Value.Value
-	b = f.appendPosition(b, r.part, r.line)
-	b = append(b, `,"set_aside_at":`...)
-	b = appendTime(b, l.At)
-	b = f.appendRecord(b, "event", r.raw, nil, true)
-	return append(b, '}', '\n')
+	return f.appendAsideTail(b, l.Value.Time, l.Value.Value, l.At)
 }
 
 // appendAside formats a record the head set aside before the lookup.
@@ -573,13 +550,7 @@ func (f *format) appendAside(b []byte, p passed) []byte {
 	b = f.appendKey(b, p.Key)
 	b = append(b, `,"watermark":`...)
 	b = appendWatermark(b, p.Watermark)
-	b = append(b, `,"event_time":`...)
-	b = appendTime(b, p.Time)
-	b = f.appendPosition(b, p.Value.part, p.Value.line)
-	b = append(b, `,"set_aside_at":`...)
-	b = appendTime(b, p.At)
-	b = f.appendRecord(b, "event", p.Value.raw, nil, true)
-	return append(b, '}', '\n')
+	return f.appendAsideTail(b, p.Time, p.Value, p.At)
 }
 
 // lookedItem is a record with its row as its outputs write it, keyed by
