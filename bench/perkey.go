@@ -25,6 +25,17 @@ func init() {
 		About: fmt.Sprintf("the memory a live key costs weir run (count and sum, memory backend): %d lines, each a new key, in one hour window, the live heap after a GC every 100 ms against the lines read (its slope)", PerKeyLines),
 		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return statePerKey() },
 	})
+	for _, backend := range []string{"memory", "pebble"} {
+		register(Bench{
+			Name: "job-1m-" + backend, Group: "state",
+			About: fmt.Sprintf("weir run of a whole job file on the %s backend%s: %d JSON lines, each a key of its own, in one hour window, count and sum", backend, map[string]string{"pebble": " (16 MiB budget)"}[backend], JobKeys),
+			Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+				in, err := perKeyFile(JobKeys) // written before the clock starts
+				run := func(time.Duration) (int64, map[string]float64, string, error) { return jobKeys(in, backend) }
+				return run, func() {}, err
+			},
+		})
+	}
 	register(Bench{
 		Name: "tumbling-1m-p1-hour", Group: "state",
 		About: "as pebble-1m-p1 on the memory backend: the throughput Pebble is compared with",
@@ -34,11 +45,16 @@ func init() {
 	})
 }
 
-// perKeyFile is the input of state-per-key: line i has key "k<i>", event
-// time and arrival 1 ms apart, all in the hour that starts at tumblingBase.
-func perKeyFile() (string, error) {
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("weir-bench-perkey-%d.jsonl", PerKeyLines))
-	if st, err := os.Stat(path); err == nil && st.Size() > int64(PerKeyLines)*40 {
+// JobKeys is the number of lines, each of a key of its own, of the
+// job-1m benchmarks.
+const JobKeys = 1_000_000
+
+// perKeyFile is the input of state-per-key and the job-1m benchmarks: n
+// lines, line i with key "k<i>", event time and arrival 1 ms apart, all in
+// the hour that starts at tumblingBase.
+func perKeyFile(n int) (string, error) {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("weir-bench-perkey-%d.jsonl", n))
+	if st, err := os.Stat(path); err == nil && st.Size() > int64(n)*40 {
 		return path, nil
 	}
 	tmp := path + ".tmp"
@@ -49,7 +65,7 @@ func perKeyFile() (string, error) {
 	w := bufio.NewWriterSize(f, 1<<20)
 	var b []byte
 	base := mtime.Time(tumblingBase) - mtime.Time(tumblingBase)%3_600_000
-	for i := range PerKeyLines {
+	for i := range n {
 		t := base + mtime.Time(i)
 		b = append(b[:0], `{"card":"k`...)
 		b = strconv.AppendInt(b, int64(i), 10)
@@ -84,7 +100,7 @@ output: %s
 // memory of a live key (its windows, timers, interned key and the
 // decoders' key tables).
 func statePerKey() (int64, map[string]float64, string, error) {
-	in, err := perKeyFile()
+	in, err := perKeyFile(PerKeyLines)
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -136,4 +152,27 @@ func statePerKey() (int64, map[string]float64, string, error) {
 	n := float64(len(pts))
 	slope := (n*sxy - sx*sy) / (n*sxx - sx*sx)
 	return sum.Read, map[string]float64{"bytes_per_key": slope, "samples": n, "panes": float64(sum.PanesWritten)}, "", nil
+}
+
+// jobKeys runs the job of state-per-key over JobKeys lines on a backend
+// (Pebble with the budget of pebble-1m-p1), as a user runs it: what Pebble
+// costs a whole job whose state is several times its budget.
+func jobKeys(in, backend string) (int64, map[string]float64, string, error) {
+	dir, err := os.MkdirTemp("", "weir-bench-jobkeys-")
+	if err != nil {
+		return 0, nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	text := fmt.Sprintf(perKeyJob, in, filepath.Join(dir, "out.jsonl"))
+	extra := map[string]float64{}
+	if backend == "pebble" {
+		text += fmt.Sprintf("state: {backend: pebble, memory_budget: %dMiB, dir: state}\n", pebbleBudget>>20)
+		extra["budget_mib"] = pebbleBudget >> 20
+	}
+	_, sum, err := runJobText(text, "jobkeys.yaml", dir)
+	if err != nil {
+		return 0, nil, "", err
+	}
+	extra["panes"] = float64(sum.PanesWritten)
+	return sum.Read, extra, "", nil
 }

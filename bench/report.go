@@ -86,6 +86,12 @@ func Ratios(rs []Result) string {
 				100*(1-c.EventsPerSec/w.EventsPerSec), c.Extra["ckpt_stall_pct"], c.Extra["ckpt_mib"], c.Extra["state_mib"], c.Extra["state_mib"]/c.Extra["budget_mib"])
 		}
 	}
+	if p, ok := find(rs, "job-1m-pebble"); ok {
+		if m, ok := find(rs, "job-1m-memory"); ok {
+			fmt.Fprintf(&b, "  a whole job file of 1M keys on Pebble takes %.2fx its time on the memory backend (%.2f s against %.2f s; peak RSS %.0f against %.0f MiB)\n",
+				p.Wall/m.Wall, p.Wall, m.Wall, float64(p.PeakRSS)/(1<<20), float64(m.PeakRSS)/(1<<20))
+		}
+	}
 	for _, backend := range []string{"memory", "pebble"} {
 		w, okw := find(rs, "steep-"+backend)
 		if c, ok := find(rs, "steep-"+backend+"-ckpt500ms"); ok && okw {
@@ -129,8 +135,8 @@ func upsertRatio(rs []Result, db, floor string) (ratio, upserts, floorRate float
 // Targets says, for each target of the performance issue, what was measured
 // and whether it is met.
 func Targets(rs []Result) string {
-	var b strings.Builder
-	b.WriteString("targets\n")
+	type row struct{ what, measured, status string }
+	var rows []row
 	check := func(what string, measured float64, ok bool, have bool, unit string) {
 		status := "not met"
 		if !have {
@@ -138,7 +144,7 @@ func Targets(rs []Result) string {
 		} else if ok {
 			status = "met"
 		}
-		fmt.Fprintf(&b, "  %-62s %12s  %s\n", what, fmtNum(measured, unit, have), status)
+		rows = append(rows, row{what, fmtNum(measured, unit, have), status})
 	}
 	for _, name := range []string{"tumbling-10k-chained", "tumbling-10k-p1"} {
 		w, okw := find(rs, name)
@@ -224,16 +230,22 @@ func Targets(rs []Result) string {
 		cost := 100 * (1 - c.EventsPerSec/w.EventsPerSec)
 		check("Pebble, 1M keys, checkpoints every 1 s: cost < 10% of throughput", cost, cost < 10, okw && okc && c.Extra["checkpoints"] > 0, "%")
 		rss := float64(c.PeakRSS) / (1 << 20)
-		check("Pebble, 1M keys, checkpoints every 1 s: peak RSS < budget + 256 MiB (MiB)", rss, rss < c.Extra["budget_mib"]+256, okc, "")
+		check("Pebble, 1M keys, checkpoints every 1 s: RSS < budget + 256 MiB", rss, rss < c.Extra["budget_mib"]+256, okc, "")
 		m, okm := find(rs, "tumbling-1m-p1-hour")
 		r := m.EventsPerSec / w.EventsPerSec
-		check("Pebble, 1M keys, state past the budget: within 3x of the memory backend's time", r, r <= 3, okw && okm, "x")
+		check("Pebble, 1M keys (operator): within 3x of the memory backend's time", r, r <= 3, okw && okm, "x")
+		jp, okp := find(rs, "job-1m-pebble")
+		jm, okm := find(rs, "job-1m-memory")
+		r = jp.Wall / jm.Wall
+		check("Pebble, 1M keys (job file): within 3x of the memory backend's time", r, r <= 3, okp && okm, "x")
+		rss = float64(jp.PeakRSS) / (1 << 20)
+		check("Pebble, 1M keys (job file): RSS < budget + 256 MiB", rss, rss < jp.Extra["budget_mib"]+256, okp, "")
 		// Not the checkpoint's own table files (they overlap from level
 		// to level, and Pebble takes in only tables that do not), but one
 		// table written from them in key order.
 		rs1, okr := find(rs, "pebble-restore-1m")
 		r = rs1.Extra["restore_vs_key_by_key"]
-		check("Pebble, 1M keys: a restore at the same parallelism takes the keys in as one table (time against key by key)", r, r < 1, okr, "x")
+		check("Pebble, 1M keys: a restore as one table, against key by key", r, r < 1, okr, "x")
 		w, okw = find(rs, "steep-pebble")
 		c, okc = find(rs, "steep-pebble-ckpt500ms")
 		r = c.Wall / w.Wall
@@ -242,7 +254,7 @@ func Targets(rs []Result) string {
 	{
 		s, ok := find(rs, "soak")
 		rss := float64(s.PeakRSS) / (1 << 20)
-		check("soak: peak RSS < budget + 256 MiB (MiB)", rss, rss < s.Extra["budget_mib"]+256, ok, "")
+		check("soak: peak RSS < budget + 256 MiB", rss, rss < s.Extra["budget_mib"]+256, ok, "")
 		accounted := strings.HasPrefix(s.Note, "every line accounted for")
 		check("soak: every line accounted for (lines read)", s.Extra["read"], accounted, ok, "")
 	}
@@ -267,9 +279,9 @@ func Targets(rs []Result) string {
 		if s1 > 0 {
 			r = s2 / s1
 		}
-		check("group: 2 instances on 2 cores >= 1 instance's throughput (steady, after the joins)", r, r >= 1, ok1 && ok2 && s1 > 0 && s2 > 0, "x")
+		check("group: 2 instances on 2 cores >= 1 instance's throughput", r, r >= 1, ok1 && ok2 && s1 > 0 && s2 > 0, "x")
 		sc, oks := find(rs, "group-scale-256")
-		check("group: at most 2 Kafka clients a thread (256 partitions, 64 tasks an instance, clients)", sc.Extra["max_clients"],
+		check("group: at most 2 Kafka clients a thread (256 partitions)", sc.Extra["max_clients"],
 			sc.Extra["max_clients"] <= 2*float64(runtime.NumCPU()), oks && sc.Extra["max_clients"] > 0, "")
 	}
 	if p, ok := find(rs, "jsonl-run-percentile"); ok && okj {
@@ -304,7 +316,7 @@ func Targets(rs []Result) string {
 		if okj && okf {
 			r = f.EventsPerSec / j.EventsPerSec
 		}
-		check("join: an interval join of two files within 3x of its hand-written floor's time", r, r <= 3, okj && okf && j.Extra["unpaid"] == f.Extra["unpaid"], "x")
+		check("join: an interval join within 3x of its hand-written floor", r, r <= 3, okj && okf && j.Extra["unpaid"] == f.Extra["unpaid"], "x")
 	}
 	{
 		c, okc := find(rs, "nexmark-q8-cogroup")
@@ -313,14 +325,8 @@ func Targets(rs []Result) string {
 		if okc && okq {
 			r = q.EventsPerSec / c.EventsPerSec
 		}
-		check("nexmark-q8 as a co-group of two inputs no slower than q8 over one merged input", r, r <= 1, okc && okq, "x")
+		check("nexmark-q8 as a co-group no slower than over one input", r, r <= 1, okc && okq, "x")
 	}
-	a, oka := find(rs, "jsonl-run-avro")
-	ratio := 0.0
-	if oka && okj {
-		ratio = j.EventsPerSec / a.EventsPerSec
-	}
-	check("the job over an Avro file at least as fast as over JSON lines", ratio, ratio <= 1, oka && okj, "x")
 	for _, db := range []string{"sqlite", "postgres"} {
 		r, _, _, ok := upsertRatio(rs, db, "keyed-insert")
 		check("upserts into "+db+" within 1.5x of keyed plain inserts' time", r, r <= 1.5, ok, "x")
@@ -331,6 +337,15 @@ func Targets(rs []Result) string {
 	op99, ep99 := f.Extra["on_time_p99_ms"], f.Extra["early_p99_ms"]
 	check("followed file: on-time pane visible < 100 ms after W (p99)", op99, op99 < 100, okf && f.Extra["on_time_panes"] > 0, "ms")
 	check("followed file: early pane visible < 500 + 100 ms after the event (p99)", ep99, ep99 < 600, okf && f.Extra["early_panes"] > 0, "ms")
+	var b strings.Builder
+	b.WriteString("targets\n")
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(r.what))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(&b, "  %-*s %12s  %s\n", width, r.what, r.measured, r.status)
+	}
 	return b.String()
 }
 

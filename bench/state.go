@@ -134,15 +134,7 @@ func steepRun(backend string, every time.Duration) (int64, map[string]float64, s
 	if every > 0 {
 		text += fmt.Sprintf("checkpoint: {dir: ckpt, interval: %s}\n", every)
 	}
-	j, err := jobfile.Parse([]byte(text), "steep.yaml", dir)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	rn, err := job.Build(j, job.Options{})
-	if err != nil {
-		return 0, nil, "", err
-	}
-	sum, err := rn.Run(context.Background())
+	rn, sum, err := runJobText(text, "steep.yaml", dir)
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -152,4 +144,19 @@ func steepRun(backend string, every time.Duration) (int64, map[string]float64, s
 		extra["checkpoints"] = float64(ck.Total)
 	}
 	return sum.Read, extra, "", nil
+}
+
+// runJobText parses the text of a job file named name in dir, builds the
+// job and runs it to its end.
+func runJobText(text, name, dir string) (*job.Runnable, *job.Summary, error) {
+	j, err := jobfile.Parse([]byte(text), name, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	rn, err := job.Build(j, job.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	sum, err := rn.Run(context.Background())
+	return rn, sum, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"slices"
+	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -94,6 +95,7 @@ type pebbleStore[K comparable, A, O any] struct {
 	vbuf   []byte
 	err    error
 	loaded int64 // reads from disk, for tests and metrics
+	gets   int64 // point reads (Get), for tests
 	// adopted: keys a restore took in as the checkpoint had them
 	// (adoptPebbleKeys), for tests
 	adopted int64
@@ -101,6 +103,20 @@ type pebbleStore[K comparable, A, O any] struct {
 	// the key at hand (setsOf) as the operator comes to it.
 	sets   *pebbleSets
 	setsOf *cached[K, A, O]
+	// absent holds the keys of the batch at hand that prefetchKeys found
+	// neither in the cache nor in the database, until they are created:
+	// getOrCreate makes them without a read.
+	absent    map[K]struct{}
+	wants     []wantKey[K]
+	wbuf      []byte
+	timerKeys []K
+}
+
+// wantKey is a key prefetchKeys looks for: its database key is
+// wbuf[off:off+n].
+type wantKey[K comparable] struct {
+	off, n uint32
+	key    K
 }
 
 type cached[K comparable, A, O any] struct {
@@ -113,7 +129,7 @@ type cached[K comparable, A, O any] struct {
 }
 
 func newPebbleStore[K comparable, A, O any](w *pebbleWriter, inst int, c Codec[K, A, O], hash func(K) uint64, limit int64) *pebbleStore[K, A, O] {
-	s := &pebbleStore[K, A, O]{w: w, inst: uint16(inst), codec: c, hash: hash, cache: map[K]*cached[K, A, O]{}, limit: limit}
+	s := &pebbleStore[K, A, O]{w: w, inst: uint16(inst), codec: c, hash: hash, cache: map[K]*cached[K, A, O]{}, absent: map[K]struct{}{}, limit: limit}
 	s.sizer, _ = c.(Sizer[A])
 	s.lru.next, s.lru.prev = &s.lru, &s.lru
 	return s
@@ -224,6 +240,10 @@ func (s *pebbleStore[K, A, O]) get(k K) *keyState[A, O] {
 		s.touch(c)
 		return &c.ks
 	}
+	if _, ok := s.absent[k]; ok {
+		return nil
+	}
+	s.gets++
 	v, closer, err := s.w.b().Get(s.dbKey(k))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
@@ -248,10 +268,96 @@ func (s *pebbleStore[K, A, O]) getOrCreate(k K) *keyState[A, O] {
 	if ks := s.get(k); ks != nil {
 		return ks
 	}
+	delete(s.absent, k)
 	c := &cached[K, A, O]{key: k}
 	s.n++
 	s.insert(c)
 	return &c.ks
+}
+
+// prefetchKeys reads, before a batch of events, the states of its keys
+// that are not in the cache, in key order with one iterator: reads that
+// move forward through the tables rather than jump (a batch comes in
+// arrival order, which is random in key order), and that consult the bloom
+// filters of every level, where a Get skips the last level's (Pebble's
+// default: there most keys are found), so that a key seen for the first
+// time costs no read of a data block. The keys found go into the cache;
+// the others are absent until the next batch or their creation, and
+// getOrCreate creates them without a read.
+//
+// It reads no more keys than half the cache holds, so that the first are
+// not evicted before their turn, and returns how many of keys it covered:
+// all of them, or the first n. It reads none if fewer than least are to be
+// read.
+func (s *pebbleStore[K, A, O]) prefetchKeys(keys []K, least int) (n int) {
+	clear(s.absent)
+	per := int64(256)
+	if len(s.cache) > 0 {
+		per = max(per, s.bytes/int64(len(s.cache)))
+	}
+	room := max(int(s.limit/2/per), 1)
+	s.wants, s.wbuf = s.wants[:0], s.wbuf[:0]
+	n = len(keys)
+	for i, k := range keys {
+		if len(s.wants) >= room {
+			n = i
+			break
+		}
+		if s.cache[k] != nil {
+			continue
+		}
+		if _, ok := s.absent[k]; ok {
+			continue
+		}
+		s.absent[k] = struct{}{} // as seen; kept only if not found
+		off := len(s.wbuf)
+		s.wbuf = append(s.wbuf, s.dbKey(k)...)
+		s.wants = append(s.wants, wantKey[K]{uint32(off), uint32(len(s.wbuf) - off), k})
+	}
+	if len(s.wants) < max(least, 1) {
+		clear(s.absent)
+		return n
+	}
+	key := func(w wantKey[K]) []byte { return s.wbuf[w.off : w.off+w.n] }
+	sort.Slice(s.wants, func(i, j int) bool { return bytes.Compare(key(s.wants[i]), key(s.wants[j])) < 0 })
+	it, err := s.w.b().NewIter(&pebble.IterOptions{
+		LowerBound:   key(s.wants[0]),
+		UpperBound:   upper(key(s.wants[len(s.wants)-1])),
+		UseL6Filters: true,
+	})
+	if err != nil {
+		clear(s.absent)
+		s.fail(err)
+		return n
+	}
+	for _, w := range s.wants {
+		dbk := key(w)
+		if !it.SeekPrefixGE(dbk) || !bytes.Equal(it.Key(), dbk) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		c := &cached[K, A, O]{key: w.key, onDisk: true}
+		if err == nil {
+			err = decodeWins(enc.NewDecoder(v), &c.ks, s.codec)
+		}
+		if err != nil {
+			clear(s.absent) // read key by key, as without the prefetch
+			s.fail(err)
+			break
+		}
+		delete(s.absent, w.key)
+		s.loaded++
+		c.size = s.sizeOf(c)
+		s.bytes += c.size
+		s.cache[c.key] = c
+		s.pushFront(c)
+	}
+	if err := it.Close(); err != nil {
+		clear(s.absent)
+		s.fail(err)
+	}
+	s.evict()
+	return n
 }
 
 // restored is getOrCreate for a key a restore reads: no disk read for it.
@@ -286,59 +392,24 @@ func (s *pebbleStore[K, A, O]) remove(k K, _ *keyState[A, O]) {
 	s.n--
 }
 
-// prefetch loads the keys of a batch of timers into the cache before they
-// fire one by one: in key order, with one iterator, so that the reads move
-// forward through the tables instead of jumping (timers come in the order
-// windows were created, which is random in key order).
-func (s *pebbleStore[K, A, O]) prefetch(refs []timerRef[K]) {
-	type want struct {
-		dbKey []byte
-		key   K
-	}
-	var ws []want
-	seen := map[K]bool{}
+// prefetch reads the keys of timers due, before they fire one by one, as
+// prefetchKeys reads a batch's. It reads at most what half the cache holds
+// and returns how many of refs it read for: the caller asks again when it
+// comes to the next one.
+func (s *pebbleStore[K, A, O]) prefetch(refs []timerRef[K]) int {
+	keys := s.timerKeys[:0]
 	for _, r := range refs {
-		if s.cache[r.key] != nil || seen[r.key] {
-			continue
-		}
-		seen[r.key] = true
-		ws = append(ws, want{append([]byte(nil), s.dbKey(r.key)...), r.key})
+		keys = append(keys, r.key)
 	}
-	if len(ws) < 16 {
-		return
-	}
-	slices.SortFunc(ws, func(a, b want) int { return bytes.Compare(a.dbKey, b.dbKey) })
-	it, err := s.w.b().NewIter(&pebble.IterOptions{LowerBound: ws[0].dbKey, UpperBound: upper(ws[len(ws)-1].dbKey)})
-	if err != nil {
-		s.fail(err)
-		return
-	}
-	defer it.Close()
-	for _, w := range ws {
-		if !it.SeekGE(w.dbKey) || !bytes.Equal(it.Key(), w.dbKey) {
-			continue
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			s.fail(err)
-			return
-		}
-		c := &cached[K, A, O]{key: w.key, onDisk: true}
-		if err := decodeWins(enc.NewDecoder(v), &c.ks, s.codec); err != nil {
-			s.fail(err)
-			return
-		}
-		s.loaded++
-		c.size = s.sizeOf(c)
-		s.bytes += c.size
-		s.cache[c.key] = c
-		s.pushFront(c)
-	}
-	s.evict()
+	n := s.prefetchKeys(keys, 16) // fewer: point reads cost less than an iterator
+	clear(keys)
+	s.timerKeys = keys[:0]
+	return n
 }
 
 // flush writes every changed key in the cache to the database.
 func (s *pebbleStore[K, A, O]) flush() error {
+	clear(s.absent)
 	for c := s.lru.next; c != &s.lru; c = c.next {
 		if c.dirty {
 			s.vbuf = appendWins(s.vbuf[:0], &c.ks, s.codec)
@@ -399,13 +470,18 @@ func (s *pebbleStore[K, A, O]) close() error {
 // sequence, kind and window, as the memory queue orders them. The earliest
 // instant is kept at hand.
 type pebbleTimers[K comparable, A, O any] struct {
-	w      *pebbleWriter
-	pre    []byte
-	codec  Codec[K, A, O]
-	n      int
-	min    mtime.Time
-	known  bool       // min is the earliest instant
-	floor  mtime.Time // no timer is before this: searches start here, above the deleted ones
+	w     *pebbleWriter
+	pre   []byte
+	codec Codec[K, A, O]
+	n     int
+	min   mtime.Time
+	known bool // min is the earliest instant
+	// from is at or below the key of every timer: searches start here,
+	// above the timers popped, whose deletions an iterator would have to
+	// step over one by one (a bucket of a million timers is popped 4096 at
+	// a time: from the bucket's start, each pop would step over all the
+	// earlier ones).
+	from   []byte
 	kbuf   []byte
 	err    error
 	bucket []timerRef[K]
@@ -464,7 +540,7 @@ func (l *keyLoad) flush() error {
 func newPebbleTimers[K comparable, A, O any](w *pebbleWriter, inst int, domain byte, c Codec[K, A, O]) *pebbleTimers[K, A, O] {
 	pre := []byte{tagTimer}
 	pre = binary.BigEndian.AppendUint16(pre, uint16(inst))
-	return &pebbleTimers[K, A, O]{w: w, pre: append(pre, domain), codec: c, known: true, floor: mtime.MinTime}
+	return &pebbleTimers[K, A, O]{w: w, pre: append(pre, domain), codec: c, known: true, from: slices.Clone(pre)}
 }
 
 func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
@@ -484,7 +560,9 @@ func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
 	if q.n == 0 || (q.known && t < q.min) {
 		q.min, q.known = t, true
 	}
-	q.floor = min(q.floor, t)
+	if bytes.Compare(b, q.from) < 0 {
+		q.from = append(q.from[:0], b...)
+	}
 	q.n++
 	if q.load == nil {
 		q.fail(q.w.maybeCommit())
@@ -496,8 +574,7 @@ func (q *pebbleTimers[K, A, O]) next() (mtime.Time, bool) {
 		return 0, false
 	}
 	if !q.known {
-		lo := appendTime(append([]byte(nil), q.pre...), q.floor)
-		it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upper(q.pre)})
+		it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: q.from, UpperBound: upper(q.pre)})
 		if err != nil {
 			q.fail(err)
 			return 0, false
@@ -520,9 +597,12 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 	if !ok {
 		return 0, nil
 	}
-	q.floor = t
 	lo := appendTime(append([]byte(nil), q.pre...), t)
-	it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upper(lo)})
+	start := lo
+	if bytes.Compare(q.from, lo) > 0 {
+		start = q.from // the bucket's first timers are popped already
+	}
+	it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: upper(lo)})
 	if err != nil {
 		q.fail(err)
 		return t, nil
@@ -549,11 +629,14 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 		q.fail(batch.Delete(key, nil))
 	}
 	more := it.Valid()
-	q.fail(it.Close())
-	q.n -= len(out)
-	if !more {
+	if more {
+		q.from = append(q.from[:0], it.Key()...)
+	} else {
+		q.from = append(q.from[:0], upper(lo)...)
 		q.known = false
 	}
+	q.fail(it.Close())
+	q.n -= len(out)
 	return t, out
 }
 

@@ -494,6 +494,16 @@ func (r *Runner[K, T, A, O]) instance(i int) {
 				keys[j] = b[j].key // a zero key for what is not an event: harmless
 			}
 			op.events.plan()
+		} else if op.pebble != nil {
+			keys := op.evKeys[:0]
+			for j := range b {
+				if b[j].kind == iEvent {
+					keys = append(keys, b[j].key)
+				}
+			}
+			op.pebble.prefetchKeys(keys, 1)
+			clear(keys)
+			op.evKeys = keys[:0]
 		}
 		for j := range b {
 			if r.aborted.Load() {

@@ -335,6 +335,7 @@ type WindowOp[K comparable, T, A, O any] struct {
 	// Runner.instance) and the timers due.
 	events, timers lookahead[K, A, O]
 	pebble         *pebbleStore[K, A, O] // state, when in a state database
+	evKeys         []K                   // the keys of a batch's events, for the Pebble store's prefetch
 	db             *state.DB
 	// settle is the aggregate's SetUser.Settle, if it keeps sets; sets,
 	// with a state database, is the store it keeps them in.
@@ -1151,10 +1152,11 @@ func (op *WindowOp[K, T, A, O]) AdvanceWatermark(step uint64, w, now mtime.Time)
 			return
 		}
 		t, b := op.et.pop()
-		if pf, ok := op.state.(interface{ prefetch([]timerRef[K]) }); ok {
-			pf.prefetch(b)
-		}
+		read := 0 // timers of b whose keys the Pebble store has read
 		for j, r := range b {
+			if op.pebble != nil && j == read {
+				read += op.pebble.prefetch(b[j:])
+			}
 			op.timerAhead(b, j)
 			op.eventTimer(t, r)
 			if op.spill != nil && len(op.out) >= chunkSize {
