@@ -84,8 +84,11 @@ func Find(name string) (Bench, bool) {
 }
 
 // Measure runs b in the current process and measures it. Call it in a fresh
-// process for a meaningful peak RSS.
-func Measure(b Bench, d time.Duration) Result {
+// process for a meaningful peak RSS. watch, if not nil, is called when b's
+// setup is done, just before the measured run, and the done it returns just
+// after the run: a profile started and stopped so covers what is measured,
+// not the input written before it.
+func Measure(b Bench, d time.Duration, watch func() (done func() error, err error)) Result {
 	run := b.Run
 	if b.Setup != nil {
 		r, teardown, err := b.Setup()
@@ -94,6 +97,13 @@ func Measure(b Bench, d time.Duration) Result {
 		}
 		defer teardown()
 		run = r
+	}
+	done := func() error { return nil }
+	if watch != nil {
+		var err error
+		if done, err = watch(); err != nil {
+			return Result{Name: b.Name, Group: b.Group, Err: err.Error()}
+		}
 	}
 	runtime.GC()
 	var m0, m1 runtime.MemStats
@@ -104,6 +114,9 @@ func Measure(b Bench, d time.Duration) Result {
 	wall := time.Since(start).Seconds()
 	cpu := cpuTime() - cpu0
 	runtime.ReadMemStats(&m1)
+	if derr := done(); err == nil {
+		err = derr
+	}
 	r := Result{Name: b.Name, Group: b.Group, Events: events, Wall: wall, CPU: cpu, Extra: extra, Note: note, PeakRSS: peakRSS()}
 	if err != nil {
 		r.Err = err.Error()

@@ -53,16 +53,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "weir bench: no benchmark %q\n", *child)
 			return 2
 		}
-		stop, err := startProfiles(*profile, b.Name)
-		if err != nil {
-			fmt.Fprintln(stderr, "weir bench:", err)
-			return 1
-		}
-		r := bench.Measure(b, *dur)
-		if err := stop(); err != nil {
-			fmt.Fprintln(stderr, "weir bench:", err)
-			return 1
-		}
+		r := bench.Measure(b, *dur, func() (func() error, error) { return startProfiles(*profile, b.Name) })
 		fmt.Fprintln(stdout, r.JSON())
 		return 0
 	}
