@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/weirstream/weir/jobfile"
+	"github.com/weirstream/weir/vfs"
 )
 
 // The common fields of the jobs of several aggregations below: the upgrade
@@ -191,6 +192,46 @@ func TestSeveralAggregationsOnPebbleRestored(t *testing.T) {
 	}
 	if sum.Read != sum.Aggregations[0].Read || sum.Read == sum.ReadThisRun {
 		t.Errorf("read %d (%d this run), the second aggregation %d", sum.Read, sum.ReadThisRun, sum.Aggregations[0].Read)
+	}
+}
+
+// Several aggregations on Pebble each have a database in a directory of
+// their own inside state.dir, which weir makes when it does not exist yet,
+// as it makes it for one aggregation: it failed with "cannot create a
+// state directory" before.
+func TestSeveralAggregationsMakeTheStateDir(t *testing.T) {
+	yaml := severalJob("per_card", perCard, "per_amount", perAmount) + "state: {backend: pebble, memory_budget: 64MiB, dir: work/state}\n"
+	alone := t.TempDir()
+	runJobAt(t, alone, severalJob("per_card", perCard, "per_amount", perAmount), upInput(), Options{})
+	dir := t.TempDir()
+	runJobAt(t, dir, yaml, upInput(), Options{})
+	for _, f := range []string{"cards.jsonl", "amounts.jsonl"} {
+		if got, want := read(t, dir, f), read(t, alone, f); got != want {
+			t.Errorf("%s: on Pebble in a new state dir\n%s\nin memory\n%s", f, got, want)
+		}
+	}
+	if st, err := os.Stat(filepath.Join(dir, "work", "state")); err != nil || !st.IsDir() {
+		t.Fatalf("state.dir: %v", err)
+	}
+	// A run killed leaves its databases' directories behind, which made
+	// state.dir "not a weir state directory" for the next run: it must
+	// run, and sweep them.
+	dead := filepath.Join(dir, "work", "state", "weir-state-0000")
+	if err := os.MkdirAll(filepath.Join(dead, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dead, vfs.ScratchMark), []byte("1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"cards.jsonl", "amounts.jsonl"} {
+		os.Remove(filepath.Join(dir, f))
+	}
+	runJobAt(t, dir, yaml, upInput(), Options{})
+	if got, want := read(t, dir, "cards.jsonl"), read(t, alone, "cards.jsonl"); got != want {
+		t.Errorf("cards.jsonl after a crash's leftovers\n%s\nin memory\n%s", got, want)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("a dead run's state directory is still there: %v", err)
 	}
 }
 

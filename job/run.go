@@ -896,6 +896,11 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		// A group's tasks each have a database of their own, in state.dir
 		// if the job names one: the changelog is their state's durable
 		// copy, the database its working one.
+		if dir != "" {
+			if err := state.Claim(dir); err != nil {
+				return &RuntimeError{Msg: "cannot use the state directory: " + err.Error(), Err: err}
+			}
+		}
 		tmp, err := vfs.MkdirScratch(dir, "weir-state-")
 		if err != nil {
 			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error(), Err: err}

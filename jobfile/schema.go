@@ -250,7 +250,7 @@ var checkpointShape = object("Durable checkpoints: exactly-once outputs and resu
 
 var stateShape = object("Where windows, timers and de-duplication ids live.", nil,
 	field{"backend", enum("memory (default) or pebble (on disk, within memory_budget).", "memory", "pebble")},
-	field{"dir", str("Pebble's working directory (emptied at start; weir's own; in a consumer group, each task's is a directory inside it).")},
+	field{"dir", str("Pebble's working directory (made if missing; emptied at start; weir's own; in a consumer group, each task's, and with several aggregations each one's, is a directory inside it).")},
 	field{"memory_budget", &shape{Kind: kString, Doc: "Pebble's memory, such as 512MiB (in a consumer group, each task's).", Pattern: sizePattern}},
 )
 

@@ -109,6 +109,27 @@ func CheckDir(dir string) error {
 	return nil
 }
 
+// Claim makes dir a weir state directory that holds databases in
+// directories of their own (vfs.MkdirScratch's: a job of several
+// aggregations, a group's tasks), rather than one database: it is made if
+// it does not exist, must be empty or weir's (CheckDir), and gets the
+// marker, so that the next run, after a crash that left those directories
+// behind, finds it weir's. What is in it is not emptied: MkdirScratch
+// sweeps what processes that died left there.
+func Claim(dir string) error {
+	if err := CheckDir(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	marker := filepath.Join(dir, MarkerName)
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	return os.WriteFile(marker, []byte("weir state: databases in directories of their own, swept when their process is gone\n"), 0o600)
+}
+
 // Open opens a database in dir, sized to budget bytes of memory
 // (DefaultBudget if 0). dir is made if it does not exist; an existing one
 // must be empty or weir's (CheckDir), and is emptied.

@@ -28,3 +28,37 @@ func TestStateDirIsTheOwnersAlone(t *testing.T) {
 		}
 	}
 }
+
+// Claim makes a state directory of databases in directories of their own:
+// a new or empty one, or one already weir's, gets the marker and keeps
+// what is in it; a directory of someone else's files is refused and left
+// as it is.
+func TestClaim(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "state")
+	if err := Claim(dir); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(dir, "weir-state-1")
+	if err := os.Mkdir(kept, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := Claim(dir); err != nil {
+		t.Fatalf("claimed again: %v", err)
+	}
+	if err := CheckDir(dir); err != nil {
+		t.Fatalf("claimed, then checked: %v", err)
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Fatalf("what the directory held: %v", err)
+	}
+	theirs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(theirs, "notes.txt"), []byte("mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Claim(theirs); err == nil {
+		t.Fatal("claimed a directory of someone else's files")
+	}
+	if _, err := os.Stat(filepath.Join(theirs, MarkerName)); !os.IsNotExist(err) {
+		t.Fatalf("marked a directory of someone else's files: %v", err)
+	}
+}
