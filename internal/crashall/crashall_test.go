@@ -235,6 +235,10 @@ type schedule struct {
 	// results.jsonl (or topic), each with the time its row was read, which
 	// a restore reads again (its cache is not state).
 	lookup bool
+	// pebble keeps the windows in the Pebble backend, with a budget so
+	// small that keys leave its cache and are read back; the reference
+	// run keeps them in memory, so its outputs are the memory backend's.
+	pebble bool
 	plan   []step
 	logs   []string // what each run said, for a failure's report
 }
@@ -346,6 +350,7 @@ func newSchedule(seed uint64) *schedule {
 		}
 		s.second, s.avroOut, s.bigKeys, s.trigger = "", false, false, ""
 	}
+	s.pebble = s.join == "" && !s.lookup && r.IntN(3) == 0
 	return s
 }
 
@@ -405,6 +410,9 @@ func (s *schedule) String() string {
 	}
 	if s.lookup {
 		held += ", a lookup of each card in an SQLite table instead of windows"
+	}
+	if s.pebble {
+		held += ", the windows in Pebble (256 KiB budget; the reference run's in memory)"
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))
@@ -590,6 +598,9 @@ func (s *schedule) jobFile(ref bool) string {
 	}
 	agg.WriteString("aggregates: {orders: count, spent: sum(amount), biggest: max(amount)}\n")
 	agg.WriteString(outputs.String())
+	if s.pebble && !ref {
+		b.WriteString("state: {backend: pebble, memory_budget: 256KiB, dir: state}\n")
+	}
 	if s.second == "" {
 		b.WriteString(agg.String())
 	} else {
