@@ -26,8 +26,7 @@ var scratch struct {
 // rebuilt from a changelog, a restore's files), and holds it until
 // RemoveScratch. It is the directory data inside a new one in parent (the
 // system's temporary directory if parent is ""), named prefix and a random
-// suffix, which holds the process's mark (ScratchMark) beside it; parent is
-// made if it does not exist (a state.dir named before it is made). A
+// suffix, which holds the process's mark (ScratchMark) beside it. A
 // process that ends without removing its directories (killed, or its machine stopped) leaves them
 // behind; MkdirScratch removes those of the same prefix in parent first,
 // so that crashes that repeat do not fill the disk. It removes only
@@ -35,9 +34,6 @@ var scratch struct {
 func MkdirScratch(parent, prefix string) (string, error) {
 	if parent == "" {
 		parent = os.TempDir()
-	}
-	if err := os.MkdirAll(parent, DirMode); err != nil {
-		return "", err
 	}
 	SweepScratch(parent, prefix)
 	var dir string
