@@ -600,7 +600,9 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 	lo := appendTime(append([]byte(nil), q.pre...), t)
 	start := lo
 	if bytes.Compare(q.from, lo) > 0 {
-		start = q.from // the bucket's first timers are popped already
+		// The bucket's first timers are popped already. A copy: q.from
+		// is set below while the iterator, bounded by it, is open.
+		start = append([]byte(nil), q.from...)
 	}
 	it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: upper(lo)})
 	if err != nil {
