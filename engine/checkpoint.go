@@ -331,8 +331,8 @@ func (e *Engine) barrier(kind checkpoint.Kind, reply chan savepointResult) {
 			b.sources = append(b.sources, sourceAck{c, in.pos})
 		}
 		files := []File{{Name: in.p.name, Data: in.pos}}
-		if in.delivered > 0 {
-			files = append(files, File{Name: in.p.FileName(deliveredFile), Data: enc.AppendUvarint(nil, uint64(in.delivered))})
+		if n := in.handed(); n > 0 {
+			files = append(files, File{Name: in.p.FileName(deliveredFile), Data: enc.AppendUvarint(nil, uint64(n))})
 		}
 		b.Ack(in.p, files...)
 	}

@@ -45,13 +45,13 @@ type input struct {
 	pos   []byte // after the last delivered batch
 	ended bool
 	done  chan struct{} // closed when the reading goroutine returns
-	// Of merged inputs (Paced): the batch in hand, partly handed over; the
-	// next of its records; how many of them were handed over (kept in
-	// checkpoints); how many a restore skips.
-	cur             *inputBatch
-	next, delivered int
-	skip            int
-	ch              chan *inputBatch // its own batches
+	// Of merged inputs (Paced): the batch in hand, partly handed over, and
+	// the next of its records. Of every input: how many records a restore
+	// still skips (handed).
+	cur  *inputBatch
+	next int
+	skip int
+	ch   chan *inputBatch // its own batches
 }
 
 type inputBatch struct {
@@ -89,6 +89,18 @@ func (e *Engine) RestoredPosition(name string) []byte {
 		}
 	}
 	return nil
+}
+
+// RestoredSkip is how many records after the input's restored position
+// (RestoredPosition) the checkpoint's run had handed over: the restore
+// skips them.
+func (e *Engine) RestoredSkip(name string) int {
+	for _, in := range e.inputs {
+		if in.name == name {
+			return in.skip
+		}
+	}
+	return 0
 }
 
 // start opens the feed as the engine retries its own operations (retry): a

@@ -146,7 +146,6 @@ func (e *Engine) deliverMerged(afterBatch, stalled func() bool) (wait *input, st
 		sb := pick.cur.b.(*sourceBatch)
 		sb.deliverRange(e.now, pick.next, pick.next+1)
 		pick.next++
-		pick.delivered = pick.next
 		if pick.next == len(sb.b.Records) {
 			pick.finish(sb)
 			if afterBatch() {
@@ -160,8 +159,22 @@ func (e *Engine) deliverMerged(afterBatch, stalled func() bool) (wait *input, st
 // over: the position is after it.
 func (in *input) finish(sb *sourceBatch) {
 	in.pos = sb.Position()
-	in.cur, in.delivered = nil, 0
+	in.cur = nil
 	sb.Release()
+}
+
+// handed is how many records after the input's position were handed over
+// or are still to skip: those of the batch in hand before the next (a
+// restore's skipped ones among them), and those a restore still skips
+// beyond the batches taken so far. A checkpoint keeps it (deliveredFile),
+// so that a checkpoint taken before a restore's skip is done keeps the
+// skip.
+func (in *input) handed() int {
+	n := in.skip
+	if in.cur != nil {
+		n += in.next
+	}
+	return n
 }
 
 // allEnded reports whether every input has ended.

@@ -223,3 +223,42 @@ func TestMergedCheckpointRestoresUnmerged(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint taken by a run that restored one taken in the middle of a
+// batch, before the records to skip were all skipped or before a record
+// after them was handed over, says what is still to skip: a third run
+// reads every record once. (The barrier once wrote only what this run had
+// handed over of the batch in hand, and a restore read the skipped
+// records again.)
+func TestMergedCheckpointKeepsWhatIsStillToSkip(t *testing.T) {
+	l, r := mergeInput()
+	want := joinRun(t, &batched{name: "l", recs: l, size: 1}, &batched{name: "r", recs: r, size: 1}, "", 0)
+	for _, c := range []struct {
+		sizes  [2]int
+		stop   int64
+		second [2]int
+		live   bool
+		stop2  int64
+	}{
+		// The second run cuts batches smaller than what is to skip.
+		{[2]int{16, 16}, 3, [2]int{2, 1}, false, 1},
+		{[2]int{16, 16}, 3, [2]int{2, 1}, true, 1},
+		{[2]int{50, 10}, 2, [2]int{3, 3}, false, 2},
+		{[2]int{50, 10}, 2, [2]int{3, 3}, true, 2},
+		// It stops after another input's batch, before handing over a
+		// record of the batch it skipped into.
+		{[2]int{7, 5}, 3, [2]int{7, 1}, false, 1},
+		{[2]int{5, 3}, 4, [2]int{5, 1}, false, 1},
+	} {
+		dir := t.TempDir()
+		first := joinRun(t, &batched{name: "l", recs: l, size: c.sizes[0]}, &batched{name: "r", recs: r, size: c.sizes[1]}, dir, c.stop)
+		second, _ := joinRunCounts(t, &batched{name: "l", recs: l, size: c.second[0], live: c.live}, &batched{name: "r", recs: r, size: c.second[1], live: c.live}, dir, c.stop2)
+		rest, read := joinRunCounts(t, &batched{name: "l", recs: l, size: 1}, &batched{name: "r", recs: r, size: 1}, dir, 0)
+		if read != [2]int64{int64(len(l)), int64(len(r))} {
+			t.Errorf("%+v: read %v of %d and %d records in three runs", c, read, len(l), len(r))
+		}
+		if got := first + second + rest; !c.live && got != want {
+			t.Errorf("%+v: three runs differ from an uninterrupted one:\n%s", c, diffLines(want, got))
+		}
+	}
+}

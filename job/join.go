@@ -307,8 +307,8 @@ func (rn *Runnable) buildJoin() error {
 	}
 	rn.fileModes(rn.e)
 	if c := rn.e.Resumed(); c != nil {
-		rn.logf("resuming from %s (line %d of %s, line %d of %s)", c.Path, file.Line(rn.e.RestoredPosition(nodeInput)), j.InputName(),
-			file.Line(rn.e.RestoredPosition(nodeWith)), j.Join.With.InputName())
+		rn.logf("resuming from %s (%s of %s, %s of %s)", c.Path, resumedAt(rn.e, nodeInput), j.InputName(),
+			resumedAt(rn.e, nodeWith), j.Join.With.InputName())
 	}
 	return nil
 }
@@ -630,4 +630,14 @@ func joinLateID(l joinLate) uint64 {
 		r = l.Right
 	}
 	return uint64(newIdentity().string(l.Side).int(int64(r.part)).int(r.line))
+}
+
+// resumedAt says where a restored input goes on: after a line, and after
+// the records of the next lines its checkpoint's run had handed over.
+func resumedAt(e *engine.Engine, input string) string {
+	at := fmt.Sprintf("line %d", file.Line(e.RestoredPosition(input)))
+	if n := e.RestoredSkip(input); n > 0 {
+		at += fmt.Sprintf(" and %d records after it", n)
+	}
+	return at
 }
