@@ -8,6 +8,7 @@ import (
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/internal/join"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -104,6 +105,11 @@ type JoinConfig[K comparable, L, R any] struct {
 	// Codec encodes keys, left records (as accumulators) and right
 	// records (as results); required with checkpoints.
 	Codec Codec[K, L, R]
+	// State keeps the buffers and their expiries in this database
+	// instead of memory, with its cache budget of them decoded in memory
+	// (state.DB.CacheBudget); it needs Codec and Hash. Checkpoints are
+	// the same on both backends: a job restores from either into either.
+	State *state.DB
 	// Deletes, in a temporal join (Spec.Temporal), says which right
 	// records are deletions of their key's row; nil: none is.
 	Deletes func(R) bool
@@ -155,6 +161,9 @@ func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[
 	if e.Checkpointed() && (cfg.Codec == nil || cfg.Hash == nil) {
 		return nil, fmt.Errorf("engine: join %s: checkpoints need a codec and a stable hash of the keys", cfg.Name)
 	}
+	if cfg.State != nil && (cfg.Codec == nil || cfg.Hash == nil) {
+		return nil, fmt.Errorf("engine: join %s: a state database needs a codec and a stable hash of the keys", cfg.Name)
+	}
 	p, err := e.participant(cfg.Name, partJoin)
 	if err != nil {
 		return nil, err
@@ -170,6 +179,9 @@ func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[
 		return nil, fmt.Errorf("engine: join %s: %w", cfg.Name, err)
 	}
 	j.op.Deletes(cfg.Deletes)
+	if cfg.State != nil {
+		j.op.OnDisk(cfg.State, cfg.Name, cfg.Codec, cfg.Hash, exec.KeyGroups, cfg.State.CacheBudget())
+	}
 	j.d = exec.NewDriver[K, sided[L, R]]((*joinTarget[K, L, R])(j), cfg.Watermark, false)
 	if clock := p.File("clock"); clock != nil {
 		if err := j.restore(clock); err != nil {
@@ -277,7 +289,11 @@ func (j *Join[K, L, R]) barrier(b *CheckpointBarrier) {
 	ackParted(b, j.p, j.cfg.Parallelism, func(clock []byte) []byte {
 		return j.op.AppendHeader(j.d.AppendState(clock))
 	}, func(keep func(int) bool) ([]byte, error) {
-		return j.op.AppendKeys(nil, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep), nil
+		b := j.op.AppendKeys(nil, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep)
+		if err := j.op.Err(); err != nil {
+			return nil, fmt.Errorf("join %s: %w", j.cfg.Name, err)
+		}
+		return b, nil
 	})
 }
 
@@ -304,6 +320,7 @@ func (j *joinTarget[K, L, R]) Proc(mtime.Time) {}
 // Watermark implements exec.Target: the combined watermark moved.
 func (j *joinTarget[K, L, R]) Watermark(w, now mtime.Time) {
 	j.op.Advance(w)
+	j.checkState()
 	s := Signal{Kind: Watermark, Watermark: w, Now: now}
 	j.Out.Signal(s)
 	j.Late.Signal(s)
@@ -311,7 +328,18 @@ func (j *joinTarget[K, L, R]) Watermark(w, now mtime.Time) {
 
 // End implements exec.Target: both inputs ended; every buffered left
 // record that joined nothing is emitted (left outer and anti joins).
-func (j *joinTarget[K, L, R]) End(mtime.Time) { j.op.Advance(mtime.MaxTime) }
+func (j *joinTarget[K, L, R]) End(mtime.Time) {
+	j.op.Advance(mtime.MaxTime)
+	j.checkState()
+}
+
+// checkState stops the job when the join's state database failed (what it
+// emitted since the last checkpoint is not committed).
+func (j *joinTarget[K, L, R]) checkState() {
+	if err := j.op.Err(); err != nil {
+		j.e.Fail(fmt.Errorf("join %s: %w", j.cfg.Name, err))
+	}
+}
 
 func (j *Join[K, L, R]) emit(o *join.Out[K, L, R]) {
 	switch o.Kind {

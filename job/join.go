@@ -142,6 +142,12 @@ func (n *joinNode) Build(c *translate.Ctx) error {
 		cfg.Codec = joinCodec{deletions: true}
 		cfg.Deletes = func(r record) bool { return r.deleted }
 	}
+	if j.State.Backend == "pebble" {
+		if err := rn.openState(nil); err != nil {
+			return err
+		}
+		cfg.State = rn.db
+	}
 	jr.join, err = engine.NewJoin(e, cfg)
 	if err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
@@ -321,8 +327,15 @@ func (rn *Runnable) runRecords(ctx context.Context) (*Summary, error) {
 	if rn.o.ProgressEvery > 0 && rn.e.Live() {
 		stopLog = rn.logProgress(rn.o.ProgressEvery)
 	}
+	if rn.db != nil {
+		stop := rn.watchState()
+		defer stop()
+	}
 	err := rn.e.Run(ctx)
 	stopLog()
+	if cerr := rn.closeState(); cerr != nil && err == nil {
+		err = &RuntimeError{Msg: "closing the state database: " + cerr.Error(), Err: cerr}
+	}
 	if rn.lk != nil {
 		// The lookups ended with the run.
 		if cerr := rn.lk.table.Close(); cerr != nil {

@@ -917,8 +917,10 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		// a database per task, each within the budget, and sets no limit.
 		debug.SetMemoryLimit(n*db.HeapLimit() - (n-1)*state.HeapHeadroom)
 	}
-	// Keys come and go: keep only a few at hand.
-	lp.keys.max = 1 << 16
+	if lp != nil {
+		// Keys come and go: keep only a few at hand.
+		lp.keys.max = 1 << 16
+	}
 	return nil
 }
 

@@ -77,7 +77,6 @@ var notInJoin = []struct{ field, why string }{
 	{"heartbeat", "a join's inputs have no heartbeats yet"},
 	{"acceptance", "the acceptance record is an aggregation's"},
 	{"dead_letter", "a join's outputs refuse nothing they could hand on yet"},
-	{"state", "a join keeps its state in memory, bounded by its interval and lateness"},
 }
 
 // join reads join: the other input, the interval, the kind and the

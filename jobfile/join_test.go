@@ -83,8 +83,6 @@ func TestParseJoinErrors(t *testing.T) {
 			`job.yaml:14: dedup_horizon: needs id (or join.with.id): the field that identifies an event`},
 		{"the other input's empty id", strings.Replace(joinMinimal, "key: order,", `key: order, id: "",`, 1),
 			`job.yaml:6: join.with.id: expected a field name`},
-		{"a pebble state", joinMinimal + "state: {backend: pebble}\n",
-			`job.yaml:14: state: not in a job with join: a join keeps its state in memory, bounded by its interval and lateness`},
 		{"no other input", strings.Replace(joinMinimal, "  with: {source: {file: payments.jsonl}, time: {field: paid_at}, key: order, where: \"status == 'ok'\"}\n", "", 1),
 			`job.yaml:6: join.with: missing: the other input, its source, time and key, e.g. join: {with: {source: payments.jsonl, time: {field: ts}, key: order_id}, between: [0s, 10m], kind: anti}`},
 		{"a field the other input does not take", strings.Replace(joinMinimal, "key: order,", "key: order, version_field: x,", 1),

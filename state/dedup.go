@@ -92,7 +92,7 @@ func readSnapshotIDs(dir string, f func(id []byte, exp mtime.Time, val []byte)) 
 		if len(k) < 9 {
 			return enc.ErrCorrupt
 		}
-		f(k[9:], readOrderedTime(k[1:9]), v)
+		f(k[9:], ReadOrderedTime(k[1:9]), v)
 		return nil
 	})
 }
@@ -364,7 +364,8 @@ func OrderedTime(b []byte, t mtime.Time) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
 }
 
-func readOrderedTime(b []byte) mtime.Time {
+// ReadOrderedTime reads what OrderedTime appended.
+func ReadOrderedTime(b []byte) mtime.Time {
 	return mtime.Time(binary.BigEndian.Uint64(b) ^ (1 << 63))
 }
 
@@ -384,7 +385,7 @@ func (d *diskDedup) Seen(id []byte, ts, w mtime.Time) bool {
 	d.kbuf = append(append(d.kbuf[:0], TagDedupID), id...)
 	v, closer, err := d.b().Get(d.kbuf)
 	if err == nil {
-		exp := readOrderedTime(v)
+		exp := ReadOrderedTime(v)
 		closer.Close()
 		if exp > w {
 			return true
@@ -410,7 +411,7 @@ func (d *diskDedup) expiry(id []byte) (mtime.Time, bool) {
 		}
 		return 0, false
 	}
-	exp := readOrderedTime(v)
+	exp := ReadOrderedTime(v)
 	closer.Close()
 	return exp, true
 }
@@ -465,7 +466,7 @@ func (d *diskDedup) Expire(w mtime.Time) {
 	batch := d.b()
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
-		exp := readOrderedTime(k[1:9])
+		exp := ReadOrderedTime(k[1:9])
 		if exp > w {
 			d.minExp = exp
 			break
@@ -496,7 +497,7 @@ func (d *diskDedup) AppendState(b []byte) []byte {
 	n := 0
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
-		ents = enc.AppendVarint(ents, int64(readOrderedTime(k[1:9])))
+		ents = enc.AppendVarint(ents, int64(ReadOrderedTime(k[1:9])))
 		ents = enc.AppendBytes(ents, k[9:])
 		v, err := it.ValueAndErr()
 		d.fail(err)

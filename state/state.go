@@ -444,10 +444,28 @@ func (quietLogger) Fatalf(format string, args ...any) {
 //	'v' inst 0xffff                               -> the instance's next set
 //	'd' id                                        -> expiry (de-duplication)
 //	'x' expiry id                                 -> nothing (de-duplication, by expiry)
+//	'j' name group key                            -> a key's buffers (a join's)
+//	'k' name time seq side key                    -> nothing (an expiry of a join's record)
 const (
 	TagState       = 's'
 	TagTimer       = 't'
 	TagSet         = 'v'
 	TagDedupID     = 'd'
 	TagDedupExpiry = 'x'
+	TagJoin        = 'j'
+	TagJoinTimer   = 'k'
 )
+
+// PrefixEnd is the least key above every key that starts with p (nil when
+// there is none: p is all 0xff), an iterator's upper bound for the keys of
+// a prefix.
+func PrefixEnd(p []byte) []byte {
+	u := append([]byte(nil), p...)
+	for i := len(u) - 1; i >= 0; i-- {
+		if u[i] < 0xff {
+			u[i]++
+			return u[:i+1]
+		}
+	}
+	return nil
+}

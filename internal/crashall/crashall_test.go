@@ -235,9 +235,10 @@ type schedule struct {
 	// results.jsonl (or topic), each with the time its row was read, which
 	// a restore reads again (its cache is not state).
 	lookup bool
-	// pebble keeps the windows in the Pebble backend, with a budget so
-	// small that keys leave its cache and are read back; the reference
-	// run keeps them in memory, so its outputs are the memory backend's.
+	// pebble keeps the windows (or the join's buffers) in the Pebble
+	// backend, with a budget so small that keys leave its cache and are
+	// read back; the reference run keeps them in memory, so its outputs
+	// are the memory backend's.
 	pebble bool
 	plan   []step
 	logs   []string // what each run said, for a failure's report
@@ -350,7 +351,7 @@ func newSchedule(seed uint64) *schedule {
 		}
 		s.second, s.avroOut, s.bigKeys, s.trigger = "", false, false, ""
 	}
-	s.pebble = s.join == "" && !s.lookup && r.IntN(3) == 0
+	s.pebble = !s.lookup && r.IntN(3) == 0
 	return s
 }
 
@@ -412,7 +413,7 @@ func (s *schedule) String() string {
 		held += ", a lookup of each card in an SQLite table instead of windows"
 	}
 	if s.pebble {
-		held += ", the windows in Pebble (256 KiB budget; the reference run's in memory)"
+		held += ", the state in Pebble (256 KiB budget; the reference run's in memory)"
 	}
 	return fmt.Sprintf("%d lines from %s, window %s, lateness %s, %s, dedup %v, trigger %q, results %v, late %q, quarantine %q, a checkpoint every %d batches%s, a savepoint every %d; %s",
 		s.lines, in, s.window, s.lateness, s.mode, s.dedup, s.trigger, s.results, s.late, s.quar, s.ckptEvery, held, s.spEvery, strings.Join(runs, "; "))

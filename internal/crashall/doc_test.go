@@ -7,7 +7,8 @@
 // same read, or, instead of windows, an inner, left outer or anti interval,
 // window or temporal join of the recorded input with a second recorded
 // file, the temporal one's with deletions, or a lookup of each event's key
-// in an SQLite table), a random combination of
+// in an SQLite table), its state in memory or in the Pebble backend with a
+// budget that makes keys leave the cache, a random combination of
 // outputs in one job (JSON-lines files, Kafka topics, SQLite and PostgreSQL
 // tables; too-late events and rejected lines on files or topics; the input
 // topic and the results' topic in JSON or in Avro through an in-process

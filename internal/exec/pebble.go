@@ -322,7 +322,7 @@ func (s *pebbleStore[K, A, O]) prefetchKeys(keys []K, least int) (n int) {
 	sort.Slice(s.wants, func(i, j int) bool { return bytes.Compare(key(s.wants[i]), key(s.wants[j])) < 0 })
 	it, err := s.w.b().NewIter(&pebble.IterOptions{
 		LowerBound:   key(s.wants[0]),
-		UpperBound:   upper(key(s.wants[len(s.wants)-1])),
+		UpperBound:   state.PrefixEnd(key(s.wants[len(s.wants)-1])),
 		UseL6Filters: true,
 	})
 	if err != nil {
@@ -574,7 +574,7 @@ func (q *pebbleTimers[K, A, O]) next() (mtime.Time, bool) {
 		return 0, false
 	}
 	if !q.known {
-		it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: q.from, UpperBound: upper(q.pre)})
+		it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: q.from, UpperBound: state.PrefixEnd(q.pre)})
 		if err != nil {
 			q.fail(err)
 			return 0, false
@@ -604,7 +604,7 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 		// is set below while the iterator, bounded by it, is open.
 		start = append([]byte(nil), q.from...)
 	}
-	it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: upper(lo)})
+	it, err := q.w.b().NewIter(&pebble.IterOptions{LowerBound: start, UpperBound: state.PrefixEnd(lo)})
 	if err != nil {
 		q.fail(err)
 		return t, nil
@@ -634,7 +634,7 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 	if more {
 		q.from = append(q.from[:0], it.Key()...)
 	} else {
-		q.from = append(q.from[:0], upper(lo)...)
+		q.from = append(q.from[:0], state.PrefixEnd(lo)...)
 		q.known = false
 	}
 	q.fail(it.Close())
@@ -662,16 +662,4 @@ func (q *pebbleTimers[K, A, O]) close() error {
 		err = q.err
 	}
 	return err
-}
-
-// upper is the smallest key above every key with prefix p.
-func upper(p []byte) []byte {
-	u := append([]byte(nil), p...)
-	for i := len(u) - 1; i >= 0; i-- {
-		if u[i] < 0xff {
-			u[i]++
-			return u[:i+1]
-		}
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/state"
 )
 
 // SetStore holds the sets of an aggregate whose accumulators grow with
@@ -174,7 +175,7 @@ func (s *pebbleSets) metaKey() []byte {
 // span is every key of the instance's sets.
 func (s *pebbleSets) span() (lo, hi []byte) {
 	lo = binary.BigEndian.AppendUint16([]byte{tagSet}, s.inst)
-	return lo, upper(lo)
+	return lo, state.PrefixEnd(lo)
 }
 
 func (s *pebbleSets) NewSet() uint64 {
@@ -254,7 +255,7 @@ func (s *pebbleSets) idle() {
 // iter is an iterator over the values of the set whose keys start with lo,
 // from the key from, through the batch.
 func (s *pebbleSets) iter(lo, from []byte) *pebble.Iterator {
-	it, err := s.write().NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper(lo)})
+	it, err := s.write().NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: state.PrefixEnd(lo)})
 	s.fail(err)
 	return it
 }
@@ -341,7 +342,7 @@ func (s *pebbleSets) Count(ids []uint64) int64 {
 func (s *pebbleSets) Drop(id uint64) {
 	lo := s.setKey(nil, id)
 	if s.read(lo, nil, dropPoints+1) || len(s.ends) > dropPoints {
-		s.fail(s.write().DeleteRange(lo, upper(lo), nil))
+		s.fail(s.write().DeleteRange(lo, state.PrefixEnd(lo), nil))
 	} else {
 		start := 0
 		for _, end := range s.ends {

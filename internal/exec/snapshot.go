@@ -472,7 +472,7 @@ func readPebbleKeys(dir string, inst int, f func(group int, entry []byte, from S
 	from := func(id uint64, each func(v []byte)) error {
 		set = appendSetID(append(set[:0], pre...), id)
 		n := len(set)
-		return r.Scan(set, upper(set), func(k, _ []byte) error {
+		return r.Scan(set, state.PrefixEnd(set), func(k, _ []byte) error {
 			each(k[n:])
 			return nil
 		})

@@ -30,16 +30,12 @@
 package join
 
 import (
-	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
-	"github.com/weirstream/weir/internal/heap"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/window"
 )
@@ -210,12 +206,7 @@ type Op[K comparable, L, R any] struct {
 	lo, hi mtime.Time
 	wm     mtime.Time
 	seq    uint64
-	keys   map[K]*keyState[L, R]
-	// timers are the expiries, by instant: internal/heap gives those of
-	// one instant in no particular order, so Advance takes them all and
-	// fires them in order of arrival (due), the same order whatever
-	// order they were pushed in (a restore pushes them anew).
-	timers heap.Heap[mtime.Time, timer[K]]
+	st     store[K, L, R]
 	due    []timer[K]
 	size   [2]int64
 	stats  Stats
@@ -223,12 +214,7 @@ type Op[K comparable, L, R any] struct {
 	out    Out[K, L, R]
 	// deleted says a right record of a temporal join is a deletion.
 	deleted func(R) bool
-	// free are the states of keys that left, for keys to come.
-	free []*keyState[L, R]
 }
-
-// maxFree bounds the states of keys kept for reuse.
-const maxFree = 4096
 
 // New returns an operator that hands its outputs to emit.
 func New[K comparable, L, R any](cfg Config, emit func(*Out[K, L, R])) (*Op[K, L, R], error) {
@@ -236,7 +222,7 @@ func New[K comparable, L, R any](cfg Config, emit func(*Out[K, L, R])) (*Op[K, L
 		return nil, err
 	}
 	lo, hi := cfg.Interval()
-	return &Op[K, L, R]{cfg: cfg, lo: lo, hi: hi, wm: mtime.MinTime, keys: map[K]*keyState[L, R]{}, emit: emit}, nil
+	return &Op[K, L, R]{cfg: cfg, lo: lo, hi: hi, wm: mtime.MinTime, st: newMemStore[K, L, R](), emit: emit}, nil
 }
 
 // pairsAsTheyCome says a record joins the other side's as it comes: in an
@@ -259,15 +245,20 @@ func (o *Op[K, L, R]) Stats() Stats { return o.stats }
 func (o *Op[K, L, R]) Buffered() (left, right int64) { return o.size[Left], o.size[Right] }
 
 // Keys is the number of keys with buffered records.
-func (o *Op[K, L, R]) Keys() int { return len(o.keys) }
+func (o *Op[K, L, R]) Keys() int { return o.st.len() }
+
+// Err is the first error of the operator's state database (OnDisk), nil
+// with its state in memory.
+func (o *Op[K, L, R]) Err() error { return o.st.err() }
 
 // Times are the distinct event times buffered on a side for key, in order
 // (what Flink's tests assert of its buffers).
 func (o *Op[K, L, R]) Times(side Side, key K) []mtime.Time {
-	ks := o.keys[key]
+	ks := o.st.get(key)
 	if ks == nil {
 		return nil
 	}
+	defer o.st.put(key, ks)
 	var out []mtime.Time
 	add := func(ts mtime.Time) {
 		if len(out) == 0 || out[len(out)-1] != ts {
@@ -314,19 +305,6 @@ func (o *Op[K, L, R]) expiry(side Side, ts mtime.Time) mtime.Time {
 	return ts + max(0, -o.lo) + o.cfg.Lateness
 }
 
-func (o *Op[K, L, R]) state(key K) *keyState[L, R] {
-	ks := o.keys[key]
-	if ks == nil {
-		if n := len(o.free); n > 0 {
-			ks, o.free = o.free[n-1], o.free[:n-1]
-		} else {
-			ks = &keyState[L, R]{}
-		}
-		o.keys[key] = ks
-	}
-	return ks
-}
-
 // insert puts e in order of (time, arrival) and returns where.
 func insert[T any](list []Entry[T], e Entry[T]) []Entry[T] {
 	i := len(list)
@@ -355,7 +333,7 @@ func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
 		o.emit(&o.out)
 		return
 	}
-	ks := o.state(key)
+	ks := o.st.getOrCreate(key)
 	o.seq++
 	e := Entry[L]{TS: ts, Seq: o.seq, V: v}
 	// A temporal join's record joins when it expires, not as it comes.
@@ -368,9 +346,10 @@ func (o *Op[K, L, R]) AddLeft(key K, ts mtime.Time, v L) {
 		o.pair(key, v, ts, r.V, r.TS)
 	}
 	ks.left = insert(ks.left, e)
+	o.st.put(key, ks)
 	o.size[Left]++
 	o.stats.Left++
-	o.timers.Push(o.expiry(Left, ts), timer[K]{seq: e.Seq, side: Left, key: key})
+	o.st.push(o.expiry(Left, ts), timer[K]{seq: e.Seq, side: Left, key: key})
 }
 
 // AddRight adds a right record.
@@ -381,7 +360,7 @@ func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
 		o.emit(&o.out)
 		return
 	}
-	ks := o.state(key)
+	ks := o.st.getOrCreate(key)
 	o.seq++
 	e := Entry[R]{TS: ts, Seq: o.seq, V: v}
 	for i := first(ks.left, ts-o.hi); o.pairsAsTheyCome() && i < len(ks.left) && ks.left[i].TS <= ts-o.lo; i++ {
@@ -392,9 +371,10 @@ func (o *Op[K, L, R]) AddRight(key K, ts mtime.Time, v R) {
 		}
 	}
 	ks.right = insert(ks.right, e)
+	o.st.put(key, ks)
 	o.size[Right]++
 	o.stats.Right++
-	o.timers.Push(o.expiry(Right, ts), timer[K]{seq: e.Seq, side: Right, key: key})
+	o.st.push(o.expiry(Right, ts), timer[K]{seq: e.Seq, side: Right, key: key})
 }
 
 func (o *Op[K, L, R]) pair(key K, l L, lts mtime.Time, r R, rts mtime.Time) {
@@ -412,13 +392,12 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 		return
 	}
 	o.wm = wm
-	for len(o.timers) > 0 && o.timers[0].Key <= wm {
-		at := o.timers[0].Key
-		o.due = o.due[:0]
-		for len(o.timers) > 0 && o.timers[0].Key == at {
-			o.due = append(o.due, o.timers.Pop().Value)
+	for {
+		var at mtime.Time
+		at, o.due = o.st.due(wm, o.due[:0])
+		if len(o.due) == 0 {
+			return
 		}
-		slices.SortFunc(o.due, func(a, b timer[K]) int { return cmp.Compare(a.seq, b.seq) })
 		for _, t := range o.due {
 			o.expire(at, t, wm)
 		}
@@ -428,7 +407,7 @@ func (o *Op[K, L, R]) Advance(wm mtime.Time) {
 
 // expire is the expiry at instant at of t's record, the watermark at wm.
 func (o *Op[K, L, R]) expire(at mtime.Time, t timer[K], wm mtime.Time) {
-	ks := o.keys[t.key]
+	ks := o.st.get(t.key)
 	switch {
 	case o.cfg.Window > 0:
 		if ks == nil {
@@ -462,15 +441,7 @@ func (o *Op[K, L, R]) expire(at mtime.Time, t timer[K], wm mtime.Time) {
 		ks.right = slices.Delete(ks.right, i, i+1)
 		o.size[Right]--
 	}
-	if len(ks.left) == 0 && len(ks.right) == 0 {
-		delete(o.keys, t.key)
-		if len(o.free) < maxFree {
-			// Kept for a key to come, with the room its buffers had:
-			// most keys of a join are each record's own.
-			ks.left, ks.right = ks.left[:0], ks.right[:0]
-			o.free = append(o.free, ks)
-		}
-	}
+	o.st.put(t.key, ks)
 }
 
 // Codec encodes keys, left records and right records for checkpoints: the
@@ -510,43 +481,7 @@ func (o *Op[K, L, R]) RestoreHeader(d *enc.Decoder) error {
 // where group is a key's key group (hash(key) % groups), in order of key
 // group and then of encoded key: the same state gives the same bytes.
 func (o *Op[K, L, R]) AppendKeys(b []byte, c Codec[K, L, R], hash func(K) uint64, groups int, keep func(group int) bool) []byte {
-	type ent struct {
-		group int
-		enc   []byte
-		ks    *keyState[L, R]
-	}
-	var list []ent
-	for k, ks := range o.keys {
-		g := int(hash(k) % uint64(groups))
-		if keep(g) {
-			list = append(list, ent{g, c.AppendKey(nil, k), ks})
-		}
-	}
-	sort.Slice(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if a.group != b.group {
-			return a.group < b.group
-		}
-		return bytes.Compare(a.enc, b.enc) < 0
-	})
-	b = enc.AppendUvarint(b, uint64(len(list)))
-	for _, e := range list {
-		b = append(b, e.enc...)
-		b = enc.AppendUvarint(b, uint64(len(e.ks.left)))
-		for _, l := range e.ks.left {
-			b = enc.AppendVarint(b, int64(l.TS))
-			b = enc.AppendUvarint(b, l.Seq)
-			b = enc.AppendBool(b, l.Joined)
-			b = c.AppendAcc(b, l.V)
-		}
-		b = enc.AppendUvarint(b, uint64(len(e.ks.right)))
-		for _, r := range e.ks.right {
-			b = enc.AppendVarint(b, int64(r.TS))
-			b = enc.AppendUvarint(b, r.Seq)
-			b = c.AppendOut(b, r.V)
-		}
-	}
-	return b
+	return o.st.appendKeys(b, c, hash, groups, keep)
 }
 
 // RestoreKeys reads the buffers AppendKeys wrote (of any set of key
@@ -556,21 +491,18 @@ func (o *Op[K, L, R]) RestoreKeys(d *enc.Decoder, c Codec[K, L, R]) error {
 	n := d.Items(1 << 40)
 	for range n {
 		k := c.ReadKey(d)
-		ks := o.state(k)
-		for range d.Items(1 << 40) {
-			e := Entry[L]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint(), Joined: d.Bool()}
-			e.V = c.ReadAcc(d)
-			ks.left = append(ks.left, e)
-			o.timers.Push(o.expiry(Left, e.TS), timer[K]{seq: e.Seq, side: Left, key: k})
+		ks := o.st.getOrCreate(k)
+		nl, nr := len(ks.left), len(ks.right)
+		readKeyState(d, ks, c)
+		for _, e := range ks.left[nl:] {
+			o.st.push(o.expiry(Left, e.TS), timer[K]{seq: e.Seq, side: Left, key: k})
 		}
-		for range d.Items(1 << 40) {
-			e := Entry[R]{TS: mtime.Time(d.Varint()), Seq: d.Uvarint()}
-			e.V = c.ReadOut(d)
-			ks.right = append(ks.right, e)
-			o.timers.Push(o.expiry(Right, e.TS), timer[K]{seq: e.Seq, side: Right, key: k})
+		for _, e := range ks.right[nr:] {
+			o.st.push(o.expiry(Right, e.TS), timer[K]{seq: e.Seq, side: Right, key: k})
 		}
-		o.size[Left] += int64(len(ks.left))
-		o.size[Right] += int64(len(ks.right))
+		o.size[Left] += int64(len(ks.left) - nl)
+		o.size[Right] += int64(len(ks.right) - nr)
+		o.st.put(k, ks)
 		if d.Err() != nil {
 			break
 		}

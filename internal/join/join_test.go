@@ -43,6 +43,7 @@ func newHarness(t *testing.T, lower int64, lowerInc bool, upper int64, upperInc 
 	if err != nil {
 		t.Fatal(err)
 	}
+	useDisk(t, op, strCodec{})
 	h.op = op
 	return h
 }

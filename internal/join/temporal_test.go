@@ -55,6 +55,7 @@ func rowOp(t *testing.T, cfg Config, show func(r row, ts mtime.Time) string, pai
 		t.Fatal(err)
 	}
 	op.Deletes(func(r row) bool { return r.del })
+	useDisk(t, op, rowCodec{})
 	h.op = op
 	return h
 }

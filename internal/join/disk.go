@@ -1,0 +1,323 @@
+package join
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
+)
+
+// OnDisk keeps the operator's buffers and expiries in the state database
+// db, under name (the operator's alone in the database), with at most
+// about cache bytes of buffers decoded in memory: those of the keys used
+// last. A key's buffers are one value of the database, as checkpoints
+// write them (AppendKeys), under its key group and encoded key; an expiry
+// is a key of its own, in order of (instant, arrival). It must be called
+// before the first record and before a restore.
+func (o *Op[K, L, R]) OnDisk(db *state.DB, name string, c Codec[K, L, R], hash func(K) uint64, groups int, cache int64) {
+	s := &dbStore[K, L, R]{db: db.DB, c: c, hash: hash, groups: groups, limit: cache, perEntry: 128,
+		cache: map[K]*cachedKey[K, L, R]{}}
+	s.lru.prev, s.lru.next = &s.lru, &s.lru
+	s.bufs = enc.AppendBytes([]byte{state.TagJoin}, []byte(name))
+	s.tims = enc.AppendBytes([]byte{state.TagJoinTimer}, []byte(name))
+	o.st = s
+}
+
+// dbStore keeps a join's buffers and expiries in a state database, with a
+// cache of decoded buffers, bounded in bytes: a key's buffers are written
+// back when the cache lets them go, and before a checkpoint.
+type dbStore[K comparable, L, R any] struct {
+	db     *pebble.DB
+	batch  *pebble.Batch // indexed: reads see the writes not yet committed
+	c      Codec[K, L, R]
+	hash   func(K) uint64
+	groups int
+	bufs   []byte // the prefix of the buffers: TagJoin, name
+	tims   []byte // the prefix of the expiries: TagJoinTimer, name
+	// from is a lower bound of the expiries' keys (nil: their prefix):
+	// after those taken, unless one was pushed below.
+	from []byte
+	n    int // keys with buffered records
+
+	cache       map[K]*cachedKey[K, L, R]
+	lru         cachedKey[K, L, R] // sentinel: next is the one used last
+	used, limit int64
+	// perEntry is what a buffered record is taken to cost in memory,
+	// learnt from the sizes of the buffers written back.
+	perEntry int64
+
+	kbuf, vbuf []byte
+	dkeys      []byte // the keys of the expiries due takes
+	dends      []int
+	failed     error
+}
+
+// cachedKey is a key's buffers, decoded.
+type cachedKey[K comparable, L, R any] struct {
+	k          K
+	ks         keyState[L, R]
+	dirty      bool // changed since read or written back
+	stored     bool // the database may hold the key's buffers
+	size       int64
+	prev, next *cachedKey[K, L, R]
+}
+
+func (s *dbStore[K, L, R]) fail(err error) {
+	if err != nil && s.failed == nil {
+		s.failed = err
+	}
+}
+
+func (s *dbStore[K, L, R]) err() error { return s.failed }
+
+func (s *dbStore[K, L, R]) b() *pebble.Batch {
+	if s.batch == nil {
+		s.batch = s.db.NewIndexedBatch()
+	}
+	return s.batch
+}
+
+// commit commits the writes so far to the database (which keeps no log:
+// it is working storage, see package state).
+func (s *dbStore[K, L, R]) commit() {
+	if s.batch == nil {
+		return
+	}
+	s.fail(s.batch.Commit(pebble.NoSync))
+	s.batch.Close()
+	s.batch = nil
+}
+
+func (s *dbStore[K, L, R]) maybeCommit() {
+	if s.batch != nil && s.batch.Len() > 4<<20 {
+		s.commit()
+	}
+}
+
+// dbKey is the database key of k's buffers: the prefix, the key group
+// (big-endian uint16) and the encoded key, so that they sort as
+// checkpoints write them.
+func (s *dbStore[K, L, R]) dbKey(k K) []byte {
+	b := append(s.kbuf[:0], s.bufs...)
+	b = binary.BigEndian.AppendUint16(b, uint16(s.hash(k)%uint64(s.groups)))
+	s.kbuf = s.c.AppendKey(b, k)
+	return s.kbuf
+}
+
+func (s *dbStore[K, L, R]) unlink(c *cachedKey[K, L, R]) {
+	c.prev.next, c.next.prev = c.next, c.prev
+}
+
+func (s *dbStore[K, L, R]) toFront(c *cachedKey[K, L, R]) {
+	c.prev, c.next = &s.lru, s.lru.next
+	c.prev.next, c.next.prev = c, c
+}
+
+func (s *dbStore[K, L, R]) get(k K) *keyState[L, R] {
+	if c := s.cache[k]; c != nil {
+		s.unlink(c)
+		s.toFront(c)
+		return &c.ks
+	}
+	v, closer, err := s.b().Get(s.dbKey(k))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		s.fail(err)
+		return nil
+	}
+	c := &cachedKey[K, L, R]{k: k, stored: true}
+	d := enc.NewDecoder(v)
+	readKeyState(d, &c.ks, s.c)
+	if d.Err() == nil && d.Len() != 0 {
+		s.fail(fmt.Errorf("join: the buffers of a key in the state database are corrupt"))
+	}
+	s.fail(d.Err())
+	s.fail(closer.Close())
+	c.size = s.sizeOf(&c.ks)
+	s.used += c.size
+	s.cache[k] = c
+	s.toFront(c)
+	return &c.ks
+}
+
+func (s *dbStore[K, L, R]) getOrCreate(k K) *keyState[L, R] {
+	if ks := s.get(k); ks != nil {
+		return ks
+	}
+	c := &cachedKey[K, L, R]{k: k, dirty: true}
+	s.cache[k] = c
+	s.toFront(c)
+	s.n++
+	return &c.ks
+}
+
+func (s *dbStore[K, L, R]) put(k K, ks *keyState[L, R]) {
+	c := s.cache[k]
+	if len(ks.left) == 0 && len(ks.right) == 0 {
+		s.unlink(c)
+		delete(s.cache, k)
+		s.used -= c.size
+		s.n--
+		if c.stored {
+			s.fail(s.b().Delete(s.dbKey(k), nil))
+			s.maybeCommit()
+		}
+		return
+	}
+	c.dirty = true
+	size := s.sizeOf(ks)
+	s.used += size - c.size
+	c.size = size
+	for s.used > s.limit && s.lru.prev != &s.lru {
+		s.evict(s.lru.prev)
+	}
+}
+
+// sizeOf is what a key's buffers are taken to cost in memory.
+func (s *dbStore[K, L, R]) sizeOf(ks *keyState[L, R]) int64 {
+	return 160 + int64(len(ks.left)+len(ks.right))*s.perEntry
+}
+
+// evict lets c go from the cache, written back if it changed.
+func (s *dbStore[K, L, R]) evict(c *cachedKey[K, L, R]) {
+	s.writeBack(c)
+	s.unlink(c)
+	delete(s.cache, c.k)
+	s.used -= c.size
+}
+
+// writeBack writes c's buffers to the database if they changed, and
+// learns what a record costs from their size.
+func (s *dbStore[K, L, R]) writeBack(c *cachedKey[K, L, R]) {
+	if !c.dirty {
+		return
+	}
+	s.vbuf = appendKeyState(s.vbuf[:0], &c.ks, s.c)
+	s.fail(s.b().Set(s.dbKey(c.k), s.vbuf, nil))
+	c.dirty, c.stored = false, true
+	// A decoded record takes about twice its encoding, plus its entry.
+	n := int64(len(c.ks.left) + len(c.ks.right))
+	est := 48 + 2*int64(len(s.vbuf))/n
+	s.perEntry += (est - s.perEntry) / 8
+	s.maybeCommit()
+}
+
+func (s *dbStore[K, L, R]) len() int { return s.n }
+
+// timerKey is the database key of an expiry: the prefix, the instant,
+// the arrival, the side and the encoded key.
+func (s *dbStore[K, L, R]) timerKey(at mtime.Time, t timer[K]) []byte {
+	b := state.OrderedTime(append(s.kbuf[:0], s.tims...), at)
+	b = binary.BigEndian.AppendUint64(b, t.seq)
+	b = append(b, byte(t.side))
+	s.kbuf = s.c.AppendKey(b, t.key)
+	return s.kbuf
+}
+
+func (s *dbStore[K, L, R]) push(at mtime.Time, t timer[K]) {
+	k := s.timerKey(at, t)
+	s.fail(s.b().Set(k, nil, nil))
+	if s.from != nil && bytes.Compare(k, s.from) < 0 {
+		s.from = append(s.from[:0], k...)
+	}
+	s.maybeCommit()
+}
+
+func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K]) {
+	lower := s.from
+	if lower == nil {
+		lower = s.tims
+	}
+	it, err := s.b().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: state.PrefixEnd(s.tims)})
+	if err != nil {
+		s.fail(err)
+		return 0, buf
+	}
+	p := len(s.tims)
+	var at mtime.Time
+	s.dkeys, s.dends = s.dkeys[:0], s.dends[:0]
+	for ok := it.First(); ok && len(buf) < maxDue; ok = it.Next() {
+		k := it.Key()
+		t := state.ReadOrderedTime(k[p:])
+		if len(buf) == 0 {
+			if t > wm {
+				break
+			}
+			at = t
+		} else if t != at {
+			break
+		}
+		d := enc.NewDecoder(k[p+17:])
+		buf = append(buf, timer[K]{seq: binary.BigEndian.Uint64(k[p+8:]), side: Side(k[p+16]), key: s.c.ReadKey(d)})
+		s.fail(d.Err())
+		s.dkeys = append(s.dkeys, k...)
+		s.dends = append(s.dends, len(s.dkeys))
+	}
+	s.fail(it.Close())
+	start := 0
+	for i, end := range s.dends {
+		s.fail(s.b().Delete(s.dkeys[start:end], nil))
+		if i == len(s.dends)-1 {
+			// The next expiry is after the last one taken.
+			s.from = append(append(s.from[:0], s.dkeys[start:end]...), 0)
+		}
+		start = end
+	}
+	s.maybeCommit()
+	return at, buf
+}
+
+func (s *dbStore[K, L, R]) appendKeys(b []byte, c Codec[K, L, R], hash func(K) uint64, groups int, keep func(group int) bool) []byte {
+	if groups != s.groups {
+		s.fail(fmt.Errorf("join: the state database keeps %d key groups, not %d", s.groups, groups))
+		return enc.AppendUvarint(b, 0)
+	}
+	lo, hi := -1, -1
+	for g := range groups {
+		if keep(g) {
+			if lo < 0 {
+				lo = g
+			}
+			hi = g
+		}
+	}
+	if lo < 0 {
+		return enc.AppendUvarint(b, 0)
+	}
+	for c := s.lru.next; c != &s.lru; c = c.next {
+		s.writeBack(c)
+	}
+	// Read the database itself, not through a large uncommitted batch.
+	s.commit()
+	it, err := s.db.NewIter(&pebble.IterOptions{
+		LowerBound: binary.BigEndian.AppendUint16(append([]byte(nil), s.bufs...), uint16(lo)),
+		UpperBound: state.PrefixEnd(binary.BigEndian.AppendUint16(append([]byte(nil), s.bufs...), uint16(hi))),
+	})
+	if err != nil {
+		s.fail(err)
+		return enc.AppendUvarint(b, 0)
+	}
+	var ents []byte
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if !keep(int(binary.BigEndian.Uint16(k[len(s.bufs):]))) {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		s.fail(err)
+		ents = append(append(ents, k[len(s.bufs)+2:]...), v...)
+		n++
+	}
+	s.fail(it.Close())
+	b = enc.AppendUvarint(b, uint64(n))
+	return append(b, ents...)
+}
