@@ -33,6 +33,22 @@ func init() {
 			return joinSetup(joinRunFiles)
 		},
 	})
+	// The same job on the Pebble backend, and a join whose state is every
+	// order read (its interval a day): on each backend, with the largest
+	// heap seen.
+	onDisk := fmt.Sprintf("state: {backend: pebble, memory_budget: %dMiB, dir: state}\n", pebbleBudget>>20)
+	for _, v := range []struct{ name, about, job string }{
+		{"join-pebble", fmt.Sprintf("join-run on the Pebble backend (%d MiB budget)", pebbleBudget>>20), joinJob + onDisk},
+		{"join-wide-memory", "join-run with an interval of a day: every order held until the input ends (the memory backend)", wideJoin(joinJob)},
+		{"join-wide-pebble", fmt.Sprintf("join-wide-memory on the Pebble backend (%d MiB budget)", pebbleBudget>>20), wideJoin(joinJob) + onDisk},
+	} {
+		register(Bench{
+			Name: v.name, Group: "join", About: v.about,
+			Setup: func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+				return joinSetupJob(v.job, joinRunFiles)
+			},
+		})
+	}
 	register(Bench{
 		Name: "join-floor", Group: "join",
 		About: "the floor for join-run: both files read and merged by arrival by hand, their fields read with fastjson, the orders kept in a map until a payment or their 10 minutes past the watermark, the unpaid ones written to io.Discard",
@@ -59,12 +75,17 @@ output: unpaid.jsonl
 // outside the measured time, and returns run on it: the events it read,
 // and the unpaid orders it found (which the two benchmarks compare).
 func joinSetup(run func(dir string) (events, unpaid int64, err error)) (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+	return joinSetupJob(joinJob, run)
+}
+
+// joinSetupJob is joinSetup with the job file's text.
+func joinSetupJob(text string, run func(dir string) (events, unpaid int64, err error)) (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
 	dir, err := os.MkdirTemp("", "weir-bench-join-")
 	if err != nil {
 		return nil, nil, err
 	}
 	teardown := func() { os.RemoveAll(dir) }
-	if err := writeJoinInputs(dir); err != nil {
+	if err := writeJoinInputs(dir, text); err != nil {
 		teardown()
 		return nil, nil, err
 	}
@@ -75,10 +96,13 @@ func joinSetup(run func(dir string) (events, unpaid int64, err error)) (func(tim
 	}, teardown, nil
 }
 
+// wideJoin is a join job with an interval of a day instead of ten minutes.
+func wideJoin(text string) string { return strings.Replace(text, "between: [0s, 10m]", "between: [0s, 24h]", 1) }
+
 // writeJoinInputs writes the orders, one every 100 ms with up to 2 s of
 // disorder, and their payments (80% of them, 0 to 15 minutes later), each
 // file in arrival order.
-func writeJoinInputs(dir string) error {
+func writeJoinInputs(dir, job string) error {
 	const base = 1_780_000_000_000
 	var orders, payments strings.Builder
 	type pay struct {
@@ -104,7 +128,7 @@ func writeJoinInputs(dir string) error {
 	for _, p := range pays {
 		payments.WriteString(p.line + "\n")
 	}
-	for _, f := range []struct{ name, text string }{{"orders.jsonl", orders.String()}, {"payments.jsonl", payments.String()}, {"job.yaml", joinJob}} {
+	for _, f := range []struct{ name, text string }{{"orders.jsonl", orders.String()}, {"payments.jsonl", payments.String()}, {"job.yaml", job}} {
 		if err := os.WriteFile(filepath.Join(dir, f.name), []byte(f.text), 0o600); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -43,6 +44,15 @@ type dbStore[K comparable, L, R any] struct {
 	// from is a lower bound of the expiries' keys (nil: their prefix):
 	// after those taken, unless one was pushed below.
 	from []byte
+	// head are the first expiries' keys, in order, read from the
+	// database a part at a time (headParts) and kept in order as
+	// expiries come: every expiry below headEnd is in it (headEnd nil:
+	// every expiry), so that most watermarks read nothing; headOK says
+	// it was read since the last change below from. It holds at most
+	// 2 × headPart keys.
+	head    [][]byte
+	headEnd []byte
+	headOK  bool
 	n    int // keys with buffered records
 
 	cache       map[K]*cachedKey[K, L, R]
@@ -227,11 +237,27 @@ func (s *dbStore[K, L, R]) push(at mtime.Time, t timer[K]) {
 	s.fail(s.b().Set(k, nil, nil))
 	if s.from != nil && bytes.Compare(k, s.from) < 0 {
 		s.from = append(s.from[:0], k...)
+		s.headOK = false
+	}
+	if s.headOK && (s.headEnd == nil || bytes.Compare(k, s.headEnd) < 0) {
+		i, _ := slices.BinarySearchFunc(s.head, k, bytes.Compare)
+		s.head = slices.Insert(s.head, i, bytes.Clone(k))
+		if len(s.head) > 2*headPart {
+			// Bounded: the later half is read again when its turn comes.
+			s.headEnd = s.head[headPart]
+			clear(s.head[headPart+1:])
+			s.head = s.head[:headPart]
+		}
 	}
 	s.maybeCommit()
 }
 
-func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K]) {
+// headPart is how many expiries the head reads at once (a variable for
+// the tests).
+var headPart = 1024
+
+// readHead reads the next expiries into the head, from from on.
+func (s *dbStore[K, L, R]) readHead() {
 	lower := s.from
 	if lower == nil {
 		lower = s.tims
@@ -239,15 +265,31 @@ func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []tim
 	it, err := s.b().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: state.PrefixEnd(s.tims)})
 	if err != nil {
 		s.fail(err)
-		return 0, buf
+		return
+	}
+	clear(s.head)
+	s.head, s.headEnd, s.headOK = s.head[:0], nil, true
+	for ok := it.First(); ok; ok = it.Next() {
+		if len(s.head) == headPart {
+			s.headEnd = bytes.Clone(it.Key())
+			break
+		}
+		s.head = append(s.head, bytes.Clone(it.Key()))
+	}
+	s.fail(it.Close())
+}
+
+func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K]) {
+	if !s.headOK || len(s.head) == 0 && s.headEnd != nil {
+		s.readHead()
 	}
 	p := len(s.tims)
+	n := 0
 	var at mtime.Time
-	s.dkeys, s.dends = s.dkeys[:0], s.dends[:0]
-	for ok := it.First(); ok && len(buf) < maxDue; ok = it.Next() {
-		k := it.Key()
+	for ; n < len(s.head) && n < maxDue; n++ {
+		k := s.head[n]
 		t := state.ReadOrderedTime(k[p:])
-		if len(buf) == 0 {
+		if n == 0 {
 			if t > wm {
 				break
 			}
@@ -258,18 +300,13 @@ func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []tim
 		d := enc.NewDecoder(k[p+17:])
 		buf = append(buf, timer[K]{seq: binary.BigEndian.Uint64(k[p+8:]), side: Side(k[p+16]), key: s.c.ReadKey(d)})
 		s.fail(d.Err())
-		s.dkeys = append(s.dkeys, k...)
-		s.dends = append(s.dends, len(s.dkeys))
+		s.fail(s.b().Delete(k, nil))
 	}
-	s.fail(it.Close())
-	start := 0
-	for i, end := range s.dends {
-		s.fail(s.b().Delete(s.dkeys[start:end], nil))
-		if i == len(s.dends)-1 {
-			// The next expiry is after the last one taken.
-			s.from = append(append(s.from[:0], s.dkeys[start:end]...), 0)
-		}
-		start = end
+	if n > 0 {
+		// The next expiry is after the last one taken.
+		s.from = append(append(s.from[:0], s.head[n-1]...), 0)
+		clear(s.head[:n])
+		s.head = s.head[n:]
 	}
 	s.maybeCommit()
 	return at, buf

@@ -79,13 +79,18 @@ func TestOnDiskAsInMemory(t *testing.T) {
 		{Window: 7, Mode: Anti, Lateness: 4},
 	} {
 		want, wantState := runRandom(t, cfg, -1)
-		for _, cache := range []int64{0, 1000, 1 << 20} {
-			got, gotState := runRandom(t, cfg, cache)
+		for _, c := range []struct {
+			cache int64
+			head  int
+		}{{0, 1024}, {1000, 1024}, {1 << 20, 1024}, {1000, 3}, {1 << 20, 2}} {
+			headPart = c.head
+			got, gotState := runRandom(t, cfg, c.cache)
+			headPart = 1024
 			if got != want {
-				t.Errorf("%+v, cache %d: the output differs from the operator's in memory:\n%s", cfg, cache, firstDiff(want, got))
+				t.Errorf("%+v, cache %d, expiries read %d at a time: the output differs from the operator's in memory:\n%s", cfg, c.cache, c.head, firstDiff(want, got))
 			}
 			if gotState != wantState {
-				t.Errorf("%+v, cache %d: the checkpoints differ from the operator's in memory", cfg, cache)
+				t.Errorf("%+v, cache %d, expiries read %d at a time: the checkpoints differ from the operator's in memory", cfg, c.cache, c.head)
 			}
 		}
 	}
