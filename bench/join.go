@@ -97,7 +97,9 @@ func joinSetupJob(text string, run func(dir string) (events, unpaid int64, err e
 }
 
 // wideJoin is a join job with an interval of a day instead of ten minutes.
-func wideJoin(text string) string { return strings.Replace(text, "between: [0s, 10m]", "between: [0s, 24h]", 1) }
+func wideJoin(text string) string {
+	return strings.Replace(text, "between: [0s, 10m]", "between: [0s, 24h]", 1)
+}
 
 // writeJoinInputs writes the orders, one every 100 ms with up to 2 s of
 // disorder, and their payments (80% of them, 0 to 15 minutes later), each

@@ -53,7 +53,7 @@ type dbStore[K comparable, L, R any] struct {
 	head    [][]byte
 	headEnd []byte
 	headOK  bool
-	n    int // keys with buffered records
+	n       int // keys with buffered records
 
 	cache       map[K]*cachedKey[K, L, R]
 	lru         cachedKey[K, L, R] // sentinel: next is the one used last
