@@ -371,9 +371,12 @@ type JoinState struct {
 
 // inspectJoin reads what a checkpoint holds of the join name.
 func inspectJoin(c *checkpoint.Checkpoint, name string) (JoinState, error) {
-	op, _ := join.New[struct{}, struct{}, struct{}](join.Config{}, nil)
-	ps, err := inspectParted(c, name, op.RestoreHeader)
-	return JoinState{Name: name, Instances: ps.instances, Watermark: op.Watermark(), Keys: ps.keys, Bytes: ps.bytes}, err
+	var wm mtime.Time
+	ps, err := inspectParted(c, name, func(d *enc.Decoder) (err error) {
+		wm, err = join.ReadWatermark(d)
+		return err
+	})
+	return JoinState{Name: name, Instances: ps.instances, Watermark: wm, Keys: ps.keys, Bytes: ps.bytes}, err
 }
 
 // LeftTarget is the join's left input as the target of a head: a head of

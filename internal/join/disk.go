@@ -22,8 +22,9 @@ import (
 // is a key of its own, in order of (instant, arrival). It must be called
 // before the first record and before a restore.
 func (o *Op[K, L, R]) OnDisk(db *state.DB, name string, c Codec[K, L, R], hash func(K) uint64, groups int, cache int64) {
-	s := &dbStore[K, L, R]{db: db.DB, c: c, hash: hash, groups: groups, limit: cache, perEntry: 128,
+	s := &dbStore[K, L, R]{c: c, hash: hash, groups: groups, limit: cache, perEntry: 128,
 		cache: map[K]*cachedKey[K, L, R]{}}
+	s.db = db.DB
 	s.lru.prev, s.lru.next = &s.lru, &s.lru
 	s.bufs = enc.AppendBytes([]byte{state.TagJoin}, []byte(name))
 	s.tims = enc.AppendBytes([]byte{state.TagJoinTimer}, []byte(name))
@@ -32,28 +33,14 @@ func (o *Op[K, L, R]) OnDisk(db *state.DB, name string, c Codec[K, L, R], hash f
 
 // dbStore keeps a join's buffers and expiries in a state database, with a
 // cache of decoded buffers, bounded in bytes: a key's buffers are written
-// back when the cache lets them go, and before a checkpoint.
+// back when the cache lets them go, and before a checkpoint. What does not
+// depend on the types is disk's.
 type dbStore[K comparable, L, R any] struct {
-	db     *pebble.DB
-	batch  *pebble.Batch // indexed: reads see the writes not yet committed
+	disk
 	c      Codec[K, L, R]
 	hash   func(K) uint64
 	groups int
-	bufs   []byte // the prefix of the buffers: TagJoin, name
-	tims   []byte // the prefix of the expiries: TagJoinTimer, name
-	// from is a lower bound of the expiries' keys (nil: their prefix):
-	// after those taken, unless one was pushed below.
-	from []byte
-	// head are the first expiries' keys, in order, read from the
-	// database a part at a time (headParts) and kept in order as
-	// expiries come: every expiry below headEnd is in it (headEnd nil:
-	// every expiry), so that most watermarks read nothing; headOK says
-	// it was read since the last change below from. It holds at most
-	// 2 × headPart keys.
-	head    [][]byte
-	headEnd []byte
-	headOK  bool
-	n       int // keys with buffered records
+	n      int // keys with buffered records
 
 	cache       map[K]*cachedKey[K, L, R]
 	lru         cachedKey[K, L, R] // sentinel: next is the one used last
@@ -61,11 +48,6 @@ type dbStore[K comparable, L, R any] struct {
 	// perEntry is what a buffered record is taken to cost in memory,
 	// learnt from the sizes of the buffers written back.
 	perEntry int64
-
-	kbuf, vbuf []byte
-	dkeys      []byte // the keys of the expiries due takes
-	dends      []int
-	failed     error
 }
 
 // cachedKey is a key's buffers, decoded.
@@ -76,38 +58,6 @@ type cachedKey[K comparable, L, R any] struct {
 	stored     bool // the database may hold the key's buffers
 	size       int64
 	prev, next *cachedKey[K, L, R]
-}
-
-func (s *dbStore[K, L, R]) fail(err error) {
-	if err != nil && s.failed == nil {
-		s.failed = err
-	}
-}
-
-func (s *dbStore[K, L, R]) err() error { return s.failed }
-
-func (s *dbStore[K, L, R]) b() *pebble.Batch {
-	if s.batch == nil {
-		s.batch = s.db.NewIndexedBatch()
-	}
-	return s.batch
-}
-
-// commit commits the writes so far to the database (which keeps no log:
-// it is working storage, see package state).
-func (s *dbStore[K, L, R]) commit() {
-	if s.batch == nil {
-		return
-	}
-	s.fail(s.batch.Commit(pebble.NoSync))
-	s.batch.Close()
-	s.batch = nil
-}
-
-func (s *dbStore[K, L, R]) maybeCommit() {
-	if s.batch != nil && s.batch.Len() > 4<<20 {
-		s.commit()
-	}
 }
 
 // dbKey is the database key of k's buffers: the prefix, the key group
@@ -135,19 +85,15 @@ func (s *dbStore[K, L, R]) get(k K) *keyState[L, R] {
 		s.toFront(c)
 		return &c.ks
 	}
-	v, closer, err := s.b().Get(s.dbKey(k))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		s.fail(err)
+	v, closer, ok := s.read(s.dbKey(k))
+	if !ok {
 		return nil
 	}
 	c := &cachedKey[K, L, R]{k: k, stored: true}
 	d := enc.NewDecoder(v)
 	readKeyState(d, &c.ks, s.c)
 	if d.Err() == nil && d.Len() != 0 {
-		s.fail(fmt.Errorf("join: the buffers of a key in the state database are corrupt"))
+		s.fail(errCorrupt)
 	}
 	s.fail(d.Err())
 	s.fail(closer.Close())
@@ -177,8 +123,7 @@ func (s *dbStore[K, L, R]) put(k K, ks *keyState[L, R]) {
 		s.used -= c.size
 		s.n--
 		if c.stored {
-			s.fail(s.b().Delete(s.dbKey(k), nil))
-			s.maybeCommit()
+			s.delete(s.dbKey(k))
 		}
 		return
 	}
@@ -211,29 +156,135 @@ func (s *dbStore[K, L, R]) writeBack(c *cachedKey[K, L, R]) {
 		return
 	}
 	s.vbuf = appendKeyState(s.vbuf[:0], &c.ks, s.c)
-	s.fail(s.b().Set(s.dbKey(c.k), s.vbuf, nil))
+	s.set(s.dbKey(c.k), s.vbuf)
 	c.dirty, c.stored = false, true
 	// A decoded record takes about twice its encoding, plus its entry.
 	n := int64(len(c.ks.left) + len(c.ks.right))
 	est := 48 + 2*int64(len(s.vbuf))/n
 	s.perEntry += (est - s.perEntry) / 8
-	s.maybeCommit()
 }
 
 func (s *dbStore[K, L, R]) len() int { return s.n }
 
-// timerKey is the database key of an expiry: the prefix, the instant,
-// the arrival, the side and the encoded key.
-func (s *dbStore[K, L, R]) timerKey(at mtime.Time, t timer[K]) []byte {
+// push adds an expiry: its key is the prefix, the instant, the arrival,
+// the side and the encoded key.
+func (s *dbStore[K, L, R]) push(at mtime.Time, t timer[K]) {
 	b := state.OrderedTime(append(s.kbuf[:0], s.tims...), at)
 	b = binary.BigEndian.AppendUint64(b, t.seq)
 	b = append(b, byte(t.side))
 	s.kbuf = s.c.AppendKey(b, t.key)
-	return s.kbuf
+	s.addTimer(s.kbuf)
 }
 
-func (s *dbStore[K, L, R]) push(at mtime.Time, t timer[K]) {
-	k := s.timerKey(at, t)
+func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K]) {
+	at, keys := s.takeDue(wm)
+	p := len(s.tims)
+	for _, k := range keys {
+		d := enc.NewDecoder(k[p+17:])
+		buf = append(buf, timer[K]{seq: binary.BigEndian.Uint64(k[p+8:]), side: Side(k[p+16]), key: s.c.ReadKey(d)})
+		s.fail(d.Err())
+	}
+	s.dropDue(len(keys))
+	return at, buf
+}
+
+func (s *dbStore[K, L, R]) appendKeys(b []byte, _ Codec[K, L, R], _ func(K) uint64, groups int, keep func(group int) bool) []byte {
+	if groups != s.groups {
+		s.fail(fmt.Errorf("join: the state database keeps %d key groups, not %d", s.groups, groups))
+		return enc.AppendUvarint(b, 0)
+	}
+	for c := s.lru.next; c != &s.lru; c = c.next {
+		s.writeBack(c)
+	}
+	return s.appendBuffers(b, groups, keep)
+}
+
+var errCorrupt = errors.New("join: the buffers of a key in the state database are corrupt")
+
+// disk is what a join's store in a state database does that does not
+// depend on the types of its keys and records: the batch of writes, the
+// expiries' keys and the checkpoints' reading.
+type disk struct {
+	db    *pebble.DB
+	batch *pebble.Batch // indexed: reads see the writes not yet committed
+	bufs  []byte        // the prefix of the buffers: TagJoin, name
+	tims  []byte        // the prefix of the expiries: TagJoinTimer, name
+	// from is a lower bound of the expiries' keys (nil: their prefix):
+	// after those taken, unless one was added below.
+	from []byte
+	// head are the first expiries' keys, in order, read from the
+	// database a part at a time (headPart) and kept in order as
+	// expiries come: every expiry below headEnd is in it (headEnd nil:
+	// every expiry), so that most watermarks read nothing; headOK says
+	// it was read since the last change below from. It holds at most
+	// 2 × headPart keys.
+	head    [][]byte
+	headEnd []byte
+	headOK  bool
+
+	kbuf, vbuf []byte
+	failed     error
+}
+
+func (s *disk) fail(err error) {
+	if err != nil && s.failed == nil {
+		s.failed = err
+	}
+}
+
+func (s *disk) err() error { return s.failed }
+
+func (s *disk) b() *pebble.Batch {
+	if s.batch == nil {
+		s.batch = s.db.NewIndexedBatch()
+	}
+	return s.batch
+}
+
+// commit commits the writes so far to the database (which keeps no log:
+// it is working storage, see package state).
+func (s *disk) commit() {
+	if s.batch == nil {
+		return
+	}
+	s.fail(s.batch.Commit(pebble.NoSync))
+	s.batch.Close()
+	s.batch = nil
+}
+
+// maybeCommit commits the batch once it holds more than 4 MiB.
+func (s *disk) maybeCommit() {
+	if s.batch != nil && s.batch.Len() > 4<<20 {
+		s.commit()
+	}
+}
+
+// read is the value of k, if it has one (closer releases it).
+func (s *disk) read(k []byte) ([]byte, interface{ Close() error }, bool) {
+	v, closer, err := s.b().Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil, false
+	}
+	if err != nil {
+		s.fail(err)
+		return nil, nil, false
+	}
+	return v, closer, true
+}
+
+func (s *disk) set(k, v []byte) {
+	s.fail(s.b().Set(k, v, nil))
+	s.maybeCommit()
+}
+
+func (s *disk) delete(k []byte) {
+	s.fail(s.b().Delete(k, nil))
+	s.maybeCommit()
+}
+
+// addTimer writes an expiry's key, and puts it in the head when it comes
+// before the head's end.
+func (s *disk) addTimer(k []byte) {
 	s.fail(s.b().Set(k, nil, nil))
 	if s.from != nil && bytes.Compare(k, s.from) < 0 {
 		s.from = append(s.from[:0], k...)
@@ -257,7 +308,7 @@ func (s *dbStore[K, L, R]) push(at mtime.Time, t timer[K]) {
 var headPart = 1024
 
 // readHead reads the next expiries into the head, from from on.
-func (s *dbStore[K, L, R]) readHead() {
+func (s *disk) readHead() {
 	lower := s.from
 	if lower == nil {
 		lower = s.tims
@@ -279,7 +330,10 @@ func (s *dbStore[K, L, R]) readHead() {
 	s.fail(it.Close())
 }
 
-func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K]) {
+// takeDue is the keys of the expiries of the least instant with any, when
+// it is at or before wm, in order (at most maxDue of them): the head's
+// first ones, until dropDue.
+func (s *disk) takeDue(wm mtime.Time) (mtime.Time, [][]byte) {
 	if !s.headOK || len(s.head) == 0 && s.headEnd != nil {
 		s.readHead()
 	}
@@ -287,8 +341,7 @@ func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []tim
 	n := 0
 	var at mtime.Time
 	for ; n < len(s.head) && n < maxDue; n++ {
-		k := s.head[n]
-		t := state.ReadOrderedTime(k[p:])
+		t := state.ReadOrderedTime(s.head[n][p:])
 		if n == 0 {
 			if t > wm {
 				break
@@ -297,26 +350,28 @@ func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []tim
 		} else if t != at {
 			break
 		}
-		d := enc.NewDecoder(k[p+17:])
-		buf = append(buf, timer[K]{seq: binary.BigEndian.Uint64(k[p+8:]), side: Side(k[p+16]), key: s.c.ReadKey(d)})
-		s.fail(d.Err())
-		s.fail(s.b().Delete(k, nil))
 	}
-	if n > 0 {
-		// The next expiry is after the last one taken.
-		s.from = append(append(s.from[:0], s.head[n-1]...), 0)
-		clear(s.head[:n])
-		s.head = s.head[n:]
-	}
-	s.maybeCommit()
-	return at, buf
+	return at, s.head[:n]
 }
 
-func (s *dbStore[K, L, R]) appendKeys(b []byte, c Codec[K, L, R], hash func(K) uint64, groups int, keep func(group int) bool) []byte {
-	if groups != s.groups {
-		s.fail(fmt.Errorf("join: the state database keeps %d key groups, not %d", s.groups, groups))
-		return enc.AppendUvarint(b, 0)
+// dropDue deletes the first n expiries of the head, which takeDue gave.
+func (s *disk) dropDue(n int) {
+	if n == 0 {
+		return
 	}
+	for _, k := range s.head[:n] {
+		s.fail(s.b().Delete(k, nil))
+	}
+	// The next expiry is after the last one taken.
+	s.from = append(append(s.from[:0], s.head[n-1]...), 0)
+	clear(s.head[:n])
+	s.head = s.head[n:]
+	s.maybeCommit()
+}
+
+// appendBuffers appends the buffers of the key groups keep holds for, as
+// Op.AppendKeys does: they are in the database in that order.
+func (s *disk) appendBuffers(b []byte, groups int, keep func(group int) bool) []byte {
 	lo, hi := -1, -1
 	for g := range groups {
 		if keep(g) {
@@ -328,9 +383,6 @@ func (s *dbStore[K, L, R]) appendKeys(b []byte, c Codec[K, L, R], hash func(K) u
 	}
 	if lo < 0 {
 		return enc.AppendUvarint(b, 0)
-	}
-	for c := s.lru.next; c != &s.lru; c = c.next {
-		s.writeBack(c)
 	}
 	// Read the database itself, not through a large uncommitted batch.
 	s.commit()

@@ -466,12 +466,26 @@ func (o *Op[K, L, R]) AppendHeader(b []byte) []byte {
 
 // RestoreHeader reads what AppendHeader wrote.
 func (o *Op[K, L, R]) RestoreHeader(d *enc.Decoder) error {
+	return readHeader(d, &o.wm, &o.seq, &o.stats)
+}
+
+// ReadWatermark reads the watermark of what AppendHeader wrote (for a
+// checkpoint's inspection, whatever the operator's types).
+func ReadWatermark(d *enc.Decoder) (mtime.Time, error) {
+	var wm mtime.Time
+	var seq uint64
+	var st Stats
+	err := readHeader(d, &wm, &seq, &st)
+	return wm, err
+}
+
+func readHeader(d *enc.Decoder, wm *mtime.Time, seq *uint64, st *Stats) error {
 	if v := d.Uvarint(); d.Err() == nil && v != stateVersion {
 		return fmt.Errorf("join: state of version %d, this weir reads %d", v, stateVersion)
 	}
-	o.wm = mtime.Time(d.Varint())
-	o.seq = d.Uvarint()
-	for _, p := range []*int64{&o.stats.Left, &o.stats.Right, &o.stats.Pairs, &o.stats.Unmatched, &o.stats.Late[0], &o.stats.Late[1]} {
+	*wm = mtime.Time(d.Varint())
+	*seq = d.Uvarint()
+	for _, p := range []*int64{&st.Left, &st.Right, &st.Pairs, &st.Unmatched, &st.Late[0], &st.Late[1]} {
 		*p = d.Varint()
 	}
 	return d.Err()
