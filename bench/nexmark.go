@@ -302,8 +302,10 @@ func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 // auctions (whether there was one) by person, per tumbling window, the
 // watermark the least of the two inputs'.
 func q8CoGroup(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
-	persons := weir.KeyBy(stamp(weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson })), func(e nexEvent) int64 { return e.id })
-	auctions := weir.KeyBy(stamp(weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindAuction })), func(e nexEvent) int64 { return e.seller })
+	// The bids, most of the events, are dropped once, as q8 drops them.
+	pa := weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson || e.kind == gen.KindAuction })
+	persons := weir.KeyBy(stamp(weir.Filter(pa, func(e nexEvent) bool { return e.kind == gen.KindPerson })), func(e nexEvent) int64 { return e.id })
+	auctions := weir.KeyBy(stamp(weir.Filter(pa, func(e nexEvent) bool { return e.kind == gen.KindAuction })), func(e nexEvent) int64 { return e.seller })
 	name := aggregate.Of(func() string { return "" }, func(_ string, e nexEvent) string { return e.name },
 		func(a, b string) string { return cmp.Or(b, a) }, func(a string) string { return a })
 	opened := aggregate.Of(func() bool { return false }, func(bool, nexEvent) bool { return true },

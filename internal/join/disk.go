@@ -41,6 +41,9 @@ type dbStore[K comparable, L, R any] struct {
 	hash   func(K) uint64
 	groups int
 	n      int // keys with buffered records
+	// stored is how many keys' buffers are in the database: with none, a
+	// key not in the cache has none, and is not looked up.
+	stored int
 
 	cache       map[K]*cachedKey[K, L, R]
 	lru         cachedKey[K, L, R] // sentinel: next is the one used last
@@ -85,6 +88,9 @@ func (s *dbStore[K, L, R]) get(k K) *keyState[L, R] {
 		s.toFront(c)
 		return &c.ks
 	}
+	if s.stored == 0 {
+		return nil
+	}
 	v, closer, ok := s.read(s.dbKey(k))
 	if !ok {
 		return nil
@@ -124,6 +130,7 @@ func (s *dbStore[K, L, R]) put(k K, ks *keyState[L, R]) {
 		s.n--
 		if c.stored {
 			s.delete(s.dbKey(k))
+			s.stored--
 		}
 		return
 	}
@@ -157,6 +164,9 @@ func (s *dbStore[K, L, R]) writeBack(c *cachedKey[K, L, R]) {
 	}
 	s.vbuf = appendKeyState(s.vbuf[:0], &c.ks, s.c)
 	s.set(s.dbKey(c.k), s.vbuf)
+	if !c.stored {
+		s.stored++
+	}
 	c.dirty, c.stored = false, true
 	// A decoded record takes about twice its encoding, plus its entry.
 	n := int64(len(c.ks.left) + len(c.ks.right))
