@@ -35,14 +35,6 @@ type Sizer[A any] interface {
 	SizeAcc(a A) int
 }
 
-func appendTime(b []byte, t mtime.Time) []byte {
-	return binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
-}
-
-func readTime(b []byte) mtime.Time {
-	return mtime.Time(binary.BigEndian.Uint64(b) ^ (1 << 63))
-}
-
 // pebbleWriter is one instance's batch of writes, shared by its store and
 // its timers. It is an indexed batch: reads go through it, so they see the
 // writes not yet committed, and it is committed only when it grows large.
@@ -545,11 +537,11 @@ func newPebbleTimers[K comparable, A, O any](w *pebbleWriter, inst int, domain b
 
 func (q *pebbleTimers[K, A, O]) add(t mtime.Time, r timerRef[K]) {
 	b := append(q.kbuf[:0], q.pre...)
-	b = appendTime(b, t)
+	b = state.OrderedTime(b, t)
 	b = binary.BigEndian.AppendUint64(b, r.seq())
 	b = append(b, byte(r.kind()))
-	b = appendTime(b, r.win.Start)
-	b = appendTime(b, r.win.End)
+	b = state.OrderedTime(b, r.win.Start)
+	b = state.OrderedTime(b, r.win.End)
 	b = q.codec.AppendKey(b, r.key)
 	q.kbuf = b
 	if q.load != nil {
@@ -580,7 +572,7 @@ func (q *pebbleTimers[K, A, O]) next() (mtime.Time, bool) {
 			return 0, false
 		}
 		if it.First() {
-			q.min, q.known = readTime(it.Key()[len(q.pre):]), true
+			q.min, q.known = state.ReadOrderedTime(it.Key()[len(q.pre):]), true
 		}
 		q.fail(it.Close())
 		if !q.known {
@@ -597,7 +589,7 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 	if !ok {
 		return 0, nil
 	}
-	lo := appendTime(append([]byte(nil), q.pre...), t)
+	lo := state.OrderedTime(append([]byte(nil), q.pre...), t)
 	start := lo
 	if bytes.Compare(q.from, lo) > 0 {
 		// The bucket's first timers are popped already. A copy: q.from
@@ -623,7 +615,7 @@ func (q *pebbleTimers[K, A, O]) pop() (mtime.Time, []timerRef[K]) {
 			q.fail(enc.ErrCorrupt)
 			break
 		}
-		r := newTimer(*new(K), window.Window{Start: readTime(rest[9:]), End: readTime(rest[17:])}, seq, kind)
+		r := newTimer(*new(K), window.Window{Start: state.ReadOrderedTime(rest[9:]), End: state.ReadOrderedTime(rest[17:])}, seq, kind)
 		d := enc.NewDecoder(rest[25:])
 		r.key = q.codec.ReadKey(d)
 		q.fail(d.Err())
