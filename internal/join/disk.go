@@ -313,6 +313,10 @@ func (s *disk) addTimer(k []byte) {
 	s.maybeCommit()
 }
 
+// maxDue bounds the expiries of one instant the database's store hands
+// over at once.
+const maxDue = 4096
+
 // headPart is how many expiries the head reads at once (a variable for
 // the tests).
 var headPart = 1024

@@ -29,8 +29,8 @@ type store[K comparable, L, R any] interface {
 	// push adds an expiry at instant at.
 	push(at mtime.Time, t timer[K])
 	// due takes the expiries of the least instant with any, when it is
-	// at or before wm: appended to buf, in order of arrival (at most
-	// maxDue of them; the rest at the next call).
+	// at or before wm: appended to buf, in order of arrival (the
+	// database's at most maxDue at a time, the rest at the next call).
 	due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K])
 	// appendKeys appends the buffers of the keys of the key groups keep
 	// holds for (see Op.AppendKeys).
@@ -38,9 +38,6 @@ type store[K comparable, L, R any] interface {
 	// err is the first error the store met (a state database's).
 	err() error
 }
-
-// maxDue bounds the expiries of one instant a store hands over at once.
-const maxDue = 4096
 
 // appendKeyState appends a key's buffers as checkpoints keep them.
 func appendKeyState[K comparable, L, R any](b []byte, ks *keyState[L, R], c Codec[K, L, R]) []byte {
