@@ -83,10 +83,8 @@ func (e *Engine) AddFeed(name string, f Feed) error {
 // job resumes from, as its source wrote it (connector.Source.Position), or
 // nil when it starts afresh or the input was not added.
 func (e *Engine) RestoredPosition(name string) []byte {
-	for _, in := range e.inputs {
-		if in.name == name {
-			return in.pos
-		}
+	if in := e.input(name); in != nil {
+		return in.pos
 	}
 	return nil
 }
@@ -95,12 +93,20 @@ func (e *Engine) RestoredPosition(name string) []byte {
 // (RestoredPosition) the checkpoint's run had handed over: the restore
 // skips them.
 func (e *Engine) RestoredSkip(name string) int {
-	for _, in := range e.inputs {
-		if in.name == name {
-			return in.skip
-		}
+	if in := e.input(name); in != nil {
+		return in.skip
 	}
 	return 0
+}
+
+// input is the input name, nil when none was added.
+func (e *Engine) input(name string) *input {
+	for _, in := range e.inputs {
+		if in.name == name {
+			return in
+		}
+	}
+	return nil
 }
 
 // start opens the feed as the engine retries its own operations (retry): a
