@@ -34,8 +34,7 @@ func init() {
 		},
 	})
 	// The same job on the Pebble backend, and a join whose state is every
-	// order read (its interval a day): on each backend, with the largest
-	// heap seen.
+	// order read (its interval a day), on each backend.
 	onDisk := fmt.Sprintf("state: {backend: pebble, memory_budget: %dMiB, dir: state}\n", pebbleBudget>>20)
 	for _, v := range []struct{ name, about, job string }{
 		{"join-pebble", fmt.Sprintf("join-run on the Pebble backend (%d MiB budget)", pebbleBudget>>20), joinJob + onDisk},

@@ -264,8 +264,14 @@ type newUser struct {
 	joined, auction bool
 }
 
+// personsAndAuctions are the events q8 reads: the bids, most of the
+// events, dropped with one filter.
+func personsAndAuctions(s weir.Stream[nexEvent]) weir.Stream[nexEvent] {
+	return weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson || e.kind == gen.KindAuction })
+}
+
 func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
-	pa := weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson || e.kind == gen.KindAuction })
+	pa := personsAndAuctions(s)
 	join := aggregate.Of(
 		func() newUser { return newUser{} },
 		func(a newUser, e nexEvent) newUser {
@@ -303,7 +309,7 @@ func q8(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 // watermark the least of the two inputs'.
 func q8CoGroup(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	// The bids, most of the events, are dropped once, as q8 drops them.
-	pa := weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindPerson || e.kind == gen.KindAuction })
+	pa := personsAndAuctions(s)
 	persons := weir.KeyBy(stamp(weir.Filter(pa, func(e nexEvent) bool { return e.kind == gen.KindPerson })), func(e nexEvent) int64 { return e.id })
 	auctions := weir.KeyBy(stamp(weir.Filter(pa, func(e nexEvent) bool { return e.kind == gen.KindAuction })), func(e nexEvent) int64 { return e.seller })
 	name := aggregate.Of(func() string { return "" }, func(_ string, e nexEvent) string { return e.name },
