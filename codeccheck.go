@@ -145,7 +145,7 @@ func (p *Pipeline) checkState(label string, mode window.Mode, key, acc, out refl
 	}
 	for _, s := range types {
 		if why := checkpointable(s.t); why != "" {
-			p.fail("aggregation %s: the %s type %s cannot be checkpointed: %s", label, s.role, s.t, why)
+			p.fail("aggregation %s: the %s type %s cannot be %s: %s", label, s.role, s.t, p.encoded(), why)
 			return
 		}
 	}

@@ -188,10 +188,10 @@ func joinStreams[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], c 
 		p.fail("join %s: a side is Versioned, which a join does not do: a join does not revise what it joined", name)
 		return outs()
 	}
-	if p.checkpointed() {
+	if how := p.encoded(); how != "" {
 		for _, t := range []reflect.Type{reflect.TypeFor[K](), reflect.TypeFor[L](), reflect.TypeFor[R]()} {
 			if why := checkpointable(t); why != "" {
-				p.fail("join %s: the type %s cannot be checkpointed: %s", name, t, why)
+				p.fail("join %s: the type %s cannot be %s: %s", name, t, how, why)
 				return outs()
 			}
 		}
@@ -219,7 +219,7 @@ func joinStreams[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R], c 
 		}
 	}
 	jn := &joinNode[K, L, R]{name: name, spec: c.spec, deletes: deletes, left: left, right: right, out: out, late: late,
-		lin: later[L](left.t.s.n), rin: later[R](right.t.s.n)}
+		lin: later[L](left.t.s.n), rin: later[R](right.t.s.n), disk: p.o.disk}
 	p.add(&plan.Node{ID: node, Label: "join " + name, Inputs: []plan.Input{left.t.s.from, right.t.s.from}, Op: op, Impl: jn})
 	return outs()
 }
@@ -236,6 +236,7 @@ type joinNode[K comparable, L, R any] struct {
 	late    *engine.Stream[JoinLate[K, L, R]]
 	lin     *lazy[L]
 	rin     *lazy[R]
+	disk    *onDisk // nil: buffers in memory
 }
 
 func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
@@ -244,8 +245,15 @@ func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 	cfg := engine.JoinConfig[K, L, R]{Name: c.Participant(), Spec: n.spec, Watermark: op.Watermark,
 		Parallelism: op.Parallelism, Hash: stableHash[K](e.Checkpointed()),
 		Deletes: n.deletes, Out: n.out, Late: n.late}
-	if e.Checkpointed() {
+	if e.Checkpointed() || n.disk != nil {
 		cfg.Codec = jsonCodec[K, L, R]{}
+	}
+	if n.disk != nil {
+		db, err := n.disk.open(e, "join "+n.name)
+		if err != nil {
+			return err
+		}
+		cfg.State = db
 	}
 	j, err := engine.NewJoin(e, cfg)
 	if err != nil {

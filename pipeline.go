@@ -60,6 +60,7 @@ type options struct {
 	task        *group.Task
 	interval    time.Duration // InGroup's
 	dirSet      bool          // Checkpoints was given
+	disk        *onDisk       // StateOnDisk's databases, or nil: state in memory
 	errs        []error
 }
 
@@ -275,6 +276,18 @@ func (p *Pipeline) fail(format string, args ...any) {
 // checkpointed says the pipeline takes checkpoints.
 func (p *Pipeline) checkpointed() bool { return p.o.cfg.Checkpoint.Dir != "" }
 
+// encoded says why the pipeline encodes its keyed state ("" when it does
+// not): checkpoints, or state on disk.
+func (p *Pipeline) encoded() string {
+	switch {
+	case p.checkpointed():
+		return "checkpointed"
+	case p.o.disk != nil:
+		return "kept on disk (StateOnDisk)"
+	}
+	return ""
+}
+
 // add adds a node to the pipeline's plan.
 func (p *Pipeline) add(n *plan.Node) { p.g.Add(n) }
 
@@ -328,7 +341,7 @@ func (p *Pipeline) Status(ctx context.Context, timeout time.Duration) engine.Sta
 // and closes) or ctx is done (then windows stay open, a savepoint is taken
 // with Checkpoints, and Run returns an error wrapping engine.ErrStopped that
 // names it). It returns the first error of a source or of a sink.
-func (p *Pipeline) Run(ctx context.Context) error {
+func (p *Pipeline) Run(ctx context.Context) (err error) {
 	if p.err != nil {
 		return p.err
 	}
@@ -350,6 +363,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		// fingerprint; a later one by the shape, part by part.
 		sum := sha256.Sum256([]byte(strings.Join(p.legacy, "\n")))
 		tc.Fingerprint = hex.EncodeToString(sum[:8])
+	}
+	if d := o.disk; d != nil {
+		// A database per aggregation and join, each within its share.
+		n := int64(0)
+		for _, nd := range p.g.Nodes {
+			if _, ok := nd.Impl.(stateful); ok {
+				n++
+			}
+		}
+		d.share = d.budget / max(n, 1)
+		defer func() {
+			if cerr := d.close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
 	}
 	job, err := translate.Build(&p.g, tc)
 	if err != nil {

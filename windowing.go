@@ -161,7 +161,7 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 	if c.set {
 		label, stage = fmt.Sprintf("%q", name), "stage:"+name
 	}
-	if p.checkpointed() {
+	if p.encoded() != "" {
 		p.checkState(label, w.s.Mode, reflect.TypeFor[K](), reflect.TypeFor[A](), reflect.TypeFor[O]())
 	}
 	panes := &engine.Stream[Pane[K, O]]{}
@@ -188,7 +188,7 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 		}
 	}
 	agg := &aggNode[K, T, A, O]{label: label, strategy: w.s, t: t, key: w.k.key, f: f, batch: p.o.batchSize,
-		panes: panes, late: late, in: later[T](t.s.n)}
+		panes: panes, late: late, in: later[T](t.s.n), disk: p.o.disk}
 	p.add(&plan.Node{ID: node, Label: "aggregation " + label, Inputs: []plan.Input{t.s.from}, Op: op, Impl: agg})
 	return Stream[Pane[K, O]]{p: p, n: panes, from: plan.Input{From: node}, origin: id},
 		Stream[Late[K, T]]{p: p, n: late, from: plan.Input{From: node, Port: plan.Late}, origin: id}
@@ -206,6 +206,7 @@ type aggNode[K comparable, T, A, O any] struct {
 	panes    *engine.Stream[Pane[K, O]]
 	late     *engine.Stream[Late[K, T]]
 	in       *lazy[T]
+	disk     *onDisk // nil: windows in memory
 }
 
 func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
@@ -216,8 +217,15 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 		Parallelism: op.Parallelism, BatchSize: a.batch, Hash: stableHash[K](e.Checkpointed()),
 		Panes: a.panes, Late: a.late,
 	}
-	if e.Checkpointed() {
+	if e.Checkpointed() || a.disk != nil {
 		cfg.Codec = jsonCodec[K, A, O]{}
+	}
+	if a.disk != nil {
+		db, err := a.disk.open(e, "aggregation "+a.label)
+		if err != nil {
+			return err
+		}
+		cfg.State = db
 	}
 	st, err := engine.NewWindow(e, cfg)
 	if err != nil {
@@ -225,7 +233,10 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 	}
 	hc := engine.HeadConfig[K, T]{Name: translate.HeadName(c.Node().ID), Source: c.Node().Label, Window: st,
 		GroupWatermark: c.GroupWatermark(c.Node())}
-	if op.Dedup != nil {
+	switch {
+	case op.Dedup != nil && cfg.State != nil:
+		hc.Dedup = cfg.State.Dedup(op.Dedup.Horizon)
+	case op.Dedup != nil:
 		hc.Dedup = state.NewMemoryDedup(op.Dedup.Horizon)
 	}
 	if a.t.version != nil {

@@ -892,24 +892,18 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		n = int64(len(first.aggregations()))
 		budget /= n
 	}
+	var db *state.DB
+	var err error
 	if dir == "" || rn.o.task != nil || rn.j.Several() {
 		// A group's tasks each have a database of their own, in state.dir
 		// if the job names one: the changelog is their state's durable
 		// copy, the database its working one.
-		if dir != "" {
-			if err := state.Claim(dir); err != nil {
-				return &RuntimeError{Msg: "cannot use the state directory: " + err.Error(), Err: err}
-			}
-		}
-		tmp, err := vfs.MkdirScratch(dir, "weir-state-")
-		if err != nil {
-			return &RuntimeError{Msg: "cannot create a state directory: " + err.Error(), Err: err}
-		}
-		dir, rn.tmp = tmp, tmp
+		db, rn.tmp, err = state.OpenScratch(dir, budget)
+	} else if db, err = state.Open(dir, budget); err != nil {
+		err = fmt.Errorf("cannot open the state database in %s: %w", dir, err)
 	}
-	db, err := state.Open(dir, budget)
 	if err != nil {
-		return &RuntimeError{Msg: fmt.Sprintf("cannot open the state database in %s: %v", dir, err), Err: err}
+		return &RuntimeError{Msg: err.Error(), Err: err}
 	}
 	rn.db = db
 	if rn.o.task == nil && rn.first == nil {

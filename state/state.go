@@ -50,6 +50,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	weirvfs "github.com/weirstream/weir/vfs"
 )
 
 // DefaultBudget is the memory budget when a job names none: 512 MiB.
@@ -128,6 +130,30 @@ func Claim(dir string) error {
 		return nil
 	}
 	return os.WriteFile(marker, []byte("weir state: databases in directories of their own, swept when their process is gone\n"), 0o600)
+}
+
+// OpenScratch opens a database in a directory of its own, made inside
+// parent (the system's temporary directory when "", else claimed: see
+// Claim) and marked as this process's (vfs.MkdirScratch): for a database
+// among others (a job's aggregations and joins, a group's tasks), or one
+// with no directory named. It returns the directory, which the caller
+// removes with vfs.RemoveScratch once the database is closed.
+func OpenScratch(parent string, budget int64) (*DB, string, error) {
+	if parent != "" {
+		if err := Claim(parent); err != nil {
+			return nil, "", fmt.Errorf("cannot use the state directory: %w", err)
+		}
+	}
+	dir, err := weirvfs.MkdirScratch(parent, "weir-state-")
+	if err != nil {
+		return nil, "", fmt.Errorf("cannot create a state directory: %w", err)
+	}
+	db, err := Open(dir, budget)
+	if err != nil {
+		weirvfs.RemoveScratch(dir)
+		return nil, "", fmt.Errorf("cannot open the state database in %s: %w", dir, err)
+	}
+	return db, dir, nil
 }
 
 // Open opens a database in dir, sized to budget bytes of memory

@@ -1,0 +1,119 @@
+package weir
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/state"
+	"github.com/weirstream/weir/vfs"
+)
+
+// StateOnDisk keeps the pipeline's keyed state in Pebble databases on disk
+// instead of in memory, for state larger than memory, as a job file's
+// state: {backend: pebble} does: the windows of every aggregation with
+// their timers and de-duplication ids, and the buffers and expiries of
+// every join. Keyed process functions, and the de-duplication ids of a
+// join's sides, stay in memory.
+//
+// Each aggregation and join has a database of its own, in a directory of
+// its own under dir (the system's temporary directory when dir is ""),
+// removed when Run returns; dir is made if it does not exist, and must be
+// empty or weir's (a state directory weir marked). memoryBudget bytes
+// (state.DefaultBudget when 0) are shared among the databases: Pebble's
+// block cache and memtables take half of each one's share, the decoded
+// state kept at hand an eighth. The Go heap's soft limit is the program's
+// to set (runtime/debug.SetMemoryLimit): weir run sets it to the budget
+// plus 128 MiB.
+//
+// Results, and checkpoints, are the same as in memory: a pipeline
+// checkpointed with its state on disk can be restored with its state in
+// memory, and the other way round. State on disk is encoded as
+// checkpoints encode it (as JSON), so its keys, accumulators and joined
+// types must round-trip through encoding/json (see Checkpoints).
+func StateOnDisk(dir string, memoryBudget int64) Option {
+	return func(o *options) {
+		if memoryBudget < 0 {
+			o.fail("StateOnDisk", "expected a memory budget of 0 (the default, %d MiB) or more bytes, got %d", state.DefaultBudget>>20, memoryBudget)
+			return
+		}
+		if err := state.CheckDir(dir); dir != "" && err != nil {
+			o.fail("StateOnDisk", "%v", err)
+			return
+		}
+		o.disk = &onDisk{dir: dir, budget: state.Budget(memoryBudget)}
+	}
+}
+
+// onDisk opens and closes a pipeline's state databases (StateOnDisk).
+type onDisk struct {
+	dir    string
+	budget int64
+	// share is each database's part of the budget, set when the
+	// pipeline runs.
+	share int64
+
+	mu   sync.Mutex
+	dbs  []*diskDB
+	stop chan struct{} // closed by close: the watchers of failures end
+}
+
+// diskDB is one open database and the directory it is in.
+type diskDB struct {
+	db  *state.DB
+	dir string
+}
+
+// open opens a database of its own for one aggregation or join, and has
+// the engine stop the job if it cannot write (a full disk): Pebble would
+// hold the job's writes back for ever.
+func (d *onDisk) open(e *engine.Engine, what string) (*state.DB, error) {
+	db, dir, err := state.OpenScratch(d.dir, d.share)
+	if err != nil {
+		return nil, fmt.Errorf("weir: %s: %w", what, err)
+	}
+	d.mu.Lock()
+	d.dbs = append(d.dbs, &diskDB{db: db, dir: dir})
+	if d.stop == nil {
+		d.stop = make(chan struct{})
+	}
+	stop := d.stop
+	d.mu.Unlock()
+	go func() {
+		select {
+		case <-stop:
+		case <-db.Failed():
+			e.Abort(fmt.Errorf("weir: %s: %w", what, db.Err()))
+		}
+	}()
+	return db, nil
+}
+
+// close closes every database the pipeline opened and removes its
+// directory.
+func (d *onDisk) close() error {
+	d.mu.Lock()
+	dbs := d.dbs
+	d.dbs = nil
+	if d.stop != nil {
+		close(d.stop)
+		d.stop = nil
+	}
+	d.mu.Unlock()
+	var errs []error
+	for _, x := range dbs {
+		if err := x.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("weir: closing the state database in %s: %w", x.dir, err))
+		}
+		vfs.RemoveScratch(x.dir)
+	}
+	return errors.Join(errs...)
+}
+
+// stateful is a node whose keyed state StateOnDisk keeps on disk: an
+// aggregation's or a join's, each in a database of its own.
+type stateful interface{ onDisk() *onDisk }
+
+func (a *aggNode[K, T, A, O]) onDisk() *onDisk { return a.disk }
+func (n *joinNode[K, L, R]) onDisk() *onDisk   { return n.disk }
