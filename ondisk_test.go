@@ -3,6 +3,7 @@ package weir_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/weirstream/weir"
 	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector/file"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
@@ -140,6 +143,52 @@ func TestStateOnDiskCheckpointsAndResume(t *testing.T) {
 		t.Run("aggregation "+c.name, func(t *testing.T) {
 			resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughPanes, onDisk(c.stopped, c.resumed, countFile))
 		})
+	}
+}
+
+// A join's buffers on disk go into its checkpoints from the database, a
+// file a part, never whole in memory: a periodic checkpoint shares them
+// as objects of the store, a savepoint keeps its own copies; both are
+// files the checkpoint reads from disk.
+func TestStateOnDiskJoinCheckpointFiles(t *testing.T) {
+	evs := shopEvents(6000)
+	var states []engine.JoinState
+	for _, disk := range []bool{false, true} {
+		dir := t.TempDir()
+		opts := []weir.Option{weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour), weir.Parallelism(2)}
+		if disk {
+			opts = append(opts, weir.StateOnDisk("", onDiskBudget))
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		err := joinFile(evs, filepath.Join(dir, "out.txt"), opts, 3000, cancel).Run(ctx)
+		cancel()
+		var stopped *engine.StoppedError
+		if !errors.As(err, &stopped) {
+			t.Fatalf("stopped: %v", err)
+		}
+		c, err := checkpoint.Load(checkpoint.OSFS, stopped.Savepoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range c.Manifest.Files {
+			if !strings.HasPrefix(f.Name, "join:payments.op-") {
+				continue
+			}
+			_, inMemory := c.Files[f.Name]
+			if inMemory == disk || f.Lazy != disk || f.Size < 100 {
+				t.Errorf("on disk %v: the savepoint's %s: read in %v, %+v", disk, f.Name, inMemory, f)
+			}
+		}
+		in, err := engine.Inspect(c, nil)
+		if err != nil || len(in.Joins) != 1 {
+			t.Fatalf("on disk %v: inspect: %v, %+v", disk, err, in.Joins)
+		}
+		states = append(states, in.Joins[0])
+	}
+	for _, st := range states {
+		if st.Instances != 2 || st.Keys < 10 {
+			t.Errorf("inspect, in memory and on disk: %+v", states)
+		}
 	}
 }
 

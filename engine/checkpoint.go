@@ -203,6 +203,30 @@ func (p *Participant) File(suffix string) []byte {
 	return nil
 }
 
+// ReadFile returns the restored file with the name suffix, as File does,
+// or, when the checkpoint keeps it as a file of its own (a shared object,
+// or a savepoint's own copy of one), reads it; a file the checkpoint does
+// not have is an error.
+func (p *Participant) ReadFile(suffix string) ([]byte, error) {
+	name := p.FileName(suffix)
+	for _, f := range p.restored {
+		switch {
+		case f.Name != name:
+		case f.Data != nil:
+			return f.Data, nil
+		case f.Path != "":
+			fs := p.e.cfg.Checkpoint.FS
+			if fs == nil || vfs.OnDisk(fs) {
+				return os.ReadFile(f.Path)
+			}
+			return fs.ReadFile(f.Path)
+		default:
+			return []byte{}, nil
+		}
+	}
+	return nil, fmt.Errorf("its state %s is missing", name)
+}
+
 // FileName is the name of the participant's file with suffix.
 func (p *Participant) FileName(suffix string) string {
 	if suffix == "" {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/enc"
@@ -284,11 +285,32 @@ func (j *Join[K, L, R]) RightSignal(Signal) {}
 
 // barrier acknowledges a checkpoint with the join's state: its clocks and
 // combined watermark, and its buffers by key group, in as many parts as
-// its parallelism.
+// its parallelism. Buffers in a state database are written from it into
+// a file a part, read a key at a time (the same bytes), never whole in
+// memory.
 func (j *Join[K, L, R]) barrier(b *CheckpointBarrier) {
-	ackParted(b, j.p, j.cfg.Parallelism, func(clock []byte) []byte {
+	head := func(clock []byte) []byte {
 		return j.op.AppendHeader(j.d.AppendState(clock))
-	}, func(keep func(int) bool) ([]byte, error) {
+	}
+	if db := j.cfg.State; db != nil {
+		ackPartedFiles(b, j.p, j.cfg.Parallelism, head, func(name string, keep func(int) bool) ([]File, error) {
+			snap, err := db.WriteSnapshot(name, func(w io.Writer) error {
+				return j.op.WriteKeys(w, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep)
+			})
+			if err == nil {
+				err = j.op.Err()
+			}
+			if err != nil {
+				if snap != nil {
+					_ = snap.Release()
+				}
+				return nil, fmt.Errorf("join %s: %w", j.cfg.Name, err)
+			}
+			return b.snapshotFiles(j.p, "", snap)
+		})
+		return
+	}
+	ackParted(b, j.p, j.cfg.Parallelism, head, func(keep func(int) bool) ([]byte, error) {
 		b := j.op.AppendKeys(nil, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep)
 		if err := j.op.Err(); err != nil {
 			return nil, fmt.Errorf("join %s: %w", j.cfg.Name, err)

@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/weirstream/weir/checkpoint"
@@ -22,15 +25,26 @@ import (
 // appends the driver's state and the stage's header, keys the keys of the
 // groups keep says. A part that cannot be written fails the checkpoint.
 func ackParted(b *CheckpointBarrier, p *Participant, n int, head func([]byte) []byte, keys func(keep func(group int) bool) ([]byte, error)) {
+	ackPartedFiles(b, p, n, head, func(name string, keep func(group int) bool) ([]File, error) {
+		data, err := keys(keep)
+		return []File{{Name: p.FileName(name), Data: data}}, err
+	})
+}
+
+// ackPartedFiles is ackParted with each part's file made by part, given
+// its name's suffix ("op-i"): a stage whose keys are in a state database
+// writes them into a file on disk (a shared object of the checkpoint
+// store), so that they are never whole in memory.
+func ackPartedFiles(b *CheckpointBarrier, p *Participant, n int, head func([]byte) []byte, part func(name string, keep func(group int) bool) ([]File, error)) {
 	clock := head(enc.AppendUvarint(nil, uint64(n)))
 	files := []File{{Name: p.FileName("clock"), Data: clock}}
 	for i := range n {
-		data, err := keys(func(g int) bool { return g*n/exec.KeyGroups == i })
+		fs, err := part(fmt.Sprintf("op-%d", i), func(g int) bool { return g*n/exec.KeyGroups == i })
 		if err != nil {
 			b.Fail(p, err)
 			return
 		}
-		files = append(files, File{Name: p.FileName(fmt.Sprintf("op-%d", i)), Data: data})
+		files = append(files, fs...)
 	}
 	b.Ack(p, files...)
 }
@@ -50,9 +64,9 @@ func restoreParted(e *Engine, p *Participant, clock []byte, head func(*enc.Decod
 	}
 	for i := range n {
 		name := fmt.Sprintf("op-%d", i)
-		data := p.File(name)
-		if data == nil {
-			return 0, fmt.Errorf("its state %s is missing", p.FileName(name))
+		data, err := p.ReadFile(name)
+		if err != nil {
+			return 0, err
 		}
 		if err := keys(enc.NewDecoder(data)); err != nil {
 			return 0, fmt.Errorf("%s: %w", p.FileName(name), err)
@@ -92,11 +106,33 @@ func inspectParted(c *checkpoint.Checkpoint, name string, header func(*enc.Decod
 		}
 	}
 	for i := range ps.instances {
-		d := enc.NewDecoder(c.Files[fmt.Sprintf("%s.op-%d", name, i)])
+		part := fmt.Sprintf("%s.op-%d", name, i)
+		data, ok := c.Files[part]
+		if !ok && c.Paths[part] != "" {
+			// A part kept as a file of its own: its count is in its
+			// first bytes.
+			data, _ = readFileHead(c.Paths[part], binary.MaxVarintLen64)
+		}
+		d := enc.NewDecoder(data)
 		ps.keys += int64(d.Uvarint())
 		if d.Err() != nil {
 			return ps, fmt.Errorf("%s: %s.op-%d is corrupt", c.Path, name, i)
 		}
 	}
 	return ps, nil
+}
+
+// readFileHead reads at most the first n bytes of the file at path.
+func readFileHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, err := io.ReadFull(f, b)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return b[:m], err
 }

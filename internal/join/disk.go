@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -199,14 +200,25 @@ func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []tim
 }
 
 func (s *dbStore[K, L, R]) appendKeys(b []byte, _ Codec[K, L, R], _ func(K) uint64, groups int, keep func(group int) bool) []byte {
-	if groups != s.groups {
-		s.fail(fmt.Errorf("join: the state database keeps %d key groups, not %d", s.groups, groups))
+	w := appender{b}
+	if err := s.writeKeys(&w, groups, keep); err != nil {
+		s.fail(err)
 		return enc.AppendUvarint(b, 0)
+	}
+	return w.b
+}
+
+// writeKeys writes the buffers of the key groups keep holds for, as
+// Op.AppendKeys appends them, from the database, once the cache's changes
+// are written back.
+func (s *dbStore[K, L, R]) writeKeys(w io.Writer, groups int, keep func(group int) bool) error {
+	if groups != s.groups {
+		return fmt.Errorf("join: the state database keeps %d key groups, not %d", s.groups, groups)
 	}
 	for c := s.lru.next; c != &s.lru; c = c.next {
 		s.writeBack(c)
 	}
-	return s.appendBuffers(b, groups, keep)
+	return s.writeBuffers(w, groups, keep)
 }
 
 var errCorrupt = errors.New("join: the buffers of a key in the state database are corrupt")
@@ -383,9 +395,20 @@ func (s *disk) dropDue(n int) {
 	s.maybeCommit()
 }
 
-// appendBuffers appends the buffers of the key groups keep holds for, as
-// Op.AppendKeys does: they are in the database in that order.
-func (s *disk) appendBuffers(b []byte, groups int, keep func(group int) bool) []byte {
+// appender is an io.Writer that appends to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+// writeBuffers writes the buffers of the key groups keep holds for, as
+// Op.AppendKeys appends them (they are in the database in that order):
+// their number, then each, read in two passes so that none is held in
+// memory. An error of the database's is the store's (it stops the job);
+// w's is returned.
+func (s *disk) writeBuffers(w io.Writer, groups int, keep func(group int) bool) error {
 	lo, hi := -1, -1
 	for g := range groups {
 		if keep(g) {
@@ -395,32 +418,55 @@ func (s *disk) appendBuffers(b []byte, groups int, keep func(group int) bool) []
 			hi = g
 		}
 	}
+	var kbuf [binary.MaxVarintLen64]byte
 	if lo < 0 {
-		return enc.AppendUvarint(b, 0)
+		_, err := w.Write(enc.AppendUvarint(kbuf[:0], 0))
+		return err
 	}
-	// Read the database itself, not through a large uncommitted batch.
+	// Read the database itself, not through a large uncommitted batch;
+	// nothing writes the operator's keys while it is read.
 	s.commit()
-	it, err := s.db.NewIter(&pebble.IterOptions{
+	opts := &pebble.IterOptions{
 		LowerBound: binary.BigEndian.AppendUint16(append([]byte(nil), s.bufs...), uint16(lo)),
 		UpperBound: state.PrefixEnd(binary.BigEndian.AppendUint16(append([]byte(nil), s.bufs...), uint16(hi))),
-	})
-	if err != nil {
-		s.fail(err)
-		return enc.AppendUvarint(b, 0)
 	}
-	var ents []byte
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		if !keep(int(binary.BigEndian.Uint16(k[len(s.bufs):]))) {
-			continue
+	each := func(f func(k []byte, it *pebble.Iterator) error) error {
+		it, err := s.db.NewIter(opts)
+		if err != nil {
+			s.fail(err)
+			return err
 		}
-		v, err := it.ValueAndErr()
+		for ok := it.First(); ok; ok = it.Next() {
+			k := it.Key()
+			if !keep(int(binary.BigEndian.Uint16(k[len(s.bufs):]))) {
+				continue
+			}
+			if err := f(k[len(s.bufs)+2:], it); err != nil {
+				it.Close()
+				return err
+			}
+		}
+		err = it.Close()
 		s.fail(err)
-		ents = append(append(ents, k[len(s.bufs)+2:]...), v...)
-		n++
+		return err
 	}
-	s.fail(it.Close())
-	b = enc.AppendUvarint(b, uint64(n))
-	return append(b, ents...)
+	n := uint64(0)
+	if err := each(func([]byte, *pebble.Iterator) error { n++; return nil }); err != nil {
+		return err
+	}
+	if _, err := w.Write(enc.AppendUvarint(kbuf[:0], n)); err != nil {
+		return err
+	}
+	return each(func(k []byte, it *pebble.Iterator) error {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			s.fail(err)
+			return err
+		}
+		if _, err := w.Write(k); err != nil {
+			return err
+		}
+		_, err = w.Write(v)
+		return err
+	})
 }

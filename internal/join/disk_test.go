@@ -1,9 +1,14 @@
 package join
 
 import (
+	"bytes"
 	"fmt"
+	"hash"
+	"hash/fnv"
+	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -148,8 +153,13 @@ func runRandom(t *testing.T, cfg Config, cache int64) (string, string) {
 			op.Advance(wm)
 		}
 		if i%1000 == 999 {
+			// A part appended, a part written: the same bytes.
 			b := op.AppendKeys(op.AppendHeader(nil), strCodec{}, hash, 16, func(g int) bool { return g%2 == 0 })
-			b = op.AppendKeys(b, strCodec{}, hash, 16, func(g int) bool { return g%2 == 1 })
+			w := bytes.NewBuffer(b)
+			if err := op.WriteKeys(w, strCodec{}, hash, 16, func(g int) bool { return g%2 == 1 }); err != nil {
+				t.Fatal(err)
+			}
+			b = w.Bytes()
 			states.Write(b)
 			if i == 1999 {
 				op = newOp()
@@ -182,4 +192,84 @@ func firstDiff(want, got string) string {
 		}
 	}
 	return fmt.Sprintf("%d lines against %d", len(w), len(g))
+}
+
+// A checkpoint of an operator on disk is written from the database a key
+// at a time: writing 40,000 keys' buffers (several MiB) allocates a small
+// part of their size, where appending them allocates all of it.
+func TestWriteKeysFromDisk(t *testing.T) {
+	op, err := New(Config{Lower: 0, Upper: 1 << 40, Mode: LeftOuter}, func(*Out[string, string, string]) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(t.TempDir(), 16<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	hash := func(k string) uint64 { return uint64(len(k)) + uint64(k[len(k)-1]) }
+	op.OnDisk(db, "join", strCodec{}, hash, 16, 1<<20)
+	for i := range 40_000 {
+		op.AddLeft(fmt.Sprintf("key-%08d", i), mtime.Time(i), strings.Repeat("x", 100))
+	}
+	all := func(int) bool { return true }
+	want := op.AppendKeys(nil, strCodec{}, hash, 16, all)
+	var ms runtime.MemStats
+	allocated := func(f func()) uint64 {
+		runtime.ReadMemStats(&ms)
+		before := ms.TotalAlloc
+		f()
+		runtime.ReadMemStats(&ms)
+		return ms.TotalAlloc - before
+	}
+	// The first writing commits the records to the database, which
+	// flushes them: the database's own work, in goroutines of its own,
+	// done before the writing measured.
+	if err := op.WriteKeys(io.Discard, strCodec{}, hash, 16, all); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var w countingWriter
+	wrote := allocated(func() {
+		if err := op.WriteKeys(&w, strCodec{}, hash, 16, all); err != nil {
+			t.Fatal(err)
+		}
+	})
+	appended := allocated(func() { op.AppendKeys(nil, strCodec{}, hash, 16, all) })
+	if w.n != len(want) || w.h.Sum64() != hashOf(want) {
+		t.Fatalf("wrote %d bytes, want the %d AppendKeys appends", w.n, len(want))
+	}
+	t.Logf("%d bytes of buffers: writing allocated %d bytes, appending %d", len(want), wrote, appended)
+	if raceEnabled {
+		return
+	}
+	if len(want) < 4<<20 || wrote > uint64(len(want))/8 || appended < uint64(len(want)) {
+		t.Errorf("%d bytes of buffers: writing them allocated %d bytes, appending them %d", len(want), wrote, appended)
+	}
+	if err := op.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countingWriter counts and hashes what is written to it, keeping none.
+type countingWriter struct {
+	n int
+	h hash.Hash64
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	if w.h == nil {
+		w.h = fnv.New64a()
+	}
+	w.n += len(p)
+	return w.h.Write(p)
+}
+
+// hashOf is b's hash as a countingWriter's.
+func hashOf(b []byte) uint64 {
+	var w countingWriter
+	w.Write(b)
+	return w.h.Sum64()
 }

@@ -32,6 +32,7 @@ package join
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/weirstream/weir/internal/enc"
@@ -496,6 +497,18 @@ func readHeader(d *enc.Decoder, wm *mtime.Time, seq *uint64, st *Stats) error {
 // group and then of encoded key: the same state gives the same bytes.
 func (o *Op[K, L, R]) AppendKeys(b []byte, c Codec[K, L, R], hash func(K) uint64, groups int, keep func(group int) bool) []byte {
 	return o.st.appendKeys(b, c, hash, groups, keep)
+}
+
+// WriteKeys writes what AppendKeys appends to w: from a state database
+// (OnDisk) a key at a time, as the database holds them, so that a
+// checkpoint of state larger than memory never holds it whole; from
+// memory at once.
+func (o *Op[K, L, R]) WriteKeys(w io.Writer, c Codec[K, L, R], hash func(K) uint64, groups int, keep func(group int) bool) error {
+	if s, ok := o.st.(*dbStore[K, L, R]); ok {
+		return s.writeKeys(w, groups, keep)
+	}
+	_, err := w.Write(o.AppendKeys(nil, c, hash, groups, keep))
+	return err
 }
 
 // RestoreKeys reads the buffers AppendKeys wrote (of any set of key
