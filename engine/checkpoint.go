@@ -227,6 +227,23 @@ func (p *Participant) ReadFile(suffix string) ([]byte, error) {
 	return nil, fmt.Errorf("its state %s is missing", name)
 }
 
+// OpenFile opens the restored file with the name suffix to read, as
+// ReadFile returns it: from memory, or from the checkpoint's file.
+func (p *Participant) OpenFile(suffix string) (io.ReadCloser, error) {
+	name := p.FileName(suffix)
+	for _, f := range p.restored {
+		fs := p.e.cfg.Checkpoint.FS
+		if f.Name == name && f.Data == nil && f.Path != "" && (fs == nil || vfs.OnDisk(fs)) {
+			return os.Open(f.Path)
+		}
+	}
+	data, err := p.ReadFile(suffix)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
+}
+
 // FileName is the name of the participant's file with suffix.
 func (p *Participant) FileName(suffix string) string {
 	if suffix == "" {

@@ -776,6 +776,61 @@ func TestJoinHoldsToTheBudget(t *testing.T) {
 	}
 }
 
+// A join on Pebble takes its checkpoints, and is restored, within its
+// budget: a checkpoint of every order held (one each 4 MiB of output, and
+// a savepoint) is written from the database a key at a time, and read
+// back as it comes, never whole in memory. In memory the same run takes
+// about the state's size.
+func TestJoinCheckpointHoldsToTheBudget(t *testing.T) {
+	n, stop := 200_000, int64(250)
+	if raceEnabled || testing.Short() {
+		n, stop = 20_000, 25 // the bound is not at stake with so few
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	orders, payments := joinInputs(n)
+	wide := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}", "between: [0s, 10m]", "between: [0s, 1000h]",
+		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h, max_held_output: 4MiB}\n"
+	added := map[string][2]float64{}
+	outs := map[string][32]byte{}
+	for _, backend := range []string{"memory", "pebble"} {
+		dir := t.TempDir()
+		yaml := wide + fmt.Sprintf("state: {backend: %s, memory_budget: 8MiB}\n", backend)
+		var peaks [2]float64
+		for i, o := range []Options{{stopAfter: stop}, {}} {
+			runtime.GC()
+			base := liveHeap()
+			peak := liveHeapPeak()
+			sum := runJoinJob(t, dir, yaml, orders, payments, o)
+			p := peak()
+			debug.SetMemoryLimit(math.MaxInt64) // the Pebble run sets the budget's
+			peaks[i] = float64(p-min(base, p)) / (1 << 20)
+			if i == 0 && (sum.Savepoint == "" || sum.Read < int64(n)/2) {
+				t.Fatalf("%s: stopped after %d orders, savepoint %q", backend, sum.Read, sum.Savepoint)
+			}
+		}
+		added[backend] = peaks
+		outs[backend] = sha256.Sum256([]byte(read(t, dir, "joined.jsonl")))
+		t.Logf("%s: stopped with a savepoint, the run added at most %.1f MiB to the live heap; resumed, %.1f MiB", backend, peaks[0], peaks[1])
+	}
+	if outs["pebble"] != outs["memory"] {
+		t.Errorf("the join on Pebble, stopped and resumed, wrote other records than in memory")
+	}
+	if raceEnabled || testing.Short() {
+		return
+	}
+	// The Pebble runs' heap is mostly its batches of writes (4 MiB, and
+	// their index) and, resumed, the output the end of the input releases
+	// (every order held) on its way to the last checkpoint: 16 MiB.
+	limit := [2]float64{3, 1.8}
+	for i, what := range []string{"stopped with a savepoint", "resumed"} {
+		m, p := added["memory"][i], added["pebble"][i]
+		if m < 64 || p > m/limit[i] {
+			t.Errorf("%s: the run added %.1f MiB to the live heap on Pebble, %.1f MiB in memory", what, p, m)
+		}
+	}
+}
+
 // liveHeap is the live heap at the last garbage collection.
 func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
@@ -155,22 +156,24 @@ func runRandom(t *testing.T, cfg Config, cache int64) (string, string) {
 		if i%1000 == 999 {
 			// A part appended, a part written: the same bytes.
 			b := op.AppendKeys(op.AppendHeader(nil), strCodec{}, hash, 16, func(g int) bool { return g%2 == 0 })
-			w := bytes.NewBuffer(b)
-			if err := op.WriteKeys(w, strCodec{}, hash, 16, func(g int) bool { return g%2 == 1 }); err != nil {
+			var odd bytes.Buffer
+			if err := op.WriteKeys(&odd, strCodec{}, hash, 16, func(g int) bool { return g%2 == 1 }); err != nil {
 				t.Fatal(err)
 			}
-			b = w.Bytes()
 			states.Write(b)
+			states.Write(odd.Bytes())
 			if i == 1999 {
+				// A part read from memory, a part as it comes.
 				op = newOp()
 				d := enc.NewDecoder(b)
 				if err := op.RestoreHeader(d); err != nil {
 					t.Fatal(err)
 				}
-				for range 2 {
-					if err := op.RestoreKeys(d, strCodec{}); err != nil {
-						t.Fatal(err)
-					}
+				if err := op.RestoreKeys(d, strCodec{}); err != nil || d.Len() != 0 {
+					t.Fatal(err, d.Len())
+				}
+				if err := op.RestoreKeysFrom(iotest.HalfReader(&odd), strCodec{}); err != nil {
+					t.Fatal(err)
 				}
 			}
 			fmt.Fprintf(&out, "keys %d\n", op.Keys())

@@ -517,22 +517,46 @@ func (o *Op[K, L, R]) WriteKeys(w io.Writer, c Codec[K, L, R], hash func(K) uint
 func (o *Op[K, L, R]) RestoreKeys(d *enc.Decoder, c Codec[K, L, R]) error {
 	n := d.Items(1 << 40)
 	for range n {
-		k := c.ReadKey(d)
-		ks := o.st.getOrCreate(k)
-		nl, nr := len(ks.left), len(ks.right)
-		readKeyState(d, ks, c)
-		for _, e := range ks.left[nl:] {
-			o.st.push(o.expiry(Left, e.TS), timer[K]{seq: e.Seq, side: Left, key: k})
-		}
-		for _, e := range ks.right[nr:] {
-			o.st.push(o.expiry(Right, e.TS), timer[K]{seq: e.Seq, side: Right, key: k})
-		}
-		o.size[Left] += int64(len(ks.left) - nl)
-		o.size[Right] += int64(len(ks.right) - nr)
-		o.st.put(k, ks)
+		o.restoreKey(d, c)
 		if d.Err() != nil {
 			break
 		}
 	}
 	return d.Err()
+}
+
+// RestoreKeysFrom reads what WriteKeys wrote from r, as RestoreKeys reads
+// it from memory, a key at a time (enc.ReadItems): a checkpoint's part
+// larger than memory restores into a state database (OnDisk) without
+// being held whole.
+func (o *Op[K, L, R]) RestoreKeysFrom(r io.Reader, c Codec[K, L, R]) error {
+	return enc.ReadItems(r, func(d *enc.Decoder) { o.restoreKey(d, c) })
+}
+
+// restoreKey reads one key's buffers and adds them, with their expiries,
+// once the whole of them is read without an error.
+func (o *Op[K, L, R]) restoreKey(d *enc.Decoder, c Codec[K, L, R]) {
+	k := c.ReadKey(d)
+	var read keyState[L, R]
+	readKeyState(d, &read, c)
+	if d.Err() != nil {
+		return
+	}
+	ks := o.st.getOrCreate(k)
+	if len(ks.left)+len(ks.right) == 0 {
+		// The usual case: the key's first buffers.
+		ks.left, ks.right = read.left, read.right
+	} else {
+		ks.left = append(ks.left, read.left...)
+		ks.right = append(ks.right, read.right...)
+	}
+	for _, e := range read.left {
+		o.st.push(o.expiry(Left, e.TS), timer[K]{seq: e.Seq, side: Left, key: k})
+	}
+	for _, e := range read.right {
+		o.st.push(o.expiry(Right, e.TS), timer[K]{seq: e.Seq, side: Right, key: k})
+	}
+	o.size[Left] += int64(len(read.left))
+	o.size[Right] += int64(len(read.right))
+	o.st.put(k, ks)
 }
