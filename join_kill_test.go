@@ -29,12 +29,13 @@ var killedJoins = map[string]func(evs []shop, path string, opts []weir.Option, s
 	"lookup":   lookupFile,
 }
 
-// A join (interval, temporal, window), a keyed process function (its
-// states and timers of both domains), or a lookup join (the lookups under
-// way at the checkpoint), killed with SIGKILL after a
-// checkpoint resumes from it, at another parallelism, and writes what an
-// uninterrupted run writes, byte for byte. The killed run is this test's
-// binary run again as a child.
+// A join (interval, temporal, window; in memory and with its state on
+// disk), a keyed process function (its states and timers of both
+// domains), or a lookup join (the lookups under way at the checkpoint),
+// killed with SIGKILL after a checkpoint resumes from it, at another
+// parallelism, and writes what an uninterrupted run writes, byte for byte;
+// the database a killed run left is removed by the next. The killed run is
+// this test's binary run again as a child.
 func TestJoinKill9(t *testing.T) {
 	evs := shopEvents(6000)
 	if dir := os.Getenv("WEIR_JOIN_KILL_DIR"); dir != "" {
@@ -52,15 +53,20 @@ func TestJoinKill9(t *testing.T) {
 		}
 		ckpt := weir.Checkpoints(filepath.Join(dir, "ckpt"), 20*time.Millisecond)
 		readHook = kill
-		killedJoins[os.Getenv("WEIR_JOIN_KILL_KIND")](evs, filepath.Join(dir, "out.txt"), []weir.Option{ckpt, weir.Parallelism(2)}, stop, nil).Run(context.Background())
+		kind, opts := os.Getenv("WEIR_JOIN_KILL_KIND"), []weir.Option{ckpt, weir.Parallelism(2)}
+		if k, ok := strings.CutSuffix(kind, " on disk"); ok {
+			kind, opts = k, append(opts, weir.StateOnDisk(filepath.Join(dir, "state"), onDiskBudget))
+		}
+		killedJoins[kind](evs, filepath.Join(dir, "out.txt"), opts, stop, nil).Run(context.Background())
 		t.Fatal("the child was not killed")
 	}
 	if testing.Short() {
 		t.Skip("runs the test binary again")
 	}
-	for _, kind := range []string{"interval", "temporal", "window", "process", "lookup"} {
+	for _, kind := range []string{"interval", "temporal", "window", "process", "lookup", "interval on disk", "temporal on disk", "window on disk"} {
 		t.Run(kind, func(t *testing.T) {
-			build := killedJoins[kind]
+			name, onDisk := strings.CutSuffix(kind, " on disk")
+			build := killedJoins[name]
 			dir := t.TempDir()
 			ref := filepath.Join(dir, "ref.txt")
 			if err := build(evs, ref, nil, -1, nil).Run(context.Background()); err != nil {
@@ -78,8 +84,22 @@ func TestJoinKill9(t *testing.T) {
 				}
 				var log strings.Builder
 				ckpt := weir.Checkpoints(filepath.Join(run, "ckpt"), time.Hour)
-				if err := build(evs, filepath.Join(run, "out.txt"), []weir.Option{ckpt, weir.Parallelism(3), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
+				opts := []weir.Option{ckpt, weir.Parallelism(3), weir.Log(&log)}
+				if onDisk {
+					// The killed run's database is left behind, in the
+					// state directory this run claims again.
+					if left := databases(t, filepath.Join(run, "state")); len(left) != 1 {
+						t.Fatalf("killed at %d: the killed run left the databases %q", at, left)
+					}
+					opts = append(opts, weir.StateOnDisk(filepath.Join(run, "state"), onDiskBudget))
+				}
+				if err := build(evs, filepath.Join(run, "out.txt"), opts, -1, nil).Run(context.Background()); err != nil {
 					t.Fatal(err)
+				}
+				if onDisk {
+					if left := databases(t, filepath.Join(run, "state")); len(left) != 0 {
+						t.Errorf("killed at %d: after the run resumed, the state directory holds %q", at, left)
+					}
 				}
 				if !strings.Contains(log.String(), "weir: resuming from "+filepath.Join(run, "ckpt", "chk-")) {
 					t.Errorf("killed at %d: the run after did not resume from a checkpoint: %q", at, log.String())
