@@ -16,7 +16,8 @@ const streamChunk = 1 << 20
 // read, so item must change nothing until its Decoder has read the whole
 // item without an error. Chunks are never reused: what item keeps of its
 // Decoder's bytes stays valid. It returns r's error, or ErrCorrupt for an
-// item that fails with every byte after it at hand, or bytes after the last.
+// item that fails with every byte after it at hand, an item of no bytes,
+// or bytes after the last.
 func ReadItems(r io.Reader, item func(d *Decoder)) error {
 	var buf []byte // the bytes at hand, from the next item on
 	eof := false
@@ -53,6 +54,11 @@ func ReadItems(r io.Reader, item func(d *Decoder)) error {
 		d.Reset(buf)
 		item(&d)
 		if d.Err() == nil {
+			if d.Len() == len(buf) {
+				// Every item takes a byte at least (as Items
+				// says): a count of more is corrupt.
+				return ErrCorrupt
+			}
 			buf = buf[len(buf)-d.Len():]
 			i++
 			continue

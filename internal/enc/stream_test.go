@@ -56,7 +56,8 @@ func TestReadItems(t *testing.T) {
 }
 
 // What does not decode is corrupt: an item cut short, bytes after the
-// last item, a count with no items; and a reader's error is returned.
+// last item, a count with no items, items that take no bytes (a count
+// that would loop for ever); and a reader's error is returned.
 func TestReadItemsCorrupt(t *testing.T) {
 	b, _ := items(100)
 	read := func(r io.Reader) error { return ReadItems(r, func(d *Decoder) { _ = d.Bytes() }) }
@@ -70,6 +71,9 @@ func TestReadItemsCorrupt(t *testing.T) {
 		if err := read(bytes.NewReader(in)); err != ErrCorrupt {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
+	}
+	if err := ReadItems(bytes.NewReader(AppendUvarint(nil, 1<<62)), func(*Decoder) {}); err != ErrCorrupt {
+		t.Errorf("items of no bytes: %v, want ErrCorrupt", err)
 	}
 	broken := errors.New("the disk is gone")
 	if err := read(io.MultiReader(bytes.NewReader(b[:len(b)/2]), iotest.ErrReader(broken))); !errors.Is(err, broken) {
