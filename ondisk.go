@@ -24,14 +24,14 @@ import (
 // (state.DefaultBudget when 0) are shared among the databases: Pebble's
 // block cache and memtables take half of each one's share, the decoded
 // state kept at hand an eighth. The Go heap's soft limit is the program's
-// to set (runtime/debug.SetMemoryLimit): weir run sets it to the budget
-// plus 128 MiB.
+// to set (runtime/debug.SetMemoryLimit): weir run sets it to about the
+// budget plus 128 MiB (state.DB.HeapLimit).
 //
-// Results, and checkpoints, are the same as in memory: a pipeline
-// checkpointed with its state on disk can be restored with its state in
-// memory, and the other way round. State on disk is encoded as
-// checkpoints encode it (as JSON), so its keys, accumulators and joined
-// types must round-trip through encoding/json (see Checkpoints).
+// Results are the same as in memory, and a checkpoint taken with the state
+// on disk restores with it in memory, and the other way round. State on
+// disk is encoded as checkpoints encode it (as JSON), so its keys,
+// accumulators and joined types must round-trip through encoding/json
+// (see Checkpoints).
 func StateOnDisk(dir string, memoryBudget int64) Option {
 	return func(o *options) {
 		if memoryBudget < 0 {
