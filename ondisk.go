@@ -3,9 +3,11 @@ package weir
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/vfs"
 )
@@ -109,6 +111,26 @@ func (d *onDisk) close() error {
 		vfs.RemoveScratch(x.dir)
 	}
 	return errors.Join(errs...)
+}
+
+// warnInMemory is the warning that a pipeline with its state on disk has
+// keyed process functions, whose state stays in memory ("" when there is
+// none to give).
+func (p *Pipeline) warnInMemory() string {
+	if p.o.disk == nil {
+		return ""
+	}
+	var names []string
+	for _, n := range p.g.Nodes {
+		if _, ok := n.Op.(*plan.Process); ok {
+			names = append(names, n.Label)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("warning: %s %s its states and timers in memory: StateOnDisk keeps the aggregations' and the joins' state on disk, not a keyed process function's",
+		strings.Join(names, ", "), plural(len(names), "keeps", "keep"))
 }
 
 // stateful is a node whose keyed state StateOnDisk keeps on disk: an

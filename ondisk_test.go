@@ -287,3 +287,26 @@ func ExampleStateOnDisk() {
 	// card-2: 1 orders in the minute from 12:00
 	// card-2: 1 orders in the minute from 12:01
 }
+
+// A keyed process function keeps its state in memory with StateOnDisk
+// too, and the log says so when the pipeline starts, naming it; its
+// output is the same.
+func TestStateOnDiskKeyedProcessWarns(t *testing.T) {
+	evs := shopEvents(2000)
+	dir := t.TempDir()
+	if err := processFile(evs, filepath.Join(dir, "ref.txt"), nil, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	if err := processFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{weir.StateOnDisk("", onDiskBudget), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := `weir: warning: process payments keeps its states and timers in memory: StateOnDisk keeps the aggregations' and the joins' state on disk, not a keyed process function's` + "\n"
+	if log.String() != want {
+		t.Errorf("the log:\n%q\nwant\n%q", log.String(), want)
+	}
+	ref, _ := os.ReadFile(filepath.Join(dir, "ref.txt"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "out.txt")); !bytes.Equal(got, ref) || len(ref) == 0 {
+		t.Errorf("with StateOnDisk, the output differs (%d bytes, want %d)", len(got), len(ref))
+	}
+}

@@ -395,6 +395,9 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	if w := p.warnUnnamed(); w != "" && e.Checkpointed() {
 		e.Logf("%s", w)
 	}
+	if w := p.warnInMemory(); w != "" {
+		e.Logf("%s", w)
+	}
 	p.mu.Lock()
 	if p.aborted != nil {
 		p.mu.Unlock()
