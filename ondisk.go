@@ -16,8 +16,9 @@ import (
 // instead of in memory, for state larger than memory, as a job file's
 // state: {backend: pebble} does: the windows of every aggregation with
 // their timers and de-duplication ids, and the buffers and expiries of
-// every join. Keyed process functions, and the de-duplication ids of a
-// join's sides, stay in memory.
+// every join. Keyed process functions (the log names them when the
+// pipeline starts), and the de-duplication ids of a join's sides, stay in
+// memory.
 //
 // Each aggregation and join has a database of its own, in a directory of
 // its own under dir (the system's temporary directory when dir is ""),
