@@ -133,10 +133,3 @@ func (p *Pipeline) warnInMemory() string {
 	return fmt.Sprintf("warning: %s %s its states and timers in memory: StateOnDisk keeps the aggregations' and the joins' state on disk, not a keyed process function's",
 		strings.Join(names, ", "), plural(len(names), "keeps", "keep"))
 }
-
-// stateful is a node whose keyed state StateOnDisk keeps on disk: an
-// aggregation's or a join's, each in a database of its own.
-type stateful interface{ onDisk() *onDisk }
-
-func (a *aggNode[K, T, A, O]) onDisk() *onDisk { return a.disk }
-func (n *joinNode[K, L, R]) onDisk() *onDisk   { return n.disk }

@@ -368,7 +368,8 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		// A database per aggregation and join, each within its share.
 		n := int64(0)
 		for _, nd := range p.g.Nodes {
-			if _, ok := nd.Impl.(stateful); ok {
+			switch nd.Op.(type) {
+			case *plan.Aggregation, *plan.Join:
 				n++
 			}
 		}
