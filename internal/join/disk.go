@@ -24,11 +24,11 @@ import (
 // before the first record and before a restore.
 func (o *Op[K, L, R]) OnDisk(db *state.DB, name string, c Codec[K, L, R], hash func(K) uint64, groups int, cache int64) {
 	s := &dbStore[K, L, R]{c: c, hash: hash, groups: groups, limit: cache, perEntry: 128,
-		cache: map[K]*cachedKey[K, L, R]{}}
-	s.db = db.DB
+		cache: map[K]*cachedKey[K, L, R]{},
+		disk: disk{db: db.DB,
+			bufs: enc.AppendBytes([]byte{state.TagJoin}, []byte(name)),
+			tims: enc.AppendBytes([]byte{state.TagJoinTimer}, []byte(name))}}
 	s.lru.prev, s.lru.next = &s.lru, &s.lru
-	s.bufs = enc.AppendBytes([]byte{state.TagJoin}, []byte(name))
-	s.tims = enc.AppendBytes([]byte{state.TagJoinTimer}, []byte(name))
 	o.st = s
 }
 
@@ -200,12 +200,12 @@ func (s *dbStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []tim
 }
 
 func (s *dbStore[K, L, R]) appendKeys(b []byte, _ Codec[K, L, R], _ func(K) uint64, groups int, keep func(group int) bool) []byte {
-	w := appender{b}
-	if err := s.writeKeys(&w, groups, keep); err != nil {
+	w := bytes.NewBuffer(b)
+	if err := s.writeKeys(w, groups, keep); err != nil {
 		s.fail(err)
 		return enc.AppendUvarint(b, 0)
 	}
-	return w.b
+	return w.Bytes()
 }
 
 // writeKeys writes the buffers of the key groups keep holds for, as
@@ -393,14 +393,6 @@ func (s *disk) dropDue(n int) {
 	clear(s.head[:n])
 	s.head = s.head[n:]
 	s.maybeCommit()
-}
-
-// appender is an io.Writer that appends to b.
-type appender struct{ b []byte }
-
-func (a *appender) Write(p []byte) (int, error) {
-	a.b = append(a.b, p...)
-	return len(p), nil
 }
 
 // writeBuffers writes the buffers of the key groups keep holds for, as

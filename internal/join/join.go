@@ -511,24 +511,11 @@ func (o *Op[K, L, R]) WriteKeys(w io.Writer, c Codec[K, L, R], hash func(K) uint
 	return err
 }
 
-// RestoreKeys reads the buffers AppendKeys wrote (of any set of key
-// groups: a restore at another parallelism reads every instance's) and
-// sets their expiries again.
-func (o *Op[K, L, R]) RestoreKeys(d *enc.Decoder, c Codec[K, L, R]) error {
-	n := d.Items(1 << 40)
-	for range n {
-		o.restoreKey(d, c)
-		if d.Err() != nil {
-			break
-		}
-	}
-	return d.Err()
-}
-
-// RestoreKeysFrom reads what WriteKeys wrote from r, as RestoreKeys reads
-// it from memory, a key at a time (enc.ReadItems): a checkpoint's part
-// larger than memory restores into a state database (OnDisk) without
-// being held whole.
+// RestoreKeysFrom reads from r the buffers AppendKeys (or WriteKeys) wrote
+// (of any set of key groups: a restore at another parallelism reads every
+// instance's) and sets their expiries again. It reads a key at a time
+// (enc.ReadItems): a checkpoint's part larger than memory restores into a
+// state database (OnDisk) without being held whole.
 func (o *Op[K, L, R]) RestoreKeysFrom(r io.Reader, c Codec[K, L, R]) error {
 	return enc.ReadItems(r, func(d *enc.Decoder) { o.restoreKey(d, c) })
 }

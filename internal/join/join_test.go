@@ -1,6 +1,7 @@
 package join
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -268,7 +269,7 @@ func TestRestoreFromSnapshot(t *testing.T) {
 	if err := h2.op.RestoreHeader(d); err != nil {
 		t.Fatal(err)
 	}
-	if err := h2.op.RestoreKeys(d, c); err != nil {
+	if err := h2.op.RestoreKeysFrom(bytes.NewReader(state[len(state)-d.Len():]), c); err != nil {
 		t.Fatal(err)
 	}
 	again := h2.op.AppendKeys(h2.op.AppendHeader(nil), c, hash, 4, func(int) bool { return true })

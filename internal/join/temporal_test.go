@@ -1,6 +1,7 @@
 package join
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,7 +227,7 @@ func restoresAsItWentOn(t *testing.T, fresh func() *temporal, first, rest func(*
 	if err := h2.op.RestoreHeader(d); err != nil {
 		t.Fatal(err)
 	}
-	if err := h2.op.RestoreKeys(d, c); err != nil {
+	if err := h2.op.RestoreKeysFrom(bytes.NewReader(state[len(state)-d.Len():]), c); err != nil {
 		t.Fatal(err)
 	}
 	rest(h2)
