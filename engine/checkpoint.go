@@ -203,45 +203,46 @@ func (p *Participant) File(suffix string) []byte {
 	return nil
 }
 
+// restoredFile is the restored file with the name suffix; a file the
+// checkpoint does not have is an error.
+func (p *Participant) restoredFile(suffix string) (File, error) {
+	name := p.FileName(suffix)
+	for _, f := range p.restored {
+		if f.Name == name {
+			return f, nil
+		}
+	}
+	return File{}, fmt.Errorf("its state %s is missing", name)
+}
+
 // ReadFile returns the restored file with the name suffix, as File does,
 // or, when the checkpoint keeps it as a file of its own (a shared object,
 // or a savepoint's own copy of one), reads it; a file the checkpoint does
 // not have is an error.
 func (p *Participant) ReadFile(suffix string) ([]byte, error) {
-	name := p.FileName(suffix)
-	for _, f := range p.restored {
-		switch {
-		case f.Name != name:
-		case f.Data != nil:
-			return f.Data, nil
-		case f.Path != "":
-			fs := p.e.cfg.Checkpoint.FS
-			if fs == nil || vfs.OnDisk(fs) {
-				return os.ReadFile(f.Path)
-			}
-			return fs.ReadFile(f.Path)
-		default:
-			return []byte{}, nil
-		}
+	f, err := p.restoredFile(suffix)
+	if err != nil || f.Data != nil || f.Path == "" {
+		return f.Data, err
 	}
-	return nil, fmt.Errorf("its state %s is missing", name)
+	r, err := openStored(p.e.cfg.Checkpoint.FS, f.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 // OpenFile opens the restored file with the name suffix to read, as
 // ReadFile returns it: from memory, or from the checkpoint's file.
 func (p *Participant) OpenFile(suffix string) (io.ReadCloser, error) {
-	name := p.FileName(suffix)
-	for _, f := range p.restored {
-		fs := p.e.cfg.Checkpoint.FS
-		if f.Name == name && f.Data == nil && f.Path != "" && (fs == nil || vfs.OnDisk(fs)) {
-			return os.Open(f.Path)
-		}
-	}
-	data, err := p.ReadFile(suffix)
+	f, err := p.restoredFile(suffix)
 	if err != nil {
 		return nil, err
 	}
-	return io.NopCloser(bytes.NewReader(data)), nil
+	if f.Data == nil && f.Path != "" {
+		return openStored(p.e.cfg.Checkpoint.FS, f.Path)
+	}
+	return io.NopCloser(bytes.NewReader(f.Data)), nil
 }
 
 // FileName is the name of the participant's file with suffix.
@@ -1100,7 +1101,7 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 			}
 			continue
 		}
-		if fs == nil || vfs.OnDisk(fs) {
+		if realFS(fs) {
 			if os.Link(f.Path, to) == nil {
 				continue
 			}
@@ -1113,10 +1114,26 @@ func materializeFiles(fs checkpoint.FS, files []File, prefix string) (string, er
 	return dir, nil
 }
 
+// realFS says the checkpoint store's file system is the real one (nil is).
+func realFS(fs checkpoint.FS) bool { return fs == nil || vfs.OnDisk(fs) }
+
+// openStored opens a file of the checkpoint store's file system to read:
+// on the real one as it is, else read whole.
+func openStored(fs checkpoint.FS, path string) (io.ReadCloser, error) {
+	if realFS(fs) {
+		return os.Open(path)
+	}
+	b, err := fs.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
 // copyOut copies a file of the checkpoint store's file system to the real
 // one.
 func copyOut(fs checkpoint.FS, from, to string) error {
-	if fs == nil || vfs.OnDisk(fs) {
+	if realFS(fs) {
 		src, err := os.Open(from)
 		if err != nil {
 			return err
