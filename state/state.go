@@ -293,11 +293,10 @@ func (db *DB) checkpoint(spans []pebble.CheckpointSpan) (*Snapshot, error) {
 	if err := db.Flush(); err != nil {
 		return nil, fmt.Errorf("state: flush for a checkpoint: %w", err)
 	}
-	base := filepath.Join(db.dir, "snapshots")
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	dir, err := db.snapshotDir("snap")
+	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(base, fmt.Sprintf("snap-%08d", db.snaps.Add(1)))
 	if err := db.DB.Checkpoint(dir, pebble.WithRestrictToSpans(spans)); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("state: checkpoint: %w", err)
@@ -318,14 +317,27 @@ func (db *DB) checkpoint(spans []pebble.CheckpointSpan) (*Snapshot, error) {
 	return s, nil
 }
 
+// snapshotDir is the path of the next snapshot's directory, named kind
+// and a number no other snapshot of the database has, in DIR/snapshots.
+func (db *DB) snapshotDir(kind string) (string, error) {
+	base := filepath.Join(db.dir, "snapshots")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	return filepath.Join(base, fmt.Sprintf("%s-%08d", kind, db.snaps.Add(1))), nil
+}
+
 // WriteSnapshot writes a file of a checkpoint with write, a buffer at a
 // time, into a snapshot of its own: for state a checkpoint encodes rather
 // than links (a join's buffers, read from the database in order), so that
 // it goes to the checkpoint store from disk, never whole in memory. Its
 // Object names it uniquely, over databases and runs; Release deletes it.
 func (db *DB) WriteSnapshot(name string, write func(w io.Writer) error) (*Snapshot, error) {
-	dir := filepath.Join(db.dir, "snapshots", fmt.Sprintf("file-%08d", db.snaps.Add(1)))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := db.snapshotDir("file")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
 	s := &Snapshot{Dir: dir, Files: []SnapshotFile{{Name: name, Object: db.id + "-" + filepath.Base(dir) + "-" + name}}}
