@@ -57,15 +57,16 @@ type onDisk struct {
 	// pipeline runs.
 	share int64
 
-	mu   sync.Mutex
-	dbs  []*diskDB
-	stop chan struct{} // closed by close: the watchers of failures end
+	mu  sync.Mutex
+	dbs []*diskDB
 }
 
-// diskDB is one open database and the directory it is in.
+// diskDB is one open database, the directory it is in, and how to stop
+// watching it (Engine.WatchState).
 type diskDB struct {
-	db  *state.DB
-	dir string
+	db    *state.DB
+	dir   string
+	watch func()
 }
 
 // open opens a database of its own for one aggregation or join, and has
@@ -76,20 +77,10 @@ func (d *onDisk) open(e *engine.Engine, what string) (*state.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("weir: %s: %w", what, err)
 	}
+	watch := e.WatchState(db, func(err error) error { return fmt.Errorf("weir: %s: %w", what, err) })
 	d.mu.Lock()
-	d.dbs = append(d.dbs, &diskDB{db: db, dir: dir})
-	if d.stop == nil {
-		d.stop = make(chan struct{})
-	}
-	stop := d.stop
+	d.dbs = append(d.dbs, &diskDB{db: db, dir: dir, watch: watch})
 	d.mu.Unlock()
-	go func() {
-		select {
-		case <-stop:
-		case <-db.Failed():
-			e.Abort(fmt.Errorf("weir: %s: %w", what, db.Err()))
-		}
-	}()
 	return db, nil
 }
 
@@ -99,13 +90,10 @@ func (d *onDisk) close() error {
 	d.mu.Lock()
 	dbs := d.dbs
 	d.dbs = nil
-	if d.stop != nil {
-		close(d.stop)
-		d.stop = nil
-	}
 	d.mu.Unlock()
 	var errs []error
 	for _, x := range dbs {
+		x.watch()
 		if err := x.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("weir: closing the state database in %s: %w", x.dir, err))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 )
 
 // Config is what a front door tells the engine about a job.
@@ -302,6 +303,22 @@ func (e *Engine) Fail(err error) {
 func (e *Engine) Abort(err error) {
 	e.Fail(err)
 	e.abortAll()
+}
+
+// WatchState stops the job at once (Abort) when the state database db
+// cannot write in the background (a full disk): Pebble would hold the
+// job's writes back for ever. failed words the error from db's. It
+// returns how to stop watching.
+func (e *Engine) WatchState(db *state.DB, failed func(error) error) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-db.Failed():
+			e.Abort(failed(db.Err()))
+		}
+	}()
+	return func() { close(done) }
 }
 
 // Err is the error the job failed with, if any.

@@ -991,20 +991,13 @@ func (rn *Runnable) watchMemory(budget int64) func() {
 // disk under state.dir): Pebble would hold the job's writes back for ever.
 // It returns how to stop watching.
 func (rn *Runnable) watchState() func() {
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-		case <-rn.db.Failed():
-			err := rn.db.Err()
-			hint := ""
-			if connector.StorageFull(err) {
-				hint = " (the disk is full: free room there, or set state.dir on a larger disk; the job resumes from its last checkpoint)"
-			}
-			rn.e.Abort(&RuntimeError{Msg: err.Error() + hint, Err: err})
+	return rn.e.WatchState(rn.db, func(err error) error {
+		hint := ""
+		if connector.StorageFull(err) {
+			hint = " (the disk is full: free room there, or set state.dir on a larger disk; the job resumes from its last checkpoint)"
 		}
-	}()
-	return func() { close(done) }
+		return &RuntimeError{Msg: err.Error() + hint, Err: err}
+	})
 }
 
 // Run runs the built job; see the function Run.
