@@ -737,8 +737,7 @@ func TestJoinHoldsToTheBudget(t *testing.T) {
 	added := map[string][]uint64{}
 	for _, n := range sizes {
 		orders, payments := joinInputs(n)
-		wide := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}", "between: [0s, 10m]", "between: [0s, 1000h]",
-			"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter))
+		wide := wideJoinJob()
 		outs := map[string][32]byte{}
 		for _, backend := range []string{"memory", "pebble"} {
 			dir := t.TempDir()
@@ -788,9 +787,7 @@ func TestJoinCheckpointHoldsToTheBudget(t *testing.T) {
 	}
 	defer debug.SetGCPercent(debug.SetGCPercent(5))
 	orders, payments := joinInputs(n)
-	wide := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}", "between: [0s, 10m]", "between: [0s, 1000h]",
-		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter)) +
-		"checkpoint: {dir: ckpt, interval: 1h, max_held_output: 4MiB}\n"
+	wide := wideJoinJob() + "checkpoint: {dir: ckpt, interval: 1h, max_held_output: 4MiB}\n"
 	added := map[string][2]float64{}
 	outs := map[string][32]byte{}
 	for _, backend := range []string{"memory", "pebble"} {
@@ -829,6 +826,13 @@ func TestJoinCheckpointHoldsToTheBudget(t *testing.T) {
 			t.Errorf("%s: the run added %.1f MiB to the live heap on Pebble, %.1f MiB in memory", what, p, m)
 		}
 	}
+}
+
+// wideJoinJob is a left outer join of an interval of 1,000 hours, which
+// holds every order until the input ends, by the records' arrival.
+func wideJoinJob() string {
+	return strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}", "between: [0s, 10m]", "between: [0s, 1000h]",
+		"{field: ts}", "{field: ts, arrival_field: at}", "{field: paid_at}", "{field: paid_at, arrival_field: at}").Replace(joinJob(jobfile.JoinLeftOuter))
 }
 
 // liveHeap is the live heap at the last garbage collection.
