@@ -218,6 +218,9 @@ func (em *emitter[T]) Watermark(w mtime.Time) { em.add(step[T]{kind: 2, t: w}) }
 // iterates seq again and skips the elements the checkpoint had read: seq
 // must give the same elements each time. Named names the source: its
 // position then follows its name, whatever sources are added ahead of it.
+// The sequence runs in a goroutine of its own, a few batches of elements
+// ahead of the pipeline; once the pipeline stops, yield returns false, and
+// Run returns after the sequence has.
 func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time], opts ...PartOption) Stream[T] {
 	return addFeed(p, &engine.Stream[T]{}, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
 		return &seqFeed[T]{seq: seq, e: e, root: root, free: make(chan *typedBatch[T], 4)}
@@ -236,14 +239,22 @@ func FromSlice[T any](p *Pipeline, xs []T, opts ...PartOption) Stream[T] {
 	}, opts...)
 }
 
+// seqFeed reads a sequence in a goroutine of its own, which hands its
+// elements over in batches: a sequence pulled one element at a time
+// (iter.Pull2) switched goroutines at every element, which cost more than
+// most pipelines' work on it.
 type seqFeed[T any] struct {
 	seq  iter.Seq2[T, mtime.Time]
 	e    *engine.Engine
 	root *engine.Stream[T]
 	free chan *typedBatch[T]
-	next func() (T, mtime.Time, bool)
-	stop func()
-	n    uint64 // elements read
+
+	out    chan *typedBatch[T] // full batches, closed at the end
+	quit   chan struct{}       // closed by Close: the sequence stops
+	closed bool                // Close has closed quit
+	done   chan struct{}       // closed when the goroutine has returned
+	err    error               // why the goroutine stopped early, read after out is closed
+	pan    any                 // what the sequence panicked with
 }
 
 func (f *seqFeed[T]) Open(ctx context.Context, pos []byte) error {
@@ -255,45 +266,115 @@ func (f *seqFeed[T]) Open(ctx context.Context, pos []byte) error {
 			return fmt.Errorf("the checkpointed position is corrupt")
 		}
 	}
-	f.next, f.stop = iter.Pull2(f.seq)
-	for f.n < skip {
-		if _, _, ok := f.next(); !ok {
-			return fmt.Errorf("the sequence has %d elements, fewer than the %d the checkpoint had read: it is not the same sequence", f.n, skip)
+	f.out, f.quit, f.done = make(chan *typedBatch[T], 2), make(chan struct{}), make(chan struct{})
+	ready := make(chan struct{})
+	go f.run(skip, ready)
+	select {
+	case <-ready:
+		return nil
+	case <-f.done:
+		// The sequence ended (or panicked) before the elements to skip:
+		// what the goroutine wrote is read after it returned.
+		if f.pan != nil {
+			panic(f.pan)
 		}
-		f.n++
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
-	return nil
+}
+
+// run iterates the sequence, skips the elements a checkpoint had read
+// (then closes ready) and sends the rest in batches, each with the
+// position after it.
+func (f *seqFeed[T]) run(skip uint64, ready chan struct{}) {
+	defer close(f.done)
+	defer close(f.out)
+	defer func() {
+		if p := recover(); p != nil {
+			f.pan = p
+		}
+	}()
+	var n uint64
+	b := f.batch()
+	send := func() bool {
+		b.pos = enc.AppendUvarint(nil, n)
+		select {
+		case f.out <- b:
+			b = f.batch()
+			return true
+		case <-f.quit:
+			return false
+		}
+	}
+	if skip == 0 {
+		close(ready)
+	}
+	stopped := false
+	f.seq(func(v T, at mtime.Time) bool {
+		n++
+		if n <= skip {
+			if n == skip {
+				close(ready)
+			}
+			if n&1023 == 0 {
+				select {
+				case <-f.quit:
+					stopped = true
+					return false
+				default:
+				}
+			}
+			return true
+		}
+		b.steps = append(b.steps, step[T]{v: v, t: at})
+		if len(b.steps) == feedBatchSize && !send() {
+			stopped = true
+			return false
+		}
+		return true
+	})
+	switch {
+	case stopped:
+	case n < skip:
+		f.err = fmt.Errorf("the sequence has %d elements, fewer than the %d the checkpoint had read: it is not the same sequence", n, skip)
+	case len(b.steps) > 0:
+		send()
+	}
+}
+
+// batch is a free batch, or a new one.
+func (f *seqFeed[T]) batch() *typedBatch[T] {
+	select {
+	case b := <-f.free:
+		return b
+	default:
+		return &typedBatch[T]{root: f.root, e: f.e, free: f.free}
+	}
 }
 
 func (f *seqFeed[T]) Read(ctx context.Context) (engine.FeedBatch, error) {
-	var b *typedBatch[T]
 	select {
-	case b = <-f.free:
-	default:
-		b = &typedBatch[T]{root: f.root, e: f.e, free: f.free}
-	}
-	for len(b.steps) < feedBatchSize {
-		v, at, ok := f.next()
-		if !ok {
-			b.pos = enc.AppendUvarint(nil, f.n)
-			if len(b.steps) == 0 {
-				return nil, io.EOF
-			}
-			return b, io.EOF
+	case b, ok := <-f.out:
+		if ok {
+			return b, nil
 		}
-		f.n++
-		b.steps = append(b.steps, step[T]{v: v, t: at})
-		if f.n&1023 == 0 && ctx.Err() != nil {
-			break
+		if f.pan != nil {
+			panic(f.pan)
 		}
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	b.pos = enc.AppendUvarint(nil, f.n)
-	return b, nil
 }
 
+// Close stops the sequence and waits for it: at its next element, or its
+// end.
 func (f *seqFeed[T]) Close() error {
-	if f.stop != nil {
-		f.stop()
+	if f.quit != nil && !f.closed {
+		f.closed = true
+		close(f.quit)
+		<-f.done
 	}
 	return nil
 }
