@@ -53,6 +53,20 @@ type Bench struct {
 
 var registry []Bench
 
+// onFile is a Setup that writes the input file (input writes it once and
+// keeps it for the next runs) before the clock starts, and runs run over
+// it: writing it is not the benchmark's work, and a first run on a machine
+// would otherwise measure it.
+func onFile(input func() (string, error), run func(in string) (int64, map[string]float64, string, error)) func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+	return func() (func(time.Duration) (int64, map[string]float64, string, error), func(), error) {
+		in, err := input()
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(time.Duration) (int64, map[string]float64, string, error) { return run(in) }, func() {}, nil
+	}
+}
+
 func register(b Bench) { registry = append(registry, b) }
 
 // groupOrder is the order of the groups in a run and in the table.

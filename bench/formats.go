@@ -22,16 +22,16 @@ func init() {
 	register(Bench{
 		Name: "jsonl-run-avro", Group: "jsonl",
 		About: "jsonl-run's job over the same events in an Avro object container file (format: avro)",
-		Run: func(time.Duration) (int64, map[string]float64, string, error) {
-			return formatRun("avro", jsonlRate)
-		},
+		Setup: onFile(func() (string, error) { return formatFile("avro", jsonlRate) }, func(in string) (int64, map[string]float64, string, error) {
+			return formatRun("avro", in)
+		}),
 	})
 	register(Bench{
 		Name: "jsonl-run-csv", Group: "jsonl",
 		About: "jsonl-run's job over the same events in a CSV file with a header row (format: csv)",
-		Run: func(time.Duration) (int64, map[string]float64, string, error) {
-			return formatRun("csv", jsonlRate)
-		},
+		Setup: onFile(func() (string, error) { return formatFile("csv", jsonlRate) }, func(in string) (int64, map[string]float64, string, error) {
+			return formatRun("csv", in)
+		}),
 	})
 }
 
@@ -41,12 +41,8 @@ const eventAvroSchema = `{"type":"record","name":"Order","namespace":"bench","fi
 {"name":"ts","type":{"type":"long","logicalType":"timestamp-millis"}},
 {"name":"arrival","type":{"type":"long","logicalType":"timestamp-millis"}}]}`
 
-// formatRun runs jsonlJob over the events of rate as a file of format.
-func formatRun(format string, rate int) (int64, map[string]float64, string, error) {
-	in, err := formatFile(format, rate)
-	if err != nil {
-		return 0, nil, "", err
-	}
+// formatRun runs jsonlJob over the file in, of format.
+func formatRun(format, in string) (int64, map[string]float64, string, error) {
 	jobText := strings.Replace(jsonlJob, "source: {file: %s}", "source: {file: %s, format: "+format+"}", 1)
 	return jsonlRunIn(jobText, in, false)
 }

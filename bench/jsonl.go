@@ -39,37 +39,44 @@ func init() {
 	register(Bench{
 		Name: "jsonl-run", Group: "jsonl",
 		About: "weir run over a file of 10M JSON lines: tumbling count and sum, 100K keys, 10K events/s of event time",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRun(jsonlRate) },
+		Setup: onFile(jsonlInput(jsonlRate), jsonlRun),
 	})
 	register(Bench{
 		Name: "jsonl-parse-only", Group: "jsonl",
 		About: "the floor for jsonl-run: read the same lines and parse the fields the job uses, nothing else",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlParseOnly(jsonlRate) },
+		Setup: onFile(jsonlInput(jsonlRate), jsonlParseOnly),
 	})
 	register(Bench{
 		Name: "jsonl-run-metrics", Group: "jsonl",
 		About: "jsonl-run serving its console (weir run --http), with /metrics and /api/status scraped every second",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRunServed(jsonlRate) },
+		Setup: onFile(jsonlInput(jsonlRate), func(in string) (int64, map[string]float64, string, error) {
+			return jsonlRunIn(jsonlJob, in, true)
+		}),
 	})
 	register(Bench{
 		Name: "jsonl-run-where", Group: "jsonl",
 		About: "jsonl-run with a where: that keeps every line (amount >= 0 && card != \"\"): what evaluating a filter costs",
-		Run: func(time.Duration) (int64, map[string]float64, string, error) {
-			return jsonlRunJob(jsonlRate, jsonlWhereJob, false)
-		},
+		Setup: onFile(jsonlInput(jsonlRate), func(in string) (int64, map[string]float64, string, error) {
+			return jsonlRunIn(jsonlWhereJob, in, false)
+		}),
 	})
 	register(Bench{
 		Name: "jsonl-run-percentile", Group: "jsonl",
 		About: "jsonl-run with its sum a percentile: tumbling count and percentile(amount, 0.95), from a DDSketch a window",
-		Run: func(time.Duration) (int64, map[string]float64, string, error) {
-			return jsonlRunJob(jsonlRate, jsonlPercentileJob, false)
-		},
+		Setup: onFile(jsonlInput(jsonlRate), func(in string) (int64, map[string]float64, string, error) {
+			return jsonlRunIn(jsonlPercentileJob, in, false)
+		}),
 	})
 	register(Bench{
 		Name: "jsonl-run-sparse", Group: "jsonl",
 		About: "as jsonl-run at 1K events/s of event time: nearly one window and one pane per line",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlRun(jsonlSparseRate) },
+		Setup: onFile(jsonlInput(jsonlSparseRate), jsonlRun),
 	})
+}
+
+// jsonlInput is JSONLFile of rate, for onFile.
+func jsonlInput(rate int) func() (string, error) {
+	return func() (string, error) { return JSONLFile(rate) }
 }
 
 // JSONLFile returns the benchmark's input, writing it first if needed: lines
@@ -129,29 +136,9 @@ var jsonlWhereJob = jsonlJob + `where: 'amount >= 0 && card != ""'` + "\n"
 // jsonlPercentileJob is jsonlJob with a percentile for the sum.
 var jsonlPercentileJob = strings.Replace(jsonlJob, "spent: sum(amount)", "p95: percentile(amount, 0.95)", 1)
 
-func jsonlRun(rate int) (int64, map[string]float64, string, error) {
-	return jsonlRunWith(rate, false)
-}
-
-// jsonlRunServed is jsonlRun with the console served, and /metrics and
-// /api/status fetched every second: a Prometheus scraping at 1 s (its
-// default is 15 s) and a console open in a browser.
-func jsonlRunServed(rate int) (int64, map[string]float64, string, error) {
-	return jsonlRunWith(rate, true)
-}
-
-func jsonlRunWith(rate int, served bool) (int64, map[string]float64, string, error) {
-	return jsonlRunJob(rate, jsonlJob, served)
-}
-
-// jsonlRunJob runs the job jobText (see jsonlRunText) over the lines of
-// rate.
-func jsonlRunJob(rate int, jobText string, served bool) (int64, map[string]float64, string, error) {
-	in, err := JSONLFile(rate)
-	if err != nil {
-		return 0, nil, "", err
-	}
-	return jsonlRunIn(jobText, in, served)
+// jsonlRun runs the job over the lines of the file in.
+func jsonlRun(in string) (int64, map[string]float64, string, error) {
+	return jsonlRunIn(jsonlJob, in, false)
 }
 
 // jsonlRunIn runs the job jobText over the file in, its panes written to a
@@ -229,11 +216,7 @@ func jsonlRunText(jobText, in, out string, served bool) (int64, map[string]float
 // jsonlParseOnly reads every line and the fields the job reads (event time,
 // arrival time, key, amount), with the same reader and parser, and does
 // nothing with them.
-func jsonlParseOnly(rate int) (int64, map[string]float64, string, error) {
-	in, err := JSONLFile(rate)
-	if err != nil {
-		return 0, nil, "", err
-	}
+func jsonlParseOnly(in string) (int64, map[string]float64, string, error) {
 	f, err := os.Open(in)
 	if err != nil {
 		return 0, nil, "", err

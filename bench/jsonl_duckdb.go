@@ -19,13 +19,9 @@ func init() {
 	register(Bench{
 		Name: "jsonl-duckdb", Group: "jsonl",
 		About: "the peer for jsonl-run: DuckDB (in-process, Go bindings) over the same file as one batch query: read_json, count and sum per card and minute, COPY to JSON lines",
-		Run: func(time.Duration) (int64, map[string]float64, string, error) {
-			in, err := JSONLFile(jsonlRate)
-			if err != nil {
-				return 0, nil, "", err
-			}
+		Setup: onFile(jsonlInput(jsonlRate), func(in string) (int64, map[string]float64, string, error) {
 			return duckdb(in, "")
-		},
+		}),
 	})
 }
 

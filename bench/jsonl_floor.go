@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"runtime"
-	"time"
 
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/source"
@@ -18,15 +17,15 @@ func init() {
 	register(Bench{
 		Name: "jsonl-scanner-floor", Group: "jsonl",
 		About: "the CPU floor for jsonl-run: a hand-written scanner that finds the job's four fields in each line of the same file and reads them (times, key, amount), nothing else",
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return jsonlScanner(jsonlRate) },
+		Setup: onFile(jsonlInput(jsonlRate), jsonlScanner),
 	})
 	register(Bench{
 		Name: "jsonl-run-1core", Group: "jsonl",
 		About: "jsonl-run on one core (GOMAXPROCS=1): what the second core adds",
-		Run: func(time.Duration) (int64, map[string]float64, string, error) {
+		Setup: onFile(jsonlInput(jsonlRate), func(in string) (int64, map[string]float64, string, error) {
 			runtime.GOMAXPROCS(1)
-			return jsonlRun(jsonlRate)
-		},
+			return jsonlRun(in)
+		}),
 	})
 }
 
@@ -35,11 +34,7 @@ func init() {
 // amount (a decimal, parsed to an integer and a scale). It knows the lines'
 // shape (flat objects, no escapes, the four names) and checks nothing else:
 // the least a program must do to compute the job.
-func jsonlScanner(rate int) (int64, map[string]float64, string, error) {
-	in, err := JSONLFile(rate)
-	if err != nil {
-		return 0, nil, "", err
-	}
+func jsonlScanner(in string) (int64, map[string]float64, string, error) {
 	f, err := os.Open(in)
 	if err != nil {
 		return 0, nil, "", err

@@ -23,7 +23,7 @@ func init() {
 	register(Bench{
 		Name: "state-per-key", Group: "state",
 		About: fmt.Sprintf("the memory a live key costs weir run (count and sum, memory backend): %d lines, each a new key, in one hour window, the live heap after a GC every 100 ms against the lines read (its slope)", PerKeyLines),
-		Run:   func(time.Duration) (int64, map[string]float64, string, error) { return statePerKey() },
+		Setup: onFile(func() (string, error) { return perKeyFile(PerKeyLines) }, statePerKey),
 	})
 	for _, backend := range []string{"memory", "pebble"} {
 		register(Bench{
@@ -99,11 +99,7 @@ output: %s
 // over the other, between a tenth and nine tenths of the input, is the
 // memory of a live key (its windows, timers, interned key and the
 // decoders' key tables).
-func statePerKey() (int64, map[string]float64, string, error) {
-	in, err := perKeyFile(PerKeyLines)
-	if err != nil {
-		return 0, nil, "", err
-	}
+func statePerKey(in string) (int64, map[string]float64, string, error) {
 	dir, err := os.MkdirTemp("", "weir-bench-perkey-")
 	if err != nil {
 		return 0, nil, "", err

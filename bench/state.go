@@ -51,7 +51,7 @@ func init() {
 			}
 			register(Bench{
 				Name: name, Group: "state", About: about,
-				Run: func(time.Duration) (int64, map[string]float64, string, error) { return steepRun(backend, every) },
+				Setup: onFile(SteepFile, func(in string) (int64, map[string]float64, string, error) { return steepRun(in, backend, every) }),
 			})
 		}
 	}
@@ -115,13 +115,9 @@ output: out.jsonl
 late_output: late.jsonl
 `
 
-// steepRun runs the steep job on a backend, with checkpoints every
-// interval (none if 0).
-func steepRun(backend string, every time.Duration) (int64, map[string]float64, string, error) {
-	in, err := SteepFile()
-	if err != nil {
-		return 0, nil, "", err
-	}
+// steepRun runs the steep job over the file in on a backend, with
+// checkpoints every interval (none if 0).
+func steepRun(in, backend string, every time.Duration) (int64, map[string]float64, string, error) {
 	dir, err := os.MkdirTemp("", "weir-bench-steep-")
 	if err != nil {
 		return 0, nil, "", err
