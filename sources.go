@@ -94,6 +94,28 @@ func (b *typedBatch[T]) Release() {
 	}
 }
 
+// batches are a typed source's batches: those delivered come back to free
+// (Release) for the source to fill again.
+type batches[T any] struct {
+	e    *engine.Engine
+	root *engine.Stream[T]
+	free chan *typedBatch[T]
+}
+
+func newBatches[T any](e *engine.Engine, root *engine.Stream[T]) batches[T] {
+	return batches[T]{e: e, root: root, free: make(chan *typedBatch[T], 4)}
+}
+
+// batch is a free batch, or a new one.
+func (b *batches[T]) batch() *typedBatch[T] {
+	select {
+	case x := <-b.free:
+		return x
+	default:
+		return &typedBatch[T]{root: b.root, e: b.e, free: b.free}
+	}
+}
+
 // addFeed adds a typed source to the plan: its root stream gets the source
 // loop's signals.
 func addFeed[T any](p *Pipeline, root *engine.Stream[T], opts []PartOption, mk func(e *engine.Engine, root *engine.Stream[T]) engine.Feed) Stream[T] {
@@ -126,16 +148,14 @@ func (r rootSignals[T]) Signal(sg engine.Signal) { r.s.Signal(sg) }
 // From reads a stream from a scripted source; Named names it.
 func From[T any](p *Pipeline, src Source[T], opts ...PartOption) Stream[T] {
 	return addFeed(p, &engine.Stream[T]{}, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
-		return &emitterFeed[T]{src: src, e: e, root: root, free: make(chan *typedBatch[T], 4)}
+		return &emitterFeed[T]{src: src, batches: newBatches(e, root)}
 	})
 }
 
 // emitterFeed runs a Source in the feed goroutine.
 type emitterFeed[T any] struct {
+	batches[T]
 	src  Source[T]
-	e    *engine.Engine
-	root *engine.Stream[T]
-	free chan *typedBatch[T]
 	out  chan *typedBatch[T]
 	done chan error
 }
@@ -182,11 +202,7 @@ type emitter[T any] struct {
 
 func (em *emitter[T]) add(s step[T]) {
 	if em.cur == nil {
-		select {
-		case em.cur = <-em.f.free:
-		default:
-			em.cur = &typedBatch[T]{root: em.f.root, e: em.f.e, free: em.f.free}
-		}
+		em.cur = em.f.batch()
 	}
 	em.cur.steps = append(em.cur.steps, s)
 	if len(em.cur.steps) >= feedBatchSize || s.kind != 0 {
@@ -223,7 +239,7 @@ func (em *emitter[T]) Watermark(w mtime.Time) { em.add(step[T]{kind: 2, t: w}) }
 // Run returns after the sequence has.
 func FromSeq[T any](p *Pipeline, seq iter.Seq2[T, mtime.Time], opts ...PartOption) Stream[T] {
 	return addFeed(p, &engine.Stream[T]{}, opts, func(e *engine.Engine, root *engine.Stream[T]) engine.Feed {
-		return &seqFeed[T]{seq: seq, e: e, root: root, free: make(chan *typedBatch[T], 4)}
+		return &seqFeed[T]{seq: seq, batches: newBatches(e, root)}
 	})
 }
 
@@ -244,10 +260,8 @@ func FromSlice[T any](p *Pipeline, xs []T, opts ...PartOption) Stream[T] {
 // (iter.Pull2) switched goroutines at every element, which cost more than
 // most pipelines' work on it.
 type seqFeed[T any] struct {
-	seq  iter.Seq2[T, mtime.Time]
-	e    *engine.Engine
-	root *engine.Stream[T]
-	free chan *typedBatch[T]
+	batches[T]
+	seq iter.Seq2[T, mtime.Time]
 
 	out    chan *typedBatch[T] // full batches, closed at the end
 	quit   chan struct{}       // closed by Close: the sequence stops
@@ -340,16 +354,6 @@ func (f *seqFeed[T]) run(skip uint64, ready chan struct{}) {
 		f.err = fmt.Errorf("the sequence has %d elements, fewer than the %d the checkpoint had read: it is not the same sequence", n, skip)
 	case len(b.steps) > 0:
 		send()
-	}
-}
-
-// batch is a free batch, or a new one.
-func (f *seqFeed[T]) batch() *typedBatch[T] {
-	select {
-	case b := <-f.free:
-		return b
-	default:
-		return &typedBatch[T]{root: f.root, e: f.e, free: f.free}
 	}
 }
 

@@ -191,16 +191,8 @@ func (p *Participant) Restored() []File { return p.restored }
 // File returns the restored file with the name suffix ("" for the file named
 // as the participant), or nil.
 func (p *Participant) File(suffix string) []byte {
-	name := p.name
-	if suffix != "" {
-		name += "." + suffix
-	}
-	for _, f := range p.restored {
-		if f.Name == name {
-			return f.Data
-		}
-	}
-	return nil
+	f, _ := p.restoredFile(suffix)
+	return f.Data
 }
 
 // restoredFile is the restored file with the name suffix; a file the
