@@ -14,6 +14,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/weirstream/weir/internal/dbstate"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
@@ -89,9 +90,9 @@ func TestOnDiskAsInMemory(t *testing.T) {
 			cache int64
 			head  int
 		}{{0, 1024}, {1000, 1024}, {1 << 20, 1024}, {1000, 3}, {1 << 20, 2}} {
-			headPart = c.head
+			dbstate.HeadPart = c.head
 			got, gotState := runRandom(t, cfg, c.cache)
-			headPart = 1024
+			dbstate.HeadPart = 1024
 			if got != want {
 				t.Errorf("%+v, cache %d, expiries read %d at a time: the output differs from the operator's in memory:\n%s", cfg, c.cache, c.head, firstDiff(want, got))
 			}

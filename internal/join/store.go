@@ -30,7 +30,7 @@ type store[K comparable, L, R any] interface {
 	push(at mtime.Time, t timer[K])
 	// due takes the expiries of the least instant with any, when it is
 	// at or before wm: appended to buf, in order of arrival (the
-	// database's at most maxDue at a time, the rest at the next call).
+	// database's at most dbstate.MaxDue at a time, the rest at the next call).
 	due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K])
 	// appendKeys appends the buffers of the keys of the key groups keep
 	// holds for (see Op.AppendKeys).
