@@ -29,9 +29,9 @@ var killedJoins = map[string]func(evs []shop, path string, opts []weir.Option, s
 	"lookup":   lookupFile,
 }
 
-// A join (interval, temporal, window; in memory and with its state on
-// disk), a keyed process function (its states and timers of both
-// domains), or a lookup join (the lookups under way at the checkpoint),
+// A join (interval, temporal, window) or a keyed process function (its
+// states and timers of both domains), in memory and with its state on
+// disk, or a lookup join (the lookups under way at the checkpoint),
 // killed with SIGKILL after a checkpoint resumes from it, at another
 // parallelism, and writes what an uninterrupted run writes, byte for byte;
 // the database a killed run left is removed by the next. The killed run is
@@ -63,7 +63,7 @@ func TestJoinKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the test binary again")
 	}
-	for _, kind := range []string{"interval", "temporal", "window", "process", "lookup", "interval on disk", "temporal on disk", "window on disk"} {
+	for _, kind := range []string{"interval", "temporal", "window", "process", "lookup", "interval on disk", "temporal on disk", "window on disk", "process on disk"} {
 		t.Run(kind, func(t *testing.T) {
 			name, onDisk := strings.CutSuffix(kind, " on disk")
 			build := killedJoins[name]

@@ -22,9 +22,10 @@ import (
 // partitions); event-time timers fire as it passes them, before it goes
 // on to the stream returned, and processing-time timers as processing
 // time does (with Live, the wall clock's). Every element is passed to the
-// function, behind the watermark or not. With Checkpoints the states and
-// timers are kept in checkpoints, by key group, and restored at any
-// parallelism; the key's type and each state's are the stage's layout: a
+// function, behind the watermark or not. With StateOnDisk the states and
+// timers are kept in a state database, the keys used last at hand in
+// memory. With Checkpoints they are kept in checkpoints, by key group, and
+// restored at any parallelism, from either backend into either; the key's type and each state's are the stage's layout: a
 // restore that changes one is refused (unless DropState("process")), one
 // that adds or removes a state carries the others over.
 //
@@ -40,7 +41,7 @@ func KeyedProcess[K comparable, T, O any](in Keyed[K, T], f process.Func[K, T, O
 	out := &engine.Stream[O]{}
 	node := plan.ID{Kind: plan.KindProcess, Name: "process:" + name}
 	main := Stream[O]{p: p, n: out, from: plan.Input{From: node}}
-	impl := &processNode[K, T, O]{name: name, f: f, in: in, out: out, at: later[T](in.t.s.n), sides: map[string]any{}}
+	impl := &processNode[K, T, O]{name: name, f: f, in: in, out: out, at: later[T](in.t.s.n), sides: map[string]any{}, disk: p.o.disk}
 	switch {
 	case f.Element == nil:
 		p.fail("process %s: the function has no Element", name)
@@ -72,10 +73,10 @@ func KeyedProcess[K comparable, T, O any](in Keyed[K, T], f process.Func[K, T, O
 		}
 		op.Sides = append(op.Sides, s.Name())
 	}
-	if p.checkpointed() {
+	if how := p.encoded(); how != "" {
 		for _, t := range types {
 			if why := checkpointable(t); why != "" {
-				p.fail("process %s: the type %s cannot be checkpointed: %s", name, t, why)
+				p.fail("process %s: the type %s cannot be %s: %s", name, t, how, why)
 				return main
 			}
 		}
@@ -122,6 +123,7 @@ type processNode[K comparable, T, O any] struct {
 	at      *lazy[T]
 	sides   map[string]any
 	signals []func(engine.Signal)
+	disk    *onDisk
 }
 
 func (n *processNode[K, T, O]) side(name string, push any, signal func(engine.Signal)) error {
@@ -151,8 +153,15 @@ func (n *processNode[K, T, O]) Build(c *translate.Ctx) error {
 	cfg := engine.ProcessConfig[K, T, O]{Name: c.Participant(), Func: n.f, Watermark: op.Watermark,
 		Parallelism: op.Parallelism, Hash: stableHash[K](e.Checkpointed()),
 		Out: n.out, Sides: n.sides, SideSignals: n.signals}
-	if e.Checkpointed() {
+	if e.Checkpointed() || n.disk != nil {
 		cfg.Key = process.JSONKeys[K]{}
+	}
+	if n.disk != nil {
+		db, err := n.disk.open(e, "process "+n.name)
+		if err != nil {
+			return err
+		}
+		cfg.State = db
 	}
 	s, err := engine.NewProcess(e, cfg)
 	if err != nil {

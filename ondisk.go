@@ -3,11 +3,9 @@ package weir
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/weirstream/weir/engine"
-	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/vfs"
 )
@@ -15,12 +13,12 @@ import (
 // StateOnDisk keeps the pipeline's keyed state in Pebble databases on disk
 // instead of in memory, for state larger than memory, as a job file's
 // state: {backend: pebble} does: the windows of every aggregation with
-// their timers and de-duplication ids, and the buffers and expiries of
-// every join. Keyed process functions (the log names them when the
-// pipeline starts), and the de-duplication ids of a join's sides, stay in
-// memory.
+// their timers and de-duplication ids, the buffers and expiries of every
+// join, and the states and timers of every keyed process function. The
+// de-duplication ids of a join's sides stay in memory.
 //
-// Each aggregation and join has a database of its own, in a directory of
+// Each aggregation, join and keyed process function has a database of its
+// own, in a directory of
 // its own under dir (the system's temporary directory when dir is ""),
 // removed when Run returns; dir is made if it does not exist, and must be
 // empty or weir's (a state directory weir marked). memoryBudget bytes
@@ -33,8 +31,8 @@ import (
 // Results are the same as in memory, and a checkpoint taken with the state
 // on disk restores with it in memory, and the other way round. State on
 // disk is encoded as checkpoints encode it (as JSON), so its keys,
-// accumulators and joined types must round-trip through encoding/json
-// (see Checkpoints).
+// accumulators, joined types and states must round-trip through
+// encoding/json (see Checkpoints).
 func StateOnDisk(dir string, memoryBudget int64) Option {
 	return func(o *options) {
 		if memoryBudget < 0 {
@@ -69,7 +67,8 @@ type diskDB struct {
 	watch func()
 }
 
-// open opens a database of its own for one aggregation or join, and has
+// open opens a database of its own for one aggregation, join or keyed
+// process function, and has
 // the engine stop the job if it cannot write (a full disk): Pebble would
 // hold the job's writes back for ever.
 func (d *onDisk) open(e *engine.Engine, what string) (*state.DB, error) {
@@ -100,24 +99,4 @@ func (d *onDisk) close() error {
 		vfs.RemoveScratch(x.dir)
 	}
 	return errors.Join(errs...)
-}
-
-// warnInMemory is the warning that a pipeline with its state on disk has
-// keyed process functions, whose state stays in memory ("" when there is
-// none to give).
-func (p *Pipeline) warnInMemory() string {
-	if p.o.disk == nil {
-		return ""
-	}
-	var names []string
-	for _, n := range p.g.Nodes {
-		if _, ok := n.Op.(*plan.Process); ok {
-			names = append(names, n.Label)
-		}
-	}
-	if len(names) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("warning: %s %s its states and timers in memory: StateOnDisk keeps the aggregations' and the joins' state on disk, not a keyed process function's",
-		strings.Join(names, ", "), plural(len(names), "keeps", "keep"))
 }

@@ -118,8 +118,9 @@ func databases(t *testing.T, dir string) []string {
 
 // With its state on disk, a join stops with a savepoint and resumes at
 // another parallelism, on disk or in memory: the output is what an
-// uninterrupted run writes, byte for byte. So does an aggregation of
-// Deduplicated events; and a savepoint taken in memory resumes on disk.
+// uninterrupted run writes, byte for byte. So do an aggregation of
+// Deduplicated events and a keyed process function; and a savepoint taken
+// in memory resumes on disk.
 func TestStateOnDiskCheckpointsAndResume(t *testing.T) {
 	onDisk := func(stopped, resumed bool, build func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline) func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
 		return func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
@@ -143,51 +144,70 @@ func TestStateOnDiskCheckpointsAndResume(t *testing.T) {
 		t.Run("aggregation "+c.name, func(t *testing.T) {
 			resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughPanes, onDisk(c.stopped, c.resumed, countFile))
 		})
+		t.Run("keyed process "+c.name, func(t *testing.T) {
+			resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughWatched, onDisk(c.stopped, c.resumed, processFile))
+		})
 	}
 }
 
-// A join's buffers on disk go into its checkpoints from the database, a
-// file a part, never whole in memory: a periodic checkpoint shares them
-// as objects of the store, a savepoint keeps its own copies; both are
-// files the checkpoint reads from disk.
-func TestStateOnDiskJoinCheckpointFiles(t *testing.T) {
+// A join's buffers and a keyed process function's states and timers on
+// disk go into their checkpoints from the database, a file a part, never
+// whole in memory: a periodic checkpoint shares them as objects of the
+// store, a savepoint keeps its own copies; both are files the checkpoint
+// reads from disk.
+func TestStateOnDiskCheckpointFiles(t *testing.T) {
 	evs := shopEvents(6000)
-	var states []engine.JoinState
-	for _, disk := range []bool{false, true} {
-		dir := t.TempDir()
-		opts := []weir.Option{weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour), weir.Parallelism(2)}
-		if disk {
-			opts = append(opts, weir.StateOnDisk("", onDiskBudget))
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		err := joinFile(evs, filepath.Join(dir, "out.txt"), opts, 3000, cancel).Run(ctx)
-		cancel()
-		var stopped *engine.StoppedError
-		if !errors.As(err, &stopped) {
-			t.Fatalf("stopped: %v", err)
-		}
-		c, err := checkpoint.Load(checkpoint.OSFS, stopped.Savepoint)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range c.Manifest.Files {
-			if !strings.HasPrefix(f.Name, "join:payments.op-") {
-				continue
+	for _, c := range []struct {
+		part  string
+		build func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline
+	}{{"join:payments", joinFile}, {"process:payments", processFile}} {
+		var keys []int64
+		for _, disk := range []bool{false, true} {
+			dir := t.TempDir()
+			opts := []weir.Option{weir.Checkpoints(filepath.Join(dir, "ckpt"), time.Hour), weir.Parallelism(2)}
+			if disk {
+				opts = append(opts, weir.StateOnDisk("", onDiskBudget))
 			}
-			_, inMemory := c.Files[f.Name]
-			if inMemory == disk || f.Lazy != disk || f.Size < 100 {
-				t.Errorf("on disk %v: the savepoint's %s: read in %v, %+v", disk, f.Name, inMemory, f)
+			ctx, cancel := context.WithCancel(context.Background())
+			err := c.build(evs, filepath.Join(dir, "out.txt"), opts, 3000, cancel).Run(ctx)
+			cancel()
+			var stopped *engine.StoppedError
+			if !errors.As(err, &stopped) {
+				t.Fatalf("%s: stopped: %v", c.part, err)
+			}
+			ck, err := checkpoint.Load(checkpoint.OSFS, stopped.Savepoint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := 0
+			for _, f := range ck.Manifest.Files {
+				if !strings.HasPrefix(f.Name, c.part+".op-") {
+					continue
+				}
+				parts++
+				_, inMemory := ck.Files[f.Name]
+				if inMemory == disk || f.Lazy != disk || f.Size < 100 {
+					t.Errorf("%s on disk %v: the savepoint's %s: read in %v, %+v", c.part, disk, f.Name, inMemory, f)
+				}
+			}
+			in, err := engine.Inspect(ck, nil)
+			if err != nil || len(in.Joins)+len(in.Processes) != 1 || parts != 2 {
+				t.Fatalf("%s on disk %v: inspect: %v, %+v, %d parts", c.part, disk, err, in, parts)
+			}
+			if len(in.Joins) == 1 {
+				if in.Joins[0].Instances != 2 {
+					t.Errorf("%s on disk %v: %+v", c.part, disk, in.Joins[0])
+				}
+				keys = append(keys, in.Joins[0].Keys)
+			} else {
+				if in.Processes[0].Instances != 2 {
+					t.Errorf("%s on disk %v: %+v", c.part, disk, in.Processes[0])
+				}
+				keys = append(keys, in.Processes[0].Keys)
 			}
 		}
-		in, err := engine.Inspect(c, nil)
-		if err != nil || len(in.Joins) != 1 {
-			t.Fatalf("on disk %v: inspect: %v, %+v", disk, err, in.Joins)
-		}
-		states = append(states, in.Joins[0])
-	}
-	for _, st := range states {
-		if st.Instances != 2 || st.Keys < 10 {
-			t.Errorf("inspect, in memory and on disk: %+v", states)
+		if keys[0] < 10 || keys[1] < 10 {
+			t.Errorf("%s: the savepoints hold %d keys in memory and %d on disk", c.part, keys[0], keys[1])
 		}
 	}
 }
@@ -288,22 +308,28 @@ func ExampleStateOnDisk() {
 	// card-2: 1 orders in the minute from 12:01
 }
 
-// A keyed process function keeps its state in memory with StateOnDisk
-// too, and the log says so when the pipeline starts, naming it; its
-// output is the same.
-func TestStateOnDiskKeyedProcessWarns(t *testing.T) {
+// A keyed process function keeps its states and timers on disk with
+// StateOnDisk, in a database of its own under the directory it names, and
+// gives what it gives in memory, with nothing to warn of.
+func TestStateOnDiskKeyedProcess(t *testing.T) {
 	evs := shopEvents(2000)
 	dir := t.TempDir()
 	if err := processFile(evs, filepath.Join(dir, "ref.txt"), nil, -1, nil).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var log strings.Builder
-	if err := processFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{weir.StateOnDisk("", onDiskBudget), weir.Log(&log)}, -1, nil).Run(context.Background()); err != nil {
+	stateDir := filepath.Join(dir, "state")
+	var dbs []string
+	cancel := func() { dbs = databases(t, stateDir) }
+	// At the 1000th event, cancel only looks at the directory.
+	if err := processFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{weir.StateOnDisk(stateDir, onDiskBudget), weir.Log(&log)}, 1000, cancel).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	want := `weir: warning: process payments keeps its states and timers in memory: StateOnDisk keeps the aggregations' and the joins' state on disk, not a keyed process function's` + "\n"
-	if log.String() != want {
-		t.Errorf("the log:\n%q\nwant\n%q", log.String(), want)
+	if log.String() != "" {
+		t.Errorf("the log: %q, want nothing", log.String())
+	}
+	if len(dbs) != 1 {
+		t.Errorf("while it ran, %s held the databases %q, want one", stateDir, dbs)
 	}
 	ref, _ := os.ReadFile(filepath.Join(dir, "ref.txt"))
 	if got, _ := os.ReadFile(filepath.Join(dir, "out.txt")); !bytes.Equal(got, ref) || len(ref) == 0 {

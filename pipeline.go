@@ -365,11 +365,12 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		tc.Fingerprint = hex.EncodeToString(sum[:8])
 	}
 	if d := o.disk; d != nil {
-		// A database per aggregation and join, each within its share.
+		// A database per aggregation, join and keyed process function,
+		// each within its share.
 		n := int64(0)
 		for _, nd := range p.g.Nodes {
 			switch nd.Op.(type) {
-			case *plan.Aggregation, *plan.Join:
+			case *plan.Aggregation, *plan.Join, *plan.Process:
 				n++
 			}
 		}
@@ -394,9 +395,6 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 		}
 	}
 	if w := p.warnUnnamed(); w != "" && e.Checkpointed() {
-		e.Logf("%s", w)
-	}
-	if w := p.warnInMemory(); w != "" {
 		e.Logf("%s", w)
 	}
 	p.mu.Lock()

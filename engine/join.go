@@ -293,21 +293,9 @@ func (j *Join[K, L, R]) barrier(b *CheckpointBarrier) {
 		return j.op.AppendHeader(j.d.AppendState(clock))
 	}
 	if db := j.cfg.State; db != nil {
-		ackPartedFiles(b, j.p, j.cfg.Parallelism, head, func(name string, keep func(int) bool) ([]File, error) {
-			snap, err := db.WriteSnapshot(name, func(w io.Writer) error {
-				return j.op.WriteKeys(w, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep)
-			})
-			if err == nil {
-				err = j.op.Err()
-			}
-			if err != nil {
-				if snap != nil {
-					_ = snap.Release()
-				}
-				return nil, fmt.Errorf("join %s: %w", j.cfg.Name, err)
-			}
-			return b.snapshotFiles(j.p, "", snap)
-		})
+		ackPartedDB(b, j.p, j.cfg.Parallelism, head, db, "join "+j.cfg.Name, func(w io.Writer, keep func(int) bool) error {
+			return j.op.WriteKeys(w, j.cfg.Codec, j.cfg.Hash, exec.KeyGroups, keep)
+		}, j.op.Err)
 		return
 	}
 	ackParted(b, j.p, j.cfg.Parallelism, head, func(keep func(int) bool) ([]byte, error) {

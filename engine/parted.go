@@ -11,6 +11,7 @@ import (
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -47,6 +48,27 @@ func ackPartedFiles(b *CheckpointBarrier, p *Participant, n int, head func([]byt
 		files = append(files, fs...)
 	}
 	b.Ack(p, files...)
+}
+
+// ackPartedDB is ackParted for a stage whose keys are in the state
+// database db: write writes a part's keys from it into a file of the
+// snapshot's, on disk (the checkpoint store takes it from there), never
+// whole in memory; failed is the stage's error once they are written (the
+// database's). what names the stage in errors.
+func ackPartedDB(b *CheckpointBarrier, p *Participant, n int, head func([]byte) []byte, db *state.DB, what string, write func(w io.Writer, keep func(group int) bool) error, failed func() error) {
+	ackPartedFiles(b, p, n, head, func(name string, keep func(int) bool) ([]File, error) {
+		snap, err := db.WriteSnapshot(name, func(w io.Writer) error { return write(w, keep) })
+		if err == nil {
+			err = failed()
+		}
+		if err != nil {
+			if snap != nil {
+				_ = snap.Release()
+			}
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		return b.snapshotFiles(p, "", snap)
+	})
 }
 
 // restoreParted reads what ackParted wrote: head reads the driver's state

@@ -2,12 +2,14 @@ package engine
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/exec"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/process"
+	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
 )
 
@@ -24,8 +26,13 @@ type ProcessConfig[K comparable, T, O any] struct {
 	Parallelism int
 	// Hash puts keys in key groups; it must be stable from run to run.
 	Hash func(K) uint64
-	// Key encodes keys; required with checkpoints.
+	// Key encodes keys; required with checkpoints and a state database.
 	Key process.KeyCodec[K]
+	// State keeps the states and timers in this database instead of in
+	// memory, with the keys used last at hand up to its share of the
+	// cache (state.DB.CacheBudget); it needs Key and Hash. Checkpoints
+	// are written from it a key at a time.
+	State *state.DB
 	// Out is the main output; Sides the side outputs' consumers by name
 	// (a func(V) for each *process.Output[V] of Func.Sides), and
 	// SideSignals their streams' signals.
@@ -79,6 +86,9 @@ func NewProcess[K comparable, T, O any](e *Engine, cfg ProcessConfig[K, T, O]) (
 	if e.Checkpointed() && (cfg.Key == nil || cfg.Hash == nil) {
 		return nil, fmt.Errorf("engine: process %s: checkpoints need a codec and a stable hash of the keys", cfg.Name)
 	}
+	if cfg.State != nil && (cfg.Key == nil || cfg.Hash == nil) {
+		return nil, fmt.Errorf("engine: process %s: a state database needs a codec and a stable hash of the keys", cfg.Name)
+	}
 	p, err := e.participant(cfg.Name, partProcess)
 	if err != nil {
 		return nil, err
@@ -89,6 +99,9 @@ func NewProcess[K comparable, T, O any](e *Engine, cfg ProcessConfig[K, T, O]) (
 	}
 	if s.op, err = process.New(process.Config[K, T, O]{Func: cfg.Func, Emit: s.Out.Push, Sides: cfg.Sides}); err != nil {
 		return nil, fmt.Errorf("engine: process %s: %w", cfg.Name, err)
+	}
+	if cfg.State != nil {
+		s.op.OnDisk(cfg.State, cfg.Name, cfg.Key, cfg.Hash, exec.KeyGroups, cfg.State.CacheBudget())
 	}
 	s.d = exec.NewDriver[K, T]((*processTarget[K, T, O])(s), cfg.Watermark, true)
 	if clock := p.File("clock"); clock != nil {
@@ -101,12 +114,12 @@ func NewProcess[K comparable, T, O any](e *Engine, cfg ProcessConfig[K, T, O]) (
 }
 
 func (s *Process[K, T, O]) restore(clock []byte) error {
-	n, err := restoreParted(s.e, s.p, clock, func(d *enc.Decoder) error {
+	n, err := restorePartedFrom(s.e, s.p, clock, func(d *enc.Decoder) error {
 		if err := s.d.RestoreState(d); err != nil {
 			return err
 		}
 		return s.op.RestoreHeader(d)
-	}, func(d *enc.Decoder) error { return s.op.RestoreKeys(d, s.cfg.Key) })
+	}, func(r io.Reader) error { return s.op.RestoreKeysFrom(r, s.cfg.Key) }, nil)
 	s.restored = n
 	return err
 }
@@ -182,11 +195,20 @@ func (s *Process[K, T, O]) signal(sg Signal) {
 
 // barrier acknowledges a checkpoint with the stage's state: its clocks,
 // and its keys' state and timers by key group, in as many parts as its
-// parallelism.
+// parallelism. States and timers in a state database are written from it
+// into a file a part, read a key at a time (the same bytes), never whole
+// in memory.
 func (s *Process[K, T, O]) barrier(b *CheckpointBarrier) {
-	ackParted(b, s.p, s.cfg.Parallelism, func(clock []byte) []byte {
+	head := func(clock []byte) []byte {
 		return s.op.AppendHeader(s.d.AppendState(clock))
-	}, func(keep func(int) bool) ([]byte, error) {
+	}
+	if db := s.cfg.State; db != nil {
+		ackPartedDB(b, s.p, s.cfg.Parallelism, head, db, "process "+s.cfg.Name, func(w io.Writer, keep func(int) bool) error {
+			return s.op.WriteKeys(w, s.cfg.Key, s.cfg.Hash, exec.KeyGroups, keep)
+		}, s.op.Err)
+		return
+	}
+	ackParted(b, s.p, s.cfg.Parallelism, head, func(keep func(int) bool) ([]byte, error) {
 		return s.op.AppendKeys(nil, s.cfg.Key, s.cfg.Hash, exec.KeyGroups, keep)
 	})
 }

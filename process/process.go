@@ -24,8 +24,10 @@
 //     is the function's to say (Context.Watermark).
 //   - At the end of a bounded input every event-time timer fires (the
 //     watermark reaches the end of time); processing-time timers do not.
-//   - State and timers are kept in checkpoints, by key group, and restored
-//     at any parallelism. A key with no state and no timers is forgotten.
+//   - State and timers are kept in memory, or in a state database (OnDisk)
+//     with the keys used last at hand; in checkpoints, by key group,
+//     restored at any parallelism and on either. A key with no state and
+//     no timers is forgotten.
 package process
 
 import (
@@ -33,7 +35,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
+
+	"github.com/RaduBerinde/btreemap"
 
 	"github.com/weirstream/weir/internal/enc"
 	"github.com/weirstream/weir/internal/heap"
@@ -130,11 +135,30 @@ func (c *Context[K, O]) DeleteEventTimer(t mtime.Time) { c.c.del(EventTime, t) }
 // it has one.
 func (c *Context[K, O]) DeleteProcessingTimer(t mtime.Time) { c.c.del(ProcessingTime, t) }
 
-// timerID is a timer: a key's (by slot), in a domain, at an instant.
-type timerID struct {
+// slotTimer is a timer of a key: its domain, its instant and the
+// sequence number it was set with.
+type slotTimer struct {
+	d   Domain
+	t   mtime.Time
+	seq uint64
+}
+
+// timerKey is a timer of a key at hand: its slot, domain and instant, in
+// that order.
+type timerKey struct {
 	slot int32
 	d    Domain
 	t    mtime.Time
+}
+
+func compareTimers(a, b timerKey) int {
+	if a.slot != b.slot {
+		return cmp.Compare(a.slot, b.slot)
+	}
+	if a.d != b.d {
+		return cmp.Compare(a.d, b.d)
+	}
+	return cmp.Compare(a.t, b.t)
 }
 
 // timerRef is a timer in its domain's heap: its slot and the sequence
@@ -143,6 +167,15 @@ type timerID struct {
 type timerRef struct {
 	seq  uint64
 	slot int32
+}
+
+// queue is where the timers are found by instant: the heaps of memory, or
+// the state database's keys (OnDisk).
+type queue interface {
+	// add adds the timer of slot.
+	add(slot int32, t slotTimer)
+	// remove removes it, deleted before it fired.
+	remove(slot int32, t slotTimer)
 }
 
 // core is a running function's state apart from its types: the key being
@@ -158,54 +191,99 @@ type core struct {
 	sides  []Side
 	pushes []any
 
-	timers map[timerID]uint64
+	// tims are the timers of the keys at hand, in order of slot, domain
+	// and instant, with their sequence numbers: a B-tree, so that a key
+	// of many timers costs what many keys of one do. count is the number
+	// of each slot's; timers counts every timer (those on disk too), by
+	// domain.
+	tims   *btreemap.BTreeMap[timerKey, uint64]
+	count  []int32
+	timers [2]int
+	queue  queue
 	queues [2]heap.Heap[mtime.Time, timerRef]
-	// count is the number of timers of each slot.
-	count []int32
-	seq   uint64
+	seq    uint64
 }
 
 func (c *core) set(d Domain, t mtime.Time) {
 	if !c.active {
 		panic("process: a timer set outside a call of the function")
 	}
-	id := timerID{c.slot, d, t}
-	if _, ok := c.timers[id]; ok {
+	c.add(c.slot, slotTimer{d: d, t: t}, true)
+}
+
+// add sets slot's timer st, with a new sequence number if fresh, unless
+// the slot has the timer already.
+func (c *core) add(slot int32, st slotTimer, fresh bool) {
+	k := timerKey{slot, st.d, st.t}
+	if c.tims.Has(k) {
 		return
 	}
-	c.seq++
-	c.timers[id] = c.seq
-	c.count[c.slot]++
-	c.queues[d].Push(t, timerRef{seq: c.seq, slot: c.slot})
-	c.compact(d)
+	if fresh {
+		c.seq++
+		st.seq = c.seq
+	}
+	c.tims.ReplaceOrInsert(k, st.seq)
+	c.count[slot]++
+	c.timers[st.d]++
+	c.queue.add(slot, st)
 }
 
 func (c *core) del(d Domain, t mtime.Time) {
 	if !c.active {
 		panic("process: a timer deleted outside a call of the function")
 	}
-	id := timerID{c.slot, d, t}
-	if _, ok := c.timers[id]; ok {
-		delete(c.timers, id)
+	if _, seq, ok := c.tims.Delete(timerKey{c.slot, d, t}); ok {
 		c.count[c.slot]--
+		c.timers[d]--
+		c.queue.remove(c.slot, slotTimer{d, t, seq})
 	}
 }
 
-// live says the heap entry of instant t is a timer still set.
-func (c *core) live(d Domain, t mtime.Time, r timerRef) bool {
-	return c.timers[timerID{r.slot, d, t}] == r.seq
+// live says slot's timer (d, t) is set, with seq (not deleted, fired, or
+// set again since).
+func (c *core) live(slot int32, d Domain, t mtime.Time, seq uint64) bool {
+	_, s, ok := c.tims.Get(timerKey{slot, d, t})
+	return ok && s == seq
 }
+
+// drop removes slot's timer (d, t), which fired.
+func (c *core) drop(slot int32, d Domain, t mtime.Time) {
+	c.tims.Delete(timerKey{slot, d, t})
+	c.count[slot]--
+	c.timers[d]--
+}
+
+// timersOf appends slot's timers to buf, in order of domain and instant.
+func (c *core) timersOf(slot int32, buf []slotTimer) []slotTimer {
+	from, to := timerKey{slot: slot, t: mtime.MinTime}, timerKey{slot: slot + 1, t: mtime.MinTime}
+	for k, seq := range c.tims.Ascend(btreemap.GE(from), btreemap.LT(to)) {
+		buf = append(buf, slotTimer{k.d, k.t, seq})
+	}
+	return buf
+}
+
+// memQueue keeps the timers in the heaps of core, a heap a domain: a
+// deleted timer's entry stays, stale, until it comes up or the heap is
+// compacted.
+type memQueue struct{ c *core }
+
+func (q memQueue) add(slot int32, st slotTimer) {
+	q.c.queues[st.d].Push(st.t, timerRef{seq: st.seq, slot: slot})
+	q.c.compact(st.d)
+}
+
+func (memQueue) remove(int32, slotTimer) {}
 
 // compact drops the stale entries of a domain's heap once they are more
 // than the live ones (and a few): deleted timers take no room for long.
 func (c *core) compact(d Domain) {
 	q := &c.queues[d]
-	if len(*q) < 2*len(c.timers)+1024 {
+	if len(*q) < 2*c.timers[d]+1024 {
 		return
 	}
 	kept := (*q)[:0]
 	for _, e := range *q {
-		if c.live(d, e.Key, e.Value) {
+		if c.live(e.Value.slot, d, e.Key, e.Value.seq) {
 			kept = append(kept, e)
 		}
 	}
@@ -226,17 +304,28 @@ type Config[K comparable, T, O any] struct {
 
 // Op runs a keyed process function synchronously: a runner (a pipeline's
 // stage, weirtest's harness) sends it the elements, the watermark and
-// processing time, one at a time, and keeps its state in checkpoints.
+// processing time, one at a time, and keeps its state in checkpoints. Its
+// keys' states and timers are in memory, or in a state database (OnDisk).
 type Op[K comparable, T, O any] struct {
 	f   Func[K, T, O]
 	c   core
 	ctx Context[K, O]
 
+	// slots are the keys at hand (in memory: every key), by slot.
 	slots  map[K]int32
 	keys   []K
 	free   []int32
+	n      int // keys with state or timers
 	batch  []heap.Entry[mtime.Time, timerRef]
 	byName map[string]int
+	disk   *diskStore[K] // nil: in memory
+
+	// What a restore or a load from the database reads of a key.
+	raw   []rawState
+	rtims []slotTimer
+	// Scratch of appendSlot and forget.
+	sorted, evicted []slotTimer
+	jbuf            []byte
 
 	stats Stats
 }
@@ -256,7 +345,8 @@ func New[K comparable, T, O any](cfg Config[K, T, O]) (*Op[K, T, O], error) {
 	}
 	o := &Op[K, T, O]{f: f, slots: map[K]int32{}, byName: map[string]int{}}
 	o.c.wm, o.c.now = mtime.MinTime, mtime.MinTime
-	o.c.timers = map[timerID]uint64{}
+	o.c.queue = memQueue{&o.c}
+	o.c.tims = btreemap.New[timerKey, uint64](16, compareTimers)
 	for i, s := range f.State {
 		if s == nil {
 			return nil, fmt.Errorf("state %d is nil", i)
@@ -295,9 +385,13 @@ func New[K comparable, T, O any](cfg Config[K, T, O]) (*Op[K, T, O], error) {
 	return o, nil
 }
 
-// slot is the key's slot, which it gets if it has none.
+// slot is the key's slot, which it gets if it has none: with what the
+// state database keeps of it (OnDisk), or empty.
 func (o *Op[K, T, O]) slot(k K) int32 {
 	if s, ok := o.slots[k]; ok {
+		if o.disk != nil {
+			o.disk.touch(s)
+		}
 		return s
 	}
 	var s int32
@@ -313,21 +407,44 @@ func (o *Op[K, T, O]) slot(k K) int32 {
 		}
 	}
 	o.slots[k] = s
+	if o.disk == nil || !o.load(k, s) {
+		o.n++
+	}
 	return s
 }
 
-// release forgets the key of slot s when it has no state and no timers.
+// release forgets the key of slot s when it has no state and no timers;
+// else, on disk, the key's state changed (see changed).
 func (o *Op[K, T, O]) release(s int32) {
-	if o.c.count[s] > 0 {
-		return
-	}
+	kept := o.c.count[s] > 0
 	for _, st := range o.c.stores {
-		if st.has(s) {
-			return
-		}
+		kept = kept || st.has(s)
 	}
+	switch {
+	case kept && o.disk != nil:
+		o.changed(s)
+	case kept:
+	default:
+		if o.disk != nil {
+			o.gone(s)
+		}
+		o.n--
+		o.forget(s)
+	}
+}
+
+// forget lets slot s go, for a key to come.
+func (o *Op[K, T, O]) forget(s int32) {
 	for _, st := range o.c.stores {
 		st.reset(s) // an emptied list's or map's room
+	}
+	if o.c.count[s] > 0 {
+		// Its timers, which are on disk (evict).
+		o.evicted = o.c.timersOf(s, o.evicted[:0])
+		for _, t := range o.evicted {
+			o.c.tims.Delete(timerKey{s, t.d, t.t})
+		}
+		o.c.count[s] = 0
 	}
 	delete(o.slots, o.keys[s])
 	var zero K
@@ -353,6 +470,9 @@ func (o *Op[K, T, O]) Element(k K, ts mtime.Time, v T) error {
 	o.stats.Elements++
 	err := o.f.Element(&o.ctx, v)
 	o.leave(s)
+	if err == nil {
+		err = o.Err()
+	}
 	return err
 }
 
@@ -380,12 +500,15 @@ func (o *Op[K, T, O]) AdvanceProcessingTime(now mtime.Time) error {
 // instant's first, those of one instant in the order they were set, those
 // the calls set at or before until too.
 func (o *Op[K, T, O]) fire(d Domain, until mtime.Time) error {
+	if o.disk != nil {
+		return o.fireOnDisk(d, until)
+	}
 	q := &o.c.queues[d]
 	for len(*q) > 0 && (*q)[0].Key <= until {
 		t := (*q)[0].Key
 		o.batch = o.batch[:0]
 		for len(*q) > 0 && (*q)[0].Key == t {
-			if e := q.Pop(); o.c.live(d, e.Key, e.Value) {
+			if e := q.Pop(); o.c.live(e.Value.slot, d, t, e.Value.seq) {
 				o.batch = append(o.batch, e)
 			}
 		}
@@ -393,23 +516,29 @@ func (o *Op[K, T, O]) fire(d Domain, until mtime.Time) error {
 			return cmp.Compare(a.Value.seq, b.Value.seq)
 		})
 		for _, e := range o.batch {
-			s := e.Value.slot
-			delete(o.c.timers, timerID{s, d, t})
-			o.c.count[s]--
-			o.stats.Fired[d]++
-			if o.f.Timer == nil {
-				o.release(s)
-				continue
-			}
-			o.enter(s, t)
-			err := o.f.Timer(&o.ctx, Timer{Time: t, Domain: d})
-			o.leave(s)
-			if err != nil {
+			if err := o.fireOne(e.Value.slot, d, t, e.Value.seq); err != nil {
 				return err
 			}
 		}
 	}
-	return nil
+	return o.Err()
+}
+
+// fireOne fires slot's timer (d, t) if it is still the one set with seq.
+func (o *Op[K, T, O]) fireOne(s int32, d Domain, t mtime.Time, seq uint64) error {
+	if !o.c.live(s, d, t, seq) {
+		return nil
+	}
+	o.c.drop(s, d, t)
+	o.stats.Fired[d]++
+	if o.f.Timer == nil {
+		o.release(s)
+		return nil
+	}
+	o.enter(s, t)
+	err := o.f.Timer(&o.ctx, Timer{Time: t, Domain: d})
+	o.leave(s)
+	return err
 }
 
 // Watermark is the watermark the Op has reached.
@@ -419,22 +548,24 @@ func (o *Op[K, T, O]) Watermark() mtime.Time { return o.c.wm }
 func (o *Op[K, T, O]) Now() mtime.Time { return o.c.now }
 
 // Keys is the number of keys with state or timers.
-func (o *Op[K, T, O]) Keys() int { return len(o.slots) }
+func (o *Op[K, T, O]) Keys() int { return o.n }
 
 // Timers is the number of timers set, by domain.
 func (o *Op[K, T, O]) Timers() (event, processing int) {
-	for id := range o.c.timers {
-		if id.d == EventTime {
-			event++
-		} else {
-			processing++
-		}
-	}
-	return event, processing
+	return o.c.timers[EventTime], o.c.timers[ProcessingTime]
 }
 
 // Stats is what the Op did so far.
 func (o *Op[K, T, O]) Stats() Stats { return o.stats }
+
+// Err is the first error of the state database (OnDisk): the Op's
+// calls return it too.
+func (o *Op[K, T, O]) Err() error {
+	if o.disk == nil {
+		return nil
+	}
+	return o.disk.Err()
+}
 
 // KeyCodec encodes keys in checkpoints.
 type KeyCodec[K comparable] interface {
@@ -484,6 +615,11 @@ func (o *Op[K, T, O]) RestoreHeader(d *enc.Decoder) error {
 // encodings: each state by name, as JSON, and each timer with its
 // sequence number.
 func (o *Op[K, T, O]) AppendKeys(b []byte, kc KeyCodec[K], hash func(K) uint64, groups int, keep func(group int) bool) ([]byte, error) {
+	if o.disk != nil {
+		w := bytes.NewBuffer(b)
+		err := o.WriteKeys(w, kc, hash, groups, keep)
+		return w.Bytes(), err
+	}
 	type ent struct {
 		group int
 		enc   []byte
@@ -501,88 +637,168 @@ func (o *Op[K, T, O]) AppendKeys(b []byte, kc KeyCodec[K], hash func(K) uint64, 
 		}
 		return bytes.Compare(a.enc, b.enc)
 	})
-	timers := map[int32][]timerID{}
-	if len(list) > 0 {
-		for id := range o.c.timers {
-			timers[id.slot] = append(timers[id.slot], id)
-		}
-	}
 	b = enc.AppendUvarint(b, uint64(len(list)))
-	var data []byte
 	for _, e := range list {
 		b = append(b, e.enc...)
-		n := 0
-		for _, st := range o.c.stores {
-			if st.has(e.slot) {
-				n++
-			}
-		}
-		b = enc.AppendUvarint(b, uint64(n))
-		for i, st := range o.c.stores {
-			if !st.has(e.slot) {
-				continue
-			}
-			var err error
-			if data, err = st.appendSlot(data[:0], e.slot); err != nil {
-				return nil, fmt.Errorf("state %q of key %s: %w", o.c.states[i].Name(), e.enc, err)
-			}
-			b = enc.AppendString(b, o.c.states[i].Name())
-			b = enc.AppendBytes(b, data)
-		}
-		ts := timers[e.slot]
-		slices.SortFunc(ts, func(a, b timerID) int { return cmp.Compare(o.c.timers[a], o.c.timers[b]) })
-		b = enc.AppendUvarint(b, uint64(len(ts)))
-		for _, id := range ts {
-			b = enc.AppendUvarint(b, uint64(id.d))
-			b = enc.AppendVarint(b, int64(id.t))
-			b = enc.AppendUvarint(b, o.c.timers[id])
+		var err error
+		if b, err = o.appendSlot(b, e.slot); err != nil {
+			return nil, fmt.Errorf("key %s: %w", e.enc, err)
 		}
 	}
 	return b, nil
+}
+
+// WriteKeys writes what AppendKeys appends to w: from the state database
+// (OnDisk) a key at a time, once the keys at hand are written back, so
+// that a checkpoint of state larger than memory never holds it whole;
+// from memory at once.
+func (o *Op[K, T, O]) WriteKeys(w io.Writer, kc KeyCodec[K], hash func(K) uint64, groups int, keep func(group int) bool) error {
+	if o.disk == nil {
+		b, err := o.AppendKeys(nil, kc, hash, groups, keep)
+		if err == nil {
+			_, err = w.Write(b)
+		}
+		return err
+	}
+	if groups != o.disk.groups {
+		return fmt.Errorf("the state database keeps %d key groups, not %d", o.disk.groups, groups)
+	}
+	for s := o.disk.lru[0].next; s != 0; s = o.disk.lru[s].next {
+		o.writeBack(s - 1)
+	}
+	if err := o.Err(); err != nil {
+		return err
+	}
+	return o.disk.WriteGroups(w, o.disk.prefix, groups, keep)
+}
+
+// appendSlot appends the states and timers of slot s, as a checkpoint
+// keeps them after the key: the states it has, by name, as JSON, and its
+// timers in the order they were set.
+func (o *Op[K, T, O]) appendSlot(b []byte, s int32) ([]byte, error) {
+	n := 0
+	for _, st := range o.c.stores {
+		if st.has(s) {
+			n++
+		}
+	}
+	b = enc.AppendUvarint(b, uint64(n))
+	for i, st := range o.c.stores {
+		if !st.has(s) {
+			continue
+		}
+		var err error
+		if o.jbuf, err = st.appendSlot(o.jbuf[:0], s); err != nil {
+			return nil, fmt.Errorf("state %q: %w", o.c.states[i].Name(), err)
+		}
+		b = enc.AppendString(b, o.c.states[i].Name())
+		b = enc.AppendBytes(b, o.jbuf)
+	}
+	ts := o.c.timersOf(s, o.sorted[:0])
+	slices.SortFunc(ts, func(a, b slotTimer) int { return cmp.Compare(a.seq, b.seq) })
+	b = enc.AppendUvarint(b, uint64(len(ts)))
+	for _, t := range ts {
+		b = enc.AppendUvarint(b, uint64(t.d))
+		b = enc.AppendVarint(b, int64(t.t))
+		b = enc.AppendUvarint(b, t.seq)
+	}
+	o.sorted = ts[:0]
+	return b, nil
+}
+
+// rawState is a state of a key as a checkpoint keeps it: its name and its
+// JSON.
+type rawState struct {
+	name string
+	data []byte
+}
+
+// readSlot reads what appendSlot wrote into raw and tims (in the order
+// they were set), changing nothing else.
+func (o *Op[K, T, O]) readSlot(d *enc.Decoder, raw *[]rawState, tims *[]slotTimer) {
+	*raw, *tims = (*raw)[:0], (*tims)[:0]
+	for range d.Items(len(o.c.stores) + 1<<10) {
+		name, data := d.String(), d.Bytes()
+		if d.Err() != nil {
+			return
+		}
+		*raw = append(*raw, rawState{name, data})
+	}
+	for range d.Items(1 << 40) {
+		t := slotTimer{d: Domain(d.Uvarint()), t: mtime.Time(d.Varint()), seq: d.Uvarint()}
+		if d.Err() != nil || t.d > ProcessingTime {
+			d.Fail()
+			return
+		}
+		*tims = append(*tims, t)
+	}
+}
+
+// setStates sets the states of slot s that raw has. A state the function
+// no longer has is dropped.
+func (o *Op[K, T, O]) setStates(s int32, raw []rawState) error {
+	for _, r := range raw {
+		if i, ok := o.byName[r.name]; ok {
+			if err := o.c.stores[i].readSlot(r.data, s); err != nil {
+				return fmt.Errorf("state %q: %w", r.name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // RestoreKeys reads the keys AppendKeys wrote (of any set of key groups: a
 // restore at another parallelism reads every part's). A state the
 // function no longer has is dropped.
 func (o *Op[K, T, O]) RestoreKeys(d *enc.Decoder, kc KeyCodec[K]) error {
-	n := d.Items(1 << 40)
-	for range n {
-		k := kc.ReadKey(d)
-		if d.Err() != nil {
+	var err error
+	for range d.Items(1 << 40) {
+		if err = o.restoreKey(d, kc); err != nil || d.Err() != nil {
 			break
 		}
-		s := o.slot(k)
-		states := d.Items(len(o.c.stores) + 1<<10)
-		for range states {
-			name, data := d.String(), d.Bytes()
-			if d.Err() != nil {
-				break
-			}
-			if i, ok := o.byName[name]; ok {
-				if err := o.c.stores[i].readSlot(data, s); err != nil {
-					return fmt.Errorf("state %q: %w", name, err)
-				}
-			}
-		}
-		timers := d.Items(1 << 40)
-		for range timers {
-			dm := Domain(d.Uvarint())
-			t, seq := mtime.Time(d.Varint()), d.Uvarint()
-			if d.Err() != nil || dm > ProcessingTime {
-				d.Fail()
-				break
-			}
-			id := timerID{s, dm, t}
-			if _, dup := o.c.timers[id]; !dup {
-				o.c.timers[id] = seq
-				o.c.count[s]++
-				o.c.queues[dm].Push(t, timerRef{seq: seq, slot: s})
-			}
-		}
-		if d.Err() != nil {
-			break
-		}
-		o.release(s)
+	}
+	if err != nil {
+		return err
 	}
 	return d.Err()
+}
+
+// RestoreKeysFrom is RestoreKeys reading from r a key at a time
+// (enc.ReadItems), so that a checkpoint's part larger than memory
+// restores into a state database (OnDisk) without being held whole.
+func (o *Op[K, T, O]) RestoreKeysFrom(r io.Reader, kc KeyCodec[K]) error {
+	var failed error
+	err := enc.ReadItems(r, func(d *enc.Decoder) {
+		if err := o.restoreKey(d, kc); err != nil && failed == nil {
+			failed = err
+		}
+	})
+	if failed != nil {
+		return failed
+	}
+	if err != nil {
+		return err
+	}
+	return o.Err()
+}
+
+// restoreKey reads a key's states and timers and sets them, once the
+// whole of them is read without an error; its timers already set are
+// kept.
+func (o *Op[K, T, O]) restoreKey(d *enc.Decoder, kc KeyCodec[K]) error {
+	k := kc.ReadKey(d)
+	if d.Err() != nil {
+		return nil
+	}
+	o.readSlot(d, &o.raw, &o.rtims)
+	if d.Err() != nil {
+		return nil
+	}
+	s := o.slot(k)
+	err := o.setStates(s, o.raw)
+	for _, t := range o.rtims {
+		o.c.add(s, t, false)
+	}
+	o.release(s)
+	return err
 }

@@ -2,7 +2,9 @@ package process_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -294,5 +296,70 @@ func BenchmarkElement(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		op.Element(i%10_000, 0, i)
+	}
+}
+
+// BenchmarkKeys reports the live heap a key takes, over a million string
+// keys with one int64 value state, without and with an event-time timer
+// each (the keys' own bytes not counted): what docs/operations.md states.
+func BenchmarkKeys(b *testing.B) {
+	keys := make([]string, 1_000_000)
+	for i := range keys {
+		keys[i] = "key-" + strconv.Itoa(i)
+	}
+	for _, timer := range []bool{false, true} {
+		b.Run(fmt.Sprintf("timer=%v", timer), func(b *testing.B) {
+			n := process.NewValue[int64]("n")
+			f := process.Func[string, int, int64]{State: []process.State{n}, Element: func(c *process.Context[string, int64], v int) error {
+				x, _ := n.Get(c)
+				n.Set(c, x+1)
+				if timer {
+					c.EventTimer(1 << 40)
+				}
+				return nil
+			}}
+			var perKey float64
+			for b.Loop() {
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				op, _ := process.New(process.Config[string, int, int64]{Func: f, Emit: func(int64) {}})
+				for i, k := range keys {
+					op.Element(k, 0, i)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perKey = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(len(keys))
+				runtime.KeepAlive(op)
+			}
+			b.ReportMetric(perKey, "bytes/key")
+		})
+	}
+}
+
+// BenchmarkTimersOfOneKey is one key's 100,000 event-time timers, set in
+// order of their instants or in the reverse order, then fired: a key's
+// many timers cost what many keys' few do.
+func BenchmarkTimersOfOneKey(b *testing.B) {
+	f := process.Func[int, int, int64]{Element: func(c *process.Context[int, int64], v int) error {
+		c.EventTimer(mtime.Time(v))
+		return nil
+	}, Timer: func(*process.Context[int, int64], process.Timer) error { return nil }}
+	for _, reverse := range []bool{false, true} {
+		b.Run(fmt.Sprintf("reverse=%v", reverse), func(b *testing.B) {
+			for b.Loop() {
+				op, _ := process.New(process.Config[int, int, int64]{Func: f, Emit: func(int64) {}})
+				for i := range 100_000 {
+					if reverse {
+						i = 100_000 - i
+					}
+					op.Element(1, 0, i)
+				}
+				op.AdvanceWatermark(mtime.MaxTime)
+				if st := op.Stats(); st.Fired[process.EventTime] != 100_000 {
+					b.Fatalf("%d fired", st.Fired[process.EventTime])
+				}
+			}
+		})
 	}
 }

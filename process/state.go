@@ -27,6 +27,9 @@ type State interface {
 type store interface {
 	grow(n int)
 	has(slot int32) bool
+	// items is how many values the slot holds: what its memory is
+	// reckoned by.
+	items(slot int32) int
 	reset(slot int32)
 	appendSlot(b []byte, slot int32) ([]byte, error)
 	readSlot(data []byte, slot int32) error
@@ -93,6 +96,13 @@ func (v *valueStore[V]) grow(n int) {
 }
 
 func (v *valueStore[V]) has(i int32) bool { return v.set[i] }
+
+func (v *valueStore[V]) items(i int32) int {
+	if v.set[i] {
+		return 1
+	}
+	return 0
+}
 
 func (v *valueStore[V]) reset(i int32) {
 	var zero V
@@ -167,6 +177,8 @@ func (l *listStore[V]) grow(n int) {
 }
 
 func (l *listStore[V]) has(i int32) bool { return len(l.vals[i]) > 0 }
+
+func (l *listStore[V]) items(i int32) int { return len(l.vals[i]) }
 
 // reset empties the list, keeping a small one's room for the next key of
 // the slot.
@@ -301,6 +313,13 @@ func (m *mapStore[MK, V]) grow(n int) {
 }
 
 func (m *mapStore[MK, V]) has(i int32) bool { return m.maps[i] != nil && len(m.maps[i].keys) > 0 }
+
+func (m *mapStore[MK, V]) items(i int32) int {
+	if m.maps[i] == nil {
+		return 0
+	}
+	return 2 * len(m.maps[i].keys)
+}
 
 func (m *mapStore[MK, V]) reset(i int32) { m.maps[i] = nil }
 

@@ -515,14 +515,18 @@ func (quietLogger) Fatalf(format string, args ...any) {
 //	'x' expiry id                                 -> nothing (de-duplication, by expiry)
 //	'j' name group key                            -> a key's buffers (a join's)
 //	'k' name time seq side key                    -> nothing (an expiry of a join's record)
+//	'f' name group key                            -> a key's states and timers (a keyed process function's)
+//	'g' name 'e'|'p' time seq key                 -> nothing (a timer of a keyed process function)
 const (
-	TagState       = 's'
-	TagTimer       = 't'
-	TagSet         = 'v'
-	TagDedupID     = 'd'
-	TagDedupExpiry = 'x'
-	TagJoin        = 'j'
-	TagJoinTimer   = 'k'
+	TagState        = 's'
+	TagTimer        = 't'
+	TagSet          = 'v'
+	TagDedupID      = 'd'
+	TagDedupExpiry  = 'x'
+	TagJoin         = 'j'
+	TagJoinTimer    = 'k'
+	TagProcess      = 'f'
+	TagProcessTimer = 'g'
 )
 
 // PrefixEnd is the least key above every key that starts with p (nil when
