@@ -27,43 +27,53 @@ type Entry[K cmp.Ordered, V any] struct {
 // particular order.
 type Heap[K cmp.Ordered, V any] []Entry[K, V]
 
-// Push adds an entry.
+// Push adds an entry. It moves the entries above it down a level each, and
+// writes it once, where it belongs: the layout of swapping it up from the
+// end, without the swaps.
 func (h *Heap[K, V]) Push(k K, v V) {
-	*h = append(*h, Entry[K, V]{Value: v, Key: k})
+	*h = append(*h, Entry[K, V]{})
 	a := *h
-	for i := len(a) - 1; i > 0; {
+	i := len(a) - 1
+	for i > 0 {
 		p := (i - 1) / 2
-		if a[p].Key <= a[i].Key {
+		if a[p].Key <= k {
 			break
 		}
-		a[p], a[i] = a[i], a[p]
+		a[i] = a[p]
 		i = p
 	}
+	a[i] = Entry[K, V]{Value: v, Key: k}
 }
 
 // Pop removes and returns the entry with the smallest key; the heap must
 // not be empty. The slot it leaves is zeroed, so that the heap keeps no
-// reference to a value it no longer holds.
+// reference to a value it no longer holds. The last entry goes down from
+// the top, the lesser child moving up a level each time: the layout of
+// swapping it down, without the swaps.
 func (h *Heap[K, V]) Pop() Entry[K, V] {
 	a := *h
 	top := a[0]
 	n := len(a) - 1
-	a[0] = a[n]
+	last := a[n]
 	a[n] = Entry[K, V]{}
 	a = a[:n]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < n && a[l].Key < a[m].Key {
-			m = l
+	if n > 0 {
+		i := 0
+		for {
+			m := 2*i + 1
+			if m >= n {
+				break
+			}
+			if r := m + 1; r < n && a[r].Key < a[m].Key {
+				m = r
+			}
+			if !(a[m].Key < last.Key) {
+				break
+			}
+			a[i] = a[m]
+			i = m
 		}
-		if r < n && a[r].Key < a[m].Key {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
+		a[i] = last
 	}
 	*h = a
 	return top

@@ -92,3 +92,70 @@ func TestEntryOfKeysAlone(t *testing.T) {
 		t.Fatalf("an entry of an int64 key and no value takes %d bytes, want 8", n)
 	}
 }
+
+// Push and Pop leave the layout of swapping an entry up from the end and
+// down from the top, which checkpoints hold: keys with many ties, against
+// the swaps themselves.
+func TestLayoutOfTheSwaps(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var h, ref Heap[int64, int]
+	for i := range 20000 {
+		if r.IntN(5) < 3 || len(h) == 0 {
+			k := r.Int64N(30)
+			h.Push(k, i)
+			ref = append(ref, Entry[int64, int]{Value: i, Key: k})
+			for j := len(ref) - 1; j > 0; {
+				p := (j - 1) / 2
+				if ref[p].Key <= ref[j].Key {
+					break
+				}
+				ref[p], ref[j] = ref[j], ref[p]
+				j = p
+			}
+		} else {
+			got := h.Pop()
+			want := ref[0]
+			n := len(ref) - 1
+			ref[0] = ref[n]
+			ref = ref[:n]
+			for j := 0; ; {
+				l, rr, m := 2*j+1, 2*j+2, j
+				if l < n && ref[l].Key < ref[m].Key {
+					m = l
+				}
+				if rr < n && ref[rr].Key < ref[m].Key {
+					m = rr
+				}
+				if m == j {
+					break
+				}
+				ref[j], ref[m] = ref[m], ref[j]
+				j = m
+			}
+			if got != want {
+				t.Fatalf("step %d: popped %v, want %v", i, got, want)
+			}
+		}
+		if !slices.Equal(h, ref) {
+			t.Fatalf("step %d: the layouts differ", i)
+		}
+	}
+}
+
+func BenchmarkPushPop(b *testing.B) {
+	type val struct {
+		seq  uint64
+		side uint8
+		key  string
+	}
+	var h Heap[int64, val]
+	for i := range 6000 {
+		h.Push(int64(i), val{seq: uint64(i), key: "o"})
+	}
+	i := int64(6000)
+	for b.Loop() {
+		h.Push(i+int64(i%7), val{seq: uint64(i), key: "o"})
+		h.Pop()
+		i++
+	}
+}
