@@ -76,7 +76,9 @@ func (d *onDisk) open(e *engine.Engine, what string) (*state.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("weir: %s: %w", what, err)
 	}
-	watch := e.WatchState(db, func(err error) error { return fmt.Errorf("weir: %s: %w", what, err) })
+	watch := e.WatchState(db, func(err error) error {
+		return fmt.Errorf("weir: %s: %w%s", what, err, engine.StateHint(err, "StateOnDisk's directory"))
+	})
 	d.mu.Lock()
 	d.dbs = append(d.dbs, &diskDB{db: db, dir: dir, watch: watch})
 	d.mu.Unlock()

@@ -307,8 +307,8 @@ func (e *Engine) Abort(err error) {
 
 // WatchState stops the job at once (Abort) when the state database db
 // cannot write in the background (a full disk): Pebble would hold the
-// job's writes back for ever. failed words the error from db's. It
-// returns how to stop watching.
+// job's writes back for ever. failed words the error from db's (see
+// StateHint). It returns how to stop watching.
 func (e *Engine) WatchState(db *state.DB, failed func(error) error) (stop func()) {
 	done := make(chan struct{})
 	go func() {
@@ -319,6 +319,16 @@ func (e *Engine) WatchState(db *state.DB, failed func(error) error) (stop func()
 		}
 	}()
 	return func() { close(done) }
+}
+
+// StateHint is what to say after a state database's error err: when the
+// disk is full (or cannot be written), how to go on, with setting the
+// front door's words for where the state directory is set; "" otherwise.
+func StateHint(err error, setting string) string {
+	if !connector.StorageFull(err) {
+		return ""
+	}
+	return " (the disk is full: free room there, or set " + setting + " on a larger disk; the job resumes from its last checkpoint)"
 }
 
 // Err is the error the job failed with, if any.

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -601,5 +603,17 @@ func TestStatusBeforeTheLoopAnswers(t *testing.T) {
 	st := e.Control().Status(context.Background(), time.Millisecond)
 	if st.ProcessingTime != mtime.MinTime || st.Watermark != mtime.MinTime || st.Job != "early" || !st.Live || !st.Stale {
 		t.Fatalf("%+v", st)
+	}
+}
+
+// A state database's error that says the disk is full gets the hint of
+// how to go on, in the front door's words; another gets none.
+func TestStateHint(t *testing.T) {
+	full := fmt.Errorf("pebble: flush: %w", &os.PathError{Op: "write", Path: "/s/000001.sst", Err: syscall.ENOSPC})
+	if got, want := engine.StateHint(full, "state.dir"), " (the disk is full: free room there, or set state.dir on a larger disk; the job resumes from its last checkpoint)"; got != want {
+		t.Errorf("StateHint(ENOSPC) = %q, want %q", got, want)
+	}
+	if got := engine.StateHint(errors.New("pebble: corrupt"), "state.dir"); got != "" {
+		t.Errorf("StateHint(another error) = %q, want none", got)
 	}
 }

@@ -992,11 +992,7 @@ func (rn *Runnable) watchMemory(budget int64) func() {
 // It returns how to stop watching.
 func (rn *Runnable) watchState() func() {
 	return rn.e.WatchState(rn.db, func(err error) error {
-		hint := ""
-		if connector.StorageFull(err) {
-			hint = " (the disk is full: free room there, or set state.dir on a larger disk; the job resumes from its last checkpoint)"
-		}
-		return &RuntimeError{Msg: err.Error() + hint, Err: err}
+		return &RuntimeError{Msg: err.Error() + engine.StateHint(err, "state.dir"), Err: err}
 	})
 }
 
