@@ -264,12 +264,26 @@ func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 	n.rin.c = &joinSide[K, R]{key: n.right.key, ts: n.right.t.ts, part: n.right.t.part,
 		add: j.Right, signal: j.RightSignal}
 	if n.left.t.id != nil {
-		if n.lin.c, err = joinHead(e, op, 0, j.LeftTarget(), c.Node().Label, n.left); err != nil {
+		dd := state.NewMemoryDedup(op.Dedup[0].Horizon)
+		if cfg.State != nil {
+			dd = cfg.State.Dedup(op.Dedup[0].Horizon)
+		}
+		if n.lin.c, err = joinHead(e, op, 0, j.LeftTarget(), c.Node().Label, n.left, dd); err != nil {
 			return fmt.Errorf("weir: join %s: %w", n.name, err)
 		}
 	}
 	if n.right.t.id != nil {
-		if n.rin.c, err = joinHead(e, op, 1, j.RightTarget(), c.Node().Label, n.right); err != nil {
+		dd := state.NewMemoryDedup(op.Dedup[1].Horizon)
+		if n.disk != nil {
+			// The left input's ids are in the join's database; the
+			// right one's, under the same keys, in one of their own.
+			db, err := n.disk.open(e, "join "+n.name+": the ids of its right input")
+			if err != nil {
+				return err
+			}
+			dd = db.Dedup(op.Dedup[1].Horizon)
+		}
+		if n.rin.c, err = joinHead(e, op, 1, j.RightTarget(), c.Node().Label, n.right, dd); err != nil {
 			return fmt.Errorf("weir: join %s: %w", n.name, err)
 		}
 	}
@@ -277,12 +291,12 @@ func (n *joinNode[K, L, R]) Build(c *translate.Ctx) error {
 }
 
 // joinHead is the input of the join's Deduplicated side k (0 left, 1
-// right): a head with its de-duplication, and its accounting among the
+// right): a head with its de-duplication dd, and its accounting among the
 // status's inputs (never the status's own counts, which are the
 // aggregations').
-func joinHead[K comparable, T any](e *engine.Engine, op *plan.Join, side int, target engine.Target[K, T], label string, k Keyed[K, T]) (*stageInput[K, T], error) {
+func joinHead[K comparable, T any](e *engine.Engine, op *plan.Join, side int, target engine.Target[K, T], label string, k Keyed[K, T], dd state.Dedup) (*stageInput[K, T], error) {
 	h, err := engine.NewHead(e, engine.HeadConfig[K, T]{Name: op.Heads[side], Source: label, Window: target,
-		Dedup: state.NewMemoryDedup(op.Dedup[side].Horizon), Input: op.Heads[side], Second: true})
+		Dedup: dd, Input: op.Heads[side], Second: true})
 	if err != nil {
 		return nil, err
 	}

@@ -608,23 +608,27 @@ func TestIntervalJoinDeduplicated(t *testing.T) {
 		evs[i].Arrival = mtime.Time(i)
 	}
 	id := func(e shop) string { return fmt.Sprint(e.Kind, e.Order, e.At) }
-	p := weir.NewPipeline()
-	src := weir.FromSlice(p, evs)
-	wm := watermark.BoundedOutOfOrderness(0).WithInterval(0)
-	side := func(kind string) weir.Keyed[string, shop] {
-		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
-		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm).Deduplicated(10*time.Millisecond, id), func(e shop) string { return e.Order })
-	}
-	out, late := weir.IntervalJoin(side("order"), side("payment"), 0, 10*time.Millisecond, weir.Named("payments"))
-	got := runLines(t, p, out, late)
-	want := []string{
-		"o (3,4) at 4", // once, though both were delivered twice
-		"o (3,5) at 5",
-		"q (20,21) at 21",
-		"late o right 6 beyond_dedup_horizon wm 19", // 6 + 10 ms <= the watermark, 19
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	// The same with the ids on disk: the left input's in the join's
+	// database, the right one's in their own.
+	for _, opts := range [][]weir.Option{nil, {weir.StateOnDisk("", onDiskBudget)}} {
+		p := weir.NewPipeline(opts...)
+		src := weir.FromSlice(p, evs)
+		wm := watermark.BoundedOutOfOrderness(0).WithInterval(0)
+		side := func(kind string) weir.Keyed[string, shop] {
+			s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+			return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm).Deduplicated(10*time.Millisecond, id), func(e shop) string { return e.Order })
+		}
+		out, late := weir.IntervalJoin(side("order"), side("payment"), 0, 10*time.Millisecond, weir.Named("payments"))
+		got := runLines(t, p, out, late)
+		want := []string{
+			"o (3,4) at 4", // once, though both were delivered twice
+			"o (3,5) at 5",
+			"q (20,21) at 21",
+			"late o right 6 beyond_dedup_horizon wm 19", // 6 + 10 ms <= the watermark, 19
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("on disk %v: got\n%s\nwant\n%s", opts != nil, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }
 
@@ -634,29 +638,40 @@ func TestIntervalJoinDeduplicated(t *testing.T) {
 // whether their first delivery came before the savepoint or after it.
 func TestIntervalJoinDeduplicatedCheckpointsAndResume(t *testing.T) {
 	evs := shopEvents(6000)
+	resumesAsUninterrupted(t, withDuplicates(evs), 3000, enoughJoined, dedupJoinFile)
+}
+
+// withDuplicates is evs with every seventh event delivered again half a
+// second later.
+func withDuplicates(evs []shop) []shop {
 	var withDups []shop
 	for i, e := range evs {
 		withDups = append(withDups, e)
 		if i%7 == 3 {
 			again := e
-			again.Arrival = e.Arrival + 500 // delivered again half a second later
+			again.Arrival = e.Arrival + 500
 			withDups = append(withDups, again)
 		}
 	}
 	slices.SortStableFunc(withDups, func(a, b shop) int { return int(a.Arrival - b.Arrival) })
-	resumesAsUninterrupted(t, withDups, 3000, enoughJoined, func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
-		p := weir.NewPipeline(opts...)
-		src := shopSource(p, evs, stopAt, cancel)
-		wm := watermark.BoundedOutOfOrderness(5 * time.Second)
-		id := func(e shop) string { return fmt.Sprint(e.Kind, e.Order, e.At) }
-		side := func(kind string) weir.Keyed[string, shop] {
-			s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
-			return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm).Deduplicated(time.Hour, id), func(e shop) string { return e.Order })
-		}
-		out, late := weir.IntervalJoin(side("order"), side("payment"), -5*time.Second, 20*time.Second, weir.LeftOuter(), weir.Named("payments"))
-		all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
-		weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
-			Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
-		return p
-	})
+	return withDups
+}
+
+// dedupJoinFile joins evs' orders and payments, each Deduplicated, into
+// path, exactly once; cancel, when set, is called after the element at
+// stopAt was read.
+func dedupJoinFile(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
+	p := weir.NewPipeline(opts...)
+	src := shopSource(p, evs, stopAt, cancel)
+	wm := watermark.BoundedOutOfOrderness(5 * time.Second)
+	id := func(e shop) string { return fmt.Sprint(e.Kind, e.Order, e.At) }
+	side := func(kind string) weir.Keyed[string, shop] {
+		s := weir.Filter(src, func(e shop) bool { return e.Kind == kind })
+		return weir.KeyBy(weir.WithTimestamps(s, func(e shop) mtime.Time { return e.At }, wm).Deduplicated(time.Hour, id), func(e shop) string { return e.Order })
+	}
+	out, late := weir.IntervalJoin(side("order"), side("payment"), -5*time.Second, 20*time.Second, weir.LeftOuter(), weir.Named("payments"))
+	all := weir.Union(weir.Map(out, joinedLine), weir.Map(late, lateLine))
+	weir.SinkTo(all, "joined", &file.Sink[string]{Path: path, ExactlyOnce: true,
+		Encode: func(b []byte, s string) []byte { return append(append(b, s...), '\n') }})
+	return p
 }

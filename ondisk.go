@@ -14,11 +14,11 @@ import (
 // instead of in memory, for state larger than memory, as a job file's
 // state: {backend: pebble} does: the windows of every aggregation with
 // their timers and de-duplication ids, the buffers and expiries of every
-// join, and the states and timers of every keyed process function. The
-// de-duplication ids of a join's sides stay in memory.
+// join with the ids of its Deduplicated sides, and the states and timers
+// of every keyed process function.
 //
 // Each aggregation, join and keyed process function has a database of its
-// own, in a directory of
+// own (and the ids of a join's right side another), in a directory of
 // its own under dir (the system's temporary directory when dir is ""),
 // removed when Run returns; dir is made if it does not exist, and must be
 // empty or weir's (a state directory weir marked). memoryBudget bytes

@@ -119,8 +119,9 @@ func databases(t *testing.T, dir string) []string {
 // With its state on disk, a join stops with a savepoint and resumes at
 // another parallelism, on disk or in memory: the output is what an
 // uninterrupted run writes, byte for byte. So do an aggregation of
-// Deduplicated events and a keyed process function; and a savepoint taken
-// in memory resumes on disk.
+// Deduplicated events, a join of Deduplicated inputs (their ids on disk
+// too) and a keyed process function; and a savepoint taken in memory
+// resumes on disk.
 func TestStateOnDiskCheckpointsAndResume(t *testing.T) {
 	onDisk := func(stopped, resumed bool, build func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline) func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
 		return func(evs []shop, path string, opts []weir.Option, stopAt int, cancel func()) *weir.Pipeline {
@@ -146,6 +147,9 @@ func TestStateOnDiskCheckpointsAndResume(t *testing.T) {
 		})
 		t.Run("keyed process "+c.name, func(t *testing.T) {
 			resumesAsUninterrupted(t, shopEvents(6000), 3000, enoughWatched, onDisk(c.stopped, c.resumed, processFile))
+		})
+		t.Run("join of Deduplicated inputs "+c.name, func(t *testing.T) {
+			resumesAsUninterrupted(t, withDuplicates(shopEvents(6000)), 3000, enoughJoined, onDisk(c.stopped, c.resumed, dedupJoinFile))
 		})
 	}
 }
@@ -333,6 +337,31 @@ func TestStateOnDiskKeyedProcess(t *testing.T) {
 	}
 	ref, _ := os.ReadFile(filepath.Join(dir, "ref.txt"))
 	if got, _ := os.ReadFile(filepath.Join(dir, "out.txt")); !bytes.Equal(got, ref) || len(ref) == 0 {
+		t.Errorf("with StateOnDisk, the output differs (%d bytes, want %d)", len(got), len(ref))
+	}
+}
+
+// A join's Deduplicated inputs keep their ids on disk with StateOnDisk:
+// the left input's in the join's database, the right one's in a database
+// of their own; the output is the one in memory.
+func TestStateOnDiskJoinIDs(t *testing.T) {
+	evs := withDuplicates(shopEvents(3000))
+	dir := t.TempDir()
+	if err := dedupJoinFile(evs, filepath.Join(dir, "ref.txt"), nil, -1, nil).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stateDir := filepath.Join(dir, "state")
+	var dbs []string
+	// At the 1000th event, cancel only looks at the directory.
+	look := func() { dbs = databases(t, stateDir) }
+	if err := dedupJoinFile(evs, filepath.Join(dir, "out.txt"), []weir.Option{weir.StateOnDisk(stateDir, onDiskBudget)}, 1000, look).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(dbs) != 2 {
+		t.Errorf("while it ran, %s held the databases %q, want two (the join's, the right input's ids)", stateDir, dbs)
+	}
+	ref, _ := os.ReadFile(filepath.Join(dir, "ref.txt"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "out.txt")); !bytes.Equal(got, ref) || !enoughJoined(ref) {
 		t.Errorf("with StateOnDisk, the output differs (%d bytes, want %d)", len(got), len(ref))
 	}
 }

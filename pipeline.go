@@ -366,12 +366,17 @@ func (p *Pipeline) Run(ctx context.Context) (err error) {
 	}
 	if d := o.disk; d != nil {
 		// A database per aggregation, join and keyed process function,
-		// each within its share.
+		// and for the ids of a join's right input, each within its share.
 		n := int64(0)
 		for _, nd := range p.g.Nodes {
-			switch nd.Op.(type) {
-			case *plan.Aggregation, *plan.Join, *plan.Process:
+			switch op := nd.Op.(type) {
+			case *plan.Aggregation, *plan.Process:
 				n++
+			case *plan.Join:
+				n++
+				if len(op.Dedup) == 2 && op.Dedup[1] != nil {
+					n++
+				}
 			}
 		}
 		d.share = d.budget / max(n, 1)

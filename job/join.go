@@ -202,8 +202,14 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 	// table of the keys seen last would miss, and cost more than the
 	// string it saves.
 	lp.keys.off = true
-	h, err := rn.recordSource(c, in, lp, engine.HeadConfig[string, record]{Name: name, Window: target,
-		Quarantine: quarantine, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1})
+	hc := engine.HeadConfig[string, record]{Name: name, Window: target,
+		Quarantine: quarantine, Input: []string{"source", "join.with"}[s.side], Second: s.side == 1}
+	if db := []*state.DB{rn.db, rn.ids}[s.side]; in.ID != nil && db != nil {
+		// On the Pebble backend: the first input's ids in the join's
+		// database, the second's in their own (openState).
+		hc.Dedup = db.Dedup(in.DedupHorizon)
+	}
+	h, err := rn.recordSource(c, in, lp, hc)
 	if err != nil {
 		return err
 	}
@@ -215,13 +221,13 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 // recordSource reads the input in of a job that writes records (a join's
 // input, a lookup's source) through a head of hc's, into its target: its
 // events keep their text (keepRaw), decoded in the source loop, and its
-// ids, when it has some, are kept in memory, as the records are, for the
-// job's dedup_horizon.
+// ids, when it has some, are kept for the job's dedup_horizon, in hc's
+// Dedup or else in memory.
 func (rn *Runnable) recordSource(c *translate.Ctx, in *jobfile.Job, lp *lineParser, hc engine.HeadConfig[string, record]) (*engine.Head[string, record], error) {
 	e := c.Engine()
 	_, _, hc.Source = sourceNames(in)
 	hc.Decoder, hc.Decoders = keepRaw{lp}, 1
-	if in.ID != nil {
+	if in.ID != nil && hc.Dedup == nil {
 		hc.Dedup = state.NewMemoryDedup(in.DedupHorizon)
 	}
 	h, err := engine.NewHead(e, hc)

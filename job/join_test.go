@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/weirstream/weir/checkpoint"
 	"github.com/weirstream/weir/jobfile"
 )
 
@@ -840,4 +841,30 @@ func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// On the Pebble backend, both inputs' ids are in a database (the first
+// input's in the join's, the second's in their own), so that a checkpoint
+// keeps each head's ids as a Pebble checkpoint of them, not in its file.
+func TestJoinJobIDsOnDisk(t *testing.T) {
+	orders, payments := joinInputs(5000)
+	orders, payments = resent(orders, 50, 1), resent(payments, 10, 20)
+	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
+		"{field: ts}", "{field: ts, arrival_field: at}\nid: order_id", "{field: paid_at}", "{field: paid_at, arrival_field: at}, id: order").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\nstate: {backend: pebble, memory_budget: 64KiB, dir: state}\n"
+	dir := t.TempDir()
+	s := runJoinJob(t, dir, yaml, orders, payments, Options{stopAfter: 4})
+	c, err := checkpoint.Load(checkpoint.OSFS, s.Savepoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := map[string]int{}
+	for _, f := range c.Manifest.Files {
+		if head, _, ok := strings.Cut(f.Name, ".db."); ok && strings.HasSuffix(f.Name, ".sst") {
+			tables[head]++
+		}
+	}
+	if tables["head"] == 0 || tables["head:with"] == 0 {
+		t.Errorf("the savepoint's Pebble tables by head: %v, want the ids of both inputs", tables)
+	}
 }

@@ -350,17 +350,22 @@ func (s *Summary) Text() string {
 
 // Runnable is a job turned into an engine, ready to run.
 type Runnable struct {
-	j       *jobfile.Job
-	o       Options
-	e       *engine.Engine
-	head    *engine.Head[string, record]
-	win     *engine.Window[string, record, acc, []outVal]
-	out     *engine.SinkNode[pane]
-	outs    []*engine.SinkNode[pane]    // every results output, in order
-	late    *engine.SinkNode[plan.Item] // the late output's, its events formatted
-	having  *havingFilter
-	db      *state.DB
-	tmp     string                     // a temporary state directory to remove at the end
+	j      *jobfile.Job
+	o      Options
+	e      *engine.Engine
+	head   *engine.Head[string, record]
+	win    *engine.Window[string, record, acc, []outVal]
+	out    *engine.SinkNode[pane]
+	outs   []*engine.SinkNode[pane]    // every results output, in order
+	late   *engine.SinkNode[plan.Item] // the late output's, its events formatted
+	having *havingFilter
+	db     *state.DB
+	tmp    string // a temporary state directory to remove at the end
+	// ids keeps the ids of a join's second input (join.with.id) on the
+	// Pebble backend, in idsTmp: the first input's are in db, under the
+	// same keys.
+	ids     *state.DB
+	idsTmp  string
 	accept  *acceptanceTracker         // panes written, for the acceptance record
 	recent  *console.Recent[pane]      // panes, for the console
 	recLate *console.Recent[lateEvent] // too-late events, for the console
@@ -882,6 +887,13 @@ func DropFlag(kind string) string { return "--drop-state=" + kind }
 func (rn *Runnable) openState(lp *lineParser) error {
 	dir, budget := rn.j.State.Dir, rn.j.State.MemoryBudget
 	n := int64(1)
+	ids := rn.jn != nil && rn.jn.with.ID != nil
+	if ids {
+		// A join whose second input has ids keeps them in a database of
+		// their own, beside the join's, each within half the budget.
+		n = 2
+		budget /= n
+	}
 	if rn.j.Several() {
 		// Each aggregation has a database of its own, in a directory of
 		// its own, within its share of the budget.
@@ -894,13 +906,19 @@ func (rn *Runnable) openState(lp *lineParser) error {
 	}
 	var db *state.DB
 	var err error
-	if dir == "" || rn.o.task != nil || rn.j.Several() {
+	if dir == "" || rn.o.task != nil || rn.j.Several() || ids {
 		// A group's tasks each have a database of their own, in state.dir
 		// if the job names one: the changelog is their state's durable
 		// copy, the database its working one.
 		db, rn.tmp, err = state.OpenScratch(dir, budget)
 	} else if db, err = state.Open(dir, budget); err != nil {
 		err = fmt.Errorf("cannot open the state database in %s: %w", dir, err)
+	}
+	if err == nil && ids {
+		if rn.ids, rn.idsTmp, err = state.OpenScratch(dir, budget); err != nil {
+			db.Close()
+			vfs.RemoveScratch(rn.tmp)
+		}
 	}
 	if err != nil {
 		return &RuntimeError{Msg: err.Error(), Err: err}
@@ -991,9 +1009,15 @@ func (rn *Runnable) watchMemory(budget int64) func() {
 // disk under state.dir): Pebble would hold the job's writes back for ever.
 // It returns how to stop watching.
 func (rn *Runnable) watchState() func() {
-	return rn.e.WatchState(rn.db, func(err error) error {
+	failed := func(err error) error {
 		return &RuntimeError{Msg: err.Error() + engine.StateHint(err, "state.dir"), Err: err}
-	})
+	}
+	stop := rn.e.WatchState(rn.db, failed)
+	if rn.ids == nil {
+		return stop
+	}
+	stopIDs := rn.e.WatchState(rn.ids, failed)
+	return func() { stop(); stopIDs() }
 }
 
 // Run runs the built job; see the function Run.
@@ -1104,18 +1128,21 @@ func (rn *Runnable) writeEnds(ctx context.Context, sum *Summary) error {
 	return nil
 }
 
-// closeState closes the aggregation's state database, if it has one, and
-// removes its temporary directory.
+// closeState closes the aggregation's or the join's state database, if it
+// has one (and the join's ids' database), and removes its temporary
+// directory.
 func (rn *Runnable) closeState() error {
-	if rn.db == nil {
-		if rn.tmp != "" {
-			vfs.RemoveScratch(rn.tmp)
-		}
-		return nil
+	var err error
+	if rn.db != nil {
+		err = rn.db.Close()
 	}
-	err := rn.db.Close()
-	if rn.tmp != "" {
-		vfs.RemoveScratch(rn.tmp)
+	if rn.ids != nil {
+		err = errors.Join(err, rn.ids.Close())
+	}
+	for _, tmp := range []string{rn.tmp, rn.idsTmp} {
+		if tmp != "" {
+			vfs.RemoveScratch(tmp)
+		}
 	}
 	return err
 }

@@ -248,7 +248,7 @@ var checkpointShape = object("Durable checkpoints: exactly-once outputs and resu
 	field{"max_held_output", &shape{Kind: kString, Doc: "The most an exactly-once file or table output holds in memory between checkpoints; one that reaches it has a checkpoint taken early (default 64MiB, at least 64KiB).", Pattern: sizePattern}},
 )
 
-var stateShape = object("Where windows, timers, a join's records and de-duplication ids live (a join's ids stay in memory).", nil,
+var stateShape = object("Where windows, timers, a join's records and de-duplication ids live.", nil,
 	field{"backend", enum("memory (default) or pebble (on disk, within memory_budget).", "memory", "pebble")},
 	field{"dir", str("Pebble's working directory (made if missing; emptied at start; weir's own; in a consumer group, each task's, and with several aggregations each one's, is a directory inside it).")},
 	field{"memory_budget", &shape{Kind: kString, Doc: "Pebble's memory, such as 512MiB (in a consumer group, each task's).", Pattern: sizePattern}},
