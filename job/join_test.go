@@ -323,17 +323,25 @@ func TestJoinJobRestoredWritesTheSame(t *testing.T) {
 	restoredWritesTheSame(t, yaml, orders, payments, 2000, 1000)
 }
 
+// dedupJoinJob is a left outer join job of 5,000 orders, every 50th sent
+// twice in a row, and their payments, every 10th again 20 lines later,
+// each input de-duplicated by its id, checkpointed.
+func dedupJoinJob() (orders, payments, yaml string) {
+	orders, payments = joinInputs(5000)
+	orders, payments = resent(orders, 50, 1), resent(payments, 10, 20)
+	yaml = strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
+		"{field: ts}", "{field: ts, arrival_field: at}\nid: order_id", "{field: paid_at}", "{field: paid_at, arrival_field: at}, id: order").Replace(joinJob(jobfile.JoinLeftOuter)) +
+		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	return orders, payments, yaml
+}
+
 // A join job that de-duplicates both inputs (id, join.with.id), stopped
 // and resumed as TestJoinJobRestoredWritesTheSame's: every 50th order is
 // sent twice in a row, every 10th payment again 20 lines later, and each
 // duplicate is dropped whether its first came before the savepoint or
 // after it.
 func TestJoinJobDeduplicatesRestoredWritesTheSame(t *testing.T) {
-	orders, payments := joinInputs(5000)
-	orders, payments = resent(orders, 50, 1), resent(payments, 10, 20)
-	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
-		"{field: ts}", "{field: ts, arrival_field: at}\nid: order_id", "{field: paid_at}", "{field: paid_at, arrival_field: at}, id: order").Replace(joinJob(jobfile.JoinLeftOuter)) +
-		"checkpoint: {dir: ckpt, interval: 1h}\n"
+	orders, payments, yaml := dedupJoinJob()
 	sum := runJoinJob(t, t.TempDir(), yaml, orders, payments, Options{})
 	if sum.Duplicates < 90 || sum.Join.With.Duplicates < 300 || !sum.Accounting.Balanced() || !sum.Join.With.Balanced() {
 		t.Fatalf("the inputs' duplicates should be dropped: orders %+v, payments %+v", sum.Accounting, sum.Join.With)
@@ -847,11 +855,8 @@ func liveHeap() uint64 {
 // input's in the join's, the second's in their own), so that a checkpoint
 // keeps each head's ids as a Pebble checkpoint of them, not in its file.
 func TestJoinJobIDsOnDisk(t *testing.T) {
-	orders, payments := joinInputs(5000)
-	orders, payments = resent(orders, 50, 1), resent(payments, 10, 20)
-	yaml := strings.NewReplacer("{delay: 0s, interval: 0s}", "{delay: 30s, interval: 0s}",
-		"{field: ts}", "{field: ts, arrival_field: at}\nid: order_id", "{field: paid_at}", "{field: paid_at, arrival_field: at}, id: order").Replace(joinJob(jobfile.JoinLeftOuter)) +
-		"checkpoint: {dir: ckpt, interval: 1h}\nstate: {backend: pebble, memory_budget: 64KiB, dir: state}\n"
+	orders, payments, yaml := dedupJoinJob()
+	yaml += "state: {backend: pebble, memory_budget: 64KiB, dir: state}\n"
 	dir := t.TempDir()
 	s := runJoinJob(t, dir, yaml, orders, payments, Options{stopAfter: 4})
 	c, err := checkpoint.Load(checkpoint.OSFS, s.Savepoint)
