@@ -207,25 +207,10 @@ func (p *Participant) restoredFile(suffix string) (File, error) {
 	return File{}, fmt.Errorf("its state %s is missing", name)
 }
 
-// ReadFile returns the restored file with the name suffix, as File does,
-// or, when the checkpoint keeps it as a file of its own (a shared object,
-// or a savepoint's own copy of one), reads it; a file the checkpoint does
-// not have is an error.
-func (p *Participant) ReadFile(suffix string) ([]byte, error) {
-	f, err := p.restoredFile(suffix)
-	if err != nil || f.Data != nil || f.Path == "" {
-		return f.Data, err
-	}
-	r, err := openStored(p.e.cfg.Checkpoint.FS, f.Path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return io.ReadAll(r)
-}
-
-// OpenFile opens the restored file with the name suffix to read, as
-// ReadFile returns it: from memory, or from the checkpoint's file.
+// OpenFile opens the restored file with the name suffix to read, as File
+// finds it: from memory, or, when the checkpoint keeps it as a file of its
+// own (a shared object, or a savepoint's own copy of one), from that file;
+// a file the checkpoint does not have is an error.
 func (p *Participant) OpenFile(suffix string) (io.ReadCloser, error) {
 	f, err := p.restoredFile(suffix)
 	if err != nil {

@@ -195,12 +195,12 @@ func NewJoin[K comparable, L, R any](e *Engine, cfg JoinConfig[K, L, R]) (*Join[
 }
 
 func (j *Join[K, L, R]) restore(clock []byte) error {
-	n, err := restorePartedFrom(j.e, j.p, clock, func(d *enc.Decoder) error {
+	n, err := restoreParted(j.e, j.p, clock, func(d *enc.Decoder) error {
 		if err := j.d.RestoreState(d); err != nil {
 			return err
 		}
 		return j.op.RestoreHeader(d)
-	}, func(r io.Reader) error { return j.op.RestoreKeysFrom(r, j.cfg.Codec) }, nil)
+	}, func(r io.Reader) error { return j.op.RestoreKeysFrom(r, j.cfg.Codec) })
 	j.restored = n
 	return err
 }

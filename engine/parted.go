@@ -72,17 +72,11 @@ func ackPartedDB(b *CheckpointBarrier, p *Participant, n int, head func([]byte) 
 }
 
 // restoreParted reads what ackParted wrote: head reads the driver's state
-// and the stage's header, keys each part's keys (none when the restore
-// drops the part's state: its clocks carry over). It returns the number
-// of parts.
-func restoreParted(e *Engine, p *Participant, clock []byte, head func(*enc.Decoder) error, keys func(*enc.Decoder) error) (int, error) {
-	return restorePartedFrom(e, p, clock, head, nil, keys)
-}
-
-// restorePartedFrom is restoreParted with each part's keys read by from,
-// as it comes, when from is set: a part kept in a file of its own
-// (ackPartedFiles) is never read whole into memory.
-func restorePartedFrom(e *Engine, p *Participant, clock []byte, head func(*enc.Decoder) error, from func(io.Reader) error, keys func(*enc.Decoder) error) (int, error) {
+// and the stage's header, keys each part's keys as they come, from its
+// file (a part kept in a file of its own, ackPartedDB's, is never read
+// whole into memory), none when the restore drops the part's state (its
+// clocks carry over). It returns the number of parts.
+func restoreParted(e *Engine, p *Participant, clock []byte, head func(*enc.Decoder) error, keys func(io.Reader) error) (int, error) {
 	d := enc.NewDecoder(clock)
 	n := d.Count(exec.KeyGroups)
 	if err := head(d); err != nil {
@@ -93,21 +87,12 @@ func restorePartedFrom(e *Engine, p *Participant, clock []byte, head func(*enc.D
 	}
 	for i := range n {
 		name := fmt.Sprintf("op-%d", i)
-		var err error
-		if from != nil {
-			var r io.ReadCloser
-			if r, err = p.OpenFile(name); err != nil {
-				return 0, err
-			}
-			err = from(r)
-			r.Close()
-		} else {
-			var data []byte
-			if data, err = p.ReadFile(name); err != nil {
-				return 0, err
-			}
-			err = keys(enc.NewDecoder(data))
+		r, err := p.OpenFile(name)
+		if err != nil {
+			return 0, err
 		}
+		err = keys(r)
+		r.Close()
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", p.FileName(name), err)
 		}

@@ -114,12 +114,12 @@ func NewProcess[K comparable, T, O any](e *Engine, cfg ProcessConfig[K, T, O]) (
 }
 
 func (s *Process[K, T, O]) restore(clock []byte) error {
-	n, err := restorePartedFrom(s.e, s.p, clock, func(d *enc.Decoder) error {
+	n, err := restoreParted(s.e, s.p, clock, func(d *enc.Decoder) error {
 		if err := s.d.RestoreState(d); err != nil {
 			return err
 		}
 		return s.op.RestoreHeader(d)
-	}, func(r io.Reader) error { return s.op.RestoreKeysFrom(r, s.cfg.Key) }, nil)
+	}, func(r io.Reader) error { return s.op.RestoreKeysFrom(r, s.cfg.Key) })
 	s.restored = n
 	return err
 }
