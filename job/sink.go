@@ -330,8 +330,12 @@ func (f *format) appendRecord(b []byte, name string, data []byte, cut *connector
 		}
 	}
 	short := int64(len(keep)) < whole
+	ok := utf8.Valid(keep)
+	if object {
+		ok = !short && text.ValidJSON(keep)
+	}
 	switch {
-	case utf8.Valid(keep) && !(object && (short || !json.Valid(keep))):
+	case ok:
 		// (An event weir accepted may hold what it did not read, such as
 		// a string escape JSON does not have.)
 		b = append(b, ',', '"')
