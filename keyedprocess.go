@@ -25,9 +25,10 @@ import (
 // function, behind the watermark or not. With StateOnDisk the states and
 // timers are kept in a state database, the keys used last at hand in
 // memory. With Checkpoints they are kept in checkpoints, by key group, and
-// restored at any parallelism, from either backend into either; the key's type and each state's are the stage's layout: a
-// restore that changes one is refused (unless DropState("process")), one
-// that adds or removes a state carries the others over.
+// restored at any parallelism, from either backend into either; the key's
+// type and each state's are the stage's layout: a restore that changes
+// one is refused (unless DropState("process")), one that adds or removes a
+// state carries the others over.
 //
 // The input is a stream of the source loop (read from sources, through
 // Map, Filter, FlatMap, Union or a join), not the output of an

@@ -68,9 +68,9 @@ type diskDB struct {
 }
 
 // open opens a database of its own for one aggregation, join or keyed
-// process function, and has
-// the engine stop the job if it cannot write (a full disk): Pebble would
-// hold the job's writes back for ever.
+// process function (or a join's right input's ids), and has the engine
+// stop the job if it cannot write (a full disk): Pebble would hold the
+// job's writes back for ever.
 func (d *onDisk) open(e *engine.Engine, what string) (*state.DB, error) {
 	db, dir, err := state.OpenScratch(d.dir, d.share)
 	if err != nil {

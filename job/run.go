@@ -698,10 +698,14 @@ func (rn *Runnable) engineConfig() engine.Config {
 func (rn *Runnable) reportStateBytes() {
 	e := rn.e
 	if rn.db != nil {
-		// Every aggregation's database (one each in a job of several).
+		// Every aggregation's database (one each in a job of several), and
+		// a join's second input's ids'.
 		var dbs []*state.DB
 		for _, a := range rn.aggregations() {
 			dbs = append(dbs, a.db)
+		}
+		if rn.ids != nil {
+			dbs = append(dbs, rn.ids)
 		}
 		e.OnStatus(func(s *engine.Status) {
 			s.StateBytes = 0
@@ -918,6 +922,7 @@ func (rn *Runnable) openState(lp *lineParser) error {
 		if rn.ids, rn.idsTmp, err = state.OpenScratch(dir, budget); err != nil {
 			db.Close()
 			vfs.RemoveScratch(rn.tmp)
+			rn.tmp = ""
 		}
 	}
 	if err != nil {
