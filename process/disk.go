@@ -33,9 +33,6 @@ func (o *Op[K, T, O]) OnDisk(db *state.DB, name string, kc KeyCodec[K], hash fun
 	timers := enc.AppendBytes([]byte{state.TagProcessTimer}, []byte(name))
 	d.q[EventTime] = d.Queue(append(slices.Clone(timers), 'e'))
 	d.q[ProcessingTime] = d.Queue(append(timers, 'p'))
-	for range o.keys {
-		d.grow() // none: OnDisk comes first
-	}
 	o.disk = d
 	o.c.queue = d
 }
@@ -276,7 +273,7 @@ func (o *Op[K, T, O]) fireOnDisk(dm Domain, until mtime.Time) error {
 				o.release(s) // not set: a queue that kept a timer it should not have
 				continue
 			}
-			if err := o.fireOne(s, dm, at, t.seq); err != nil {
+			if err := o.fireOne(s, dm, at); err != nil {
 				return err
 			}
 		}

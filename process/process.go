@@ -515,8 +515,10 @@ func (o *Op[K, T, O]) fire(d Domain, until mtime.Time) error {
 		slices.SortFunc(o.batch, func(a, b heap.Entry[mtime.Time, timerRef]) int {
 			return cmp.Compare(a.Value.seq, b.Value.seq)
 		})
+		// Each still set when it fires: a call changes its own key's
+		// timers only, and a key has one timer of an instant.
 		for _, e := range o.batch {
-			if err := o.fireOne(e.Value.slot, d, t, e.Value.seq); err != nil {
+			if err := o.fireOne(e.Value.slot, d, t); err != nil {
 				return err
 			}
 		}
@@ -524,11 +526,8 @@ func (o *Op[K, T, O]) fire(d Domain, until mtime.Time) error {
 	return o.Err()
 }
 
-// fireOne fires slot's timer (d, t) if it is still the one set with seq.
-func (o *Op[K, T, O]) fireOne(s int32, d Domain, t mtime.Time, seq uint64) error {
-	if !o.c.live(s, d, t, seq) {
-		return nil
-	}
+// fireOne fires slot's timer (d, t), which is set.
+func (o *Op[K, T, O]) fireOne(s int32, d Domain, t mtime.Time) error {
 	o.c.drop(s, d, t)
 	o.stats.Fired[d]++
 	if o.f.Timer == nil {
