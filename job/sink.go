@@ -330,9 +330,11 @@ func (f *format) appendRecord(b []byte, name string, data []byte, cut *connector
 		}
 	}
 	short := int64(len(keep)) < whole
-	ok := utf8.Valid(keep)
+	var ok bool
 	if object {
 		ok = !short && text.ValidJSON(keep)
+	} else {
+		ok = utf8.Valid(keep)
 	}
 	switch {
 	case ok:
