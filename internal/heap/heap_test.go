@@ -159,3 +159,136 @@ func BenchmarkPushPop(b *testing.B) {
 		i++
 	}
 }
+
+// A queue pops in key order whatever the order of its pushes: nearly in
+// order (most into its run), at random (most into its heap), and mixed,
+// with pops interleaved and duplicates, entry for entry the multiset a
+// model holds; it zeroes what it pops and keeps no more than it holds.
+func TestQueueOrder(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		key  func(r *rand.Rand, i int) int64
+	}{
+		{"nearly in order", func(r *rand.Rand, i int) int64 { return int64(i) + r.Int64N(40) }},
+		{"at random", func(r *rand.Rand, i int) int64 { return r.Int64N(300) }},
+		{"two streams", func(r *rand.Rand, i int) int64 {
+			if i%3 == 0 {
+				return int64(i) - 500 + r.Int64N(5)
+			}
+			return int64(i) + r.Int64N(20)
+		}},
+		{"descending", func(r *rand.Rand, i int) int64 { return int64(-i) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(3, 4))
+			var q Queue[int64, int]
+			type kv struct {
+				k int64
+				v int
+			}
+			var model []kv
+			pops := 0
+			for i := range 20000 {
+				if r.IntN(5) > 1 || q.Len() == 0 {
+					k := c.key(r, i)
+					q.Push(k, i)
+					model = append(model, kv{k, i})
+				} else {
+					slices.SortFunc(model, func(a, b kv) int { return int(a.k - b.k) })
+					if m := q.Min(); m != model[0].k {
+						t.Fatalf("step %d: min %d, want %d", i, m, model[0].k)
+					}
+					e := q.Pop()
+					j := slices.IndexFunc(model, func(x kv) bool { return x.k == e.Key && x.v == e.Value })
+					if e.Key != model[0].k || j < 0 {
+						t.Fatalf("step %d: popped %v, want key %d", i, e, model[0].k)
+					}
+					model = slices.Delete(model, j, j+1)
+					pops++
+				}
+				if q.Len() != len(model) {
+					t.Fatalf("step %d: length %d, want %d", i, q.Len(), len(model))
+				}
+				for _, e := range q.run[:q.head] {
+					if e != (Entry[int64, int]{}) {
+						t.Fatalf("step %d: a popped slot holds %v", i, e)
+					}
+				}
+			}
+			for q.Len() > 0 {
+				slices.SortFunc(model, func(a, b kv) int { return int(a.k - b.k) })
+				if e := q.Pop(); e.Key != model[0].k {
+					t.Fatalf("draining: popped %v, want key %d", e, model[0].k)
+				}
+				model = model[1:]
+			}
+			if q.head != 0 || len(q.run) != 0 {
+				t.Fatalf("empty, the run keeps head %d and %d entries", q.head, len(q.run))
+			}
+		})
+	}
+}
+
+// Where a push goes: at the end of the run, among its last runReach
+// entries, or into the heap when further back.
+func TestQueuePlaces(t *testing.T) {
+	var q Queue[int, int]
+	for k := 0; k < 40; k += 2 {
+		q.Push(k, k)
+	}
+	q.Push(41, 0)                // the end
+	q.Push(39-2*(runReach-2), 0) // among the last runReach
+	q.Push(39-2*(runReach+2), 0) // further back
+	if len(q.run) != 22 || len(q.rest) != 1 || q.rest[0].Key != 39-2*(runReach+2) {
+		t.Fatalf("run of %d, heap %v", len(q.run), q.rest)
+	}
+	if !slices.IsSortedFunc(q.run, func(a, b Entry[int, int]) int { return a.Key - b.Key }) {
+		t.Fatalf("run out of order: %v", q.run)
+	}
+}
+
+// The join's expiries: an order's 10 minutes after its time, one every
+// 100 ms with up to 2 s of disorder (6,000 buffered), and a payment's at
+// its time, in order but 10 minutes behind the orders'.
+func BenchmarkQueueExpiries(b *testing.B) {
+	type val struct {
+		seq  uint64
+		side uint8
+		key  string
+	}
+	seed := uint64(11)
+	next := func(m int64) int64 {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int64(seed>>33) % m
+	}
+	at := func(i int64) int64 {
+		if i%5 == 4 {
+			return i*100 - 500 // a payment
+		}
+		return i*100 - next(2000) + 600_000
+	}
+	b.Run("heap", func(b *testing.B) {
+		var h Heap[int64, val]
+		for i := range int64(7500) {
+			h.Push(at(i), val{seq: uint64(i), key: "o"})
+		}
+		i := int64(7500)
+		for b.Loop() {
+			h.Push(at(i), val{seq: uint64(i), key: "o"})
+			h.Pop()
+			i++
+		}
+	})
+	b.Run("queue", func(b *testing.B) {
+		var q Queue[int64, val]
+		for i := range int64(7500) {
+			q.Push(at(i), val{seq: uint64(i), key: "o"})
+		}
+		i := int64(7500)
+		for b.Loop() {
+			q.Push(at(i), val{seq: uint64(i), key: "o"})
+			q.Pop()
+			i++
+		}
+	})
+}

@@ -72,16 +72,18 @@ func readKeyState[K comparable, L, R any](d *enc.Decoder, ks *keyState[L, R], c 
 	}
 }
 
-// memStore keeps the buffers in a map, the expiries in a heap.
+// memStore keeps the buffers in a map, the expiries in a heap.Queue.
 type memStore[K comparable, L, R any] struct {
 	keys map[K]*keyState[L, R]
 	// free are the states of keys that left, for keys to come.
 	free []*keyState[L, R]
-	// timers are the expiries, by instant: internal/heap gives those of
-	// one instant in no particular order, so due takes them all and
-	// sorts them by arrival, the same order whatever order they were
-	// pushed in (a restore pushes them anew).
-	timers heap.Heap[mtime.Time, timer[K]]
+	// timers are the expiries, by instant: a heap.Queue, as a record's
+	// expiry is its time plus a constant and records come nearly in
+	// order of time. It gives those of one instant in no particular
+	// order, so due takes them all and sorts them by arrival, the same
+	// order whatever order they were pushed in (a restore pushes them
+	// anew).
+	timers heap.Queue[mtime.Time, timer[K]]
 }
 
 // maxFree bounds the states of keys kept for reuse.
@@ -124,11 +126,11 @@ func (m *memStore[K, L, R]) len() int { return len(m.keys) }
 func (m *memStore[K, L, R]) push(at mtime.Time, t timer[K]) { m.timers.Push(at, t) }
 
 func (m *memStore[K, L, R]) due(wm mtime.Time, buf []timer[K]) (mtime.Time, []timer[K]) {
-	if len(m.timers) == 0 || m.timers[0].Key > wm {
+	if m.timers.Len() == 0 || m.timers.Min() > wm {
 		return 0, buf
 	}
-	at := m.timers[0].Key
-	for len(m.timers) > 0 && m.timers[0].Key == at {
+	at := m.timers.Min()
+	for m.timers.Len() > 0 && m.timers.Min() == at {
 		buf = append(buf, m.timers.Pop().Value)
 	}
 	slices.SortFunc(buf, func(a, b timer[K]) int { return cmp.Compare(a.seq, b.seq) })
