@@ -260,16 +260,25 @@ type Head[K comparable, T any] struct {
 	decs  []Decoded[K, T]       // a batch's records, decoded by the forks
 	// peeked is the record Next decoded into peek, until Record applies
 	// it.
-	peeked  *connector.Record
-	peek    Decoded[K, T]
-	logic   bool // the decoder numbers partitions
-	parts   []connector.Partition
-	announ  bool // source partitions still to declare to the watermark
-	reports []connector.PartitionReport
-	paused  []bool     // source partitions paused by the alignment
-	now     mtime.Time // processing time, as the head last moved it
-	delay   []delays   // by watermark partition: arrival minus event time
-	behind  delays     // watermark minus event time, of events behind it
+	peeked *connector.Record
+	peek   Decoded[K, T]
+	// pre is the second half of a merged input's batch, decoded by a
+	// fork on a goroutine of its own while the source loop decodes and
+	// applies the first half (takeBatch), into decs; decoding is done
+	// once the goroutine has; preAt is the next of its records to apply,
+	// settled how many were settled.
+	pre      []connector.Record
+	decoding sync.WaitGroup
+	preAt    int
+	settled  int
+	logic    bool // the decoder numbers partitions
+	parts    []connector.Partition
+	announ   bool // source partitions still to declare to the watermark
+	reports  []connector.PartitionReport
+	paused   []bool     // source partitions paused by the alignment
+	now      mtime.Time // processing time, as the head last moved it
+	delay    []delays   // by watermark partition: arrival minus event time
+	behind   delays     // watermark minus event time, of events behind it
 	// forgotten is the event time up to which a run before the restore
 	// forgot its ids (with a shorter horizon than this job's): an event at
 	// or before it is beyond the de-duplication horizon.
@@ -417,11 +426,14 @@ func (h *Head[K, T]) Counts() Counts { return h.c }
 // record that has neither (a line that is not valid), which then comes at
 // once. r is decoded once: Record applies what Next decoded.
 func (h *Head[K, T]) Next(r *connector.Record) mtime.Time {
-	d := &h.peek
-	if h.peeked != r {
-		h.peeked = r
-		*d = Decoded[K, T]{Partition: -1, Arrival: r.Arrival}
-		h.cfg.Decoder.Decode(r, d)
+	d := h.predecoded(r)
+	if d == nil {
+		d = &h.peek
+		if h.peeked != r {
+			h.peeked = r
+			*d = Decoded[K, T]{Partition: -1, Arrival: r.Arrival}
+			h.cfg.Decoder.Decode(r, d)
+		}
 	}
 	switch {
 	case !h.e.cfg.Live && d.Arrival != mtime.MinTime:
@@ -514,6 +526,14 @@ func (h *Head[K, T]) Paused(p int) bool { return p < len(h.paused) && h.paused[p
 
 // Record implements RecordHandler: one record, in arrival order.
 func (h *Head[K, T]) Record(r *connector.Record) {
+	if d := h.predecoded(r); d != nil {
+		h.preAt++
+		h.apply(r, d)
+		if h.preAt == len(h.pre) {
+			h.dropBatch()
+		}
+		return
+	}
 	if h.peeked == r {
 		// Decoded already, by Next.
 		h.peeked = nil
@@ -576,6 +596,11 @@ type forkedDecoder[K comparable, T any] struct {
 // len(h.forks) goroutines, then settled and applied one by one in arrival
 // order, as Record would.
 func (h *Head[K, T]) Records(rs []connector.Record) {
+	if len(rs) == 1 && (h.peeked == &rs[0] || h.predecoded(&rs[0]) != nil) {
+		// A merged input's record, decoded already (Next).
+		h.Record(&rs[0])
+		return
+	}
 	workers := min(len(h.forks), len(rs)/minForkChunk)
 	if workers < 2 {
 		for i := range rs {
@@ -584,6 +609,17 @@ func (h *Head[K, T]) Records(rs []connector.Record) {
 		}
 		return
 	}
+	decs := h.forkDecode(rs, workers)
+	fd := h.cfg.Decoder.(ForkingDecoder[K, T])
+	for i := range rs {
+		fd.Settle(&rs[i], &decs[i])
+		h.apply(&rs[i], &decs[i])
+	}
+	clear(decs) // the batch's values are not held past it
+}
+
+// forkDecode decodes rs on workers of the forks at once, into h.decs.
+func (h *Head[K, T]) forkDecode(rs []connector.Record, workers int) []Decoded[K, T] {
 	if cap(h.decs) < len(rs) {
 		h.decs = make([]Decoded[K, T], len(rs))
 	}
@@ -596,12 +632,51 @@ func (h *Head[K, T]) Records(rs []connector.Record) {
 	}
 	h.forks[0].decode(rs[:chunk], decs[:chunk])
 	wg.Wait()
-	fd := h.cfg.Decoder.(ForkingDecoder[K, T])
-	for i := range rs {
-		fd.Settle(&rs[i], &decs[i])
-		h.apply(&rs[i], &decs[i])
+	return decs
+}
+
+// takeBatch implements batchTaker: of a merged input's batch (the records
+// of it still to hand over), a fork decodes the second half on a goroutine
+// of its own while the source loop decodes and hands over the first, a
+// record at a time as Next asks; Next then settles each record of the
+// second half, in order, and Record applies it. Handing a record over
+// costs more than decoding one, so the fork is mostly done before the
+// loop needs its first record, and the loop never waits for it to start.
+func (h *Head[K, T]) takeBatch(rs []connector.Record) {
+	h.dropBatch()
+	if len(h.forks) < 2 || len(rs) < 2*minForkChunk {
+		return
 	}
-	clear(decs) // the batch's values are not held past it
+	h.pre = rs[len(rs)/2:]
+	if cap(h.decs) < len(h.pre) {
+		h.decs = make([]Decoded[K, T], len(h.pre))
+	}
+	pre, decs, f := h.pre, h.decs[:len(h.pre)], &h.forks[0]
+	h.decoding.Go(func() { f.decode(pre, decs) })
+}
+
+// predecoded is what takeBatch's fork decoded of r, settled, when r is the
+// next record of its half; else nil.
+func (h *Head[K, T]) predecoded(r *connector.Record) *Decoded[K, T] {
+	if h.preAt == len(h.pre) || &h.pre[h.preAt] != r {
+		return nil
+	}
+	if h.preAt == 0 {
+		h.decoding.Wait()
+	}
+	d := &h.decs[h.preAt]
+	if h.settled == h.preAt {
+		h.cfg.Decoder.(ForkingDecoder[K, T]).Settle(r, d)
+		h.settled++
+	}
+	return d
+}
+
+// dropBatch lets go of what takeBatch decoded.
+func (h *Head[K, T]) dropBatch() {
+	h.decoding.Wait()
+	clear(h.decs[:len(h.pre)]) // the batch's values are not held past it
+	h.pre, h.preAt, h.settled = nil, 0, 0
 }
 
 // decode decodes rs into ds, keeping a copy of each id that stays valid

@@ -98,6 +98,16 @@ func (in *input) take(b *inputBatch) {
 		}
 	}
 	in.next = in.skipDelivered(sb)
+	if bt, ok := sb.f.h.(batchTaker); ok {
+		bt.takeBatch(sb.b.Records[in.next:])
+	}
+}
+
+// batchTaker is a Paced handler that decodes part of the batch a merge
+// takes ahead, on another goroutine (a Head with Decoders > 1), rather
+// than every record as Next asks of it.
+type batchTaker interface {
+	takeBatch(rs []connector.Record)
 }
 
 // deliverMerged hands over records of the inputs' batches in hand, one at

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,6 +83,14 @@ func joinRun(t *testing.T, left, right *batched, dir string, stopAfter int64) st
 // (its checkpoints' and this run's).
 func joinRunCounts(t *testing.T, left, right *batched, dir string, stopAfter int64) (string, [2]int64) {
 	t.Helper()
+	out, read, _ := joinRunDecoders(t, left, right, dir, stopAfter, 0)
+	return out, read
+}
+
+// joinRunDecoders is joinRunCounts, with heads of that many decoders of
+// forkingLines when not 0, which it returns.
+func joinRunDecoders(t *testing.T, left, right *batched, dir string, stopAfter int64, decoders int) (string, [2]int64, [2]*forkingLines) {
+	t.Helper()
 	cfg := engine.Config{Name: "merge"}
 	if dir != "" {
 		cfg.Checkpoint = engine.Checkpointing{Dir: dir, Interval: time.Hour}
@@ -107,11 +116,20 @@ func joinRunCounts(t *testing.T, left, right *batched, dir string, stopAfter int
 	j.Late.Subscribe(engine.Func[engine.JoinLate[string, int64, int64]]{OnPush: func(l engine.JoinLate[string, int64, int64]) {
 		fmt.Fprintf(&out, "%s late %s %d %d wm %d\n", l.Key, l.Side, l.Left, l.Right, l.Watermark)
 	}})
-	lh, err := engine.NewHead(e, engine.HeadConfig[string, int64]{Name: "head-left", Decoder: lineDecoder{}, Window: j.LeftTarget()})
+	var decs [2]*forkingLines
+	var dec [2]engine.Decoder[string, int64]
+	for i := range dec {
+		dec[i] = lineDecoder{}
+		if decoders > 0 {
+			decs[i] = &forkingLines{}
+			dec[i] = decs[i]
+		}
+	}
+	lh, err := engine.NewHead(e, engine.HeadConfig[string, int64]{Name: "head-left", Decoder: dec[0], Window: j.LeftTarget(), Decoders: decoders})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rh, err := engine.NewHead(e, engine.HeadConfig[string, int64]{Name: "head-right", Decoder: lineDecoder{}, Window: j.RightTarget()})
+	rh, err := engine.NewHead(e, engine.HeadConfig[string, int64]{Name: "head-right", Decoder: dec[1], Window: j.RightTarget(), Decoders: decoders})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,14 +144,40 @@ func joinRunCounts(t *testing.T, left, right *batched, dir string, stopAfter int
 	if err := e.Run(context.Background()); err != nil && stopAfter == 0 {
 		t.Fatal(err)
 	}
-	return out.String(), [2]int64{lh.Counts().Read, rh.Counts().Read}
+	return out.String(), [2]int64{lh.Counts().Read, rh.Counts().Read}, decs
+}
+
+// forkingLines is a lineDecoder that forks: it counts the records it
+// decodes, and the head's decoder keeps the offsets it settles, in order.
+type forkingLines struct {
+	decoded atomic.Int64
+	forks   []*forkingLines
+	settled []int64
+}
+
+func (f *forkingLines) Decode(r *connector.Record, d *engine.Decoded[string, int64]) {
+	f.decoded.Add(1)
+	lineDecoder{}.Decode(r, d)
+}
+
+func (f *forkingLines) Fork() engine.Decoder[string, int64] {
+	c := &forkingLines{}
+	f.forks = append(f.forks, c)
+	return c
+}
+
+func (f *forkingLines) Settle(r *connector.Record, _ *engine.Decoded[string, int64]) {
+	f.settled = append(f.settled, r.Offset)
 }
 
 // mergeInput is two sides of a join whose records run through event time
 // at different rates: three left records to a right one, out of order by
 // up to 2 ms, with records late for the watermark on both sides.
-func mergeInput() (left, right []string) {
-	for i := range 120 {
+func mergeInput() (left, right []string) { return mergeInputOf(120) }
+
+// mergeInputOf is mergeInput of n left records.
+func mergeInputOf(n int) (left, right []string) {
+	for i := range n {
 		ts := 4*i - (i%3)*2
 		left = append(left, fmt.Sprintf("k%d %d", i%4, ts))
 		if i%3 == 0 {
@@ -259,6 +303,49 @@ func TestMergedCheckpointKeepsWhatIsStillToSkip(t *testing.T) {
 		}
 		if got := first + second + rest; !c.live && got != want {
 			t.Errorf("%+v: three runs differ from an uninterrupted one:\n%s", c, diffLines(want, got))
+		}
+	}
+}
+
+// A merged input's batch is decoded half by the source loop, a record at a
+// time, and half ahead by a fork on a goroutine of its own: the output is
+// that of one decoder and batches of one record; every record is decoded
+// once, either by the head's decoder or by a fork; the head settles the
+// fork's, once each and in order; and a run stopped in the middle of a
+// batch resumes into the same output.
+func TestMergedInputsDecodedAhead(t *testing.T) {
+	l, r := mergeInputOf(3000)
+	want := joinRun(t, &batched{name: "l", recs: l, size: 1}, &batched{name: "r", recs: r, size: 1}, "", 0)
+	for _, sizes := range [][2]int{{600, 600}, {1000, 300}, {256, 700}} {
+		got, _, decs := joinRunDecoders(t, &batched{name: "l", recs: l, size: sizes[0]}, &batched{name: "r", recs: r, size: sizes[1]}, "", 0, 2)
+		if got != want {
+			t.Errorf("batches of %v, decoded ahead: the output differs:\n%s", sizes, diffLines(want, got))
+		}
+		for side, n := range []int{len(l), len(r)} {
+			d := decs[side]
+			var forked int64
+			for _, f := range d.forks {
+				forked += f.decoded.Load()
+			}
+			if forked == 0 || d.decoded.Load()+forked != int64(n) {
+				t.Errorf("batches of %v, side %d: the head decoded %d records and its forks %d, of %d", sizes, side, d.decoded.Load(), forked, n)
+			}
+			if int64(len(d.settled)) != forked {
+				t.Errorf("batches of %v, side %d: %d records settled, %d decoded ahead", sizes, side, len(d.settled), forked)
+			}
+			for i := 1; i < len(d.settled); i++ {
+				if d.settled[i] <= d.settled[i-1] {
+					t.Fatalf("batches of %v, side %d: record %d settled after %d", sizes, side, d.settled[i], d.settled[i-1])
+				}
+			}
+		}
+	}
+	for _, stop := range []int64{2, 3, 5} {
+		dir := t.TempDir()
+		first, _, _ := joinRunDecoders(t, &batched{name: "l", recs: l, size: 600}, &batched{name: "r", recs: r, size: 300}, dir, stop, 2)
+		rest, _, _ := joinRunDecoders(t, &batched{name: "l", recs: l, size: 500}, &batched{name: "r", recs: r, size: 700}, dir, 0, 2)
+		if got := first + rest; got != want {
+			t.Errorf("stopped after batch %d and resumed, decoded ahead: the output differs from an uninterrupted run:\n%s", stop, diffLines(want, got))
 		}
 	}
 }

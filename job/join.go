@@ -226,7 +226,8 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 func (rn *Runnable) recordSource(c *translate.Ctx, in *jobfile.Job, lp *lineParser, hc engine.HeadConfig[string, record]) (*engine.Head[string, record], error) {
 	e := c.Engine()
 	_, _, hc.Source = sourceNames(in)
-	hc.Decoder, hc.Decoders = keepRaw{lp}, 1
+	hc.Decoder, hc.Decoders = keepRaw{lp}, rn.decoders()
+	lp.decodeOn(hc.Decoders)
 	if in.ID != nil && hc.Dedup == nil {
 		hc.Dedup = state.NewMemoryDedup(in.DedupHorizon)
 	}
@@ -248,6 +249,16 @@ func (rn *Runnable) recordSource(c *translate.Ctx, in *jobfile.Job, lp *linePars
 // keepRaw is a decoder whose events keep their text: a join holds them
 // past the batch they were read in, whose memory the source reuses.
 type keepRaw struct{ *lineParser }
+
+// Fork implements engine.ForkingDecoder: a fork of the parser, whose
+// events keep their text too.
+func (k keepRaw) Fork() engine.Decoder[string, record] {
+	f, _ := k.lineParser.Fork().(*lineParser)
+	if f == nil {
+		return nil
+	}
+	return keepRaw{f}
+}
 
 func (k keepRaw) Decode(r *connector.Record, d *engine.Decoded[string, record]) {
 	k.lineParser.Decode(r, d)

@@ -217,8 +217,10 @@ func (lp *lineParser) Fork() engine.Decoder[string, record] {
 	if lp.j.PartitionField != nil {
 		return nil
 	}
+	keys := newKeyTable(lp.keys.max)
+	keys.off = lp.keys.off
 	f := &lineParser{j: lp.j, fields: lp.fields, numeric: lp.numeric, summed: lp.summed, texted: lp.texted, times: lp.times, agg: lp.agg,
-		keys: newKeyTable(lp.keys.max), keyName: lp.keyName, forked: true, format: lp.format, build: lp.build, find: lp.find, proj: lp.proj,
+		keys: keys, keyName: lp.keyName, forked: true, format: lp.format, build: lp.build, find: lp.find, proj: lp.proj,
 		slotted: lp.slotted.fork()}
 	f.expressions()
 	return f

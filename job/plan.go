@@ -205,7 +205,7 @@ type sourceNode struct{ rn *Runnable }
 
 func (s *sourceNode) Build(c *translate.Ctx) error {
 	rn := s.rn
-	j, o, e := rn.j, rn.o, c.Engine()
+	j, e := rn.j, c.Engine()
 	var quarantine engine.Consumer[engine.RejectedRecord]
 	for _, q := range c.Consumers(plan.Rejected) {
 		quarantine = q.(engine.Consumer[engine.RejectedRecord])
@@ -215,7 +215,7 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 	for i, a := range rn.aggregations() {
 		agg := c.Plan().Node(aggregationID(a.j))
 		hcfg := engine.HeadConfig[string, record]{Name: translate.HeadName(agg.ID), Source: srcName, Decoder: a.decoder(a.lp), Window: a.win, Dedup: a.dd,
-			Decoders: o.Decoders, GroupWatermark: c.GroupWatermark(agg)}
+			GroupWatermark: c.GroupWatermark(agg)}
 		if i == 0 {
 			// The aggregations read the same records: one quarantines
 			// them, the others count them.
@@ -227,12 +227,7 @@ func (s *sourceNode) Build(c *translate.Ctx) error {
 		if a.j.VersionField != nil {
 			hcfg.Versions = a.lp.versions()
 		}
-		if hcfg.Decoders == 0 {
-			hcfg.Decoders = runtime.GOMAXPROCS(0)
-		}
-		if o.task != nil {
-			hcfg.Decoders = 1 // the group's tasks run beside each other
-		}
+		hcfg.Decoders = rn.decoders()
 		a.lp.decodeOn(hcfg.Decoders)
 		if j.Watermark.Kind == watermark.Perfect {
 			// By the events of this aggregation: its key and its where
@@ -533,4 +528,15 @@ func (rn *Runnable) fileModes(e *engine.Engine) {
 		}
 		return nil
 	})
+}
+
+// decoders is how many goroutines decode an input's records (Options.Decoders).
+func (rn *Runnable) decoders() int {
+	switch {
+	case rn.o.task != nil:
+		return 1 // the group's tasks run beside each other
+	case rn.o.Decoders > 0:
+		return rn.o.Decoders
+	}
+	return runtime.GOMAXPROCS(0)
 }

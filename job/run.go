@@ -91,8 +91,9 @@ type Options struct {
 	// are all quarantined to its end, instead of stopping it (weir run
 	// --allow-all-quarantined).
 	AllowAllQuarantined bool
-	// Decoders is how many goroutines decode the input's lines, the source
-	// loop's own included; 0 is one per core the Go runtime schedules on
+	// Decoders is how many goroutines decode the input's lines (each
+	// input's, in a job of two), the source loop's own included; 0 is one
+	// per core the Go runtime schedules on
 	// (GOMAXPROCS). The lines are still accounted for and windowed one by
 	// one in arrival order, so the output does not depend on it. A task of
 	// a group job, and a job with a partition field, decode in the source
