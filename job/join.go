@@ -220,9 +220,9 @@ func (s *joinSourceNode) Build(c *translate.Ctx) error {
 
 // recordSource reads the input in of a job that writes records (a join's
 // input, a lookup's source) through a head of hc's, into its target: its
-// events keep their text (keepRaw), decoded in the source loop, and its
-// ids, when it has some, are kept for the job's dedup_horizon, in hc's
-// Dedup or else in memory.
+// events keep their text (keepRaw), decoded on the job's decoders, and
+// its ids, when it has some, are kept for the job's dedup_horizon, in
+// hc's Dedup or else in memory.
 func (rn *Runnable) recordSource(c *translate.Ctx, in *jobfile.Job, lp *lineParser, hc engine.HeadConfig[string, record]) (*engine.Head[string, record], error) {
 	e := c.Engine()
 	_, _, hc.Source = sourceNames(in)

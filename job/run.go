@@ -93,11 +93,10 @@ type Options struct {
 	AllowAllQuarantined bool
 	// Decoders is how many goroutines decode the input's lines (each
 	// input's, in a job of two), the source loop's own included; 0 is one
-	// per core the Go runtime schedules on
-	// (GOMAXPROCS). The lines are still accounted for and windowed one by
-	// one in arrival order, so the output does not depend on it. A task of
-	// a group job, and a job with a partition field, decode in the source
-	// loop alone.
+	// per core the Go runtime schedules on (GOMAXPROCS). The lines are
+	// still accounted for and windowed one by one in arrival order, so
+	// the output does not depend on it. A task of a group job, and a job
+	// with a partition field, decode in the source loop alone.
 	Decoders int
 
 	// CheckpointAfter, when set, is asked after every batch of the input
