@@ -261,6 +261,9 @@ func (lp *lineParser) decodeOn(decoders int) {
 // line without parsing it and asks for its slot in the key table, so that
 // decoding the line finds the slot in the cache.
 func (lp *lineParser) Ahead(r *connector.Record) {
+	if lp.keys.off {
+		return // no table to ask (a join's keys)
+	}
 	if lp.find != nil {
 		// A record of a format: its key's string found by the format.
 		if raw, ok := lp.find.String(r.Value, lp.j.Key[0]); ok {
