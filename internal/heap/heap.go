@@ -6,7 +6,9 @@
 //
 // It holds the heap alone: what the entries mean, and any index beside
 // them (the timer buckets of package exec, the ids of a de-duplication),
-// belongs to its users.
+// belongs to its users. Beside it, Queue is a min-queue for keys pushed
+// nearly in order (a join's expiries): a sorted run, and the heap for the
+// entries that do not fit the run.
 package heap
 
 import "cmp"
