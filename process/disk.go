@@ -162,9 +162,8 @@ func (o *Op[K, T, O]) load(k K, s int32) bool {
 	} else {
 		d.Fail(o.setStates(s, d.raw))
 		for _, t := range d.tims {
-			if k := (timerKey{s, t.d, t.t}); !o.c.tims.Has(k) {
-				o.c.tims.ReplaceOrInsert(k, t.seq)
-				o.c.count[s]++
+			if !o.c.tims.Has(timerKey{s, t.d, t.t}) {
+				o.c.hold(s, t) // counted, and in the queue, already
 			}
 		}
 	}
@@ -197,19 +196,22 @@ func (o *Op[K, T, O]) gone(s int32) {
 		d.Delete(d.dbKey(s, o.keys[s]))
 		d.nstored--
 	}
-	d.unlink(s + 1)
-	d.used -= d.sizes[s]
-	d.sizes[s], d.dirty[s], d.stored[s] = 0, false, false
+	d.letGo(s)
 }
 
 // evict lets slot s go from memory, written back if it changed.
 func (o *Op[K, T, O]) evict(s int32) {
 	d := o.disk
 	o.writeBack(s)
+	d.letGo(s)
+	o.forget(s)
+}
+
+// letGo takes slot s from the slots at hand and from the memory reckoned.
+func (d *diskStore[K]) letGo(s int32) {
 	d.unlink(s + 1)
 	d.used -= d.sizes[s]
 	d.sizes[s], d.dirty[s], d.stored[s] = 0, false, false
-	o.forget(s)
 }
 
 // writeBack writes slot s's states and timers to the database if they

@@ -214,18 +214,22 @@ func (c *core) set(d Domain, t mtime.Time) {
 // add sets slot's timer st, with a new sequence number if fresh, unless
 // the slot has the timer already.
 func (c *core) add(slot int32, st slotTimer, fresh bool) {
-	k := timerKey{slot, st.d, st.t}
-	if c.tims.Has(k) {
+	if c.tims.Has(timerKey{slot, st.d, st.t}) {
 		return
 	}
 	if fresh {
 		c.seq++
 		st.seq = c.seq
 	}
-	c.tims.ReplaceOrInsert(k, st.seq)
-	c.count[slot]++
+	c.hold(slot, st)
 	c.timers[st.d]++
 	c.queue.add(slot, st)
+}
+
+// hold keeps slot's timer st at hand, which it does not have.
+func (c *core) hold(slot int32, st slotTimer) {
+	c.tims.ReplaceOrInsert(timerKey{slot, st.d, st.t}, st.seq)
+	c.count[slot]++
 }
 
 func (c *core) del(d Domain, t mtime.Time) {
