@@ -12,6 +12,7 @@ import (
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/engine"
+	"github.com/weirstream/weir/internal/textdiff"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/watermark"
 )
@@ -201,7 +202,7 @@ func TestMergedInputsDoNotDependOnBatches(t *testing.T) {
 	for _, sizes := range [][2]int{{1000, 1000}, {1000, 1}, {1, 1000}, {7, 3}, {2, 5}, {64, 64}} {
 		got := joinRun(t, &batched{name: "l", recs: l, size: sizes[0]}, &batched{name: "r", recs: r, size: sizes[1]}, "", 0)
 		if got != want {
-			t.Errorf("batches of %d and %d records: the output differs from batches of one:\n%s", sizes[0], sizes[1], diffLines(want, got))
+			t.Errorf("batches of %d and %d records: the output differs from batches of one:\n%s", sizes[0], sizes[1], textdiff.FirstLine(want, got))
 		}
 	}
 }
@@ -229,27 +230,9 @@ func TestMergedInputsRestoreInOrder(t *testing.T) {
 		}
 		rest := joinRun(t, &batched{name: "l", recs: l, size: c.resized[0]}, &batched{name: "r", recs: r, size: c.resized[1]}, dir, 0)
 		if got := first + rest; got != want {
-			t.Errorf("%v: stopped after batch %d and resumed: the output differs from an uninterrupted run:\n%s", c.sizes, c.stopAfter, diffLines(want, got))
+			t.Errorf("%v: stopped after batch %d and resumed: the output differs from an uninterrupted run:\n%s", c.sizes, c.stopAfter, textdiff.FirstLine(want, got))
 		}
 	}
-}
-
-// diffLines shows the first line where got differs from want.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return fmt.Sprintf("line %d: want %q, got %q (%d lines against %d)", i+1, a, b, len(w), len(g))
-		}
-	}
-	return ""
 }
 
 // A checkpoint taken in the middle of a batch by a run that merged its
@@ -302,7 +285,7 @@ func TestMergedCheckpointKeepsWhatIsStillToSkip(t *testing.T) {
 			t.Errorf("%+v: read %v of %d and %d records in three runs", c, read, len(l), len(r))
 		}
 		if got := first + second + rest; !c.live && got != want {
-			t.Errorf("%+v: three runs differ from an uninterrupted one:\n%s", c, diffLines(want, got))
+			t.Errorf("%+v: three runs differ from an uninterrupted one:\n%s", c, textdiff.FirstLine(want, got))
 		}
 	}
 }
@@ -319,7 +302,7 @@ func TestMergedInputsDecodedAhead(t *testing.T) {
 	for _, sizes := range [][2]int{{600, 600}, {1000, 300}, {256, 700}} {
 		got, _, decs := joinRunDecoders(t, &batched{name: "l", recs: l, size: sizes[0]}, &batched{name: "r", recs: r, size: sizes[1]}, "", 0, 2)
 		if got != want {
-			t.Errorf("batches of %v, decoded ahead: the output differs:\n%s", sizes, diffLines(want, got))
+			t.Errorf("batches of %v, decoded ahead: the output differs:\n%s", sizes, textdiff.FirstLine(want, got))
 		}
 		for side, n := range []int{len(l), len(r)} {
 			d := decs[side]
@@ -345,7 +328,7 @@ func TestMergedInputsDecodedAhead(t *testing.T) {
 		first, _, _ := joinRunDecoders(t, &batched{name: "l", recs: l, size: 600}, &batched{name: "r", recs: r, size: 300}, dir, stop, 2)
 		rest, _, _ := joinRunDecoders(t, &batched{name: "l", recs: l, size: 500}, &batched{name: "r", recs: r, size: 700}, dir, 0, 2)
 		if got := first + rest; got != want {
-			t.Errorf("stopped after batch %d and resumed, decoded ahead: the output differs from an uninterrupted run:\n%s", stop, diffLines(want, got))
+			t.Errorf("stopped after batch %d and resumed, decoded ahead: the output differs from an uninterrupted run:\n%s", stop, textdiff.FirstLine(want, got))
 		}
 	}
 }

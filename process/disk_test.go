@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/internal/dbstate"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/textdiff"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/process"
 	"github.com/weirstream/weir/state"
@@ -32,7 +33,7 @@ func TestOnDiskAsInMemory(t *testing.T) {
 		got, gotState := runRandom(t, c.cache, c.restore)
 		dbstate.HeadPart = 1024
 		if got != want {
-			t.Errorf("cache %d, restored with cache %d, timers read %d at a time: the output differs from the operator's in memory:\n%s", c.cache, c.restore, c.head, firstDiff(want, got))
+			t.Errorf("cache %d, restored with cache %d, timers read %d at a time: the output differs from the operator's in memory:\n%s", c.cache, c.restore, c.head, textdiff.FirstLine(want, got))
 		}
 		if gotState != wantState {
 			t.Errorf("cache %d, restored with cache %d, timers read %d at a time: the checkpoints differ from the operator's in memory", c.cache, c.restore, c.head)
@@ -170,16 +171,6 @@ func runRandom(t *testing.T, cache, restore int64) (string, string) {
 	fmt.Fprintf(&out, "keys %d timers %d %d stats %+v\n", op.Keys(), ev, pt, op.Stats())
 	check(op.Err())
 	return out.String(), states.String()
-}
-
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range min(len(w), len(g)) {
-		if w[i] != g[i] {
-			return fmt.Sprintf("line %d: want %q, got %q", i+1, w[i], g[i])
-		}
-	}
-	return fmt.Sprintf("%d lines against %d", len(w), len(g))
 }
 
 // With its state on disk, an operator keeps at hand the keys its cache

@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/internal/textdiff"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/watermark"
@@ -116,7 +117,7 @@ func TestPebblePrefetchesABatchsKeys(t *testing.T) {
 	defer db.Close()
 	got, r := run(db)
 	if got != want {
-		t.Fatalf("the Pebble store differs from memory:\n%s", firstDiff(want, got))
+		t.Fatalf("the Pebble store differs from memory:\n%s", textdiff.FirstLine(want, got))
 	}
 	s := r.ops[0].pebble
 	// Reads by the prefetch: the second and third rounds of each window

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/internal/textdiff"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
@@ -115,7 +116,7 @@ func TestDeterministicAcrossParallelism(t *testing.T) {
 			}
 			for _, p := range []int{1, 2, 3, 4} {
 				if got := runWith(p, s, wm, evs); got != want {
-					t.Fatalf("parallelism %d differs from inline:\n%s", p, firstDiff(want, got))
+					t.Fatalf("parallelism %d differs from inline:\n%s", p, textdiff.FirstLine(want, got))
 				}
 			}
 			// On disk, with a cache so small that keys are evicted and read
@@ -127,21 +128,11 @@ func TestDeterministicAcrossParallelism(t *testing.T) {
 			defer db.Close()
 			for _, p := range []int{1, 3} {
 				if got := runWithState(p, s, wm, evs, db); got != want {
-					t.Fatalf("pebble state, parallelism %d differs from memory:\n%s", p, firstDiff(want, got))
+					t.Fatalf("pebble state, parallelism %d differs from memory:\n%s", p, textdiff.FirstLine(want, got))
 				}
 			}
 		})
 	}
-}
-
-func firstDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	for i := range min(len(al), len(bl)) {
-		if al[i] != bl[i] {
-			return fmt.Sprintf("line %d:\n  want %s\n  got  %s", i+1, al[i], bl[i])
-		}
-	}
-	return fmt.Sprintf("lengths %d and %d", len(al), len(bl))
 }
 
 // Every event is accounted for exactly once, and windows never leak.
@@ -229,7 +220,7 @@ func TestSlicingMatchesPerWindow(t *testing.T) {
 		}
 		want, got := run(false), run(true)
 		if got != want || strings.Count(want, "\n") < 100 {
-			t.Fatalf("sliced panes differ:\n%s", firstDiff(want, got))
+			t.Fatalf("sliced panes differ:\n%s", textdiff.FirstLine(want, got))
 		}
 	}
 }

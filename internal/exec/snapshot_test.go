@@ -9,6 +9,7 @@ import (
 
 	"github.com/weirstream/weir/aggregate"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/textdiff"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 	"github.com/weirstream/weir/trigger"
@@ -156,7 +157,7 @@ func TestSnapshotRestoreContinuesExactly(t *testing.T) {
 			}
 			second, _, _, _ := run(p[1], parts, dstate, step, cut+1, len(evs), -1)
 			if first+second != whole {
-				t.Fatalf("%s, parallelism %d then %d: restored run differs:\n%s", backend, p[0], p[1], firstDiff(whole, first+second))
+				t.Fatalf("%s, parallelism %d then %d: restored run differs:\n%s", backend, p[0], p[1], textdiff.FirstLine(whole, first+second))
 			}
 			// At the same parallelism a Pebble checkpoint's keys are
 			// taken in as they are; at another, key by key.

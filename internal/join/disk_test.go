@@ -16,6 +16,7 @@ import (
 
 	"github.com/weirstream/weir/internal/dbstate"
 	"github.com/weirstream/weir/internal/enc"
+	"github.com/weirstream/weir/internal/textdiff"
 	"github.com/weirstream/weir/mtime"
 	"github.com/weirstream/weir/state"
 )
@@ -94,7 +95,7 @@ func TestOnDiskAsInMemory(t *testing.T) {
 			got, gotState := runRandom(t, cfg, c.cache)
 			dbstate.HeadPart = 1024
 			if got != want {
-				t.Errorf("%+v, cache %d, expiries read %d at a time: the output differs from the operator's in memory:\n%s", cfg, c.cache, c.head, firstDiff(want, got))
+				t.Errorf("%+v, cache %d, expiries read %d at a time: the output differs from the operator's in memory:\n%s", cfg, c.cache, c.head, textdiff.FirstLine(want, got))
 			}
 			if gotState != wantState {
 				t.Errorf("%+v, cache %d, expiries read %d at a time: the checkpoints differ from the operator's in memory", cfg, c.cache, c.head)
@@ -186,16 +187,6 @@ func runRandom(t *testing.T, cfg Config, cache int64) (string, string) {
 		t.Fatal(err)
 	}
 	return out.String(), states.String()
-}
-
-func firstDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range min(len(w), len(g)) {
-		if w[i] != g[i] {
-			return fmt.Sprintf("line %d: want %q, got %q", i+1, w[i], g[i])
-		}
-	}
-	return fmt.Sprintf("%d lines against %d", len(w), len(g))
 }
 
 // A checkpoint of an operator on disk is written from the database a key
