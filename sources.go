@@ -103,7 +103,7 @@ type batches[T any] struct {
 }
 
 func newBatches[T any](e *engine.Engine, root *engine.Stream[T]) batches[T] {
-	return batches[T]{e: e, root: root, free: make(chan *typedBatch[T], 4)}
+	return batches[T]{e: e, root: root, free: make(chan *typedBatch[T], engine.FreeBatches)}
 }
 
 // batch is a free batch, or a new one.

@@ -25,6 +25,15 @@ type Feed interface {
 	Close() error
 }
 
+// FreeBatches is how many delivered batches a feed keeps to fill again:
+// more than one input of a job of up to four can have in flight (one its
+// feed fills, two in a typed source's own queue, one its reading goroutine
+// holds, 2n+2 in the loop's queue for n inputs, one being delivered). A
+// feed that kept fewer dropped a batch given back whenever its reader ran
+// ahead of the loop, and made a new one, its buffers with it: in a steady
+// stream, an allocation every few batches.
+const FreeBatches = 16
+
 // FeedBatch is a batch of a Feed.
 type FeedBatch interface {
 	// Deliver hands the batch's items over, in order; now is the processing
@@ -340,7 +349,11 @@ func (f fan) Align() (pause, resume []int) {
 
 // AddSource adds a connector source whose records go to h.
 func (e *Engine) AddSource(name string, src connector.Source, h RecordHandler) error {
-	return e.AddFeed(name, &sourceFeed{name: name, src: src, h: h, free: make(chan *sourceBatch, 4)})
+	return e.AddFeed(name, newSourceFeed(name, src, h))
+}
+
+func newSourceFeed(name string, src connector.Source, h RecordHandler) *sourceFeed {
+	return &sourceFeed{name: name, src: src, h: h, free: make(chan *sourceBatch, FreeBatches)}
 }
 
 // sourceFeed reads a connector.Source.
