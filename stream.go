@@ -45,20 +45,40 @@ func (wired) Build(*translate.Ctx) error { return nil }
 // Map applies f to every element.
 func Map[T, U any](s Stream[T], f func(T) U) Stream[U] {
 	out := &engine.Stream[U]{}
-	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) { out.Push(f(v)) }, OnSignal: out.Signal})
+	s.n.Subscribe(&mapOp[T, U]{f, out})
 	return transform(s, "map", out)
 }
 
 // Filter keeps the elements for which keep returns true.
 func Filter[T any](s Stream[T], keep func(T) bool) Stream[T] {
 	out := &engine.Stream[T]{}
-	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) {
-		if keep(v) {
-			out.Push(v)
-		}
-	}, OnSignal: out.Signal})
+	s.n.Subscribe(&filterOp[T]{keep, out})
 	return transform(s, "filter", out)
 }
+
+// mapOp and filterOp are Map's and Filter's consumers: a type each, where
+// an engine.Func would call a closure that calls f, a call an element
+// more.
+type mapOp[T, U any] struct {
+	f   func(T) U
+	out *engine.Stream[U]
+}
+
+func (m *mapOp[T, U]) Push(v T)                { m.out.Push(m.f(v)) }
+func (m *mapOp[T, U]) Signal(sg engine.Signal) { m.out.Signal(sg) }
+
+type filterOp[T any] struct {
+	keep func(T) bool
+	out  *engine.Stream[T]
+}
+
+func (f *filterOp[T]) Push(v T) {
+	if f.keep(v) {
+		f.out.Push(v)
+	}
+}
+
+func (f *filterOp[T]) Signal(sg engine.Signal) { f.out.Signal(sg) }
 
 // FlatMap calls f for every element; f emits zero or more results.
 func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
