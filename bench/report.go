@@ -319,13 +319,11 @@ func Targets(rs []Result) string {
 		check("join: an interval join within 3x of its hand-written floor", r, r <= 3, okj && okf && j.Extra["unpaid"] == f.Extra["unpaid"], "x")
 	}
 	{
-		c, okc := find(rs, "nexmark-q8-cogroup")
-		q, okq := find(rs, "nexmark-q8")
-		r := 0.0
-		if okc && okq {
-			r = q.EventsPerSec / c.EventsPerSec
-		}
-		check("nexmark-q8 as a co-group no slower than over one input", r, r <= 1, okc && okq, "x")
+		// By turns, on events generated ahead: generated as the queries
+		// run, the generator takes most of their time.
+		q, ok := find(rs, "nexmark-q8-replay")
+		r := q.Extra["cogroup_time_ratio"]
+		check("nexmark-q8 as a co-group no slower than over one input (by turns, replayed)", r, r <= 1, ok && r > 0, "x")
 	}
 	for _, db := range []string{"sqlite", "postgres"} {
 		r, _, _, ok := upsertRatio(rs, db, "keyed-insert")
