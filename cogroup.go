@@ -2,7 +2,9 @@ package weir
 
 import (
 	"github.com/weirstream/weir/aggregate"
+	"github.com/weirstream/weir/engine"
 	"github.com/weirstream/weir/mtime"
+	"github.com/weirstream/weir/plan"
 	"github.com/weirstream/weir/window"
 )
 
@@ -91,6 +93,8 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 	switch {
 	case right.t.s.p != p:
 		p.fail("CoGroup: its two inputs are streams of different pipelines")
+	case left.t.s.origin != 0 || right.t.s.origin != 0:
+		p.fail("CoGroup: an input is the output of an aggregation; only streams read from sources can be co-grouped")
 	case left.t.wm.Fingerprint() != right.t.wm.Fingerprint():
 		p.fail("CoGroup: its inputs have different watermark strategies (%s and %s): they need the same one", left.t.wm.Fingerprint(), right.t.wm.Fingerprint())
 	case left.t.version != nil || right.t.version != nil:
@@ -99,8 +103,21 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 		p.fail("CoGroup: its inputs are Deduplicated within different horizons (%s and %s): they share one aggregation, and need one",
 			mtime.FormatDuration(left.t.horizon), mtime.FormatDuration(right.t.horizon))
 	}
-	u := Union(Map(left.t.s, func(v L) Sided[L, R] { return Sided[L, R]{Left: v} }),
-		Map(right.t.s, func(v R) Sided[L, R] { return Sided[L, R]{Right: v, IsRight: true} }))
+	// Each input's elements go to the aggregation's head from the input
+	// itself, made Sided there (coFeed): a Map to Sided and a Union took
+	// two steps more, each copying the larger element, and the merged
+	// stream's functions asked which side each element was from. The
+	// merged stream carries the signals, and the plan has the nodes of
+	// both steps.
+	out := &engine.Stream[Sided[L, R]]{}
+	f := &coFeed[K, L, R]{l: coSide[K, L]{k: left, tag: 'l'}, r: coSide[K, R]{k: right, off: 1, tag: 'r'}}
+	left.t.s.n.Subscribe(engine.Func[L]{OnPush: f.left, OnSignal: unionSignal(0, out)})
+	right.t.s.n.Subscribe(engine.Func[R]{OnPush: f.right, OnSignal: unionSignal(1, out)})
+	lm, rm := transform(left.t.s, "map", out), transform(right.t.s, "map", out)
+	u := unionNode(p, []plan.Input{lm.from, rm.from}, out)
+	// The merged stream's functions, for what the aggregation reads of
+	// them (it is partitioned; it is de-duplicated if an input is); the
+	// feed calls each side's own.
 	t := WithTimestamps(u, func(e Sided[L, R]) mtime.Time {
 		if e.IsRight {
 			return right.t.ts(e.Right)
@@ -108,20 +125,17 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 		return left.t.ts(e.Left)
 	}, left.t.wm).Partitioned(func(e Sided[L, R]) int {
 		if e.IsRight {
-			return 2*partOf(right.t.part, e.Right) + 1
+			return f.r.part(e.Right)
 		}
-		return 2 * partOf(left.t.part, e.Left)
+		return f.l.part(e.Left)
 	})
 	t.parts = 2
 	if left.t.id != nil || right.t.id != nil {
-		// Each input's ids are its own (an order and its payment may share
-		// one): each is de-duplicated apart, an input that is not
-		// Deduplicated not at all.
 		t.id = func(e Sided[L, R]) string {
 			if e.IsRight {
-				return "r" + right.t.id(e.Right)
+				return string(f.r.id(nil, e.Right))
 			}
-			return "l" + left.t.id(e.Left)
+			return string(f.l.id(nil, e.Left))
 		}
 		t.noID = func(e Sided[L, R]) bool {
 			if e.IsRight {
@@ -131,12 +145,75 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 		}
 		t.horizon = max(left.t.horizon, right.t.horizon)
 	}
-	return KeyBy(t, func(e Sided[L, R]) K {
+	k := KeyBy(t, func(e Sided[L, R]) K {
 		if e.IsRight {
 			return right.key(e.Right)
 		}
 		return left.key(e.Left)
 	})
+	k.feed = func(h *engine.Head[K, Sided[L, R]]) { f.h = h }
+	return k
+}
+
+// coSide is one input of a co-group.
+type coSide[K comparable, V any] struct {
+	k Keyed[K, V]
+	// off is 0 for the left input, 1 for the right: the input's partition
+	// p is the watermark partition 2p+off, so that each holds the
+	// watermark back.
+	off int
+	// tag begins each of the input's ids: each input's ids are its own
+	// (an order and its payment may share one), de-duplicated apart.
+	tag byte
+}
+
+func (s coSide[K, V]) part(v V) int { return 2*partOf(s.k.t.part, v) + s.off }
+
+// id appends v's id, tagged, to buf[:0]; it is nil if the input is not
+// Deduplicated (its elements are never duplicates).
+func (s coSide[K, V]) id(buf []byte, v V) []byte {
+	if s.k.t.id == nil {
+		return nil
+	}
+	return append(append(buf[:0], s.tag), s.k.t.id(v)...)
+}
+
+// coFeed hands the elements of both inputs of a co-group to its
+// aggregation's head (h, set when the aggregation is built), each made
+// Sided as the head takes it.
+type coFeed[K comparable, L, R any] struct {
+	h        *engine.Head[K, Sided[L, R]]
+	l        coSide[K, L]
+	r        coSide[K, R]
+	declared bool   // the head has both inputs' first partitions
+	id       []byte // the last id, read by the head, never kept
+}
+
+func (f *coFeed[K, L, R]) left(v L) {
+	f.declare()
+	id := f.l.id(f.id, v)
+	if id != nil {
+		f.id = id
+	}
+	f.h.Element(f.l.part(v), f.l.k.key(v), f.l.k.t.ts(v), id, Sided[L, R]{Left: v})
+}
+
+func (f *coFeed[K, L, R]) right(v R) {
+	f.declare()
+	id := f.r.id(f.id, v)
+	if id != nil {
+		f.id = id
+	}
+	f.h.Element(f.r.part(v), f.r.k.key(v), f.r.k.t.ts(v), id, Sided[L, R]{Right: v, IsRight: true})
+}
+
+// declare gives the head both inputs' first partitions before the first
+// element, so that neither moves the watermark alone.
+func (f *coFeed[K, L, R]) declare() {
+	if !f.declared {
+		f.h.DeclarePartitions(2)
+		f.declared = true
+	}
 }
 
 // partOf is v's partition by part, 0 without one.

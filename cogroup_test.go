@@ -206,6 +206,16 @@ func TestCoGroupErrors(t *testing.T) {
 	}
 	p = weir.NewPipeline()
 	s = weir.FromSlice(p, []tuple{{"a", "", 1}})
+	counts, _ := weir.Aggregate(weir.Window(k(watermark.BoundedOutOfOrderness(0)), tumbling3ms), aggregate.Count[tuple]())
+	fromPanes := weir.KeyBy(weir.WithTimestamps(weir.Map(counts, func(pn weir.Pane[string, int64]) tuple { return tuple{Key: pn.Key} }),
+		func(tuple) mtime.Time { return 0 }, watermark.BoundedOutOfOrderness(0)), func(t tuple) string { return t.Key })
+	panes, _ = weir.CoGroup(k(watermark.BoundedOutOfOrderness(0)), fromPanes, tumbling3ms, aggregate.Count[tuple](), aggregate.Count[tuple]())
+	weir.Sink(panes, func(weir.Pane[string, weir.CoGrouped[int64, int64]]) error { return nil })
+	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "CoGroup: an input is the output of an aggregation") {
+		t.Errorf("an aggregation's panes: %v", err)
+	}
+	p = weir.NewPipeline()
+	s = weir.FromSlice(p, []tuple{{"a", "", 1}})
 	joined, _ := weir.WindowJoin(k(watermark.BoundedOutOfOrderness(0)), k(watermark.BoundedOutOfOrderness(0)), tumbling3ms.WithMode(window.Discarding))
 	weir.Sink(joined, func(weir.WindowJoined[string, tuple, tuple]) error { return nil })
 	if err := p.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "a window join is accumulating") {

@@ -501,15 +501,24 @@ func Union[T any](streams ...Stream[T]) Stream[T] {
 			return Stream[T]{p: p, n: out, from: s.from}
 		}
 		inputs = append(inputs, s.from)
-		// Every root stream gets the same signals from the source loop:
-		// pass them on once.
-		first := i == 0
-		s.n.Subscribe(engine.Func[T]{OnPush: out.Push, OnSignal: func(sg engine.Signal) {
-			if first {
-				out.Signal(sg)
-			}
-		}})
+		s.n.Subscribe(engine.Func[T]{OnPush: out.Push, OnSignal: unionSignal(i, out)})
 	}
+	return unionNode(p, inputs, out)
+}
+
+// unionSignal is how the union's input i passes signals on to out: every
+// stream of the source loop gets the same signals, so only the first
+// input passes them on, once.
+func unionSignal[T any](i int, out *engine.Stream[T]) func(engine.Signal) {
+	if i > 0 {
+		return func(engine.Signal) {}
+	}
+	return out.Signal
+}
+
+// unionNode adds the plan's node of a union of inputs, whose stream is out
+// (its inputs wired to it already).
+func unionNode[T any](p *Pipeline, inputs []plan.Input, out *engine.Stream[T]) Stream[T] {
 	p.steps++
 	id := plan.ID{Kind: plan.KindTransform, Name: fmt.Sprintf("union-%d", p.steps)}
 	p.add(&plan.Node{ID: id, Label: "union", Inputs: inputs, Op: &plan.Transform{Does: "union"}, Impl: wired{}})

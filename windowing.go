@@ -119,11 +119,15 @@ func (t Timestamped[T]) Versioned(version func(T) int64) Timestamped[T] {
 type Keyed[K comparable, T any] struct {
 	t   Timestamped[T]
 	key func(T) K
+	// feed, when set, is given the head of the aggregation of the
+	// stream, which its inputs then feed themselves (a co-group's): t's
+	// stream carries the signals alone.
+	feed func(*engine.Head[K, T])
 }
 
 // KeyBy gives every element a key.
 func KeyBy[T any, K comparable](t Timestamped[T], key func(T) K) Keyed[K, T] {
-	return Keyed[K, T]{t, key}
+	return Keyed[K, T]{t: t, key: key}
 }
 
 // Windowed is a keyed stream with a windowing strategy, ready to aggregate.
@@ -187,7 +191,7 @@ func Aggregate[K comparable, T, A, O any](w Windowed[K, T], f aggregate.Func[T, 
 			p.fail("aggregation %s: a Versioned stream needs an aggregate that can take an element back out (aggregate.Retracter: Count, Sum, Avg; %T cannot), windows that are not sessions and a trigger that is not composite (which may finish a window)", label, f)
 		}
 	}
-	agg := &aggNode[K, T, A, O]{label: label, strategy: w.s, t: t, key: w.k.key, f: f, batch: p.o.batchSize,
+	agg := &aggNode[K, T, A, O]{label: label, strategy: w.s, t: t, key: w.k.key, feed: w.k.feed, f: f, batch: p.o.batchSize,
 		panes: panes, late: late, in: later[T](t.s.n), disk: p.o.disk}
 	p.add(&plan.Node{ID: node, Label: "aggregation " + label, Inputs: []plan.Input{t.s.from}, Op: op, Impl: agg})
 	return Stream[Pane[K, O]]{p: p, n: panes, from: plan.Input{From: node}, origin: id},
@@ -201,6 +205,7 @@ type aggNode[K comparable, T, A, O any] struct {
 	strategy window.Strategy
 	t        Timestamped[T]
 	key      func(T) K
+	feed     func(*engine.Head[K, T]) // Keyed's
 	f        aggregate.Func[T, A, O]
 	batch    int
 	panes    *engine.Stream[Pane[K, O]]
@@ -248,6 +253,9 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 	}
 	c.SetInput(h)
 	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, noID: a.t.noID, version: a.t.version, declare: a.t.parts}
+	if a.feed != nil {
+		a.feed(h)
+	}
 	return nil
 }
 
