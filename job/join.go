@@ -615,10 +615,9 @@ func (f *format) appendAsideTail(b []byte, ts mtime.Time, r record, at mtime.Tim
 // joinedItem is a joined record as its outputs write it, keyed by its
 // key.
 func (f *format) joinedItem(b []byte, o joined) plan.Item {
-	// Room for it all at once: the item keeps its memory.
-	b = slices.Grow(b, itemRoom+2*len(o.Key)+len(o.Left.raw)+len(o.Right.raw))
-	line := f.appendJoined(b, o)
-	return plan.Item{Kind: plan.Joined, JSON: line[:len(line)-1], Key: []byte(o.Key), ID: joinedID(o)}
+	// Room for it all at once, its key too: the item keeps its memory.
+	b = slices.Grow(b, itemRoom+3*len(o.Key)+len(o.Left.raw)+len(o.Right.raw))
+	return keyedItem(plan.Joined, f.appendJoined(b, o), o.Key, joinedID(o))
 }
 
 // windowSize is a window join's size as its summary says it, "" for
@@ -635,12 +634,21 @@ func windowSize(size mtime.Time) string {
 // spare.
 const itemRoom = 320
 
+// keyedItem is the item of line (as a format appended it, its newline
+// last) under key, written after the line in its buffer's spare room: one
+// allocation for both, where the buffer was grown for them (each took
+// one).
+func keyedItem(kind plan.ItemKind, line []byte, key string, id uint64) plan.Item {
+	n := len(line)
+	b := append(line, key...)
+	return plan.Item{Kind: kind, JSON: b[: n-1 : n-1], Key: b[n:len(b):len(b)], ID: id}
+}
+
 // joinLateItem is a record too late for the join as its output writes
 // it, keyed by its key.
 func (f *format) joinLateItem(b []byte, l joinLate) plan.Item {
-	b = slices.Grow(b, itemRoom+2*len(l.Key)+len(l.Left.raw)+len(l.Right.raw))
-	line := f.appendJoinLate(b, l)
-	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: []byte(l.Key), ID: joinLateID(l)}
+	b = slices.Grow(b, itemRoom+3*len(l.Key)+len(l.Left.raw)+len(l.Right.raw))
+	return keyedItem(plan.LateEvent, f.appendJoinLate(b, l), l.Key, joinLateID(l))
 }
 
 // joinedID is a joined record's identity: the records it is made of.

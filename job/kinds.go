@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/weirstream/weir/connector"
 	"github.com/weirstream/weir/jobfile"
@@ -141,12 +142,15 @@ func (f *format) paneItem(b []byte, p pane) plan.Item {
 
 // lateItem encodes a too-late event as an item.
 func (f *format) lateItem(b []byte, l lateEvent) plan.Item {
+	// Room for it all at once, its key too: the item keeps its memory.
+	b = slices.Grow(b, itemRoom+3*len(l.Key)+len(l.Value.raw))
 	line := f.appendLate(b, l)
-	var key []byte
-	if f.j.Keyed() {
-		key = []byte(l.Key)
+	if !f.j.Keyed() {
+		return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], ID: lateID(l), At: l.At}
 	}
-	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: key, ID: lateID(l), At: l.At}
+	it := keyedItem(plan.LateEvent, line, l.Key, lateID(l))
+	it.At = l.At
+	return it
 }
 
 // rejectedItem encodes a rejected record as an item.

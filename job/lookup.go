@@ -556,26 +556,20 @@ func (f *format) appendAside(b []byte, p passed) []byte {
 // lookedItem is a record with its row as its outputs write it, keyed by
 // its key.
 func (f *format) lookedItem(b []byte, l looked) plan.Item {
-	b = slices.Grow(b, itemRoom+len(l.Key)+len(l.Row)+len(l.Value.Value.raw))
-	line := f.appendLooked(b, l)
+	b = slices.Grow(b, itemRoom+2*len(l.Key)+len(l.Row)+len(l.Value.Value.raw))
 	r := l.Value.Value
-	return plan.Item{Kind: plan.Joined, JSON: line[:len(line)-1], Key: []byte(l.Key),
-		ID: uint64(newIdentity().string(l.Key).int(int64(r.part)).int(r.line))}
+	return keyedItem(plan.Joined, f.appendLooked(b, l), l.Key, uint64(newIdentity().string(l.Key).int(int64(r.part)).int(r.line)))
 }
 
 // lookFailedItem is a dead letter of the lookup as an item.
 func (f *format) lookFailedItem(b []byte, l lookFailed) plan.Item {
-	b = slices.Grow(b, itemRoom+len(l.Err)+len(l.Key)+len(l.Value.Value.raw))
-	line := f.appendLookFailed(b, l)
+	b = slices.Grow(b, itemRoom+len(l.Err)+2*len(l.Key)+len(l.Value.Value.raw))
 	r := l.Value.Value
-	return plan.Item{Kind: plan.DeadLetter, JSON: line[:len(line)-1], Key: []byte(l.Key),
-		ID: uint64(newIdentity().string(l.Reason).int(int64(r.part)).int(r.line))}
+	return keyedItem(plan.DeadLetter, f.appendLookFailed(b, l), l.Key, uint64(newIdentity().string(l.Reason).int(int64(r.part)).int(r.line)))
 }
 
 // asideItem is a record set aside before the lookup as an item.
 func (f *format) asideItem(b []byte, p passed) plan.Item {
-	b = slices.Grow(b, itemRoom+len(p.Key)+len(p.Value.raw))
-	line := f.appendAside(b, p)
-	return plan.Item{Kind: plan.LateEvent, JSON: line[:len(line)-1], Key: []byte(p.Key),
-		ID: uint64(newIdentity().string(p.Reason).int(int64(p.Value.part)).int(p.Value.line))}
+	b = slices.Grow(b, itemRoom+2*len(p.Key)+len(p.Value.raw))
+	return keyedItem(plan.LateEvent, f.appendAside(b, p), p.Key, uint64(newIdentity().string(p.Reason).int(int64(p.Value.part)).int(p.Value.line)))
 }
