@@ -56,9 +56,9 @@ func Filter[T any](s Stream[T], keep func(T) bool) Stream[T] {
 	return transform(s, "filter", out)
 }
 
-// mapOp and filterOp are Map's and Filter's consumers: a type each, where
-// an engine.Func would call a closure that calls f, a call an element
-// more.
+// mapOp, filterOp and flatMapOp are Map's, Filter's and FlatMap's
+// consumers: a type each, where an engine.Func would call a closure that
+// calls f, a call an element more.
 type mapOp[T, U any] struct {
 	f   func(T) U
 	out *engine.Stream[U]
@@ -80,11 +80,19 @@ func (f *filterOp[T]) Push(v T) {
 
 func (f *filterOp[T]) Signal(sg engine.Signal) { f.out.Signal(sg) }
 
+type flatMapOp[T, U any] struct {
+	f    func(v T, emit func(U))
+	emit func(U) // out.Push, made once
+	out  *engine.Stream[U]
+}
+
+func (m *flatMapOp[T, U]) Push(v T)                { m.f(v, m.emit) }
+func (m *flatMapOp[T, U]) Signal(sg engine.Signal) { m.out.Signal(sg) }
+
 // FlatMap calls f for every element; f emits zero or more results.
 func FlatMap[T, U any](s Stream[T], f func(v T, emit func(U))) Stream[U] {
 	out := &engine.Stream[U]{}
-	emit := out.Push
-	s.n.Subscribe(engine.Func[T]{OnPush: func(v T) { f(v, emit) }, OnSignal: out.Signal})
+	s.n.Subscribe(&flatMapOp[T, U]{f, out.Push, out})
 	return transform(s, "flatmap", out)
 }
 
