@@ -26,9 +26,10 @@ type Feed interface {
 }
 
 // FreeBatches is how many delivered batches a feed keeps to fill again:
-// more than one input of a job of up to four can have in flight (one its
-// feed fills, two in a typed source's own queue, one its reading goroutine
-// holds, 2n+2 in the loop's queue for n inputs, one being delivered). A
+// more than an input can have in flight in a job of up to four inputs (one
+// its feed fills, two in a typed source's own queue, one its reading
+// goroutine holds, 2n+2 in the loop's queue for n inputs, one being
+// delivered). A
 // feed that kept fewer dropped a batch given back whenever its reader ran
 // ahead of the loop, and made a new one, its buffers with it: in a steady
 // stream, an allocation every few batches.
