@@ -220,8 +220,12 @@ func bids(s weir.Stream[nexEvent]) weir.Stream[nexEvent] {
 	return weir.Filter(s, func(e nexEvent) bool { return e.kind == gen.KindBid })
 }
 
+// nexWatermark is the queries' watermark, the nexmark repository's: 4 s
+// of bounded out-of-orderness.
+var nexWatermark = watermark.BoundedOutOfOrderness(4 * time.Second)
+
 func stamp(s weir.Stream[nexEvent]) weir.Timestamped[nexEvent] {
-	return weir.WithTimestamps(s, func(e nexEvent) mtime.Time { return e.ts }, watermark.BoundedOutOfOrderness(4*time.Second))
+	return weir.WithTimestamps(s, func(e nexEvent) mtime.Time { return e.ts }, nexWatermark)
 }
 
 type bidOut struct {
@@ -405,12 +409,11 @@ type q8Auction struct {
 func q8CoGroup(p *weir.Pipeline, s weir.Stream[nexEvent], out *nexOut) {
 	// The bids, most of the events, are dropped once, as q8 drops them.
 	pa := personsAndAuctions(s)
-	wm := watermark.BoundedOutOfOrderness(4 * time.Second)
 	persons := weir.KeyBy(weir.WithTimestamps(weir.Map(weir.Filter(pa, func(e nexEvent) bool { return e.kind == gen.KindPerson }),
-		func(e nexEvent) q8Person { return q8Person{e.id, e.ts, e.name} }), func(p q8Person) mtime.Time { return p.ts }, wm),
+		func(e nexEvent) q8Person { return q8Person{e.id, e.ts, e.name} }), func(p q8Person) mtime.Time { return p.ts }, nexWatermark),
 		func(p q8Person) int64 { return p.id })
 	auctions := weir.KeyBy(weir.WithTimestamps(weir.Map(weir.Filter(pa, func(e nexEvent) bool { return e.kind == gen.KindAuction }),
-		func(e nexEvent) q8Auction { return q8Auction{e.seller, e.ts} }), func(a q8Auction) mtime.Time { return a.ts }, wm),
+		func(e nexEvent) q8Auction { return q8Auction{e.seller, e.ts} }), func(a q8Auction) mtime.Time { return a.ts }, nexWatermark),
 		func(a q8Auction) int64 { return a.seller })
 	name := aggregate.Of(func() string { return "" }, func(_ string, p q8Person) string { return p.name },
 		func(a, b string) string { return cmp.Or(b, a) }, func(a string) string { return a })
