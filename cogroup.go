@@ -116,8 +116,8 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 	lm, rm := transform(left.t.s, "map", out), transform(right.t.s, "map", out)
 	u := unionNode(p, []plan.Input{lm.from, rm.from}, out)
 	// The merged stream's functions, for what the aggregation reads of
-	// them (it is partitioned; it is de-duplicated if an input is); the
-	// feed calls each side's own.
+	// them: that it is partitioned, and de-duplicated if an input is. No
+	// element goes through them: the feed calls each side's own.
 	t := WithTimestamps(u, func(e Sided[L, R]) mtime.Time {
 		if e.IsRight {
 			return right.t.ts(e.Right)
@@ -129,19 +129,12 @@ func cogroupInput[K comparable, L, R any](left Keyed[K, L], right Keyed[K, R]) K
 		}
 		return f.l.part(e.Left)
 	})
-	t.parts = 2
 	if left.t.id != nil || right.t.id != nil {
 		t.id = func(e Sided[L, R]) string {
 			if e.IsRight {
 				return string(f.r.id(nil, e.Right))
 			}
 			return string(f.l.id(nil, e.Left))
-		}
-		t.noID = func(e Sided[L, R]) bool {
-			if e.IsRight {
-				return right.t.id == nil
-			}
-			return left.t.id == nil
 		}
 		t.horizon = max(left.t.horizon, right.t.horizon)
 	}

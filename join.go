@@ -300,7 +300,7 @@ func joinHead[K comparable, T any](e *engine.Engine, op *plan.Join, side int, ta
 	if err != nil {
 		return nil, err
 	}
-	return &stageInput[K, T]{h: h, ts: k.t.ts, key: k.key, part: k.t.part, id: k.t.id, declare: k.t.parts}, nil
+	return &stageInput[K, T]{h: h, ts: k.t.ts, key: k.key, part: k.t.part, id: k.t.id}, nil
 }
 
 // joinSide feeds one side of a join from its input stream.

@@ -35,13 +35,7 @@ type Timestamped[T any] struct {
 	// version, when set, versions the elements (Versioned).
 	id      func(T) string
 	horizon mtime.Time
-	// noID, when set, says which elements have no id: they are never
-	// duplicates (a co-group's input that is not Deduplicated).
-	noID    func(T) bool
 	version func(T) int64
-	// parts, when above 0, is the number of watermark partitions the
-	// stream declares before its first element (a co-group's inputs).
-	parts int
 }
 
 // WithTimestamps gives every element its event time, ts(v) in milliseconds
@@ -252,7 +246,7 @@ func (a *aggNode[K, T, A, O]) Build(c *translate.Ctx) error {
 		return fmt.Errorf("weir: aggregation %s: %w", a.label, err)
 	}
 	c.SetInput(h)
-	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, noID: a.t.noID, version: a.t.version, declare: a.t.parts}
+	a.in.c = &stageInput[K, T]{h: h, ts: a.t.ts, key: a.key, part: a.t.part, id: a.t.id, version: a.t.version}
 	if a.feed != nil {
 		a.feed(h)
 	}
@@ -266,23 +260,16 @@ type stageInput[K comparable, T any] struct {
 	key     func(T) K
 	part    func(T) int
 	id      func(T) string
-	noID    func(T) bool
 	version func(T) int64
-	// declare: the partitions to declare before the first element.
-	declare int
 }
 
 func (s *stageInput[K, T]) Push(v T) {
-	if s.declare > 0 {
-		s.h.DeclarePartitions(s.declare)
-		s.declare = 0
-	}
 	part := 0
 	if s.part != nil {
 		part = s.part(v)
 	}
 	var id []byte
-	if s.id != nil && (s.noID == nil || !s.noID(v)) {
+	if s.id != nil {
 		// Read, never kept: the head copies what it keeps. An empty id is
 		// an id (nil is none).
 		id = noBytes
